@@ -1,0 +1,100 @@
+"""Argument checks shared by the core, with one message style.
+
+Every message names the argument, states what is allowed and ends with the
+value that was found, e.g. ``"delta must be in (0, 0.5). Found 0.7."``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from epsstar.exceptions import InsufficientDataError, InvalidInputError
+
+FloatArray = NDArray[np.float64]
+
+__all__ = [
+    "FloatArray",
+    "check_confidence",
+    "check_delta",
+    "check_in_range",
+    "check_positive_int",
+    "finite_vector",
+]
+
+
+def _describe(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else f"{value}"
+
+
+def check_in_range(
+    name: str,
+    value: Any,
+    low: float,
+    high: float,
+    *,
+    low_inclusive: bool = False,
+    high_inclusive: bool = False,
+) -> float:
+    """Return ``value`` as a float if it lies in the stated interval, else raise."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{name} must be a number. Found {_describe(value)}.") from None
+    left = "[" if low_inclusive else "("
+    right = "]" if high_inclusive else ")"
+    above = number >= low if low_inclusive else number > low
+    below = number <= high if high_inclusive else number < high
+    if not (math.isfinite(number) or (high_inclusive and number == high)) or not (above and below):
+        raise InvalidInputError(f"{name} must be in {left}{low:g}, {high:g}{right}. Found {value}.")
+    return number
+
+
+def check_delta(delta: Any, *, allow_zero: bool = False) -> float:
+    """δ of an (ε, δ) statement: in (0, 0.5), or [0, 0.5) when ``allow_zero``.
+
+    For δ ≥ 0.5 the admissible rates (δ, 1 − δ) of Definition 2 are empty.
+    """
+    return check_in_range("delta", delta, 0.0, 0.5, low_inclusive=allow_zero)
+
+
+def check_confidence(confidence: Any) -> float:
+    """A confidence level in (0, 1)."""
+    return check_in_range("confidence", confidence, 0.0, 1.0)
+
+
+def check_positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
+    """An integer ≥ ``minimum`` (booleans are refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidInputError(f"{name} must be an integer ≥ {minimum}. Found {_describe(value)}.")
+    if value < minimum:
+        raise InvalidInputError(f"{name} must be an integer ≥ {minimum}. Found {value}.")
+    return int(value)
+
+
+def finite_vector(name: str, values: ArrayLike | Sequence[float], *, min_size: int = 1) -> FloatArray:
+    """A 1-D float64 copy of ``values``; refuses NaN/inf, other shapes and too few entries."""
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{name} must be numeric. Found {type(values).__name__}.") from None
+    if array.ndim == 2 and 1 in array.shape:
+        array = array.reshape(-1)
+    if array.ndim != 1:
+        raise InvalidInputError(f"{name} must be one-dimensional. Found shape {array.shape}.")
+    if array.size < min_size:
+        raise InsufficientDataError(
+            f"{name} needs at least {min_size} values. Found {array.size}."
+        )
+    bad = ~np.isfinite(array)
+    if bad.any():
+        index = int(np.flatnonzero(bad)[0])
+        raise InvalidInputError(
+            f"{name} must be finite; {int(bad.sum())} value(s) are not, the first at index "
+            f"{index}. Found {array[index]}."
+        )
+    return np.array(array, dtype=np.float64, copy=True)
