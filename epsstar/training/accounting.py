@@ -1,0 +1,193 @@
+"""Privacy accounting for DP-SGD with Poisson sampling, and σ for a target ε.
+
+Each training step is a Poisson-subsampled Gaussian mechanism (sampling rate q,
+noise multiplier σ = noise standard deviation / sensitivity); ``steps`` of them
+compose. The ε for a given δ comes from a maintained library,
+``dp_accounting`` (Google):
+
+* ``"pld"`` (default): privacy loss distributions (``dp_accounting.pld.PLDAccountant``)
+  with a pessimistic discretisation, so the reported ε is an upper bound;
+* ``"rdp"``: Rényi DP (``dp_accounting.rdp.RdpAccountant``), typically 5–20 % larger.
+
+Both use the add/remove-one neighbouring relation. The discretisation step of
+the PLD accountant (``value_discretization_interval``) sets a floor of roughly
+its own size times a small factor on the ε it can certify; for small targets a
+finer step is chosen (:func:`make_accountant`), and the step is recorded with
+every ε so the number can be reproduced.
+
+δ defaults to 1/(n ln n) for n training records, as in §4.1 of
+``epsilon-star-negoescu-2024.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from epsstar._validation import check_delta, check_in_range, check_positive_int
+from epsstar.exceptions import InvalidInputError
+
+__all__ = [
+    "ACCOUNTANTS",
+    "DEFAULT_MAX_NOISE_MULTIPLIER",
+    "Accountant",
+    "default_delta",
+    "find_noise_multiplier",
+    "make_accountant",
+]
+
+ACCOUNTANTS: tuple[str, ...] = ("pld", "rdp")
+
+#: Upper end of the σ search; a target ε that needs more noise is reported as unreachable.
+DEFAULT_MAX_NOISE_MULTIPLIER = 1000.0
+
+#: Below this σ the search stops and returns the smallest σ it tried (the target is huge).
+_MIN_NOISE_MULTIPLIER = 1e-2
+
+_DEFAULT_PLD_INTERVAL = 1e-3
+
+
+def default_delta(n_records: int) -> float:
+    """δ = 1/(n ln n), the paper's choice (§4.1 of ``epsilon-star-negoescu-2024.md``)."""
+    n = check_positive_int("number of training records", n_records, minimum=3)
+    return 1.0 / (n * math.log(n))
+
+
+def _library_version() -> str:
+    try:
+        return metadata.version("dp-accounting")
+    except metadata.PackageNotFoundError:  # pragma: no cover - installed under another name
+        return "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Accountant:
+    """An ε(σ, q, steps, δ) oracle from ``dp_accounting``; see the module docstring."""
+
+    name: str
+    value_discretization_interval: float = _DEFAULT_PLD_INTERVAL
+
+    def __post_init__(self) -> None:
+        if self.name not in ACCOUNTANTS:
+            allowed = ", ".join(repr(a) for a in ACCOUNTANTS)
+            raise InvalidInputError(f"accountant must be one of {allowed}. Found {self.name!r}.")
+        check_in_range("value_discretization_interval", self.value_discretization_interval, 0, 1)
+
+    def epsilon(
+        self, noise_multiplier: float, sampling_rate: float, steps: int, delta: float
+    ) -> float:
+        """ε after ``steps`` Poisson-sampled Gaussian steps (``inf`` for σ = 0)."""
+        sigma = check_in_range(
+            "noise_multiplier", noise_multiplier, 0, math.inf, low_inclusive=True
+        )
+        q = check_in_range("sampling_rate", sampling_rate, 0, 1, high_inclusive=True)
+        count = check_positive_int("steps", steps)
+        d = check_delta(delta)
+        if sigma == 0.0:
+            return math.inf
+        import dp_accounting
+        from dp_accounting.pld import PLDAccountant
+        from dp_accounting.rdp import RdpAccountant
+
+        event = dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma))
+        absl_logger = logging.getLogger("absl")
+        level = absl_logger.level
+        absl_logger.setLevel(logging.ERROR)  # RDP warns about orders it skips
+        try:
+            accountant: Any
+            if self.name == "pld":
+                accountant = PLDAccountant(
+                    value_discretization_interval=self.value_discretization_interval
+                )
+            else:
+                accountant = RdpAccountant()
+            accountant.compose(event, count)
+            return float(accountant.get_epsilon(d))
+        finally:
+            absl_logger.setLevel(level)
+
+    def describe(self) -> dict[str, Any]:
+        """Name, library, version and settings, for ``training.json``."""
+        settings: dict[str, Any] = {"neighbouring": "add_remove"}
+        if self.name == "pld":
+            settings["value_discretization_interval"] = self.value_discretization_interval
+            settings["pessimistic_estimate"] = True
+            label = "privacy loss distribution (dp_accounting.pld.PLDAccountant)"
+        else:
+            settings["orders"] = "dp_accounting default"
+            label = "Renyi DP (dp_accounting.rdp.RdpAccountant)"
+        return {
+            "name": self.name,
+            "description": label,
+            "library": "dp-accounting",
+            "version": _library_version(),
+            "settings": settings,
+        }
+
+
+def make_accountant(name: str = "pld", target_epsilon: float | None = None) -> Accountant:
+    """The accountant ``name``; for PLD the discretisation step is min(1e-3, target ε/100)."""
+    if name == "pld" and target_epsilon is not None and math.isfinite(target_epsilon):
+        interval = min(_DEFAULT_PLD_INTERVAL, max(target_epsilon / 100.0, 1e-6))
+        return Accountant(name, value_discretization_interval=interval)
+    return Accountant(name)
+
+
+def find_noise_multiplier(
+    accountant: Accountant,
+    target_epsilon: float,
+    delta: float,
+    sampling_rate: float,
+    steps: int,
+    *,
+    max_noise_multiplier: float = DEFAULT_MAX_NOISE_MULTIPLIER,
+    rtol: float = 1e-3,
+) -> float:
+    """The smallest σ (to relative tolerance ``rtol``) with ε(σ) ≤ ``target_epsilon``.
+
+    ε decreases in σ, so the search doubles or halves σ from 1 until the target
+    is bracketed, then bisects geometrically. The returned σ always satisfies
+    ε(σ) ≤ target according to ``accountant``; the σ just below it (by a factor
+    1 + rtol) does not, unless σ hit the lower search limit 0.01.
+    Raises :class:`InvalidInputError` if even ``max_noise_multiplier`` misses the target.
+    """
+    target = check_in_range("target_epsilon", target_epsilon, 0, math.inf)
+    limit = check_in_range("max_noise_multiplier", max_noise_multiplier, 0, math.inf)
+    tolerance = check_in_range("rtol", rtol, 0, 1)
+    cache: dict[float, float] = {}
+
+    def eps(sigma: float) -> float:
+        if sigma not in cache:
+            cache[sigma] = accountant.epsilon(sigma, sampling_rate, steps, delta)
+        return cache[sigma]
+
+    high = min(1.0, limit)
+    if eps(high) > target:
+        low = high
+        while eps(high) > target:
+            low = high
+            if high >= limit:
+                raise InvalidInputError(
+                    f"target epsilon {target:g} cannot be reached with a noise multiplier of "
+                    f"at most {limit:g} (epsilon there is {eps(limit):.4g} with delta={delta:.3g}, "
+                    f"sampling rate {sampling_rate:.4g}, {steps} steps, {accountant.name} "
+                    "accountant); raise the target or train for fewer steps."
+                )
+            high = min(2.0 * high, limit)
+    else:
+        low = high / 2.0
+        while eps(low) <= target:
+            high = low
+            if low <= _MIN_NOISE_MULTIPLIER:
+                return high
+            low /= 2.0
+    while high / low - 1.0 > tolerance:
+        middle = math.sqrt(low * high)
+        if eps(middle) <= target:
+            high = middle
+        else:
+            low = middle
+    return high

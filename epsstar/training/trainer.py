@@ -1,0 +1,467 @@
+"""DP-SGD (and the same loop without privacy) for logistic regression and MLPs.
+
+One step of DP-SGD with sampling rate q, clip norm C and noise multiplier σ:
+
+1. Poisson sampling: every training record joins the batch independently with
+   probability q (so the batch size varies; its expectation is q·n).
+2. Clipping: each example's gradient (or, with m microbatches, each group's
+   mean gradient) is scaled to L2 norm at most C — exactly, without forming
+   per-example gradients (:mod:`epsstar.training.clipping`).
+3. Noise: N(0, σ²C²) is added to every coordinate of the sum of the clipped
+   gradients.
+4. The noisy sum is divided by the expected number of clipping units — q·n
+   examples, or m microbatches — and handed to SGD with momentum (the paper's
+   lr 0.01, momentum 0.9, §4.1 of ``epsilon-star-negoescu-2024.md``).
+
+Without privacy the same loop skips steps 2 and 3 (the gradient of the summed
+loss divided by q·n). There are round(1/q) steps per epoch.
+
+Microbatches: each step draws a group id in {0, …, m−1} for every record
+(whether sampled or not, so the grouping does not depend on the data), and a
+sampled record joins its group. Adding or removing one record changes only its
+own group's clipped mean, by up to 2C (C if it was alone), so the sensitivity
+of the noisy sum is 2C and the accountant sees the noise multiplier σ/2. With
+one example per unit (the default, ``microbatches=None``) the sensitivity is C.
+
+A run is deterministic for a seed: the initial weights, the batches, the
+groups and the noise all come from one seeded :class:`torch.Generator`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from epsstar._validation import check_delta, check_in_range, check_positive_int
+from epsstar.exceptions import InvalidInputError
+from epsstar.training.accounting import (
+    DEFAULT_MAX_NOISE_MULTIPLIER,
+    Accountant,
+    default_delta,
+    find_noise_multiplier,
+    make_accountant,
+)
+from epsstar.training.clipping import ClippedSum, clipped_gradient_sum, gradient_sum
+from epsstar.training.data import TabularData
+from epsstar.training.models import MLP, ExportedModel, Standardiser, output_width
+from epsstar.training.results import (
+    DataSummary,
+    EpochStats,
+    Hyperparameters,
+    ModelSummary,
+    PrivacySummary,
+    TrainingResult,
+    Utility,
+)
+
+__all__ = [
+    "PrivacyPlan",
+    "TrainedModel",
+    "TrainingConfig",
+    "evaluate",
+    "noisy_gradient",
+    "plan_privacy",
+    "train",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingConfig:
+    """Settings of one training run.
+
+    The run is private when ``target_epsilon`` or ``noise_multiplier`` is given
+    (not both); otherwise ``clip`` and ``microbatches`` are ignored and the
+    model is trained without clipping or noise. ``batch_size`` is the expected
+    batch size: q = batch_size / n. ``microbatches=None`` clips every example
+    (ordinary DP-SGD); an integer m clips the mean gradient of each of m groups.
+    ``delta=None`` means 1/(n ln n).
+    """
+
+    epochs: int
+    batch_size: int = 64
+    hidden: tuple[int, ...] = ()
+    lr: float = 0.01
+    momentum: float = 0.9
+    clip: float = 1.0
+    target_epsilon: float | None = None
+    noise_multiplier: float | None = None
+    delta: float | None = None
+    microbatches: int | None = None
+    accountant: str = "pld"
+    max_noise_multiplier: float = DEFAULT_MAX_NOISE_MULTIPLIER
+    seed: int = 0
+
+    @property
+    def private(self) -> bool:
+        return self.target_epsilon is not None or self.noise_multiplier is not None
+
+    def validate(self, n_records: int) -> None:
+        """Raise :class:`InvalidInputError` for settings that cannot run on n records."""
+        check_positive_int("epochs", self.epochs)
+        check_positive_int("batch_size", self.batch_size)
+        if self.batch_size > n_records:
+            raise InvalidInputError(
+                f"batch_size must be at most the number of training records ({n_records}). "
+                f"Found {self.batch_size}."
+            )
+        check_in_range("lr", self.lr, 0.0, math.inf)
+        check_in_range("momentum", self.momentum, 0.0, 1.0, low_inclusive=True)
+        for width in self.hidden:
+            check_positive_int("hidden layer width", width)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise InvalidInputError(f"seed must be an integer ≥ 0. Found {self.seed}.")
+        if not self.private:
+            return
+        if self.target_epsilon is not None and self.noise_multiplier is not None:
+            raise InvalidInputError(
+                "give either target_epsilon or noise_multiplier, not both. "
+                f"Found {self.target_epsilon} and {self.noise_multiplier}."
+            )
+        if self.target_epsilon is not None:
+            check_in_range("target_epsilon", self.target_epsilon, 0.0, math.inf)
+        if self.noise_multiplier is not None:
+            check_in_range("noise_multiplier", self.noise_multiplier, 0.0, math.inf)
+        check_in_range("clip", self.clip, 0.0, math.inf)
+        if self.delta is not None:
+            check_delta(self.delta)
+        if self.microbatches is not None:
+            check_positive_int("microbatches", self.microbatches)
+        check_in_range("max_noise_multiplier", self.max_noise_multiplier, 0.0, math.inf)
+        make_accountant(self.accountant)
+
+    def clipping_groups(self) -> int | None:
+        """Microbatch count m, or None for per-example clipping (m = batch size counts as such)."""
+        if self.microbatches is None or self.microbatches == self.batch_size:
+            return None
+        return self.microbatches
+
+
+@dataclass(frozen=True, slots=True)
+class PrivacyPlan:
+    """σ and everything the accountant needs, fixed before training starts."""
+
+    noise_multiplier: float
+    sensitivity_factor: float
+    sampling_rate: float
+    steps: int
+    steps_per_epoch: int
+    delta: float
+    delta_rule: str
+    accountant: Accountant
+    target_epsilon: float | None
+
+    @property
+    def accounting_noise_multiplier(self) -> float:
+        return self.noise_multiplier / self.sensitivity_factor
+
+    def epsilon_after(self, steps: int) -> float:
+        return self.accountant.epsilon(
+            self.accounting_noise_multiplier, self.sampling_rate, steps, self.delta
+        )
+
+
+def noisy_gradient(
+    network: MLP,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    binary: bool,
+    *,
+    clip: float | None,
+    noise_std: float,
+    normaliser: float,
+    generator: torch.Generator,
+    groups: torch.Tensor | None = None,
+    n_groups: int = 0,
+) -> ClippedSum:
+    """The update direction of one step: (Σ clipped gradients + N(0, noise_std²)) / normaliser.
+
+    ``clip=None`` sums unclipped gradients (the non-private baseline). Noise is
+    drawn from ``generator`` one parameter tensor at a time, in
+    ``network.parameters()`` order. The returned ``loss`` is the batch's summed loss.
+    """
+    if clip is None:
+        total = gradient_sum(network, x, y, binary)
+    else:
+        total = clipped_gradient_sum(network, x, y, binary, clip, groups=groups, n_groups=n_groups)
+    gradients: list[torch.Tensor] = []
+    with torch.no_grad():
+        for summed in total.gradients:
+            if noise_std > 0.0:
+                noise = torch.randn(summed.shape, generator=generator, dtype=summed.dtype)
+                summed = summed + noise_std * noise
+            gradients.append(summed / normaliser)
+    return ClippedSum(gradients, total.loss, total.n_examples)
+
+
+def _epsstar_version() -> str:
+    import epsstar
+
+    return str(getattr(epsstar, "__version__", "unknown"))
+
+
+def _schedule(config: TrainingConfig, n_records: int) -> tuple[float, int]:
+    sampling_rate = config.batch_size / n_records
+    return sampling_rate, max(1, round(1.0 / sampling_rate))
+
+
+def plan_privacy(config: TrainingConfig, n_records: int) -> PrivacyPlan | None:
+    """Choose σ for the run (searching for ``target_epsilon`` if given); None if not private."""
+    config.validate(n_records)
+    if not config.private:
+        return None
+    sampling_rate, per_epoch = _schedule(config, n_records)
+    steps = per_epoch * config.epochs
+    if config.delta is None:
+        delta, rule = default_delta(n_records), "1/(n ln n)"
+    else:
+        delta, rule = float(config.delta), "given"
+    accountant = make_accountant(config.accountant, config.target_epsilon)
+    factor = 1.0 if config.clipping_groups() is None else 2.0
+    if config.target_epsilon is not None:
+        effective = find_noise_multiplier(
+            accountant,
+            config.target_epsilon,
+            delta,
+            sampling_rate,
+            steps,
+            max_noise_multiplier=config.max_noise_multiplier / factor,
+        )
+        sigma = effective * factor
+    else:
+        assert config.noise_multiplier is not None
+        sigma = float(config.noise_multiplier)
+    return PrivacyPlan(
+        noise_multiplier=sigma,
+        sensitivity_factor=factor,
+        sampling_rate=sampling_rate,
+        steps=steps,
+        steps_per_epoch=per_epoch,
+        delta=delta,
+        delta_rule=rule,
+        accountant=accountant,
+        target_epsilon=config.target_epsilon,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TrainedModel:
+    """The exported model (raw features → probabilities) and the run's record."""
+
+    model: ExportedModel
+    result: TrainingResult
+
+
+def evaluate(model: ExportedModel, data: TabularData) -> Utility:
+    """Accuracy, AUROC (binary) and mean cross-entropy of ``model`` on ``data``."""
+    dtype = model.standardiser.mean.dtype
+    with torch.no_grad():
+        probabilities = model(torch.as_tensor(data.features, dtype=dtype)).double().numpy()
+    labels = data.labels
+    eps = 1e-12
+    auroc: float | None = None
+    if model.binary:
+        positive = probabilities[:, 0]
+        predicted = (positive >= 0.5).astype(np.int64)
+        chosen = np.where(labels == 1, positive, 1.0 - positive)
+        if 0 < labels.sum() < labels.size:
+            from sklearn.metrics import roc_auc_score
+
+            auroc = float(roc_auc_score(labels, positive))
+    else:
+        predicted = probabilities.argmax(axis=1)
+        chosen = probabilities[np.arange(labels.size), labels]
+    return Utility(
+        n_records=int(labels.size),
+        accuracy=float(np.mean(predicted == labels)),
+        auroc=auroc,
+        loss=float(-np.mean(np.log(np.clip(chosen, eps, 1.0)))),
+    )
+
+
+def _bayes_security(plan: PrivacyPlan) -> dict[str, dict[str, object]]:
+    from epsstar.conversions import bayes_security_dpsgd
+
+    # Substitution moves one clipping unit by up to 2C whether units are examples or groups,
+    # which is the sensitivity Corollary 7 assumes for σ; add/remove uses the accountant's σ.
+    readings: dict[str, dict[str, object]] = {}
+    for relation, sigma in (
+        ("add_remove", plan.accounting_noise_multiplier),
+        ("substitution", plan.noise_multiplier),
+    ):
+        bound = bayes_security_dpsgd(plan.sampling_rate, plan.steps, sigma, relation)
+        readings[relation] = {
+            "beta_lower": bound.beta_lower,
+            "error_order": bound.error_order,
+            "advantage_upper": bound.advantage_upper,
+            "noise_multiplier": sigma,
+            "source": "closed-form-bounds-dpsgd-cherubin-2024.md, Corollary 7",
+        }
+    return readings
+
+
+def _privacy_summary(config: TrainingConfig, plan: PrivacyPlan, epsilon: float) -> PrivacySummary:
+    from epsstar.conversions import advantage_bound_gaussian, posterior_belief_bound
+
+    finite = math.isfinite(epsilon)
+    return PrivacySummary(
+        target_epsilon=plan.target_epsilon,
+        epsilon=epsilon,
+        delta=plan.delta,
+        delta_rule=plan.delta_rule,
+        noise_multiplier=plan.noise_multiplier,
+        noise_std=plan.noise_multiplier * config.clip,
+        clip=config.clip,
+        clipping_unit="example" if config.clipping_groups() is None else "microbatch",
+        sensitivity=plan.sensitivity_factor * config.clip,
+        accounting_noise_multiplier=plan.accounting_noise_multiplier,
+        sampling_rate=plan.sampling_rate,
+        steps=plan.steps,
+        neighbouring="add_remove",
+        accountant=plan.accountant.describe(),
+        posterior_belief_bound=posterior_belief_bound(epsilon) if finite else 1.0,
+        advantage_bound_gaussian=advantage_bound_gaussian(epsilon, plan.delta) if finite else 1.0,
+        bayes_security=_bayes_security(plan),
+    )
+
+
+def train(
+    data: TabularData,
+    config: TrainingConfig,
+    *,
+    population: TabularData | None = None,
+    on_epoch: Callable[[EpochStats], None] | None = None,
+    plan: PrivacyPlan | None = None,
+) -> TrainedModel:
+    """Train one model on ``data``; ``on_epoch`` is called after every epoch.
+
+    ``plan`` may pass a :class:`PrivacyPlan` computed earlier by
+    :func:`plan_privacy` (the σ search is the slow part of planning).
+    """
+    start = time.perf_counter()
+    n = data.n_records
+    config.validate(n)
+    if config.private and plan is None:
+        plan = plan_privacy(config, n)
+    if not config.private:
+        plan = None
+    if population is not None and (
+        population.feature_names != data.feature_names or population.classes != data.classes
+    ):
+        raise InvalidInputError(
+            "population data must have the training data's feature columns and label classes; "
+            "read it with load_table(..., features=train.feature_names, classes=train.classes)."
+        )
+    n_outputs = output_width(data.n_classes)
+    binary = data.n_classes == 2
+    dtype = torch.float32
+    generator = torch.Generator().manual_seed(config.seed)
+    standardiser = Standardiser.fit(data.features, dtype)
+    with torch.no_grad():
+        features = standardiser(torch.as_tensor(data.features, dtype=dtype)).contiguous()
+    labels = torch.as_tensor(data.labels)
+    network = MLP(data.n_features, n_outputs, config.hidden, generator=generator, dtype=dtype)
+    optimiser = torch.optim.SGD(network.parameters(), lr=config.lr, momentum=config.momentum)
+    sampling_rate, per_epoch = _schedule(config, n)
+    groups_count = config.clipping_groups()
+    normaliser = float(groups_count) if (plan and groups_count) else sampling_rate * n
+    noise_std = plan.noise_multiplier * config.clip if plan else 0.0
+    params = list(network.parameters())
+    history: list[EpochStats] = []
+    for epoch in range(config.epochs):
+        epoch_start = time.perf_counter()
+        loss_total, seen = 0.0, 0
+        for _ in range(per_epoch):
+            chosen = torch.nonzero(torch.rand(n, generator=generator) < sampling_rate).squeeze(1)
+            groups = None
+            if plan is not None and groups_count is not None:
+                groups = torch.randint(groups_count, (n,), generator=generator)[chosen]
+            step = noisy_gradient(
+                network,
+                features[chosen],
+                labels[chosen],
+                binary,
+                clip=config.clip if plan is not None else None,
+                noise_std=noise_std,
+                normaliser=normaliser,
+                generator=generator,
+                groups=groups,
+                n_groups=groups_count or 0,
+            )
+            loss_total += step.loss
+            seen += step.n_examples
+            with torch.no_grad():
+                for param, gradient in zip(params, step.gradients, strict=True):
+                    param.grad = gradient
+            optimiser.step()
+        spent = plan.epsilon_after((epoch + 1) * per_epoch) if plan is not None else None
+        stats = EpochStats(
+            epoch=epoch + 1,
+            epochs=config.epochs,
+            loss=loss_total / max(seen, 1),
+            epsilon=spent,
+            seconds=time.perf_counter() - epoch_start,
+        )
+        history.append(stats)
+        if on_epoch is not None:
+            on_epoch(stats)
+    network.eval()
+    exported = ExportedModel(standardiser, network, binary).eval()
+    for param in exported.parameters():
+        param.requires_grad_(False)
+    privacy = None
+    if plan is not None:
+        final = history[-1].epsilon
+        assert final is not None
+        privacy = _privacy_summary(config, plan, final)
+    result = TrainingResult(
+        private=plan is not None,
+        data=DataSummary(
+            train=data.source,
+            population=None if population is None else population.source,
+            label_column=data.label_column,
+            feature_names=data.feature_names,
+            classes=data.classes,
+            n_train=n,
+            n_population=None if population is None else population.n_records,
+        ),
+        model=ModelSummary(
+            architecture="mlp" if config.hidden else "logistic_regression",
+            n_features=data.n_features,
+            hidden=config.hidden,
+            n_outputs=n_outputs,
+            n_parameters=sum(p.numel() for p in network.parameters()),
+            output="P(y = classes[1]), shape (n, 1)"
+            if binary
+            else f"class probabilities in the order of classes, shape (n, {n_outputs})",
+        ),
+        hyperparameters=Hyperparameters(
+            epochs=config.epochs,
+            batch_size=config.batch_size,
+            sampling="poisson",
+            sampling_rate=sampling_rate,
+            steps_per_epoch=per_epoch,
+            steps=per_epoch * config.epochs,
+            optimizer="sgd",
+            lr=config.lr,
+            momentum=config.momentum,
+            clip=config.clip if plan is not None else None,
+            microbatches=groups_count if plan is not None else None,
+            update_normaliser=normaliser,
+            seed=config.seed,
+            dtype="float32",
+        ),
+        privacy=privacy,
+        utility_train=evaluate(exported, data),
+        utility_population=None if population is None else evaluate(exported, population),
+        history=tuple(history),
+        wall_time_seconds=time.perf_counter() - start,
+        epsstar_version=_epsstar_version(),
+        torch_version=torch.__version__,
+        files={},
+    )
+    return TrainedModel(exported, result)
