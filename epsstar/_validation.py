@@ -76,7 +76,9 @@ def check_positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
     return int(value)
 
 
-def finite_vector(name: str, values: ArrayLike | Sequence[float], *, min_size: int = 1) -> FloatArray:
+def finite_vector(
+    name: str, values: ArrayLike | Sequence[float], *, min_size: int = 1
+) -> FloatArray:
     """A 1-D float64 copy of ``values``; refuses NaN/inf, other shapes and too few entries."""
     try:
         array = np.asarray(values, dtype=np.float64)
@@ -87,9 +89,7 @@ def finite_vector(name: str, values: ArrayLike | Sequence[float], *, min_size: i
     if array.ndim != 1:
         raise InvalidInputError(f"{name} must be one-dimensional. Found shape {array.shape}.")
     if array.size < min_size:
-        raise InsufficientDataError(
-            f"{name} needs at least {min_size} values. Found {array.size}."
-        )
+        raise InsufficientDataError(f"{name} needs at least {min_size} values. Found {array.size}.")
     bad = ~np.isfinite(array)
     if bad.any():
         index = int(np.flatnonzero(bad)[0])

@@ -1,0 +1,49 @@
+"""epsstar: black-box privacy audit of one trained model instance.
+
+The public names load lazily, so ``import epsstar`` (and the CLI) start fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "epsilon_star": "epsstar.estimator",
+    "EpsilonStarResult": "epsstar.results",
+    "epsilon_lower_bound": "epsstar.bounds",
+    "EpsilonLowerBound": "epsstar.bounds",
+    "mechanism_epsilon": "epsstar.bounds",
+    "compute_losses": "epsstar.losses",
+}
+
+__all__ = [
+    "EpsilonLowerBound",
+    "EpsilonStarResult",
+    "__version__",
+    "compute_losses",
+    "epsilon_lower_bound",
+    "epsilon_star",
+    "mechanism_epsilon",
+]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.bounds import EpsilonLowerBound, epsilon_lower_bound, mechanism_epsilon
+    from epsstar.estimator import epsilon_star
+    from epsstar.losses import compute_losses
+    from epsstar.results import EpsilonStarResult
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'epsstar' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
