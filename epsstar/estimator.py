@@ -1,0 +1,202 @@
+"""Epsilon* of one model instance from its training and population losses.
+
+``method="parametric"`` (``epsilon-star-negoescu-2024.md`` §3.1, Appendix B):
+transform the losses (:mod:`epsstar.transform`), fit a distribution to each
+side in the transformed space (``family="normal"``, the paper's estimator, or
+``"gmm"``), check both fits (:mod:`epsstar.goodness_of_fit`), and take the
+supremum of eq. 7 over all thresholds with FPR and FNR in ``(δ, 1-δ)``
+(:mod:`epsstar.optimizer`). ``method="empirical"``: eq. 7 at every observed
+loss with rates from the empirical CDFs (:mod:`epsstar.empirical`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from epsstar._validation import FloatArray, check_delta, check_in_range, finite_vector
+from epsstar.empirical import empirical_supremum
+from epsstar.exceptions import DegenerateDataError, InvalidInputError, PoorFitWarning
+from epsstar.fitting import FittedDistribution, GaussianMixtureFit, NormalFit, Reflected
+from epsstar.goodness_of_fit import MIN_EVALUATION_SIZE, assess_fit
+from epsstar.optimizer import grid_supremum, parametric_supremum
+from epsstar.ratio_terms import RateWindow
+from epsstar.results import EpsilonStarResult, FitReport
+from epsstar.transform import LossTransform
+
+__all__ = [
+    "FAMILIES",
+    "METHODS",
+    "MIN_PARAMETRIC_RECORDS",
+    "SEARCHES",
+    "default_delta",
+    "epsilon_star",
+]
+
+METHODS = ("parametric", "empirical")
+FAMILIES = ("normal", "gmm")
+SEARCHES = ("refine", "grid")
+#: Each side needs a fitting set and a goodness-of-fit evaluation set.
+MIN_PARAMETRIC_RECORDS = 2 * MIN_EVALUATION_SIZE
+
+Method = Literal["parametric", "empirical"]
+Family = Literal["normal", "gmm"]
+Search = Literal["refine", "grid"]
+
+
+def default_delta(n_train: int) -> float:
+    """δ = 1/(n ln n), the paper's choice for a training set of n records (§4.1)."""
+    if n_train < 3:
+        raise InvalidInputError(
+            f"the default delta needs at least 3 training records. Found {n_train}."
+        )
+    return float(1.0 / (n_train * np.log(n_train)))
+
+
+def _fitter(
+    family: str, max_components: int, seed: int
+) -> Callable[[FloatArray], FittedDistribution]:
+    if family == "normal":
+        return NormalFit.fit
+
+    def fit_mixture(values: FloatArray) -> FittedDistribution:
+        return GaussianMixtureFit.fit(values, max_components=max_components, seed=seed)
+
+    return fit_mixture
+
+
+def epsilon_star(
+    train_losses: ArrayLike,
+    population_losses: ArrayLike,
+    *,
+    delta: float,
+    method: Method = "parametric",
+    family: Family = "normal",
+    seed: int = 0,
+    alpha: float = 1.0,
+    max_components: int = 20,
+    gof_samples: int = 1000,
+    significance: float = 0.05,
+    rate_window: tuple[float, float] | None = None,
+    search: Search = "refine",
+) -> EpsilonStarResult:
+    """Epsilon*, the empirical lower bound on the (ε, δ) of one model instance.
+
+    Parameters
+    ----------
+    train_losses, population_losses
+        Per-record losses of the model on its training data and on non-training
+        data from the same distribution (members are expected to have lower loss).
+    delta
+        The δ of the (ε, δ) statement, in (0, 0.5) (``[0, 0.5)`` for the empirical
+        method). The paper recommends δ ≪ 1/n; :func:`default_delta` gives 1/(n ln n).
+    method
+        ``"parametric"`` (fitted CDFs) or ``"empirical"`` (empirical CDFs).
+    family
+        Parametric family fitted to the transformed losses: ``"normal"`` (the
+        paper's) or ``"gmm"`` (Gaussian mixture, components chosen by BIC).
+    seed
+        Seeds the mixture fits and the goodness-of-fit split and draws.
+    alpha
+        Shift of the loss transform (Appendix B, step 2).
+    max_components, gof_samples, significance
+        Mixture size limit; evaluation-set size and level of the goodness-of-fit tests.
+    rate_window
+        Empirical method only: admissible (FPR, FNR) interval instead of
+        ``(δ, 1-δ)``; ``(0.001, 0.999)`` reproduces the paper's clipping.
+    search
+        Parametric method only: ``"refine"`` locates the supremum by bracketing
+        and refinement; ``"grid"`` is the paper's procedure (2 million quantile
+        points), slower and never higher.
+
+    A rejected goodness-of-fit test is recorded in the result (``poor_fit``) and
+    raises a :class:`~epsstar.exceptions.PoorFitWarning`.
+    """
+    if method not in METHODS:
+        raise InvalidInputError(f"method must be one of {', '.join(METHODS)}. Found {method!r}.")
+    parametric = method == "parametric"
+    if parametric and family not in FAMILIES:
+        raise InvalidInputError(f"family must be one of {', '.join(FAMILIES)}. Found {family!r}.")
+    if search not in SEARCHES:
+        raise InvalidInputError(f"search must be one of {', '.join(SEARCHES)}. Found {search!r}.")
+    minimum = MIN_PARAMETRIC_RECORDS if parametric else 1
+    train = finite_vector("train_losses", train_losses, min_size=minimum)
+    population = finite_vector("population_losses", population_losses, min_size=minimum)
+    delta = check_delta(delta, allow_zero=not parametric)
+    seed = int(seed)
+
+    if not parametric:
+        window = RateWindow.for_delta(delta)
+        if rate_window is not None:
+            low, high = rate_window
+            low = check_in_range("rate_window low", low, 0.0, 1.0, low_inclusive=True)
+            high = check_in_range("rate_window high", high, low, 1.0, high_inclusive=True)
+            window = RateWindow(low, high)
+        found = empirical_supremum(train, population, delta, window)
+        return EpsilonStarResult(
+            epsilon=found.epsilon,
+            delta=delta,
+            method=method,
+            family=None,
+            fpr=found.fpr,
+            fnr=found.fnr,
+            threshold=found.threshold,
+            threshold_transformed=None,
+            attained_by=found.term_name,
+            n_train=train.size,
+            n_population=population.size,
+            rate_window=(window.low, window.high),
+            seed=seed,
+        )
+
+    if rate_window is not None:
+        raise InvalidInputError(
+            f"rate_window applies to the empirical method only. Found method={method!r}."
+        )
+    transform = LossTransform.from_losses(train, population, alpha=alpha)
+    fitter = _fitter(family, max_components, seed)
+    reports: dict[str, FitReport] = {}
+    for index, (side, losses) in enumerate((("train", train), ("population", population))):
+        phi = transform.forward(losses)
+        try:
+            fit = fitter(phi)
+        except DegenerateDataError as error:
+            raise DegenerateDataError(f"{side} losses: {error}") from None
+        gof = assess_fit(
+            phi, family, fitter, n_samples=gof_samples, significance=significance, seed=seed + index
+        )
+        reports[side] = FitReport(fit=fit, goodness_of_fit=gof)
+        if gof.poor_fit:
+            warnings.warn(
+                PoorFitWarning(
+                    f"the {family} fit to the {side} losses is poor at level {significance:g} ("
+                    + "; ".join(gof.describe_rejections())
+                    + "); Epsilon* rests on its tails"
+                ),
+                stacklevel=2,
+            )
+    # phi decreases with the loss; its reflection is loss-ordered (members below the threshold).
+    supremum = parametric_supremum if search == "refine" else grid_supremum
+    found = supremum(Reflected(reports["train"].fit), Reflected(reports["population"].fit), delta)
+    phi_threshold = -found.threshold
+    return EpsilonStarResult(
+        epsilon=found.epsilon,
+        delta=delta,
+        method=method,
+        family=family,
+        fpr=found.fpr,
+        fnr=found.fnr,
+        threshold=float(transform.inverse(phi_threshold)) if found.term else float("nan"),
+        threshold_transformed=phi_threshold if found.term else None,
+        attained_by=found.term_name,
+        n_train=train.size,
+        n_population=population.size,
+        rate_window=(delta, 1.0 - delta),
+        seed=seed,
+        transform=transform,
+        fits=reports,
+    )

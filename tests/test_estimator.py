@@ -1,0 +1,211 @@
+"""The public ``epsilon_star`` function end to end."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import epsstar
+from epsstar import epsilon_star
+from epsstar.estimator import default_delta
+from epsstar.exceptions import (
+    DegenerateDataError,
+    InsufficientDataError,
+    InvalidInputError,
+    PoorFitWarning,
+)
+from epsstar.fitting import LossDistribution
+
+
+def normal_losses(n: int, shift: float = 0.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.normal(-shift, 1.0, n), rng.normal(0.0, 1.0, n)
+
+
+def quiet(*args, **kwargs):  # type: ignore[no-untyped-def]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PoorFitWarning)
+        return epsilon_star(*args, **kwargs)
+
+
+@given(
+    seed=st.integers(0, 10_000),
+    shift=st.floats(-2, 2),
+    method=st.sampled_from(["parametric", "empirical"]),
+    delta=st.sampled_from([1e-5, 1e-3, 0.05]),
+)
+def test_is_never_negative(seed: int, shift: float, method: str, delta: float) -> None:
+    train, population = normal_losses(300, shift, seed)
+    result = quiet(train, population, delta=delta, method=method)
+    assert result.epsilon >= 0.0
+    assert np.isfinite(result.epsilon)
+
+
+@pytest.mark.parametrize("method", ["parametric", "empirical"])
+@pytest.mark.parametrize("family", ["normal", "gmm"])
+def test_identical_samples_give_exactly_zero(method: str, family: str) -> None:
+    values = np.random.default_rng(1).gamma(2.0, 5.0, 3000)
+    result = quiet(values, values.copy(), delta=1e-5, method=method, family=family)
+    assert result.epsilon == 0.0
+    assert result.attained_by == "1"
+    assert result.to_dict()["fpr"] is None
+
+
+def test_same_distribution_gives_small_value_at_large_n() -> None:
+    train, population = normal_losses(20_000, 0.0, seed=5)
+    assert quiet(train, population, delta=1e-3).epsilon < 0.15
+
+
+def test_grows_with_separation() -> None:
+    values = [
+        quiet(*normal_losses(5000, shift, seed=2), delta=1e-4).epsilon for shift in (0, 0.5, 1, 2)
+    ]
+    assert values == sorted(values)
+    assert values[-1] > values[0] + 2
+
+
+@pytest.mark.parametrize("family", ["normal", "gmm"])
+def test_swapping_roles_gives_the_same_value(family: str) -> None:
+    train, population = normal_losses(2000, 1.0, seed=4)
+    forward = quiet(train, population, delta=1e-4, family=family)
+    backward = quiet(population, train, delta=1e-4, family=family)
+    assert backward.epsilon == pytest.approx(forward.epsilon, rel=1e-6)
+
+
+def test_location_is_consistent_in_loss_units() -> None:
+    train, population = normal_losses(4000, 1.0, seed=8)
+    result = quiet(train, population, delta=1e-4)
+    assert result.transform is not None
+    pop_in_loss_units = LossDistribution(result.fits["population"].fit, result.transform)
+    train_in_loss_units = LossDistribution(result.fits["train"].fit, result.transform)
+    assert pop_in_loss_units.cdf(result.threshold) == pytest.approx(result.fpr, rel=1e-6)
+    assert train_in_loss_units.sf(result.threshold) == pytest.approx(result.fnr, rel=1e-6)
+    assert result.transform.forward(result.threshold) == pytest.approx(result.threshold_transformed)
+
+
+def test_refined_search_is_never_below_the_grid() -> None:
+    train, population = normal_losses(3000, 1.5, seed=9)
+    refined = quiet(train, population, delta=1e-5)
+    grid = quiet(train, population, delta=1e-5, search="grid")
+    assert refined.epsilon >= grid.epsilon - 1e-9
+
+
+def test_json_contract() -> None:
+    train, population = normal_losses(500, 1.0)
+    payload = quiet(train, population, delta=1e-3).to_dict()
+    text = json.dumps(payload, allow_nan=False)
+    for key in (
+        "epsilon_star",
+        "delta",
+        "method",
+        "family",
+        "fpr",
+        "fnr",
+        "threshold",
+        "n_train",
+        "n_population",
+        "attained_by",
+        "poor_fit",
+        "fit",
+        "epsstar_version",
+    ):
+        assert key in payload
+    for side in ("train", "population"):
+        gof = payload["fit"][side]["goodness_of_fit"]
+        assert 0 <= gof["ks_pvalue"] <= 1
+        assert 0 <= gof["lilliefors_pvalue"] <= 1
+    assert json.loads(text)["n_train"] == 500
+
+
+def test_poor_fit_warns_and_is_recorded() -> None:
+    rng = np.random.default_rng(0)
+    # Two well-separated modes: a single Normal cannot fit them.
+    bimodal = np.concatenate([rng.normal(0, 0.1, 3000), rng.normal(5, 0.1, 3000)])
+    with pytest.warns(PoorFitWarning, match="normal fit to the (train|population) losses is poor"):
+        result = epsilon_star(bimodal, bimodal + 0.3, delta=1e-3)
+    assert result.poor_fit
+    assert result.to_dict()["fit"]["train"]["goodness_of_fit"]["poor_fit"] is True
+
+
+def test_good_fit_does_not_warn() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PoorFitWarning)
+        # Losses that are Normal after the transform: draw phi, map back to losses.
+        rng = np.random.default_rng(12)
+        phi_train, phi_pop = rng.normal(-1.0, 0.2, 3000), rng.normal(-1.1, 0.2, 3000)
+        from epsstar.transform import LossTransform
+
+        unit = LossTransform(0.0, 1.0)
+        result = epsilon_star(
+            unit.inverse(phi_train), unit.inverse(phi_pop), delta=1e-3, significance=0.01
+        )
+    assert not result.poor_fit
+
+
+def test_mixture_family_reports_components() -> None:
+    train, population = normal_losses(2000, 1.0)
+    fit = quiet(train, population, delta=1e-3, family="gmm").to_dict()["fit"]["train"]
+    assert fit["family"] == "gmm"
+    assert fit["n_components"] >= 1
+    assert sum(fit["weights"]) == pytest.approx(1.0)
+
+
+def test_default_delta() -> None:
+    assert default_delta(32_561) == pytest.approx(1 / (32_561 * np.log(32_561)))
+    with pytest.raises(InvalidInputError, match="Found 2"):
+        default_delta(2)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"delta": 0.0}, InvalidInputError, "delta must be in \\(0, 0.5\\). Found 0.0"),
+        ({"delta": 0.7}, InvalidInputError, "Found 0.7"),
+        ({"delta": float("nan")}, InvalidInputError, "Found nan"),
+        ({"delta": 1e-3, "method": "magic"}, InvalidInputError, "method must be one of"),
+        ({"delta": 1e-3, "family": "cauchy"}, InvalidInputError, "Found 'cauchy'"),
+        ({"delta": 1e-3, "search": "dense"}, InvalidInputError, "Found 'dense'"),
+        (
+            {"delta": 1e-3, "rate_window": (0.001, 0.999)},
+            InvalidInputError,
+            "empirical method only",
+        ),
+    ],
+)
+def test_bad_arguments(kwargs: dict, error: type, message: str) -> None:  # type: ignore[type-arg]
+    train, population = normal_losses(200)
+    with pytest.raises(error, match=message):
+        epsilon_star(train, population, **kwargs)
+
+
+def test_bad_data() -> None:
+    train, population = normal_losses(200)
+    with pytest.raises(InvalidInputError, match="train_losses must be finite.*index 3. Found nan"):
+        epsilon_star(np.where(np.arange(200) == 3, np.nan, train), population, delta=1e-3)
+    with pytest.raises(InsufficientDataError, match="at least 50 values. Found 10"):
+        epsilon_star(train[:10], population, delta=1e-3)
+    with pytest.raises(InsufficientDataError, match="at least 1 values. Found 0"):
+        epsilon_star([], population, delta=1e-3, method="empirical")
+    with pytest.raises(DegenerateDataError, match="all losses are equal.*Found every loss = 0.5"):
+        epsilon_star(np.full(100, 0.5), np.full(100, 0.5), delta=1e-3)
+    with pytest.raises(DegenerateDataError, match="train losses: .*all equal"):
+        epsilon_star(np.full(100, 0.5), population, delta=1e-3)
+    with pytest.raises(InvalidInputError, match="one-dimensional"):
+        epsilon_star(np.ones((10, 10)), population, delta=1e-3)
+
+
+def test_empirical_accepts_zero_delta_and_all_equal_losses() -> None:
+    result = epsilon_star(np.full(10, 0.5), np.full(10, 0.5), delta=0.0, method="empirical")
+    assert result.epsilon == 0.0
+
+
+def test_lazy_public_names() -> None:
+    assert epsstar.epsilon_star is epsilon_star
+    assert "epsilon_lower_bound" in dir(epsstar)
+    with pytest.raises(AttributeError):
+        _ = epsstar.no_such_name  # type: ignore[attr-defined]
