@@ -1,0 +1,1 @@
+"""Subcommands of the ``epsstar`` CLI, one module each (see :mod:`epsstar.cli`)."""

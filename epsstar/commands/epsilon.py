@@ -1,0 +1,137 @@
+"""``epsstar epsilon``: Epsilon* from two files of per-record losses."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from epsstar.cli import EXIT_OK
+
+SUMMARY = "Epsilon* from per-record training and population losses"
+
+
+def _window(text: str) -> tuple[float, float]:
+    parts = text.split(",")
+    try:
+        low, high = (float(part) for part in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected LOW,HIGH (e.g. 0.001,0.999). Found {text!r}"
+        ) from None
+    return low, high
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("epsilon", help=SUMMARY, description=SUMMARY + ".")
+    parser.add_argument(
+        "--train-losses",
+        required=True,
+        metavar="FILE",
+        help="losses of the model on its training records (.npy, .csv, .parquet)",
+    )
+    parser.add_argument(
+        "--population-losses",
+        required=True,
+        metavar="FILE",
+        help="losses on non-training records from the same distribution",
+    )
+    parser.add_argument(
+        "--delta",
+        type=float,
+        default=None,
+        metavar="D",
+        help="delta of the (epsilon, delta) statement; default 1/(n ln n), "
+        "n = number of training losses",
+    )
+    parser.add_argument(
+        "--method",
+        choices=("parametric", "empirical"),
+        default="parametric",
+        help="fitted CDFs (default) or empirical CDFs",
+    )
+    parser.add_argument(
+        "--family",
+        choices=("normal", "gmm"),
+        default="normal",
+        help="distribution fitted to the transformed losses (default: normal)",
+    )
+    parser.add_argument(
+        "--search",
+        choices=("refine", "grid"),
+        default="refine",
+        help="locate the supremum by refinement (default) or on the paper's 2-million-point grid",
+    )
+    parser.add_argument(
+        "--rate-window",
+        type=_window,
+        default=None,
+        metavar="LOW,HIGH",
+        help="empirical method: admissible FPR/FNR interval instead of "
+        "(delta, 1-delta), e.g. 0.001,0.999 as in the paper",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of fits and goodness-of-fit tests"
+    )
+    parser.add_argument(
+        "--json",
+        metavar="OUT",
+        default=None,
+        help="write the result as JSON to OUT ('-' for standard output)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def _format(result: dict[str, Any]) -> str:
+    lines = [
+        f"Epsilon* = {result['epsilon_star']:.4f}  (delta = {result['delta']:.3g}, "
+        f"{result['method']}{', ' + result['family'] if result['family'] else ''})",
+    ]
+    if result["fpr"] is not None:
+        lines.append(
+            f"  attained by {result['attained_by']} at loss threshold {result['threshold']:.6g}: "
+            f"FPR = {result['fpr']:.4g}, FNR = {result['fnr']:.4g}"
+        )
+    else:
+        lines.append("  no admissible threshold beats random guessing")
+    lines.append(
+        f"  records: {result['n_train']:,} training, {result['n_population']:,} population"
+    )
+    for side, fit in result["fit"].items():
+        gof = fit["goodness_of_fit"]
+        verdict = "POOR FIT" if gof["poor_fit"] else "fit ok"
+        lines.append(
+            f"  {side} fit: {fit['family']}, hold-out KS p = {gof['ks_pvalue']:.3g}, "
+            f"Lilliefors p = {gof['lilliefors_pvalue']:.3g} -> {verdict}"
+        )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from epsstar.estimator import default_delta, epsilon_star
+    from epsstar.io import atomic_write_json, read_loss_file
+
+    train = read_loss_file(args.train_losses, name="--train-losses")
+    population = read_loss_file(args.population_losses, name="--population-losses")
+    delta = default_delta(train.size) if args.delta is None else args.delta
+    result = epsilon_star(
+        train,
+        population,
+        delta=delta,
+        method=args.method,
+        family=args.family,
+        seed=args.seed,
+        rate_window=args.rate_window,
+        search=args.search,
+    ).to_dict()
+    if args.json == "-":
+        json.dump(result, sys.stdout, indent=2, allow_nan=False)
+        sys.stdout.write("\n")
+        return EXIT_OK
+    if args.json:
+        atomic_write_json(args.json, result)
+    print(_format(result))
+    if args.json:
+        print(f"  JSON written to {args.json}")
+    return EXIT_OK

@@ -1,0 +1,1 @@
+"""Reports, installed as ``epsstar.reports``: human-readable renderings of audit results."""
