@@ -59,6 +59,15 @@ class EpsilonStarResult:
     fits: Mapping[str, FitReport] = field(default_factory=dict)
 
     @property
+    def tail_extrapolated(self) -> bool:
+        """The maximising FPR or FNR is below one record's worth of data (1/n).
+
+        Such a rate is not observed: it is the fitted distribution's tail,
+        extrapolated beyond the data.
+        """
+        return bool(self.fpr * self.n_population < 1 or self.fnr * self.n_train < 1)
+
+    @property
     def poor_fit(self) -> bool:
         """A goodness-of-fit test rejected the fit of either side."""
         return any(report.goodness_of_fit.poor_fit for report in self.fits.values())
@@ -80,6 +89,7 @@ class EpsilonStarResult:
             "n_population": self.n_population,
             "rate_window": list(self.rate_window),
             "poor_fit": self.poor_fit,
+            "tail_extrapolated": self.tail_extrapolated,
             "fit": {side: report.to_dict() for side, report in self.fits.items()},
             "transform": self.transform.to_dict() if self.transform else None,
             "seed": self.seed,

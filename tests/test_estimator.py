@@ -155,6 +155,15 @@ def test_mixture_family_reports_components() -> None:
     assert sum(fit["weights"]) == pytest.approx(1.0)
 
 
+def test_tail_extrapolation_is_flagged() -> None:
+    train, population = normal_losses(1000, 2.0, seed=3)
+    deep = quiet(train, population, delta=1e-6)
+    assert min(deep.fpr, deep.fnr) < 1 / 1000
+    assert deep.tail_extrapolated
+    shallow = quiet(train, population, delta=0.05)
+    assert not shallow.tail_extrapolated
+
+
 def test_default_delta() -> None:
     assert default_delta(32_561) == pytest.approx(1 / (32_561 * np.log(32_561)))
     with pytest.raises(InvalidInputError, match="Found 2"):

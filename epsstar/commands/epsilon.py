@@ -93,6 +93,11 @@ def _format(result: dict[str, Any]) -> str:
             f"  attained by {result['attained_by']} at loss threshold {result['threshold']:.6g}: "
             f"FPR = {result['fpr']:.4g}, FNR = {result['fnr']:.4g}"
         )
+        if result["tail_extrapolated"]:
+            lines.append(
+                "  note: a rate below 1/n is not observed in the data; this value extrapolates "
+                "the fitted tail"
+            )
     else:
         lines.append("  no admissible threshold beats random guessing")
     lines.append(
