@@ -60,10 +60,12 @@ class NormalFit:
         return np.asarray(special.log_ndtr(-self._z(x)), dtype=np.float64)
 
     def ppf(self, q: ArrayLike) -> FloatArray:
-        return np.asarray(self.mean + self.sd * special.ndtri(np.asarray(q, dtype=np.float64)), dtype=np.float64)
+        z = special.ndtri(np.asarray(q, dtype=np.float64))
+        return np.asarray(self.mean + self.sd * z, dtype=np.float64)
 
     def isf(self, q: ArrayLike) -> FloatArray:
-        return np.asarray(self.mean - self.sd * special.ndtri(np.asarray(q, dtype=np.float64)), dtype=np.float64)
+        z = special.ndtri(np.asarray(q, dtype=np.float64))
+        return np.asarray(self.mean - self.sd * z, dtype=np.float64)
 
     def sample(self, size: int, rng: np.random.Generator) -> FloatArray:
         return rng.normal(self.mean, self.sd, size=size)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -48,6 +49,7 @@ DEFAULT_MAX_NOISE_MULTIPLIER = 1000.0
 _MIN_NOISE_MULTIPLIER = 1e-2
 
 _DEFAULT_PLD_INTERVAL = 1e-3
+_FINEST_PLD_INTERVAL = 1e-4
 
 
 def default_delta(n_records: int) -> float:
@@ -129,9 +131,9 @@ class Accountant:
 
 
 def make_accountant(name: str = "pld", target_epsilon: float | None = None) -> Accountant:
-    """The accountant ``name``; for PLD the discretisation step is min(1e-3, target ε/100)."""
+    """The accountant ``name``; for PLD the step is target ε/100, clamped to [1e-4, 1e-3]."""
     if name == "pld" and target_epsilon is not None and math.isfinite(target_epsilon):
-        interval = min(_DEFAULT_PLD_INTERVAL, max(target_epsilon / 100.0, 1e-6))
+        interval = min(_DEFAULT_PLD_INTERVAL, max(target_epsilon / 100.0, _FINEST_PLD_INTERVAL))
         return Accountant(name, value_discretization_interval=interval)
     return Accountant(name)
 
@@ -148,8 +150,10 @@ def find_noise_multiplier(
 ) -> float:
     """The smallest σ (to relative tolerance ``rtol``) with ε(σ) ≤ ``target_epsilon``.
 
-    ε decreases in σ, so the search doubles or halves σ from 1 until the target
-    is bracketed, then bisects geometrically. The returned σ always satisfies
+    ε decreases in σ. After checking that ``max_noise_multiplier`` reaches the
+    target, the search starts from σ = 1 (or, for PLD, from the cheap RDP
+    answer), steps by factors of 1.25 until the target is bracketed, then
+    bisects geometrically. The returned σ always satisfies
     ε(σ) ≤ target according to ``accountant``; the σ just below it (by a factor
     1 + rtol) does not, unless σ hit the lower search limit 0.01.
     Raises :class:`InvalidInputError` if even ``max_noise_multiplier`` misses the target.
@@ -164,26 +168,46 @@ def find_noise_multiplier(
             cache[sigma] = accountant.epsilon(sigma, sampling_rate, steps, delta)
         return cache[sigma]
 
-    high = min(1.0, limit)
+    if eps(limit) > target:
+        raise InvalidInputError(
+            f"target epsilon {target:g} cannot be reached with a noise multiplier of at most "
+            f"{limit:g} (epsilon there is {eps(limit):.4g} with delta={delta:.3g}, sampling rate "
+            f"{sampling_rate:.4g}, {steps} steps, {accountant.name} accountant); raise the "
+            "target or train for fewer steps."
+        )
+    # The accountant is slowest at small σ; start from the (cheap, looser) RDP answer,
+    # which needs at least as much noise as PLD, and bracket from there.
+    if accountant.name == "pld":
+        guide = Accountant("rdp")
+        start = _bisect(
+            lambda s: guide.epsilon(s, sampling_rate, steps, delta), target, limit, 0.05
+        )
+    else:
+        start = min(1.0, limit)
+    return _bisect(eps, target, limit, tolerance, start=start)
+
+
+def _bisect(
+    eps: Callable[[float], float],
+    target: float,
+    limit: float,
+    tolerance: float,
+    start: float = 1.0,
+) -> float:
+    """Smallest σ in [0.01, limit] with eps(σ) ≤ target, to ``tolerance``; eps(limit) ≤ target."""
+    high = min(start, limit)
     if eps(high) > target:
         low = high
         while eps(high) > target:
             low = high
-            if high >= limit:
-                raise InvalidInputError(
-                    f"target epsilon {target:g} cannot be reached with a noise multiplier of "
-                    f"at most {limit:g} (epsilon there is {eps(limit):.4g} with delta={delta:.3g}, "
-                    f"sampling rate {sampling_rate:.4g}, {steps} steps, {accountant.name} "
-                    "accountant); raise the target or train for fewer steps."
-                )
-            high = min(2.0 * high, limit)
+            high = min(1.25 * high, limit)
     else:
-        low = high / 2.0
+        low = high / 1.25
         while eps(low) <= target:
             high = low
             if low <= _MIN_NOISE_MULTIPLIER:
                 return high
-            low /= 2.0
+            low /= 1.25
     while high / low - 1.0 > tolerance:
         middle = math.sqrt(low * high)
         if eps(middle) <= target:

@@ -16,7 +16,7 @@ def make_table(n: int, d: int, n_classes: int, seed: int) -> TabularData:
     rng = np.random.default_rng(seed)
     features = rng.normal(size=(n, d)) * rng.uniform(0.5, 5.0, size=d) + rng.normal(size=d)
     weights = rng.normal(size=(d, n_classes))
-    scores = (features - features.mean(0)) / features.std(0) @ weights
+    scores = 3.0 * ((features - features.mean(0)) / features.std(0)) @ weights
     labels = np.argmax(scores + rng.gumbel(size=scores.shape), axis=1).astype(np.int64)
     return TabularData(
         features=features,
