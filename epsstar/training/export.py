@@ -1,0 +1,169 @@
+"""A directory per trained model: ``model.onnx``, ``model.pt`` (TorchScript), ``training.json``.
+
+Both model files take raw features (float32, shape (n, d), columns in the order
+of ``training.json``'s ``data.feature_names``) and return probabilities: (n, 1)
+P(y = classes[1]) for binary tasks, (n, K) class probabilities otherwise.
+
+The ONNX graph is written directly from the trained weights (Sub, Div, Gemm,
+Relu, Sigmoid/Softmax; opset 17), so it needs only the ``onnx`` package. Every
+file is written to a temporary file in the same directory and moved into place,
+and ``training.json`` comes last: a directory with a ``training.json`` is a
+finished model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.training.models import ExportedModel
+from epsstar.training.results import TrainingResult
+
+__all__ = [
+    "MODEL_FILES",
+    "ONNX_INPUT",
+    "ONNX_OUTPUT",
+    "check_output_dir",
+    "export_onnx",
+    "export_torchscript",
+    "prepare_output_dir",
+    "write_atomic",
+    "write_model_dir",
+]
+
+ONNX_INPUT = "features"
+ONNX_OUTPUT = "probabilities"
+ONNX_OPSET = 17
+MODEL_FILES = {"onnx": "model.onnx", "torchscript": "model.pt", "record": "training.json"}
+
+
+def write_atomic(path: Path, payload: bytes) -> None:
+    """Write ``payload`` to ``path`` via a temporary file in the same directory."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(payload)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def check_output_dir(path: str | os.PathLike[str], overwrite: bool) -> Path:
+    """Refuse a path that is a file, or a non-empty directory unless ``overwrite``."""
+    directory = Path(path)
+    if directory.exists() and not directory.is_dir():
+        raise InputFileError(f"output path exists and is not a directory. Found {str(path)!r}.")
+    if directory.is_dir() and any(directory.iterdir()) and not overwrite:
+        raise InvalidInputError(
+            f"output directory is not empty; pass --overwrite to replace it. Found {str(path)!r}."
+        )
+    return directory
+
+
+def prepare_output_dir(path: str | os.PathLike[str], overwrite: bool) -> Path:
+    """Create ``path``; refuse a non-empty directory unless ``overwrite``.
+
+    With ``overwrite`` an existing ``training.json`` is removed first, so the
+    directory does not look finished while new files are being written.
+    """
+    directory = check_output_dir(path, overwrite)
+    (directory / MODEL_FILES["record"]).unlink(missing_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InputFileError(f"cannot create output directory {str(path)!r}: {error}") from None
+    return directory
+
+
+def _onnx_bytes(model: ExportedModel) -> bytes:
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    mean, scale = model.standardiser.numpy()
+    n_features = int(mean.shape[0])
+    nodes: list[Any] = []
+    initialisers = [
+        numpy_helper.from_array(mean.astype(np.float32), "mean"),
+        numpy_helper.from_array(scale.astype(np.float32), "scale"),
+    ]
+    nodes.append(helper.make_node("Sub", [ONNX_INPUT, "mean"], ["centred"]))
+    nodes.append(helper.make_node("Div", ["centred", "scale"], ["h0"]))
+    current = "h0"
+    layers = model.network.linears
+    for index, layer in enumerate(layers):
+        weight = layer.weight.detach().float().numpy()
+        bias = layer.bias.detach().float().numpy()
+        initialisers.append(numpy_helper.from_array(weight, f"W{index}"))
+        initialisers.append(numpy_helper.from_array(bias, f"b{index}"))
+        output = f"z{index}"
+        nodes.append(
+            helper.make_node("Gemm", [current, f"W{index}", f"b{index}"], [output], transB=1)
+        )
+        if index < len(layers) - 1:
+            nodes.append(helper.make_node("Relu", [output], [f"h{index + 1}"]))
+            current = f"h{index + 1}"
+        else:
+            current = output
+    if model.binary:
+        nodes.append(helper.make_node("Sigmoid", [current], [ONNX_OUTPUT]))
+    else:
+        nodes.append(helper.make_node("Softmax", [current], [ONNX_OUTPUT], axis=1))
+    n_outputs = int(layers[-1].out_features)
+    graph = helper.make_graph(
+        nodes,
+        "epsstar_mlp",
+        [helper.make_tensor_value_info(ONNX_INPUT, TensorProto.FLOAT, ["n", n_features])],
+        [helper.make_tensor_value_info(ONNX_OUTPUT, TensorProto.FLOAT, ["n", n_outputs])],
+        initialisers,
+    )
+    proto = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", ONNX_OPSET)],
+        producer_name="epsstar",
+        ir_version=8,
+    )
+    onnx.checker.check_model(proto)
+    return bytes(proto.SerializeToString())
+
+
+def export_onnx(model: ExportedModel, path: str | os.PathLike[str]) -> None:
+    """Write ``model`` as ONNX (input ``features``, output ``probabilities``)."""
+    write_atomic(Path(path), _onnx_bytes(model))
+
+
+def export_torchscript(model: ExportedModel, path: str | os.PathLike[str]) -> None:
+    """Write ``model`` as a TorchScript archive (``torch.jit.load`` reads it)."""
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        scripted = torch.jit.script(model.eval())
+        torch.jit.save(scripted, buffer)
+    write_atomic(Path(path), buffer.getvalue())
+
+
+def write_model_dir(
+    directory: str | os.PathLike[str], model: ExportedModel, result: TrainingResult
+) -> TrainingResult:
+    """Write the three files into an existing directory; returns the record as written."""
+    folder = Path(directory)
+    export_onnx(model, folder / MODEL_FILES["onnx"])
+    export_torchscript(model, folder / MODEL_FILES["torchscript"])
+    final = dataclasses.replace(
+        result, files={"onnx": MODEL_FILES["onnx"], "torchscript": MODEL_FILES["torchscript"]}
+    )
+    text = json.dumps(final.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    write_atomic(folder / MODEL_FILES["record"], text.encode("utf-8"))
+    return final
