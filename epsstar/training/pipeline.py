@@ -1,0 +1,61 @@
+"""Read the data, train, write a model directory: the steps ``train`` and ``sweep`` share."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from epsstar.training.data import TabularData, load_table
+from epsstar.training.export import check_output_dir, prepare_output_dir, write_model_dir
+from epsstar.training.progress import EpochProgress
+from epsstar.training.results import TrainingResult
+from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy, train
+
+__all__ = ["load_inputs", "train_to_directory"]
+
+
+def load_inputs(
+    data: str | os.PathLike[str],
+    label_column: str,
+    population: str | os.PathLike[str] | None = None,
+    features: Sequence[str] | None = None,
+) -> tuple[TabularData, TabularData | None]:
+    """The training table and, if given, the population table encoded the same way."""
+    train_data = load_table(data, label_column, features=features)
+    if population is None:
+        return train_data, None
+    held_out = load_table(
+        population,
+        label_column,
+        features=train_data.feature_names,
+        classes=train_data.classes,
+    )
+    return train_data, held_out
+
+
+def train_to_directory(
+    data: TabularData,
+    config: TrainingConfig,
+    out: str | os.PathLike[str],
+    *,
+    population: TabularData | None = None,
+    overwrite: bool = False,
+    progress: bool | None = None,
+    description: str = "training",
+    plan: PrivacyPlan | None = None,
+) -> TrainingResult:
+    """Validate, choose σ, train and write ``model.onnx``, ``model.pt``, ``training.json``.
+
+    Everything that can fail on bad input (the output directory, the settings,
+    an unreachable target ε) is checked before the directory is created.
+    ``progress=None`` shows a progress bar only on a terminal. ``plan`` reuses a
+    σ chosen earlier for the same settings (:func:`plan_privacy`).
+    """
+    check_output_dir(out, overwrite)
+    if plan is None:
+        plan = plan_privacy(config, data.n_records)
+    directory: Path = prepare_output_dir(out, overwrite)
+    with EpochProgress(description, config.epochs, enabled=progress) as bar:
+        trained = train(data, config, population=population, on_epoch=bar.update, plan=plan)
+    return write_model_dir(directory, trained.model, trained.result)
