@@ -1,0 +1,423 @@
+"""Resumable grids of training runs, like §4.1 of ``epsilon-star-negoescu-2024.md``.
+
+A sweep is described by a TOML file (see ``docs/training.md``): the data, a
+list of non-private baselines (one per epoch count) and a DP grid
+(target ε × clip × batch size × microbatches × epochs), each repeated
+``repeats`` times. Model r of strategy S goes to ``<out>/<S>/<r>/`` and is
+trained with seed ``seed + r``.
+
+A model directory counts as finished only when its ``training.json`` exists
+(written last, atomically), so a sweep killed at any point restarts where it
+stopped: finished models are skipped untouched, an unfinished directory is
+trained again from scratch. After every finished model ``<out>/manifest.csv``
+is rewritten atomically from the ``training.json`` files on disk; relative
+paths in it are relative to the manifest's directory.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.training.export import MODEL_FILES, write_atomic
+from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy
+
+__all__ = [
+    "MANIFEST_COLUMNS",
+    "MANIFEST_NAME",
+    "Strategy",
+    "SweepConfig",
+    "SweepOutcome",
+    "load_sweep_config",
+    "manifest_rows",
+    "run_sweep",
+]
+
+MANIFEST_NAME = "manifest.csv"
+MANIFEST_COLUMNS: tuple[str, ...] = (
+    "model",
+    "torchscript",
+    "train_data",
+    "population_data",
+    "label_column",
+    "strategy",
+    "repeat",
+    "private",
+    "epochs",
+    "batch_size",
+    "clip",
+    "microbatches",
+    "target_epsilon",
+    "epsilon",
+    "delta",
+    "noise_multiplier",
+    "accountant",
+    "hidden",
+    "lr",
+    "momentum",
+    "seed",
+    "train_accuracy",
+    "population_accuracy",
+    "population_auroc",
+)
+
+_TOP_KEYS = {
+    "data",
+    "label_column",
+    "population",
+    "features",
+    "out",
+    "repeats",
+    "seed",
+    "model",
+    "baseline",
+    "dp",
+}
+_MODEL_KEYS = {"hidden", "lr", "momentum"}
+_BASELINE_KEYS = {"epochs", "batch_size"}
+_DP_KEYS = {
+    "target_epsilons",
+    "clips",
+    "batch_sizes",
+    "microbatches",
+    "epochs",
+    "delta",
+    "accountant",
+    "max_noise_multiplier",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    """One cell of the grid: a label (also its directory name) and its settings (seed 0)."""
+
+    label: str
+    config: TrainingConfig
+
+
+@dataclass(frozen=True, slots=True)
+class SweepConfig:
+    """A parsed sweep file; paths are resolved against the file's directory."""
+
+    data: Path
+    label_column: str
+    population: Path | None
+    features: tuple[str, ...] | None
+    out: Path | None
+    repeats: int
+    seed: int
+    strategies: tuple[Strategy, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SweepOutcome:
+    """How many models were trained now and how many were already finished."""
+
+    trained: int
+    skipped: int
+    manifest: Path
+
+
+def _fail(source: Path, message: str) -> InvalidInputError:
+    return InvalidInputError(f"{source}: {message}")
+
+
+def _check_keys(source: Path, table: Any, allowed: set[str], where: str) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise _fail(source, f"{where} must be a table. Found {type(table).__name__}.")
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise _fail(
+            source, f"unknown key {unknown[0]!r} in {where}; allowed: {', '.join(sorted(allowed))}."
+        )
+    return table
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _number_list(
+    source: Path, table: dict[str, Any], key: str, kind: type, default: Any = None
+) -> list[Any]:
+    if key not in table:
+        if default is None:
+            raise _fail(source, f"missing key {key!r}.")
+        return _as_list(default)
+    values = _as_list(table[key])
+    if not values:
+        raise _fail(source, f"{key} must not be empty.")
+    for value in values:
+        ok = isinstance(value, (int, float)) if kind is float else isinstance(value, int)
+        if isinstance(value, bool) or not ok:
+            raise _fail(source, f"{key} must hold {kind.__name__}s. Found {value!r}.")
+    return values
+
+
+def _microbatch_list(source: Path, table: dict[str, Any]) -> list[int | None]:
+    values = _as_list(table.get("microbatches", "per-example"))
+    parsed: list[int | None] = []
+    for value in values:
+        if value == "per-example":
+            parsed.append(None)
+        elif isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            parsed.append(value)
+        else:
+            raise _fail(
+                source, f"microbatches must be positive integers or 'per-example'. Found {value!r}."
+            )
+    return parsed
+
+
+def _resolve(base: Path, value: Any, key: str, source: Path) -> Path:
+    if not isinstance(value, str) or not value:
+        raise _fail(source, f"{key} must be a path. Found {value!r}.")
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else (base / path)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}"
+
+
+def load_sweep_config(path: str | os.PathLike[str]) -> SweepConfig:
+    """Parse and validate a sweep TOML file (errors name the file and the key)."""
+    source = Path(path)
+    try:
+        document = tomllib.loads(source.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputFileError(f"sweep config does not exist. Found {str(path)!r}.") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise InputFileError(f"could not read sweep config {str(path)!r}: {error}") from None
+    top = _check_keys(source, document, _TOP_KEYS, "the top level")
+    base = source.resolve().parent
+    for key in ("data", "label_column"):
+        if key not in top:
+            raise _fail(source, f"missing key {key!r}.")
+    label_column = top["label_column"]
+    if not isinstance(label_column, str):
+        raise _fail(source, f"label_column must be a string. Found {label_column!r}.")
+    features = top.get("features")
+    if features is not None and (
+        not isinstance(features, list) or not all(isinstance(f, str) for f in features)
+    ):
+        raise _fail(source, f"features must be a list of column names. Found {features!r}.")
+    repeats = top.get("repeats", 1)
+    seed = top.get("seed", 0)
+    for key, value in (("repeats", repeats), ("seed", seed)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < (key == "repeats"):
+            raise _fail(
+                source, f"{key} must be an integer ≥ {int(key == 'repeats')}. Found {value!r}."
+            )
+    model = _check_keys(source, top.get("model", {}), _MODEL_KEYS, "[model]")
+    hidden = model.get("hidden", [])
+    if not isinstance(hidden, list) or not all(
+        isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in hidden
+    ):
+        raise _fail(source, f"hidden must be a list of positive integers. Found {hidden!r}.")
+    common = TrainingConfig(
+        epochs=1,
+        hidden=tuple(hidden),
+        lr=float(model.get("lr", 0.01)),
+        momentum=float(model.get("momentum", 0.9)),
+    )
+    strategies: list[Strategy] = []
+    if "baseline" in top:
+        baseline = _check_keys(source, top["baseline"], _BASELINE_KEYS, "[baseline]")
+        batch = _number_list(source, baseline, "batch_size", int, default=64)
+        if len(batch) != 1:
+            raise _fail(source, "[baseline] batch_size must be a single integer.")
+        for epochs in _number_list(source, baseline, "epochs", int):
+            strategies.append(
+                Strategy(
+                    f"nonprivate-e{epochs}",
+                    replace(common, epochs=epochs, batch_size=batch[0]),
+                )
+            )
+    if "dp" in top:
+        dp = _check_keys(source, top["dp"], _DP_KEYS, "[dp]")
+        accountant = dp.get("accountant", "pld")
+        delta = dp.get("delta")
+        limit = dp.get("max_noise_multiplier", 1000.0)
+        for epsilon in _number_list(source, dp, "target_epsilons", float):
+            for clip in _number_list(source, dp, "clips", float, default=1.0):
+                for batch_size in _number_list(source, dp, "batch_sizes", int, default=64):
+                    for groups in _microbatch_list(source, dp):
+                        for epochs in _number_list(source, dp, "epochs", int):
+                            label = (
+                                f"dp-eps{_fmt(epsilon)}-C{_fmt(clip)}-B{batch_size}-"
+                                f"m{'ex' if groups is None else groups}-e{epochs}"
+                            )
+                            strategies.append(
+                                Strategy(
+                                    label,
+                                    replace(
+                                        common,
+                                        epochs=epochs,
+                                        batch_size=batch_size,
+                                        clip=float(clip),
+                                        target_epsilon=float(epsilon),
+                                        microbatches=groups,
+                                        delta=None if delta is None else float(delta),
+                                        accountant=str(accountant),
+                                        max_noise_multiplier=float(limit),
+                                    ),
+                                )
+                            )
+    if not strategies:
+        raise _fail(source, "the sweep needs a [baseline] or a [dp] table.")
+    labels = [strategy.label for strategy in strategies]
+    duplicate = next((label for label in labels if labels.count(label) > 1), None)
+    if duplicate is not None:
+        raise _fail(source, f"strategy {duplicate!r} appears twice in the grid.")
+    return SweepConfig(
+        data=_resolve(base, top["data"], "data", source),
+        label_column=label_column,
+        population=None
+        if top.get("population") is None
+        else _resolve(base, top["population"], "population", source),
+        features=None if features is None else tuple(features),
+        out=None if top.get("out") is None else _resolve(base, top["out"], "out", source),
+        repeats=repeats,
+        seed=seed,
+        strategies=tuple(strategies),
+    )
+
+
+def _runs(config: SweepConfig) -> Iterator[tuple[Strategy, int]]:
+    for strategy in config.strategies:
+        for repeat in range(config.repeats):
+            yield strategy, repeat
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(item) for item in value)
+    return value
+
+
+def manifest_rows(config: SweepConfig, out: Path) -> list[dict[str, Any]]:
+    """One row per finished model of the sweep, in grid order."""
+    rows: list[dict[str, Any]] = []
+    for strategy, repeat in _runs(config):
+        folder = out / strategy.label / str(repeat)
+        record_path = folder / MODEL_FILES["record"]
+        if not record_path.is_file():
+            continue
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+        privacy = record["privacy"] or {}
+        hyper = record["hyperparameters"]
+        population = record["utility"]["population"] or {}
+        relative = Path(strategy.label) / str(repeat)
+        rows.append(
+            {
+                "model": (relative / MODEL_FILES["onnx"]).as_posix(),
+                "torchscript": (relative / MODEL_FILES["torchscript"]).as_posix(),
+                "train_data": str(config.data.resolve()),
+                "population_data": ""
+                if config.population is None
+                else str(config.population.resolve()),
+                "label_column": config.label_column,
+                "strategy": strategy.label,
+                "repeat": repeat,
+                "private": record["private"],
+                "epochs": hyper["epochs"],
+                "batch_size": hyper["batch_size"],
+                "clip": hyper["clip"],
+                "microbatches": hyper["microbatches"],
+                "target_epsilon": privacy.get("target_epsilon"),
+                "epsilon": privacy.get("epsilon"),
+                "delta": privacy.get("delta"),
+                "noise_multiplier": privacy.get("noise_multiplier"),
+                "accountant": (privacy.get("accountant") or {}).get("name"),
+                "hidden": record["model"]["hidden"],
+                "lr": hyper["lr"],
+                "momentum": hyper["momentum"],
+                "seed": hyper["seed"],
+                "train_accuracy": record["utility"]["train"]["accuracy"],
+                "population_accuracy": population.get("accuracy"),
+                "population_auroc": population.get("auroc"),
+            }
+        )
+    return rows
+
+
+def _write_manifest(config: SweepConfig, out: Path) -> Path:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(MANIFEST_COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    for row in manifest_rows(config, out):
+        writer.writerow({key: _cell(value) for key, value in row.items()})
+    path = out / MANIFEST_NAME
+    write_atomic(path, buffer.getvalue().encode("utf-8"))
+    return path
+
+
+def run_sweep(
+    config: SweepConfig,
+    out: str | os.PathLike[str] | None = None,
+    *,
+    progress: bool | None = None,
+    log: Callable[[str], None] | None = None,
+) -> SweepOutcome:
+    """Train every unfinished model of the grid, rewriting the manifest after each one."""
+    from epsstar.training.pipeline import load_inputs, train_to_directory
+
+    target = Path(out) if out is not None else config.out
+    if target is None:
+        raise InvalidInputError(
+            "the sweep needs an output directory: give --out or 'out' in the config."
+        )
+    if target.exists() and not target.is_dir():
+        raise InputFileError(f"sweep output is not a directory. Found {str(target)!r}.")
+    data, population = load_inputs(
+        config.data, config.label_column, config.population, config.features
+    )
+    for strategy in config.strategies:
+        strategy.config.validate(data.n_records)
+    target.mkdir(parents=True, exist_ok=True)
+    plans: dict[str, PrivacyPlan | None] = {}
+    runs = list(_runs(config))
+    trained = skipped = 0
+    for index, (strategy, repeat) in enumerate(runs, start=1):
+        folder = target / strategy.label / str(repeat)
+        if (folder / MODEL_FILES["record"]).is_file():
+            skipped += 1
+            continue
+        if strategy.label not in plans:
+            plans[strategy.label] = plan_privacy(strategy.config, data.n_records)
+        if folder.is_dir():
+            for leftover in folder.glob(".*.tmp"):
+                leftover.unlink()
+        run_config = replace(strategy.config, seed=config.seed + repeat)
+        plan = plans[strategy.label]
+        result = train_to_directory(
+            data,
+            run_config,
+            folder,
+            population=population,
+            overwrite=True,
+            progress=progress,
+            description=f"[{index}/{len(runs)}] {strategy.label} #{repeat}",
+            plan=plan,
+        )
+        trained += 1
+        _write_manifest(config, target)
+        if log is not None:
+            epsilon = "" if result.privacy is None else f", epsilon {result.privacy.epsilon:.4g}"
+            log(
+                f"[{index}/{len(runs)}] {strategy.label} repeat {repeat}: done in "
+                f"{result.wall_time_seconds:.1f} s{epsilon}"
+            )
+    manifest = _write_manifest(config, target)
+    return SweepOutcome(trained=trained, skipped=skipped, manifest=manifest)
