@@ -3,4 +3,262 @@
 A loader turns a saved model file into an object that returns per-record
 predictions; losses are computed from those predictions in core
 (:mod:`epsstar.losses`), the same way for every loader.
+
+The built-in loaders (:mod:`epsstar.loaders.onnx`, :mod:`epsstar.loaders.torchscript`,
+:mod:`epsstar.loaders.sklearn`) are found through the ``epsstar.loaders`` entry-point
+group like any plugin (:mod:`epsstar.plugins`). This package holds what they share and
+what a third-party loader may reuse: :class:`BatchedModel`, a
+:class:`~epsstar.plugins.LoadedModel` that checks the input width, casts the features,
+predicts in chunks, detects logits vs probabilities and checks every prediction.
+
+Detecting logits vs probabilities (unless the caller says which with ``outputs=``):
+predictions are read as probabilities when every value is in ``[0, 1]`` and, with two or
+more columns, every row sums to 1 within :data:`epsstar.losses.ROW_SUM_TOLERANCE`;
+otherwise as logits. The rule is applied to the model's outputs on a fixed probe of
+49 rows (a row of zeros and 16 standard-normal rows scaled by 1, 10 and 100), or, when
+the input width is unknown, to the first batch it predicts. A probability model always
+passes; a logit model passes only if all its outputs on the probe happen to look like
+probabilities, which the ×100 rows make unlikely for any model whose output depends on
+its input. If it does happen, the later predictions on real data that leave ``[0, 1]``
+raise an error that says to pass ``outputs="logits"``.
 """
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+from numpy.typing import DTypeLike, NDArray
+
+from epsstar.exceptions import InsufficientDataError, InvalidInputError
+from epsstar.losses import ROW_SUM_TOLERANCE
+from epsstar.plugins import OutputKind
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "OUTPUT_KINDS",
+    "BatchedModel",
+    "check_outputs_argument",
+    "looks_like_probabilities",
+    "probe_features",
+]
+
+DEFAULT_BATCH_SIZE: Final = 65_536
+"""Rows per call into the model runtime."""
+
+OUTPUT_KINDS: Final = ("probabilities", "logits")
+
+FloatArray = NDArray[np.float64]
+
+
+def check_outputs_argument(outputs: object) -> OutputKind | None:
+    """``outputs`` of :meth:`~epsstar.plugins.ModelLoader.load`: None, "probabilities", "logits"."""
+    if outputs is None or outputs == "probabilities" or outputs == "logits":
+        return outputs
+    raise InvalidInputError(
+        f"outputs must be None, 'probabilities' or 'logits'. Found {outputs!r}."
+    )
+
+
+def looks_like_probabilities(values: NDArray[Any]) -> bool:
+    """The detection rule: all values in [0, 1] and, with ≥ 2 columns, rows summing to 1."""
+    array = np.asarray(values, dtype=np.float64)
+    if array.size == 0 or not bool(np.all((array >= 0.0) & (array <= 1.0))):
+        return False
+    if array.ndim == 2 and array.shape[1] >= 2:
+        return bool(np.all(np.abs(array.sum(axis=1) - 1.0) <= ROW_SUM_TOLERANCE))
+    return True
+
+
+def probe_features(width: int, dtype: DTypeLike = np.float64) -> NDArray[Any]:
+    """The fixed probe the detection rule is applied to: 49 rows of ``width`` features.
+
+    A row of zeros, then 16 standard-normal rows (seed 0) at scales 1, 10 and 100; for
+    integer or boolean inputs, 49 rows of 0/1 values instead.
+    """
+    rng = np.random.default_rng(0)
+    kind = np.dtype(dtype).kind
+    if kind in "biu":
+        return rng.integers(0, 2, size=(49, width)).astype(dtype)
+    base = rng.standard_normal((16, width))
+    rows = np.concatenate([np.zeros((1, width)), base, 10.0 * base, 100.0 * base])
+    return rows.astype(dtype)
+
+
+class BatchedModel:
+    """A :class:`~epsstar.plugins.LoadedModel` built from a function on one batch.
+
+    Subclasses set their own state first, then call ``super().__init__`` (which may run
+    the detection probe), and implement :meth:`_run_batch` (features already checked and
+    cast to ``input_dtype``, at most ``batch_size`` rows; returns the raw output, 1-D or
+    ``(rows, K)``). :meth:`predict`
+    checks the features, runs the chunks, flattens a single column, detects or applies
+    the output kind, refuses NaN/inf and impossible probabilities naming the file, and
+    with ``binary_columns=True`` turns two class columns into one value per record:
+    ``P(classes[1])`` for probabilities, ``z_1 − z_0`` for logits.
+    """
+
+    def __init__(
+        self,
+        source: Path,
+        *,
+        n_features: int | None,
+        classes: tuple[object, ...] | None,
+        outputs: OutputKind | None,
+        input_dtype: DTypeLike = np.float64,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        binary_columns: bool = False,
+    ) -> None:
+        self._source = Path(source)
+        self._n_features = n_features
+        self._classes = classes
+        self._input_dtype = np.dtype(input_dtype)
+        self._batch_size = max(1, int(batch_size))
+        self._binary_columns = binary_columns
+        self._requested: OutputKind | None = check_outputs_argument(outputs)
+        self._kind: OutputKind | None = self._requested
+        if self._kind is None and n_features is not None:
+            self._kind = self._probe(n_features)
+
+    # ---------------------------------------------------------------- protocol
+
+    @property
+    def source(self) -> Path:
+        """The model file."""
+        return self._source
+
+    @property
+    def n_features(self) -> int | None:
+        return self._n_features
+
+    @property
+    def classes(self) -> tuple[object, ...] | None:
+        return self._classes
+
+    @property
+    def output_kind(self) -> OutputKind:
+        if self._kind is None:
+            raise InvalidInputError(
+                f"the output kind of {self._source} must be known before it is read; it is "
+                f"detected on the first predict() call because the input width is unknown. "
+                f"Call predict() first or pass outputs='probabilities' or 'logits'. "
+                f"Found no prediction yet."
+            )
+        return self._kind
+
+    def predict(self, features: NDArray[Any]) -> FloatArray:
+        output = self._run_all(self._features(features))
+        if self._kind is None:
+            self._kind = "probabilities" if looks_like_probabilities(output) else "logits"
+        self._check(output)
+        if self._binary_columns and output.ndim == 2 and output.shape[1] == 2:
+            # P(classes[1]), or the log-odds z_1 - z_0 of classes[1]
+            positive = output[:, 1]
+            output = positive if self._kind == "probabilities" else positive - output[:, 0]
+        return np.ascontiguousarray(output, dtype=np.float64)
+
+    # ------------------------------------------------------------- for subclasses
+
+    def _run_batch(self, batch: NDArray[Any]) -> NDArray[Any]:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ internals
+
+    def _run_all(self, checked: NDArray[Any]) -> FloatArray:
+        size, total = self._batch_size, checked.shape[0]
+        parts = [
+            self._shape(self._run_batch(checked[start : start + size]), min(size, total - start))
+            for start in range(0, total, size)
+        ]
+        return np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
+
+    def _probe(self, width: int) -> OutputKind | None:
+        try:
+            output = self._run_all(probe_features(width, self._input_dtype))
+        except Exception:
+            return None  # decided on the first real batch instead
+        if not np.all(np.isfinite(output)):
+            return None
+        return "probabilities" if looks_like_probabilities(output) else "logits"
+
+    def _features(self, features: NDArray[Any]) -> NDArray[Any]:
+        try:
+            array = np.asarray(features)
+            if array.dtype.kind not in "biuf":
+                array = array.astype(np.float64)
+        except (TypeError, ValueError):
+            raise InvalidInputError(
+                f"features must be a numeric array. Found {type(features).__name__}."
+            ) from None
+        if array.ndim != 2:
+            raise InvalidInputError(
+                f"features must be a 2-D array (records × features). Found shape {array.shape}."
+            )
+        if array.shape[0] == 0:
+            raise InsufficientDataError("features needs at least 1 record. Found 0.")
+        if self._n_features is not None and array.shape[1] != self._n_features:
+            raise InvalidInputError(
+                f"features must have {self._n_features} columns, the input width of "
+                f"{self._source}. Found {array.shape[1]}."
+            )
+        target = self._input_dtype
+        if target.kind in "biu" and array.dtype.kind == "f":
+            bad = ~np.isfinite(array) | (array != np.round(array))
+            if bad.any():
+                row, column = (int(i) for i in np.argwhere(bad)[0])
+                raise InvalidInputError(
+                    f"features must be whole numbers, as {self._source} takes {target} input; "
+                    f"{int(bad.sum())} value(s) are not, the first at row {row}, column "
+                    f"{column}. Found {array[row, column]}."
+                )
+        return np.ascontiguousarray(array, dtype=target)
+
+    def _shape(self, raw: Any, rows: int) -> FloatArray:
+        output = np.asarray(raw, dtype=np.float64)
+        if output.ndim == 2 and output.shape[1] == 1:
+            output = output[:, 0]
+        if output.ndim not in (1, 2) or output.shape[0] != rows or output.size == 0:
+            raise InvalidInputError(
+                f"the model in {self._source} must return one prediction per record, as a "
+                f"1-D array or one row of class scores per record. Found shape {output.shape} "
+                f"for {rows} records."
+            )
+        return output
+
+    def _check(self, output: FloatArray) -> None:
+        bad = ~np.isfinite(output)
+        if bad.any():
+            self._refuse("finite predictions", output, bad)
+        if self._kind != "probabilities":
+            return
+        how = "as requested" if self._requested else "as detected"
+        advice = "" if self._requested else " Pass outputs='logits' if the model returns logits."
+        outside = (output < 0.0) | (output > 1.0)
+        if outside.any():
+            self._refuse(f"probabilities in [0, 1] ({how})", output, outside, advice)
+        if output.ndim == 2:
+            deviation = np.abs(output.sum(axis=1) - 1.0)
+            off = deviation > ROW_SUM_TOLERANCE
+            if off.any():
+                worst = int(np.argmax(deviation))
+                raise InvalidInputError(
+                    f"the model in {self._source} must return rows of class probabilities "
+                    f"summing to 1 within {ROW_SUM_TOLERANCE:g} ({how}); {int(off.sum())} "
+                    f"row(s) do not, the worst is row {worst}.{advice} "
+                    f"Found sum {output[worst].sum()}."
+                )
+
+    def _refuse(
+        self, rule: str, output: FloatArray, bad: NDArray[np.bool_], advice: str = ""
+    ) -> None:
+        index = int(np.flatnonzero(bad)[0])
+        if output.ndim == 1:
+            where = f"row {index}"
+        else:
+            row, column = divmod(index, output.shape[1])
+            where = f"row {row}, column {column}"
+        raise InvalidInputError(
+            f"the model in {self._source} must return {rule}; {int(bad.sum())} value(s) are "
+            f"not, the first at {where}.{advice} Found {output.reshape(-1)[index]}."
+        )
