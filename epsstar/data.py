@@ -1,0 +1,859 @@
+"""Streaming reader for the tabular records an audit runs a model on.
+
+A table is read from CSV, Parquet, NPZ or NPY in batches of a fixed number of
+rows, so memory is bounded by the batch size rather than by the file: a
+population file of ten million rows streams in a few hundred MiB.
+
+Columns are chosen by name. Every feature must be numeric (booleans and numeric
+text count) and finite; every label must be present. Problems are reported in
+one line naming the file, the column, the 0-based data row and the bad value.
+
+Conventions per format:
+
+* **CSV**: the first line is the header. Blank lines are skipped. The number of
+  rows is unknown without reading the file (:attr:`TableSchema.n_rows` is
+  ``None``; :func:`count_rows` streams through it).
+* **Parquet**: top-level columns; the row count comes from the footer.
+* **NPZ**, either layout:
+
+  - one 1-D array per column, all of one length; the array names are the
+    column names, in archive order;
+  - a 2-D array ``X`` whose columns are named by an optional 1-D string array
+    ``columns`` (else ``"x0"``, ``"x1"``, ...), followed by every other 1-D
+    array of the same length, such as ``y``.
+
+* **NPY**: one 2-D numeric array; its columns are named ``"0"``, ``"1"``, ...,
+  so the label column is given by its index as a string (``label_column="10"``).
+
+NPY files and NPZ members are read from the file in place (uncompressed NPZ
+members by offset, compressed ones by decompressing as they are read), in C or
+Fortran order, so neither is ever loaded whole.
+
+Features are returned as float64, or as float32 when every selected feature
+column is stored as float32 (Parquet, NPZ, NPY; CSV is always float64). Labels
+are returned as read: int64, float64, bool or an object array of ``str``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+import zipfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
+
+__all__ = [
+    "DATA_FILE_SUFFIXES",
+    "Batch",
+    "LabelMap",
+    "TableSchema",
+    "count_rows",
+    "iter_batches",
+    "label_map_for",
+    "read_schema",
+]
+
+DATA_FILE_SUFFIXES: dict[str, str] = {
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".npz": "npz",
+    ".npy": "npy",
+}
+
+Progress = Callable[[int], None]
+_SHOWN = 10  # columns or labels quoted in a message before "..."
+
+
+# --------------------------------------------------------------------------- public types
+
+
+@dataclass(frozen=True, slots=True)
+class TableSchema:
+    """What a data file holds, read without scanning its rows where the format allows.
+
+    ``n_rows`` is ``None`` for CSV, whose length is unknown until it is read.
+    """
+
+    path: Path
+    format: str
+    columns: tuple[str, ...]
+    n_rows: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Consecutive rows of a table.
+
+    ``features`` is ``(b, d)``, C-contiguous, float64 (float32 when every
+    selected feature is stored as float32); ``labels`` is ``(b,)`` as read.
+    """
+
+    features: NDArray[Any]
+    labels: NDArray[Any]
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _shown(items: Sequence[object], limit: int = _SHOWN) -> str:
+    text = ", ".join(repr(item) for item in items[:limit])
+    return text + (", ..." if len(items) > limit else "")
+
+
+def _locate(path: str | os.PathLike[str]) -> tuple[Path, str]:
+    file = Path(path)
+    kind = DATA_FILE_SUFFIXES.get(file.suffix.lower())
+    if kind is None:
+        allowed = ", ".join(DATA_FILE_SUFFIXES)
+        raise InputFileError(f"data file must end in one of {allowed}. Found {str(file)!r}.")
+    if not file.is_file():
+        raise InputFileError(f"data file must exist and be a file. Found {str(file)!r}.")
+    return file, kind
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _unreadable(path: Path, kind: str, error: BaseException) -> InputFileError:
+    name = {"csv": "CSV", "parquet": "Parquet", "npz": ".npz", "npy": ".npy"}[kind]
+    return InputFileError(f"{path}: must be a readable {name} file. Found: {_first_line(error)}.")
+
+
+# --------------------------------------------------------------------------- NPY / NPZ arrays
+
+
+@dataclass(frozen=True, slots=True)
+class _ArrayInfo:
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    fortran: bool
+
+
+def _read_header(stream: IO[bytes], path: Path, name: str) -> _ArrayInfo:
+    where = f"{path}" if not name else f"{path}: array {name!r}"
+    try:
+        version = np.lib.format.read_magic(stream)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
+        else:
+            raise ValueError(f"unsupported .npy format version {version}")
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
+        raise InputFileError(
+            f"{where}: must be a readable .npy array. Found: {_first_line(error)}."
+        ) from None
+    if dtype.hasobject:
+        raise InputFileError(
+            f"{where}: must not hold Python objects (they are not read, for safety). "
+            f"Found dtype {dtype}."
+        )
+    if dtype.names is not None:
+        raise InputFileError(
+            f"{where}: must be a plain array, not a structured one. Found {dtype}."
+        )
+    return _ArrayInfo(name, tuple(int(s) for s in shape), dtype, bool(fortran and len(shape) > 1))
+
+
+def _fill(stream: IO[bytes], out: NDArray[Any], path: Path) -> None:
+    """Read exactly ``out.nbytes`` bytes from ``stream`` into the contiguous array ``out``."""
+    view = out.view(np.uint8).data.cast("B")  # raises rather than copies if not contiguous
+    done = 0
+    while done < len(view):
+        count = stream.readinto(view[done:])  # type: ignore[attr-defined]
+        if not count:
+            raise InputFileError(
+                f"{path}: must hold all the data its header announces. Found the file truncated."
+            )
+        done += count
+
+
+class _Source(Protocol):
+    info: _ArrayInfo
+
+    def read(self, start: int, stop: int) -> NDArray[Any]: ...
+
+
+class _RegionSource:
+    """An array stored uncompressed at a fixed offset of an open file (random access)."""
+
+    def __init__(self, handle: IO[bytes], offset: int, info: _ArrayInfo, path: Path) -> None:
+        self.info, self._handle, self._offset, self._path = info, handle, offset, path
+
+    def read(self, start: int, stop: int) -> NDArray[Any]:
+        info, size = self.info, self.info.dtype.itemsize
+        rows = stop - start
+        if info.fortran:
+            n, d = info.shape
+            out = np.empty((rows, d), dtype=info.dtype, order="F")
+            for j in range(d):
+                self._handle.seek(self._offset + (j * n + start) * size)
+                _fill(self._handle, out[:, j], self._path)
+            return out
+        width = math.prod(info.shape[1:])
+        out = np.empty((rows, *info.shape[1:]), dtype=info.dtype)
+        self._handle.seek(self._offset + start * width * size)
+        _fill(self._handle, out, self._path)
+        return out
+
+
+class _StreamSource:
+    """A compressed NPZ member, decompressed front to back (reads must be consecutive)."""
+
+    def __init__(self, archive: zipfile.ZipFile, member: str, info: _ArrayInfo, path: Path):
+        self.info, self._archive, self._member, self._path = info, archive, member, path
+        self._streams: list[IO[bytes]] = []
+
+    def _open(self, skip: int) -> IO[bytes]:
+        stream = self._archive.open(self._member)
+        _read_header(stream, self._path, self.info.name)
+        if skip:
+            stream.seek(stream.tell() + skip)
+        return stream
+
+    def read(self, start: int, stop: int) -> NDArray[Any]:
+        info = self.info
+        if info.fortran:
+            n, d = info.shape
+            if not self._streams:
+                self._streams = [self._open(j * n * info.dtype.itemsize) for j in range(d)]
+            out = np.empty((stop - start, d), dtype=info.dtype, order="F")
+            for j, stream in enumerate(self._streams):
+                _fill(stream, out[:, j], self._path)
+            return out
+        if not self._streams:
+            self._streams = [self._open(0)]
+        out = np.empty((stop - start, *info.shape[1:]), dtype=info.dtype)
+        _fill(self._streams[0], out, self._path)
+        return out
+
+    def close(self) -> None:
+        for stream in self._streams:
+            stream.close()
+
+
+def _member_data_start(handle: IO[bytes], info: zipfile.ZipInfo, path: Path) -> int:
+    """Offset in the archive of an uncompressed member's bytes (after its local header)."""
+    handle.seek(info.header_offset)
+    local = handle.read(30)
+    if len(local) != 30 or local[:4] != b"PK\x03\x04":
+        raise InputFileError(
+            f"{path}: must be a readable .npz file. Found a damaged entry {info.filename!r}."
+        )
+    name_length, extra_length = struct.unpack("<HH", local[26:30])
+    return int(info.header_offset) + 30 + int(name_length) + int(extra_length)
+
+
+class _ArrayFile:
+    """The arrays of one .npy or .npz file, opened for reading in row ranges."""
+
+    def __init__(self, path: Path, kind: str) -> None:
+        self.path = path
+        self._handle: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed in close()
+        self._archive: zipfile.ZipFile | None = None
+        self.sources: dict[str, _Source] = {}
+        try:
+            if kind == "npy":
+                info = _read_header(self._handle, path, "")
+                self.sources[""] = _RegionSource(self._handle, self._handle.tell(), info, path)
+            else:
+                self._open_archive()
+        except BaseException:
+            self.close()
+            raise
+
+    def _open_archive(self) -> None:
+        path = self.path
+        try:
+            self._archive = zipfile.ZipFile(self._handle)
+        except (zipfile.BadZipFile, OSError, ValueError) as error:
+            raise _unreadable(path, "npz", error) from None
+        for member in self._archive.infolist():
+            if member.is_dir():
+                continue
+            if not member.filename.endswith(".npy"):
+                raise InputFileError(
+                    f"{path}: every entry of an .npz file must be a .npy array. "
+                    f"Found {member.filename!r}."
+                )
+            name = member.filename[: -len(".npy")]
+            if member.flag_bits & 0x1:
+                raise InputFileError(f"{path}: array {name!r} must not be encrypted.")
+            if member.compress_type == zipfile.ZIP_STORED:
+                start = _member_data_start(self._handle, member, path)
+                self._handle.seek(start)
+                info = _read_header(self._handle, path, name)
+                offset = self._handle.tell()
+                self.sources[name] = _RegionSource(self._handle, offset, info, path)
+            else:
+                try:
+                    with self._archive.open(member) as stream:
+                        info = _read_header(stream, path, name)
+                except (zipfile.BadZipFile, NotImplementedError, OSError) as error:
+                    raise _unreadable(path, "npz", error) from None
+                self.sources[name] = _StreamSource(self._archive, member.filename, info, path)
+        if not self.sources:
+            raise InsufficientDataError(f"{path}: must hold at least one array. Found none.")
+
+    def close(self) -> None:
+        for source in self.sources.values():
+            if isinstance(source, _StreamSource):
+                source.close()
+        if self._archive is not None:
+            self._archive.close()
+        self._handle.close()
+
+    def __enter__(self) -> _ArrayFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Column:
+    """Where a named column lives: a 1-D array, or column ``index`` of a 2-D one."""
+
+    array: str
+    index: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class _ArrayLayout:
+    columns: dict[str, _Column]
+    n_rows: int
+
+
+def _array_layout(arrays: _ArrayFile) -> _ArrayLayout:
+    path, sources = arrays.path, arrays.sources
+    if "" in sources:  # .npy
+        info = sources[""].info
+        if len(info.shape) != 2:
+            raise InputFileError(
+                f"{path}: a .npy data file must hold a 2-D array. Found shape {info.shape}."
+            )
+        return _ArrayLayout({str(j): _Column("", j) for j in range(info.shape[1])}, info.shape[0])
+    shapes = {name: source.info.shape for name, source in sources.items()}
+    columns: dict[str, _Column] = {}
+    matrix = "X" in sources and len(shapes["X"]) == 2
+    if matrix:
+        n, d = shapes["X"]
+        names = [f"x{j}" for j in range(d)]
+        if "columns" in sources:
+            names = _column_names(arrays, d)
+        columns = {name: _Column("X", j) for j, name in enumerate(names)}
+        others = [name for name in sources if name not in ("X", "columns")]
+    else:
+        n = shapes[next(iter(shapes))][0] if shapes[next(iter(shapes))] else 0
+        others = list(sources)
+    for name in others:
+        if len(shapes[name]) != 1 or shapes[name][0] != n:
+            layout = (
+                "a 2-D array 'X' plus 1-D arrays of its length"
+                if matrix
+                else "1-D arrays of one length (or a 2-D 'X' plus such arrays)"
+            )
+            described = ", ".join(f"{key!r} {shape}" for key, shape in shapes.items())
+            raise InputFileError(
+                f"{path}: an .npz data file must hold {layout}. Found {described}."
+            )
+        if name in columns:
+            raise InputFileError(f"{path}: column names must be unique. Found {name!r} twice.")
+        columns[name] = _Column(name, None)
+    return _ArrayLayout(columns, n)
+
+
+def _column_names(arrays: _ArrayFile, d: int) -> list[str]:
+    source = arrays.sources["columns"]
+    info = source.info
+    if len(info.shape) != 1 or info.shape[0] != d or info.dtype.kind not in "US":
+        raise InputFileError(
+            f"{arrays.path}: array 'columns' must hold {d} strings naming the columns of 'X'. "
+            f"Found dtype {info.dtype}, shape {info.shape}."
+        )
+    values = source.read(0, d)
+    names = [v.decode() if isinstance(v, bytes) else str(v) for v in values.tolist()]
+    if len(set(names)) != len(names):
+        duplicate = next(name for name in names if names.count(name) > 1)
+        raise InputFileError(
+            f"{arrays.path}: array 'columns' must name each column once. Found {duplicate!r} twice."
+        )
+    return names
+
+
+def _array_chunks(
+    path: Path, kind: str, selected: Sequence[str], batch_size: int
+) -> Iterator[list[NDArray[Any]]]:
+    with _ArrayFile(path, kind) as arrays:
+        layout = _array_layout(arrays)
+        wanted = [layout.columns[name] for name in selected]
+        for start in range(0, layout.n_rows, batch_size):
+            stop = min(start + batch_size, layout.n_rows)
+            read: dict[str, NDArray[Any]] = {}
+            for column in wanted:
+                if column.array not in read:
+                    read[column.array] = arrays.sources[column.array].read(start, stop)
+            yield [read[c.array] if c.index is None else read[c.array][:, c.index] for c in wanted]
+
+
+# --------------------------------------------------------------------------- CSV / Parquet
+
+
+def _csv_columns(path: Path) -> tuple[str, ...]:
+    import pandas as pd
+
+    try:
+        header = pd.read_csv(path, nrows=0)
+    except pd.errors.EmptyDataError:
+        raise InsufficientDataError(
+            f"{path}: must hold a header line and rows. Found an empty file."
+        ) from None
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as error:
+        raise _unreadable(path, "csv", error) from None
+    return tuple(str(name) for name in header.columns)
+
+
+def _csv_chunks(
+    path: Path, columns: Sequence[str], selected: Sequence[str], batch_size: int
+) -> Iterator[list[NDArray[Any]]]:
+    import pandas as pd
+
+    positions = [columns.index(name) for name in selected]
+    try:
+        with pd.read_csv(path, usecols=sorted(set(positions)), chunksize=batch_size) as reader:
+            for frame in reader:
+                by_position = dict(zip(sorted(set(positions)), frame.columns, strict=True))
+                yield [frame[by_position[p]].to_numpy() for p in positions]
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as error:
+        raise _unreadable(path, "csv", error) from None
+
+
+def _open_parquet(path: Path) -> Any:
+    import pyarrow.lib
+    import pyarrow.parquet as pq
+
+    try:
+        # A read buffer makes pyarrow stream each column chunk instead of loading it whole.
+        return pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)
+    except (pyarrow.lib.ArrowException, OSError) as error:
+        raise _unreadable(path, "parquet", error) from None
+
+
+def _parquet_chunks(
+    path: Path, selected: Sequence[str], batch_size: int
+) -> Iterator[list[NDArray[Any]]]:
+    import pyarrow.lib
+
+    unique = list(dict.fromkeys(selected))
+    with _open_parquet(path) as parquet:
+        try:
+            for record in parquet.iter_batches(
+                batch_size=batch_size, columns=unique, use_threads=False
+            ):
+                arrays = {
+                    name: record.column(i).to_numpy(zero_copy_only=False)
+                    for i, name in enumerate(unique)
+                }
+                yield [arrays[name] for name in selected]
+        except (pyarrow.lib.ArrowException, OSError) as error:
+            raise _unreadable(path, "parquet", error) from None
+
+
+# --------------------------------------------------------------------------- schema
+
+
+def read_schema(path: str | os.PathLike[str]) -> TableSchema:
+    """The format, column names and (except for CSV) row count of a data file."""
+    file, kind = _locate(path)
+    if kind == "csv":
+        return TableSchema(file, kind, _csv_columns(file), None)
+    if kind == "parquet":
+        with _open_parquet(file) as parquet:
+            names = tuple(str(name) for name in parquet.schema_arrow.names)
+            return TableSchema(file, kind, names, int(parquet.metadata.num_rows))
+    with _ArrayFile(file, kind) as arrays:
+        layout = _array_layout(arrays)
+        return TableSchema(file, kind, tuple(layout.columns), layout.n_rows)
+
+
+def _float32_source(file: Path, kind: str, selected: Sequence[str]) -> bool:
+    """Whether every selected column is stored as float32 (never for CSV)."""
+    if kind == "parquet":
+        import pyarrow as pa
+
+        with _open_parquet(file) as parquet:
+            schema = parquet.schema_arrow
+            return all(schema.field(name).type == pa.float32() for name in selected)
+    if kind in ("npz", "npy"):
+        with _ArrayFile(file, kind) as arrays:
+            layout = _array_layout(arrays)
+            dtypes = {arrays.sources[layout.columns[name].array].info.dtype for name in selected}
+            return all(dtype == np.float32 for dtype in dtypes)
+    return False
+
+
+def count_rows(path: str | os.PathLike[str]) -> int:
+    """The number of data rows: from metadata for Parquet, NPZ and NPY; by streaming for CSV."""
+    schema = read_schema(path)
+    if schema.n_rows is not None:
+        return schema.n_rows
+    import pandas as pd
+
+    total = 0
+    try:
+        with pd.read_csv(schema.path, usecols=[0], dtype=str, chunksize=1 << 20) as reader:
+            for frame in reader:
+                total += len(frame)
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as error:
+        raise _unreadable(schema.path, "csv", error) from None
+    return total
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _feature_column(
+    path: Path, name: str, values: NDArray[Any], row0: int, dtype: type[np.floating[Any]]
+) -> NDArray[Any]:
+    kind = values.dtype.kind
+    if kind in "biuf":
+        return values
+    if kind in "OUS":
+        import pandas as pd
+
+        raw = pd.Series(values, copy=False)
+        numbers = pd.to_numeric(raw, errors="coerce")
+        bad = (numbers.isna() & raw.notna()).to_numpy()
+        if not bad.any():
+            return numbers.to_numpy(dtype=dtype, na_value=np.nan)
+        first = int(np.flatnonzero(bad)[0])
+        found = values[first]
+    else:
+        first, found = 0, values[0] if len(values) else values.dtype
+    if isinstance(found, bytes):
+        found = found.decode(errors="replace")
+    if isinstance(found, np.generic):
+        found = found.item()
+    raise InvalidInputError(
+        f"{path}: feature column {name!r} must be numeric. Found {found!r} at row {row0 + first}."
+    )
+
+
+def _feature_matrix(
+    path: Path,
+    names: Sequence[str],
+    columns: Sequence[NDArray[Any]],
+    row0: int,
+    dtype: type[np.floating[Any]],
+) -> NDArray[Any]:
+    rows = len(columns[0])
+    matrix = np.empty((rows, len(names)), dtype=dtype)
+    for j, (name, values) in enumerate(zip(names, columns, strict=True)):
+        matrix[:, j] = _feature_column(path, name, values, row0, dtype)
+    finite = np.isfinite(matrix)
+    if not finite.all():
+        row, col = (int(i) for i in np.argwhere(~finite)[0])
+        raise InvalidInputError(
+            f"{path}: feature column {names[col]!r} must be finite. Found {matrix[row, col]} at "
+            f"row {row0 + row}."
+        )
+    return matrix
+
+
+def _label_vector(path: Path, name: str, values: NDArray[Any], row0: int) -> NDArray[Any]:
+    kind = values.dtype.kind
+    if kind in "iu":
+        return values.astype(np.int64, copy=False)
+    if kind == "b":
+        return values.astype(np.bool_, copy=False)
+    if kind == "f":
+        labels = values.astype(np.float64, copy=False)
+        missing = np.isnan(labels)
+    else:
+        if kind == "S":
+            values = np.char.decode(values, "utf-8", errors="replace")
+        labels = values.astype(object, copy=False)
+        import pandas as pd
+
+        missing = np.asarray(pd.isna(labels), dtype=bool)
+    if missing.any():
+        first = int(np.flatnonzero(missing)[0])
+        raise InvalidInputError(
+            f"{path}: label column {name!r} must have a value in every row. Found "
+            f"{labels[first]} at row {row0 + first}."
+        )
+    return labels
+
+
+def _select(schema: TableSchema, label_column: str, features: Sequence[str] | None) -> list[str]:
+    path, available = schema.path, schema.columns
+    if label_column not in available:
+        raise InputFileError(
+            f"{path}: label column {label_column!r} must be one of the file's columns. Found "
+            f"columns {_shown(available)}."
+        )
+    if features is None:
+        names = [name for name in available if name != label_column]
+    else:
+        if isinstance(features, str):
+            raise InvalidInputError(
+                f"features must be a sequence of column names. Found the string {features!r}."
+            )
+        names = [str(name) for name in features]
+        missing = [name for name in names if name not in available]
+        if missing:
+            raise InputFileError(
+                f"{path}: feature column {missing[0]!r} must be one of the file's columns. "
+                f"Found columns {_shown(available)}."
+            )
+        if label_column in names:
+            raise InvalidInputError(
+                f"{path}: the label column {label_column!r} must not also be a feature. "
+                f"Found it in features."
+            )
+        repeated = [name for name in names if names.count(name) > 1]
+        if repeated:
+            raise InvalidInputError(
+                f"features must name each column once. Found {repeated[0]!r} twice."
+            )
+    if not names:
+        raise InvalidInputError(
+            f"{path}: at least one feature column is needed besides {label_column!r}. Found none."
+        )
+    return names
+
+
+def _rebatch(batches: Iterator[Batch], size: int) -> Iterator[Batch]:
+    """Regroup batches into exactly ``size`` rows each (the last may be shorter)."""
+    pending: list[Batch] = []
+    held = 0
+    for batch in batches:
+        if not pending and len(batch) == size:
+            yield batch
+            continue
+        pending.append(batch)
+        held += len(batch)
+        while held >= size:
+            features = np.concatenate([b.features for b in pending])
+            labels = np.concatenate([b.labels for b in pending])
+            yield Batch(features[:size], labels[:size])
+            rest = Batch(np.ascontiguousarray(features[size:]), labels[size:].copy())
+            pending, held = ([rest], len(rest)) if len(rest) else ([], 0)
+    if held:
+        yield Batch(
+            np.concatenate([b.features for b in pending]),
+            np.concatenate([b.labels for b in pending]),
+        )
+
+
+def iter_batches(
+    path: str | os.PathLike[str],
+    *,
+    label_column: str,
+    features: Sequence[str] | None = None,
+    batch_size: int = 65_536,
+    progress: Progress | None = None,
+) -> Iterator[Batch]:
+    """Stream a table's rows as :class:`Batch` es of ``batch_size`` rows (the last may be fewer).
+
+    ``features`` selects and orders the feature columns (default: every column
+    but the label, in file order). ``progress``, if given, is called after each
+    batch with the number of rows in it, e.g. ``lambda n: bar.advance(task, n)``
+    with a rich progress bar whose total is :func:`count_rows`.
+
+    The file is opened and its columns are checked before the first batch is
+    requested; a file without rows raises :class:`InsufficientDataError`.
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
+        raise InvalidInputError(f"batch_size must be an integer ≥ 1. Found {batch_size!r}.")
+    if batch_size < 1:
+        raise InvalidInputError(f"batch_size must be an integer ≥ 1. Found {batch_size}.")
+    schema = read_schema(path)
+    names = _select(schema, label_column, features)
+    dtype = np.float32 if _float32_source(schema.path, schema.format, names) else np.float64
+    selected = [*names, label_column]
+    size = int(batch_size)
+    if schema.format == "csv":
+        chunks = _csv_chunks(schema.path, schema.columns, selected, size)
+    elif schema.format == "parquet":
+        chunks = _parquet_chunks(schema.path, selected, size)
+    else:
+        chunks = _array_chunks(schema.path, schema.format, selected, size)
+    return _stream(schema.path, names, label_column, chunks, dtype, size, progress)
+
+
+def _stream(
+    path: Path,
+    names: list[str],
+    label_column: str,
+    chunks: Iterator[list[NDArray[Any]]],
+    dtype: type[np.floating[Any]],
+    size: int,
+    progress: Progress | None,
+) -> Iterator[Batch]:
+    def validated() -> Iterator[Batch]:
+        row0 = 0
+        for columns in chunks:
+            rows = len(columns[-1])
+            if rows == 0:
+                continue
+            matrix = _feature_matrix(path, names, columns[:-1], row0, dtype)
+            labels = _label_vector(path, label_column, columns[-1], row0)
+            yield Batch(matrix, labels)
+            row0 += rows
+        if row0 == 0:
+            raise InsufficientDataError(f"{path}: must hold at least one row. Found none.")
+
+    for batch in _rebatch(validated(), size):
+        yield batch
+        if progress is not None:
+            progress(len(batch))
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def _as_python(value: object) -> object:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _numeric_key(value: object) -> float | None:
+    """A label as a number (1, 1.0, "1", "1.0", True all give 1.0), or None if it is not one."""
+    value = _as_python(value)
+    if isinstance(value, bytes):
+        value = value.decode(errors="replace")
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() in ("true", "false"):
+            return 1.0 if text.lower() == "true" else 0.0
+        try:
+            return float(text)
+        except ValueError:
+            return None
+    if isinstance(value, (bool, int, float)):
+        return float(value)
+    return None
+
+
+def _text_key(value: object) -> str:
+    """A label as text, with whole-number floats written as integers ("1.0" -> "1")."""
+    value = _as_python(value)
+    if isinstance(value, bytes):
+        return value.decode(errors="replace").strip()
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+@dataclass(frozen=True, slots=True)
+class LabelMap:
+    """The model's classes, in the order of its output columns, and how raw labels match them.
+
+    When every class is a number (booleans count as 0/1), labels are compared
+    as numbers: ``1``, ``1.0``, ``"1"``, ``"1.0"`` and ``True`` all match class
+    ``1``. Otherwise labels are compared as text, with surrounding spaces removed
+    and whole-number floats written as integers (``1.0`` matches class ``"1"``).
+    """
+
+    classes: tuple[object, ...]
+    numeric: bool = field(init=False, repr=False, compare=False)
+    _lookup: dict[object, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        classes = tuple(_as_python(value) for value in self.classes)
+        if not classes:
+            raise InvalidInputError("classes must hold at least one class. Found none.")
+        numeric = all(isinstance(value, (bool, int, float)) for value in classes)
+        keys: list[object] = []
+        for value in classes:
+            if numeric:
+                number = _numeric_key(value)
+                if number is None or math.isnan(number):
+                    raise InvalidInputError(f"classes must not be missing. Found {value!r}.")
+                keys.append(number)
+            else:
+                keys.append(_text_key(value))
+        lookup: dict[object, int] = {}
+        for index, key in enumerate(keys):
+            if key in lookup:
+                raise InvalidInputError(
+                    f"classes must be distinct. Found {classes[lookup[key]]!r} and "
+                    f"{classes[index]!r}, which compare equal."
+                )
+            lookup[key] = index
+        object.__setattr__(self, "classes", classes)
+        object.__setattr__(self, "numeric", numeric)
+        object.__setattr__(self, "_lookup", lookup)
+
+    def __len__(self) -> int:
+        return len(self.classes)
+
+    def encode(self, raw: NDArray[Any] | Sequence[object]) -> NDArray[np.int64]:
+        """Class indices 0..K−1 of ``raw`` labels; unknown or missing labels raise."""
+        import pandas as pd
+
+        values = np.asarray(raw)
+        if values.ndim != 1:
+            values = values.reshape(-1)
+        if values.dtype.kind == "S":
+            values = np.char.decode(values, "utf-8", errors="replace")
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        table = np.empty(len(uniques), dtype=np.int64)
+        unknown: list[object] = []
+        for position, value in enumerate(uniques):
+            key = _numeric_key(value) if self.numeric else _text_key(value)
+            index = self._lookup.get(key, -1) if key is not None else -1
+            table[position] = index
+            if index < 0:
+                unknown.append(_as_python(value))
+        if (codes < 0).any():
+            first = int(np.flatnonzero(codes < 0)[0])
+            raise InvalidInputError(
+                f"labels must not be missing. Found {values[first]} at index {first}."
+            )
+        if unknown:
+            raise InvalidInputError(
+                f"labels must be classes of the model ({_shown(list(self.classes))}). Found "
+                f"{len(unknown)} unknown label value(s): {_shown(unknown, 5)}."
+            )
+        return np.ascontiguousarray(table[codes], dtype=np.int64)
+
+
+def label_map_for(model_classes: Sequence[object] | None, n_outputs: int) -> LabelMap:
+    """The :class:`LabelMap` of a model with ``n_outputs`` output columns.
+
+    ``model_classes`` are the classes in output-column order (as a scikit-learn
+    ``classes_``); ``None`` means 0..K−1. A single output column is a binary
+    model with two classes.
+    """
+    if isinstance(n_outputs, bool) or not isinstance(n_outputs, (int, np.integer)):
+        raise InvalidInputError(f"n_outputs must be an integer ≥ 1. Found {n_outputs!r}.")
+    if n_outputs < 1:
+        raise InvalidInputError(f"n_outputs must be an integer ≥ 1. Found {n_outputs}.")
+    expected = 2 if n_outputs == 1 else int(n_outputs)
+    if model_classes is None:
+        return LabelMap(tuple(range(expected)))
+    classes = tuple(np.asarray(model_classes, dtype=object).reshape(-1).tolist())
+    if len(classes) != expected:
+        raise InvalidInputError(
+            f"model classes must number {expected} for {n_outputs} output column(s). Found "
+            f"{len(classes)}: {_shown(list(classes))}."
+        )
+    return LabelMap(classes)
