@@ -25,6 +25,8 @@ EXIT_USAGE = 2
 
 #: Modules that contribute subcommands, in the order ``--help`` lists them.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
+    "epsstar.commands.audit",
+    "epsstar.commands.audit_many",
     "epsstar.commands.epsilon",
     "epsstar.commands.demo",
     "epsstar.commands.train",

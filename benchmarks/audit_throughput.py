@@ -1,0 +1,140 @@
+"""Throughput of a whole audit on Purchase-100-like data, per model format.
+
+Generates a Purchase-100-like data set (600 binary features, 100 classes;
+``epsstar.datasets.purchase_like``), split 2:1 into training and population
+Parquet files, trains the paper's 3x100 MLP briefly, exports it to ONNX and
+TorchScript, and audits each export in a fresh process. Prints rows per second
+of the whole audit, the split between streaming inference (read + model +
+losses) and statistics (fits, goodness of fit, Epsilon*, bounds, readings,
+utility), and the peak resident memory of the audit process.
+
+    python benchmarks/audit_throughput.py               # 300,000 records
+    python benchmarks/audit_throughput.py --records 60000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def build(workdir: Path, records: int, epochs: int, seed: int) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import torch
+
+    from epsstar.datasets import purchase_like
+    from epsstar.training.export import export_onnx, export_torchscript
+    from epsstar.training.models import MLP, ExportedModel, Standardiser
+
+    data = purchase_like(records, seed=seed)
+    n_train = records * 2 // 3
+    for name, rows in (("train", slice(0, n_train)), ("population", slice(n_train, records))):
+        table = {c: data.features[rows, i] for i, c in enumerate(data.columns)}
+        table["label"] = data.labels[rows]
+        pq.write_table(pa.table(table), workdir / f"{name}.parquet")
+
+    torch.manual_seed(seed)
+    features = torch.as_tensor(data.features[:n_train], dtype=torch.float32)
+    labels = torch.as_tensor(data.labels[:n_train])
+    standardiser = Standardiser.fit(data.features[:n_train].astype(np.float64), torch.float32)
+    network = MLP(
+        features.shape[1], 100, (100, 100, 100), generator=torch.Generator().manual_seed(seed)
+    )
+    optimiser = torch.optim.Adam(network.parameters(), lr=1e-3)
+    for _ in range(epochs):
+        for batch in torch.randperm(n_train).split(512):
+            optimiser.zero_grad()
+            loss = torch.nn.functional.cross_entropy(
+                network(standardiser(features[batch])), labels[batch]
+            )
+            loss.backward()
+            optimiser.step()
+    model = ExportedModel(standardiser, network, binary=False).eval()
+    export_onnx(model, workdir / "model.onnx")
+    export_torchscript(model, workdir / "model.pt")
+
+
+def audit_in_child(workdir: Path, model: str) -> dict[str, object]:
+    """Run one audit in a fresh interpreter so its peak memory is its own."""
+    code = (
+        "import json, resource, time, sys\n"
+        "from epsstar.audit import audit\n"
+        "start = time.perf_counter()\n"
+        f"r = audit({str(workdir / model)!r}, {str(workdir / 'train.parquet')!r}, "
+        f"{str(workdir / 'population.parquet')!r}, label_column='label', delta=1e-6)\n"
+        "seconds = time.perf_counter() - start\n"
+        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+        "print(json.dumps({'seconds': seconds, 'peak_mib': peak, 'timing': r.provenance['seconds'],"
+        " 'eps': r.epsilon_star, 'acc': r.utility['population'].accuracy,"
+        " 'rows': r.epsilon.n_train + r.epsilon.n_population}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=300_000)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    print(f"Python {platform.python_version()}, {platform.machine()}, records={args.records:,}")
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        start = time.perf_counter()
+        build(workdir, args.records, args.epochs, args.seed)
+        print(f"data + model built in {time.perf_counter() - start:.0f} s\n")
+        header = [
+            "format",
+            "rows",
+            "total s",
+            "rows/s",
+            "inference s",
+            "statistics s",
+            "statistics share",
+            "peak RSS MiB",
+            "eps*",
+            "accuracy",
+        ]
+        rows = [header]
+        for label, model in (("ONNX", "model.onnx"), ("TorchScript", "model.pt")):
+            m = audit_in_child(workdir, model)
+            timing = m["timing"]  # type: ignore[index]
+            total = float(m["seconds"])  # type: ignore[arg-type]
+            rows.append(
+                [
+                    label,
+                    f"{m['rows']:,}",
+                    f"{total:.1f}",
+                    f"{float(m['rows']) / total:,.0f}",  # type: ignore[arg-type]
+                    f"{timing['inference']:.1f}",
+                    f"{timing['statistics']:.1f}",  # type: ignore[index]
+                    f"{timing['statistics'] / total:.0%}",
+                    f"{m['peak_mib']:.0f}",  # type: ignore[index]
+                    f"{m['eps']:.3f}",
+                    f"{m['acc']:.3f}",
+                ]
+            )
+        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+        for index, row in enumerate(rows):
+            print("  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)))
+            if index == 0:
+                print("  ".join("-" * w for w in widths))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\n(benchmark process peak RSS {peak:.0f} MiB)")
+
+
+if __name__ == "__main__":
+    main()
