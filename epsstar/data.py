@@ -449,7 +449,7 @@ def _open_parquet(path: Path) -> Any:
 
     try:
         # A read buffer makes pyarrow stream each column chunk instead of loading it whole.
-        return pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)
+        return pq.ParquetFile(path, buffer_size=1 << 18, pre_buffer=False)
     except (pyarrow.lib.ArrowException, OSError) as error:
         raise _unreadable(path, "parquet", error) from None
 
