@@ -25,9 +25,12 @@ Conventions per format:
 * **NPY**: one 2-D numeric array; its columns are named ``"0"``, ``"1"``, ...,
   so the label column is given by its index as a string (``label_column="10"``).
 
-NPY files and NPZ members are read from the file in place (uncompressed NPZ
-members by offset, compressed ones by decompressing as they are read), in C or
-Fortran order, so neither is ever loaded whole.
+NPY files and NPZ members are never loaded whole: uncompressed arrays
+(``np.save``, ``np.savez``) are read by offset, in C or Fortran order;
+compressed ones (``np.savez_compressed``) are decompressed as they are read.
+A compressed 2-D array in Fortran order (what ``DataFrame.to_numpy()`` usually
+returns) is decompressed once per column, so it reads about ``d / 2`` times
+slower than the same array in C order; store it uncompressed or in C order.
 
 Features are returned as float64, or as float32 when every selected feature
 column is stored as float32 (Parquet, NPZ, NPY; CSV is always float64). Labels
