@@ -15,6 +15,7 @@ torch is imported only when a file is loaded.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,10 @@ class TorchScriptLoader:
         if not path.is_file():
             raise InputFileError(f"the model file must exist. Found no file at {path}.")
         try:
-            module = torch.jit.load(str(path), map_location="cpu")
+            with warnings.catch_warnings():
+                # TorchScript is the format being read; its deprecation is not the user's to fix
+                warnings.filterwarnings("ignore", category=DeprecationWarning)
+                module = torch.jit.load(str(path), map_location="cpu")
         except Exception as error:
             first = (str(error).strip().splitlines() or [""])[0][:200]
             raise InputFileError(

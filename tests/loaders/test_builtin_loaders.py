@@ -1,0 +1,370 @@
+"""Behaviour of the three built-in loaders beyond the shared contract."""
+
+from __future__ import annotations
+
+import pickle
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+import skops.io as sio
+import torch
+from epsstar.loaders import looks_like_probabilities, probe_features
+from epsstar.loaders.onnx import OnnxLoader
+from epsstar.loaders.sklearn import SklearnLoader
+from epsstar.loaders.torchscript import TorchScriptLoader
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.neural_network import MLPClassifier
+from sklearn.svm import LinearSVC
+
+from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
+from epsstar.plugins import loader_for_path
+
+MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
+
+
+@cache
+def table(task: str, part: str) -> tuple[np.ndarray, np.ndarray]:
+    """Features (float64) and labels of one split of the fixture data."""
+    frame = pd.read_parquet(MODELS / f"{task}_{part}.parquet")
+    return frame[[f"x{i}" for i in range(8)]].to_numpy(dtype=np.float64), frame["label"].to_numpy()
+
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def load(path: Path, **options: Any) -> Any:
+    return loader_for_path(path)[0].load(path, **options)
+
+
+def save_script(module: torch.nn.Module, path: Path) -> Path:
+    torch.jit.save(torch.jit.script(module.eval()), str(path))
+    return path
+
+
+# ----------------------------------------------------------------- detection
+
+
+@pytest.mark.models
+def test_output_kind_is_detected(fixture_model: Any) -> None:
+    assert load(fixture_model.path).output_kind == fixture_model.output_kind
+
+
+@pytest.mark.models(lambda f: f.format == "torchscript" or f.producer == "torch.onnx")
+def test_outputs_override_wins(fixture_model: Any) -> None:
+    features, _ = table(fixture_model.task, "population")
+    other = "logits" if fixture_model.output_kind == "probabilities" else "probabilities"
+    if other == "logits":
+        model = load(fixture_model.path, outputs="logits")
+        assert model.output_kind == "logits"
+        np.testing.assert_array_equal(
+            model.predict(features), load(fixture_model.path).predict(features)
+        )
+    else:
+        model = load(fixture_model.path, outputs="probabilities")
+        assert model.output_kind == "probabilities"
+        with pytest.raises(
+            InvalidInputError, match=rf"{fixture_model.file} must return (probabilities|rows)"
+        ):
+            model.predict(features)
+
+
+def test_detection_rule() -> None:
+    assert looks_like_probabilities(np.array([0.0, 0.5, 1.0]))
+    assert not looks_like_probabilities(np.array([0.2, 1.5]))
+    assert looks_like_probabilities(np.array([[0.2, 0.8], [1.0, 0.0]]))
+    assert not looks_like_probabilities(np.array([[0.2, 0.7], [0.5, 0.5]]))
+    assert not looks_like_probabilities(np.array([np.nan, 0.5]))
+    probe = probe_features(3)
+    assert probe.shape == (49, 3)
+    assert np.abs(probe).max() > 100
+    assert set(np.unique(probe_features(2, np.int64))) <= {0, 1}
+
+
+def test_tiny_logits_are_detected_through_the_scaled_probe(tmp_path: Path) -> None:
+    linear = torch.nn.Linear(4, 1)
+    with torch.no_grad():
+        linear.weight.fill_(0.01)  # |logit| < 1 on ordinary data
+        linear.bias.fill_(0.5)
+    model = load(save_script(linear, tmp_path / "small.pt"))
+    assert model.output_kind == "logits"
+    assert looks_like_probabilities(model.predict(np.random.default_rng(0).normal(size=(50, 4))))
+
+
+def test_unknown_width_defers_detection_to_the_first_prediction(tmp_path: Path) -> None:
+    class Mean(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.sigmoid(x.mean(dim=1))
+
+    model = load(save_script(Mean(), tmp_path / "mean.pt"))
+    assert model.n_features is None
+    with pytest.raises(InvalidInputError, match=r"detected on the first predict\(\) call"):
+        _ = model.output_kind
+    assert model.predict(np.ones((5, 3))).shape == (5,)
+    assert model.output_kind == "probabilities"
+    assert load(tmp_path / "mean.pt", outputs="logits").output_kind == "logits"
+
+
+# ---------------------------------------------------------------------- ONNX
+
+
+def test_zipmap_and_plain_onnx_give_class_ordered_arrays() -> None:
+    features, _ = table("multiclass", "population")
+    zipmap = load(MODELS / "multiclass_mlp.onnx")  # ZipMap: list of dicts
+    reference = load(MODELS / "multiclass_mlp.skops")
+    assert zipmap.classes == reference.classes == ("a", "b", "c", "d")
+    np.testing.assert_allclose(zipmap.predict(features), reference.predict(features), atol=1e-6)
+    binary_zipmap = load(MODELS / "binary_logreg.onnx")  # int64 keys
+    binary_plain = load(MODELS / "binary_mlp.onnx")
+    assert binary_zipmap.classes == binary_plain.classes == (0, 1)
+    features, _ = table("binary", "population")
+    assert binary_zipmap.predict(features).shape == binary_plain.predict(features).shape == (400,)
+
+
+def test_onnx_input_dtype_is_respected() -> None:
+    features, _ = table("multiclass", "population")
+    double = load(MODELS / "multiclass_logreg.onnx")
+    assert double._input_dtype == np.float64
+    np.testing.assert_allclose(
+        double.predict(features), load(MODELS / "multiclass_logreg.skops").predict(features),
+        rtol=0, atol=1e-12,
+    )  # fmt: skip
+    assert load(MODELS / "binary_mlp.onnx")._input_dtype == np.float32
+
+
+def test_onnx_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    features, _ = table("binary", "population")
+    model = load(MODELS / "binary_mlp.onnx")
+    whole = model.predict(features)
+    calls: list[int] = []
+    run = model._run_batch
+
+    def counting(batch: np.ndarray) -> np.ndarray:
+        calls.append(batch.shape[0])
+        return run(batch)
+
+    monkeypatch.setattr(model, "_batch_size", 64)
+    monkeypatch.setattr(model, "_run_batch", counting)
+    np.testing.assert_array_equal(model.predict(features), whole)
+    assert calls == [64] * 6 + [16]
+
+
+def _onnx_from_torch(module: torch.nn.Module, path: Path, batch: int | None = None) -> Path:
+    example = torch.zeros(batch or 2, 3)
+    axes = None if batch else {"x": {0: "n"}, "y": {0: "n"}}
+    torch.onnx.export(
+        module, (example,), str(path), input_names=["x"], output_names=["y"],
+        dynamic_axes=axes, dynamo=False,
+    )  # fmt: skip
+    return path
+
+
+def test_onnx_with_fixed_batch_dimension_pads_the_last_chunk(tmp_path: Path) -> None:
+    module = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Softmax(dim=1))
+    model = load(_onnx_from_torch(module, tmp_path / "fixed.onnx", batch=4))
+    assert model.n_features == 3
+    assert model.output_kind == "probabilities"
+    features = np.random.default_rng(1).normal(size=(10, 3))
+    expected = module(torch.as_tensor(features, dtype=torch.float32)).detach().numpy()
+    np.testing.assert_allclose(model.predict(features), expected, atol=1e-6)
+
+
+def test_onnx_nan_output_is_refused_naming_the_file(tmp_path: Path) -> None:
+    class Log(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.log(x[:, :1])
+
+    path = _onnx_from_torch(Log(), tmp_path / "log.onnx")
+    model = load(path, outputs="logits")
+    with pytest.raises(
+        InvalidInputError, match=r"log\.onnx must return finite predictions; 1 value\(s\) are not"
+    ):
+        model.predict(np.array([[1.0, 0, 0], [-1.0, 0, 0], [2.0, 0, 0]]))
+
+
+# --------------------------------------------------------------- TorchScript
+
+
+def test_torchscript_width_from_first_linear_and_dtype() -> None:
+    model = load(MODELS / "multiclass_logreg.pt")
+    assert model.n_features == 8
+    assert model._input_dtype == np.float64
+    assert load(MODELS / "binary_mlp.pt")._input_dtype == np.float32
+
+
+def test_torchscript_without_linear_reports_width_errors(tmp_path: Path) -> None:
+    class Fixed(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x @ torch.ones(3, 2)
+
+    model = load(save_script(Fixed(), tmp_path / "fixed.pt"))
+    assert model.n_features is None
+    with pytest.raises(InvalidInputError, match=r"fixed\.pt; it refused 4 columns"):
+        model.predict(np.ones((2, 4)))
+
+
+# ------------------------------------------------------------------- inputs
+
+
+@pytest.mark.models(task="binary")
+def test_wrong_width_names_both_widths(fixture_model: Any) -> None:
+    model = load(fixture_model.path)
+    with pytest.raises(
+        InvalidInputError,
+        match=rf"must have 8 columns, the input width of .*{fixture_model.file}\. Found 5\.",
+    ):
+        model.predict(np.zeros((3, 5)))
+
+
+def test_features_must_be_two_dimensional_and_non_empty() -> None:
+    model = load(MODELS / "binary_mlp.onnx")
+    with pytest.raises(InvalidInputError, match=r"2-D array .* Found shape \(8,\)"):
+        model.predict(np.zeros(8))
+    with pytest.raises(InsufficientDataError, match=r"at least 1 record"):
+        model.predict(np.zeros((0, 8)))
+    with pytest.raises(InvalidInputError, match=r"numeric array"):
+        model.predict(np.array([["a"] * 8]))
+
+
+def test_outputs_argument_is_checked() -> None:
+    with pytest.raises(InvalidInputError, match=r"outputs must be None, 'probabilities' or"):
+        OnnxLoader().load(MODELS / "binary_mlp.onnx", outputs="scores")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------- unreadable files
+
+
+@pytest.mark.models
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty"])
+def test_corrupt_files_raise_one_line_input_file_errors(
+    fixture_model: Any, damage: str, tmp_path: Path
+) -> None:
+    payload = fixture_model.path.read_bytes()
+    broken = tmp_path / fixture_model.file
+    broken.write_bytes(
+        {"garbage": b"\x00not a model\xff" * 50, "truncated": payload[: len(payload) // 2],
+         "empty": b""}[damage]
+    )  # fmt: skip
+    with pytest.raises(InputFileError) as caught:
+        load(broken)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert str(broken) in message
+    assert len(message) < 400
+
+
+def test_missing_files() -> None:
+    for name in ("none.onnx", "none.pt", "none.skops", "none.pkl"):
+        with pytest.raises(InputFileError, match=r"none\."):
+            load(Path("/nonexistent") / name, trust=True)
+
+
+# ------------------------------------------------------------ scikit-learn
+
+
+@pytest.fixture(scope="module")
+def binary_estimator() -> Any:
+    return sio.load(MODELS / "binary_logreg.skops")
+
+
+@pytest.mark.parametrize("suffix", [".pkl", ".pickle", ".joblib"])
+def test_pickles_need_trust(suffix: str, tmp_path: Path, binary_estimator: Any) -> None:
+    path = tmp_path / f"model{suffix}"
+    if suffix == ".joblib":
+        joblib.dump(binary_estimator, path)
+    else:
+        path.write_bytes(pickle.dumps(binary_estimator))
+    with pytest.raises(InvalidInputError, match=r"run arbitrary code .*--trust-model") as caught:
+        load(path)
+    assert str(path) in str(caught.value)
+    features, _ = table("binary", "population")
+    model = load(path, trust=True)
+    np.testing.assert_allclose(
+        model.predict(features), binary_estimator.predict_proba(features)[:, 1], rtol=1e-12
+    )
+    assert model.classes == (0, 1)
+
+
+def test_skops_untrusted_types_are_listed_and_refused(tmp_path: Path) -> None:
+    features, labels = table("binary", "train")
+    mlp = MLPClassifier(hidden_layer_sizes=(4,), max_iter=20, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        mlp.fit(features, labels)
+    path = tmp_path / "mlp.skops"
+    sio.dump(mlp, path)  # keeps the optimizer, a type skops does not trust
+    with pytest.raises(
+        InvalidInputError,
+        match=r"--trust-model.*Found untrusted types: "
+        r"sklearn\.neural_network\._stochastic_optimizers\.AdamOptimizer\.$",
+    ):
+        load(path)
+    model = load(path, trust=True)
+    np.testing.assert_allclose(
+        model.predict(features), mlp.predict_proba(features)[:, 1], rtol=1e-12
+    )
+
+
+def test_sklearn_binary_takes_the_column_of_classes_1(tmp_path: Path) -> None:
+    features, labels = table("multiclass", "train")
+    estimator = LogisticRegression().fit(features, labels == "b")
+    sio.dump(estimator, tmp_path / "b.skops")
+    model = load(tmp_path / "b.skops")
+    assert model.classes == (False, True)
+    np.testing.assert_allclose(
+        model.predict(features), estimator.predict_proba(features)[:, 1], rtol=1e-12
+    )
+    logits = load(tmp_path / "b.skops", outputs="logits")
+    assert logits.output_kind == "logits"
+    np.testing.assert_allclose(logits.predict(features), estimator.decision_function(features))
+
+
+def test_sklearn_decision_function_only_gives_logits(tmp_path: Path) -> None:
+    features, labels = table("binary", "train")
+    svm = LinearSVC().fit(features, labels)
+    sio.dump(svm, tmp_path / "svm.skops")
+    model = load(tmp_path / "svm.skops")
+    assert model.output_kind == "logits"
+    np.testing.assert_allclose(model.predict(features), svm.decision_function(features))
+    with pytest.raises(
+        InvalidInputError, match=r"needs a model with predict_proba\. Found LinearSVC"
+    ):
+        load(tmp_path / "svm.skops", outputs="probabilities")
+    with pytest.raises(InvalidInputError, match=r"needs a model with decision_function"):
+        load(MODELS / "binary_mlp.skops", outputs="logits")
+
+
+def test_sklearn_refuses_non_classifiers(tmp_path: Path) -> None:
+    from sklearn.linear_model import LinearRegression
+
+    features, labels = table("binary", "train")
+    sio.dump(LinearRegression().fit(features, labels), tmp_path / "reg.skops")
+    with pytest.raises(InvalidInputError, match=r"must be a classifier .* Found LinearRegression"):
+        load(tmp_path / "reg.skops")
+
+
+def test_sklearn_model_fitted_on_a_dataframe_predicts_without_warnings(tmp_path: Path) -> None:
+    import warnings
+
+    import pandas as pd
+
+    features, labels = table("binary", "train")
+    frame = pd.DataFrame(features, columns=[f"x{i}" for i in range(8)])
+    estimator = LogisticRegression().fit(frame, labels)
+    sio.dump(estimator, tmp_path / "frame.skops")
+    model = load(tmp_path / "frame.skops")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(
+            model.predict(features), estimator.predict_proba(frame)[:, 1], rtol=1e-12
+        )
+
+
+def test_loaders_need_no_trust_for_safe_formats() -> None:
+    for loader, name in ((OnnxLoader(), "binary_mlp.onnx"), (TorchScriptLoader(), "binary_mlp.pt"),
+                         (SklearnLoader(), "binary_mlp.skops")):  # fmt: skip
+        assert loader.load(MODELS / name).predict(table("binary", "train")[0]).shape == (600,)

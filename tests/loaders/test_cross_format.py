@@ -1,0 +1,104 @@
+"""The same weights in skops, ONNX and TorchScript give the same predictions and ε*.
+
+The skops models compute in float64; most ONNX and TorchScript files in float32
+(``multiclass_logreg`` is float64 in all three). Predictions agree to ~1e-7 absolute
+(float32 rounding of features, weights and sums), well inside 1e-5. The losses derived
+from them then differ by about 1e-6, and the empirical ε* depends only on how the
+training losses rank among the population losses, so it is identical unless two losses
+from different sets lie within that error of each other; on these fixtures it is
+identical to 1e-6 (in fact exactly).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import epsstar
+from epsstar.plugins import loader_for_path
+
+MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
+
+
+@cache
+def table(task: str, part: str) -> tuple[np.ndarray, np.ndarray]:
+    """Features (float64) and labels of one split of the fixture data."""
+    frame = pd.read_parquet(MODELS / f"{task}_{part}.parquet")
+    return frame[[f"x{i}" for i in range(8)]].to_numpy(dtype=np.float64), frame["label"].to_numpy()
+
+
+DELTA = 1e-3
+
+
+def probabilities(fixture_model: Any, features: np.ndarray) -> np.ndarray:
+    model = loader_for_path(fixture_model.path)[0].load(fixture_model.path)
+    assert model.output_kind == fixture_model.output_kind
+    output = model.predict(features)
+    if model.output_kind == "probabilities":
+        return output
+    if output.ndim == 1:
+        return 1.0 / (1.0 + np.exp(-output))
+    shifted = np.exp(output - output.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
+
+
+def class_indices(fixture_model: Any, labels: np.ndarray) -> np.ndarray:
+    return np.searchsorted(np.asarray(fixture_model.classes), labels)
+
+
+def epsilon(fixture_model: Any) -> float:
+    model = loader_for_path(fixture_model.path)[0].load(fixture_model.path)
+    losses = []
+    for part in ("train", "population"):
+        features, labels = table(fixture_model.task, part)
+        losses.append(
+            epsstar.compute_losses(
+                class_indices(fixture_model, labels),
+                model.predict(features),
+                outputs=model.output_kind,
+            )
+        )
+    result = epsstar.epsilon_star(losses[0], losses[1], delta=DELTA, method="empirical")
+    return float(result.epsilon)
+
+
+@pytest.mark.parametrize(
+    "stem", ["binary_logreg", "binary_mlp", "multiclass_logreg", "multiclass_mlp"]
+)
+def test_formats_agree(stem: str, all_models: tuple[Any, ...]) -> None:
+    same = [f for f in all_models if f.file.split(".")[0] in (stem, f"{stem}_torch")]
+    assert {f.format for f in same} == {"skops", "onnx", "torchscript"}
+    reference = next(f for f in same if f.format == "skops")
+    features, _ = table(reference.task, "population")
+    expected = probabilities(reference, features)
+    reference_epsilon = epsilon(reference)
+    assert reference_epsilon > 0.0
+    for fixture_model in same:
+        tolerance = 1e-12 if fixture_model.input_dtype == "float64" else 1e-5
+        np.testing.assert_allclose(
+            probabilities(fixture_model, features),
+            expected,
+            rtol=0,
+            atol=tolerance,
+            err_msg=fixture_model.file,
+        )
+        assert epsilon(fixture_model) == pytest.approx(reference_epsilon, abs=1e-6), (
+            fixture_model.file
+        )
+
+
+@pytest.mark.models(task="multiclass")
+def test_string_labels_follow_the_model_classes(fixture_model: Any) -> None:
+    model = loader_for_path(fixture_model.path)[0].load(fixture_model.path)
+    if fixture_model.format == "torchscript" or fixture_model.producer == "torch.onnx":
+        assert model.classes is None
+    else:
+        assert model.classes == ("a", "b", "c", "d")
+    features, labels = table("multiclass", "train")
+    predicted = np.asarray(fixture_model.classes)[np.argmax(model.predict(features), axis=1)]
+    assert np.mean(predicted == labels) > 0.5
