@@ -48,6 +48,7 @@ MANIFEST_COLUMNS: tuple[str, ...] = (
     "train_data",
     "population_data",
     "label_column",
+    "features",
     "strategy",
     "repeat",
     "private",

@@ -96,6 +96,7 @@ def test_sweep_resumes_without_touching_finished_models(
     assert tuple(rows[0]) == MANIFEST_COLUMNS
     assert all((out / row["model"]).is_file() for row in rows)
     assert {row["seed"] for row in rows} == {"10", "11"}
+    assert {row["features"] for row in rows} == {""}
     dp_rows = [row for row in rows if row["private"] == "True"]
     assert all(float(row["epsilon"]) <= 2 for row in dp_rows)
     assert {row["microbatches"] for row in dp_rows} == {"", "5"}
