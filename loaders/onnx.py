@@ -136,9 +136,8 @@ class OnnxModel(BatchedModel):
         except Exception as error:
             message = str(error).strip().splitlines()[0] if str(error).strip() else ""
             raise InvalidInputError(
-                f"features must be accepted by the model in {self.source}; onnxruntime "
-                f"refused {batch.shape[1]} columns of {batch.dtype}. Found "
-                f"{type(error).__name__}: {message}"
+                f"the model in {self.source} must accept the features ({batch.shape[0]} × "
+                f"{batch.shape[1]} {batch.dtype}). Found {type(error).__name__}: {message}"
             ) from error
         if not self._zipmap:
             return np.asarray(result)[:rows]

@@ -38,6 +38,10 @@ _PICKLES = (".pkl", ".pickle", ".joblib")
 TRUST_FLAG = "--trust-model"
 
 
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [""])[0][:200]
+
+
 def _plain(value: Any) -> object:
     return value.item() if isinstance(value, np.generic) else value
 
@@ -92,8 +96,8 @@ class SklearnModel(BatchedModel):
         except Exception as error:
             message = (str(error).strip().splitlines() or [""])[0][:200]
             raise InvalidInputError(
-                f"features must be accepted by the model in {self.source}; it refused "
-                f"{batch.shape[1]} columns. Found {type(error).__name__}: {message}"
+                f"the model in {self.source} must accept the features ({batch.shape[0]} × "
+                f"{batch.shape[1]} {batch.dtype}). Found {type(error).__name__}: {message}"
             ) from error
 
 
@@ -125,7 +129,7 @@ class SklearnLoader:
         except Exception as error:
             raise InputFileError(
                 f"the model file must be a valid skops file. Found {path} "
-                f"({type(error).__name__}: {error})."
+                f"({type(error).__name__}: {_first_line(error)})."
             ) from None
         if untrusted and not trust:
             raise InvalidInputError(
@@ -138,7 +142,7 @@ class SklearnLoader:
         except Exception as error:
             raise InputFileError(
                 f"the model file must be a valid skops file. Found {path} "
-                f"({type(error).__name__}: {error})."
+                f"({type(error).__name__}: {_first_line(error)})."
             ) from None
 
     def _unpickle(self, path: Path, suffix: str, trust: bool) -> Any:
@@ -158,5 +162,5 @@ class SklearnLoader:
         except Exception as error:
             raise InputFileError(
                 f"the model file must be a readable {suffix} file. Found {path} "
-                f"({type(error).__name__}: {error})."
+                f"({type(error).__name__}: {_first_line(error)})."
             ) from None

@@ -63,8 +63,8 @@ class TorchScriptModel(BatchedModel):
         except Exception as error:
             message = (str(error).strip().splitlines() or [""])[-1][:200]
             raise InvalidInputError(
-                f"features must be accepted by the model in {self.source}; it refused "
-                f"{batch.shape[1]} columns. Found {type(error).__name__}: {message}"
+                f"the model in {self.source} must accept the features ({batch.shape[0]} × "
+                f"{batch.shape[1]} {batch.dtype}). Found {type(error).__name__}: {message}"
             ) from error
         if isinstance(result, (tuple, list)) and len(result) == 1:
             result = result[0]

@@ -204,7 +204,7 @@ def test_torchscript_without_linear_reports_width_errors(tmp_path: Path) -> None
 
     model = load(save_script(Fixed(), tmp_path / "fixed.pt"))
     assert model.n_features is None
-    with pytest.raises(InvalidInputError, match=r"fixed\.pt; it refused 4 columns"):
+    with pytest.raises(InvalidInputError, match=r"fixed\.pt must accept the features \(2 × 4 "):
         model.predict(np.ones((2, 4)))
 
 
