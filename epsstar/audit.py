@@ -14,7 +14,8 @@ batches (:mod:`epsstar.data`), turns predictions into per-record losses in core
   (``identifiability-bernau-2021.md``), the membership advantage (observed,
   max TPR - FPR, and the bound implied by (ε*, δ)), and the TPR of the loss
   attack at 0.1 % and 1 % FPR (observed, fitted, and the (ε*, δ) bound);
-* the model's utility (accuracy, AUROC) on the population and training data.
+* the model's utility: accuracy and AUROC on the population data, accuracy (and
+  AUROC for binary models) on the training data.
 """
 
 from __future__ import annotations
@@ -304,12 +305,14 @@ class _Side:
     rows: int = 0
     keep_scores: bool = True
 
-    def utility(self, n_outputs: int) -> Utility:
+    def utility(self, n_outputs: int, *, auroc: bool = True) -> Utility:
         from sklearn.metrics import roc_auc_score
 
         if self.rows == 0:
             raise InsufficientDataError("a data set has no rows. Found 0.")
         accuracy = self.correct / self.rows
+        if not auroc:
+            return Utility(self.rows, accuracy, None, "not computed for training data")
         if not self.keep_scores:
             return Utility(self.rows, accuracy, None, "too many rows x classes to keep for AUROC")
         labels = np.concatenate(self.labels)
@@ -350,6 +353,7 @@ def _stream(
     model: Any,
     path: Path,
     *,
+    classes: tuple[object, ...] | None,
     role: str,
     label_column: str,
     features: Sequence[str] | None,
@@ -374,7 +378,7 @@ def _stream(
             )
         n_outputs = _n_outputs(predictions)
         if not label_map_holder:
-            label_map_holder.append(label_map_for(model.classes, n_outputs))
+            label_map_holder.append(label_map_for(classes, n_outputs))
             side.keep_scores = (total_rows or 0) * (
                 n_outputs if n_outputs > 2 else 1
             ) <= MAX_AUROC_VALUES
@@ -394,6 +398,24 @@ def _stream(
         if advance is not None:
             advance(labels.size)
     return side, n_outputs
+
+
+def _recorded_classes(model_path: Path) -> tuple[object, ...] | None:
+    """Class labels recorded by ``epsstar train`` beside the model (``training.json``).
+
+    Exported reference models output one column per class without naming the
+    classes; the trainer records which label each column stands for.
+    """
+    import json
+
+    record = model_path.parent / "training.json"
+    if not record.is_file():
+        return None
+    try:
+        classes = json.loads(record.read_text(encoding="utf-8"))["data"]["classes"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return tuple(classes) if isinstance(classes, list) and classes else None
 
 
 def audit(
@@ -441,6 +463,7 @@ def audit(
 
     plugin, info = get_loader(loader) if loader else loader_for_path(model_path)
     loaded = plugin.load(model_path, outputs=outputs, trust=trust)
+    classes = loaded.classes if loaded.classes is not None else _recorded_classes(model_path)
     loaded_at = time.perf_counter()
 
     from epsstar.data import count_rows
@@ -457,6 +480,7 @@ def audit(
             sides[role], n_outputs = _stream(
                 loaded,
                 path,
+                classes=classes,
                 role=role,
                 label_column=label_column,
                 features=features,
@@ -487,7 +511,8 @@ def audit(
     readings = _readings(train_losses, pop_losses, parametric)
     utility = {
         "population": sides["population"].utility(n_outputs),
-        "train": sides["train"].utility(n_outputs),
+        # Multi-class AUROC costs one sort per class; on training data accuracy suffices.
+        "train": sides["train"].utility(n_outputs, auroc=n_outputs <= 2),
     }
     finished = time.perf_counter()
     provenance = {
@@ -499,6 +524,9 @@ def audit(
         "label_column": label_column,
         "features": list(features) if features is not None else None,
         "classes": [str(c) for c in label_map_holder[0].classes] if label_map_holder else None,
+        "classes_from": "model"
+        if loaded.classes is not None
+        else ("training.json" if classes is not None else "column order"),
         "train": str(train_path),
         "population": str(pop_path),
         "n_train": int(train_losses.size),

@@ -71,7 +71,9 @@ def _show_warning(
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(words)
+    args.command_line = ["epsstar", *words]
     handler: Handler = args.handler
     with warnings.catch_warnings():
         warnings.simplefilter("always", EpsstarWarning)

@@ -200,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         batch_size=args.batch_size,
         progress=not args.quiet,
-        command=shlex.join(["epsstar", *sys.argv[1:]]),
+        command=shlex.join(args.command_line),
     )
     payload = result.to_dict()
     emit(payload, args.json, format_summary(payload))
