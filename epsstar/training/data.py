@@ -1,32 +1,41 @@
-"""Numeric feature tables with a label column, read from CSV, Parquet or NPZ.
+"""Numeric feature tables with a label column, read for the trainer.
 
-Every column other than the label is a feature unless ``features`` names them;
-features must be numeric (booleans count) and finite. Labels of any type are
-mapped to 0..K−1 in sorted order of their values; the mapping is kept so that a
-population table is encoded the same way and so that ``training.json`` can
-record it.
+The file is read by :mod:`epsstar.data`, the reader the audit uses, so a table
+is read the same way when a model is trained on it and when it is audited:
+CSV, Parquet, NPZ (one 1-D array per column, or a 2-D ``X`` whose columns are
+``x0``, ``x1``, ... plus 1-D arrays such as the label) or NPY; see that module
+for the conventions. Every column other than the label is a feature unless
+``features`` names them; features must be numeric (booleans and numeric text
+count) and finite, and are returned as float64.
 
-NPZ files hold either arrays ``X`` (2-D) plus a 1-D label array named by
-``label_column``, or one 1-D array per column.
+Labels of any type are mapped to 0..K−1 in sorted order of their values
+(numbers numerically, text as text). The mapping is kept so that a population
+table is encoded the same way and so that ``training.json`` can record it: the
+class names are the labels as text, with booleans and whole-number floats
+written as integers, and labels are matched to them with
+:class:`epsstar.data.LabelMap`, as the audit matches ``training.json``'s classes.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
+from epsstar.data import DATA_FILE_SUFFIXES, LabelMap, iter_batches, read_schema
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 
-__all__ = ["TabularData", "encode_labels", "load_table", "read_frame"]
+__all__ = ["TabularData", "encode_labels", "load_table"]
 
-_SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".npz": "npz"}
+_BATCH_ROWS = 65_536
+# How epsstar.data reports a missing label; the row is re-reported in this module's words.
+_MISSING_LABEL = re.compile(r"must have a value in every row\. Found .* at row (\d+)\.$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,83 +65,92 @@ class TabularData:
         return len(self.classes)
 
 
-def _format_of(path: Path) -> str:
-    kind = _SUFFIXES.get(path.suffix.lower())
-    if kind is None:
-        allowed = ", ".join(sorted(_SUFFIXES))
-        raise InputFileError(f"data file must end in one of {allowed}. Found {str(path)!r}.")
-    return kind
+def _class_name(value: object) -> str:
+    """A label as text: ``True`` is ``"1"``, ``2.0`` is ``"2"`` (what :class:`LabelMap` matches)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
-def _read_npz(path: Path, label_column: str) -> pd.DataFrame:
-    with np.load(path, allow_pickle=False) as archive:
-        arrays = {name: archive[name] for name in archive.files}
-    if "X" in arrays and arrays["X"].ndim == 2 and label_column in arrays:
-        matrix = arrays["X"]
-        labels = arrays[label_column].reshape(-1)
-        if labels.shape[0] != matrix.shape[0]:
-            raise InputFileError(
-                f"{path}: array {label_column!r} must have one entry per row of X "
-                f"({matrix.shape[0]}). Found {labels.shape[0]}."
-            )
-        frame = pd.DataFrame(matrix, columns=[f"x{j}" for j in range(matrix.shape[1])])
-        frame[label_column] = labels
-        return frame
-    lengths = {name: array.shape for name, array in arrays.items()}
-    if not arrays or any(len(shape) != 1 for shape in lengths.values()):
-        raise InputFileError(
-            f"{path}: an NPZ file must hold a 2-D array 'X' plus a label array, or one 1-D "
-            f"array per column. Found arrays {lengths}."
-        )
-    if len({shape[0] for shape in lengths.values()}) != 1:
-        raise InputFileError(f"{path}: the 1-D arrays differ in length. Found {lengths}.")
-    return pd.DataFrame(arrays)
+def _class_names(labels: NDArray[Any]) -> tuple[str, ...]:
+    """The distinct labels as text, numbers in numeric order and text in text order."""
+    if labels.dtype.kind in "biuf":
+        return tuple(_class_name(value) for value in np.unique(labels))
+    import pandas as pd
 
-
-def read_frame(path: str | os.PathLike[str], label_column: str) -> pd.DataFrame:
-    """Read a table into a DataFrame; file problems raise :class:`InputFileError`."""
-    location = Path(path)
-    kind = _format_of(location)
-    if not location.is_file():
-        raise InputFileError(f"data file does not exist or is not a file. Found {str(path)!r}.")
-    try:
-        if kind == "csv":
-            return pd.read_csv(location)
-        if kind == "parquet":
-            return pd.read_parquet(location)
-        return _read_npz(location, label_column)
-    except InputFileError:
-        raise
-    except Exception as error:  # every reader has its own error types
-        message = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise InputFileError(f"could not read {str(path)!r}: {message}") from None
+    return tuple(sorted({_class_name(value) for value in pd.unique(labels)}))
 
 
 def encode_labels(
-    values: pd.Series[Any], classes: Sequence[str] | None, source: str
+    values: NDArray[Any] | Sequence[object], classes: Sequence[str] | None, source: str
 ) -> tuple[NDArray[np.int64], tuple[str, ...]]:
-    """Map labels to 0..K−1; with ``classes`` given, unseen labels are an error."""
-    if values.isna().any():
-        row = int(np.flatnonzero(values.isna().to_numpy())[0])
+    """Map labels to 0..K−1; with ``classes`` given, unseen labels are an error.
+
+    Without ``classes`` the classes are the distinct labels, sorted.
+    """
+    import pandas as pd
+
+    raw = np.asarray(values)
+    if raw.ndim != 1:
+        raw = raw.reshape(-1)
+    missing = np.asarray(pd.isna(raw), dtype=bool)
+    if missing.any():
+        row = int(np.flatnonzero(missing)[0])
         raise InvalidInputError(f"{source}: the label column has a missing value at row {row}.")
-    raw = values.to_numpy()
-    if np.issubdtype(raw.dtype, np.floating) and np.all(raw == np.round(raw)):
-        raw = raw.astype(np.int64)
-    text = np.array([str(value) for value in raw], dtype=object)
-    if classes is None:
-        unique = np.unique(raw)
-        classes = tuple(str(value) for value in unique)
-    lookup = {name: index for index, name in enumerate(classes)}
-    codes = np.empty(len(text), dtype=np.int64)
-    for row, label in enumerate(text):
-        code = lookup.get(label)
-        if code is None:
+    names = tuple(classes) if classes is not None else _class_names(raw)
+    try:
+        label_map = LabelMap(names)
+    except InvalidInputError as error:
+        raise InvalidInputError(f"{source}: {error}") from None
+    try:
+        return label_map.encode(raw), names
+    except InvalidInputError:
+        pass
+    # Name the first row whose label is not a class; uniques come in order of first appearance.
+    codes, uniques = pd.factorize(raw)
+    for position, value in enumerate(np.asarray(uniques, dtype=object)):
+        try:
+            label_map.encode(np.array([value], dtype=object))
+        except InvalidInputError:
+            row = int(np.flatnonzero(codes == position)[0])
             raise InvalidInputError(
-                f"{source}: label {label!r} at row {row} does not occur in the training data "
-                f"(classes {list(classes)})."
+                f"{source}: label {_class_name(value)!r} at row {row} does not occur in the "
+                f"training data (classes {list(names)})."
+            ) from None
+    raise AssertionError("LabelMap refused labels it matches one by one")  # pragma: no cover
+
+
+def _without_path(error: BaseException, path: Path) -> str:
+    return str(error).removeprefix(f"{path}: ")
+
+
+def _feature_names(
+    columns: Sequence[str], label_column: str, features: Sequence[str] | None, source: str
+) -> list[str]:
+    if label_column not in columns:
+        shown = ", ".join(repr(name) for name in columns[:10])
+        raise InvalidInputError(
+            f"{source}: label column {label_column!r} not found. Found columns {shown}"
+            f"{', ...' if len(columns) > 10 else ''}."
+        )
+    if features is None:
+        names = [name for name in columns if name != label_column]
+    else:
+        names = [str(name) for name in features]
+        missing = [name for name in names if name not in columns]
+        if missing:
+            raise InvalidInputError(f"{source}: feature column {missing[0]!r} not found.")
+        if label_column in names:
+            raise InvalidInputError(
+                f"{source}: the label column {label_column!r} cannot also be a feature."
             )
-        codes[row] = code
-    return codes, tuple(classes)
+    if not names:
+        raise InvalidInputError(f"{source}: no feature columns besides {label_column!r}.")
+    return names
 
 
 def load_table(
@@ -149,43 +167,42 @@ def load_table(
     ``feature_names`` when reading population data so both are encoded alike.
     """
     source = str(path)
-    frame = read_frame(path, label_column)
-    if label_column not in frame.columns:
-        shown = ", ".join(repr(str(name)) for name in list(frame.columns)[:10])
+    location = Path(path)
+    known = location.suffix.lower() in DATA_FILE_SUFFIXES
+    if known and not location.is_file():
+        raise InputFileError(f"data file does not exist or is not a file. Found {source!r}.")
+    try:
+        schema = read_schema(location)
+    except (InputFileError, InsufficientDataError) as error:  # unreadable, empty, bad layout
+        if not known:
+            raise
+        raise InputFileError(
+            f"could not read {source!r}: {_without_path(error, location)}"
+        ) from None
+    names = _feature_names(schema.columns, label_column, features, source)
+    matrices: list[NDArray[Any]] = []
+    labels: list[NDArray[Any]] = []
+    try:
+        for batch in iter_batches(
+            location, label_column=label_column, features=names, batch_size=_BATCH_ROWS
+        ):
+            matrices.append(batch.features)
+            labels.append(batch.labels)
+    except InputFileError as error:
+        raise InputFileError(
+            f"could not read {source!r}: {_without_path(error, location)}"
+        ) from None
+    except InsufficientDataError:
+        raise InsufficientDataError(f"{source}: the table has no rows.") from None
+    except InvalidInputError as error:
+        found = _MISSING_LABEL.search(str(error))
+        if found is None or f"label column {label_column!r}" not in str(error):
+            raise
         raise InvalidInputError(
-            f"{source}: label column {label_column!r} not found. Found columns {shown}"
-            f"{', ...' if frame.shape[1] > 10 else ''}."
-        )
-    if features is None:
-        names = [str(name) for name in frame.columns if name != label_column]
-    else:
-        names = [str(name) for name in features]
-        missing = [name for name in names if name not in frame.columns]
-        if missing:
-            raise InvalidInputError(f"{source}: feature column {missing[0]!r} not found.")
-        if label_column in names:
-            raise InvalidInputError(
-                f"{source}: the label column {label_column!r} cannot also be a feature."
-            )
-    if not names:
-        raise InvalidInputError(f"{source}: no feature columns besides {label_column!r}.")
-    if frame.shape[0] == 0:
-        raise InsufficientDataError(f"{source}: the table has no rows.")
-    for name in names:
-        column = frame[name]
-        if not (pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column)):
-            raise InvalidInputError(
-                f"{source}: feature column {name!r} must be numeric. Found dtype {column.dtype}."
-            )
-    matrix = frame[names].to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(matrix)
-    if bad.any():
-        row, col = (int(i) for i in np.argwhere(bad)[0])
-        raise InvalidInputError(
-            f"{source}: feature column {names[col]!r} must be finite. Found {matrix[row, col]} "
-            f"at row {row}."
-        )
-    codes, encoded = encode_labels(frame[label_column], classes, source)
+            f"{source}: the label column has a missing value at row {found.group(1)}."
+        ) from None
+    matrix = np.concatenate(matrices).astype(np.float64, copy=False)
+    codes, encoded = encode_labels(np.concatenate(labels), classes, source)
     return TabularData(
         features=np.ascontiguousarray(matrix),
         labels=codes,

@@ -6,9 +6,9 @@ P(y = classes[1]) for binary tasks, (n, K) class probabilities otherwise.
 
 The ONNX graph is written directly from the trained weights (Sub, Div, Gemm,
 Relu, Sigmoid/Softmax; opset 17), so it needs only the ``onnx`` package. Every
-file is written to a temporary file in the same directory and moved into place,
-and ``training.json`` comes last: a directory with a ``training.json`` is a
-finished model.
+file is written with :func:`epsstar.io.atomic_write_bytes` (a temporary file in
+the same directory, moved into place), and ``training.json`` comes last: a
+directory with a ``training.json`` is a finished model.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import dataclasses
 import io
 import json
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ import numpy as np
 import torch
 
 from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.io import atomic_write_bytes
 from epsstar.training.models import ExportedModel
 from epsstar.training.results import TrainingResult
 
@@ -37,7 +37,6 @@ __all__ = [
     "export_onnx",
     "export_torchscript",
     "prepare_output_dir",
-    "write_atomic",
     "write_model_dir",
 ]
 
@@ -45,20 +44,6 @@ ONNX_INPUT = "features"
 ONNX_OUTPUT = "probabilities"
 ONNX_OPSET = 17
 MODEL_FILES = {"onnx": "model.onnx", "torchscript": "model.pt", "record": "training.json"}
-
-
-def write_atomic(path: Path, payload: bytes) -> None:
-    """Write ``payload`` to ``path`` via a temporary file in the same directory."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(payload)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def check_output_dir(path: str | os.PathLike[str], overwrite: bool) -> Path:
@@ -141,7 +126,7 @@ def _onnx_bytes(model: ExportedModel) -> bytes:
 
 def export_onnx(model: ExportedModel, path: str | os.PathLike[str]) -> None:
     """Write ``model`` as ONNX (input ``features``, output ``probabilities``)."""
-    write_atomic(Path(path), _onnx_bytes(model))
+    atomic_write_bytes(path, _onnx_bytes(model))
 
 
 def export_torchscript(model: ExportedModel, path: str | os.PathLike[str]) -> None:
@@ -151,7 +136,7 @@ def export_torchscript(model: ExportedModel, path: str | os.PathLike[str]) -> No
         warnings.simplefilter("ignore", DeprecationWarning)
         scripted = torch.jit.script(model.eval())
         torch.jit.save(scripted, buffer)
-    write_atomic(Path(path), buffer.getvalue())
+    atomic_write_bytes(path, buffer.getvalue())
 
 
 def write_model_dir(
@@ -165,5 +150,5 @@ def write_model_dir(
         result, files={"onnx": MODEL_FILES["onnx"], "torchscript": MODEL_FILES["torchscript"]}
     )
     text = json.dumps(final.to_dict(), indent=2, ensure_ascii=False) + "\n"
-    write_atomic(folder / MODEL_FILES["record"], text.encode("utf-8"))
+    atomic_write_bytes(folder / MODEL_FILES["record"], text.encode("utf-8"))
     return final

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.training.export import MODEL_FILES, write_atomic
+from epsstar.io import atomic_write_bytes
+from epsstar.training.export import MODEL_FILES
 from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy
 
 __all__ = [
@@ -360,7 +361,7 @@ def _write_manifest(config: SweepConfig, out: Path) -> Path:
     for row in manifest_rows(config, out):
         writer.writerow({key: _cell(value) for key, value in row.items()})
     path = out / MANIFEST_NAME
-    write_atomic(path, buffer.getvalue().encode("utf-8"))
+    atomic_write_bytes(path, buffer.getvalue().encode("utf-8"))
     return path
 
 
