@@ -128,31 +128,6 @@ def _without_path(error: BaseException, path: Path) -> str:
     return str(error).removeprefix(f"{path}: ")
 
 
-def _feature_names(
-    columns: Sequence[str], label_column: str, features: Sequence[str] | None, source: str
-) -> list[str]:
-    if label_column not in columns:
-        shown = ", ".join(repr(name) for name in columns[:10])
-        raise InvalidInputError(
-            f"{source}: label column {label_column!r} not found. Found columns {shown}"
-            f"{', ...' if len(columns) > 10 else ''}."
-        )
-    if features is None:
-        names = [name for name in columns if name != label_column]
-    else:
-        names = [str(name) for name in features]
-        missing = [name for name in names if name not in columns]
-        if missing:
-            raise InvalidInputError(f"{source}: feature column {missing[0]!r} not found.")
-        if label_column in names:
-            raise InvalidInputError(
-                f"{source}: the label column {label_column!r} cannot also be a feature."
-            )
-    if not names:
-        raise InvalidInputError(f"{source}: no feature columns besides {label_column!r}.")
-    return names
-
-
 def load_table(
     path: str | os.PathLike[str],
     label_column: str,
@@ -179,13 +154,24 @@ def load_table(
         raise InputFileError(
             f"could not read {source!r}: {_without_path(error, location)}"
         ) from None
-    names = _feature_names(schema.columns, label_column, features, source)
+    columns = schema.columns
+    if label_column not in columns:  # the rest of the selection is checked by iter_batches
+        shown = ", ".join(repr(name) for name in columns[:10])
+        raise InvalidInputError(
+            f"{source}: label column {label_column!r} not found. Found columns {shown}"
+            f"{', ...' if len(columns) > 10 else ''}."
+        )
+    batches = iter_batches(
+        location, label_column=label_column, features=features, batch_size=_BATCH_ROWS
+    )
+    if features is None:
+        names = [name for name in columns if name != label_column]
+    else:
+        names = [str(name) for name in features]
     matrices: list[NDArray[Any]] = []
     labels: list[NDArray[Any]] = []
     try:
-        for batch in iter_batches(
-            location, label_column=label_column, features=names, batch_size=_BATCH_ROWS
-        ):
+        for batch in batches:
             matrices.append(batch.features)
             labels.append(batch.labels)
     except InputFileError as error:
