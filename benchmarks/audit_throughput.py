@@ -6,7 +6,8 @@ Parquet files, trains the paper's 3x100 MLP briefly, exports it to ONNX and
 TorchScript, and audits each export in a fresh process. Prints rows per second
 of the whole audit, the split between streaming inference (read + model +
 losses) and statistics (fits, goodness of fit, Epsilon*, bounds, readings,
-utility), and the peak resident memory of the audit process.
+utility), and the peak resident memory of the audit process (VmHWM: unlike
+``ru_maxrss`` it starts afresh in a new program, not at the parent's peak).
 
     python benchmarks/audit_throughput.py               # 300,000 records
     python benchmarks/audit_throughput.py --records 60000
@@ -64,16 +65,18 @@ def build(workdir: Path, records: int, epochs: int, seed: int) -> None:
     export_torchscript(model, workdir / "model.pt")
 
 
-def audit_in_child(workdir: Path, model: str) -> dict[str, object]:
+def audit_in_child(workdir: Path, model: str, batch_size: int) -> dict[str, object]:
     """Run one audit in a fresh interpreter so its peak memory is its own."""
     code = (
         "import json, resource, time, sys\n"
         "from epsstar.audit import audit\n"
         "start = time.perf_counter()\n"
         f"r = audit({str(workdir / model)!r}, {str(workdir / 'train.parquet')!r}, "
-        f"{str(workdir / 'population.parquet')!r}, label_column='label', delta=1e-6)\n"
+        f"{str(workdir / 'population.parquet')!r}, label_column='label', delta=1e-6, "
+        f"batch_size={batch_size})\n"
         "seconds = time.perf_counter() - start\n"
-        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+        "status = open('/proc/self/status').read().splitlines()\n"
+        "peak = [int(l.split()[1]) for l in status if l.startswith('VmHWM')][0] / 1024\n"
         "print(json.dumps({'seconds': seconds, 'peak_mib': peak, 'timing': r.provenance['seconds'],"
         " 'eps': r.epsilon_star, 'acc': r.utility['population'].accuracy,"
         " 'rows': r.epsilon.n_train + r.epsilon.n_population}))\n"
@@ -89,6 +92,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=300_000)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[65_536, 8_192])
     args = parser.parse_args()
     print(f"Python {platform.python_version()}, {platform.machine()}, records={args.records:,}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -109,8 +113,13 @@ def main() -> None:
             "accuracy",
         ]
         rows = [header]
-        for label, model in (("ONNX", "model.onnx"), ("TorchScript", "model.pt")):
-            m = audit_in_child(workdir, model)
+        runs = [
+            (label, model, batch)
+            for batch in args.batch_sizes
+            for label, model in (("ONNX", "model.onnx"), ("TorchScript", "model.pt"))
+        ]
+        for label, model, batch in runs:
+            m = audit_in_child(workdir, model, batch)
             timing = m["timing"]  # type: ignore[index]
             total = float(m["seconds"])  # type: ignore[arg-type]
             rows.append(

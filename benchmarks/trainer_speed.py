@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from epsstar import datasets
 from epsstar.training.clipping import clipped_gradient_sum_vmap
 from epsstar.training.models import MLP
 from epsstar.training.trainer import noisy_gradient
@@ -46,17 +47,12 @@ class Outcome:
     accuracy: float
 
 
-def purchase_like(
-    n: int, d: int = 600, classes: int = 100, seed: int = 0
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Binary features: a class prototype with 10 % of its bits flipped (standardised)."""
-    rng = np.random.default_rng(seed)
-    prototypes = rng.random((classes, d)) < 0.3
-    labels = rng.integers(classes, size=n)
-    flips = rng.random((n, d)) < 0.1
-    features = (prototypes[labels] ^ flips).astype(np.float32)
+def purchase_like(n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Purchase-100-like records (``epsstar.datasets.purchase_like``), standardised."""
+    data = datasets.purchase_like(n, seed=seed)
+    features = data.features.astype(np.float32)
     features = (features - features.mean(0)) / (features.std(0) + 1e-6)
-    return torch.from_numpy(features), torch.from_numpy(labels)
+    return torch.from_numpy(features), torch.from_numpy(data.labels)
 
 
 def poisson_batches(n: int, q: float, steps: int, seed: int) -> list[torch.Tensor]:

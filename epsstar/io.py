@@ -126,10 +126,14 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
             os.fsync(stream.fileno())
         os.chmod(temporary, 0o644)
         os.replace(temporary, target)
-    except OSError as error:
+    except BaseException as error:
+        # Whatever stopped the write (a full disk, Ctrl-C), leave no temporary behind.
         with contextlib.suppress(OSError):
             os.unlink(temporary)
-        raise InputFileError(f"cannot write {str(target)!r}: {error.strerror or error}.") from None
+        if isinstance(error, OSError):
+            message = error.strerror or str(error)
+            raise InputFileError(f"cannot write {str(target)!r}: {message}.") from None
+        raise
 
 
 def atomic_write_json(path: str | os.PathLike[str], payload: Any) -> None:

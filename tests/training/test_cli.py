@@ -11,17 +11,45 @@ from epsstar.cli import main
 
 
 def _train(csv_files: tuple[Path, Path], out: Path, *extra: str) -> list[str]:
-    return ["train", "--data", str(csv_files[0]), "--label-column", "label",
-            "--epochs", "2", "--out", str(out), "--quiet", *extra]
+    return [
+        "train",
+        "--data",
+        str(csv_files[0]),
+        "--label-column",
+        "label",
+        "--epochs",
+        "2",
+        "--out",
+        str(out),
+        "--quiet",
+        *extra,
+    ]
 
 
 def test_train_writes_a_model_directory(
     csv_files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "dp"
-    code = main([*_train(csv_files, out, "--population", str(csv_files[1]),
-                         "--target-epsilon", "2", "--hidden", "8,8", "--batch-size", "50",
-                         "--clip", "0.5", "--seed", "3")])
+    code = main(
+        [
+            *_train(
+                csv_files,
+                out,
+                "--population",
+                str(csv_files[1]),
+                "--target-epsilon",
+                "2",
+                "--hidden",
+                "8,8",
+                "--batch-size",
+                "50",
+                "--clip",
+                "0.5",
+                "--seed",
+                "3",
+            )
+        ]
+    )
     assert code == 0
     assert sorted(p.name for p in out.iterdir()) == ["model.onnx", "model.pt", "training.json"]
     record = json.loads((out / "training.json").read_text())
@@ -57,8 +85,11 @@ def test_train_summary_without_quiet(
     ],
 )
 def test_bad_input_exits_2_with_one_line(
-    csv_files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    change: dict[str, str], message: str,
+    csv_files: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    change: dict[str, str],
+    message: str,
 ) -> None:
     argv = _train(csv_files, tmp_path / "out")
     for option, value in change.items():

@@ -54,15 +54,16 @@ def test_grid_labels(config_file: Path) -> None:
     config = load_sweep_config(config_file)
     labels = [s.label for s in config.strategies]
     assert labels == [
-        "nonprivate-e1", "nonprivate-e2",
-        "dp-eps2-C1-B50-mex-e1", "dp-eps2-C1-B50-m5-e1",
-        "dp-eps2-C0.5-B50-mex-e1", "dp-eps2-C0.5-B50-m5-e1",
+        "nonprivate-e1",
+        "nonprivate-e2",
+        "dp-eps2-C1-B50-mex-e1",
+        "dp-eps2-C1-B50-m5-e1",
+        "dp-eps2-C0.5-B50-mex-e1",
+        "dp-eps2-C0.5-B50-m5-e1",
     ]
 
 
-def test_sweep_resumes_without_touching_finished_models(
-    config_file: Path, tmp_path: Path
-) -> None:
+def test_sweep_resumes_without_touching_finished_models(config_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "models"
     config = load_sweep_config(config_file)
     finished: list[str] = []
@@ -107,8 +108,11 @@ def test_sweep_resumes_without_touching_finished_models(
 
 
 def test_sweep_cli(config_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    small = config_file.read_text().replace("repeats = 2", "repeats = 1").replace(
-        "clips = [1, 0.5]", "clips = [1]")
+    small = (
+        config_file.read_text()
+        .replace("repeats = 2", "repeats = 1")
+        .replace("clips = [1, 0.5]", "clips = [1]")
+    )
     config_file.write_text(small)
     assert main(["sweep", str(config_file), "--out", str(tmp_path / "o"), "--quiet"]) == 0
     with (tmp_path / "o" / "manifest.csv").open() as stream:
