@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
-import sys
 from typing import Any
 
 from epsstar.cli import EXIT_GATE_FAILED, EXIT_OK
+from epsstar.commands.common import add_family_option, add_json_option, emit
 
 SUMMARY = "audit a saved model against its training and population data"
 
@@ -36,12 +35,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         metavar="X",
         help="release gate: exit 1 when Epsilon* exceeds X",
     )
-    parser.add_argument(
-        "--family",
-        choices=("normal", "gmm"),
-        default="normal",
-        help="distribution fitted to the transformed losses (default: normal)",
-    )
+    add_family_option(parser)
     parser.add_argument(
         "--loss",
         choices=("logit", "cross_entropy"),
@@ -115,12 +109,7 @@ def register(subparsers: Any) -> None:
         help="what the model outputs (default: detected)",
     )
     add_model_options(parser)
-    parser.add_argument(
-        "--json",
-        metavar="OUT",
-        default=None,
-        help="write the result as JSON to OUT ('-' for standard output)",
-    )
+    add_json_option(parser)
     parser.set_defaults(handler=run)
 
 
@@ -164,20 +153,6 @@ def format_summary(result: dict[str, Any]) -> str:
         f"({loader['distribution']} {loader['version']})"
     )
     return "\n".join(lines)
-
-
-def emit(result: dict[str, Any], json_path: str | None, summary: str) -> None:
-    from epsstar.io import atomic_write_json
-
-    if json_path == "-":
-        json.dump(result, sys.stdout, indent=2, allow_nan=False)
-        sys.stdout.write("\n")
-        return
-    if json_path:
-        atomic_write_json(json_path, result)
-    print(summary)
-    if json_path:
-        print(f"  JSON written to {json_path}")
 
 
 def run(args: argparse.Namespace) -> int:

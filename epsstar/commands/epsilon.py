@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from epsstar.cli import EXIT_OK
+from epsstar.commands.common import add_family_option, add_json_option, emit
 
 SUMMARY = "Epsilon* from per-record training and population losses"
 
@@ -51,12 +50,7 @@ def register(subparsers: Any) -> None:
         default="parametric",
         help="fitted CDFs (default) or empirical CDFs",
     )
-    parser.add_argument(
-        "--family",
-        choices=("normal", "gmm"),
-        default="normal",
-        help="distribution fitted to the transformed losses (default: normal)",
-    )
+    add_family_option(parser)
     parser.add_argument(
         "--search",
         choices=("refine", "grid"),
@@ -74,12 +68,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of fits and goodness-of-fit tests"
     )
-    parser.add_argument(
-        "--json",
-        metavar="OUT",
-        default=None,
-        help="write the result as JSON to OUT ('-' for standard output)",
-    )
+    add_json_option(parser)
     parser.set_defaults(handler=run)
 
 
@@ -115,7 +104,7 @@ def _format(result: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from epsstar.estimator import default_delta, epsilon_star
-    from epsstar.io import atomic_write_json, read_loss_file
+    from epsstar.io import read_loss_file
 
     train = read_loss_file(args.train_losses, name="--train-losses")
     population = read_loss_file(args.population_losses, name="--population-losses")
@@ -130,13 +119,5 @@ def run(args: argparse.Namespace) -> int:
         rate_window=args.rate_window,
         search=args.search,
     ).to_dict()
-    if args.json == "-":
-        json.dump(result, sys.stdout, indent=2, allow_nan=False)
-        sys.stdout.write("\n")
-        return EXIT_OK
-    if args.json:
-        atomic_write_json(args.json, result)
-    print(_format(result))
-    if args.json:
-        print(f"  JSON written to {args.json}")
+    emit(result, args.json, _format(result))
     return EXIT_OK

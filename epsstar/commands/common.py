@@ -1,0 +1,41 @@
+"""Options and output shared by several subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def add_family_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--family",
+        choices=("normal", "gmm"),
+        default="normal",
+        help="distribution fitted to the transformed losses (default: normal)",
+    )
+
+
+def add_json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json",
+        metavar="OUT",
+        default=None,
+        help="write the result as JSON to OUT ('-' for standard output)",
+    )
+
+
+def emit(result: dict[str, Any], json_path: str | None, summary: str) -> None:
+    """JSON to standard output for ``-``; else the summary, and the JSON written atomically."""
+    from epsstar.io import atomic_write_json
+
+    if json_path == "-":
+        json.dump(result, sys.stdout, indent=2, allow_nan=False)
+        sys.stdout.write("\n")
+        return
+    if json_path:
+        atomic_write_json(json_path, result)
+    print(summary)
+    if json_path:
+        print(f"  JSON written to {json_path}")
