@@ -63,9 +63,9 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--batch-size",
         type=int,
-        default=65_536,
+        default=16_384,
         metavar="ROWS",
-        help="rows per model call while streaming the data (default 65536)",
+        help="rows per model call while streaming the data (default 16384)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
