@@ -189,8 +189,15 @@ def summarise(records: Iterable[Mapping[str, Any]]) -> list[StrategySummary]:
     return summaries
 
 
-def _audit_one(entry: ManifestEntry, options: Mapping[str, Any]) -> dict[str, Any]:
-    """Worker: audit one entry; errors become a message, never an exception."""
+def _report_name(entry: ManifestEntry) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in entry.strategy)
+    return f"{safe}-{entry.repeat}.html"
+
+
+def _audit_one(
+    entry: ManifestEntry, options: Mapping[str, Any], report_dir: Path | None = None
+) -> dict[str, Any]:
+    """Worker: audit one entry (and write its report); errors become a message."""
     import warnings
 
     from epsstar.audit import audit
@@ -211,6 +218,10 @@ def _audit_one(entry: ManifestEntry, options: Mapping[str, Any]) -> dict[str, An
             )
         record["result"] = result.to_dict()
         record["warnings"] = [str(w.message) for w in caught]
+        if report_dir is not None:
+            from epsstar.reports import render
+
+            record["report"] = str(render(result, report_dir / _report_name(entry)))
     except EpsstarError as error:
         record["error"] = str(error)
     except Exception as error:  # one broken model must not stop the others
@@ -223,14 +234,27 @@ def audit_many(
     *,
     jobs: int = 2,
     on_done: Callable[[dict[str, Any]], None] | None = None,
+    report_dir: Path | None = None,
     **options: Any,
 ) -> list[dict[str, Any]]:
-    """Audit every entry (``options`` go to :func:`epsstar.audit.audit`), in manifest order."""
+    """Audit every entry (``options`` go to :func:`epsstar.audit.audit`), in manifest order.
+
+    With ``report_dir``, each audited model's HTML report is written there and its
+    path recorded under ``"report"``.
+    """
     jobs = check_positive_int("jobs", jobs)
+    if report_dir is not None:
+        report_dir = Path(report_dir)
+        try:
+            report_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise InputFileError(
+                f"cannot create the report folder {str(report_dir)!r}: {error}."
+            ) from None
     records: list[dict[str, Any] | None] = [None] * len(entries)
     if jobs == 1:
         for index, entry in enumerate(entries):
-            records[index] = _audit_one(entry, options)
+            records[index] = _audit_one(entry, options, report_dir)
             if on_done:
                 on_done(records[index])  # type: ignore[arg-type]
     else:
