@@ -29,6 +29,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "epsstar.commands.audit_many",
     "epsstar.commands.epsilon",
     "epsstar.commands.demo",
+    "epsstar.commands.simulate",
     "epsstar.commands.train",
     "epsstar.commands.sweep",
 )

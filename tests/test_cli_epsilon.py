@@ -1,4 +1,4 @@
-"""``epsstar epsilon`` and ``epsstar demo`` as a user runs them."""
+"""``epsstar epsilon`` and ``epsstar simulate`` as a user runs them."""
 
 from __future__ import annotations
 
@@ -256,8 +256,8 @@ def test_unwritable_output_leaves_nothing(loss_files: tuple[Path, Path], tmp_pat
     assert [p.name for p in target.parent.iterdir() if p.name.startswith(".")] == []
 
 
-def test_demo_quick_prints_the_table() -> None:
-    done = run("demo", "--quick")
+def test_simulate_quick_prints_the_table() -> None:
+    done = run("simulate", "--quick")
     assert done.returncode == 0, done.stderr
     assert "true eps*" in done.stdout
     assert "4.319" in done.stdout  # true Epsilon* for d = 1, delta = 1e-5 from the Gamma CDFs
