@@ -41,6 +41,7 @@ from epsstar._validation import (
 )
 from epsstar.bounds import EpsilonLowerBound, epsilon_lower_bound
 from epsstar.conversions import advantage_bound_dp, posterior_belief_bound, tpr_bound_dp
+from epsstar.curves import TradeoffCurve, empirical_curve, parametric_curve
 from epsstar.estimator import MIN_PARAMETRIC_RECORDS, default_delta, epsilon_star
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 from epsstar.fitting import LossDistribution
@@ -155,6 +156,19 @@ class AuditResult:
     def passed(self) -> bool | None:
         """ε* within the gate; None when no gate was set."""
         return None if self.max_epsilon is None else self.epsilon.epsilon <= self.max_epsilon
+
+    def curves(self) -> dict[str, TradeoffCurve]:
+        """FNR/FPR trade-off of the loss-threshold test: ``"empirical"`` and ``"fitted"``.
+
+        Thresholds are in loss units (records with loss ≤ threshold are called members).
+        """
+        result = {"empirical": empirical_curve(self.train_losses, self.population_losses)}
+        if self.epsilon.transform is not None and self.epsilon.fits:
+            result["fitted"] = parametric_curve(
+                LossDistribution(self.epsilon.fits["train"].fit, self.epsilon.transform),
+                LossDistribution(self.epsilon.fits["population"].fit, self.epsilon.transform),
+            )
+        return result
 
     def to_dict(self) -> dict[str, Any]:
         headline = self.epsilon.to_dict()

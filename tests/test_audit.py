@@ -121,6 +121,17 @@ def test_audit_result_and_json_contract(workdir: Path) -> None:
     )
 
 
+def test_curves_locate_the_epsilon_star_test(workdir: Path) -> None:
+    result = quiet_audit(workdir)
+    curves = result.curves()
+    fitted, empirical = curves["fitted"], curves["empirical"]
+    assert np.all(np.diff(fitted.fpr) >= 0)
+    assert np.all(np.diff(empirical.fnr) <= 0)
+    # The maximising test lies on the fitted curve.
+    on_curve = np.interp(result.epsilon.threshold, fitted.thresholds, fitted.fpr)
+    assert on_curve == pytest.approx(result.epsilon.fpr, rel=1e-3)
+
+
 def test_audit_is_deterministic_for_a_seed(workdir: Path) -> None:
     first, second = quiet_audit(workdir, seed=3).to_dict(), quiet_audit(workdir, seed=3).to_dict()
     for payload in (first, second):
@@ -312,6 +323,41 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(
         assert message in lines[0], (message, lines[0])
         assert not out_json.exists()
         assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.json")]
+
+
+def test_toml_manifest(workdir: Path, tmp_path: Path) -> None:
+    from epsstar.exceptions import InputFileError
+    from epsstar.many import read_manifest
+
+    manifest = tmp_path / "grid.toml"
+    manifest.write_text(
+        f"""
+train = "{workdir / "train.csv"}"
+population = "{workdir / "population.parquet"}"
+label_column = "label"
+
+[[models]]
+model = "{workdir / "model.onnx"}"
+strategy = "dp-eps1"
+repeat = 0
+target_epsilon = 1.0
+
+[[models]]
+model = "relative/model.onnx"
+strategy = "baseline"
+repeat = 2
+features = "x0,x1"
+"""
+    )
+    first, second = read_manifest(manifest)
+    assert first.strategy == "dp-eps1"
+    assert first.params == {"target_epsilon": 1.0}
+    assert second.model == tmp_path / "relative" / "model.onnx"
+    assert second.features == ("x0", "x1")
+    assert second.repeat == 2
+    (tmp_path / "bad.toml").write_text("[[models]]\nstrategy = 'x'\n")
+    with pytest.raises(InputFileError, match="missing model, train, population, label_column"):
+        read_manifest(tmp_path / "bad.toml")
 
 
 def test_audit_many(workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
