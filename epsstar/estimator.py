@@ -1,5 +1,12 @@
 """Epsilon* of one model instance from its training and population losses.
 
+``method="tails"`` (:mod:`epsstar.fitting.tails`): each side's interpolated
+empirical CDF in the body, and beyond its ``k``-th most extreme loss on each
+side a power of a generalised-Pareto-tailed fit to the pooled losses; the
+supremum of eq. 7 over thresholds with FPR and FNR in ``(δ, 1-δ)`` is taken as
+for the parametric method. It extrapolates the tails that decide Epsilon* at
+δ ≪ 1/n (``docs/accuracy.md`` measures it against the other two).
+
 ``method="parametric"`` (``epsilon-star-negoescu-2024.md`` §3.1, Appendix B):
 transform the losses (:mod:`epsstar.transform`), fit a distribution to each
 side in the transformed space (``family="normal"``, the paper's estimator, or
@@ -11,6 +18,7 @@ loss with rates from the empirical CDFs (:mod:`epsstar.empirical`).
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable
 from typing import Literal
@@ -22,6 +30,7 @@ from epsstar._validation import FloatArray, check_delta, check_in_range, finite_
 from epsstar.empirical import empirical_supremum
 from epsstar.exceptions import DegenerateDataError, InvalidInputError, PoorFitWarning
 from epsstar.fitting import FittedDistribution, GaussianMixtureFit, NormalFit, Reflected
+from epsstar.fitting.tails import MIN_TAILED_RECORDS, fit_relative_tails
 from epsstar.goodness_of_fit import MIN_EVALUATION_SIZE, assess_fit
 from epsstar.optimizer import grid_supremum, parametric_supremum
 from epsstar.ratio_terms import RateWindow
@@ -37,13 +46,13 @@ __all__ = [
     "epsilon_star",
 ]
 
-METHODS = ("parametric", "empirical")
+METHODS = ("parametric", "empirical", "tails")
 FAMILIES = ("normal", "gmm")
 SEARCHES = ("refine", "grid")
 #: Each side needs a fitting set and a goodness-of-fit evaluation set.
 MIN_PARAMETRIC_RECORDS = 2 * MIN_EVALUATION_SIZE
 
-Method = Literal["parametric", "empirical"]
+Method = Literal["parametric", "empirical", "tails"]
 Family = Literal["normal", "gmm"]
 Search = Literal["refine", "grid"]
 
@@ -83,6 +92,9 @@ def epsilon_star(
     significance: float = 0.05,
     rate_window: tuple[float, float] | None = None,
     search: Search = "refine",
+    tail_size: int | None = None,
+    interval: float | None = None,
+    n_bootstrap: int = 200,
 ) -> EpsilonStarResult:
     """Epsilon*, the empirical lower bound on the (ε, δ) of one model instance.
 
@@ -95,7 +107,8 @@ def epsilon_star(
         The δ of the (ε, δ) statement, in (0, 0.5) (``[0, 0.5)`` for the empirical
         method). The paper recommends δ ≪ 1/n; :func:`default_delta` gives 1/(n ln n).
     method
-        ``"parametric"`` (fitted CDFs) or ``"empirical"`` (empirical CDFs).
+        ``"parametric"`` (fitted CDFs), ``"empirical"`` (empirical CDFs) or
+        ``"tails"`` (empirical body, extrapolated tails).
     family
         Parametric family fitted to the transformed losses: ``"normal"`` (the
         paper's) or ``"gmm"`` (Gaussian mixture, components chosen by BIC).
@@ -112,6 +125,14 @@ def epsilon_star(
         Parametric method only: ``"refine"`` locates the supremum by bracketing
         and refinement; ``"grid"`` is the paper's procedure (2 million quantile
         points), slower and never higher.
+    tail_size
+        ``"tails"`` method only: records per tail and side (default
+        ``min(0.2 n, 3 sqrt(n))``).
+    interval, n_bootstrap
+        A confidence level in (0, 1), e.g. 0.95, adds a bootstrap interval for
+        Epsilon* (``result.interval``) from ``n_bootstrap`` resamples of both
+        loss sets (:mod:`epsstar.bootstrap`); off by default (it costs
+        ``n_bootstrap`` more estimates).
 
     A rejected goodness-of-fit test is recorded in the result (``poor_fit``) and
     raises a :class:`~epsstar.exceptions.PoorFitWarning`.
@@ -123,11 +144,86 @@ def epsilon_star(
         raise InvalidInputError(f"family must be one of {', '.join(FAMILIES)}. Found {family!r}.")
     if search not in SEARCHES:
         raise InvalidInputError(f"search must be one of {', '.join(SEARCHES)}. Found {search!r}.")
-    minimum = MIN_PARAMETRIC_RECORDS if parametric else 1
+    if tail_size is not None and method != "tails":
+        raise InvalidInputError(
+            f"tail_size applies to the tails method only. Found method={method!r}."
+        )
+    if interval is not None:
+        interval = check_in_range("interval", interval, 0.0, 1.0)
+    minimum = {"parametric": MIN_PARAMETRIC_RECORDS, "tails": MIN_TAILED_RECORDS}.get(method, 1)
     train = finite_vector("train_losses", train_losses, min_size=minimum)
     population = finite_vector("population_losses", population_losses, min_size=minimum)
-    delta = check_delta(delta, allow_zero=not parametric)
+    delta = check_delta(delta, allow_zero=method == "empirical")
     seed = int(seed)
+    options = {
+        "method": method,
+        "family": family,
+        "seed": seed,
+        "alpha": alpha,
+        "max_components": max_components,
+        "gof_samples": gof_samples,
+        "significance": significance,
+        "rate_window": rate_window,
+        "search": search,
+        "tail_size": tail_size,
+    }
+    result = _estimate(train, population, delta, **options)  # type: ignore[arg-type]
+    if interval is None:
+        return result
+    from epsstar.bootstrap import bootstrap_interval
+
+    def point(a: FloatArray, b: FloatArray) -> float:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PoorFitWarning)
+            return _estimate(a, b, delta, **options).epsilon  # type: ignore[arg-type]
+
+    found = bootstrap_interval(
+        train, population, point, result.epsilon, level=interval, n_bootstrap=n_bootstrap, seed=seed
+    )
+    return dataclasses.replace(result, interval=found)
+
+
+def _estimate(
+    train: FloatArray,
+    population: FloatArray,
+    delta: float,
+    *,
+    method: Method,
+    family: Family,
+    seed: int,
+    alpha: float,
+    max_components: int,
+    gof_samples: int,
+    significance: float,
+    rate_window: tuple[float, float] | None,
+    search: Search,
+    tail_size: int | None,
+) -> EpsilonStarResult:
+    """One point estimate from validated inputs."""
+    parametric = method == "parametric"
+    if method == "tails":
+        if rate_window is not None:
+            raise InvalidInputError(
+                f"rate_window applies to the empirical method only. Found method={method!r}."
+            )
+        train_fit, population_fit = fit_relative_tails(train, population, tail_size=tail_size)
+        found = parametric_supremum(train_fit, population_fit, delta)
+        return EpsilonStarResult(
+            epsilon=found.epsilon,
+            delta=delta,
+            method=method,
+            family=None,
+            fpr=found.fpr,
+            fnr=found.fnr,
+            threshold=found.threshold,
+            threshold_transformed=None,
+            attained_by=found.term_name,
+            n_train=train.size,
+            n_population=population.size,
+            rate_window=(delta, 1.0 - delta),
+            seed=seed,
+            tail_fits={"train": train_fit.to_dict(), "population": population_fit.to_dict()},
+        )
 
     if not parametric:
         window = RateWindow.for_delta(delta)
@@ -177,7 +273,7 @@ def epsilon_star(
                     + "; ".join(gof.describe_rejections())
                     + "); Epsilon* rests on its tails"
                 ),
-                stacklevel=2,
+                stacklevel=3,
             )
     # phi decreases with the loss; its reflection is loss-ordered (members below the threshold).
     supremum = parametric_supremum if search == "refine" else grid_supremum

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from epsstar.bootstrap import BootstrapInterval
 from epsstar.fitting.base import FittedDistribution
 from epsstar.goodness_of_fit import GoodnessOfFit
 from epsstar.transform import LossTransform
@@ -57,6 +58,10 @@ class EpsilonStarResult:
     seed: int
     transform: LossTransform | None = None
     fits: Mapping[str, FitReport] = field(default_factory=dict)
+    #: ``method="tails"``: each side's tail model (thresholds, exponents, pooled reference).
+    tail_fits: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: Bootstrap confidence interval for Epsilon*, when one was asked for.
+    interval: BootstrapInterval | None = None
 
     @property
     def tail_extrapolated(self) -> bool:
@@ -92,6 +97,8 @@ class EpsilonStarResult:
             "tail_extrapolated": self.tail_extrapolated,
             "fit": {side: report.to_dict() for side, report in self.fits.items()},
             "transform": self.transform.to_dict() if self.transform else None,
+            "tail_fit": {side: dict(fit) for side, fit in self.tail_fits.items()} or None,
+            "epsilon_star_interval": self.interval.to_dict() if self.interval else None,
             "seed": self.seed,
             "epsstar_version": __version__,
         }

@@ -12,6 +12,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -29,6 +30,7 @@ __all__ = [
     "Estimate",
     "format_table",
     "run_appendix_b",
+    "run_pairs",
     "true_epsilon",
 ]
 
@@ -70,12 +72,14 @@ ESTIMATORS: dict[str, Estimator] = {
     "paper normal, 2M grid": _timed(method="parametric", family="normal", search="grid"),
     "normal, refined (default)": _timed(method="parametric", family="normal"),
     "gmm, refined": _timed(method="parametric", family="gmm"),
+    "tails": _timed(method="tails"),
 }
 #: The quicker subset the ``epsstar demo`` command prints.
 DEMO_ESTIMATORS: tuple[str, ...] = (
     "empirical",
     "empirical (0.001, 0.999)",
     "normal, refined (default)",
+    "tails",
 )
 
 
@@ -143,6 +147,51 @@ def run_appendix_b(
                 cells.append(cell)
                 if on_cell is not None:
                     on_cell(cell)
+    return cells
+
+
+def run_pairs(
+    pairs: Mapping[str, tuple[Any, Any]],
+    *,
+    ns: Iterable[int] = (1_000, 10_000, 100_000),
+    deltas: Iterable[float] = (1e-5, 1e-3),
+    repeats: int = 5,
+    estimators: Iterable[str] = tuple(ESTIMATORS),
+    seed: int = 0,
+    on_cell: Callable[[str, Cell], None] | None = None,
+) -> list[tuple[str, Cell]]:
+    """Like :func:`run_appendix_b` for any named (train, population) pair of known laws.
+
+    Each law is a ``scipy.stats`` frozen distribution (``rvs``, ``logcdf``,
+    ``logsf``, ``ppf``, ``isf``); the truth is their Epsilon* by
+    :func:`~epsstar.optimizer.parametric_supremum`. ``Cell.d`` is the pair's index.
+    """
+    names = tuple(estimators)
+    deltas = tuple(deltas)
+    cells: list[tuple[str, Cell]] = []
+    for index, (label, (train_law, population_law)) in enumerate(pairs.items()):
+        for n in ns:
+            rng = np.random.default_rng([seed, index, n])
+            samples = [
+                (
+                    np.asarray(train_law.rvs(n, random_state=rng), dtype=np.float64),
+                    np.asarray(population_law.rvs(n, random_state=rng), dtype=np.float64),
+                )
+                for _ in range(repeats)
+            ]
+            for delta in deltas:
+                estimates = {
+                    name: tuple(
+                        ESTIMATORS[name](train, population, delta, seed + r)
+                        for r, (train, population) in enumerate(samples)
+                    )
+                    for name in names
+                }
+                truth = parametric_supremum(train_law, population_law, delta).epsilon
+                cell = Cell(d=index, n=n, delta=delta, truth=truth, estimates=estimates)
+                cells.append((label, cell))
+                if on_cell is not None:
+                    on_cell(label, cell)
     return cells
 
 
