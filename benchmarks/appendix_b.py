@@ -31,6 +31,7 @@ DEFAULT_COLUMNS = (
     "empirical (0.001, 0.999)",
     "paper normal, 2M grid",
     "normal, refined (default)",
+    "tails",
 )
 
 
