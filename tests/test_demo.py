@@ -1,0 +1,221 @@
+"""``epsstar demo``: train and audit models on UCI Adult, end to end (``--quick``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from epsstar.cli import main
+from epsstar.commands import demo
+
+pytest.importorskip("torch")
+pytest.importorskip("onnxruntime")
+
+QUICK_STRATEGIES = ["nonprivate-e1", "nonprivate-e5", "dp-eps3-e2"]
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "epsstar.cli", "demo", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+    )
+
+
+@pytest.fixture(scope="module")
+def quick(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    base = tmp_path_factory.mktemp("demo")
+    done = run("--quick", "--out", "out", cwd=base)
+    return base, done
+
+
+def _listed_files(stdout: str) -> list[str]:
+    """The paths the 'Files:' block names (two for the data, one for the others)."""
+    block = stdout.split("\nFiles:\n", 1)[1].split("\n\n", 1)[0]
+    paths = []
+    for line in block.splitlines():
+        label, *words = line.split()
+        if words[0] in ("unavailable", "not"):
+            continue
+        paths += words[:2] if label == "data" else words[:1]
+    return paths
+
+
+def test_quick_demo_exits_cleanly(quick: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    _, done = quick
+    assert done.returncode == 0, done.stderr
+    assert "Epsilon* of 3 models trained on UCI Adult" in done.stdout
+    for strategy in QUICK_STRATEGIES:
+        assert strategy in done.stdout
+    assert "Traceback" not in done.stderr
+    # Not a terminal: no progress bars, one line per finished model
+    assert len([line for line in done.stderr.splitlines() if line.startswith("[")]) == 3
+
+
+def test_quick_demo_results_are_complete(
+    quick: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    base, _ = quick
+    payload: dict[str, Any] = json.loads((base / "out" / "results.json").read_text())
+    assert payload["n_models"] == 3
+    assert payload["n_failed"] == 0
+    assert payload["dataset"]["n_train"] == demo.QUICK_ROWS[0]
+    assert payload["dataset"]["n_population"] == demo.QUICK_ROWS[1]
+    assert "10.24432/C5XW20" in payload["dataset"]["attribution"]
+    assert [s["strategy"] for s in payload["strategies"]] == QUICK_STRATEGIES
+    for summary in payload["strategies"]:
+        assert summary["n_models"] == 1
+        assert summary["epsilon_star_min"] == summary["epsilon_star_max"] >= 0.0
+        assert summary["mechanism_epsilon"] == pytest.approx(summary["epsilon_star_mean"])
+    for record in payload["models"]:
+        entry, result, params = record["entry"], record["result"], record["entry"]["params"]
+        assert "error" not in record
+        assert set(entry) >= {"model", "train", "population", "strategy", "repeat", "params"}
+        assert (base / entry["model"]).is_file()
+        assert (base / entry["model"]).with_name("training.json").is_file()
+        assert result["epsilon_star"] >= 0.0
+        assert result["epsilon_lower_bound"] >= 0.0
+        assert result["n_train"] == demo.QUICK_ROWS[0]
+        assert result["n_population"] == demo.QUICK_ROWS[1]
+        assert result["provenance"]["classes_from"] == "training.json"
+        assert 0.0 <= result["utility"]["population"]["accuracy"] <= 1.0
+        assert 0.0 <= result["utility"]["population"]["auroc"] <= 1.0
+        if params["private"]:
+            assert params["target_epsilon"] == 3.0
+            assert 0.0 < params["epsilon"] <= 3.0
+            assert params["delta"] == pytest.approx(result["delta"])
+        else:
+            assert params["epsilon"] is None
+    assert [r["entry"]["params"]["epochs"] for r in payload["models"]] == [1, 5, 2]
+
+
+def test_quick_demo_lists_files_that_exist(
+    quick: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    base, done = quick
+    listed = _listed_files(done.stdout)
+    assert "out/results.json" in listed
+    assert "out/data/train.parquet" in listed
+    assert "out/data/population.parquet" in listed
+    for path in listed:
+        assert (base / path).exists(), path
+
+
+def test_quick_demo_reports(quick: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    base, done = quick
+    payload = json.loads((base / "out" / "results.json").read_text())
+    assert payload["reports_available"] == demo.reports_available()
+    if not demo.reports_available():
+        assert "reports    unavailable" in done.stdout
+        assert not (base / "out" / "reports").exists()
+        return
+    for record in payload["models"]:
+        report = base / record["report"]
+        assert report.is_file()
+        assert report.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
+    if payload["landscape"] is not None:
+        assert (base / payload["landscape"]).is_file()
+    else:
+        assert payload["landscape_error"]
+
+
+def test_refuses_a_non_empty_folder(
+    quick: tuple[Path, subprocess.CompletedProcess[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, _ = quick
+    before = (base / "out" / "results.json").read_bytes()
+    assert main(["demo", "--quick", "--out", str(base / "out")]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1
+    assert "--overwrite" in error
+    assert (base / "out" / "results.json").read_bytes() == before
+
+
+def test_overwrite_in_one_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One small model keeps this second run short; the fixture covers the full --quick grid.
+    monkeypatch.setattr(demo, "QUICK_BASELINE_EPOCHS", ())
+    out = tmp_path / "out"
+    (out / "models" / "old").mkdir(parents=True)
+    (out / "notes.txt").write_text("kept")
+    assert (
+        main(["demo", "--quick", "--jobs", "1", "--overwrite", "--quiet", "--out", str(out)]) == 0
+    )
+    assert capsys.readouterr().err == ""
+    assert not (out / "models" / "old").exists()
+    assert (out / "notes.txt").read_text() == "kept"
+    payload = json.loads((out / "results.json").read_text())
+    assert payload["settings"]["jobs"] == 1
+    assert payload["n_failed"] == 0
+    assert payload["n_models"] == 1
+    assert (out / "models" / "dp-eps3-e2" / "0" / "model.onnx").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--jobs", "0"], "--jobs must be at least 1"),
+        (["--repeats", "0"], "--repeats must be at least 1"),
+        (["--seed", "-1"], "--seed must be"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    assert main(["demo", "--quick", "--out", str(tmp_path / "out"), *args]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1
+    assert message in error
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_bad_number_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["demo", "--jobs", "two"])
+    assert stop.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1
+    assert "invalid int value" in error
+
+
+def test_an_output_path_that_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "file"
+    target.write_text("x")
+    assert main(["demo", "--quick", "--out", str(target)]) == 2
+    assert "not a directory" in capsys.readouterr().err
+
+
+def test_full_demo_follows_the_paper() -> None:
+    chosen = {s.name: s.config for s in demo.strategies(quick=False)}
+    assert list(chosen) == [
+        "nonprivate-e1",
+        "nonprivate-e5",
+        "nonprivate-e10",
+        "nonprivate-e20",
+        "dp-eps1-e5",
+        "dp-eps3-e5",
+        "dp-eps10-e5",
+    ]
+    for config in chosen.values():
+        assert (config.lr, config.momentum) == (0.01, 0.9)
+        assert config.delta is None  # 1/(n ln n)
+    assert [c.target_epsilon for c in chosen.values() if c.private] == [1.0, 3.0, 10.0]
+
+
+def test_help_states_the_time(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["demo", "--help"])
+    assert stop.value.code == 0
+    shown = capsys.readouterr().out
+    assert "minutes on 2 cores" in shown
+    assert "--quick" in shown
