@@ -270,3 +270,32 @@ def test_help_and_version() -> None:
     assert "demo" in done.stdout
     assert run("--version").stdout.startswith("epsstar ")
     assert run().returncode == 2
+
+
+def test_tails_method_with_a_bootstrap_interval(
+    loss_files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "epsilon",
+            "--train-losses",
+            str(loss_files[0]),
+            "--population-losses",
+            str(loss_files[1]),
+            "--method",
+            "tails",
+            "--interval",
+            "0.9",
+            "--n-bootstrap",
+            "20",
+            "--json",
+            "-",
+        ]
+    )
+    assert code == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["method"] == "tails"
+    interval = payload["epsilon_star_interval"]
+    assert interval["level"] == 0.9
+    assert interval["n_bootstrap"] == 20
+    assert interval["low"] <= interval["high"]
