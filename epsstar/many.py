@@ -261,7 +261,8 @@ def audit_many(
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
             futures = {
-                pool.submit(_audit_one, entry, options): i for i, entry in enumerate(entries)
+                pool.submit(_audit_one, entry, options, report_dir): i
+                for i, entry in enumerate(entries)
             }
             for future in as_completed(futures):
                 index = futures[future]

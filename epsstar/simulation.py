@@ -74,7 +74,7 @@ ESTIMATORS: dict[str, Estimator] = {
     "gmm, refined": _timed(method="parametric", family="gmm"),
     "tails": _timed(method="tails"),
 }
-#: The quicker subset the ``epsstar demo`` command prints.
+#: The quicker subset the ``epsstar simulate`` command prints.
 DEMO_ESTIMATORS: tuple[str, ...] = (
     "empirical",
     "empirical (0.001, 0.999)",
