@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from typing import Any
 
 from epsstar.cli import EXIT_GATE_FAILED, EXIT_OK
@@ -110,6 +111,12 @@ def register(subparsers: Any) -> None:
     )
     add_model_options(parser)
     add_json_option(parser)
+    parser.add_argument(
+        "--report",
+        metavar="OUT.html",
+        default=None,
+        help="write a self-contained HTML report to OUT.html",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -179,4 +186,9 @@ def run(args: argparse.Namespace) -> int:
     )
     payload = result.to_dict()
     emit(payload, args.json, format_summary(payload))
+    if args.report:
+        from epsstar.reports import render
+
+        render(result, args.report)
+        print(f"  report written to {args.report}", file=sys.stderr if args.json == "-" else None)
     return EXIT_GATE_FAILED if result.passed is False else EXIT_OK

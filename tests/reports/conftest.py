@@ -1,0 +1,110 @@
+"""Audit results shared by the report tests: the fixture models and a synthetic large audit."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from epsstar.audit import AuditResult, Utility, _readings, audit, split_lower_bound
+from epsstar.estimator import epsilon_star
+
+MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
+
+CASES = {
+    "binary": ("binary_mlp.skops", "binary_train.parquet", "binary_population.parquet"),
+    "multiclass": ("multiclass_mlp.onnx", "multiclass_train.csv", "multiclass_population.parquet"),
+}
+
+
+def audit_fixture(case: str, **options: Any) -> AuditResult:
+    model, train, population = CASES[case]
+    return audit(
+        MODELS / model, MODELS / train, MODELS / population, label_column="label", **options
+    )
+
+
+@pytest.fixture(scope="session")
+def binary_result() -> AuditResult:
+    return audit_fixture("binary", max_epsilon=5.0)
+
+
+@pytest.fixture(scope="session")
+def multiclass_result() -> AuditResult:
+    return audit_fixture("multiclass", max_epsilon=1.0)
+
+
+def synthetic_result(n: int, *, seed: int = 0, shift: float = 1.0) -> AuditResult:
+    """An audit of Gamma losses (members lower) with made-up utility and provenance."""
+    rng = np.random.default_rng(seed)
+    train = rng.gamma(2.0, 1.0, n)
+    population = rng.gamma(2.0 + shift, 1.0, n)
+    delta = 1.0 / (n * np.log(n))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parametric = epsilon_star(train, population, delta=delta, seed=seed)
+    empirical = epsilon_star(train, population, delta=delta, method="empirical")
+    provenance = {
+        "model": "synthetic <model>.onnx",
+        "model_sha256": "0" * 64,
+        "loader": {"name": "onnx", "value": "x:Y", "distribution": "epsstar", "version": "0"},
+        "output_kind": "probabilities",
+        "loss": "logit",
+        "label_column": "label",
+        "classes": ["0", "1"],
+        "classes_from": "model",
+        "train": "train.csv",
+        "population": "population.csv",
+        "n_train": n,
+        "n_population": n,
+        "seed": seed,
+        "confidence": 0.95,
+        "epsstar_version": "0",
+        "python": "3",
+        "created": "2024-01-01T00:00:00+00:00",
+        "seconds": {"total": 1.0},
+        "command": None,
+    }
+    return AuditResult(
+        epsilon=parametric,
+        empirical=empirical,
+        lower_bound=split_lower_bound(train, population, delta=delta, seed=seed),
+        readings=_readings(train, population, parametric),
+        utility={"population": Utility(n, 0.8, 0.85), "train": Utility(n, 0.9, 0.95)},
+        provenance=provenance,
+        train_losses=train,
+        population_losses=population,
+    )
+
+
+@pytest.fixture(scope="session")
+def make_synthetic() -> Callable[..., AuditResult]:
+    """:func:`synthetic_result`, for tests that need audits of a chosen size."""
+    return synthetic_result
+
+
+@pytest.fixture(scope="session")
+def make_audit() -> Callable[..., AuditResult]:
+    """:func:`audit_fixture`, for tests that need other audit options."""
+    return audit_fixture
+
+
+@pytest.fixture(scope="session")
+def audit_arguments() -> list[str]:
+    """``epsstar audit`` arguments for the binary fixture model (without outputs)."""
+    model, train, population = CASES["binary"]
+    return [
+        "audit",
+        str(MODELS / model),
+        "--train",
+        str(MODELS / train),
+        "--population",
+        str(MODELS / population),
+        "--label-column",
+        "label",
+        "--quiet",
+    ]
