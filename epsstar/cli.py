@@ -27,6 +27,7 @@ EXIT_USAGE = 2
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "epsstar.commands.audit",
     "epsstar.commands.audit_many",
+    "epsstar.commands.landscape",
     "epsstar.commands.epsilon",
     "epsstar.commands.demo",
     "epsstar.commands.simulate",

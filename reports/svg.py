@@ -103,6 +103,7 @@ class Chart:
     height: int = 360
     margin: tuple[int, int, int, int] = (16, 20, 48, 64)  # top, right, bottom, left
     css_class: str = "chart"
+    tick_labels: tuple[bool, bool] = (True, True)  # x, y
     _body: list[str] = field(default_factory=list)
     _legend: list[tuple[str, str, str]] = field(default_factory=list)
 
@@ -274,17 +275,19 @@ class Chart:
         for tick in self._ticks(self.x_range, self.x_scale):
             x = _number(self.px(tick))
             parts.append(f'<line class="grid" x1="{x}" y1="{top}" x2="{x}" y2="{bottom}"/>')
-            parts.append(
-                f'<text class="tick" x="{x}" y="{bottom + 16}" text-anchor="middle">'
-                f"{escape(format_tick(tick, self.x_scale))}</text>"
-            )
+            if self.tick_labels[0]:
+                parts.append(
+                    f'<text class="tick" x="{x}" y="{bottom + 16}" text-anchor="middle">'
+                    f"{escape(format_tick(tick, self.x_scale))}</text>"
+                )
         for tick in self._ticks(self.y_range, self.y_scale):
             y = _number(self.py(tick))
             parts.append(f'<line class="grid" x1="{left}" y1="{y}" x2="{right}" y2="{y}"/>')
-            parts.append(
-                f'<text class="tick" x="{left - 6}" y="{y}" text-anchor="end" '
-                f'dominant-baseline="middle">{escape(format_tick(tick, self.y_scale))}</text>'
-            )
+            if self.tick_labels[1]:
+                parts.append(
+                    f'<text class="tick" x="{left - 6}" y="{y}" text-anchor="end" '
+                    f'dominant-baseline="middle">{escape(format_tick(tick, self.y_scale))}</text>'
+                )
         parts.append(
             f'<text class="axis-label" x="{(left + right) / 2:.1f}" y="{self.height - 8}" '
             f'text-anchor="middle">{escape(self.x_label)}</text>'

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from epsstar.cli import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE
@@ -34,6 +35,12 @@ def register(subparsers: Any) -> None:
         metavar="OUT",
         default=None,
         help="write every result and the summaries as JSON to OUT",
+    )
+    parser.add_argument(
+        "--reports",
+        metavar="DIR",
+        default=None,
+        help="write each audited model's HTML report to DIR (named strategy-repeat.html)",
     )
     add_model_options(parser)
     parser.set_defaults(handler=run)
@@ -104,7 +111,14 @@ def run(args: argparse.Namespace) -> int:
         trust=args.trust_model,
         seed=args.seed,
         batch_size=args.batch_size,
+        report_dir=Path(args.reports) if args.reports else None,
     )
+    if args.json:
+        # Report paths relative to the JSON file, so that the two can move together.
+        folder = Path(args.json).resolve().parent
+        for record in records:
+            if record.get("report"):
+                record["report"] = os.path.relpath(Path(record["report"]).resolve(), folder)
     summaries = [s.to_dict() for s in summarise(records)]
     failed = [r for r in records if r.get("error")]
     above = [r for r in records if r.get("result") and r["result"]["passed"] is False]

@@ -1,0 +1,142 @@
+"""The privacy-utility landscape: Pareto frontier, categories, links, escaping, CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from epsstar.reports import render_landscape
+from epsstar.reports.landscape import category, load_results, pareto_front
+
+from epsstar.cli import main
+
+
+def record(strategy: str, eps: float, auroc: float | None, **params: Any) -> dict[str, Any]:
+    result = {
+        "epsilon_star": eps,
+        "utility": {"population": {"n": 10, "accuracy": 0.5, "auroc": auroc}},
+    }
+    return {"entry": {"strategy": strategy, "repeat": 0, "params": params}, "result": result}
+
+
+def test_pareto_front_on_hand_made_points() -> None:
+    points = [(1.0, 0.9), (0.5, 0.8), (2.0, 0.85), (0.5, 0.7), (3.0, 0.95), (1.0, 0.9)]
+    # (2.0, 0.85) is beaten by (1.0, 0.9); (0.5, 0.7) by (0.5, 0.8); equal points both stay.
+    assert pareto_front(points) == [0, 1, 4, 5]
+    assert pareto_front([]) == []
+    assert pareto_front([(1.0, 1.0)]) == [0]
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"target_epsilon": 3}, "DP"),
+        ({"target_epsilon": ""}, "baseline"),
+        ({"private": "true"}, "DP"),
+        ({"private": "False"}, "baseline"),
+        ({"private": True}, "DP"),
+        ({"epochs": 10}, "baseline"),
+    ],
+)
+def test_category(params: dict[str, Any], expected: str) -> None:
+    assert category(params) == expected
+
+
+def test_landscape_marks_frontier_and_means(tmp_path: Path) -> None:
+    records = [
+        record("a", 1.0, 0.80, epochs=10),
+        record("a", 3.0, 0.90, epochs=10),  # mean (2.0, 0.85)
+        record("b", 0.5, 0.70, target_epsilon=1),
+        record("c", 2.5, 0.80, epochs=50),  # beaten by a
+        record("d", 0.1, None, epochs=1),  # no AUROC: listed, not plotted
+    ]
+    records[1]["entry"]["repeat"] = 1
+    html = render_landscape(records, tmp_path / "l.html").read_text("utf-8")
+    rows = dict(re.findall(r'<tr data-strategy="([^"]+)">(.*?)</tr>', html, re.S))
+    assert set(rows) == {"a", "b", "c", "d"}
+    assert "<td>yes</td>" in rows["a"]
+    assert "<td>yes</td>" in rows["b"]
+    assert "<td>yes</td>" not in rows["c"]
+    assert "<td>yes</td>" not in rows["d"]
+    assert "2.0000 [1.0000, 3.0000]" in rows["a"]
+    assert "0.8500 [0.8000, 0.9000]" in rows["a"]
+    assert html.count('class="point-') == 3 + 2  # three strategies plus two legend markers
+    assert "pareto-line" in html
+
+
+def test_landscape_escapes_names_and_links_reports(tmp_path: Path) -> None:
+    evil = "<script>alert(1)</script>"
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "x.html").write_text("report", encoding="utf-8")
+    first = record(evil, 1.0, 0.8, note="<b>")
+    first["report"] = str(reports / "x.html")
+    (tmp_path / "out").mkdir()
+    html = render_landscape([first, record("b", 0.4, 0.6)], tmp_path / "out" / "l.html")
+    text = html.read_text("utf-8")
+    assert "<script>" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "<b>" not in text
+    assert 'href="../reports/x.html"' in text
+
+
+def test_load_results_reads_both_kinds(tmp_path: Path) -> None:
+    many = tmp_path / "many.json"
+    models = [record("s", 1.0, 0.8, target_epsilon=1)]
+    models[0]["report"] = "reports/s-0.html"
+    many.write_text(json.dumps({"models": models}), encoding="utf-8")
+    single = tmp_path / "solo-model.json"
+    single.write_text(json.dumps(record("x", 2.0, 0.9)["result"]), encoding="utf-8")
+    records = load_results([many, single])
+    assert [r["entry"]["strategy"] for r in records] == ["s", "solo-model"]
+    assert records[0]["report"] == str(tmp_path.resolve() / "reports" / "s-0.html")
+
+
+def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = tmp_path / "a.json"
+    good.write_text(json.dumps({"models": [record("s", 1.0, 0.8)]}), encoding="utf-8")
+    out = tmp_path / "l.html"
+    assert main(["landscape", str(good), "--out", str(out), "--utility", "accuracy"]) == 0
+    assert "accuracy on population data" in out.read_text("utf-8")
+    capsys.readouterr()
+    for bad_content in ("not json", json.dumps({"something": 1}), json.dumps([1, 2])):
+        bad = tmp_path / "bad.json"
+        bad.write_text(bad_content, encoding="utf-8")
+        assert main(["landscape", str(bad), "--out", str(out)]) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1
+        assert "bad.json" in error
+    assert main(["landscape", str(tmp_path / "missing.json"), "--out", str(out)]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_audit_many_reports_feed_the_landscape(tmp_path: Path) -> None:
+    models = Path(__file__).resolve().parents[2] / "fixtures" / "models"
+    manifest = tmp_path / "manifest.csv"
+    lines = ["model,train,population,label_column,strategy,repeat,target_epsilon"]
+    for name, strategy, target in (
+        ("binary_mlp.onnx", "mlp", ""),
+        ("binary_logreg.onnx", "lr", "1"),
+    ):
+        lines.append(
+            f"{models / name},{models / 'binary_train.csv'},"
+            f"{models / 'binary_population.csv'},label,{strategy},0,{target}"
+        )
+    manifest.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    results = tmp_path / "out" / "results.json"
+    results.parent.mkdir()
+    code = main(
+        ["audit-many", str(manifest), "--jobs", "1", "--quiet", "--json", str(results),
+         "--reports", str(tmp_path / "out" / "reports")]
+    )  # fmt: skip
+    assert code == 0
+    recorded = json.loads(results.read_text("utf-8"))["models"]
+    assert [r["report"] for r in recorded] == ["reports/mlp-0.html", "reports/lr-0.html"]
+    page = tmp_path / "landscape.html"
+    assert main(["landscape", str(results), "--out", str(page)]) == 0
+    html = page.read_text("utf-8")
+    assert 'href="out/reports/mlp-0.html"' in html
+    assert 'class="badge dp">DP<' in html
