@@ -1,0 +1,128 @@
+"""Reports in a real browser: headless Chromium opens each file from a file:// URL.
+
+Checks that nothing but the file itself is requested, that the console stays
+clean, that every chart is drawn, and that the Epsilon* on the page is the one in
+the JSON. Screenshots are saved under ``test-artifacts/reports/`` for people to
+look at. Skipped, with the reason, when Playwright or Chromium is missing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from epsstar.reports import render, render_landscape
+
+from epsstar.audit import AuditResult
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "reports"
+
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="the Python package 'playwright' is not installed"
+)
+if not CHROMIUM.exists():
+    pytest.skip(f"Chromium is not installed at {CHROMIUM}", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--no-first-run",
+            ],
+        )
+        yield launched
+        launched.close()
+
+
+def open_page(browser: Any, path: Path) -> tuple[Any, list[str], list[str]]:
+    """Load ``path``; return the page, the URLs it requested and its console errors."""
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    requests: list[str] = []
+    errors: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+
+    def console(message: Any) -> None:
+        if message.type in ("error", "warning"):
+            errors.append(f"{message.type}: {message.text}")
+
+    page.on("console", console)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(path.resolve().as_uri())
+    page.wait_for_load_state("load")
+    return page, requests, errors
+
+
+def check_page(browser: Any, path: Path, n_charts: int) -> Any:
+    page, requests, errors = open_page(browser, path)
+    assert requests == [path.resolve().as_uri()]
+    assert errors == []
+    charts = page.locator("svg")
+    assert charts.count() == n_charts
+    for index in range(n_charts):
+        chart = charts.nth(index)
+        box = chart.bounding_box()
+        assert box is not None
+        assert box["width"] > 100
+        assert box["height"] > 100
+        drawn = chart.locator("polyline, path, circle, line:not(.grid)").count()
+        assert drawn > 0, f"chart {index} of {path.name} draws nothing"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{path.stem}.png"), full_page=True)
+    return page
+
+
+@pytest.mark.parametrize("name", ["binary_result", "multiclass_result"])
+def test_report_in_browser(
+    name: str, request: pytest.FixtureRequest, browser: Any, tmp_path: Path
+) -> None:
+    result: AuditResult = request.getfixturevalue(name)
+    path = render(result, tmp_path / f"report-{name.removesuffix('_result')}.html")
+    page = check_page(browser, path, n_charts=3)
+    expected = json.loads(json.dumps(result.to_dict()))["epsilon_star"]
+    shown = page.locator("#epsilon-star")
+    assert float(shown.get_attribute("data-epsilon-star")) == expected
+    assert shown.inner_text() == f"{expected:.4f}"
+    page.close()
+
+
+def test_landscape_in_browser(
+    browser: Any, make_synthetic: Callable[..., AuditResult], tmp_path: Path
+) -> None:
+    records = []
+    for strategy, shift, params in (
+        ("baseline-50", 1.0, {"epochs": 50}),
+        ("baseline-10", 0.3, {"epochs": 10}),
+        ("dp-eps1", 0.05, {"target_epsilon": 1}),
+        ("dp-eps10", 0.15, {"target_epsilon": 10}),
+    ):
+        for repeat in range(3):
+            result = make_synthetic(1000, seed=repeat, shift=shift)
+            payload = result.to_dict()
+            payload["utility"]["population"]["auroc"] = 0.6 + 0.3 * shift + 0.01 * repeat
+            record: dict[str, Any] = {
+                "entry": {"strategy": strategy, "repeat": repeat, "params": params},
+                "result": payload,
+            }
+            if repeat == 0:
+                report = tmp_path / f"{strategy}-0.html"
+                record["report"] = str(render(result, report, ks_components=()))
+            records.append(record)
+    path = render_landscape(records, tmp_path / "landscape.html")
+    page = check_page(browser, path, n_charts=3)
+    links = page.locator("svg a")
+    assert links.count() == 4
+    target = links.first.get_attribute("href")
+    assert (tmp_path / target).is_file()
+    assert page.locator("svg circle title").first.text_content().startswith("baseline-50")
+    page.close()
