@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from epsstar.loaders.onnx import OnnxLoader
 
 import epsstar.testing
+from epsstar.loaders.onnx import OnnxLoader
 from epsstar.plugins import get_loader
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"

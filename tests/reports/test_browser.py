@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from epsstar.reports import render, render_landscape
 
 from epsstar.audit import AuditResult
+from epsstar.reports import render, render_landscape
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "reports"

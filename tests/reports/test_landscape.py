@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from epsstar.reports import render_landscape
-from epsstar.reports.landscape import category, load_results, pareto_front
 
 from epsstar.cli import main
+from epsstar.reports import render_landscape
+from epsstar.reports.landscape import category, load_results, pareto_front
 
 
 def record(strategy: str, eps: float, auroc: float | None, **params: Any) -> dict[str, Any]:

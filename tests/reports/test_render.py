@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from epsstar.reports import MAX_REPORT_BYTES, render
 
 from epsstar.audit import AuditResult
+from epsstar.reports import MAX_REPORT_BYTES, render
 
 Synthetic = Callable[..., AuditResult]
 
