@@ -144,8 +144,106 @@ def fit_generalized_pareto(excesses: ArrayLike) -> GeneralizedPareto:
     return GeneralizedPareto(xi, float(sigma))
 
 
+def _split(
+    values: ArrayLike, tail_size: int | None
+) -> tuple[FloatArray, int, FloatArray, FloatArray]:
+    """Sorted sample, tail size k, and the knots and levels of its interpolated body.
+
+    The body is the sample without its k smallest and k largest values; its
+    empirical CDF runs linearly from k/n to 1 - k/n, keeping one knot per
+    distinct value (the last level reached at it) when values tie.
+    """
+    x = np.sort(np.asarray(values, dtype=np.float64))
+    n = x.size
+    if n < MIN_TAILED_RECORDS:
+        raise InsufficientDataError(
+            f"a tailed fit needs at least {MIN_TAILED_RECORDS} values. Found {n}."
+        )
+    k = default_tail_size(n) if tail_size is None else int(tail_size)
+    if not 5 <= k <= (n - 2) // 2:
+        raise InsufficientDataError(
+            f"tail_size must be in [5, {(n - 2) // 2}] for {n} values. Found {k}."
+        )
+    if not x[n - k - 1] > x[k]:
+        raise InsufficientDataError(
+            "the central part of the sample is a single value; no CDF can be fitted to it. "
+            f"Found {x[k]}."
+        )
+    levels = np.linspace(k / n, 1.0 - k / n, n - 2 * k)
+    knots, last = np.unique(x[k : n - k][::-1], return_index=True)
+    return x, k, knots, levels[::-1][last]
+
+
+class _BodyWithTails:
+    """An interpolated empirical body between a lower- and an upper-tail model.
+
+    Subclasses give the tails: ``_log_tails(x)`` returns log F(x) of the lower-tail
+    model and log(1 - F(x)) of the upper-tail model, ``_tail_quantiles`` their
+    inverses; CDF, survival function and quantiles on both scales follow here.
+    """
+
+    __slots__ = ()
+    knots: FloatArray
+    levels: FloatArray
+    tail_mass: float
+
+    @property
+    def u_low(self) -> float:
+        return float(self.knots[0])
+
+    @property
+    def u_high(self) -> float:
+        return float(self.knots[-1])
+
+    def _log_tails(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
+        raise NotImplementedError
+
+    def _tail_quantiles(
+        self, lower_q: FloatArray, upper_q: FloatArray
+    ) -> tuple[FloatArray, FloatArray]:
+        raise NotImplementedError
+
+    def logcdf(self, x: ArrayLike) -> FloatArray:
+        x = np.asarray(x, dtype=np.float64)
+        low, high = self._log_tails(x)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            body = np.log(np.interp(x, self.knots, self.levels))
+            upper = np.log1p(-np.minimum(np.exp(high), 1.0))
+        return np.where(x < self.u_low, low, np.where(x > self.u_high, upper, body))
+
+    def logsf(self, x: ArrayLike) -> FloatArray:
+        x = np.asarray(x, dtype=np.float64)
+        low, high = self._log_tails(x)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            body = np.log1p(-np.interp(x, self.knots, self.levels))
+            lower = np.log1p(-np.minimum(np.exp(low), 1.0))
+        return np.where(x < self.u_low, lower, np.where(x > self.u_high, high, body))
+
+    def cdf(self, x: ArrayLike) -> FloatArray:
+        return np.exp(self.logcdf(x))
+
+    def sf(self, x: ArrayLike) -> FloatArray:
+        return np.exp(self.logsf(x))
+
+    def _quantile(self, lower_q: FloatArray, upper_q: FloatArray) -> FloatArray:
+        """Quantile given both ``q`` and ``1 - q`` (each exact where it is small)."""
+        mass = self.tail_mass
+        low, high = self._tail_quantiles(lower_q, upper_q)
+        body = np.interp(lower_q, self.levels, self.knots)
+        result: FloatArray = np.where(lower_q < mass, low, np.where(upper_q < mass, high, body))
+        return result
+
+    def ppf(self, q: ArrayLike) -> FloatArray:
+        q = np.asarray(q, dtype=np.float64)
+        return self._quantile(q, 1.0 - q)
+
+    def isf(self, q: ArrayLike) -> FloatArray:
+        q = np.asarray(q, dtype=np.float64)
+        return self._quantile(1.0 - q, q)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
-class TailedEmpirical:
+class TailedEmpirical(_BodyWithTails):
     """Linear-interpolated empirical CDF between GPD-modelled lower and upper tails."""
 
     knots: FloatArray
@@ -158,81 +256,27 @@ class TailedEmpirical:
     @classmethod
     def fit(cls, values: ArrayLike, *, tail_size: int | None = None) -> TailedEmpirical:
         """Fit to a sample; ``tail_size`` (``k``) defaults to :func:`default_tail_size`."""
-        x = np.sort(np.asarray(values, dtype=np.float64))
+        x, k, knots, levels = _split(values, tail_size)
         n = x.size
-        if n < MIN_TAILED_RECORDS:
-            raise InsufficientDataError(
-                f"a tailed fit needs at least {MIN_TAILED_RECORDS} values. Found {n}."
-            )
-        k = default_tail_size(n) if tail_size is None else int(tail_size)
-        if not 5 <= k <= (n - 2) // 2:
-            raise InsufficientDataError(
-                f"tail_size must be in [5, {(n - 2) // 2}] for {n} values. Found {k}."
-            )
-        u_low, u_high = x[k], x[n - k - 1]
-        if not u_high > u_low:
-            raise InsufficientDataError(
-                "the central part of the sample is a single value; no CDF can be fitted to it. "
-                f"Found {u_low}."
-            )
-        lower = _tail_fit(u_low - x[:k], x)
-        upper = _tail_fit(x[n - k :] - u_high, x)
-        body = x[k : n - k]
-        levels = np.linspace(k / n, 1.0 - k / n, body.size)
-        # Ties: keep one knot per distinct value (the last level reached at it).
-        knots, last = np.unique(body[::-1], return_index=True)
-        levels = levels[::-1][last]
+        lower = _tail_fit(x[k] - x[:k], x)
+        upper = _tail_fit(x[n - k :] - x[n - k - 1], x)
         return cls(knots, levels, lower, upper, k / n, n)
 
-    @property
-    def u_low(self) -> float:
-        return float(self.knots[0])
-
-    @property
-    def u_high(self) -> float:
-        return float(self.knots[-1])
-
-    def logcdf(self, x: ArrayLike) -> FloatArray:
-        x = np.asarray(x, dtype=np.float64)
+    def _log_tails(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         log_mass = math.log(self.tail_mass)
-        with np.errstate(divide="ignore"):
-            body = np.log(np.interp(x, self.knots, self.levels))
+        with np.errstate(divide="ignore", invalid="ignore"):
             low = log_mass + self.lower.logsf(self.u_low - x)
-            high = np.log1p(-np.minimum(np.exp(log_mass + self.upper.logsf(x - self.u_high)), 1.0))
-        return np.where(x < self.u_low, low, np.where(x > self.u_high, high, body))
-
-    def logsf(self, x: ArrayLike) -> FloatArray:
-        x = np.asarray(x, dtype=np.float64)
-        log_mass = math.log(self.tail_mass)
-        with np.errstate(divide="ignore"):
-            body = np.log1p(-np.interp(x, self.knots, self.levels))
-            low = np.log1p(-np.minimum(np.exp(log_mass + self.lower.logsf(self.u_low - x)), 1.0))
             high = log_mass + self.upper.logsf(x - self.u_high)
-        return np.where(x < self.u_low, low, np.where(x > self.u_high, high, body))
+        return low, high
 
-    def cdf(self, x: ArrayLike) -> FloatArray:
-        return np.exp(self.logcdf(x))
-
-    def sf(self, x: ArrayLike) -> FloatArray:
-        return np.exp(self.logsf(x))
-
-    def _quantile(self, lower_q: FloatArray, upper_q: FloatArray) -> FloatArray:
-        """Quantile given both ``q`` and ``1 - q`` (each exact where it is small)."""
+    def _tail_quantiles(
+        self, lower_q: FloatArray, upper_q: FloatArray
+    ) -> tuple[FloatArray, FloatArray]:
         mass = self.tail_mass
         with np.errstate(divide="ignore", invalid="ignore"):
             low = self.u_low - self.lower.isf(np.clip(lower_q / mass, 0.0, 1.0))
             high = self.u_high + self.upper.isf(np.clip(upper_q / mass, 0.0, 1.0))
-        body = np.interp(lower_q, self.levels, self.knots)
-        result: FloatArray = np.where(lower_q < mass, low, np.where(upper_q < mass, high, body))
-        return result
-
-    def ppf(self, q: ArrayLike) -> FloatArray:
-        q = np.asarray(q, dtype=np.float64)
-        return self._quantile(q, 1.0 - q)
-
-    def isf(self, q: ArrayLike) -> FloatArray:
-        q = np.asarray(q, dtype=np.float64)
-        return self._quantile(1.0 - q, q)
+        return low, high
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -255,7 +299,7 @@ def _tail_fit(excesses: FloatArray, sample: FloatArray) -> GeneralizedPareto:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class RelativeTailed:
+class RelativeTailed(_BodyWithTails):
     """One side: its own interpolated empirical CDF, tails as powers of a pooled fit."""
 
     reference: TailedEmpirical
@@ -271,44 +315,14 @@ class RelativeTailed:
         cls, values: ArrayLike, reference: TailedEmpirical, *, tail_size: int | None = None
     ) -> RelativeTailed:
         """Fit one side against ``reference`` (a fit to the pooled sample)."""
-        x = np.sort(np.asarray(values, dtype=np.float64))
+        x, k, knots, levels = _split(values, tail_size)
         n = x.size
-        if n < MIN_TAILED_RECORDS:
-            raise InsufficientDataError(
-                f"a tailed fit needs at least {MIN_TAILED_RECORDS} values. Found {n}."
-            )
-        k = default_tail_size(n) if tail_size is None else int(tail_size)
-        if not 5 <= k <= (n - 2) // 2:
-            raise InsufficientDataError(
-                f"tail_size must be in [5, {(n - 2) // 2}] for {n} values. Found {k}."
-            )
         u_low, u_high = x[k], x[n - k - 1]
-        if not u_high > u_low:
-            raise InsufficientDataError(
-                "the central part of the sample is a single value; no CDF can be fitted to it. "
-                f"Found {u_low}."
-            )
         excess_low = reference.logcdf(np.array([u_low]))[0] - reference.logcdf(x[:k])
         excess_high = reference.logsf(np.array([u_high]))[0] - reference.logsf(x[n - k :])
-        levels = np.linspace(k / n, 1.0 - k / n, n - 2 * k)
-        knots, last = np.unique(x[k : n - k][::-1], return_index=True)
         return cls(
-            reference,
-            knots,
-            levels[::-1][last],
-            _exponent(excess_low),
-            _exponent(excess_high),
-            k / n,
-            n,
+            reference, knots, levels, _exponent(excess_low), _exponent(excess_high), k / n, n
         )
-
-    @property
-    def u_low(self) -> float:
-        return float(self.knots[0])
-
-    @property
-    def u_high(self) -> float:
-        return float(self.knots[-1])
 
     def _log_tails(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         """log F(x) from the lower-tail model and log(1 - F(x)) from the upper one."""
@@ -321,31 +335,11 @@ class RelativeTailed:
             high = log_mass + self.gamma_high * (ref.logsf(x) - at_high)
         return low, high
 
-    def logcdf(self, x: ArrayLike) -> FloatArray:
-        x = np.asarray(x, dtype=np.float64)
-        low, high = self._log_tails(x)
-        with np.errstate(divide="ignore", over="ignore"):
-            body = np.log(np.interp(x, self.knots, self.levels))
-            upper = np.log1p(-np.minimum(np.exp(high), 1.0))
-        return np.where(x < self.u_low, low, np.where(x > self.u_high, upper, body))
-
-    def logsf(self, x: ArrayLike) -> FloatArray:
-        x = np.asarray(x, dtype=np.float64)
-        low, high = self._log_tails(x)
-        with np.errstate(divide="ignore", over="ignore"):
-            body = np.log1p(-np.interp(x, self.knots, self.levels))
-            lower = np.log1p(-np.minimum(np.exp(low), 1.0))
-        return np.where(x < self.u_low, lower, np.where(x > self.u_high, high, body))
-
-    def cdf(self, x: ArrayLike) -> FloatArray:
-        return np.exp(self.logcdf(x))
-
-    def sf(self, x: ArrayLike) -> FloatArray:
-        return np.exp(self.logsf(x))
-
-    def _quantile(self, lower_q: FloatArray, upper_q: FloatArray) -> FloatArray:
+    def _tail_quantiles(
+        self, lower_q: FloatArray, upper_q: FloatArray
+    ) -> tuple[FloatArray, FloatArray]:
         ref = self.reference
-        mass, log_mass = self.tail_mass, math.log(self.tail_mass)
+        log_mass = math.log(self.tail_mass)
         at_low = ref.logcdf(np.array([self.u_low]))[0]
         at_high = ref.logsf(np.array([self.u_high]))[0]
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -354,17 +348,7 @@ class RelativeTailed:
             p_high = np.exp(at_high + (np.log(upper_q) - log_mass) / self.gamma_high)
             low = ref.ppf(np.minimum(p_low, 1.0))
             high = ref.isf(np.minimum(p_high, 1.0))
-        body = np.interp(lower_q, self.levels, self.knots)
-        result: FloatArray = np.where(lower_q < mass, low, np.where(upper_q < mass, high, body))
-        return result
-
-    def ppf(self, q: ArrayLike) -> FloatArray:
-        q = np.asarray(q, dtype=np.float64)
-        return self._quantile(q, 1.0 - q)
-
-    def isf(self, q: ArrayLike) -> FloatArray:
-        q = np.asarray(q, dtype=np.float64)
-        return self._quantile(1.0 - q, q)
+        return low, high
 
     def to_dict(self) -> dict[str, Any]:
         return {
