@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -33,7 +33,7 @@ from epsstar.fitting import FittedDistribution, GaussianMixtureFit, NormalFit, R
 from epsstar.fitting.tails import MIN_TAILED_RECORDS, fit_relative_tails
 from epsstar.goodness_of_fit import MIN_EVALUATION_SIZE, assess_fit
 from epsstar.optimizer import grid_supremum, parametric_supremum
-from epsstar.ratio_terms import RateWindow
+from epsstar.ratio_terms import RateWindow, Supremum
 from epsstar.results import EpsilonStarResult, FitReport
 from epsstar.transform import LossTransform
 
@@ -208,19 +208,13 @@ def _estimate(
             )
         train_fit, population_fit = fit_relative_tails(train, population, tail_size=tail_size)
         found = parametric_supremum(train_fit, population_fit, delta)
-        return EpsilonStarResult(
-            epsilon=found.epsilon,
+        return _located(
+            found,
+            train,
+            population,
             delta=delta,
             method=method,
-            family=None,
-            fpr=found.fpr,
-            fnr=found.fnr,
-            threshold=found.threshold,
-            threshold_transformed=None,
-            attained_by=found.term_name,
-            n_train=train.size,
-            n_population=population.size,
-            rate_window=(delta, 1.0 - delta),
+            window=RateWindow.for_delta(delta),
             seed=seed,
             tail_fits={"train": train_fit.to_dict(), "population": population_fit.to_dict()},
         )
@@ -233,20 +227,8 @@ def _estimate(
             high = check_in_range("rate_window high", high, low, 1.0, high_inclusive=True)
             window = RateWindow(low, high)
         found = empirical_supremum(train, population, delta, window)
-        return EpsilonStarResult(
-            epsilon=found.epsilon,
-            delta=delta,
-            method=method,
-            family=None,
-            fpr=found.fpr,
-            fnr=found.fnr,
-            threshold=found.threshold,
-            threshold_transformed=None,
-            attained_by=found.term_name,
-            n_train=train.size,
-            n_population=population.size,
-            rate_window=(window.low, window.high),
-            seed=seed,
+        return _located(
+            found, train, population, delta=delta, method=method, window=window, seed=seed
         )
 
     if rate_window is not None:
@@ -279,20 +261,47 @@ def _estimate(
     supremum = parametric_supremum if search == "refine" else grid_supremum
     found = supremum(Reflected(reports["train"].fit), Reflected(reports["population"].fit), delta)
     phi_threshold = -found.threshold
-    return EpsilonStarResult(
-        epsilon=found.epsilon,
+    return _located(
+        found,
+        train,
+        population,
         delta=delta,
         method=method,
+        window=RateWindow.for_delta(delta),
+        seed=seed,
         family=family,
-        fpr=found.fpr,
-        fnr=found.fnr,
         threshold=float(transform.inverse(phi_threshold)) if found.term else float("nan"),
         threshold_transformed=phi_threshold if found.term else None,
-        attained_by=found.term_name,
-        n_train=train.size,
-        n_population=population.size,
-        rate_window=(delta, 1.0 - delta),
-        seed=seed,
         transform=transform,
         fits=reports,
     )
+
+
+def _located(
+    found: Supremum,
+    train: FloatArray,
+    population: FloatArray,
+    *,
+    delta: float,
+    method: str,
+    window: RateWindow,
+    seed: int,
+    **details: Any,
+) -> EpsilonStarResult:
+    """The result for a located supremum; ``details`` override or add fields."""
+    fields: dict[str, Any] = {
+        "epsilon": found.epsilon,
+        "delta": delta,
+        "method": method,
+        "family": None,
+        "fpr": found.fpr,
+        "fnr": found.fnr,
+        "threshold": found.threshold,
+        "threshold_transformed": None,
+        "attained_by": found.term_name,
+        "n_train": train.size,
+        "n_population": population.size,
+        "rate_window": (window.low, window.high),
+        "seed": seed,
+    }
+    return EpsilonStarResult(**(fields | details))
