@@ -25,6 +25,7 @@ from epsstar.exceptions import PoorFitWarning
 from epsstar.fitting import Reflected
 from epsstar.optimizer import grid_supremum, parametric_supremum
 from epsstar.simulation import ESTIMATORS, Cell, format_table, run_appendix_b
+from epsstar.text_table import aligned_table
 
 DEFAULT_COLUMNS = (
     "empirical",
@@ -44,10 +45,7 @@ def error_table(cells: list[Cell]) -> str:
             [f"{cell.d:g}", f"{cell.n:,}", f"{cell.delta:g}"]
             + [f"{cell.mean(name) - cell.truth:+.3f}" for name in names]
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return aligned_table(rows)
 
 
 def speed_table(ns: list[int], deltas: list[float], repeats: int, seed: int) -> str:
@@ -81,10 +79,7 @@ def speed_table(ns: list[int], deltas: list[float], repeats: int, seed: int) -> 
                     f"{min(gaps):+.2e}",
                 ]
             )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return aligned_table(rows)
 
 
 def main() -> None:

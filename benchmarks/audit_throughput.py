@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from epsstar.text_table import aligned_table
+
 
 def build(workdir: Path, records: int, epochs: int, seed: int) -> None:
     import pyarrow as pa
@@ -139,11 +141,7 @@ def main() -> None:
                     f"{m['acc']:.3f}",
                 ]
             )
-        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-        for index, row in enumerate(rows):
-            print("  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)))
-            if index == 0:
-                print("  ".join("-" * w for w in widths))
+        print(aligned_table(rows))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\n(benchmark process peak RSS {peak:.0f} MiB)")
 

@@ -23,6 +23,7 @@ from epsstar import __version__
 from epsstar.bootstrap import bootstrap_replicates, interval_from_replicates
 from epsstar.estimator import epsilon_star
 from epsstar.simulation import true_epsilon
+from epsstar.text_table import aligned_table
 
 
 def one_repeat(job: tuple[float, int, float, int, int, float, int]) -> tuple[float, ...]:
@@ -98,10 +99,7 @@ def main() -> None:
                         ]
                     )
                     print("  done", rows[-1], flush=True)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    print("\n" + "\n".join(lines))
+    print("\n" + aligned_table(rows))
     print(f"\nTotal {time.perf_counter() - start:.0f} s")
 
 

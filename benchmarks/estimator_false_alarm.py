@@ -19,6 +19,7 @@ import numpy as np
 from epsstar import __version__
 from epsstar.estimator import default_delta
 from epsstar.simulation import ESTIMATORS
+from epsstar.text_table import aligned_table
 
 LAWS = {
     "gamma(2,5)": lambda rng, n: rng.gamma(2.0, 5.0, n),
@@ -67,10 +68,7 @@ def main() -> None:
                     + [f"{np.mean(values > x):.0%}" for x in args.limits]
                 )
             print(f"  done {law} n={n:,}", flush=True)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    print("\n" + "\n".join(lines))
+    print("\n" + aligned_table(rows))
     print(f"\nTotal {time.perf_counter() - start:.0f} s")
 
 

@@ -17,6 +17,7 @@ from scipy import stats
 
 from epsstar import __version__
 from epsstar.simulation import ESTIMATORS, run_pairs
+from epsstar.text_table import aligned_table
 
 PAIRS = {
     "lognormal s=1, scale x1.6": (stats.lognorm(1.0), stats.lognorm(1.0, scale=1.6)),
@@ -59,11 +60,8 @@ def main() -> None:
             [label, f"{cell.n:,}", f"{cell.delta:g}", f"{cell.truth:.3f}"]
             + [f"{cell.mean(name) - cell.truth:+.3f}" for name in args.estimators]
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
     print("\nMean error against the truth (nats)\n")
-    print("\n".join(lines))
+    print(aligned_table(rows))
     print(f"\nTotal {time.perf_counter() - start:.0f} s")
 
 

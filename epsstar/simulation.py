@@ -22,6 +22,7 @@ from epsstar.empirical import PAPER_EMPIRICAL_WINDOW
 from epsstar.estimator import epsilon_star
 from epsstar.exceptions import PoorFitWarning
 from epsstar.optimizer import parametric_supremum
+from epsstar.text_table import aligned_table
 
 __all__ = [
     "DEMO_ESTIMATORS",
@@ -212,10 +213,4 @@ def format_table(cells: list[Cell]) -> str:
                 *(f"{cell.mean(name):.3f} ± {cell.sd(name):.3f}" for name in names),
             ]
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = [
-        "  ".join(value.rjust(width) for value, width in zip(row, widths, strict=True))
-        for row in rows
-    ]
-    lines.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(lines)
+    return aligned_table(rows)

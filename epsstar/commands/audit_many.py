@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from epsstar.cli import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE
+from epsstar.text_table import aligned_table
 
 SUMMARY = "audit many models from a CSV or TOML manifest, with per-strategy summaries"
 
@@ -65,16 +66,7 @@ def _table(summaries: list[dict[str, Any]]) -> str:
                 number(s["mechanism_epsilon"]),
             ]
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = [
-        "  ".join(
-            v.ljust(w) if i == 0 else v.rjust(w)
-            for i, (v, w) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in rows
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return aligned_table(rows, left_columns=1)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from epsstar.cli import EXIT_OK, EXIT_USAGE
+from epsstar.text_table import aligned_table
 
 if TYPE_CHECKING:
     from epsstar.training.trainer import PrivacyPlan, TrainingConfig
@@ -486,16 +487,7 @@ def _table(records: list[dict[str, Any]], summaries: list[dict[str, Any]]) -> st
                 _number(mean([r["result"]["utility"]["population"]["accuracy"] for r in members])),
             ]
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = [
-        "  ".join(
-            value.ljust(width) if i == 0 else value.rjust(width)
-            for i, (value, width) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in rows
-    ]
-    lines.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(lines)
+    return aligned_table(rows, left_columns=1)
 
 
 def run(args: argparse.Namespace) -> int:
