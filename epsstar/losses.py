@@ -61,6 +61,7 @@ __all__ = [
     "multiclass_cross_entropy_from_probabilities",
     "multiclass_logit_loss_from_logits",
     "multiclass_logit_loss_from_probabilities",
+    "rows_not_summing_to_one",
 ]
 
 LossName = Literal["logit", "cross_entropy"]
@@ -145,16 +146,13 @@ def _predictions(predictions: ArrayLike, outputs: str, columns: str) -> FloatArr
     if outputs == "probabilities":
         # Written so that NaN (every comparison False) counts as bad as well.
         _refuse("predictions", "probabilities in [0, 1]", array, ~((array >= 0.0) & (array <= 1.0)))
-        if array.ndim == 2:
-            deviation = np.abs(array.sum(axis=1) - 1.0)
-            off = deviation > ROW_SUM_TOLERANCE
-            if off.any():
-                worst = int(np.argmax(deviation))
-                raise InvalidInputError(
-                    f"rows of class probabilities must sum to 1 within {ROW_SUM_TOLERANCE:g}; "
-                    f"{int(off.sum())} row(s) do not, the worst is row {worst}. "
-                    f"Found sum {array[worst].sum()}."
-                )
+        if array.ndim == 2 and (off := rows_not_summing_to_one(array)) is not None:
+            count, worst = off
+            raise InvalidInputError(
+                f"rows of class probabilities must sum to 1 within {ROW_SUM_TOLERANCE:g}; "
+                f"{count} row(s) do not, the worst is row {worst}. "
+                f"Found sum {array[worst].sum()}."
+            )
     else:
         _refuse("predictions", "finite logits", array, ~np.isfinite(array))
     return array
@@ -256,6 +254,15 @@ def _run(
 
 
 # --------------------------------------------------------------------------- public
+
+
+def rows_not_summing_to_one(rows: NDArray[np.float64]) -> tuple[int, int] | None:
+    """(how many rows, the worst row) whose sum is off 1 by more than the tolerance, or None."""
+    deviation = np.abs(rows.sum(axis=1) - 1.0)
+    off = deviation > ROW_SUM_TOLERANCE
+    if not off.any():
+        return None
+    return int(off.sum()), int(np.argmax(deviation))
 
 
 def compute_losses(

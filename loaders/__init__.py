@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
-from epsstar.losses import ROW_SUM_TOLERANCE
+from epsstar.losses import ROW_SUM_TOLERANCE, rows_not_summing_to_one
 from epsstar.plugins import OutputKind
 
 __all__ = [
@@ -237,17 +237,14 @@ class BatchedModel:
         outside = (output < 0.0) | (output > 1.0)
         if outside.any():
             self._refuse(f"probabilities in [0, 1] ({how})", output, outside, advice)
-        if output.ndim == 2:
-            deviation = np.abs(output.sum(axis=1) - 1.0)
-            off = deviation > ROW_SUM_TOLERANCE
-            if off.any():
-                worst = int(np.argmax(deviation))
-                raise InvalidInputError(
-                    f"the model in {self._source} must return rows of class probabilities "
-                    f"summing to 1 within {ROW_SUM_TOLERANCE:g} ({how}); {int(off.sum())} "
-                    f"row(s) do not, the worst is row {worst}.{advice} "
-                    f"Found sum {output[worst].sum()}."
-                )
+        if output.ndim == 2 and (off := rows_not_summing_to_one(output)) is not None:
+            count, worst = off
+            raise InvalidInputError(
+                f"the model in {self._source} must return rows of class probabilities "
+                f"summing to 1 within {ROW_SUM_TOLERANCE:g} ({how}); {count} "
+                f"row(s) do not, the worst is row {worst}.{advice} "
+                f"Found sum {output[worst].sum()}."
+            )
 
     def _refuse(
         self, rule: str, output: FloatArray, bad: NDArray[np.bool_], advice: str = ""
