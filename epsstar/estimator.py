@@ -144,6 +144,10 @@ def epsilon_star(
         raise InvalidInputError(f"family must be one of {', '.join(FAMILIES)}. Found {family!r}.")
     if search not in SEARCHES:
         raise InvalidInputError(f"search must be one of {', '.join(SEARCHES)}. Found {search!r}.")
+    if rate_window is not None and method != "empirical":
+        raise InvalidInputError(
+            f"rate_window applies to the empirical method only. Found method={method!r}."
+        )
     if tail_size is not None and method != "tails":
         raise InvalidInputError(
             f"tail_size applies to the tails method only. Found method={method!r}."
@@ -154,6 +158,12 @@ def epsilon_star(
     train = finite_vector("train_losses", train_losses, min_size=minimum)
     population = finite_vector("population_losses", population_losses, min_size=minimum)
     delta = check_delta(delta, allow_zero=method == "empirical")
+    window = RateWindow.for_delta(delta)
+    if rate_window is not None:
+        low, high = rate_window
+        low = check_in_range("rate_window low", low, 0.0, 1.0, low_inclusive=True)
+        high = check_in_range("rate_window high", high, low, 1.0, high_inclusive=True)
+        window = RateWindow(low, high)
     seed = int(seed)
     options = {
         "method": method,
@@ -163,7 +173,7 @@ def epsilon_star(
         "max_components": max_components,
         "gof_samples": gof_samples,
         "significance": significance,
-        "rate_window": rate_window,
+        "window": window,
         "search": search,
         "tail_size": tail_size,
     }
@@ -195,17 +205,12 @@ def _estimate(
     max_components: int,
     gof_samples: int,
     significance: float,
-    rate_window: tuple[float, float] | None,
+    window: RateWindow,
     search: Search,
     tail_size: int | None,
 ) -> EpsilonStarResult:
-    """One point estimate from validated inputs."""
-    parametric = method == "parametric"
+    """One point estimate from validated inputs; ``window`` bounds the admissible rates."""
     if method == "tails":
-        if rate_window is not None:
-            raise InvalidInputError(
-                f"rate_window applies to the empirical method only. Found method={method!r}."
-            )
         train_fit, population_fit = fit_relative_tails(train, population, tail_size=tail_size)
         found = parametric_supremum(train_fit, population_fit, delta)
         return _located(
@@ -214,27 +219,17 @@ def _estimate(
             population,
             delta=delta,
             method=method,
-            window=RateWindow.for_delta(delta),
+            window=window,
             seed=seed,
             tail_fits={"train": train_fit.to_dict(), "population": population_fit.to_dict()},
         )
 
-    if not parametric:
-        window = RateWindow.for_delta(delta)
-        if rate_window is not None:
-            low, high = rate_window
-            low = check_in_range("rate_window low", low, 0.0, 1.0, low_inclusive=True)
-            high = check_in_range("rate_window high", high, low, 1.0, high_inclusive=True)
-            window = RateWindow(low, high)
+    if method == "empirical":
         found = empirical_supremum(train, population, delta, window)
         return _located(
             found, train, population, delta=delta, method=method, window=window, seed=seed
         )
 
-    if rate_window is not None:
-        raise InvalidInputError(
-            f"rate_window applies to the empirical method only. Found method={method!r}."
-        )
     transform = LossTransform.from_losses(train, population, alpha=alpha)
     fitter = _fitter(family, max_components, seed)
     reports: dict[str, FitReport] = {}
@@ -267,7 +262,7 @@ def _estimate(
         population,
         delta=delta,
         method=method,
-        window=RateWindow.for_delta(delta),
+        window=window,
         seed=seed,
         family=family,
         threshold=float(transform.inverse(phi_threshold)) if found.term else float("nan"),
