@@ -42,6 +42,7 @@ from epsstar._validation import (
 from epsstar.bounds import EpsilonLowerBound, epsilon_lower_bound
 from epsstar.conversions import advantage_bound_dp, posterior_belief_bound, tpr_bound_dp
 from epsstar.curves import TradeoffCurve, empirical_curve, parametric_curve
+from epsstar.empirical import empirical_rates
 from epsstar.estimator import MIN_PARAMETRIC_RECORDS, default_delta, epsilon_star
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 from epsstar.fitting import LossDistribution
@@ -276,10 +277,8 @@ def _readings(
     train_losses: FloatArray, population_losses: FloatArray, result: EpsilonStarResult
 ) -> Readings:
     sorted_train, sorted_pop = np.sort(train_losses), np.sort(population_losses)
-    all_losses = np.concatenate([sorted_train, sorted_pop])
-    tpr = np.searchsorted(sorted_train, all_losses, side="right") / sorted_train.size
-    fpr = np.searchsorted(sorted_pop, all_losses, side="right") / sorted_pop.size
-    advantage = float(max(0.0, np.max(tpr - fpr)))
+    _, fpr, fnr = empirical_rates(sorted_train, sorted_pop)
+    advantage = float(max(0.0, np.max((1.0 - fnr) - fpr)))
     train_fit = pop_fit = None
     if result.transform is not None and result.fits:
         train_fit = LossDistribution(result.fits["train"].fit, result.transform)
