@@ -373,7 +373,6 @@ def _stream(
     batch_size: int,
     loss: LossName,
     label_map_holder: list[Any],
-    total_rows: int | None,
     advance: Callable[[int], None] | None,
 ) -> tuple[_Side, int]:
     from epsstar.data import iter_batches, label_map_for
@@ -392,9 +391,6 @@ def _stream(
         n_outputs = _n_outputs(predictions)
         if not label_map_holder:
             label_map_holder.append(label_map_for(classes, n_outputs))
-            side.keep_scores = (total_rows or 0) * (
-                n_outputs if n_outputs > 2 else 1
-            ) <= MAX_AUROC_VALUES
         labels = label_map_holder[0].encode(batch.labels)
         try:
             side.losses.append(
@@ -405,6 +401,11 @@ def _stream(
         predicted, scores = _class_scores(predictions, model.output_kind)
         side.correct += int(np.count_nonzero(predicted == labels))
         side.rows += labels.size
+        # AUROC needs every score; past the budget the scores are dropped, not the audit.
+        if side.keep_scores and side.rows * (n_outputs if n_outputs > 2 else 1) > MAX_AUROC_VALUES:
+            side.keep_scores = False
+            side.labels.clear()
+            side.scores.clear()
         if side.keep_scores:
             side.labels.append(labels)
             side.scores.append(scores)
@@ -479,17 +480,12 @@ def audit(
     classes = loaded.classes if loaded.classes is not None else _recorded_classes(model_path)
     loaded_at = time.perf_counter()
 
-    from epsstar.data import count_rows
-
-    totals = {
-        role: count_rows(path) for role, path in (("train", train_path), ("population", pop_path))
-    }
     label_map_holder: list[Any] = []
     sides: dict[str, _Side] = {}
     n_outputs = 0
     with _progress_bar(progress) as bar:
         for role, path in (("train", train_path), ("population", pop_path)):
-            advance = bar(role, totals[role]) if bar is not None else None
+            advance = bar(role, path) if bar is not None else None
             sides[role], n_outputs = _stream(
                 loaded,
                 path,
@@ -500,7 +496,6 @@ def audit(
                 batch_size=batch_size,
                 loss=loss,
                 label_map_holder=label_map_holder,
-                total_rows=totals[role],
                 advance=advance,
             )
     train_losses = np.concatenate(sides["train"].losses) if sides["train"].losses else np.empty(0)
@@ -579,7 +574,7 @@ class _progress_bar:  # noqa: N801 - used as a context manager factory
         self.enabled = enabled
         self.progress: Any = None
 
-    def __enter__(self) -> Callable[[str, int | None], Callable[[int], None]] | None:
+    def __enter__(self) -> Callable[[str, Path], Callable[[int], None]] | None:
         if not self.enabled:
             return None
         from rich.console import Console
@@ -590,6 +585,8 @@ class _progress_bar:  # noqa: N801 - used as a context manager factory
             TextColumn,
             TimeElapsedColumn,
         )
+
+        from epsstar.data import count_rows
 
         console = Console(stderr=True)
         self.progress = Progress(
@@ -602,7 +599,9 @@ class _progress_bar:  # noqa: N801 - used as a context manager factory
         )
         self.progress.start()
 
-        def add(role: str, total: int | None) -> Callable[[int], None]:
+        def add(role: str, path: Path) -> Callable[[int], None]:
+            # Counting rows can mean reading a CSV file once more: only for a visible bar.
+            total = count_rows(path) if console.is_terminal else None
             task = self.progress.add_task(f"{role} rows", total=total)
             return lambda rows: self.progress.advance(task, rows)
 

@@ -401,3 +401,18 @@ def test_audit_many(workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
     assert mlp["mechanism_epsilon"] == pytest.approx(expected)
     assert mlp["params"] == {"epochs": "300"}
     assert "mlp" in stdout
+
+
+def test_auroc_scores_beyond_the_budget_are_dropped_not_the_audit(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import epsstar.audit
+
+    monkeypatch.setattr(epsstar.audit, "MAX_AUROC_VALUES", 250)
+    result = quiet_audit(workdir)
+    # Both sides exceed 250 scores (600 and 300 rows): accuracy stays, AUROC is skipped.
+    for side in ("population", "train"):
+        utility = result.utility[side]
+        assert utility.auroc is None
+        assert utility.auroc_note == "too many rows x classes to keep for AUROC"
+        assert 0.5 < utility.accuracy <= 1
