@@ -1,0 +1,285 @@
+"""Reproduce the experiments of §4 of ``epsilon-star-negoescu-2024.md`` with epsstar's own tools.
+
+For one data set, this script
+
+1. writes the training and population data as Parquet files (UCI Adult: the shipped
+   32,561 / 16,281 split; Purchase-100-like: ``epsstar.datasets.purchase_like`` records
+   split 208,731 / 102,809 like the paper's),
+2. trains the paper's grid with ``epsstar sweep`` (non-private baselines for several epoch
+   counts; DP-SGD to each target ε for every clip × batch size × microbatches combination,
+   SGD with lr 0.01 and momentum 0.9, δ = 1/(n ln n)), resumable,
+3. audits every model with ``epsstar audit-many`` (JSON and one HTML report per model),
+4. draws the privacy–utility landscape with ``epsstar landscape``,
+5. prints one row per strategy: Epsilon* mean [min, max] over the repeats, the empirical
+   Epsilon*, utility (population AUROC for Adult, population accuracy for Purchase) mean
+   [min, max], and the DP ε the trainer achieved.
+
+Everything runs through the command line a user has; the table is also written as
+``summary.md`` beside the results. A killed run restarts where it stopped (the sweep skips
+finished models; the audits run again).
+
+    python benchmarks/reproduce.py adult                       # the paper's Adult grid, 260 models
+    python benchmarks/reproduce.py purchase                    # the paper's Purchase grid
+    python benchmarks/reproduce.py purchase --repeats 3 --dp-repeats 1 --microbatches 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from epsstar.text_table import aligned_table
+
+PAPER = {
+    "adult": {
+        "baseline_epochs": [1, 5, 10, 20],
+        "batch_sizes": [64, 512],
+        "baseline_batch": 64,
+        "hidden": [100, 100, 100],
+        "utility": "auroc",
+    },
+    "purchase": {
+        "baseline_epochs": [10, 50, 100],
+        "batch_sizes": [256, 1024],
+        "baseline_batch": 256,
+        "hidden": [100, 100, 100],
+        "utility": "accuracy",
+    },
+}
+PURCHASE_SPLIT = (208_731, 102_809)
+
+
+def write_data(dataset: str, folder: Path, seed: int) -> tuple[Path, Path]:
+    """The training and population Parquet files (written once, reused on a rerun)."""
+    train, population = folder / "train.parquet", folder / "population.parquet"
+    if train.is_file() and population.is_file():
+        return train, population
+    folder.mkdir(parents=True, exist_ok=True)
+    if dataset == "adult":
+        from epsstar.datasets import adult
+
+        return adult().write_parquet(folder)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from epsstar.datasets import purchase_like
+
+    n_train, n_population = PURCHASE_SPLIT
+    data = purchase_like(n_train + n_population, seed=seed)
+    for path, rows in ((train, slice(0, n_train)), (population, slice(n_train, None))):
+        table = {c: data.features[rows, i] for i, c in enumerate(data.columns)}
+        table["label"] = data.labels[rows]
+        pq.write_table(pa.table(table), path.with_suffix(".tmp"))
+        path.with_suffix(".tmp").replace(path)
+    return train, population
+
+
+def toml_list(values: list[Any]) -> str:
+    return "[" + ", ".join(json.dumps(v) for v in values) + "]"
+
+
+def write_sweep(
+    path: Path,
+    *,
+    train: Path,
+    population: Path,
+    repeats: int,
+    seed: int,
+    hidden: list[int],
+    baseline: dict[str, Any] | None,
+    dp: dict[str, Any] | None,
+) -> None:
+    lines = [
+        f"data = {json.dumps(str(train))}",
+        'label_column = "label"',
+        f"population = {json.dumps(str(population))}",
+        f"repeats = {repeats}",
+        f"seed = {seed}",
+        "[model]",
+        f"hidden = {toml_list(hidden)}",
+        "lr = 0.01",
+        "momentum = 0.9",
+    ]
+    if baseline is not None:
+        lines += ["[baseline]"] + [f"{k} = {json.dumps(v)}" for k, v in baseline.items()]
+    if dp is not None:
+        lines += ["[dp]"] + [f"{k} = {json.dumps(v)}" for k, v in dp.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def epsstar(*args: str, threads: int, log: Path) -> None:
+    """Run one epsstar command; its output goes to ``log`` and a failure stops the script."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    command = [sys.executable, "-c", "from epsstar.cli import main; main()", *args]
+    with log.open("a", encoding="utf-8") as out:
+        out.write(f"$ epsstar {' '.join(args)}\n")
+        out.flush()
+        code = subprocess.run(command, env=env, stdout=out, stderr=out, check=False).returncode
+    if code not in (0, 1):
+        sys.exit(f"epsstar {args[0]} failed with exit code {code}; see {log}")
+
+
+def spread(values: list[float], spec: str) -> str:
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return format(values[0], spec)
+    return f"{np.mean(values):{spec}} [{min(values):{spec}}, {max(values):{spec}}]"
+
+
+def summary_rows(records: list[dict[str, Any]], utility: str) -> list[list[str]]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        if record.get("result"):
+            groups.setdefault(record["entry"]["strategy"], []).append(record)
+    header = [
+        "strategy",
+        "models",
+        "Epsilon* mean [min, max]",
+        "empirical Epsilon*",
+        f"population {utility}",
+        "train accuracy",
+        "DP epsilon",
+        "noise",
+    ]
+    rows = [header]
+    for strategy, members in groups.items():
+        results = [m["result"] for m in members]
+        params = members[0]["entry"]["params"]
+        achieved = [
+            float(m["entry"]["params"]["epsilon"])
+            for m in members
+            if m["entry"]["params"].get("epsilon") not in (None, "")
+        ]
+        sigma = params.get("noise_multiplier")
+        rows.append(
+            [
+                strategy,
+                str(len(members)),
+                spread([r["epsilon_star"] for r in results], ".3f"),
+                spread([r["empirical_epsilon_star"] for r in results], ".3f"),
+                spread([r["utility"]["population"][utility] for r in results], ".3f"),
+                spread([r["utility"]["train"]["accuracy"] for r in results], ".3f"),
+                spread(achieved, ".3f") if achieved else "-",
+                f"{float(sigma):.3f}" if sigma not in (None, "") else "-",
+            ]
+        )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset", choices=sorted(PAPER))
+    parser.add_argument("--out", type=Path, help="output folder (default: reproduce-DATASET)")
+    parser.add_argument("--repeats", type=int, default=5, help="models per baseline (5)")
+    parser.add_argument("--dp-repeats", type=int, default=5, help="models per DP strategy (5)")
+    parser.add_argument("--dp-epochs", type=int, default=5, help="epochs of DP training (5)")
+    parser.add_argument("--epsilons", type=float, nargs="+", default=[1, 3, 10, 100])
+    parser.add_argument("--clips", type=float, nargs="+", default=[1, 10, 30])
+    parser.add_argument("--batch-sizes", type=int, nargs="+", help="DP batch sizes (paper's)")
+    parser.add_argument("--microbatches", type=int, nargs="+", default=[1, 32])
+    parser.add_argument("--baseline-epochs", type=int, nargs="+", help="(paper's)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1)")
+    parser.add_argument("--jobs", type=int, default=1, help="parallel audits (1)")
+    args = parser.parse_args()
+
+    paper = PAPER[args.dataset]
+    out = (args.out or Path(f"reproduce-{args.dataset}")).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "log.txt"
+    started = time.perf_counter()
+    train, population = write_data(args.dataset, out / "data", args.seed)
+
+    baseline = {
+        "epochs": args.baseline_epochs or paper["baseline_epochs"],
+        "batch_size": paper["baseline_batch"],
+    }
+    dp = {
+        "target_epsilons": args.epsilons,
+        "clips": args.clips,
+        "batch_sizes": args.batch_sizes or paper["batch_sizes"],
+        "microbatches": args.microbatches,
+        "epochs": args.dp_epochs,
+    }
+    sweeps = {
+        "baselines": (args.repeats, baseline, None),
+        "dp": (args.dp_repeats, None, dp),
+    }
+    results = []
+    timings = {}
+    for name, (repeats, base, private) in sweeps.items():
+        if repeats < 1:
+            continue
+        config = out / f"{name}.toml"
+        write_sweep(
+            config,
+            train=train,
+            population=population,
+            repeats=repeats,
+            seed=args.seed,
+            hidden=paper["hidden"],
+            baseline=base,
+            dp=private,
+        )
+        tick = time.perf_counter()
+        epsstar(
+            "sweep", str(config), "--out", str(out / name), "--quiet", threads=args.threads, log=log
+        )
+        timings[f"train {name}"] = time.perf_counter() - tick
+        tick = time.perf_counter()
+        result = out / f"{name}-results.json"
+        epsstar(
+            "audit-many",
+            str(out / name / "manifest.csv"),
+            "--json",
+            str(result),
+            "--reports",
+            str(out / "reports"),
+            "--jobs",
+            str(args.jobs),
+            "--quiet",
+            threads=args.threads,
+            log=log,
+        )
+        timings[f"audit {name}"] = time.perf_counter() - tick
+        results.append(result)
+    epsstar(
+        "landscape",
+        *map(str, results),
+        "--out",
+        str(out / "landscape.html"),
+        "--utility",
+        paper["utility"],
+        threads=args.threads,
+        log=log,
+    )
+
+    records = [m for path in results for m in json.loads(path.read_text())["models"]]
+    failed = [r for r in records if r.get("error")]
+    table = aligned_table(summary_rows(records, paper["utility"]), left_columns=1)
+    lines = [
+        f"{args.dataset}: {len(records)} models ({len(failed)} failed), "
+        f"{time.perf_counter() - started:.0f} s; "
+        + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()),
+        f"command: python benchmarks/reproduce.py {' '.join(sys.argv[1:])}",
+        "",
+        table,
+    ]
+    text = "\n".join(lines)
+    (out / "summary.md").write_text(text + "\n", encoding="utf-8")
+    print(text)
+    for record in failed:
+        print(f"FAILED {record['entry']['model']}: {record['error']}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
