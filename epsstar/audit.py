@@ -4,8 +4,9 @@ The pipeline streams the training and population tables through the model in
 batches (:mod:`epsstar.data`), turns predictions into per-record losses in core
 (:mod:`epsstar.losses`), and then computes
 
-* parametric Epsilon* (the headline figure) and empirical Epsilon*
-  (:mod:`epsstar.estimator`);
+* the headline Epsilon* (by default the estimator's default method; any of
+  :data:`epsstar.estimator.METHODS` by name, with an optional bootstrap
+  interval) and the empirical Epsilon* (:mod:`epsstar.estimator`);
 * a Clopper-Pearson lower bound on ε (:func:`epsstar.bounds.epsilon_lower_bound`)
   that is statistically valid: each side is split in two at random (seeded); the
   threshold is chosen on one half and the errors are counted on the other, so
@@ -43,7 +44,14 @@ from epsstar.bounds import EpsilonLowerBound, epsilon_lower_bound
 from epsstar.conversions import advantage_bound_dp, posterior_belief_bound, tpr_bound_dp
 from epsstar.curves import TradeoffCurve, empirical_curve, parametric_curve
 from epsstar.empirical import empirical_rates
-from epsstar.estimator import MIN_PARAMETRIC_RECORDS, default_delta, epsilon_star
+from epsstar.estimator import (
+    DEFAULT_METHOD,
+    METHODS,
+    MIN_PARAMETRIC_RECORDS,
+    Method,
+    default_delta,
+    epsilon_star,
+)
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 from epsstar.fitting import LossDistribution
 from epsstar.losses import compute_losses
@@ -189,6 +197,8 @@ class AuditResult:
             "family": headline["family"],
             "poor_fit": headline["poor_fit"],
             "tail_extrapolated": headline["tail_extrapolated"],
+            "epsilon_star_interval": headline["epsilon_star_interval"],
+            "tail_fit": headline["tail_fit"],
             "fit": headline["fit"],
             "transform": headline["transform"],
             "empirical_epsilon_star": self.empirical.epsilon,
@@ -443,7 +453,10 @@ def audit(
     loader: str | None = None,
     outputs: Outputs | None = None,
     loss: LossName = "logit",
+    method: Method | None = None,
     family: Literal["normal", "gmm"] = "normal",
+    interval: float | None = None,
+    n_bootstrap: int = 200,
     max_epsilon: float | None = None,
     confidence: float = 0.95,
     trust: bool = False,
@@ -458,8 +471,10 @@ def audit(
     Epsilon* paper's choice, §4.1); it is always reported. ``loader`` names a
     plugin from the ``epsstar.loaders`` entry-point group (default: chosen by the
     model file's suffix); ``outputs`` overrides its logits/probabilities
-    detection; ``trust`` allows formats that can execute code when loaded. The
-    result is deterministic for a given ``seed``.
+    detection; ``trust`` allows formats that can execute code when loaded.
+    ``method`` chooses the headline estimator (default: the estimator's
+    default); ``interval`` (a level such as 0.95) adds a bootstrap interval from
+    ``n_bootstrap`` resamples. The result is deterministic for a given ``seed``.
     """
     from epsstar.plugins import get_loader, loader_for_path
 
@@ -473,6 +488,12 @@ def audit(
         )
     confidence = check_confidence(confidence)
     batch_size = check_positive_int("batch_size", batch_size)
+    # Checked here, before the data are streamed, as the estimator would check them later.
+    if method is not None and method not in METHODS:
+        raise InvalidInputError(f"method must be one of {', '.join(METHODS)}. Found {method!r}.")
+    if interval is not None:
+        check_in_range("interval", interval, 0.0, 1.0)
+        check_positive_int("n_bootstrap", n_bootstrap, minimum=2)
     started = time.perf_counter()
 
     plugin, info = get_loader(loader) if loader else loader_for_path(model_path)
@@ -511,12 +532,21 @@ def audit(
     delta = default_delta(train_losses.size) if delta is None else check_delta(delta)
     streamed_at = time.perf_counter()
 
-    parametric = epsilon_star(train_losses, pop_losses, delta=delta, family=family, seed=seed)
+    headline = epsilon_star(
+        train_losses,
+        pop_losses,
+        delta=delta,
+        family=family,
+        seed=seed,
+        interval=interval,
+        n_bootstrap=n_bootstrap,
+        method=DEFAULT_METHOD if method is None else method,
+    )
     empirical = epsilon_star(train_losses, pop_losses, delta=delta, method="empirical")
     bound = split_lower_bound(
         train_losses, pop_losses, delta=delta, confidence=confidence, seed=seed
     )
-    readings = _readings(train_losses, pop_losses, parametric)
+    readings = _readings(train_losses, pop_losses, headline)
     measured_at = time.perf_counter()
     utility = {
         "population": sides["population"].utility(n_outputs),
@@ -555,7 +585,7 @@ def audit(
         "command": command,
     }
     return AuditResult(
-        epsilon=parametric,
+        epsilon=headline,
         empirical=empirical,
         lower_bound=bound,
         readings=readings,

@@ -294,6 +294,18 @@ def ks_grid(
 # --- the whole context ---------------------------------------------------------------------------
 
 
+def estimator_description(method: str, family: str | None) -> str:
+    """How the headline Epsilon* was estimated, in words for the report."""
+    known = {
+        "parametric": f"fits {family} distributions to transformed losses (the Epsilon* paper's "
+        "method)",
+        "empirical": "uses the empirical distributions of the observed losses only",
+        "tails": "uses the observed losses in the body and generalised-Pareto tails fitted "
+        "beyond the most extreme records",
+    }
+    return known.get(method, f"uses the '{method}' estimator (docs/accuracy.md)")
+
+
 def audit_context(result: AuditResult, *, ks_grid_options: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the template shows, computed from the result and its losses."""
     payload = result.to_dict()
@@ -305,6 +317,7 @@ def audit_context(result: AuditResult, *, ks_grid_options: Mapping[str, Any]) ->
         "r": payload,
         "epsilon_star_repr": repr(float(result.epsilon_star)),
         "verdict": {True: "PASS", False: "FAIL", None: "NO GATE"}[result.passed],
+        "estimator": estimator_description(eps.method, eps.family),
         "charts": {
             "loss": loss_svg,
             "transformed": transformed[0] if transformed else None,

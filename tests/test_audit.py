@@ -206,6 +206,76 @@ def test_cli_gate_exit_codes(
     assert "PASS" in out
 
 
+def test_headline_method_and_bootstrap_interval(
+    workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from epsstar.estimator import epsilon_star
+
+    result = run_audit(workdir, method="tails", interval=0.9, n_bootstrap=20, seed=3)
+    payload = result.to_dict()
+    json.dumps(payload, allow_nan=False)
+    assert payload["method"] == "tails"
+    assert payload["family"] is None
+    assert payload["fit"] == {}
+    assert payload["tail_fit"]["train"]["family"] == "relative-tails"
+    # The headline is the estimator's own figure on the audit's losses, interval included.
+    direct = epsilon_star(
+        result.train_losses,
+        result.population_losses,
+        delta=result.delta,
+        method="tails",
+        interval=0.9,
+        n_bootstrap=20,
+        seed=3,
+    )
+    assert payload["epsilon_star"] == direct.epsilon
+    interval = payload["epsilon_star_interval"]
+    assert interval == direct.interval.to_dict()  # type: ignore[union-attr]
+    assert interval["level"] == 0.9
+    assert interval["n_bootstrap"] == 20
+    assert interval["low"] <= interval["high"]
+    assert payload["empirical"]["method"] == "empirical"
+    # Readings use the headline estimate; the tails method has no fitted CDFs to read.
+    assert all(r["tpr_fitted"] is None for r in payload["readings"]["tpr_at_fpr"])
+    assert "fitted" not in result.curves()
+    assert quiet_audit(workdir).to_dict()["epsilon_star_interval"] is None
+
+    code, out, _ = invoke(
+        [
+            "audit",
+            str(workdir / "model.onnx"),
+            "--train",
+            str(workdir / "train.csv"),
+            "--population",
+            str(workdir / "population.parquet"),
+            "--label-column",
+            "label",
+            "--quiet",
+            "--method",
+            "empirical",
+            "--interval",
+            "0.8",
+            "--n-bootstrap",
+            "10",
+        ],
+        capsys,
+    )
+    assert code == 0
+    first, second = out.splitlines()[:2]
+    assert first.startswith("Epsilon* = ")
+    assert first.endswith(", empirical)")
+    assert second.startswith("  80% bootstrap interval (percentile, 10 resamples): [")
+
+
+def test_unknown_method_is_refused_before_the_data_are_read(workdir: Path) -> None:
+    from epsstar.exceptions import InvalidInputError
+
+    # The "data" are the model file: reading them would fail with another message.
+    model = workdir / "model.onnx"
+    with pytest.raises(InvalidInputError, match="'bogus'"):
+        audit(model, model, model, label_column="label", method="bogus")  # type: ignore[arg-type]
+
+
 @dataclass
 class _FakeModel:
     outputs: np.ndarray | float
@@ -304,6 +374,9 @@ def bad_inputs(workdir: Path, tmp: Path) -> list[tuple[list[str], str]]:
         (args(model, train, pop, "--loader", "nosuch"), "onnx"),
         (args(model, train, pop, "--batch-size", "0"), "batch_size"),
         (args(model, train, pop, "--delta", "2"), "Found 2.0"),
+        (args(model, train, pop, "--interval", "1.5"), "Found 1.5"),
+        (args(model, train, pop, "--interval", "0.9", "--n-bootstrap", "1"), "n_bootstrap"),
+        (args(model, train, pop, "--method", "bogus"), "bogus"),
     ]
 
 

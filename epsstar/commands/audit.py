@@ -8,7 +8,12 @@ import sys
 from typing import Any
 
 from epsstar.cli import EXIT_GATE_FAILED, EXIT_OK
-from epsstar.commands.common import add_family_option, add_json_option, emit
+from epsstar.commands.common import (
+    add_estimator_options,
+    add_family_option,
+    add_json_option,
+    emit,
+)
 
 SUMMARY = "audit a saved model against its training and population data"
 
@@ -36,6 +41,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         metavar="X",
         help="release gate: exit 1 when Epsilon* exceeds X",
     )
+    add_estimator_options(parser)
     add_family_option(parser)
     parser.add_argument(
         "--loss",
@@ -120,6 +126,23 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
+def estimator_name(result: dict[str, Any]) -> str:
+    """``method`` or ``method, family`` of a result, as the summaries print it."""
+    family = result.get("family")
+    return str(result["method"]) + (f", {family}" if family else "")
+
+
+def interval_lines(result: dict[str, Any]) -> list[str]:
+    """The bootstrap interval line, when the result has one."""
+    interval = result.get("epsilon_star_interval")
+    if not interval:
+        return []
+    return [
+        f"  {interval['level']:.0%} bootstrap interval ({interval['kind']}, "
+        f"{interval['n_bootstrap']} resamples): [{interval['low']:.4f}, {interval['high']:.4f}]"
+    ]
+
+
 def format_summary(result: dict[str, Any]) -> str:
     """A few lines a person reads first."""
     readings = result["readings"]
@@ -130,7 +153,9 @@ def format_summary(result: dict[str, Any]) -> str:
     utility = result["utility"]["population"]
     auroc = f", AUROC {utility['auroc']:.4f}" if utility["auroc"] is not None else ""
     lines = [
-        f"Epsilon* = {result['epsilon_star']:.4f}  (delta = {result['delta']:.3g}){gate}",
+        f"Epsilon* = {result['epsilon_star']:.4f}  (delta = {result['delta']:.3g}, "
+        f"{estimator_name(result)}){gate}",
+        *interval_lines(result),
         f"  lower bound {result['epsilon_lower_bound']:.4f} at "
         f"{result['lower_bound']['confidence']:.0%} confidence (Clopper-Pearson, held-out split); "
         f"empirical Epsilon* {result['empirical_epsilon_star']:.4f}",
@@ -175,7 +200,10 @@ def run(args: argparse.Namespace) -> int:
         loader=args.loader,
         outputs=args.outputs,
         loss=args.loss,
+        method=args.method,
         family=args.family,
+        interval=args.interval,
+        n_bootstrap=args.n_bootstrap,
         max_epsilon=args.max_epsilon,
         confidence=args.confidence,
         trust=args.trust_model,

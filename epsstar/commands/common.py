@@ -17,6 +17,34 @@ def add_family_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_estimator_options(parser: argparse.ArgumentParser) -> None:
+    """``--method``, ``--interval`` and ``--n-bootstrap`` (the headline estimator)."""
+    from epsstar.estimator import DEFAULT_METHOD, METHODS
+
+    parser.add_argument(
+        "--method",
+        choices=METHODS,
+        default=DEFAULT_METHOD,
+        help=f"estimator of the headline Epsilon* (default: {DEFAULT_METHOD}; 'parametric' is the "
+        "Epsilon* paper's, see docs/accuracy.md for how each one is measured)",
+    )
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=None,
+        metavar="LEVEL",
+        help="add a bootstrap interval at this level, e.g. 0.95 (sampling spread; see "
+        "docs/accuracy.md for its measured coverage)",
+    )
+    parser.add_argument(
+        "--n-bootstrap",
+        type=int,
+        default=200,
+        metavar="B",
+        help="bootstrap resamples for --interval (default 200)",
+    )
+
+
 def add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json",

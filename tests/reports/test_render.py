@@ -72,6 +72,29 @@ def test_mixture_fits_render(make_audit: Synthetic, tmp_path: Path) -> None:
     assert "weights = [" in html
 
 
+def test_other_estimators_and_the_interval_render(tmp_path: Path) -> None:
+    from tests.reports.conftest import audit_fixture
+
+    tails = audit_fixture("multiclass", method="tails", interval=0.9, n_bootstrap=20)
+    html = render(tails, tmp_path / "tails.html").read_text("utf-8")
+    assert_self_contained(html)
+    assert 'id="tail-fit-table"' in html
+    assert 'id="fit-table"' not in html
+    assert "generalised-Pareto tails fitted beyond the most extreme records" in html
+    interval = tails.epsilon.interval
+    assert interval is not None
+    assert 'id="epsilon-star-interval"' in html
+    assert 'id="interval-row"' in html
+    assert f"[{interval.low:.4f}, {interval.high:.4f}]" in html
+    assert "tails estimate, attained by" in html
+    assert html.count("<svg") == 2  # no transformed losses: the method fits no transform
+
+    empirical = audit_fixture("binary", method="empirical")
+    html = render(empirical, tmp_path / "empirical.html").read_text("utf-8")
+    assert "fits no distribution: it uses the observed losses only" in html
+    assert 'id="epsilon-star-interval"' not in html
+
+
 def test_text_is_escaped(make_synthetic: Synthetic, tmp_path: Path) -> None:
     html = render(make_synthetic(500), tmp_path / "r.html", ks_components=()).read_text("utf-8")
     assert "synthetic &lt;model&gt;.onnx" in html
