@@ -96,6 +96,20 @@ def test_report_in_browser(
     page.close()
 
 
+def test_tails_report_with_interval_in_browser(browser: Any, tmp_path: Path) -> None:
+    from tests.reports.conftest import audit_fixture
+
+    result = audit_fixture("multiclass", method="tails", interval=0.9, n_bootstrap=20)
+    path = render(result, tmp_path / "report-tails-interval.html")
+    page = check_page(browser, path, n_charts=2)  # no transformed losses without a transform
+    interval = result.epsilon.interval
+    assert interval is not None
+    shown = page.locator("#epsilon-star-interval").inner_text()
+    assert f"[{interval.low:.4f}, {interval.high:.4f}]" in shown
+    assert page.locator("#tail-fit-table tr").count() == 3
+    page.close()
+
+
 def test_landscape_in_browser(
     browser: Any, make_synthetic: Callable[..., AuditResult], tmp_path: Path
 ) -> None:
