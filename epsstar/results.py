@@ -62,6 +62,11 @@ class EpsilonStarResult:
     tail_fits: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: Bootstrap confidence interval for Epsilon*, when one was asked for.
     interval: BootstrapInterval | None = None
+    #: ``method="tails-crossfit"``: the full-sample (selected and scored on the same
+    #: data) estimate, and the cross-fitted score of each ratio of eq. 7, whose
+    #: largest is ``epsilon``.
+    plug_in_epsilon: float | None = None
+    crossfit_scores: tuple[float, ...] = ()
 
     @property
     def tail_extrapolated(self) -> bool:
@@ -99,6 +104,8 @@ class EpsilonStarResult:
             "transform": self.transform.to_dict() if self.transform else None,
             "tail_fit": {side: dict(fit) for side, fit in self.tail_fits.items()} or None,
             "epsilon_star_interval": self.interval.to_dict() if self.interval else None,
+            "plug_in_epsilon_star": json_number(self.plug_in_epsilon),
+            "crossfit_scores": list(self.crossfit_scores) or None,
             "seed": self.seed,
             "epsstar_version": __version__,
         }

@@ -74,6 +74,7 @@ ESTIMATORS: dict[str, Estimator] = {
     "normal, refined (default)": _timed(method="parametric", family="normal"),
     "gmm, refined": _timed(method="parametric", family="gmm"),
     "tails": _timed(method="tails"),
+    "tails-crossfit": _timed(method="tails-crossfit"),
 }
 #: The quicker subset the ``epsstar simulate`` command prints.
 DEMO_ESTIMATORS: tuple[str, ...] = (

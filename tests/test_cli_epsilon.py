@@ -299,3 +299,13 @@ def test_tails_method_with_a_bootstrap_interval(
     assert interval["level"] == 0.9
     assert interval["n_bootstrap"] == 20
     assert interval["low"] <= interval["high"]
+
+
+def test_crossfit_method(loss_files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["epsilon", "--train-losses", str(loss_files[0])]
+    args += ["--population-losses", str(loss_files[1]), "--method", "tails-crossfit"]
+    assert main([*args, "--json", "-"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["method"] == "tails-crossfit"
+    assert payload["epsilon_star"] == max(payload["crossfit_scores"])
+    assert payload["plug_in_epsilon_star"] >= 0.0

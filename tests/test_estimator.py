@@ -282,3 +282,17 @@ def test_tails_accuracy_regression_on_appendix_b_cells() -> None:
             paper.append(quiet(train, population, delta=delta).epsilon)
         assert abs(np.mean(errors) - truth) < 0.3, (d, delta, np.mean(errors), truth)
         assert abs(np.mean(errors) - truth) < abs(np.mean(paper) - truth) - 0.1
+
+
+def test_methods_and_default() -> None:
+    import inspect
+    import typing
+
+    from epsstar.estimator import DEFAULT_METHOD, METHODS, Method
+
+    assert set(typing.get_args(Method)) == set(METHODS)
+    assert DEFAULT_METHOD in METHODS
+    default = inspect.signature(epsilon_star).parameters["method"].default
+    assert default == DEFAULT_METHOD
+    train, population = normal_losses(300, 1.0)
+    assert quiet(train, population, delta=1e-3).method == DEFAULT_METHOD

@@ -44,12 +44,15 @@ def register(subparsers: Any) -> None:
         help="delta of the (epsilon, delta) statement; default 1/(n ln n), "
         "n = number of training losses",
     )
+    from epsstar.estimator import DEFAULT_METHOD, METHODS
+
     parser.add_argument(
         "--method",
-        choices=("parametric", "empirical", "tails"),
-        default="parametric",
-        help="fitted CDFs (default), empirical CDFs, or empirical body with "
-        "generalised-Pareto tails",
+        choices=METHODS,
+        default=DEFAULT_METHOD,
+        help=f"default: {DEFAULT_METHOD}. parametric: fitted CDFs (the Epsilon* paper's); "
+        "empirical: empirical CDFs; tails: empirical body with generalised-Pareto tails; "
+        "tails-crossfit: the same fits, test chosen and scored on different halves of the data",
     )
     parser.add_argument(
         "--interval",
