@@ -33,6 +33,7 @@ DEFAULT_COLUMNS = (
     "paper normal, 2M grid",
     "normal, refined (default)",
     "tails",
+    "tails-crossfit",
 )
 
 

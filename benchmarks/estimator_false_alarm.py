@@ -36,7 +36,13 @@ def main() -> None:
     parser.add_argument(
         "--estimators",
         nargs="+",
-        default=["empirical", "empirical (0.001, 0.999)", "normal, refined (default)", "tails"],
+        default=[
+            "empirical",
+            "empirical (0.001, 0.999)",
+            "normal, refined (default)",
+            "tails",
+            "tails-crossfit",
+        ],
         choices=list(ESTIMATORS),
     )
     args = parser.parse_args()
