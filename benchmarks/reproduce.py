@@ -135,23 +135,39 @@ def spread(values: list[float], spec: str) -> str:
     return f"{np.mean(values):{spec}} [{min(values):{spec}}, {max(values):{spec}}]"
 
 
-def summary_rows(records: list[dict[str, Any]], utility: str) -> list[list[str]]:
+def up_to_date(result: Path, manifest: Path) -> bool:
+    """An audit pass is reused when its JSON is newer than the manifest and complete."""
+    if not result.is_file() or result.stat().st_mtime < manifest.stat().st_mtime:
+        return False
+    with manifest.open(encoding="utf-8") as rows:
+        n_rows = sum(1 for _ in rows) - 1
+    return int(json.loads(result.read_text())["n_models"]) == n_rows
+
+
+def by_strategy(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     groups: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         if record.get("result"):
             groups.setdefault(record["entry"]["strategy"], []).append(record)
+    return groups
+
+
+def summary_rows(by_method: dict[str, list[dict[str, Any]]], utility: str) -> list[list[str]]:
+    """One row per strategy: Epsilon* of each method, empirical Epsilon*, utility, DP ε."""
+    methods = list(by_method)
+    groups = {method: by_strategy(records) for method, records in by_method.items()}
     header = [
         "strategy",
         "models",
-        "Epsilon* mean [min, max]",
-        "empirical Epsilon*",
+        *(f"Epsilon* {method}" for method in methods),
+        "empirical",
         f"population {utility}",
         "train accuracy",
         "DP epsilon",
         "noise",
     ]
     rows = [header]
-    for strategy, members in groups.items():
+    for strategy, members in groups[methods[0]].items():
         results = [m["result"] for m in members]
         params = members[0]["entry"]["params"]
         achieved = [
@@ -160,11 +176,15 @@ def summary_rows(records: list[dict[str, Any]], utility: str) -> list[list[str]]
             if m["entry"]["params"].get("epsilon") not in (None, "")
         ]
         sigma = params.get("noise_multiplier")
+        estimates = [
+            spread([m["result"]["epsilon_star"] for m in groups[method].get(strategy, [])], ".3f")
+            for method in methods
+        ]
         rows.append(
             [
                 strategy,
                 str(len(members)),
-                spread([r["epsilon_star"] for r in results], ".3f"),
+                *estimates,
                 spread([r["empirical_epsilon_star"] for r in results], ".3f"),
                 spread([r["utility"]["population"][utility] for r in results], ".3f"),
                 spread([r["utility"]["train"]["accuracy"] for r in results], ".3f"),
@@ -190,6 +210,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1)")
     parser.add_argument("--jobs", type=int, default=1, help="parallel audits (1)")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=["parametric", "tails"],
+        help="estimators to audit with (parametric tails); the first one gives the landscape "
+        "and the reports",
+    )
     args = parser.parse_args()
 
     paper = PAPER[args.dataset]
@@ -214,8 +241,8 @@ def main() -> None:
         "baselines": (args.repeats, baseline, None),
         "dp": (args.dp_repeats, None, dp),
     }
-    results = []
-    timings = {}
+    results: list[tuple[str, Path]] = []
+    timings: dict[str, float] = {}
     for name, (repeats, base, private) in sweeps.items():
         if repeats < 1:
             continue
@@ -235,26 +262,32 @@ def main() -> None:
             "sweep", str(config), "--out", str(out / name), "--quiet", threads=args.threads, log=log
         )
         timings[f"train {name}"] = time.perf_counter() - tick
-        tick = time.perf_counter()
-        result = out / f"{name}-results.json"
-        epsstar(
-            "audit-many",
-            str(out / name / "manifest.csv"),
-            "--json",
-            str(result),
-            "--reports",
-            str(out / "reports"),
-            "--jobs",
-            str(args.jobs),
-            "--quiet",
-            threads=args.threads,
-            log=log,
-        )
-        timings[f"audit {name}"] = time.perf_counter() - tick
-        results.append(result)
+        manifest = out / name / "manifest.csv"
+        for index, method in enumerate(args.methods):
+            result = out / f"{name}-{method}-results.json"
+            tick = time.perf_counter()
+            if not up_to_date(result, manifest):
+                reports = ["--reports", str(out / "reports")] if index == 0 else []
+                epsstar(
+                    "audit-many",
+                    str(manifest),
+                    "--json",
+                    str(result),
+                    "--method",
+                    method,
+                    *reports,
+                    "--jobs",
+                    str(args.jobs),
+                    "--quiet",
+                    threads=args.threads,
+                    log=log,
+                )
+            timings[f"audit {name} ({method})"] = time.perf_counter() - tick
+            results.append((method, result))
+    first = [str(path) for method, path in results if method == args.methods[0]]
     epsstar(
         "landscape",
-        *map(str, results),
+        *first,
         "--out",
         str(out / "landscape.html"),
         "--utility",
@@ -263,12 +296,20 @@ def main() -> None:
         log=log,
     )
 
-    records = [m for path in results for m in json.loads(path.read_text())["models"]]
-    failed = [r for r in records if r.get("error")]
-    table = aligned_table(summary_rows(records, paper["utility"]), left_columns=1)
+    by_method = {
+        method: [
+            model
+            for kind, path in results
+            if kind == method
+            for model in json.loads(path.read_text())["models"]
+        ]
+        for method in args.methods
+    }
+    failed = [r for records in by_method.values() for r in records if r.get("error")]
+    table = aligned_table(summary_rows(by_method, paper["utility"]), left_columns=1)
     lines = [
-        f"{args.dataset}: {len(records)} models ({len(failed)} failed), "
-        f"{time.perf_counter() - started:.0f} s; "
+        f"{args.dataset}: {len(by_method[args.methods[0]])} models ({len(failed)} failed "
+        f"audits), {time.perf_counter() - started:.0f} s; "
         + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()),
         f"command: python benchmarks/reproduce.py {' '.join(sys.argv[1:])}",
         "",

@@ -48,6 +48,7 @@ from epsstar.estimator import (
     DEFAULT_METHOD,
     METHODS,
     MIN_PARAMETRIC_RECORDS,
+    MIN_RECORDS,
     Method,
     default_delta,
     epsilon_star,
@@ -523,11 +524,13 @@ def audit(
     pop_losses = (
         np.concatenate(sides["population"].losses) if sides["population"].losses else np.empty(0)
     )
+    headline_method = DEFAULT_METHOD if method is None else method
+    minimum = max(MIN_PARAMETRIC_RECORDS, MIN_RECORDS[headline_method])
     for role, values in (("training", train_losses), ("population", pop_losses)):
-        if values.size < MIN_PARAMETRIC_RECORDS:
+        if values.size < minimum:
             raise InsufficientDataError(
-                f"the {role} data need at least {MIN_PARAMETRIC_RECORDS} rows for the fits and "
-                f"their goodness-of-fit tests. Found {values.size}."
+                f"the {role} data need at least {minimum} rows for the {headline_method} "
+                f"estimate and the lower bound. Found {values.size}."
             )
     delta = default_delta(train_losses.size) if delta is None else check_delta(delta)
     streamed_at = time.perf_counter()
@@ -540,7 +543,7 @@ def audit(
         seed=seed,
         interval=interval,
         n_bootstrap=n_bootstrap,
-        method=DEFAULT_METHOD if method is None else method,
+        method=headline_method,
     )
     empirical = epsilon_star(train_losses, pop_losses, delta=delta, method="empirical")
     bound = split_lower_bound(

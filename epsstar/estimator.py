@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, Final, Literal
 
 import numpy as np
@@ -54,6 +55,7 @@ __all__ = [
     "FAMILIES",
     "METHODS",
     "MIN_PARAMETRIC_RECORDS",
+    "MIN_RECORDS",
     "SEARCHES",
     "default_delta",
     "epsilon_star",
@@ -68,8 +70,19 @@ MIN_PARAMETRIC_RECORDS = 2 * MIN_EVALUATION_SIZE
 Method = Literal["parametric", "empirical", "tails", "tails-crossfit"]
 Family = Literal["normal", "gmm"]
 Search = Literal["refine", "grid"]
-#: What :func:`epsilon_star` uses when no method is given.
-DEFAULT_METHOD: Final[Method] = "parametric"
+#: What :func:`epsilon_star` uses when no method is given: the most accurate method
+#: measured in ``docs/accuracy.md`` (the paper's estimator is ``"parametric"``).
+DEFAULT_METHOD: Final[Method] = "tails-crossfit"
+#: Fewest losses per side each method accepts.
+MIN_RECORDS: Final[Mapping[str, int]] = MappingProxyType(
+    {
+        "parametric": MIN_PARAMETRIC_RECORDS,
+        "empirical": 1,
+        "tails": MIN_TAILED_RECORDS,
+        # Each half is fitted on its own.
+        "tails-crossfit": 2 * MIN_TAILED_RECORDS,
+    }
+)
 
 
 def default_delta(n_train: int) -> float:
@@ -180,12 +193,7 @@ def epsilon_star(
         )
     if interval is not None:
         interval = check_in_range("interval", interval, 0.0, 1.0)
-    minimum = {
-        "parametric": MIN_PARAMETRIC_RECORDS,
-        "tails": MIN_TAILED_RECORDS,
-        # Each half is fitted on its own.
-        "tails-crossfit": 2 * MIN_TAILED_RECORDS,
-    }.get(method, 1)
+    minimum = MIN_RECORDS[method]
     train = finite_vector("train_losses", train_losses, min_size=minimum)
     population = finite_vector("population_losses", population_losses, min_size=minimum)
     delta = check_delta(delta, allow_zero=method == "empirical")
@@ -244,6 +252,13 @@ def _estimate(
 ) -> EpsilonStarResult:
     """One point estimate from validated inputs; ``window`` bounds the admissible rates."""
     if method in ("tails", "tails-crossfit"):
+        LossTransform.from_losses(train, population)  # refuses pooled losses that are all equal
+        for side, losses in (("train", train), ("population", population)):
+            if losses.min() == losses.max():
+                raise DegenerateDataError(
+                    f"{side} losses: all {losses.size} values are equal, so no distribution "
+                    f"can be fitted to them. Found every loss = {losses[0]:g}."
+                )
         train_fit, population_fit = fit_relative_tails(train, population, tail_size=tail_size)
         found = parametric_supremum(train_fit, population_fit, delta)
         extra: dict[str, Any] = {}

@@ -122,7 +122,7 @@ def test_audit_result_and_json_contract(workdir: Path) -> None:
 
 
 def test_curves_locate_the_epsilon_star_test(workdir: Path) -> None:
-    result = quiet_audit(workdir)
+    result = quiet_audit(workdir, method="parametric")
     curves = result.curves()
     fitted, empirical = curves["fitted"], curves["empirical"]
     assert np.all(np.diff(fitted.fpr) >= 0)
@@ -356,7 +356,7 @@ def bad_inputs(workdir: Path, tmp: Path) -> list[tuple[list[str], str]]:
         (args(model, str(tmp / "badlabel.csv")), "7"),
         (args(model, str(tmp / "inf.csv")), "x2"),
         (args(model, str(tmp / "empty.csv")), "0"),
-        (args(model, str(tmp / "few.csv")), "at least 50"),
+        (args(model, str(tmp / "few.csv")), "at least 100"),
         (args(str(tmp / "nan.fake"), train, pop, "--loader", "fake"), "nan"),
         (args(str(tmp / "above.fake"), train, pop, "--loader", "fake"), "1.5"),
         (

@@ -50,7 +50,7 @@ def test_epsilon_writes_json_and_summary(loss_files: tuple[Path, Path], tmp_path
     payload = json.loads(out.read_text())
     assert payload["delta"] == 1e-5
     assert payload["n_train"] == 2000
-    assert payload["method"] == "parametric"
+    assert payload["method"] == "tails-crossfit"  # the default estimator
     assert payload["epsilon_star"] > 1
     assert f"{payload['epsilon_star']:.4f}" in done.stdout
     assert not list(tmp_path.glob(".result.json.*"))  # no temporary left behind
@@ -125,6 +125,8 @@ def test_poor_fit_is_a_one_line_warning(tmp_path: Path) -> None:
         str(tmp_path / "a.npy"),
         "--population-losses",
         str(tmp_path / "b.npy"),
+        "--method",
+        "parametric",
     )
     assert done.returncode == 0
     assert "epsstar: warning: the normal fit to the train losses is poor" in done.stderr
@@ -158,7 +160,7 @@ def bad_inputs(tmp_path: Path) -> list[tuple[list[str], str]]:
         (["--train-losses", str(tmp_path / "matrix.npy"), "--population-losses", g], "1-D array"),
         (
             ["--train-losses", str(tmp_path / "few.npy"), "--population-losses", g],
-            "at least 50 values. Found 5",
+            "at least 100 values. Found 5",
         ),
         (
             [

@@ -28,6 +28,8 @@ def normal_losses(n: int, shift: float = 0.0, seed: int = 0) -> tuple[np.ndarray
 
 
 def quiet(*args, **kwargs):  # type: ignore[no-untyped-def]
+    """The paper's parametric estimator (unless ``method`` is given), fit warnings ignored."""
+    kwargs.setdefault("method", "parametric")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PoorFitWarning)
         return epsilon_star(*args, **kwargs)
@@ -127,7 +129,7 @@ def test_poor_fit_warns_and_is_recorded() -> None:
     # Two well-separated modes: a single Normal cannot fit them.
     bimodal = np.concatenate([rng.normal(0, 0.1, 3000), rng.normal(5, 0.1, 3000)])
     with pytest.warns(PoorFitWarning, match="normal fit to the (train|population) losses is poor"):
-        result = epsilon_star(bimodal, bimodal + 0.3, delta=1e-3)
+        result = epsilon_star(bimodal, bimodal + 0.3, delta=1e-3, method="parametric")
     assert result.poor_fit
     assert result.to_dict()["fit"]["train"]["goodness_of_fit"]["poor_fit"] is True
 
@@ -142,7 +144,11 @@ def test_good_fit_does_not_warn() -> None:
 
         unit = LossTransform(0.0, 1.0)
         result = epsilon_star(
-            unit.inverse(phi_train), unit.inverse(phi_pop), delta=1e-3, significance=0.01
+            unit.inverse(phi_train),
+            unit.inverse(phi_pop),
+            delta=1e-3,
+            significance=0.01,
+            method="parametric",
         )
     assert not result.poor_fit
 
@@ -177,8 +183,16 @@ def test_default_delta() -> None:
         ({"delta": 0.7}, InvalidInputError, "Found 0.7"),
         ({"delta": float("nan")}, InvalidInputError, "Found nan"),
         ({"delta": 1e-3, "method": "magic"}, InvalidInputError, "method must be one of"),
-        ({"delta": 1e-3, "family": "cauchy"}, InvalidInputError, "Found 'cauchy'"),
-        ({"delta": 1e-3, "search": "dense"}, InvalidInputError, "Found 'dense'"),
+        (
+            {"delta": 1e-3, "method": "parametric", "family": "cauchy"},
+            InvalidInputError,
+            "Found 'cauchy'",
+        ),
+        (
+            {"delta": 1e-3, "method": "parametric", "search": "dense"},
+            InvalidInputError,
+            "Found 'dense'",
+        ),
         (
             {"delta": 1e-3, "rate_window": (0.001, 0.999)},
             InvalidInputError,
@@ -197,13 +211,17 @@ def test_bad_data() -> None:
     with pytest.raises(InvalidInputError, match="train_losses must be finite.*index 3. Found nan"):
         epsilon_star(np.where(np.arange(200) == 3, np.nan, train), population, delta=1e-3)
     with pytest.raises(InsufficientDataError, match="at least 50 values. Found 10"):
-        epsilon_star(train[:10], population, delta=1e-3)
+        epsilon_star(train[:10], population, delta=1e-3, method="parametric")
+    with pytest.raises(InsufficientDataError, match="at least 100 values. Found 60"):
+        epsilon_star(train[:60], population, delta=1e-3)
     with pytest.raises(InsufficientDataError, match="at least 1 values. Found 0"):
         epsilon_star([], population, delta=1e-3, method="empirical")
     with pytest.raises(DegenerateDataError, match="all losses are equal.*Found every loss = 0.5"):
         epsilon_star(np.full(100, 0.5), np.full(100, 0.5), delta=1e-3)
     with pytest.raises(DegenerateDataError, match="train losses: .*all equal"):
-        epsilon_star(np.full(100, 0.5), population, delta=1e-3)
+        epsilon_star(np.full(100, 0.5), population, delta=1e-3, method="parametric")
+    with pytest.raises(DegenerateDataError, match="population losses: all 200 values are equal"):
+        epsilon_star(train, np.full(200, 0.5), delta=1e-3)
     with pytest.raises(InvalidInputError, match="one-dimensional"):
         epsilon_star(np.ones((10, 10)), population, delta=1e-3)
 
@@ -257,7 +275,9 @@ def test_tails_reports_its_tail_models() -> None:
 
 def test_tails_only_options() -> None:
     with pytest.raises(InvalidInputError, match="tail_size"):
-        epsilon_star(np.arange(100.0), np.arange(100.0), delta=1e-3, tail_size=10)
+        epsilon_star(
+            np.arange(100.0), np.arange(100.0), delta=1e-3, method="parametric", tail_size=10
+        )
     with pytest.raises(InvalidInputError, match="rate_window"):
         epsilon_star(
             np.arange(100.0), np.arange(100.0), delta=1e-3, method="tails", rate_window=(0, 1)
@@ -295,4 +315,4 @@ def test_methods_and_default() -> None:
     default = inspect.signature(epsilon_star).parameters["method"].default
     assert default == DEFAULT_METHOD
     train, population = normal_losses(300, 1.0)
-    assert quiet(train, population, delta=1e-3).method == DEFAULT_METHOD
+    assert epsilon_star(train, population, delta=1e-3).method == DEFAULT_METHOD == "tails-crossfit"

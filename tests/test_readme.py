@@ -22,7 +22,7 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 
 def test_readme_has_examples() -> None:
-    assert [command.split()[1] for command, _ in EXAMPLES] == ["audit", "epsilon"]
+    assert [command.split()[1] for command, _ in EXAMPLES] == ["audit", "epsilon", "epsilon"]
 
 
 @pytest.mark.parametrize(("command", "shown"), EXAMPLES, ids=[c.split()[1] for c, _ in EXAMPLES])

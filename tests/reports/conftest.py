@@ -22,6 +22,8 @@ CASES = {
 
 
 def audit_fixture(case: str, **options: Any) -> AuditResult:
+    """Audit a fixture model; the paper's parametric estimator unless ``method`` is given."""
+    options.setdefault("method", "parametric")
     model, train, population = CASES[case]
     return audit(
         MODELS / model, MODELS / train, MODELS / population, label_column="label", **options
@@ -46,7 +48,7 @@ def synthetic_result(n: int, *, seed: int = 0, shift: float = 1.0) -> AuditResul
     delta = 1.0 / (n * np.log(n))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        parametric = epsilon_star(train, population, delta=delta, seed=seed)
+        parametric = epsilon_star(train, population, delta=delta, seed=seed, method="parametric")
     empirical = epsilon_star(train, population, delta=delta, method="empirical")
     provenance = {
         "model": "synthetic <model>.onnx",
