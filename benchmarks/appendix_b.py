@@ -31,7 +31,7 @@ DEFAULT_COLUMNS = (
     "empirical",
     "empirical (0.001, 0.999)",
     "paper normal, 2M grid",
-    "normal, refined (default)",
+    "normal, refined (paper's)",
     "tails",
     "tails-crossfit",
 )
@@ -113,10 +113,10 @@ def main() -> None:
     print(format_table(cells))
     print("\nMean error against the truth (nats)\n")
     print(error_table(cells))
-    if "normal, refined (default)" in args.estimators:
+    if "normal, refined (paper's)" in args.estimators:
         print("\nShare of repeats whose Normal fit was flagged poor (either side)\n")
         for cell in cells:
-            share = cell.poor_fit_share("normal, refined (default)")
+            share = cell.poor_fit_share("normal, refined (paper's)")
             print(f"  d={cell.d:g} n={cell.n:>7,} delta={cell.delta:g}: {share:.0%}")
     print(
         "\nSupremum search: refined vs the paper's 2-million-point grid "

@@ -41,7 +41,7 @@ def main() -> None:
         default=[
             "empirical",
             "empirical (0.001, 0.999)",
-            "normal, refined (default)",
+            "normal, refined (paper's)",
             "tails",
             "tails-crossfit",
         ],

@@ -71,7 +71,7 @@ ESTIMATORS: dict[str, Estimator] = {
         method="empirical", rate_window=(PAPER_EMPIRICAL_WINDOW.low, PAPER_EMPIRICAL_WINDOW.high)
     ),
     "paper normal, 2M grid": _timed(method="parametric", family="normal", search="grid"),
-    "normal, refined (default)": _timed(method="parametric", family="normal"),
+    "normal, refined (paper's)": _timed(method="parametric", family="normal"),
     "gmm, refined": _timed(method="parametric", family="gmm"),
     "tails": _timed(method="tails"),
     "tails-crossfit": _timed(method="tails-crossfit"),
@@ -80,7 +80,7 @@ ESTIMATORS: dict[str, Estimator] = {
 DEMO_ESTIMATORS: tuple[str, ...] = (
     "empirical",
     "empirical (0.001, 0.999)",
-    "normal, refined (default)",
+    "normal, refined (paper's)",
     "tails",
 )
 

@@ -179,10 +179,9 @@ def invoke(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, st
     return code, captured.out, captured.err
 
 
-def test_cli_gate_exit_codes(
-    workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    base = [
+def audit_command(workdir: Path) -> list[str]:
+    """``epsstar audit`` of the module's ONNX model and data, without a progress bar."""
+    return [
         "audit",
         str(workdir / "model.onnx"),
         "--train",
@@ -193,6 +192,12 @@ def test_cli_gate_exit_codes(
         "label",
         "--quiet",
     ]
+
+
+def test_cli_gate_exit_codes(
+    workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = audit_command(workdir)
     code, out, _ = invoke([*base, "--json", str(tmp_path / "a.json")], capsys)
     assert code == 0
     payload = json.loads((tmp_path / "a.json").read_text())
@@ -242,15 +247,7 @@ def test_headline_method_and_bootstrap_interval(
 
     code, out, _ = invoke(
         [
-            "audit",
-            str(workdir / "model.onnx"),
-            "--train",
-            str(workdir / "train.csv"),
-            "--population",
-            str(workdir / "population.parquet"),
-            "--label-column",
-            "label",
-            "--quiet",
+            *audit_command(workdir),
             "--method",
             "empirical",
             "--interval",

@@ -25,8 +25,10 @@ def add_estimator_options(parser: argparse.ArgumentParser) -> None:
         "--method",
         choices=METHODS,
         default=DEFAULT_METHOD,
-        help=f"estimator of the headline Epsilon* (default: {DEFAULT_METHOD}; 'parametric' is the "
-        "Epsilon* paper's, see docs/accuracy.md for how each one is measured)",
+        help=f"estimator of Epsilon* (default: {DEFAULT_METHOD}). parametric: fitted CDFs (the "
+        "Epsilon* paper's); empirical: empirical CDFs; tails: empirical body with "
+        "generalised-Pareto tails; tails-crossfit: the same fits, test chosen and scored on "
+        "different halves of the data (docs/accuracy.md measures each one)",
     )
     parser.add_argument(
         "--interval",

@@ -6,7 +6,12 @@ import argparse
 from typing import Any
 
 from epsstar.cli import EXIT_OK
-from epsstar.commands.common import add_family_option, add_json_option, emit
+from epsstar.commands.common import (
+    add_estimator_options,
+    add_family_option,
+    add_json_option,
+    emit,
+)
 
 SUMMARY = "Epsilon* from per-record training and population losses"
 
@@ -44,31 +49,7 @@ def register(subparsers: Any) -> None:
         help="delta of the (epsilon, delta) statement; default 1/(n ln n), "
         "n = number of training losses",
     )
-    from epsstar.estimator import DEFAULT_METHOD, METHODS
-
-    parser.add_argument(
-        "--method",
-        choices=METHODS,
-        default=DEFAULT_METHOD,
-        help=f"default: {DEFAULT_METHOD}. parametric: fitted CDFs (the Epsilon* paper's); "
-        "empirical: empirical CDFs; tails: empirical body with generalised-Pareto tails; "
-        "tails-crossfit: the same fits, test chosen and scored on different halves of the data",
-    )
-    parser.add_argument(
-        "--interval",
-        type=float,
-        default=None,
-        metavar="LEVEL",
-        help="add a bootstrap interval at this level, e.g. 0.95 (sampling spread; see "
-        "docs/accuracy.md for its measured coverage)",
-    )
-    parser.add_argument(
-        "--n-bootstrap",
-        type=int,
-        default=200,
-        metavar="B",
-        help="bootstrap resamples for --interval (default 200)",
-    )
+    add_estimator_options(parser)
     add_family_option(parser)
     parser.add_argument(
         "--search",
