@@ -200,6 +200,8 @@ class AuditResult:
             "tail_extrapolated": headline["tail_extrapolated"],
             "epsilon_star_interval": headline["epsilon_star_interval"],
             "tail_fit": headline["tail_fit"],
+            "plug_in_epsilon_star": headline["plug_in_epsilon_star"],
+            "crossfit_scores": headline["crossfit_scores"],
             "fit": headline["fit"],
             "transform": headline["transform"],
             "empirical_epsilon_star": self.empirical.epsilon,

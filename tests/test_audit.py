@@ -243,7 +243,11 @@ def test_headline_method_and_bootstrap_interval(
     # Readings use the headline estimate; the tails method has no fitted CDFs to read.
     assert all(r["tpr_fitted"] is None for r in payload["readings"]["tpr_at_fpr"])
     assert "fitted" not in result.curves()
-    assert quiet_audit(workdir).to_dict()["epsilon_star_interval"] is None
+    default = quiet_audit(workdir).to_dict()
+    assert default["epsilon_star_interval"] is None
+    assert default["method"] == "tails-crossfit"
+    assert max(default["crossfit_scores"]) == default["epsilon_star"]
+    assert default["plug_in_epsilon_star"] >= 0
 
     code, out, _ = invoke(
         [
