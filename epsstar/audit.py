@@ -202,6 +202,7 @@ class AuditResult:
             "tail_fit": headline["tail_fit"],
             "plug_in_epsilon_star": headline["plug_in_epsilon_star"],
             "crossfit_scores": headline["crossfit_scores"],
+            "note": headline["note"],
             "fit": headline["fit"],
             "transform": headline["transform"],
             "empirical_epsilon_star": self.empirical.epsilon,

@@ -259,6 +259,20 @@ def _estimate(
                     f"{side} losses: all {losses.size} values are equal, so no distribution "
                     f"can be fitted to them. Found every loss = {losses[0]:g}."
                 )
+        discrete = _discrete_losses(train, population)
+        if discrete is not None:
+            found = empirical_supremum(train, population, delta, window)
+            return _located(
+                found,
+                train,
+                population,
+                delta=delta,
+                method="empirical",
+                window=window,
+                seed=seed,
+                note=f"{discrete}; the {method} method needs continuous losses, so Epsilon* is "
+                "the empirical estimate, exact for losses with few distinct values",
+            )
         train_fit, population_fit = fit_relative_tails(train, population, tail_size=tail_size)
         found = parametric_supremum(train_fit, population_fit, delta)
         extra: dict[str, Any] = {}
@@ -333,6 +347,25 @@ def _estimate(
         transform=transform,
         fits=reports,
     )
+
+
+def _discrete_losses(train: FloatArray, population: FloatArray) -> str | None:
+    """Why the losses are too discrete for a tail model, or ``None`` if they are not.
+
+    A side with fewer distinct values than 3·sqrt(n) (the records one tail holds at
+    most) has atoms the interpolated body of the tail model would smear into a
+    continuous CDF, inventing ratios between them; saturated probabilities, clipped
+    to the same loss, are the usual cause.
+    """
+    for side, losses in (("train", train), ("population", population)):
+        distinct = np.unique(losses).size
+        limit = 3.0 * np.sqrt(losses.size)
+        if distinct < limit:
+            return (
+                f"the {side} losses take {distinct} distinct values among {losses.size:,} "
+                f"(fewer than 3·sqrt(n) = {limit:.0f})"
+            )
+    return None
 
 
 def _located(

@@ -67,6 +67,8 @@ class EpsilonStarResult:
     #: largest is ``epsilon``.
     plug_in_epsilon: float | None = None
     crossfit_scores: tuple[float, ...] = ()
+    #: Why the estimate differs from what the method would normally do (e.g. discrete losses).
+    note: str | None = None
 
     @property
     def tail_extrapolated(self) -> bool:
@@ -106,6 +108,7 @@ class EpsilonStarResult:
             "epsilon_star_interval": self.interval.to_dict() if self.interval else None,
             "plug_in_epsilon_star": json_number(self.plug_in_epsilon),
             "crossfit_scores": list(self.crossfit_scores) or None,
+            "note": self.note,
             "seed": self.seed,
             "epsstar_version": __version__,
         }

@@ -153,3 +153,25 @@ def test_no_leak_bias_is_smaller_than_the_plug_in() -> None:
         plug_in.append(result.plug_in_epsilon)
     assert np.mean(crossed) < 0.06
     assert np.mean(plug_in) > 0.06
+
+
+def test_discrete_losses_fall_back_to_the_exact_empirical_estimate() -> None:
+    """Saturated probabilities leave two loss values; a tail model would invent ratios."""
+    from epsstar.estimator import epsilon_star
+
+    rng = np.random.default_rng(4)
+    train = np.where(rng.random(30_000) < 0.76, -36.04, 36.04)
+    population = np.where(rng.random(15_000) < 0.75, -36.04, 36.04)
+    exact = epsilon_star(train, population, delta=3e-6, method="empirical")
+    for method in ("tails", "tails-crossfit"):
+        result = epsilon_star(train, population, delta=3e-6, method=method)  # type: ignore[arg-type]
+        assert result.method == "empirical"
+        assert result.epsilon == exact.epsilon
+        assert result.epsilon < 0.05
+        assert result.note is not None
+        assert "take 2 distinct values" in result.note
+        assert result.to_dict()["note"] == result.note
+    # Continuous losses keep the tail model and carry no note.
+    continuous = epsilon_star(rng.normal(size=2000), rng.normal(size=2000), delta=1e-4)
+    assert continuous.method == "tails-crossfit"
+    assert continuous.note is None

@@ -177,6 +177,8 @@ def format_summary(result: dict[str, Any]) -> str:
     )
     if result["poor_fit"]:
         lines.append("  warning: a goodness-of-fit test rejected a fitted distribution")
+    if result.get("note"):
+        lines.append(f"  note: {result['note']}")
     if result["tail_extrapolated"]:
         lines.append("  note: the maximising test's FPR or FNR is below 1/n (extrapolated tail)")
     loader = result["loader"]

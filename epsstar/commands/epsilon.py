@@ -89,6 +89,8 @@ def _format(result: dict[str, Any]) -> str:
             )
     else:
         lines.append("  no admissible threshold beats random guessing")
+    if result.get("note"):
+        lines.append(f"  note: {result['note']}")
     interval = result.get("epsilon_star_interval")
     if interval:
         lines.append(
