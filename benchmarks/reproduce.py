@@ -136,12 +136,18 @@ def spread(values: list[float], spec: str) -> str:
 
 
 def up_to_date(result: Path, manifest: Path) -> bool:
-    """An audit pass is reused when its JSON is newer than the manifest and complete."""
-    if not result.is_file() or result.stat().st_mtime < manifest.stat().st_mtime:
+    """An audit pass is reused when its JSON lists exactly the manifest's models, all audited.
+
+    (The sweep rewrites the manifest on every run, so its time stamp says nothing.)
+    """
+    from epsstar.many import read_manifest
+
+    if not result.is_file():
         return False
-    with manifest.open(encoding="utf-8") as rows:
-        n_rows = sum(1 for _ in rows) - 1
-    return int(json.loads(result.read_text())["n_models"]) == n_rows
+    records = json.loads(result.read_text())["models"]
+    audited = sorted(str(Path(r["entry"]["model"]).resolve()) for r in records if r.get("result"))
+    listed = sorted(str(entry.model.resolve()) for entry in read_manifest(manifest))
+    return audited == listed
 
 
 def by_strategy(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
