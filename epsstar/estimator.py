@@ -352,18 +352,28 @@ def _estimate(
 def _discrete_losses(train: FloatArray, population: FloatArray) -> str | None:
     """Why the losses are too discrete for a tail model, or ``None`` if they are not.
 
-    A side with fewer distinct values than 3·sqrt(n) (the records one tail holds at
-    most) has atoms the interpolated body of the tail model would smear into a
-    continuous CDF, inventing ratios between them; saturated probabilities, clipped
-    to the same loss, are the usual cause.
+    A tail holds up to 3·sqrt(n) records. A side with fewer distinct values than
+    that, or whose smallest and largest values each repeat at least that often (both
+    tails are single values), has atoms the interpolated body of the tail model
+    would smear into a continuous CDF, inventing ratios between them. Saturated
+    probabilities, clipped to the same loss at both ends, are the usual cause; an
+    atom at one end only (confident correct predictions) leaves the other tail to
+    model and is kept.
     """
     for side, losses in (("train", train), ("population", population)):
-        distinct = np.unique(losses).size
         limit = 3.0 * np.sqrt(losses.size)
+        distinct = np.unique(losses).size
         if distinct < limit:
             return (
                 f"the {side} losses take {distinct} distinct values among {losses.size:,} "
                 f"(fewer than 3·sqrt(n) = {limit:.0f})"
+            )
+        low = int(np.count_nonzero(losses == losses.min()))
+        high = int(np.count_nonzero(losses == losses.max()))
+        if min(low, high) >= limit:
+            return (
+                f"the {side} losses repeat their smallest value {low:,} times and their largest "
+                f"{high:,} times among {losses.size:,} (both tails are single values)"
             )
     return None
 

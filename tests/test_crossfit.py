@@ -175,3 +175,27 @@ def test_discrete_losses_fall_back_to_the_exact_empirical_estimate() -> None:
     continuous = epsilon_star(rng.normal(size=2000), rng.normal(size=2000), delta=1e-4)
     assert continuous.method == "tails-crossfit"
     assert continuous.note is None
+
+
+def test_atoms_at_both_ends_fall_back_but_one_end_does_not() -> None:
+    from epsstar.estimator import epsilon_star
+
+    rng = np.random.default_rng(5)
+
+    def saturated(n: int, share: float) -> np.ndarray:
+        values = np.where(rng.random(n) < share, -36.04, 36.04)
+        middle = rng.random(n) < 0.03  # a few unsaturated predictions
+        values[middle] = rng.normal(0.0, 5.0, middle.sum())
+        return values
+
+    train, population = saturated(30_000, 0.76), saturated(15_000, 0.75)
+    both = epsilon_star(train, population, delta=3e-6)
+    assert both.method == "empirical"
+    assert both.note is not None
+    assert "both tails are single values" in both.note
+    # An atom at the low end only (confident correct predictions): the tail model is kept.
+    low_train = np.where(rng.random(5000) < 0.7, -36.04, rng.gamma(2.0, 2.0, 5000))
+    low_population = np.where(rng.random(5000) < 0.6, -36.04, rng.gamma(2.5, 2.0, 5000))
+    one = epsilon_star(low_train, low_population, delta=1e-4)
+    assert one.method == "tails-crossfit"
+    assert one.note is None
