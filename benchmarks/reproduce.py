@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from epsstar.estimator import DEFAULT_METHOD
 from epsstar.text_table import aligned_table
 
 PAPER = {
@@ -219,8 +220,9 @@ def main() -> None:
     parser.add_argument(
         "--methods",
         nargs="+",
-        default=["parametric", "tails"],
-        help="estimators to audit with (parametric tails); the first one gives the landscape "
+        default=["parametric", DEFAULT_METHOD],
+        help="estimators to audit with (the paper's and the default); the first one gives the "
+        "landscape "
         "and the reports",
     )
     args = parser.parse_args()
