@@ -95,6 +95,20 @@ def test_other_estimators_and_the_interval_render(tmp_path: Path) -> None:
     assert 'id="epsilon-star-interval"' not in html
 
 
+def test_the_estimator_note_is_shown(binary_result: AuditResult, tmp_path: Path) -> None:
+    import dataclasses
+
+    note = "the train losses take 2 distinct values among 600 <saturated>"
+    noted = dataclasses.replace(
+        binary_result, epsilon=dataclasses.replace(binary_result.epsilon, note=note)
+    )
+    html = render(noted, tmp_path / "note.html", ks_components=()).read_text("utf-8")
+    assert 'id="estimator-note"' in html
+    assert "take 2 distinct values among 600 &lt;saturated&gt;" in html
+    plain = render(binary_result, tmp_path / "plain.html", ks_components=()).read_text("utf-8")
+    assert 'id="estimator-note"' not in plain
+
+
 def test_text_is_escaped(make_synthetic: Synthetic, tmp_path: Path) -> None:
     html = render(make_synthetic(500), tmp_path / "r.html", ks_components=()).read_text("utf-8")
     assert "synthetic &lt;model&gt;.onnx" in html
