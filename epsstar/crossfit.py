@@ -35,7 +35,7 @@ import numpy as np
 
 from epsstar._validation import FloatArray, check_positive_int
 from epsstar.fitting.base import ContinuousDistribution
-from epsstar.optimizer import evaluate_terms
+from epsstar.optimizer import evaluate_terms, zoom_maximum
 from epsstar.ratio_terms import Supremum
 
 __all__ = ["CrossFit", "crossfit_epsilon", "ratio_maximisers", "score_on"]
@@ -94,14 +94,18 @@ def ratio_maximisers(
         column = int(np.argmax(terms[row]))
         best, threshold = float(terms[row, column]), float(grid[column])
         left, right = grid[max(column - 1, 0)], grid[min(column + 1, grid.size - 1)]
-        for _ in range(ZOOM_ROUNDS):
-            points = np.linspace(left, right, ZOOM_POINTS)
-            values = evaluate_terms(train, population, points, delta)[row]
-            index = int(np.argmax(values))
-            if values[index] > best:
-                best, threshold = float(values[index]), float(points[index])
-            left = points[max(index - 1, 0)]
-            right = points[min(index + 1, ZOOM_POINTS - 1)]
+        value, point = zoom_maximum(
+            train,
+            population,
+            delta,
+            row,
+            float(left),
+            float(right),
+            n_points=ZOOM_POINTS,
+            rounds=ZOOM_ROUNDS,
+        )
+        if value > best:
+            best, threshold = value, point
         point = np.array([threshold])
         fpr = float(np.exp(population.logcdf(point))[0])
         fnr = float(np.exp(train.logsf(point))[0])

@@ -14,7 +14,7 @@ The admissible thresholds form one interval ``(lo, hi)`` with
 grid of a few hundred points spaced by *both* distributions' quantiles
 (geometrically spaced probabilities from δ to 1/2 in each tail, so the grid is
 dense exactly where the maximum tends to sit), then refines each promising
-bracket by repeated zooming (:func:`_zoom`). :func:`grid_supremum` is the paper's
+bracket by repeated zooming (:func:`zoom_maximum`). :func:`grid_supremum` is the paper's
 procedure: the same ratios at one million quantiles of each distribution.
 """
 
@@ -26,7 +26,7 @@ from epsstar._validation import FloatArray, check_delta, check_positive_int
 from epsstar.fitting.base import ContinuousDistribution
 from epsstar.ratio_terms import RateWindow, Supremum, log_ratio_terms
 
-__all__ = ["evaluate_terms", "grid_supremum", "parametric_supremum"]
+__all__ = ["evaluate_terms", "grid_supremum", "parametric_supremum", "zoom_maximum"]
 
 #: Grid points per tail and distribution, and how many brackets are refined.
 GRID_PER_TAIL = 96
@@ -72,32 +72,36 @@ def _at(
     return Supremum(epsilon=epsilon, threshold=threshold, fpr=fpr, fnr=fnr, term=term)
 
 
-def _zoom(
+def zoom_maximum(
     train: ContinuousDistribution,
     population: ContinuousDistribution,
     delta: float,
     row: int,
     left: float,
     right: float,
+    *,
+    n_points: int = ZOOM_POINTS,
+    rounds: int = ZOOM_ROUNDS,
 ) -> tuple[float, float]:
     """Maximise ratio ``row`` on ``[left, right]`` by repeated bracketing.
 
-    Each round evaluates the ratio at ``ZOOM_POINTS`` evenly spaced points and
+    Each round evaluates the ratio at ``n_points`` evenly spaced points and
     keeps the two cells around the best one, shrinking the bracket
-    ``(ZOOM_POINTS - 1) / 2`` times per round; the ratios are smooth, so after
-    ``ZOOM_ROUNDS`` rounds the bracket is ~1e-9 of a grid cell wide. Unlike a
-    scalar minimiser it also follows a supremum that sits on the boundary of
-    the admissible interval (where the ratio is a limit, not a maximum).
+    ``(n_points - 1) / 2`` times per round; the ratios are smooth, so after
+    ``ZOOM_ROUNDS`` rounds of ``ZOOM_POINTS`` the bracket is ~1e-9 of a grid
+    cell wide. Unlike a scalar minimiser it also follows a supremum that sits on
+    the boundary of the admissible interval (where the ratio is a limit, not a
+    maximum). Returns (largest value seen, its threshold).
     """
     best_value, best_threshold = -np.inf, left
-    for _ in range(ZOOM_ROUNDS):
-        points = np.linspace(left, right, ZOOM_POINTS)
+    for _ in range(rounds):
+        points = np.linspace(left, right, n_points)
         values = evaluate_terms(train, population, points, delta)[row]
         index = int(np.argmax(values))
         if values[index] > best_value:
             best_value, best_threshold = float(values[index]), float(points[index])
         left = float(points[max(index - 1, 0)])
-        right = float(points[min(index + 1, ZOOM_POINTS - 1)])
+        right = float(points[min(index + 1, n_points - 1)])
         if not left < right:
             break
     return best_value, best_threshold
@@ -153,7 +157,7 @@ def parametric_supremum(
             break
         left = float(grid[max(column - 1, 0)])
         right = float(grid[min(column + 1, grid.size - 1)])
-        value, threshold = _zoom(train, population, delta, int(row), left, right)
+        value, threshold = zoom_maximum(train, population, delta, int(row), left, right)
         if value > best_value:
             best_value, best_term, best_threshold = value, int(row) + 1, threshold
     if best_term == 0:
