@@ -94,7 +94,7 @@ def ratio_maximisers(
         column = int(np.argmax(terms[row]))
         best, threshold = float(terms[row, column]), float(grid[column])
         left, right = grid[max(column - 1, 0)], grid[min(column + 1, grid.size - 1)]
-        value, point = zoom_maximum(
+        value, zoomed = zoom_maximum(
             train,
             population,
             delta,
@@ -105,7 +105,7 @@ def ratio_maximisers(
             rounds=ZOOM_ROUNDS,
         )
         if value > best:
-            best, threshold = value, point
+            best, threshold = value, zoomed
         point = np.array([threshold])
         fpr = float(np.exp(population.logcdf(point))[0])
         fnr = float(np.exp(train.logsf(point))[0])
