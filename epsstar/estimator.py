@@ -261,13 +261,10 @@ def _estimate(
                 )
         discrete = _discrete_losses(train, population)
         if discrete is not None:
-            found = empirical_supremum(train, population, delta, window)
-            return _located(
-                found,
+            return _estimate_empirical(
                 train,
                 population,
-                delta=delta,
-                method="empirical",
+                delta,
                 window=window,
                 seed=seed,
                 note=f"{discrete}; the {method} method needs continuous losses, so Epsilon* is "
@@ -302,10 +299,7 @@ def _estimate(
         )
 
     if method == "empirical":
-        found = empirical_supremum(train, population, delta, window)
-        return _located(
-            found, train, population, delta=delta, method=method, window=window, seed=seed
-        )
+        return _estimate_empirical(train, population, delta, window=window, seed=seed)
 
     transform = LossTransform.from_losses(train, population, alpha=alpha)
     fitter = _fitter(family, max_components, seed)
@@ -346,6 +340,29 @@ def _estimate(
         threshold_transformed=phi_threshold if found.term else None,
         transform=transform,
         fits=reports,
+    )
+
+
+def _estimate_empirical(
+    train: FloatArray,
+    population: FloatArray,
+    delta: float,
+    *,
+    window: RateWindow,
+    seed: int,
+    note: str | None = None,
+) -> EpsilonStarResult:
+    """The empirical estimate (every observed loss a threshold), with an optional note."""
+    found = empirical_supremum(train, population, delta, window)
+    return _located(
+        found,
+        train,
+        population,
+        delta=delta,
+        method="empirical",
+        window=window,
+        seed=seed,
+        note=note,
     )
 
 
