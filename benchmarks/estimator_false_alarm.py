@@ -18,7 +18,7 @@ import numpy as np
 
 from epsstar import __version__
 from epsstar.estimator import default_delta
-from epsstar.simulation import ESTIMATORS
+from epsstar.simulation import COMPARED_ESTIMATORS, ESTIMATORS
 from epsstar.text_table import aligned_table
 
 LAWS = {
@@ -36,13 +36,7 @@ def main() -> None:
     parser.add_argument(
         "--estimators",
         nargs="+",
-        default=[
-            "empirical",
-            "empirical (0.001, 0.999)",
-            "normal, refined (paper's)",
-            "tails",
-            "tails-crossfit",
-        ],
+        default=list(COMPARED_ESTIMATORS),
         choices=list(ESTIMATORS),
     )
     args = parser.parse_args()

@@ -16,7 +16,7 @@ import time
 from scipy import stats
 
 from epsstar import __version__
-from epsstar.simulation import ESTIMATORS, run_pairs
+from epsstar.simulation import COMPARED_ESTIMATORS, ESTIMATORS, run_pairs
 from epsstar.text_table import aligned_table
 
 PAIRS = {
@@ -38,13 +38,7 @@ def main() -> None:
     parser.add_argument(
         "--estimators",
         nargs="+",
-        default=[
-            "empirical",
-            "empirical (0.001, 0.999)",
-            "normal, refined (paper's)",
-            "tails",
-            "tails-crossfit",
-        ],
+        default=list(COMPARED_ESTIMATORS),
         choices=list(ESTIMATORS),
     )
     args = parser.parse_args()
