@@ -77,6 +77,23 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
+def model_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The :func:`epsstar.audit.audit` keywords that :func:`add_model_options` declares."""
+    return {
+        "delta": args.delta,
+        "loss": args.loss,
+        "method": args.method,
+        "family": args.family,
+        "interval": args.interval,
+        "n_bootstrap": args.n_bootstrap,
+        "max_epsilon": args.max_epsilon,
+        "confidence": args.confidence,
+        "trust": args.trust_model,
+        "seed": args.seed,
+        "batch_size": args.batch_size,
+    }
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "audit",
@@ -198,19 +215,9 @@ def run(args: argparse.Namespace) -> int:
         args.population,
         label_column=args.label_column,
         features=args.features,
-        delta=args.delta,
         loader=args.loader,
         outputs=args.outputs,
-        loss=args.loss,
-        method=args.method,
-        family=args.family,
-        interval=args.interval,
-        n_bootstrap=args.n_bootstrap,
-        max_epsilon=args.max_epsilon,
-        confidence=args.confidence,
-        trust=args.trust_model,
-        seed=args.seed,
-        batch_size=args.batch_size,
+        **model_options(args),
         progress=not args.quiet,
         command=shlex.join(args.command_line),
     )

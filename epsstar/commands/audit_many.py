@@ -70,6 +70,7 @@ def _table(summaries: list[dict[str, Any]]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from epsstar.commands.audit import model_options
     from epsstar.io import atomic_write_json
     from epsstar.many import audit_many, read_manifest, summarise
 
@@ -95,18 +96,8 @@ def run(args: argparse.Namespace) -> int:
         entries,
         jobs=args.jobs,
         on_done=report,
-        delta=args.delta,
-        loss=args.loss,
-        method=args.method,
-        family=args.family,
-        interval=args.interval,
-        n_bootstrap=args.n_bootstrap,
-        max_epsilon=args.max_epsilon,
-        confidence=args.confidence,
-        trust=args.trust_model,
-        seed=args.seed,
-        batch_size=args.batch_size,
         report_dir=Path(args.reports) if args.reports else None,
+        **model_options(args),
     )
     if args.json:
         # Report paths relative to the JSON file, so that the two can move together.
