@@ -21,11 +21,11 @@ import warnings
 import numpy as np
 
 from epsstar import __version__, epsilon_star
+from epsstar.cli.text_table import aligned_table, format_table
 from epsstar.exceptions import PoorFitWarning
-from epsstar.fitting import Reflected
-from epsstar.optimizer import grid_supremum, parametric_supremum
-from epsstar.simulation import ESTIMATORS, Cell, format_table, run_appendix_b
-from epsstar.text_table import aligned_table
+from epsstar.statistics.fitting import Reflected
+from epsstar.statistics.optimizer import grid_supremum, parametric_supremum
+from epsstar.statistics.simulation import ESTIMATORS, Cell, run_appendix_b
 
 DEFAULT_COLUMNS = (
     "empirical",

@@ -68,7 +68,7 @@ def main() -> None:
         )
         code = (
             "import json, time\n"
-            "from epsstar.audit import audit\n"
+            "from epsstar.audit.run import audit\n"
             "start = time.perf_counter()\n"
             f"r = audit({str(MODELS / 'binary_logreg.onnx')!r}, "
             f"{str(MODELS / 'binary_train.parquet')!r}, {str(population)!r}, "

@@ -1,7 +1,7 @@
 """Throughput of a whole audit on Purchase-100-like data, per model format.
 
 Generates a Purchase-100-like data set (600 binary features, 100 classes;
-``epsstar.datasets.purchase_like``), split 2:1 into training and population
+``epsstar.training.datasets.purchase_like``), split 2:1 into training and population
 Parquet files, trains the paper's 3x100 MLP briefly, exports it to ONNX and
 TorchScript, and audits each export in a fresh process. Prints rows per second
 of the whole audit, the split between streaming inference (read + model +
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from epsstar.text_table import aligned_table
+from epsstar.cli.text_table import aligned_table
 
 
 def build(workdir: Path, records: int, epochs: int, seed: int) -> None:
@@ -37,7 +37,7 @@ def build(workdir: Path, records: int, epochs: int, seed: int) -> None:
     import pyarrow.parquet as pq
     import torch
 
-    from epsstar.datasets import purchase_like
+    from epsstar.training.datasets import purchase_like
     from epsstar.training.export import export_onnx, export_torchscript
     from epsstar.training.models import MLP, ExportedModel, Standardiser
 
@@ -73,7 +73,7 @@ def audit_in_child(workdir: Path, model: str, batch_size: int) -> dict[str, Any]
     """Run one audit in a fresh interpreter so its peak memory is its own."""
     code = (
         "import json, resource, time, sys\n"
-        "from epsstar.audit import audit\n"
+        "from epsstar.audit.run import audit\n"
         "start = time.perf_counter()\n"
         f"r = audit({str(workdir / model)!r}, {str(workdir / 'train.parquet')!r}, "
         f"{str(workdir / 'population.parquet')!r}, label_column='label', delta=1e-6, "

@@ -21,10 +21,10 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from epsstar import __version__
-from epsstar.bootstrap import bootstrap_replicates, interval_from_replicates
-from epsstar.estimator import DEFAULT_METHOD, METHODS, epsilon_star
-from epsstar.simulation import true_epsilon
-from epsstar.text_table import aligned_table
+from epsstar.cli.text_table import aligned_table
+from epsstar.statistics.bootstrap import bootstrap_replicates, interval_from_replicates
+from epsstar.statistics.estimator import DEFAULT_METHOD, METHODS, epsilon_star
+from epsstar.statistics.simulation import true_epsilon
 
 
 def one_repeat(job: tuple[float, int, float, int, int, float, int, str]) -> tuple[float, ...]:

@@ -17,9 +17,9 @@ import time
 import numpy as np
 
 from epsstar import __version__
-from epsstar.estimator import default_delta
-from epsstar.simulation import COMPARED_ESTIMATORS, ESTIMATORS
-from epsstar.text_table import aligned_table
+from epsstar.cli.text_table import aligned_table
+from epsstar.statistics.estimator import default_delta
+from epsstar.statistics.simulation import COMPARED_ESTIMATORS, ESTIMATORS
 
 LAWS = {
     "gamma(2,5)": lambda rng, n: rng.gamma(2.0, 5.0, n),

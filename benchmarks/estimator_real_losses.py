@@ -29,12 +29,12 @@ import numpy as np
 import torch
 
 from epsstar import __version__, epsilon_star
-from epsstar.datasets import purchase_like
-from epsstar.estimator import METHODS
+from epsstar.cli.text_table import aligned_table
 from epsstar.exceptions import PoorFitWarning
-from epsstar.losses import compute_losses
-from epsstar.text_table import aligned_table
+from epsstar.statistics.estimator import METHODS
+from epsstar.statistics.losses import compute_losses
 from epsstar.training.data import TabularData
+from epsstar.training.datasets import purchase_like
 from epsstar.training.trainer import TrainingConfig, train
 
 #: Columns of the error table: label -> keyword arguments of ``epsilon_star``.

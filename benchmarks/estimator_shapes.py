@@ -16,8 +16,8 @@ import time
 from scipy import stats
 
 from epsstar import __version__
-from epsstar.simulation import COMPARED_ESTIMATORS, ESTIMATORS, run_pairs
-from epsstar.text_table import aligned_table
+from epsstar.cli.text_table import aligned_table
+from epsstar.statistics.simulation import COMPARED_ESTIMATORS, ESTIMATORS, run_pairs
 
 PAIRS = {
     "lognormal s=1, scale x1.6": (stats.lognorm(1.0), stats.lognorm(1.0, scale=1.6)),

@@ -3,7 +3,7 @@
 For one data set, this script
 
 1. writes the training and population data as Parquet files (UCI Adult: the shipped
-   32,561 / 16,281 split; Purchase-100-like: ``epsstar.datasets.purchase_like`` records
+   32,561 / 16,281 split; Purchase-100-like: ``epsstar.training.datasets.purchase_like`` records
    split 208,731 / 102,809 like the paper's),
 2. trains the paper's grid with ``epsstar sweep`` (non-private baselines for several epoch
    counts; DP-SGD to each target ε for every clip × batch size × microbatches combination,
@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from epsstar.estimator import DEFAULT_METHOD
-from epsstar.text_table import aligned_table
+from epsstar.cli.text_table import aligned_table
+from epsstar.statistics.estimator import DEFAULT_METHOD
 
 PAPER = {
     "adult": {
@@ -65,13 +65,13 @@ def write_data(dataset: str, folder: Path, seed: int) -> tuple[Path, Path]:
         return train, population
     folder.mkdir(parents=True, exist_ok=True)
     if dataset == "adult":
-        from epsstar.datasets import adult
+        from epsstar.training.datasets import adult
 
         return adult().write_parquet(folder)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from epsstar.datasets import purchase_like
+    from epsstar.training.datasets import purchase_like
 
     n_train, n_population = PURCHASE_SPLIT
     data = purchase_like(n_train + n_population, seed=seed)
@@ -141,7 +141,7 @@ def up_to_date(result: Path, manifest: Path) -> bool:
 
     (The sweep rewrites the manifest on every run, so its time stamp says nothing.)
     """
-    from epsstar.many import read_manifest
+    from epsstar.audit.many import read_manifest
 
     if not result.is_file():
         return False

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
-    "epsilon_star": "epsstar.estimator",
-    "EpsilonStarResult": "epsstar.results",
-    "epsilon_lower_bound": "epsstar.bounds",
-    "EpsilonLowerBound": "epsstar.bounds",
-    "mechanism_epsilon": "epsstar.bounds",
-    "compute_losses": "epsstar.losses",
+    "epsilon_star": "epsstar.statistics.estimator",
+    "EpsilonStarResult": "epsstar.statistics.results",
+    "epsilon_lower_bound": "epsstar.statistics.bounds",
+    "EpsilonLowerBound": "epsstar.statistics.bounds",
+    "mechanism_epsilon": "epsstar.statistics.bounds",
+    "compute_losses": "epsstar.statistics.losses",
 }
 
 __all__ = [
@@ -30,10 +30,10 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from epsstar.bounds import EpsilonLowerBound, epsilon_lower_bound, mechanism_epsilon
-    from epsstar.estimator import epsilon_star
-    from epsstar.losses import compute_losses
-    from epsstar.results import EpsilonStarResult
+    from epsstar.statistics.bounds import EpsilonLowerBound, epsilon_lower_bound, mechanism_epsilon
+    from epsstar.statistics.estimator import epsilon_star
+    from epsstar.statistics.losses import compute_losses
+    from epsstar.statistics.results import EpsilonStarResult
 
 
 def __getattr__(name: str) -> Any:

@@ -2,18 +2,18 @@
 
 A loader turns a saved model file into an object that returns per-record
 predictions; losses are computed from those predictions in core
-(:mod:`epsstar.losses`), the same way for every loader.
+(:mod:`epsstar.statistics.losses`), the same way for every loader.
 
 The built-in loaders (:mod:`epsstar.loaders.onnx`, :mod:`epsstar.loaders.torchscript`,
 :mod:`epsstar.loaders.sklearn`) are found through the ``epsstar.loaders`` entry-point
-group like any plugin (:mod:`epsstar.plugins`). This package holds what they share and
+group like any plugin (:mod:`epsstar.audit.plugins`). This package holds what they share and
 what a third-party loader may reuse: :class:`BatchedModel`, a
-:class:`~epsstar.plugins.LoadedModel` that checks the input width, casts the features,
+:class:`~epsstar.audit.plugins.LoadedModel` that checks the input width, casts the features,
 predicts in chunks, detects logits vs probabilities and checks every prediction.
 
 Detecting logits vs probabilities (unless the caller says which with ``outputs=``):
 predictions are read as probabilities when every value is in ``[0, 1]`` and, with two or
-more columns, every row sums to 1 within :data:`epsstar.losses.ROW_SUM_TOLERANCE`;
+more columns, every row sums to 1 within :data:`epsstar.statistics.losses.ROW_SUM_TOLERANCE`;
 otherwise as logits. The rule is applied to the model's outputs on a fixed probe of
 49 rows (a row of zeros and 16 standard-normal rows scaled by 1, 10 and 100), or, when
 the input width is unknown, to the first batch it predicts. A probability model always
@@ -31,9 +31,9 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
+from epsstar.audit.plugins import OutputKind
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
-from epsstar.losses import ROW_SUM_TOLERANCE, rows_not_summing_to_one
-from epsstar.plugins import OutputKind
+from epsstar.statistics.losses import ROW_SUM_TOLERANCE, rows_not_summing_to_one
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -53,7 +53,7 @@ FloatArray = NDArray[np.float64]
 
 
 def check_outputs_argument(outputs: object) -> OutputKind | None:
-    """``outputs`` of :meth:`~epsstar.plugins.ModelLoader.load`: None, "probabilities", "logits"."""
+    """``outputs`` of ``ModelLoader.load``: None, "probabilities" or "logits"."""
     if outputs is None or outputs == "probabilities" or outputs == "logits":
         return outputs
     raise InvalidInputError(
@@ -87,7 +87,7 @@ def probe_features(width: int, dtype: DTypeLike = np.float64) -> NDArray[Any]:
 
 
 class BatchedModel:
-    """A :class:`~epsstar.plugins.LoadedModel` built from a function on one batch.
+    """A :class:`~epsstar.audit.plugins.LoadedModel` built from a function on one batch.
 
     Subclasses set their own state first, then call ``super().__init__`` (which may run
     the detection probe), and implement :meth:`_run_batch` (features already checked and

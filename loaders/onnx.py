@@ -26,8 +26,8 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from epsstar.audit.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plugins import OutputKind, import_optional
 
 from . import DEFAULT_BATCH_SIZE, BatchedModel, check_outputs_argument
 

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from epsstar.audit.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plugins import OutputKind, import_optional
 
 from . import BatchedModel, check_outputs_argument
 

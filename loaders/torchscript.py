@@ -21,8 +21,8 @@ from typing import Any
 
 from numpy.typing import NDArray
 
+from epsstar.audit.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plugins import OutputKind, import_optional
 
 from . import BatchedModel, check_outputs_argument
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import jinja2
 
-    from epsstar.audit import AuditResult
+    from epsstar.audit.run import AuditResult
 
 __all__ = ["MAX_REPORT_BYTES", "render", "render_landscape"]
 
@@ -73,7 +73,7 @@ def environment() -> jinja2.Environment:
 
 
 def _write(html: str, path: str | Path) -> Path:
-    from epsstar.io import atomic_write_bytes
+    from epsstar.audit.files import atomic_write_bytes
 
     target = Path(path)
     atomic_write_bytes(target, html.encode("utf-8"))

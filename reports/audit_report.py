@@ -20,9 +20,9 @@ from scipy.special import ndtr, ndtri
 from .svg import Chart
 
 if TYPE_CHECKING:
-    from epsstar._validation import FloatArray
-    from epsstar.audit import AuditResult
-    from epsstar.fitting.base import FittedDistribution
+    from epsstar.audit.run import AuditResult
+    from epsstar.statistics._validation import FloatArray
+    from epsstar.statistics.fitting.base import FittedDistribution
 
 __all__ = [
     "HISTOGRAM_BINS",
@@ -171,9 +171,9 @@ def transformed_chart(result: AuditResult) -> tuple[Any, dict[str, int]] | None:
 
 def tradeoff_chart(result: AuditResult) -> tuple[Any, dict[str, Any]]:
     """FNR against FPR on log axes with the ε* point, the (ε*, δ) boundary and μ-GDP curve."""
-    from epsstar.conversions import gdp_mu_from_rates
-    from epsstar.curves import parametric_curve
-    from epsstar.fitting import LossDistribution
+    from epsstar.statistics.conversions import gdp_mu_from_rates
+    from epsstar.statistics.curves import parametric_curve
+    from epsstar.statistics.fitting import LossDistribution
 
     eps = result.epsilon
     n_train, n_pop = eps.n_train, eps.n_population
@@ -261,7 +261,7 @@ def ks_grid(
 ) -> dict[str, Any] | None:
     """Appendix 8.2's grid of hold-out KS p-values per side, on a seeded subsample."""
     from epsstar.exceptions import EpsstarError
-    from epsstar.goodness_of_fit import ks_table
+    from epsstar.statistics.goodness_of_fit import ks_table
 
     eps = result.epsilon
     if eps.transform is None or not components or not sample_sizes:

@@ -146,7 +146,7 @@ def _describe(params: Mapping[str, Any]) -> str:
 def landscape_context(
     records: list[Mapping[str, Any]], target: Path, *, utility: str
 ) -> dict[str, Any]:
-    from epsstar.many import summarise
+    from epsstar.audit.many import summarise
 
     if utility not in UTILITIES:
         raise InputFileError(f"utility must be one of {', '.join(UTILITIES)}. Found {utility!r}.")

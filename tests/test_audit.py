@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from epsstar.audit import audit, split_lower_bound
+from epsstar.audit.plugins import register_loader
+from epsstar.audit.run import audit, split_lower_bound
 from epsstar.cli import main
 from epsstar.exceptions import PoorFitWarning
-from epsstar.plugins import register_loader
 
 COLUMNS = [f"x{i}" for i in range(6)]
 
@@ -214,7 +214,7 @@ def test_cli_gate_exit_codes(
 def test_headline_method_and_bootstrap_interval(
     workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from epsstar.estimator import epsilon_star
+    from epsstar.statistics.estimator import epsilon_star
 
     result = run_audit(workdir, method="tails", interval=0.9, n_bootstrap=20, seed=3)
     payload = result.to_dict()
@@ -301,7 +301,7 @@ class _FakeLoader:
 
 @pytest.fixture
 def fake_loader() -> Iterator[None]:
-    from epsstar import plugins
+    from epsstar.audit import plugins
 
     register_loader("fake", _FakeLoader(), force=True)
     yield
@@ -400,8 +400,8 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(
 
 
 def test_toml_manifest(workdir: Path, tmp_path: Path) -> None:
+    from epsstar.audit.many import read_manifest
     from epsstar.exceptions import InputFileError
-    from epsstar.many import read_manifest
 
     manifest = tmp_path / "grid.toml"
     manifest.write_text(
@@ -480,9 +480,9 @@ def test_audit_many(workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 def test_auroc_scores_beyond_the_budget_are_dropped_not_the_audit(
     workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import epsstar.audit
+    import epsstar.audit.run
 
-    monkeypatch.setattr(epsstar.audit, "MAX_AUROC_VALUES", 250)
+    monkeypatch.setattr(epsstar.audit.run, "MAX_AUROC_VALUES", 250)
     result = quiet_audit(workdir)
     # Both sides exceed 250 scores (600 and 300 rows): accuracy stays, AUROC is skipped.
     for side in ("population", "train"):

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from epsstar import epsilon_star
-from epsstar.bootstrap import bootstrap_replicates, interval_from_replicates
 from epsstar.exceptions import InvalidInputError
+from epsstar.statistics.bootstrap import bootstrap_replicates, interval_from_replicates
 
 
 def test_interval_kinds() -> None:

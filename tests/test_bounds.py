@@ -1,4 +1,4 @@
-"""Tests for epsstar.bounds: Clopper–Pearson bounds, ε lower bound, pooling over models."""
+"""epsstar.statistics.bounds: Clopper–Pearson bounds, ε lower bound, pooling over models."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from epsstar.bounds import (
+from epsstar.exceptions import InsufficientDataError, InvalidInputError
+from epsstar.statistics.bounds import (
     EpsilonLowerBound,
     clopper_pearson_upper,
     epsilon_lower_bound,
     mechanism_epsilon,
 )
-from epsstar.exceptions import InsufficientDataError, InvalidInputError
 
 confidences = st.floats(min_value=0.5, max_value=0.999)
 

@@ -1,4 +1,4 @@
-"""Tests for epsstar.conversions, checked against mpmath and against each other."""
+"""Tests for epsstar.statistics.conversions, checked against mpmath and against each other."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from epsstar.bounds import clopper_pearson_upper
-from epsstar.conversions import (
+from epsstar.exceptions import InvalidInputError
+from epsstar.statistics.bounds import clopper_pearson_upper
+from epsstar.statistics.conversions import (
     NEIGHBOURING_RELATIONS,
     BayesSecurity,
     advantage_bound_dp,
@@ -33,7 +34,6 @@ from epsstar.conversions import (
     tpr_bound_bayes_security,
     tpr_bound_dp,
 )
-from epsstar.exceptions import InvalidInputError
 
 mpmath.mp.dps = 50
 

@@ -1,4 +1,4 @@
-"""Tests for the streaming tabular reader and label maps (epsstar.data)."""
+"""Tests for the streaming tabular reader and label maps (epsstar.audit.tables)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from epsstar.data import (
+from epsstar.audit.tables import (
     Batch,
     LabelMap,
     TableSchema,

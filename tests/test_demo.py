@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from epsstar.cli import main
-from epsstar.commands import demo
+from epsstar.cli import demo, main
 
 pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")

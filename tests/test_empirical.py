@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from epsstar import epsilon_star
-from epsstar.empirical import PAPER_EMPIRICAL_WINDOW, empirical_rates, empirical_supremum
-from epsstar.ratio_terms import RateWindow
+from epsstar.statistics.empirical import PAPER_EMPIRICAL_WINDOW, empirical_rates, empirical_supremum
+from epsstar.statistics.ratio_terms import RateWindow
 
 
 def brute_force(

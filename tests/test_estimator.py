@@ -12,14 +12,14 @@ from hypothesis import strategies as st
 
 import epsstar
 from epsstar import epsilon_star
-from epsstar.estimator import default_delta
 from epsstar.exceptions import (
     DegenerateDataError,
     InsufficientDataError,
     InvalidInputError,
     PoorFitWarning,
 )
-from epsstar.fitting import LossDistribution
+from epsstar.statistics.estimator import default_delta
+from epsstar.statistics.fitting import LossDistribution
 
 
 def normal_losses(n: int, shift: float = 0.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -140,7 +140,7 @@ def test_good_fit_does_not_warn() -> None:
         # Losses that are Normal after the transform: draw phi, map back to losses.
         rng = np.random.default_rng(12)
         phi_train, phi_pop = rng.normal(-1.0, 0.2, 3000), rng.normal(-1.1, 0.2, 3000)
-        from epsstar.transform import LossTransform
+        from epsstar.statistics.transform import LossTransform
 
         unit = LossTransform(0.0, 1.0)
         result = epsilon_star(
@@ -290,7 +290,7 @@ def test_tails_accuracy_regression_on_appendix_b_cells() -> None:
     Fails if the default ``"tails"`` estimator regresses to the paper's bias
     (+0.4 to +0.8 nats on these cells).
     """
-    from epsstar.simulation import true_epsilon
+    from epsstar.statistics.simulation import true_epsilon
 
     for d, delta in ((1, 1e-3), (2, 1e-5), (3, 1e-5)):
         rng = np.random.default_rng([11, d])
@@ -308,7 +308,7 @@ def test_methods_and_default() -> None:
     import inspect
     import typing
 
-    from epsstar.estimator import DEFAULT_METHOD, METHODS, Method
+    from epsstar.statistics.estimator import DEFAULT_METHOD, METHODS, Method
 
     assert set(typing.get_args(Method)) == set(METHODS)
     assert DEFAULT_METHOD in METHODS

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from epsstar.exceptions import DegenerateDataError, FitError
-from epsstar.fitting import GaussianMixtureFit, LossDistribution, NormalFit
-from epsstar.transform import LossTransform
+from epsstar.statistics.fitting import GaussianMixtureFit, LossDistribution, NormalFit
+from epsstar.statistics.transform import LossTransform
 
 
 @given(

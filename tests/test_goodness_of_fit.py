@@ -6,8 +6,13 @@ import numpy as np
 import pytest
 
 from epsstar.exceptions import InsufficientDataError
-from epsstar.fitting import NormalFit
-from epsstar.goodness_of_fit import assess_fit, holdout_ks_test, ks_table, lilliefors_test
+from epsstar.statistics.fitting import NormalFit
+from epsstar.statistics.goodness_of_fit import (
+    assess_fit,
+    holdout_ks_test,
+    ks_table,
+    lilliefors_test,
+)
 
 
 def test_holdout_ks_is_calibrated_for_a_correct_family() -> None:

@@ -1,4 +1,4 @@
-"""Tests of the per-record membership-inference losses in epsstar.losses."""
+"""Tests of the per-record membership-inference losses in epsstar.statistics.losses."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hypothesis.extra import numpy as hnp
 from scipy.special import expit, log_softmax, softmax
 
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
-from epsstar.losses import (
+from epsstar.statistics.losses import (
     MAX_ABS_LOGIT,
     PROBABILITY_CLIP,
     ROW_SUM_TOLERANCE,

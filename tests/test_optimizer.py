@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from epsstar.fitting import GaussianMixtureFit, NormalFit, Reflected
-from epsstar.optimizer import grid_supremum, parametric_supremum
+from epsstar.statistics.fitting import GaussianMixtureFit, NormalFit, Reflected
+from epsstar.statistics.optimizer import grid_supremum, parametric_supremum
 
 mpmath.mp.dps = 40
 

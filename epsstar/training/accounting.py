@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from epsstar._validation import check_delta, check_in_range, check_positive_int
 from epsstar.exceptions import InvalidInputError
+from epsstar.statistics._validation import check_delta, check_in_range, check_positive_int
 
 __all__ = [
     "ACCOUNTANTS",

@@ -1,6 +1,6 @@
 """Numeric feature tables with a label column, read for the trainer.
 
-The file is read by :mod:`epsstar.data`, the reader the audit uses, so a table
+The file is read by :mod:`epsstar.audit.tables`, the reader the audit uses, so a table
 is read the same way when a model is trained on it and when it is audited:
 CSV, Parquet, NPZ (one 1-D array per column, or a 2-D ``X`` whose columns are
 ``x0``, ``x1``, ... plus 1-D arrays such as the label) or NPY; see that module
@@ -13,7 +13,7 @@ Labels of any type are mapped to 0..K−1 in sorted order of their values
 table is encoded the same way and so that ``training.json`` can record it: the
 class names are the labels as text, with booleans and whole-number floats
 written as integers, and labels are matched to them with
-:class:`epsstar.data.LabelMap`, as the audit matches ``training.json``'s classes.
+:class:`epsstar.audit.tables.LabelMap`, as the audit matches ``training.json``'s classes.
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.data import DATA_FILE_SUFFIXES, LabelMap, iter_batches, read_schema
+from epsstar.audit.tables import DATA_FILE_SUFFIXES, LabelMap, iter_batches, read_schema
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 
 __all__ = ["TabularData", "encode_labels", "load_table"]
 
 _BATCH_ROWS = 65_536
-# How epsstar.data reports a missing label; the row is re-reported in this module's words.
+# How epsstar.audit.tables reports a missing label; the row is re-reported in this module's words.
 _MISSING_LABEL = re.compile(r"must have a value in every row\. Found .* at row (\d+)\.$")
 
 

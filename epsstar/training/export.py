@@ -6,7 +6,7 @@ P(y = classes[1]) for binary tasks, (n, K) class probabilities otherwise.
 
 The ONNX graph is written directly from the trained weights (Sub, Div, Gemm,
 Relu, Sigmoid/Softmax; opset 17), so it needs only the ``onnx`` package. Every
-file is written with :func:`epsstar.io.atomic_write_bytes` (a temporary file in
+file is written with :func:`epsstar.audit.files.atomic_write_bytes` (a temporary file in
 the same directory, moved into place), and ``training.json`` comes last: a
 directory with a ``training.json`` is a finished model.
 """
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from epsstar.audit.files import atomic_write_bytes
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.io import atomic_write_bytes
 from epsstar.training.models import ExportedModel
 from epsstar.training.results import TrainingResult
 

@@ -20,8 +20,8 @@ import torch
 from numpy.typing import NDArray
 from torch import nn
 
-from epsstar._validation import check_positive_int
 from epsstar.exceptions import InvalidInputError
+from epsstar.statistics._validation import check_positive_int
 
 __all__ = ["MLP", "ExportedModel", "Standardiser", "output_width", "parse_hidden"]
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from epsstar.audit.files import atomic_write_bytes
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.io import atomic_write_bytes
 from epsstar.training.export import MODEL_FILES
 from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy
 

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from epsstar._validation import check_delta, check_in_range, check_positive_int
 from epsstar.exceptions import InvalidInputError
+from epsstar.statistics._validation import check_delta, check_in_range, check_positive_int
 from epsstar.training.accounting import (
     DEFAULT_MAX_NOISE_MULTIPLIER,
     Accountant,
@@ -284,7 +284,7 @@ def evaluate(model: ExportedModel, data: TabularData) -> Utility:
 
 
 def _bayes_security(plan: PrivacyPlan) -> dict[str, dict[str, object]]:
-    from epsstar.conversions import bayes_security_dpsgd
+    from epsstar.statistics.conversions import bayes_security_dpsgd
 
     # Substitution moves one clipping unit by up to 2C whether units are examples or groups,
     # which is the sensitivity Corollary 7 assumes for σ; add/remove uses the accountant's σ.
@@ -305,7 +305,7 @@ def _bayes_security(plan: PrivacyPlan) -> dict[str, dict[str, object]]:
 
 
 def _privacy_summary(config: TrainingConfig, plan: PrivacyPlan, epsilon: float) -> PrivacySummary:
-    from epsstar.conversions import advantage_bound_gaussian, posterior_belief_bound
+    from epsstar.statistics.conversions import advantage_bound_gaussian, posterior_belief_bound
 
     finite = math.isfinite(epsilon)
     return PrivacySummary(

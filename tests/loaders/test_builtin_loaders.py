@@ -18,12 +18,12 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 from sklearn.svm import LinearSVC
 
+from epsstar.audit.plugins import loader_for_path
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 from epsstar.loaders import looks_like_probabilities, probe_features
 from epsstar.loaders.onnx import OnnxLoader
 from epsstar.loaders.sklearn import SklearnLoader
 from epsstar.loaders.torchscript import TorchScriptLoader
-from epsstar.plugins import loader_for_path
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import epsstar.testing
+import epsstar.audit.contract
+from epsstar.audit.plugins import get_loader
 from epsstar.loaders.onnx import OnnxLoader
-from epsstar.plugins import get_loader
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 
@@ -24,17 +24,17 @@ def table(task: str, part: str) -> tuple[np.ndarray, np.ndarray]:
     return frame[[f"x{i}" for i in range(8)]].to_numpy(dtype=np.float64), frame["label"].to_numpy()
 
 
-@pytest.mark.parametrize("check", epsstar.testing.CHECKS)
+@pytest.mark.parametrize("check", epsstar.audit.contract.CHECKS)
 @pytest.mark.models
 def test_builtin_loaders_meet_the_contract(fixture_model: Any, check: str) -> None:
     loader, _ = get_loader({"skops": "sklearn"}.get(fixture_model.format, fixture_model.format))
     features, _ = table(fixture_model.task, "population")
-    checks = dict(epsstar.testing.loader_checks(loader, fixture_model.path, features))
+    checks = dict(epsstar.audit.contract.loader_checks(loader, fixture_model.path, features))
     checks[check]()
 
 
 # The one-line form a third party writes for its own loader.
-test_one_line_contract = epsstar.testing.loader_contract_test(
+test_one_line_contract = epsstar.audit.contract.loader_contract_test(
     OnnxLoader(), MODELS / "binary_mlp.onnx", table("binary", "population")[0]
 )
 
@@ -43,11 +43,11 @@ def test_check_loader_runs_everything_and_compares_expected() -> None:
     loader, _ = get_loader("torchscript")
     features, _ = table("multiclass", "population")
     expected = loader.load(MODELS / "multiclass_logreg.pt").predict(features)
-    epsstar.testing.check_loader(
+    epsstar.audit.contract.check_loader(
         loader, MODELS / "multiclass_logreg.pt", features, expected=expected
     )
     with pytest.raises(AssertionError, match=r"'expected_predictions' failed"):
-        epsstar.testing.check_loader(
+        epsstar.audit.contract.check_loader(
             loader, MODELS / "multiclass_logreg.pt", features, expected=expected + 1e-3
         )
 
@@ -82,7 +82,7 @@ class _SloppyModel:
 )
 def test_contract_catches_a_broken_loader(check: str, message: str) -> None:
     checks = dict(
-        epsstar.testing.loader_checks(
+        epsstar.audit.contract.loader_checks(
             _Sloppy(), MODELS / "binary_mlp.onnx", table("binary", "population")[0]
         )
     )
@@ -92,4 +92,6 @@ def test_contract_catches_a_broken_loader(check: str, message: str) -> None:
 
 def test_contract_refuses_too_few_rows() -> None:
     with pytest.raises(ValueError, match=r"at least 10 rows"):
-        epsstar.testing.loader_checks(OnnxLoader(), MODELS / "binary_mlp.onnx", np.ones((3, 8)))
+        epsstar.audit.contract.loader_checks(
+            OnnxLoader(), MODELS / "binary_mlp.onnx", np.ones((3, 8))
+        )

@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 import epsstar
-from epsstar import plugins
-from epsstar.exceptions import InvalidInputError
-from epsstar.plugins import (
+from epsstar.audit import plugins
+from epsstar.audit.plugins import (
     LoaderInfo,
     ModelLoader,
     available_loaders,
@@ -20,6 +19,7 @@ from epsstar.plugins import (
     loader_for_path,
     register_loader,
 )
+from epsstar.exceptions import InvalidInputError
 
 BUILT_IN = {
     "onnx": "epsstar.loaders.onnx:OnnxLoader",
@@ -257,7 +257,7 @@ def test_import_of_plugins_module_is_light() -> None:
     import sys
 
     code = (
-        "import sys, epsstar.plugins as p; p.available_loaders(); "
+        "import sys, epsstar.audit.plugins as p; p.available_loaders(); "
         "print(','.join(m for m in ('torch', 'onnxruntime', 'skops', 'numpy') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

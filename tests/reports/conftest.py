@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from epsstar.audit import AuditResult, Utility, _readings, audit, split_lower_bound
-from epsstar.estimator import epsilon_star
+from epsstar.audit.run import AuditResult, Utility, _readings, audit, split_lower_bound
+from epsstar.statistics.estimator import epsilon_star
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 

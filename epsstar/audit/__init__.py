@@ -1,0 +1,31 @@
+"""The audit pipeline: tables, loader discovery, streaming a model over data, ``audit()``.
+
+``audit(model, train, population, ...)`` loads a model through its loader plugin,
+streams both tables through it, and turns the per-record losses into a frozen
+:class:`AuditResult`; ``audit_many`` does the same for every model of a manifest.
+The names load lazily, so that reading a table does not import the statistics.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "audit": "epsstar.audit.run",
+    "AuditResult": "epsstar.audit.run",
+}
+
+__all__ = ["AuditResult", "audit"]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.run import AuditResult, audit
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'epsstar.audit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,648 @@
+"""Audit one saved model: losses, Epsilon*, its confidence lower bound, readings, utility.
+
+The pipeline streams the training and population tables through the model in
+batches (:mod:`epsstar.audit.tables`), turns predictions into per-record losses in core
+(:mod:`epsstar.statistics.losses`), and then computes
+
+* the headline Epsilon* (by default the estimator's default method; any of
+  :data:`epsstar.statistics.estimator.METHODS` by name, with an optional bootstrap
+  interval) and the empirical Epsilon* (:mod:`epsstar.statistics.estimator`);
+* a Clopper-Pearson lower bound on ε (:func:`epsstar.statistics.bounds.epsilon_lower_bound`)
+  that is statistically valid: each side is split in two at random (seeded); the
+  threshold is chosen on one half and the errors are counted on the other, so
+  the choice does not bias the counts;
+* plain-language readings: the posterior-belief bound ρ_β of Epsilon*
+  (``identifiability-bernau-2021.md``), the membership advantage (observed,
+  max TPR - FPR, and the bound implied by (ε*, δ)), and the TPR of the loss
+  attack at 0.1 % and 1 % FPR (observed, fitted, and the (ε*, δ) bound);
+* the model's utility: accuracy and AUROC on the population data, accuracy (and
+  AUROC for binary models) on the training data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from epsstar import __version__
+from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
+from epsstar.statistics._validation import (
+    FloatArray,
+    check_confidence,
+    check_delta,
+    check_in_range,
+    check_positive_int,
+)
+from epsstar.statistics.bounds import EpsilonLowerBound, epsilon_lower_bound
+from epsstar.statistics.conversions import advantage_bound_dp, posterior_belief_bound, tpr_bound_dp
+from epsstar.statistics.curves import TradeoffCurve, empirical_curve, parametric_curve
+from epsstar.statistics.empirical import empirical_rates
+from epsstar.statistics.estimator import (
+    DEFAULT_METHOD,
+    METHODS,
+    MIN_PARAMETRIC_RECORDS,
+    MIN_RECORDS,
+    Method,
+    default_delta,
+    epsilon_star,
+)
+from epsstar.statistics.fitting import LossDistribution
+from epsstar.statistics.losses import compute_losses
+from epsstar.statistics.results import EpsilonStarResult, json_number
+
+__all__ = [
+    "READING_FPRS",
+    "AuditResult",
+    "Readings",
+    "Utility",
+    "audit",
+    "sha256_of",
+    "split_lower_bound",
+]
+
+#: FPRs at which the readings report the loss attack's TPR.
+READING_FPRS: tuple[float, ...] = (0.001, 0.01)
+#: Multi-class AUROC needs every probability row; above this many numbers it is skipped.
+MAX_AUROC_VALUES = 50_000_000
+
+LossName = Literal["logit", "cross_entropy"]
+Outputs = Literal["probabilities", "logits"]
+
+
+def sha256_of(path: Path) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Utility:
+    """Accuracy and AUROC of the model on one data set (AUROC None when undefined)."""
+
+    n: int
+    accuracy: float
+    auroc: float | None
+    auroc_note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "accuracy": self.accuracy,
+            "auroc": json_number(self.auroc),
+            "auroc_note": self.auroc_note,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TprReading:
+    """The loss attack's TPR at a fixed FPR: observed, from the fits, and the (ε*, δ) bound."""
+
+    fpr: float
+    tpr_observed: float
+    tpr_fitted: float | None
+    tpr_bound: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fpr": self.fpr,
+            "tpr_observed": self.tpr_observed,
+            "tpr_fitted": json_number(self.tpr_fitted),
+            "tpr_bound": self.tpr_bound,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Readings:
+    """What Epsilon* means for a person whose record might be in the training set."""
+
+    posterior_belief_bound: float
+    advantage_observed: float
+    advantage_bound: float
+    tpr_at_fpr: tuple[TprReading, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "posterior_belief_bound": self.posterior_belief_bound,
+            "membership_advantage_observed": self.advantage_observed,
+            "membership_advantage_bound": self.advantage_bound,
+            "tpr_at_fpr": [reading.to_dict() for reading in self.tpr_at_fpr],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AuditResult:
+    """Everything one audit established; ``to_dict()`` is the JSON contract."""
+
+    epsilon: EpsilonStarResult
+    empirical: EpsilonStarResult
+    lower_bound: EpsilonLowerBound
+    readings: Readings
+    utility: dict[str, Utility]
+    provenance: dict[str, Any]
+    max_epsilon: float | None = None
+    train_losses: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
+    population_losses: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
+
+    @property
+    def epsilon_star(self) -> float:
+        return self.epsilon.epsilon
+
+    @property
+    def delta(self) -> float:
+        return self.epsilon.delta
+
+    @property
+    def passed(self) -> bool | None:
+        """ε* within the gate; None when no gate was set."""
+        return None if self.max_epsilon is None else self.epsilon.epsilon <= self.max_epsilon
+
+    def curves(self) -> dict[str, TradeoffCurve]:
+        """FNR/FPR trade-off of the loss-threshold test: ``"empirical"`` and ``"fitted"``.
+
+        Thresholds are in loss units (records with loss ≤ threshold are called members).
+        """
+        result = {"empirical": empirical_curve(self.train_losses, self.population_losses)}
+        if self.epsilon.transform is not None and self.epsilon.fits:
+            result["fitted"] = parametric_curve(
+                LossDistribution(self.epsilon.fits["train"].fit, self.epsilon.transform),
+                LossDistribution(self.epsilon.fits["population"].fit, self.epsilon.transform),
+            )
+        return result
+
+    def to_dict(self) -> dict[str, Any]:
+        headline = self.epsilon.to_dict()
+        return {
+            "epsilon_star": self.epsilon.epsilon,
+            "delta": self.epsilon.delta,
+            "epsilon_lower_bound": self.lower_bound.epsilon,
+            "passed": self.passed,
+            "max_epsilon": self.max_epsilon,
+            "n_train": self.epsilon.n_train,
+            "n_population": self.epsilon.n_population,
+            "fpr": headline["fpr"],
+            "fnr": headline["fnr"],
+            "threshold": headline["threshold"],
+            "attained_by": headline["attained_by"],
+            "method": headline["method"],
+            "family": headline["family"],
+            "poor_fit": headline["poor_fit"],
+            "tail_extrapolated": headline["tail_extrapolated"],
+            "epsilon_star_interval": headline["epsilon_star_interval"],
+            "tail_fit": headline["tail_fit"],
+            "plug_in_epsilon_star": headline["plug_in_epsilon_star"],
+            "crossfit_scores": headline["crossfit_scores"],
+            "note": headline["note"],
+            "fit": headline["fit"],
+            "transform": headline["transform"],
+            "empirical_epsilon_star": self.empirical.epsilon,
+            "empirical": self.empirical.to_dict(),
+            "lower_bound": self.lower_bound.to_dict(),
+            "readings": self.readings.to_dict(),
+            "utility": {side: utility.to_dict() for side, utility in self.utility.items()},
+            "loader": self.provenance["loader"],
+            "model_sha256": self.provenance["model_sha256"],
+            "provenance": self.provenance,
+            "epsstar_version": __version__,
+        }
+
+
+# --- statistics on the losses ----------------------------------------------------------------
+
+
+def split_lower_bound(
+    train_losses: FloatArray,
+    population_losses: FloatArray,
+    *,
+    delta: float,
+    confidence: float = 0.95,
+    seed: int = 0,
+    candidates_per_tail: int = 64,
+) -> EpsilonLowerBound:
+    """Clopper-Pearson lower bound with the threshold chosen on a held-out half.
+
+    Each side is shuffled (seeded) and halved. On the selection halves, the
+    thresholds at geometrically spaced FPRs and FNRs (1/n to 1/2) are scored by
+    the bound itself; the best one is then applied to the evaluation halves,
+    whose error counts give the reported bound (Nasr et al., eq. 5). Because the
+    evaluation records played no part in choosing the threshold, the bound holds
+    at the stated confidence.
+    """
+    rng = np.random.default_rng([seed, 7])
+    train = rng.permutation(train_losses)
+    population = rng.permutation(population_losses)
+    half_train, half_pop = train.size // 2, population.size // 2
+    if min(half_train, half_pop) < 1:
+        raise InsufficientDataError(
+            "the lower bound needs at least 2 records per data set. "
+            f"Found {train.size} training and {population.size} population records."
+        )
+    select_train, eval_train = np.sort(train[:half_train]), train[half_train:]
+    select_pop, eval_pop = np.sort(population[:half_pop]), population[half_pop:]
+
+    def counts(tau: float, members: FloatArray, others: FloatArray) -> tuple[int, int]:
+        # Rejection region "loss <= tau": a non-member inside it is a false positive,
+        # a member outside it a false negative.
+        return int(np.count_nonzero(others <= tau)), int(np.count_nonzero(members > tau))
+
+    levels = np.geomspace(1.0 / max(half_pop, half_train), 0.5, candidates_per_tail)
+    thresholds = np.unique(
+        np.concatenate(
+            [
+                np.quantile(select_pop, levels, method="inverted_cdf"),
+                np.quantile(select_train, 1.0 - levels, method="inverted_cdf"),
+            ]
+        )
+    )
+    best_tau, best = float(thresholds[0]), -1.0
+    for tau in thresholds:
+        fp, fn = counts(float(tau), select_train, select_pop)
+        value = epsilon_lower_bound(
+            fp, select_pop.size, fn, select_train.size, delta=delta, confidence=confidence
+        ).epsilon
+        if value > best:
+            best_tau, best = float(tau), value
+    fp, fn = counts(best_tau, eval_train, eval_pop)
+    return epsilon_lower_bound(
+        fp, eval_pop.size, fn, eval_train.size, delta=delta, confidence=confidence
+    )
+
+
+def _observed_tpr_at(fpr: float, sorted_train: FloatArray, sorted_pop: FloatArray) -> float:
+    """TPR of the largest loss threshold whose observed FPR is at most ``fpr``."""
+    k = int(np.floor(fpr * sorted_pop.size))
+    if k >= sorted_pop.size:
+        return 1.0
+    # Thresholds strictly below the (k+1)-th smallest population loss keep FPR <= k/n.
+    return float(np.searchsorted(sorted_train, sorted_pop[k], side="left") / sorted_train.size)
+
+
+def _readings(
+    train_losses: FloatArray, population_losses: FloatArray, result: EpsilonStarResult
+) -> Readings:
+    sorted_train, sorted_pop = np.sort(train_losses), np.sort(population_losses)
+    _, fpr, fnr = empirical_rates(sorted_train, sorted_pop)
+    advantage = float(max(0.0, np.max((1.0 - fnr) - fpr)))
+    train_fit = pop_fit = None
+    if result.transform is not None and result.fits:
+        train_fit = LossDistribution(result.fits["train"].fit, result.transform)
+        pop_fit = LossDistribution(result.fits["population"].fit, result.transform)
+    readings = []
+    for level in READING_FPRS:
+        fitted = None
+        if train_fit is not None and pop_fit is not None:
+            fitted = float(train_fit.cdf(pop_fit.ppf(np.array([level])))[0])
+        readings.append(
+            TprReading(
+                fpr=level,
+                tpr_observed=_observed_tpr_at(level, sorted_train, sorted_pop),
+                tpr_fitted=fitted,
+                tpr_bound=tpr_bound_dp(level, result.epsilon, result.delta),
+            )
+        )
+    return Readings(
+        posterior_belief_bound=posterior_belief_bound(result.epsilon),
+        advantage_observed=advantage,
+        advantage_bound=advantage_bound_dp(result.epsilon, result.delta),
+        tpr_at_fpr=tuple(readings),
+    )
+
+
+# --- running the model over a table ---------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Side:
+    """What streaming one table through the model collects."""
+
+    losses: list[FloatArray] = field(default_factory=list)
+    labels: list[np.ndarray] = field(default_factory=list)
+    scores: list[np.ndarray] = field(default_factory=list)
+    correct: int = 0
+    rows: int = 0
+    keep_scores: bool = True
+
+    def utility(self, n_outputs: int, *, auroc: bool = True) -> Utility:
+        from sklearn.metrics import roc_auc_score
+
+        if self.rows == 0:
+            raise InsufficientDataError("a data set has no rows. Found 0.")
+        accuracy = self.correct / self.rows
+        if not auroc:
+            return Utility(self.rows, accuracy, None, "not computed for training data")
+        if not self.keep_scores:
+            return Utility(self.rows, accuracy, None, "too many rows x classes to keep for AUROC")
+        labels = np.concatenate(self.labels)
+        scores = np.concatenate(self.scores)
+        present = np.unique(labels)
+        if present.size < 2:
+            return Utility(self.rows, accuracy, None, "only one class present")
+        if n_outputs <= 2:
+            return Utility(self.rows, accuracy, float(roc_auc_score(labels, scores)))
+        if present.size < n_outputs:
+            return Utility(self.rows, accuracy, None, "not every class is present")
+        auroc = roc_auc_score(labels, scores, multi_class="ovr", labels=np.arange(n_outputs))
+        return Utility(self.rows, accuracy, float(auroc), "one-vs-rest, macro average")
+
+
+def _class_scores(predictions: np.ndarray, output_kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """(predicted class index, AUROC scores) of one batch of predictions."""
+    if predictions.ndim == 1 or predictions.shape[1] == 1:
+        column = predictions.reshape(-1)
+        cut = 0.5 if output_kind == "probabilities" else 0.0
+        return (column >= cut).astype(np.int64), column
+    if predictions.shape[1] == 2:
+        return np.argmax(predictions, axis=1), predictions[:, 1] - predictions[:, 0]
+    if output_kind == "logits":
+        from scipy.special import softmax
+
+        probabilities = softmax(predictions, axis=1)
+    else:
+        probabilities = predictions
+    return np.argmax(predictions, axis=1), probabilities
+
+
+def _n_outputs(predictions: np.ndarray) -> int:
+    return 2 if predictions.ndim == 1 or predictions.shape[1] == 1 else int(predictions.shape[1])
+
+
+def _stream(
+    model: Any,
+    path: Path,
+    *,
+    classes: tuple[object, ...] | None,
+    role: str,
+    label_column: str,
+    features: Sequence[str] | None,
+    batch_size: int,
+    loss: LossName,
+    label_map_holder: list[Any],
+    advance: Callable[[int], None] | None,
+) -> tuple[_Side, int]:
+    from epsstar.audit.tables import iter_batches, label_map_for
+
+    side = _Side()
+    n_outputs = 0
+    for batch in iter_batches(
+        path, label_column=label_column, features=features, batch_size=batch_size
+    ):
+        predictions = np.asarray(model.predict(batch.features), dtype=np.float64)
+        if predictions.shape[0] != batch.features.shape[0]:
+            raise InvalidInputError(
+                f"the model must return one prediction per {role} row "
+                f"({batch.features.shape[0]} rows). Found output shape {predictions.shape}."
+            )
+        n_outputs = _n_outputs(predictions)
+        if not label_map_holder:
+            label_map_holder.append(label_map_for(classes, n_outputs))
+        labels = label_map_holder[0].encode(batch.labels)
+        try:
+            side.losses.append(
+                compute_losses(labels, predictions, loss=loss, outputs=model.output_kind)
+            )
+        except InvalidInputError as error:
+            raise InvalidInputError(f"{role} data, model output: {error}") from None
+        predicted, scores = _class_scores(predictions, model.output_kind)
+        side.correct += int(np.count_nonzero(predicted == labels))
+        side.rows += labels.size
+        # AUROC needs every score; past the budget the scores are dropped, not the audit.
+        if side.keep_scores and side.rows * (n_outputs if n_outputs > 2 else 1) > MAX_AUROC_VALUES:
+            side.keep_scores = False
+            side.labels.clear()
+            side.scores.clear()
+        if side.keep_scores:
+            side.labels.append(labels)
+            side.scores.append(scores)
+        if advance is not None:
+            advance(labels.size)
+    return side, n_outputs
+
+
+def _recorded_classes(model_path: Path) -> tuple[object, ...] | None:
+    """Class labels recorded by ``epsstar train`` beside the model (``training.json``).
+
+    Exported reference models output one column per class without naming the
+    classes; the trainer records which label each column stands for.
+    """
+    import json
+
+    record = model_path.parent / "training.json"
+    if not record.is_file():
+        return None
+    try:
+        classes = json.loads(record.read_text(encoding="utf-8"))["data"]["classes"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return tuple(classes) if isinstance(classes, list) and classes else None
+
+
+def audit(
+    model: str | Path,
+    train: str | Path,
+    population: str | Path,
+    *,
+    label_column: str,
+    features: Sequence[str] | None = None,
+    delta: float | None = None,
+    loader: str | None = None,
+    outputs: Outputs | None = None,
+    loss: LossName = "logit",
+    method: Method | None = None,
+    family: Literal["normal", "gmm"] = "normal",
+    interval: float | None = None,
+    n_bootstrap: int = 200,
+    max_epsilon: float | None = None,
+    confidence: float = 0.95,
+    trust: bool = False,
+    seed: int = 0,
+    batch_size: int = 16_384,
+    progress: bool = False,
+    command: str | None = None,
+) -> AuditResult:
+    """Audit a saved model against its training data and population data.
+
+    ``delta`` defaults to 1/(n ln n) with n the number of training rows (the
+    Epsilon* paper's choice, §4.1); it is always reported. ``loader`` names a
+    plugin from the ``epsstar.loaders`` entry-point group (default: chosen by the
+    model file's suffix); ``outputs`` overrides its logits/probabilities
+    detection; ``trust`` allows formats that can execute code when loaded.
+    ``method`` chooses the headline estimator (default: the estimator's
+    default); ``interval`` (a level such as 0.95) adds a bootstrap interval from
+    ``n_bootstrap`` resamples. The result is deterministic for a given ``seed``.
+    """
+    from epsstar.audit.plugins import get_loader, loader_for_path
+
+    model_path, train_path, pop_path = Path(model), Path(train), Path(population)
+    for name, path in (("model", model_path), ("train", train_path), ("population", pop_path)):
+        if not path.is_file():
+            raise InputFileError(f"{name}: no such file. Found {str(path)!r}.")
+    if max_epsilon is not None:
+        max_epsilon = check_in_range(
+            "max_epsilon", max_epsilon, 0.0, float("inf"), low_inclusive=True
+        )
+    confidence = check_confidence(confidence)
+    batch_size = check_positive_int("batch_size", batch_size)
+    # Checked here, before the data are streamed, as the estimator would check them later.
+    if method is not None and method not in METHODS:
+        raise InvalidInputError(f"method must be one of {', '.join(METHODS)}. Found {method!r}.")
+    if interval is not None:
+        check_in_range("interval", interval, 0.0, 1.0)
+        check_positive_int("n_bootstrap", n_bootstrap, minimum=2)
+    started = time.perf_counter()
+
+    plugin, info = get_loader(loader) if loader else loader_for_path(model_path)
+    loaded = plugin.load(model_path, outputs=outputs, trust=trust)
+    classes = loaded.classes if loaded.classes is not None else _recorded_classes(model_path)
+    loaded_at = time.perf_counter()
+
+    label_map_holder: list[Any] = []
+    sides: dict[str, _Side] = {}
+    n_outputs = 0
+    with _progress_bar(progress) as bar:
+        for role, path in (("train", train_path), ("population", pop_path)):
+            advance = bar(role, path) if bar is not None else None
+            sides[role], n_outputs = _stream(
+                loaded,
+                path,
+                classes=classes,
+                role=role,
+                label_column=label_column,
+                features=features,
+                batch_size=batch_size,
+                loss=loss,
+                label_map_holder=label_map_holder,
+                advance=advance,
+            )
+    train_losses = np.concatenate(sides["train"].losses) if sides["train"].losses else np.empty(0)
+    pop_losses = (
+        np.concatenate(sides["population"].losses) if sides["population"].losses else np.empty(0)
+    )
+    headline_method = DEFAULT_METHOD if method is None else method
+    minimum = max(MIN_PARAMETRIC_RECORDS, MIN_RECORDS[headline_method])
+    for role, values in (("training", train_losses), ("population", pop_losses)):
+        if values.size < minimum:
+            raise InsufficientDataError(
+                f"the {role} data need at least {minimum} rows for the {headline_method} "
+                f"estimate and the lower bound. Found {values.size}."
+            )
+    delta = default_delta(train_losses.size) if delta is None else check_delta(delta)
+    streamed_at = time.perf_counter()
+
+    headline = epsilon_star(
+        train_losses,
+        pop_losses,
+        delta=delta,
+        family=family,
+        seed=seed,
+        interval=interval,
+        n_bootstrap=n_bootstrap,
+        method=headline_method,
+    )
+    empirical = epsilon_star(train_losses, pop_losses, delta=delta, method="empirical")
+    bound = split_lower_bound(
+        train_losses, pop_losses, delta=delta, confidence=confidence, seed=seed
+    )
+    readings = _readings(train_losses, pop_losses, headline)
+    measured_at = time.perf_counter()
+    utility = {
+        "population": sides["population"].utility(n_outputs),
+        # Multi-class AUROC costs one sort per class; on training data accuracy suffices.
+        "train": sides["train"].utility(n_outputs, auroc=n_outputs <= 2),
+    }
+    finished = time.perf_counter()
+    provenance = {
+        "model": str(model_path),
+        "model_sha256": sha256_of(model_path),
+        "loader": info.to_dict(),
+        "output_kind": loaded.output_kind,
+        "loss": loss,
+        "label_column": label_column,
+        "features": list(features) if features is not None else None,
+        "classes": [str(c) for c in label_map_holder[0].classes] if label_map_holder else None,
+        "classes_from": "model"
+        if loaded.classes is not None
+        else ("training.json" if classes is not None else "column order"),
+        "train": str(train_path),
+        "population": str(pop_path),
+        "n_train": int(train_losses.size),
+        "n_population": int(pop_losses.size),
+        "seed": seed,
+        "confidence": confidence,
+        "epsstar_version": __version__,
+        "python": sys.version.split()[0],
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "seconds": {
+            "load": round(loaded_at - started, 3),
+            "inference": round(streamed_at - loaded_at, 3),
+            "statistics": round(measured_at - streamed_at, 3),
+            "utility": round(finished - measured_at, 3),
+            "total": round(finished - started, 3),
+        },
+        "command": command,
+    }
+    return AuditResult(
+        epsilon=headline,
+        empirical=empirical,
+        lower_bound=bound,
+        readings=readings,
+        utility=utility,
+        provenance=provenance,
+        max_epsilon=max_epsilon,
+        train_losses=train_losses,
+        population_losses=pop_losses,
+    )
+
+
+class _progress_bar:  # noqa: N801 - used as a context manager factory
+    """A rich progress bar with one task per data set, or nothing when disabled."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.progress: Any = None
+
+    def __enter__(self) -> Callable[[str, Path], Callable[[int], None]] | None:
+        if not self.enabled:
+            return None
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        from epsstar.audit.tables import count_rows
+
+        console = Console(stderr=True)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not console.is_terminal,
+        )
+        self.progress.start()
+
+        def add(role: str, path: Path) -> Callable[[int], None]:
+            # Counting rows can mean reading a CSV file once more: only for a visible bar.
+            total = count_rows(path) if console.is_terminal else None
+            task = self.progress.add_task(f"{role} rows", total=total)
+            return lambda rows: self.progress.advance(task, rows)
+
+        return add
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()

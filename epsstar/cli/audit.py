@@ -1,0 +1,231 @@
+"""``epsstar audit``: audit one saved model, optionally as a release gate."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from typing import Any
+
+from epsstar.cli.main import EXIT_GATE_FAILED, EXIT_OK
+from epsstar.cli.options import (
+    add_estimator_options,
+    add_family_option,
+    add_json_option,
+    emit,
+)
+
+SUMMARY = "audit a saved model against its training and population data"
+
+
+def _columns(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected comma-separated column names. Found {text!r}")
+    return names
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """Options shared by ``audit`` and ``audit-many``."""
+    parser.add_argument(
+        "--delta",
+        type=float,
+        default=None,
+        metavar="D",
+        help="delta of the (epsilon, delta) statement; default 1/(n ln n), n = training rows",
+    )
+    parser.add_argument(
+        "--max-epsilon",
+        type=float,
+        default=None,
+        metavar="X",
+        help="release gate: exit 1 when Epsilon* exceeds X",
+    )
+    add_estimator_options(parser)
+    add_family_option(parser)
+    parser.add_argument(
+        "--loss",
+        choices=("logit", "cross_entropy"),
+        default="logit",
+        help="per-record loss: the Epsilon* paper's logit loss (default) or cross-entropy",
+    )
+    parser.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        help="confidence of the Clopper-Pearson lower bound (default 0.95)",
+    )
+    parser.add_argument(
+        "--trust-model",
+        action="store_true",
+        help="allow model files that can run code when loaded (pickle/joblib, "
+        "untrusted skops types)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of fits, goodness-of-fit tests and the lower-bound split",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=16_384,
+        metavar="ROWS",
+        help="rows per model call while streaming the data (default 16384)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def model_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The :func:`epsstar.audit.audit` keywords that :func:`add_model_options` declares."""
+    return {
+        "delta": args.delta,
+        "loss": args.loss,
+        "method": args.method,
+        "family": args.family,
+        "interval": args.interval,
+        "n_bootstrap": args.n_bootstrap,
+        "max_epsilon": args.max_epsilon,
+        "confidence": args.confidence,
+        "trust": args.trust_model,
+        "seed": args.seed,
+        "batch_size": args.batch_size,
+    }
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "audit",
+        help=SUMMARY,
+        description=SUMMARY + ". Exit code: "
+        "0 audited and within the gate (or no gate), 1 Epsilon* above "
+        "--max-epsilon, 2 usage or input error.",
+    )
+    parser.add_argument("model", metavar="MODEL", help="saved model (.onnx, .pt, .skops, ...)")
+    parser.add_argument(
+        "--train", required=True, metavar="PATH", help="training data (.csv, .parquet, .npz, .npy)"
+    )
+    parser.add_argument(
+        "--population",
+        required=True,
+        metavar="PATH",
+        help="non-training data from the same distribution",
+    )
+    parser.add_argument("--label-column", required=True, metavar="NAME", help="label column")
+    parser.add_argument(
+        "--features",
+        type=_columns,
+        default=None,
+        metavar="A,B,...",
+        help="feature columns in model input order (default: all but the label)",
+    )
+    parser.add_argument(
+        "--loader",
+        default=None,
+        metavar="NAME",
+        help="loader plugin (default: chosen by the model file's suffix)",
+    )
+    parser.add_argument(
+        "--outputs",
+        choices=("probabilities", "logits"),
+        default=None,
+        help="what the model outputs (default: detected)",
+    )
+    add_model_options(parser)
+    add_json_option(parser)
+    parser.add_argument(
+        "--report",
+        metavar="OUT.html",
+        default=None,
+        help="write a self-contained HTML report to OUT.html",
+    )
+    parser.set_defaults(handler=run)
+
+
+def estimator_name(result: dict[str, Any]) -> str:
+    """``method`` or ``method, family`` of a result, as the summaries print it."""
+    family = result.get("family")
+    return str(result["method"]) + (f", {family}" if family else "")
+
+
+def interval_lines(result: dict[str, Any]) -> list[str]:
+    """The bootstrap interval line, when the result has one."""
+    interval = result.get("epsilon_star_interval")
+    if not interval:
+        return []
+    return [
+        f"  {interval['level']:.0%} bootstrap interval ({interval['kind']}, "
+        f"{interval['n_bootstrap']} resamples): [{interval['low']:.4f}, {interval['high']:.4f}]"
+    ]
+
+
+def format_summary(result: dict[str, Any]) -> str:
+    """A few lines a person reads first."""
+    readings = result["readings"]
+    gate = ""
+    if result["max_epsilon"] is not None:
+        verdict = "PASS" if result["passed"] else "FAIL"
+        gate = f"  [{verdict}: limit {result['max_epsilon']:g}]"
+    utility = result["utility"]["population"]
+    auroc = f", AUROC {utility['auroc']:.4f}" if utility["auroc"] is not None else ""
+    lines = [
+        f"Epsilon* = {result['epsilon_star']:.4f}  (delta = {result['delta']:.3g}, "
+        f"{estimator_name(result)}){gate}",
+        *interval_lines(result),
+        f"  lower bound {result['epsilon_lower_bound']:.4f} at "
+        f"{result['lower_bound']['confidence']:.0%} confidence (Clopper-Pearson, held-out split); "
+        f"empirical Epsilon* {result['empirical_epsilon_star']:.4f}",
+        f"  an attacker's posterior belief in membership is at most "
+        f"{readings['posterior_belief_bound']:.1%}; membership advantage observed "
+        f"{readings['membership_advantage_observed']:.4f} (bound "
+        f"{readings['membership_advantage_bound']:.4f})",
+    ]
+    for reading in readings["tpr_at_fpr"]:
+        fitted = reading["tpr_fitted"]
+        lines.append(
+            f"  TPR at {reading['fpr']:.1%} FPR: observed {reading['tpr_observed']:.4f}"
+            + (f", fitted {fitted:.4f}" if fitted is not None else "")
+            + f", bound {reading['tpr_bound']:.4f}"
+        )
+    lines.append(
+        f"  utility on population data: accuracy {utility['accuracy']:.4f}{auroc} "
+        f"({utility['n']:,} rows); training rows {result['n_train']:,}"
+    )
+    if result["poor_fit"]:
+        lines.append("  warning: a goodness-of-fit test rejected a fitted distribution")
+    if result.get("note"):
+        lines.append(f"  note: {result['note']}")
+    if result["tail_extrapolated"]:
+        lines.append("  note: the maximising test's FPR or FNR is below 1/n (extrapolated tail)")
+    loader = result["loader"]
+    lines.append(
+        f"  model sha256 {result['model_sha256'][:16]}..., loader {loader['name']} "
+        f"({loader['distribution']} {loader['version']})"
+    )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from epsstar.audit.run import audit
+
+    result = audit(
+        args.model,
+        args.train,
+        args.population,
+        label_column=args.label_column,
+        features=args.features,
+        loader=args.loader,
+        outputs=args.outputs,
+        **model_options(args),
+        progress=not args.quiet,
+        command=shlex.join(args.command_line),
+    )
+    payload = result.to_dict()
+    emit(payload, args.json, format_summary(payload))
+    if args.report:
+        from epsstar.reports import render
+
+        render(result, args.report)
+        print(f"  report written to {args.report}", file=sys.stderr if args.json == "-" else None)
+    return EXIT_GATE_FAILED if result.passed is False else EXIT_OK

@@ -1,0 +1,41 @@
+"""``epsstar landscape``: the privacy–utility landscape of audited models as one HTML file."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from epsstar.cli.main import EXIT_OK
+
+SUMMARY = "draw the privacy-utility landscape of audit results as a self-contained HTML file"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "landscape",
+        help=SUMMARY,
+        description=SUMMARY + ". RESULTS are JSON files of 'epsstar audit-many --json' and/or "
+        "'epsstar audit --json' (a single audit's strategy is its file name). Exit code: 0 "
+        "written, 2 usage or input error.",
+    )
+    parser.add_argument("results", nargs="+", metavar="RESULTS", help="results JSON files")
+    parser.add_argument(
+        "--out", required=True, metavar="OUT.html", help="where to write the landscape"
+    )
+    parser.add_argument(
+        "--utility",
+        choices=("auroc", "accuracy"),
+        default="auroc",
+        help="utility on the population data for the vertical axis (default: auroc)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from epsstar.reports import render_landscape
+    from epsstar.reports.landscape import load_results
+
+    records = load_results(args.results)
+    path = render_landscape(records, args.out, utility=args.utility)
+    print(f"landscape of {len(records)} models written to {path}")
+    return EXIT_OK

@@ -1,0 +1,47 @@
+"""``epsstar sweep``: train a resumable grid of reference models and write a manifest."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from epsstar.cli.main import EXIT_OK
+
+SUMMARY = "Train a grid of DP and non-private reference models (resumable) with a manifest"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("sweep", help=SUMMARY, description=SUMMARY + ".")
+    parser.add_argument("config", metavar="CONFIG", help="sweep description (TOML)")
+    parser.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="output directory (default: 'out' in the config); re-running with "
+        "the same directory resumes the sweep",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bars or log lines")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from epsstar.training.sweep import load_sweep_config, run_sweep
+
+    config = load_sweep_config(args.config)
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    outcome = run_sweep(
+        config,
+        args.out,
+        progress=False if args.quiet else None,
+        log=None if args.quiet else log,
+    )
+    if not args.quiet:
+        print(
+            f"Sweep finished: {outcome.trained} model(s) trained, {outcome.skipped} already "
+            f"done; manifest: {outcome.manifest}"
+        )
+    return EXIT_OK

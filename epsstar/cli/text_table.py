@@ -1,0 +1,49 @@
+"""Plain-text tables for the terminal and for benchmark output."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.statistics.simulation import Cell
+
+__all__ = ["aligned_table", "format_table"]
+
+
+def aligned_table(rows: Sequence[Sequence[str]], *, left_columns: int = 0) -> str:
+    """``rows`` (the first is the header) as aligned columns with a rule under the header.
+
+    The first ``left_columns`` columns are left-aligned (labels), the others right-aligned
+    (numbers); columns are separated by two spaces.
+    """
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(
+            value.ljust(width) if i < left_columns else value.rjust(width)
+            for i, (value, width) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def format_table(cells: list[Cell]) -> str:
+    """A plain-text table: truth and mean ± sd of each estimator per cell."""
+    if not cells:
+        return ""
+    names = list(cells[0].estimates)
+    header = ["d", "n", "delta", "true eps*", *names]
+    rows = [header]
+    for cell in cells:
+        rows.append(
+            [
+                f"{cell.d:g}",
+                f"{cell.n:,}",
+                f"{cell.delta:g}",
+                f"{cell.truth:.3f}",
+                *(f"{cell.mean(name):.3f} ± {cell.sd(name):.3f}" for name in names),
+            ]
+        )
+    return aligned_table(rows)

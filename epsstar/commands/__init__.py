@@ -1,1 +1,0 @@
-"""Subcommands of the ``epsstar`` CLI, one module each (see :mod:`epsstar.cli`)."""

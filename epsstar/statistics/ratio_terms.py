@@ -1,0 +1,120 @@
+"""The four ratios of Definition 2 (eq. 7, ``epsilon-star-negoescu-2024.md``) in log space.
+
+For a test with false-positive rate ``t`` and false-negative rate ``eta``::
+
+    eps* = log max(1, (1-δ-η)/t, (1-δ-t)/η, (η-δ)/(1-t), (t-δ)/(1-η))
+
+restricted to tests with ``t`` and ``eta`` inside an open interval of admissible
+rates, ``(δ, 1-δ)`` by default (footnote 2 of the paper). Every quantity is
+taken on the log scale, with ``log(a - δ) = log a + log(1 - exp(log δ - log a))``,
+so tails where ``t`` is 1e-300 lose no precision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from epsstar.statistics._validation import FloatArray
+
+__all__ = ["TERM_NAMES", "RateWindow", "Supremum", "log_ratio_terms"]
+
+#: What attains Epsilon*: 0 is the constant 1 in eq. 7 (Epsilon* = 0).
+TERM_NAMES: dict[int, str] = {
+    0: "1",
+    1: "(1-delta-FNR)/FPR",
+    2: "(1-delta-FPR)/FNR",
+    3: "(FNR-delta)/(1-FPR)",
+    4: "(FPR-delta)/(1-FNR)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RateWindow:
+    """Admissible rates: both FPR and FNR must lie in the open interval ``(low, high)``."""
+
+    low: float
+    high: float
+
+    @classmethod
+    def for_delta(cls, delta: float) -> RateWindow:
+        return cls(delta, 1.0 - delta)
+
+    @property
+    def log_low(self) -> float:
+        return float(np.log(self.low)) if self.low > 0 else -np.inf
+
+    @property
+    def log_one_minus_high(self) -> float:
+        return float(np.log1p(-self.high)) if self.high < 1 else -np.inf
+
+
+@dataclass(frozen=True, slots=True)
+class Supremum:
+    """Where the maximum of eq. 7 over thresholds is attained.
+
+    ``threshold`` is on the scale the rates were computed on (loss-ordered:
+    the test rejects H0, "not a member", when the score is ≤ threshold).
+    """
+
+    epsilon: float
+    threshold: float
+    fpr: float
+    fnr: float
+    term: int
+
+    @property
+    def term_name(self) -> str:
+        return TERM_NAMES[self.term]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "epsilon": self.epsilon,
+            "threshold": self.threshold,
+            "fpr": self.fpr,
+            "fnr": self.fnr,
+            "attained_by": self.term_name,
+        }
+
+
+def _log_minus(log_a: FloatArray, log_b: float) -> FloatArray:
+    """``log(exp(log_a) - exp(log_b))``; ``-inf`` where it is not positive."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        gap = log_b - log_a
+        result = log_a + np.log(-np.expm1(gap))
+    return np.where(gap < 0, result, -np.inf)
+
+
+def log_ratio_terms(
+    log_fpr: ArrayLike,
+    log_one_minus_fpr: ArrayLike,
+    log_fnr: ArrayLike,
+    log_one_minus_fnr: ArrayLike,
+    delta: float,
+    window: RateWindow,
+) -> FloatArray:
+    """The logs of the four ratios of eq. 7, shape ``(4, n)``; ``-inf`` outside ``window``."""
+    lt, l1t, le, l1e = (
+        np.atleast_1d(np.asarray(v, dtype=np.float64))
+        for v in (log_fpr, log_one_minus_fpr, log_fnr, log_one_minus_fnr)
+    )
+    log_delta = float(np.log(delta)) if delta > 0 else -np.inf
+    with np.errstate(invalid="ignore"):
+        admissible = (
+            (lt > window.log_low)
+            & (le > window.log_low)
+            & (l1t > window.log_one_minus_high)
+            & (l1e > window.log_one_minus_high)
+        )
+        terms = np.stack(
+            [
+                _log_minus(l1e, log_delta) - lt,
+                _log_minus(l1t, log_delta) - le,
+                _log_minus(le, log_delta) - l1t,
+                _log_minus(lt, log_delta) - l1e,
+            ]
+        )
+    return np.where(admissible & ~np.isnan(terms), terms, -np.inf)
