@@ -13,9 +13,10 @@ import pandas as pd
 import pytest
 
 from epsstar.audit.plugins import register_loader
-from epsstar.audit.run import audit, split_lower_bound
+from epsstar.audit.run import audit
 from epsstar.cli import main
 from epsstar.exceptions import PoorFitWarning
+from epsstar.statistics.held_out_bound import split_lower_bound
 
 COLUMNS = [f"x{i}" for i in range(6)]
 

@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
     "audit": "epsstar.audit.run",
-    "AuditResult": "epsstar.audit.run",
+    "AuditResult": "epsstar.audit.result",
 }
 
 __all__ = ["AuditResult", "audit"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from epsstar.audit.run import AuditResult, audit
+    from epsstar.audit.result import AuditResult
+    from epsstar.audit.run import audit
 
 
 def __getattr__(name: str) -> Any:

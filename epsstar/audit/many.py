@@ -32,7 +32,7 @@ from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.bounds import mechanism_epsilon
 
 if TYPE_CHECKING:  # pragma: no cover
-    from epsstar.audit.run import AuditResult
+    from epsstar.audit.result import AuditResult
 
 __all__ = ["ManifestEntry", "StrategySummary", "audit_many", "read_manifest", "summarise"]
 

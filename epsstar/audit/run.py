@@ -33,6 +33,7 @@ from typing import Any, Literal
 import numpy as np
 
 from epsstar import __version__
+from epsstar.audit.result import AuditResult
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 from epsstar.statistics._validation import (
     FloatArray,
@@ -41,10 +42,6 @@ from epsstar.statistics._validation import (
     check_in_range,
     check_positive_int,
 )
-from epsstar.statistics.bounds import EpsilonLowerBound, epsilon_lower_bound
-from epsstar.statistics.conversions import advantage_bound_dp, posterior_belief_bound, tpr_bound_dp
-from epsstar.statistics.curves import TradeoffCurve, empirical_curve, parametric_curve
-from epsstar.statistics.empirical import empirical_rates
 from epsstar.statistics.estimator import (
     DEFAULT_METHOD,
     METHODS,
@@ -54,22 +51,17 @@ from epsstar.statistics.estimator import (
     default_delta,
     epsilon_star,
 )
-from epsstar.statistics.fitting import LossDistribution
+from epsstar.statistics.held_out_bound import split_lower_bound
 from epsstar.statistics.losses import compute_losses
-from epsstar.statistics.results import EpsilonStarResult, json_number
+from epsstar.statistics.readings import membership_readings
+from epsstar.statistics.utility import Utility
 
 __all__ = [
-    "READING_FPRS",
     "AuditResult",
-    "Readings",
-    "Utility",
     "audit",
     "sha256_of",
-    "split_lower_bound",
 ]
 
-#: FPRs at which the readings report the loss attack's TPR.
-READING_FPRS: tuple[float, ...] = (0.001, 0.01)
 #: Multi-class AUROC needs every probability row; above this many numbers it is skipped.
 MAX_AUROC_VALUES = 50_000_000
 
@@ -84,238 +76,6 @@ def sha256_of(path: Path) -> str:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class Utility:
-    """Accuracy and AUROC of the model on one data set (AUROC None when undefined)."""
-
-    n: int
-    accuracy: float
-    auroc: float | None
-    auroc_note: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "accuracy": self.accuracy,
-            "auroc": json_number(self.auroc),
-            "auroc_note": self.auroc_note,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class TprReading:
-    """The loss attack's TPR at a fixed FPR: observed, from the fits, and the (ε*, δ) bound."""
-
-    fpr: float
-    tpr_observed: float
-    tpr_fitted: float | None
-    tpr_bound: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "fpr": self.fpr,
-            "tpr_observed": self.tpr_observed,
-            "tpr_fitted": json_number(self.tpr_fitted),
-            "tpr_bound": self.tpr_bound,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Readings:
-    """What Epsilon* means for a person whose record might be in the training set."""
-
-    posterior_belief_bound: float
-    advantage_observed: float
-    advantage_bound: float
-    tpr_at_fpr: tuple[TprReading, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "posterior_belief_bound": self.posterior_belief_bound,
-            "membership_advantage_observed": self.advantage_observed,
-            "membership_advantage_bound": self.advantage_bound,
-            "tpr_at_fpr": [reading.to_dict() for reading in self.tpr_at_fpr],
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class AuditResult:
-    """Everything one audit established; ``to_dict()`` is the JSON contract."""
-
-    epsilon: EpsilonStarResult
-    empirical: EpsilonStarResult
-    lower_bound: EpsilonLowerBound
-    readings: Readings
-    utility: dict[str, Utility]
-    provenance: dict[str, Any]
-    max_epsilon: float | None = None
-    train_losses: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
-    population_losses: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
-
-    @property
-    def epsilon_star(self) -> float:
-        return self.epsilon.epsilon
-
-    @property
-    def delta(self) -> float:
-        return self.epsilon.delta
-
-    @property
-    def passed(self) -> bool | None:
-        """ε* within the gate; None when no gate was set."""
-        return None if self.max_epsilon is None else self.epsilon.epsilon <= self.max_epsilon
-
-    def curves(self) -> dict[str, TradeoffCurve]:
-        """FNR/FPR trade-off of the loss-threshold test: ``"empirical"`` and ``"fitted"``.
-
-        Thresholds are in loss units (records with loss ≤ threshold are called members).
-        """
-        result = {"empirical": empirical_curve(self.train_losses, self.population_losses)}
-        if self.epsilon.transform is not None and self.epsilon.fits:
-            result["fitted"] = parametric_curve(
-                LossDistribution(self.epsilon.fits["train"].fit, self.epsilon.transform),
-                LossDistribution(self.epsilon.fits["population"].fit, self.epsilon.transform),
-            )
-        return result
-
-    def to_dict(self) -> dict[str, Any]:
-        headline = self.epsilon.to_dict()
-        return {
-            "epsilon_star": self.epsilon.epsilon,
-            "delta": self.epsilon.delta,
-            "epsilon_lower_bound": self.lower_bound.epsilon,
-            "passed": self.passed,
-            "max_epsilon": self.max_epsilon,
-            "n_train": self.epsilon.n_train,
-            "n_population": self.epsilon.n_population,
-            "fpr": headline["fpr"],
-            "fnr": headline["fnr"],
-            "threshold": headline["threshold"],
-            "attained_by": headline["attained_by"],
-            "method": headline["method"],
-            "family": headline["family"],
-            "poor_fit": headline["poor_fit"],
-            "tail_extrapolated": headline["tail_extrapolated"],
-            "epsilon_star_interval": headline["epsilon_star_interval"],
-            "tail_fit": headline["tail_fit"],
-            "plug_in_epsilon_star": headline["plug_in_epsilon_star"],
-            "crossfit_scores": headline["crossfit_scores"],
-            "note": headline["note"],
-            "fit": headline["fit"],
-            "transform": headline["transform"],
-            "empirical_epsilon_star": self.empirical.epsilon,
-            "empirical": self.empirical.to_dict(),
-            "lower_bound": self.lower_bound.to_dict(),
-            "readings": self.readings.to_dict(),
-            "utility": {side: utility.to_dict() for side, utility in self.utility.items()},
-            "loader": self.provenance["loader"],
-            "model_sha256": self.provenance["model_sha256"],
-            "provenance": self.provenance,
-            "epsstar_version": __version__,
-        }
-
-
-# --- statistics on the losses ----------------------------------------------------------------
-
-
-def split_lower_bound(
-    train_losses: FloatArray,
-    population_losses: FloatArray,
-    *,
-    delta: float,
-    confidence: float = 0.95,
-    seed: int = 0,
-    candidates_per_tail: int = 64,
-) -> EpsilonLowerBound:
-    """Clopper-Pearson lower bound with the threshold chosen on a held-out half.
-
-    Each side is shuffled (seeded) and halved. On the selection halves, the
-    thresholds at geometrically spaced FPRs and FNRs (1/n to 1/2) are scored by
-    the bound itself; the best one is then applied to the evaluation halves,
-    whose error counts give the reported bound (Nasr et al., eq. 5). Because the
-    evaluation records played no part in choosing the threshold, the bound holds
-    at the stated confidence.
-    """
-    rng = np.random.default_rng([seed, 7])
-    train = rng.permutation(train_losses)
-    population = rng.permutation(population_losses)
-    half_train, half_pop = train.size // 2, population.size // 2
-    if min(half_train, half_pop) < 1:
-        raise InsufficientDataError(
-            "the lower bound needs at least 2 records per data set. "
-            f"Found {train.size} training and {population.size} population records."
-        )
-    select_train, eval_train = np.sort(train[:half_train]), train[half_train:]
-    select_pop, eval_pop = np.sort(population[:half_pop]), population[half_pop:]
-
-    def counts(tau: float, members: FloatArray, others: FloatArray) -> tuple[int, int]:
-        # Rejection region "loss <= tau": a non-member inside it is a false positive,
-        # a member outside it a false negative.
-        return int(np.count_nonzero(others <= tau)), int(np.count_nonzero(members > tau))
-
-    levels = np.geomspace(1.0 / max(half_pop, half_train), 0.5, candidates_per_tail)
-    thresholds = np.unique(
-        np.concatenate(
-            [
-                np.quantile(select_pop, levels, method="inverted_cdf"),
-                np.quantile(select_train, 1.0 - levels, method="inverted_cdf"),
-            ]
-        )
-    )
-    best_tau, best = float(thresholds[0]), -1.0
-    for tau in thresholds:
-        fp, fn = counts(float(tau), select_train, select_pop)
-        value = epsilon_lower_bound(
-            fp, select_pop.size, fn, select_train.size, delta=delta, confidence=confidence
-        ).epsilon
-        if value > best:
-            best_tau, best = float(tau), value
-    fp, fn = counts(best_tau, eval_train, eval_pop)
-    return epsilon_lower_bound(
-        fp, eval_pop.size, fn, eval_train.size, delta=delta, confidence=confidence
-    )
-
-
-def _observed_tpr_at(fpr: float, sorted_train: FloatArray, sorted_pop: FloatArray) -> float:
-    """TPR of the largest loss threshold whose observed FPR is at most ``fpr``."""
-    k = int(np.floor(fpr * sorted_pop.size))
-    if k >= sorted_pop.size:
-        return 1.0
-    # Thresholds strictly below the (k+1)-th smallest population loss keep FPR <= k/n.
-    return float(np.searchsorted(sorted_train, sorted_pop[k], side="left") / sorted_train.size)
-
-
-def _readings(
-    train_losses: FloatArray, population_losses: FloatArray, result: EpsilonStarResult
-) -> Readings:
-    sorted_train, sorted_pop = np.sort(train_losses), np.sort(population_losses)
-    _, fpr, fnr = empirical_rates(sorted_train, sorted_pop)
-    advantage = float(max(0.0, np.max((1.0 - fnr) - fpr)))
-    train_fit = pop_fit = None
-    if result.transform is not None and result.fits:
-        train_fit = LossDistribution(result.fits["train"].fit, result.transform)
-        pop_fit = LossDistribution(result.fits["population"].fit, result.transform)
-    readings = []
-    for level in READING_FPRS:
-        fitted = None
-        if train_fit is not None and pop_fit is not None:
-            fitted = float(train_fit.cdf(pop_fit.ppf(np.array([level])))[0])
-        readings.append(
-            TprReading(
-                fpr=level,
-                tpr_observed=_observed_tpr_at(level, sorted_train, sorted_pop),
-                tpr_fitted=fitted,
-                tpr_bound=tpr_bound_dp(level, result.epsilon, result.delta),
-            )
-        )
-    return Readings(
-        posterior_belief_bound=posterior_belief_bound(result.epsilon),
-        advantage_observed=advantage,
-        advantage_bound=advantage_bound_dp(result.epsilon, result.delta),
-        tpr_at_fpr=tuple(readings),
-    )
 
 
 # --- running the model over a table ---------------------------------------------------------
@@ -552,7 +312,7 @@ def audit(
     bound = split_lower_bound(
         train_losses, pop_losses, delta=delta, confidence=confidence, seed=seed
     )
-    readings = _readings(train_losses, pop_losses, headline)
+    readings = membership_readings(train_losses, pop_losses, headline)
     measured_at = time.perf_counter()
     utility = {
         "population": sides["population"].utility(n_outputs),

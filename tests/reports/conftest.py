@@ -10,8 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from epsstar.audit.run import AuditResult, Utility, _readings, audit, split_lower_bound
+from epsstar.audit.result import AuditResult
+from epsstar.audit.run import audit
 from epsstar.statistics.estimator import epsilon_star
+from epsstar.statistics.held_out_bound import split_lower_bound
+from epsstar.statistics.readings import membership_readings
+from epsstar.statistics.utility import Utility
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 
@@ -75,7 +79,7 @@ def synthetic_result(n: int, *, seed: int = 0, shift: float = 1.0) -> AuditResul
         epsilon=parametric,
         empirical=empirical,
         lower_bound=split_lower_bound(train, population, delta=delta, seed=seed),
-        readings=_readings(train, population, parametric),
+        readings=membership_readings(train, population, parametric),
         utility={"population": Utility(n, 0.8, 0.85), "train": Utility(n, 0.9, 0.95)},
         provenance=provenance,
         train_losses=train,

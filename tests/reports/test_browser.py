@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from epsstar.audit.run import AuditResult
+from epsstar.audit.result import AuditResult
 from epsstar.reports import render, render_landscape
 
 CHROMIUM = Path("/usr/bin/chromium")

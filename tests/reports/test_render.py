@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from epsstar.audit.run import AuditResult
+from epsstar.audit.result import AuditResult
 from epsstar.reports import MAX_REPORT_BYTES, render
 
 Synthetic = Callable[..., AuditResult]

@@ -1,0 +1,96 @@
+"""The frozen result of one audit; ``to_dict()`` is the JSON contract."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from epsstar import __version__
+from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.bounds import EpsilonLowerBound
+from epsstar.statistics.curves import TradeoffCurve, empirical_curve, parametric_curve
+from epsstar.statistics.fitting import LossDistribution
+from epsstar.statistics.readings import Readings
+from epsstar.statistics.results import EpsilonStarResult
+from epsstar.statistics.utility import Utility
+
+__all__ = ["AuditResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditResult:
+    """Everything one audit established; ``to_dict()`` is the JSON contract."""
+
+    epsilon: EpsilonStarResult
+    empirical: EpsilonStarResult
+    lower_bound: EpsilonLowerBound
+    readings: Readings
+    utility: dict[str, Utility]
+    provenance: dict[str, Any]
+    max_epsilon: float | None = None
+    train_losses: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
+    population_losses: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
+
+    @property
+    def epsilon_star(self) -> float:
+        return self.epsilon.epsilon
+
+    @property
+    def delta(self) -> float:
+        return self.epsilon.delta
+
+    @property
+    def passed(self) -> bool | None:
+        """ε* within the gate; None when no gate was set."""
+        return None if self.max_epsilon is None else self.epsilon.epsilon <= self.max_epsilon
+
+    def curves(self) -> dict[str, TradeoffCurve]:
+        """FNR/FPR trade-off of the loss-threshold test: ``"empirical"`` and ``"fitted"``.
+
+        Thresholds are in loss units (records with loss ≤ threshold are called members).
+        """
+        result = {"empirical": empirical_curve(self.train_losses, self.population_losses)}
+        if self.epsilon.transform is not None and self.epsilon.fits:
+            result["fitted"] = parametric_curve(
+                LossDistribution(self.epsilon.fits["train"].fit, self.epsilon.transform),
+                LossDistribution(self.epsilon.fits["population"].fit, self.epsilon.transform),
+            )
+        return result
+
+    def to_dict(self) -> dict[str, Any]:
+        headline = self.epsilon.to_dict()
+        return {
+            "epsilon_star": self.epsilon.epsilon,
+            "delta": self.epsilon.delta,
+            "epsilon_lower_bound": self.lower_bound.epsilon,
+            "passed": self.passed,
+            "max_epsilon": self.max_epsilon,
+            "n_train": self.epsilon.n_train,
+            "n_population": self.epsilon.n_population,
+            "fpr": headline["fpr"],
+            "fnr": headline["fnr"],
+            "threshold": headline["threshold"],
+            "attained_by": headline["attained_by"],
+            "method": headline["method"],
+            "family": headline["family"],
+            "poor_fit": headline["poor_fit"],
+            "tail_extrapolated": headline["tail_extrapolated"],
+            "epsilon_star_interval": headline["epsilon_star_interval"],
+            "tail_fit": headline["tail_fit"],
+            "plug_in_epsilon_star": headline["plug_in_epsilon_star"],
+            "crossfit_scores": headline["crossfit_scores"],
+            "note": headline["note"],
+            "fit": headline["fit"],
+            "transform": headline["transform"],
+            "empirical_epsilon_star": self.empirical.epsilon,
+            "empirical": self.empirical.to_dict(),
+            "lower_bound": self.lower_bound.to_dict(),
+            "readings": self.readings.to_dict(),
+            "utility": {side: utility.to_dict() for side, utility in self.utility.items()},
+            "loader": self.provenance["loader"],
+            "model_sha256": self.provenance["model_sha256"],
+            "provenance": self.provenance,
+            "epsstar_version": __version__,
+        }

@@ -1,0 +1,101 @@
+"""Plain-language readings of Epsilon* for one model's losses.
+
+The posterior-belief bound ρ_β = 1/(1+e^-ε) (``identifiability-bernau-2021.md``),
+the membership advantage of the loss-threshold attack (observed max TPR - FPR,
+and the bound (e^ε - 1 + 2δ)/(e^ε + 1) implied by (ε*, δ)), and the attack's TPR
+at fixed low FPRs: observed, from the fitted distributions, and the (ε*, δ) bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.conversions import advantage_bound_dp, posterior_belief_bound, tpr_bound_dp
+from epsstar.statistics.empirical import empirical_rates
+from epsstar.statistics.fitting import LossDistribution
+from epsstar.statistics.results import EpsilonStarResult, json_number
+
+__all__ = ["READING_FPRS", "Readings", "TprReading", "membership_readings"]
+
+#: FPRs at which the readings report the loss attack's TPR.
+READING_FPRS: tuple[float, ...] = (0.001, 0.01)
+
+
+@dataclass(frozen=True, slots=True)
+class TprReading:
+    """The loss attack's TPR at a fixed FPR: observed, from the fits, and the (ε*, δ) bound."""
+
+    fpr: float
+    tpr_observed: float
+    tpr_fitted: float | None
+    tpr_bound: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fpr": self.fpr,
+            "tpr_observed": self.tpr_observed,
+            "tpr_fitted": json_number(self.tpr_fitted),
+            "tpr_bound": self.tpr_bound,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Readings:
+    """What Epsilon* means for a person whose record might be in the training set."""
+
+    posterior_belief_bound: float
+    advantage_observed: float
+    advantage_bound: float
+    tpr_at_fpr: tuple[TprReading, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "posterior_belief_bound": self.posterior_belief_bound,
+            "membership_advantage_observed": self.advantage_observed,
+            "membership_advantage_bound": self.advantage_bound,
+            "tpr_at_fpr": [reading.to_dict() for reading in self.tpr_at_fpr],
+        }
+
+
+def _observed_tpr_at(fpr: float, sorted_train: FloatArray, sorted_pop: FloatArray) -> float:
+    """TPR of the largest loss threshold whose observed FPR is at most ``fpr``."""
+    k = int(np.floor(fpr * sorted_pop.size))
+    if k >= sorted_pop.size:
+        return 1.0
+    # Thresholds strictly below the (k+1)-th smallest population loss keep FPR <= k/n.
+    return float(np.searchsorted(sorted_train, sorted_pop[k], side="left") / sorted_train.size)
+
+
+def membership_readings(
+    train_losses: FloatArray, population_losses: FloatArray, result: EpsilonStarResult
+) -> Readings:
+    sorted_train, sorted_pop = np.sort(train_losses), np.sort(population_losses)
+    _, fpr, fnr = empirical_rates(sorted_train, sorted_pop)
+    advantage = float(max(0.0, np.max((1.0 - fnr) - fpr)))
+    train_fit = pop_fit = None
+    if result.transform is not None and result.fits:
+        train_fit = LossDistribution(result.fits["train"].fit, result.transform)
+        pop_fit = LossDistribution(result.fits["population"].fit, result.transform)
+    readings = []
+    for level in READING_FPRS:
+        fitted = None
+        if train_fit is not None and pop_fit is not None:
+            fitted = float(train_fit.cdf(pop_fit.ppf(np.array([level])))[0])
+        readings.append(
+            TprReading(
+                fpr=level,
+                tpr_observed=_observed_tpr_at(level, sorted_train, sorted_pop),
+                tpr_fitted=fitted,
+                tpr_bound=tpr_bound_dp(level, result.epsilon, result.delta),
+            )
+        )
+    return Readings(
+        posterior_belief_bound=posterior_belief_bound(result.epsilon),
+        advantage_observed=advantage,
+        advantage_bound=advantage_bound_dp(result.epsilon, result.delta),
+        tpr_at_fpr=tuple(readings),
+    )
