@@ -54,7 +54,7 @@ from epsstar.statistics.estimator import (
 from epsstar.statistics.held_out_bound import split_lower_bound
 from epsstar.statistics.losses import compute_losses
 from epsstar.statistics.readings import membership_readings
-from epsstar.statistics.utility import Utility
+from epsstar.statistics.utility import Utility, auroc
 
 __all__ = [
     "AuditResult",
@@ -92,27 +92,16 @@ class _Side:
     rows: int = 0
     keep_scores: bool = True
 
-    def utility(self, n_outputs: int, *, auroc: bool = True) -> Utility:
-        from sklearn.metrics import roc_auc_score
-
+    def utility(self, n_outputs: int, *, with_auroc: bool = True) -> Utility:
         if self.rows == 0:
             raise InsufficientDataError("a data set has no rows. Found 0.")
         accuracy = self.correct / self.rows
-        if not auroc:
+        if not with_auroc:
             return Utility(self.rows, accuracy, None, "not computed for training data")
         if not self.keep_scores:
             return Utility(self.rows, accuracy, None, "too many rows x classes to keep for AUROC")
-        labels = np.concatenate(self.labels)
-        scores = np.concatenate(self.scores)
-        present = np.unique(labels)
-        if present.size < 2:
-            return Utility(self.rows, accuracy, None, "only one class present")
-        if n_outputs <= 2:
-            return Utility(self.rows, accuracy, float(roc_auc_score(labels, scores)))
-        if present.size < n_outputs:
-            return Utility(self.rows, accuracy, None, "not every class is present")
-        auroc = roc_auc_score(labels, scores, multi_class="ovr", labels=np.arange(n_outputs))
-        return Utility(self.rows, accuracy, float(auroc), "one-vs-rest, macro average")
+        value, note = auroc(np.concatenate(self.labels), np.concatenate(self.scores), n_outputs)
+        return Utility(self.rows, accuracy, value, note)
 
 
 def _class_scores(predictions: np.ndarray, output_kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -317,7 +306,7 @@ def audit(
     utility = {
         "population": sides["population"].utility(n_outputs),
         # Multi-class AUROC costs one sort per class; on training data accuracy suffices.
-        "train": sides["train"].utility(n_outputs, auroc=n_outputs <= 2),
+        "train": sides["train"].utility(n_outputs, with_auroc=n_outputs <= 2),
     }
     finished = time.perf_counter()
     provenance = {

@@ -39,6 +39,7 @@ import torch
 
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_delta, check_in_range, check_positive_int
+from epsstar.statistics.utility import auroc
 from epsstar.training.accounting import (
     DEFAULT_MAX_NOISE_MULTIPLIER,
     Accountant,
@@ -263,22 +264,19 @@ def evaluate(model: ExportedModel, data: TabularData) -> Utility:
         probabilities = model(torch.as_tensor(data.features, dtype=dtype)).double().numpy()
     labels = data.labels
     eps = 1e-12
-    auroc: float | None = None
+    area: float | None = None
     if model.binary:
         positive = probabilities[:, 0]
         predicted = (positive >= 0.5).astype(np.int64)
         chosen = np.where(labels == 1, positive, 1.0 - positive)
-        if 0 < labels.sum() < labels.size:
-            from sklearn.metrics import roc_auc_score
-
-            auroc = float(roc_auc_score(labels, positive))
+        area, _ = auroc(labels, positive, 2)
     else:
         predicted = probabilities.argmax(axis=1)
         chosen = probabilities[np.arange(labels.size), labels]
     return Utility(
         n_records=int(labels.size),
         accuracy=float(np.mean(predicted == labels)),
-        auroc=auroc,
+        auroc=area,
         loss=float(-np.mean(np.log(np.clip(chosen, eps, 1.0)))),
     )
 
