@@ -7,7 +7,7 @@ import shlex
 import sys
 from typing import Any
 
-from epsstar.cli.main import EXIT_GATE_FAILED, EXIT_OK
+from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
 from epsstar.cli.options import (
     add_estimator_options,
     add_family_option,

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from epsstar.cli.main import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE
+from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE
 from epsstar.cli.text_table import aligned_table
 
 SUMMARY = "audit many models from a CSV or TOML manifest, with per-strategy summaries"

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from epsstar.cli.main import EXIT_OK, EXIT_USAGE
+from epsstar.cli.exit_codes import EXIT_OK, EXIT_USAGE
 from epsstar.cli.text_table import aligned_table
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from epsstar.cli.main import EXIT_OK
+from epsstar.cli.exit_codes import EXIT_OK
 from epsstar.cli.options import (
     add_estimator_options,
     add_family_option,

@@ -17,11 +17,8 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from epsstar import __version__
+from epsstar.cli.exit_codes import EXIT_INTERRUPTED, EXIT_USAGE
 from epsstar.exceptions import EpsstarError, EpsstarWarning
-
-EXIT_OK = 0
-EXIT_GATE_FAILED = 1
-EXIT_USAGE = 2
 
 #: Modules that contribute subcommands, in the order ``--help`` lists them.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
@@ -87,4 +84,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         except KeyboardInterrupt:
             print("epsstar: interrupted", file=sys.stderr)
-            return 130
+            return EXIT_INTERRUPTED

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any
 
-from epsstar.cli.main import EXIT_OK
+from epsstar.cli.exit_codes import EXIT_OK
 
 SUMMARY = "reproduce the paper's Appendix-B simulation on a small grid (about 10 s)"
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from epsstar.cli.main import EXIT_OK
+from epsstar.cli.exit_codes import EXIT_OK
 
 SUMMARY = "Train a grid of DP and non-private reference models (resumable) with a manifest"
 

@@ -6,7 +6,7 @@ import argparse
 import math
 from typing import Any
 
-from epsstar.cli.main import EXIT_OK
+from epsstar.cli.exit_codes import EXIT_OK
 
 SUMMARY = "Train a reference model with DP-SGD (or without privacy) on a feature table"
 

@@ -1,0 +1,16 @@
+"""Exit codes of the ``epsstar`` command, one meaning each (listed in the README)."""
+
+from typing import Final
+
+#: Success; for a release gate, every Epsilon* within the limit.
+EXIT_OK: Final = 0
+#: The release gate failed: an Epsilon* above ``--max-epsilon``.
+EXIT_GATE_FAILED: Final = 1
+#: Bad usage or bad input; nothing was audited or written.
+EXIT_USAGE: Final = 2
+#: Some models could not be audited; the others were, and their results are written.
+EXIT_PARTIAL: Final = 3
+#: Interrupted (Ctrl-C): 128 + SIGINT.
+EXIT_INTERRUPTED: Final = 130
+
+__all__ = ["EXIT_GATE_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE"]
