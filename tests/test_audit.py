@@ -150,8 +150,10 @@ def test_same_model_in_two_formats_gives_the_same_epsilon(workdir: Path) -> None
 
 
 def test_gate(workdir: Path) -> None:
-    result = quiet_audit(workdir, max_epsilon=0.0)
-    assert result.passed is (result.epsilon_star <= 0.0)
+    failed = quiet_audit(workdir, max_epsilon=0.0)
+    assert failed.epsilon_star > 0.0  # the model is overfitted
+    assert failed.passed is False
+    assert quiet_audit(workdir, max_epsilon=failed.epsilon_star).passed is True  # ε* ≤ gate
     assert quiet_audit(workdir).passed is None
 
 
