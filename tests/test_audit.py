@@ -451,6 +451,7 @@ features = "x0,x1"
         read_manifest(tmp_path / "bad.toml")
 
 
+@pytest.mark.slow
 def test_audit_many(workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     manifest = tmp_path / "manifest.csv"
     rows = [

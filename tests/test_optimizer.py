@@ -74,11 +74,12 @@ def test_gdp_oracle_is_exercised_in_the_interior() -> None:
         (NormalFit(0, 2), NormalFit(0.5, 1), 1e-3, 1_000_000),
         (NormalFit(2, 0.3), NormalFit(0, 1), 1e-4, 1_000_000),
         # Quantiles of mixtures and Gammas are slow to invert: a coarser grid, same claim.
-        (
+        pytest.param(
             GaussianMixtureFit((0.7, 0.3), (0.0, 2.0), (1.0, 0.5)),
             GaussianMixtureFit((0.5, 0.5), (1.0, 3.0), (1.0, 0.7)),
             1e-5,
             20_000,
+            marks=pytest.mark.slow,
         ),
         (stats.gamma(2, scale=5), stats.gamma(4, scale=5), 1e-5, 100_000),
     ],

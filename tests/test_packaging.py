@@ -63,6 +63,7 @@ def wheel(source_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+@pytest.mark.slow
 def test_wheel_has_no_generic_top_level_names(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     top_level = {name.split("/")[0] for name in names}
@@ -72,6 +73,7 @@ def test_wheel_has_no_generic_top_level_names(wheel: Path) -> None:
     assert "epsstar/py.typed" in names
 
 
+@pytest.mark.slow
 def test_wheel_declares_the_console_script(wheel: Path) -> None:
     archive = zipfile.ZipFile(wheel)
     (entry_points,) = [n for n in archive.namelist() if n.endswith("entry_points.txt")]

@@ -63,6 +63,7 @@ def test_grid_labels(config_file: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_sweep_resumes_without_touching_finished_models(config_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "models"
     config = load_sweep_config(config_file)
@@ -107,6 +108,7 @@ def test_sweep_resumes_without_touching_finished_models(config_file: Path, tmp_p
     assert _snapshot(out) == after
 
 
+@pytest.mark.slow
 def test_sweep_cli(config_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     small = (
         config_file.read_text()
