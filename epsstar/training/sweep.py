@@ -168,6 +168,14 @@ def _number_list(
     return values
 
 
+def _number(source: Path, table: dict[str, Any], key: str, default: float) -> float:
+    """A single number setting (``default`` when absent)."""
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _fail(source, f"{key} must be a number. Found {value!r}.")
+    return float(value)
+
+
 def _microbatch_list(source: Path, table: dict[str, Any]) -> list[int | None]:
     values = _as_list(table.get("microbatches", "per-example"))
     parsed: list[int | None] = []
@@ -241,8 +249,8 @@ def _model_settings(source: Path, top: dict[str, Any]) -> TrainingConfig:
     return TrainingConfig(
         epochs=1,
         hidden=tuple(hidden),
-        lr=float(model.get("lr", 0.01)),
-        momentum=float(model.get("momentum", 0.9)),
+        lr=_number(source, model, "lr", 0.01),
+        momentum=_number(source, model, "momentum", 0.9),
     )
 
 
@@ -261,12 +269,14 @@ def _baseline_strategies(source: Path, table: Any, common: TrainingConfig) -> li
 def _dp_strategies(source: Path, table: Any, common: TrainingConfig) -> list[GridStrategy]:
     """The [dp] grid: target ε × clip × batch size × microbatches × epochs, in that order."""
     dp = _check_keys(source, table, _DP_KEYS, "[dp]")
-    delta = dp.get("delta")
+    accountant = dp.get("accountant", "pld")
+    if not isinstance(accountant, str):
+        raise _fail(source, f"accountant must be a name. Found {accountant!r}.")
     shared = replace(
         common,
-        delta=None if delta is None else float(delta),
-        accountant=str(dp.get("accountant", "pld")),
-        max_noise_multiplier=float(dp.get("max_noise_multiplier", 1000.0)),
+        delta=None if "delta" not in dp else _number(source, dp, "delta", 0.0),
+        accountant=accountant,
+        max_noise_multiplier=_number(source, dp, "max_noise_multiplier", 1000.0),
     )
     grid = itertools.product(
         _number_list(source, dp, "target_epsilons", float),
