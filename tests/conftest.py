@@ -23,7 +23,15 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 ROOT = Path(__file__).resolve().parents[1]
 # Caches that tools keep beside the sources (ignored by git); tests may leave these.
 CACHES = frozenset(
-    {"__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache", ".benchmarks"}
+    {
+        "__pycache__",
+        ".pytest_cache",
+        ".hypothesis",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".import_linter_cache",
+        ".benchmarks",
+    }
 )
 
 

@@ -173,12 +173,23 @@ def test_readme_example_runs_in_the_checkout_after_a_regular_install(installed: 
 
 
 @pytest.mark.slow
-def test_readme_example_runs_from_the_installed_package(installed: Path, tmp_path: Path) -> None:
+def test_installed_package_finds_its_loaders_and_templates(installed: Path, tmp_path: Path) -> None:
+    """Away from the checkout the installed copy runs: plugins resolve, templates are there."""
     site_packages = venv_site_packages(installed)
-    where = "import epsstar; print(epsstar.__file__)"
-    assert run_in(installed, where, cwd=tmp_path) == [str(site_packages / "epsstar/__init__.py")]
-    example = readme_audit_example().replace('"fixtures/', f'"{ROOT}/fixtures/')
-    assert_three_values(run_in(installed, example, cwd=tmp_path))
+    code = (
+        "import pathlib, epsstar, epsstar.reports\n"
+        "from epsstar.audit.plugins import get_loader\n"
+        "print(epsstar.__file__)\n"
+        "print(type(get_loader('sklearn')[0]).__module__)\n"
+        "templates = pathlib.Path(epsstar.reports.__file__).parent / 'templates'\n"
+        "print(','.join(sorted(path.name for path in templates.iterdir())))\n"
+    )
+    templates = ",".join(sorted(path.name for path in (ROOT / "reports" / "templates").iterdir()))
+    assert run_in(installed, code, cwd=tmp_path) == [
+        str(site_packages / "epsstar" / "__init__.py"),
+        "epsstar.loaders.sklearn",
+        templates,
+    ]
 
 
 @pytest.mark.slow
