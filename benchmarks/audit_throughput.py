@@ -57,12 +57,12 @@ def build(workdir: Path, records: int, epochs: int, seed: int) -> None:
     )
     optimiser = torch.optim.Adam(network.parameters(), lr=1e-3)
     for _ in range(epochs):
-        for batch in torch.randperm(n_train).split(512):
+        for batch in torch.split(torch.randperm(n_train), 512):
             optimiser.zero_grad()
             loss = torch.nn.functional.cross_entropy(
                 network(standardiser(features[batch])), labels[batch]
             )
-            loss.backward()
+            torch.autograd.backward(loss)
             optimiser.step()
     model = ExportedModel(standardiser, network, binary=False).eval()
     export_onnx(model, workdir / "model.onnx")
@@ -88,7 +88,8 @@ def audit_in_child(workdir: Path, model: str, batch_size: int) -> dict[str, Any]
     done = subprocess.run(
         [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, check=True
     )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    measured: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return measured
 
 
 def main() -> None:

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import NDArray
 
 from epsstar import __version__
 from epsstar.cli.text_table import aligned_table
 from epsstar.statistics.estimator import default_delta
 from epsstar.statistics.simulation import COMPARED_ESTIMATORS, ESTIMATORS
 
-LAWS = {
+LAWS: dict[str, Callable[[np.random.Generator, int], NDArray[np.float64]]] = {
     "gamma(2,5)": lambda rng, n: rng.gamma(2.0, 5.0, n),
     "normal": lambda rng, n: rng.normal(0.0, 1.0, n),
 }

@@ -31,29 +31,43 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL
 from epsstar.cli.text_table import aligned_table
 from epsstar.statistics.estimator import DEFAULT_METHOD
 
+
+@dataclass(frozen=True, slots=True)
+class PaperGrid:
+    """The paper's settings for one data set (§4): the grid's fixed parts and its utility."""
+
+    baseline_epochs: list[int]
+    batch_sizes: list[int]
+    baseline_batch: int
+    hidden: list[int]
+    utility: str
+
+
 PAPER = {
-    "adult": {
-        "baseline_epochs": [1, 5, 10, 20],
-        "batch_sizes": [64, 512],
-        "baseline_batch": 64,
-        "hidden": [100, 100, 100],
-        "utility": "auroc",
-    },
-    "purchase": {
-        "baseline_epochs": [10, 50, 100],
-        "batch_sizes": [256, 1024],
-        "baseline_batch": 256,
-        "hidden": [100, 100, 100],
-        "utility": "accuracy",
-    },
+    "adult": PaperGrid(
+        baseline_epochs=[1, 5, 10, 20],
+        batch_sizes=[64, 512],
+        baseline_batch=64,
+        hidden=[100, 100, 100],
+        utility="auroc",
+    ),
+    "purchase": PaperGrid(
+        baseline_epochs=[10, 50, 100],
+        batch_sizes=[256, 1024],
+        baseline_batch=256,
+        hidden=[100, 100, 100],
+        utility="accuracy",
+    ),
 }
 PURCHASE_SPLIT = (208_731, 102_809)
 
@@ -119,12 +133,12 @@ def write_sweep(
 def epsstar(*args: str, threads: int, log: Path) -> None:
     """Run one epsstar command; its output goes to ``log`` and a failure stops the script."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-    command = [sys.executable, "-c", "from epsstar.cli import main; main()", *args]
+    command = [sys.executable, "-m", "epsstar.cli", *args]
     with log.open("a", encoding="utf-8") as out:
         out.write(f"$ epsstar {' '.join(args)}\n")
         out.flush()
         code = subprocess.run(command, env=env, stdout=out, stderr=out, check=False).returncode
-    if code not in (0, 1):
+    if code not in (EXIT_OK, EXIT_GATE_FAILED, EXIT_PARTIAL):  # results were written
         sys.exit(f"epsstar {args[0]} failed with exit code {code}; see {log}")
 
 
@@ -235,13 +249,13 @@ def main() -> None:
     train, population = write_data(args.dataset, out / "data", args.seed)
 
     baseline = {
-        "epochs": args.baseline_epochs or paper["baseline_epochs"],
-        "batch_size": paper["baseline_batch"],
+        "epochs": args.baseline_epochs or paper.baseline_epochs,
+        "batch_size": paper.baseline_batch,
     }
     dp = {
         "target_epsilons": args.epsilons,
         "clips": args.clips,
-        "batch_sizes": args.batch_sizes or paper["batch_sizes"],
+        "batch_sizes": args.batch_sizes or paper.batch_sizes,
         "microbatches": args.microbatches,
         "epochs": args.dp_epochs,
     }
@@ -261,7 +275,7 @@ def main() -> None:
             population=population,
             repeats=repeats,
             seed=args.seed,
-            hidden=paper["hidden"],
+            hidden=paper.hidden,
             baseline=base,
             dp=private,
         )
@@ -299,7 +313,7 @@ def main() -> None:
         "--out",
         str(out / "landscape.html"),
         "--utility",
-        paper["utility"],
+        paper.utility,
         threads=args.threads,
         log=log,
     )
@@ -314,7 +328,7 @@ def main() -> None:
         for method in args.methods
     }
     failed = [r for records in by_method.values() for r in records if r.get("error")]
-    table = aligned_table(summary_rows(by_method, paper["utility"]), left_columns=1)
+    table = aligned_table(summary_rows(by_method, paper.utility), left_columns=1)
     lines = [
         f"{args.dataset}: {len(by_method[args.methods[0]])} models ({len(failed)} failed "
         f"audits), {time.perf_counter() - started:.0f} s; "

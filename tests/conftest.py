@@ -1,9 +1,14 @@
-"""Shared test settings."""
+"""Shared test settings, and the check that a test run leaves the checkout as it found it."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -14,3 +19,58 @@ settings.register_profile(
 )
 settings.register_profile("thorough", max_examples=400, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+ROOT = Path(__file__).resolve().parents[1]
+# Caches that tools keep beside the sources (ignored by git); tests may leave these.
+CACHES = frozenset(
+    {
+        "__pycache__",
+        ".pytest_cache",
+        ".hypothesis",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".import_linter_cache",
+        ".benchmarks",
+    }
+)
+
+
+def checkout_status() -> frozenset[str] | None:
+    """The entries ``git status`` lists (ignored ones too, caches aside), or None outside git."""
+    git = shutil.which("git")
+    if git is None or not (ROOT / ".git").exists():
+        return None
+    done = subprocess.run(
+        [git, "status", "--porcelain=v1", "-z", "--ignored", "--untracked-files=normal"],
+        cwd=ROOT,
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        return None
+    entries = done.stdout.decode(errors="replace").split("\0")
+    return frozenset(
+        entry
+        for entry in entries
+        if entry and not CACHES.intersection(entry[3:].rstrip("/").split("/"))
+    )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def checkout_is_left_unchanged() -> Iterator[None]:
+    """Fail the run if it added, modified or deleted files of the checkout (use tmp_path).
+
+    Only entries that ``git status`` did not already list when the session started count,
+    so a tree that was dirty before the run is no false alarm.
+    """
+    before = checkout_status()
+    yield
+    after = checkout_status()
+    if before is None or after is None:
+        return
+    written = sorted(after - before)
+    if written:
+        pytest.fail(
+            "the tests wrote into the checkout (use tmp_path): " + ", ".join(written),
+            pytrace=False,
+        )

@@ -150,8 +150,10 @@ def test_same_model_in_two_formats_gives_the_same_epsilon(workdir: Path) -> None
 
 
 def test_gate(workdir: Path) -> None:
-    result = quiet_audit(workdir, max_epsilon=0.0)
-    assert result.passed is (result.epsilon_star <= 0.0)
+    failed = quiet_audit(workdir, max_epsilon=0.0)
+    assert failed.epsilon_star > 0.0  # the model is overfitted
+    assert failed.passed is False
+    assert quiet_audit(workdir, max_epsilon=failed.epsilon_star).passed is True  # ε* ≤ gate
     assert quiet_audit(workdir).passed is None
 
 
@@ -309,7 +311,7 @@ def fake_loader() -> Iterator[None]:
     plugins._reset()  # forget the fake; the entry points are read again on next use
 
 
-def bad_inputs(workdir: Path, tmp: Path) -> list[tuple[list[str], str]]:
+def write_bad_files(workdir: Path, tmp: Path) -> None:
     frame = pd.read_csv(workdir / "train.csv")
     frame.drop(columns=["label"]).to_csv(tmp / "nolabel.csv", index=False)
     frame.assign(label=np.where(np.arange(len(frame)) == 5, 7, frame["label"])).to_csv(
@@ -328,76 +330,90 @@ def bad_inputs(workdir: Path, tmp: Path) -> list[tuple[list[str], str]]:
     (tmp / "nan.fake").write_text("nan")
     (tmp / "above.fake").write_text("1.5")
     (tmp / "constant.fake").write_text("0.5")
-    model, train, pop = (
-        str(workdir / "model.onnx"),
-        str(workdir / "train.csv"),
-        str(workdir / "population.parquet"),
-    )
-
-    def args(m: str = model, t: str = train, p: str = pop, *extra: str) -> list[str]:
-        return [
-            "audit",
-            m,
-            "--train",
-            t,
-            "--population",
-            p,
-            "--label-column",
-            "label",
-            "--quiet",
-            *extra,
-        ]
-
-    return [
-        (args(str(tmp / "missing.onnx")), "no such file"),
-        (args(m=model, t=str(tmp / "missing.csv")), "no such file"),
-        (args(str(tmp / "corrupt.onnx")), "corrupt.onnx"),
-        (args(str(tmp / "truncated.onnx")), "truncated.onnx"),
-        (args(model, str(tmp / "narrow.csv")), "5"),
-        (args(model, str(tmp / "nolabel.csv")), "label"),
-        (args(model, str(tmp / "badlabel.csv")), "7"),
-        (args(model, str(tmp / "inf.csv")), "x2"),
-        (args(model, str(tmp / "empty.csv")), "0"),
-        (args(model, str(tmp / "few.csv")), "at least 100"),
-        (args(str(tmp / "nan.fake"), train, pop, "--loader", "fake"), "nan"),
-        (args(str(tmp / "above.fake"), train, pop, "--loader", "fake"), "1.5"),
-        (
-            args(
-                str(tmp / "constant.fake"),
-                str(tmp / "ones.csv"),
-                str(tmp / "ones.csv"),
-                "--loader",
-                "fake",
-            ),
-            "all losses are equal",
-        ),
-        (args(str(workdir / "model.pkl")), "--trust-model"),
-        (args(model, train, pop, "--json", str(tmp / "no" / "such" / "dir.json")), "cannot write"),
-        (args(model, train, pop, "--loader", "nosuch"), "onnx"),
-        (args(model, train, pop, "--batch-size", "0"), "batch_size"),
-        (args(model, train, pop, "--delta", "2"), "Found 2.0"),
-        (args(model, train, pop, "--interval", "1.5"), "Found 1.5"),
-        (args(model, train, pop, "--interval", "0.9", "--n-bootstrap", "1"), "n_bootstrap"),
-        (args(model, train, pop, "--method", "bogus"), "bogus"),
-    ]
 
 
+ONNX, TRAIN, POPULATION = "model.onnx", "train.csv", "population.parquet"
+FAKE = ["--loader", "fake"]
+# (name, model, training data, population data, more options, the telling part of the message);
+# files are the module's (workdir) or those of write_bad_files.
+BAD_AUDITS = [
+    ("missing model", "missing.onnx", TRAIN, POPULATION, [], "model: no such file"),
+    ("missing data", ONNX, "missing.csv", POPULATION, [], "train: no such file"),
+    ("corrupt model", "corrupt.onnx", TRAIN, POPULATION, [], "must be a valid ONNX model"),
+    ("truncated model", "truncated.onnx", TRAIN, POPULATION, [], "must be a valid ONNX model"),
+    ("too few columns", ONNX, "narrow.csv", POPULATION, [], "6 columns, the input width"),
+    ("no label column", ONNX, "nolabel.csv", POPULATION, [], "label column 'label' must be"),
+    ("unknown label", ONNX, "badlabel.csv", POPULATION, [], "unknown label value(s): 7."),
+    ("infinite feature", ONNX, "inf.csv", POPULATION, [], "'x2' must be finite. Found inf"),
+    ("no rows", ONNX, "empty.csv", POPULATION, [], "at least one row. Found none."),
+    ("too few rows", ONNX, "few.csv", POPULATION, [], "at least 100 rows"),
+    ("nan output", "nan.fake", TRAIN, POPULATION, FAKE, "probabilities in [0, 1]"),
+    ("output above 1", "above.fake", TRAIN, POPULATION, FAKE, "probabilities in [0, 1]"),
+    ("equal losses", "constant.fake", "ones.csv", "ones.csv", FAKE, "all losses are equal"),
+    ("pickle", "model.pkl", TRAIN, POPULATION, [], "--trust-model"),
+    ("no folder", ONNX, TRAIN, POPULATION, ["--json", "no/such/dir.json"], "cannot write"),
+    ("loader", ONNX, TRAIN, POPULATION, ["--loader", "nosuch"], "onnx, sklearn"),
+    ("batch size", ONNX, TRAIN, POPULATION, ["--batch-size", "0"], "batch_size"),
+    ("delta", ONNX, TRAIN, POPULATION, ["--delta", "2"], "delta must be in"),
+    ("interval", ONNX, TRAIN, POPULATION, ["--interval", "1.5"], "interval must be in"),
+    (
+        "bootstrap",
+        ONNX,
+        TRAIN,
+        POPULATION,
+        ["--interval", "0.9", "--n-bootstrap", "1"],
+        "n_bootstrap",
+    ),
+    ("method", ONNX, TRAIN, POPULATION, ["--method", "bogus"], "invalid choice"),
+]
+# The bad value each message ends with, where it is not in the file names.
+BAD_VALUES = {
+    "too few columns": "Found 5.",
+    "nan output": "Found nan.",
+    "output above 1": "Found 1.5.",
+    "loader": "Found 'nosuch'.",
+    "batch size": "Found 0.",
+    "delta": "Found 2.0.",
+    "interval": "Found 1.5.",
+    "bootstrap": "Found 1.",
+}
+
+
+@pytest.mark.parametrize(
+    ("case", "model", "train", "population", "options", "message"),
+    BAD_AUDITS,
+    ids=[case[0] for case in BAD_AUDITS],
+)
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(
-    workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], fake_loader: None
+    case: str,
+    model: str,
+    train: str,
+    population: str,
+    options: list[str],
+    message: str,
+    workdir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    fake_loader: None,
 ) -> None:
-    for args, message in bad_inputs(workdir, tmp_path):
-        out_json = tmp_path / "out.json"
-        code, _, err = invoke(
-            [*args, "--json", str(out_json)] if "--json" not in args else args, capsys
-        )
-        assert code == 2, (args, err)
-        lines = [
-            line for line in err.strip().splitlines() if not line.startswith("epsstar: warning")
-        ]
-        assert len(lines) == 1, err
-        assert message in lines[0], (message, lines[0])
-        assert not out_json.exists()
-        assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.json")]
+    write_bad_files(workdir, tmp_path)
+
+    def where(name: str) -> str:
+        return str(workdir / name if (workdir / name).exists() else tmp_path / name)
+
+    out_json = tmp_path / "out.json"
+    outputs = [] if "--json" in options else ["--json", str(out_json)]
+    if "--json" in options:
+        options = [*options[:-1], str(tmp_path / options[-1])]
+    args = ["audit", where(model), "--train", where(train), "--population", where(population)]
+    code, _, err = invoke([*args, "--label-column", "label", "--quiet", *options, *outputs], capsys)
+    assert code == 2, err
+    lines = [line for line in err.strip().splitlines() if not line.startswith("epsstar: warning")]
+    assert len(lines) == 1, err
+    assert message in lines[0]
+    assert lines[0].endswith(BAD_VALUES.get(case, ""))
+    assert not out_json.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.json")]
 
 
 def test_toml_manifest(workdir: Path, tmp_path: Path) -> None:
@@ -435,6 +451,7 @@ features = "x0,x1"
         read_manifest(tmp_path / "bad.toml")
 
 
+@pytest.mark.slow
 def test_audit_many(workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     manifest = tmp_path / "manifest.csv"
     rows = [

@@ -31,6 +31,11 @@ def test_replicates_are_reproducible_and_resample_both_sides() -> None:
     again = bootstrap_replicates(a, b, lambda x, y: x.mean() - y.mean(), n_bootstrap=20, seed=3)
     np.testing.assert_array_equal(first, again)
     assert np.std(first) > 0
+    # Each side is resampled, at its own size.
+    sizes = bootstrap_replicates(a, b, lambda x, y: 1000.0 * x.size + y.size, n_bootstrap=5)
+    np.testing.assert_array_equal(sizes, 100_050.0)
+    for side in (lambda x, y: x.mean(), lambda x, y: y.mean()):
+        assert np.std(bootstrap_replicates(a, b, side, n_bootstrap=20, seed=3)) > 0
 
 
 @pytest.mark.parametrize("method", ["tails", "empirical"])

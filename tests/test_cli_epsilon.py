@@ -1,11 +1,17 @@
-"""``epsstar epsilon`` and ``epsstar simulate`` as a user runs them."""
+"""``epsstar epsilon`` and ``epsstar simulate`` as a user runs them.
+
+Most tests call ``epsstar.cli.main`` in this process; a few run whole processes: the
+console script, ``python -m epsstar.cli``, an error reaching the terminal, and Ctrl-C.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import epsstar
 from epsstar.cli import main
 
 
@@ -27,32 +34,38 @@ def loss_files(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m epsstar.cli ARGS`` in a process of its own."""
     return subprocess.run(
         [sys.executable, "-m", "epsstar.cli", *args], capture_output=True, text=True, check=False
     )
 
 
-def test_epsilon_writes_json_and_summary(loss_files: tuple[Path, Path], tmp_path: Path) -> None:
+def test_epsilon_writes_json_and_summary(
+    loss_files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "result.json"
-    done = run(
-        "epsilon",
-        "--train-losses",
-        str(loss_files[0]),
-        "--population-losses",
-        str(loss_files[1]),
-        "--delta",
-        "1e-5",
-        "--json",
-        str(out),
+    code = main(
+        [
+            "epsilon",
+            "--train-losses",
+            str(loss_files[0]),
+            "--population-losses",
+            str(loss_files[1]),
+            "--delta",
+            "1e-5",
+            "--json",
+            str(out),
+        ]
     )
-    assert done.returncode == 0, done.stderr
-    assert "Epsilon* = " in done.stdout
+    stdout = capsys.readouterr().out
+    assert code == 0
+    assert "Epsilon* = " in stdout
     payload = json.loads(out.read_text())
     assert payload["delta"] == 1e-5
     assert payload["n_train"] == 2000
     assert payload["method"] == "tails-crossfit"  # the default estimator
     assert payload["epsilon_star"] > 1
-    assert f"{payload['epsilon_star']:.4f}" in done.stdout
+    assert f"{payload['epsilon_star']:.4f}" in stdout
     assert not list(tmp_path.glob(".result.json.*"))  # no temporary left behind
 
 
@@ -96,111 +109,89 @@ def test_same_losses_in_every_format_give_the_same_value(tmp_path: Path) -> None
     assert results[0]["delta"] == pytest.approx(1 / (500 * np.log(500)))
 
 
-def test_json_to_stdout(loss_files: tuple[Path, Path]) -> None:
-    done = run(
-        "epsilon",
-        "--train-losses",
-        str(loss_files[0]),
-        "--population-losses",
-        str(loss_files[1]),
-        "--method",
-        "empirical",
-        "--rate-window",
-        "0.001,0.999",
-        "--json",
-        "-",
+def test_json_to_stdout(loss_files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "epsilon",
+            "--train-losses",
+            str(loss_files[0]),
+            "--population-losses",
+            str(loss_files[1]),
+            "--method",
+            "empirical",
+            "--rate-window",
+            "0.001,0.999",
+            "--json",
+            "-",
+        ]
     )
-    assert done.returncode == 0
-    assert json.loads(done.stdout)["rate_window"] == [0.001, 0.999]
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["rate_window"] == [0.001, 0.999]
 
 
-def test_poor_fit_is_a_one_line_warning(tmp_path: Path) -> None:
+def test_poor_fit_is_a_one_line_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rng = np.random.default_rng(2)
     bimodal = np.concatenate([rng.normal(0, 0.1, 2000), rng.normal(5, 0.1, 2000)])
     np.save(tmp_path / "a.npy", bimodal)
     np.save(tmp_path / "b.npy", bimodal + 0.5)
-    done = run(
-        "epsilon",
-        "--train-losses",
-        str(tmp_path / "a.npy"),
-        "--population-losses",
-        str(tmp_path / "b.npy"),
-        "--method",
-        "parametric",
+    code = main(
+        [
+            "epsilon",
+            "--train-losses",
+            str(tmp_path / "a.npy"),
+            "--population-losses",
+            str(tmp_path / "b.npy"),
+            "--method",
+            "parametric",
+        ]
     )
-    assert done.returncode == 0
-    assert "epsstar: warning: the normal fit to the train losses is poor" in done.stderr
-    assert "POOR FIT" in done.stdout
-    assert "Traceback" not in done.stderr
+    captured = capsys.readouterr()
+    assert code == 0
+    lines = captured.err.splitlines()
+    poor = "epsstar: warning: the normal fit to the train losses is poor"
+    assert any(line.startswith(poor) for line in lines), captured.err
+    assert all(line.startswith("epsstar: warning: ") for line in lines), captured.err
+    assert "POOR FIT" in captured.out
 
 
-def bad_inputs(tmp_path: Path) -> list[tuple[list[str], str]]:
-    good = tmp_path / "good.npy"
-    np.save(good, np.random.default_rng(0).normal(size=200))
-    np.save(tmp_path / "nan.npy", np.array([1.0, np.nan, 2.0] * 30))
-    np.save(tmp_path / "matrix.npy", np.ones((10, 3)))
-    np.save(tmp_path / "few.npy", np.ones(5))
-    np.save(tmp_path / "equal.npy", np.full(100, 0.25))
-    (tmp_path / "text.csv").write_text("loss\n1.0\nabc\n2.0\n")
-    (tmp_path / "two.csv").write_text("a,b\n1,2\n3,4\n")
-    (tmp_path / "empty.csv").write_text("")
-    (tmp_path / "broken.npy").write_bytes(b"\x93NUMPY garbage")
-    (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
-    g = str(good)
-    return [
-        (
-            ["--train-losses", str(tmp_path / "missing.npy"), "--population-losses", g],
-            "no such file",
-        ),
-        (
-            ["--train-losses", str(tmp_path / "x.txt"), "--population-losses", g],
-            "unsupported file type",
-        ),
-        (["--train-losses", str(tmp_path / "nan.npy"), "--population-losses", g], "must be finite"),
-        (["--train-losses", str(tmp_path / "matrix.npy"), "--population-losses", g], "1-D array"),
-        (
-            ["--train-losses", str(tmp_path / "few.npy"), "--population-losses", g],
-            "at least 100 values. Found 5",
-        ),
-        (
-            [
-                "--train-losses",
-                str(tmp_path / "equal.npy"),
-                "--population-losses",
-                str(tmp_path / "equal.npy"),
-            ],
-            "all losses are equal",
-        ),
-        (["--train-losses", str(tmp_path / "text.csv"), "--population-losses", g], "Found 'abc'"),
-        (
-            ["--train-losses", str(tmp_path / "two.csv"), "--population-losses", g],
-            "exactly one column",
-        ),
-        (["--train-losses", str(tmp_path / "empty.csv"), "--population-losses", g], "empty"),
-        (
-            ["--train-losses", str(tmp_path / "broken.npy"), "--population-losses", g],
-            "not a readable .npy",
-        ),
-        (
-            ["--train-losses", str(tmp_path / "broken.parquet"), "--population-losses", g],
-            "not a readable Parquet",
-        ),
-        (["--train-losses", g, "--population-losses", g, "--delta", "0.9"], "Found 0.9"),
-        (["--train-losses", g, "--population-losses", g, "--method", "magic"], "invalid choice"),
-        (["--train-losses", g, "--population-losses", g, "--rate-window", "0.1"], "LOW,HIGH"),
-        (
-            [
-                "--train-losses",
-                g,
-                "--population-losses",
-                g,
-                "--json",
-                str(tmp_path / "no" / "dir.json"),
-            ],
-            "cannot write",
-        ),
-        (["--population-losses", g], "required"),
-    ]
+def write_bad_files(folder: Path) -> None:
+    np.save(folder / "good.npy", np.random.default_rng(0).normal(size=200))
+    np.save(folder / "nan.npy", np.array([1.0, np.nan, 2.0] * 30))
+    np.save(folder / "matrix.npy", np.ones((10, 3)))
+    np.save(folder / "few.npy", np.ones(5))
+    np.save(folder / "equal.npy", np.full(100, 0.25))
+    (folder / "text.csv").write_text("loss\n1.0\nabc\n2.0\n")
+    (folder / "two.csv").write_text("a,b\n1,2\n3,4\n")
+    (folder / "empty.csv").write_text("")
+    (folder / "broken.npy").write_bytes(b"\x93NUMPY garbage")
+    (folder / "broken.parquet").write_bytes(b"PAR1 not really")
+
+
+GOOD = ["--population-losses", "good.npy"]
+# (name, arguments of `epsstar epsilon` with file names relative to a folder, message).
+BAD_INPUTS = [
+    ("missing file", ["--train-losses", "missing.npy", *GOOD], "no such file"),
+    ("unknown type", ["--train-losses", "x.txt", *GOOD], "unsupported file type"),
+    ("nan", ["--train-losses", "nan.npy", *GOOD], "must be finite"),
+    ("matrix", ["--train-losses", "matrix.npy", *GOOD], "1-D array"),
+    ("too few", ["--train-losses", "few.npy", *GOOD], "at least 100 values. Found 5"),
+    (
+        "all equal",
+        ["--train-losses", "equal.npy", "--population-losses", "equal.npy"],
+        "all losses are equal",
+    ),
+    ("text", ["--train-losses", "text.csv", *GOOD], "Found 'abc'"),
+    ("two columns", ["--train-losses", "two.csv", *GOOD], "exactly one column"),
+    ("empty", ["--train-losses", "empty.csv", *GOOD], "empty"),
+    ("broken npy", ["--train-losses", "broken.npy", *GOOD], "not a readable .npy"),
+    ("broken parquet", ["--train-losses", "broken.parquet", *GOOD], "not a readable Parquet"),
+    ("delta", ["--train-losses", "good.npy", *GOOD, "--delta", "0.9"], "Found 0.9"),
+    ("method", ["--train-losses", "good.npy", *GOOD, "--method", "magic"], "invalid choice"),
+    ("window", ["--train-losses", "good.npy", *GOOD, "--rate-window", "0.1"], "LOW,HIGH"),
+    ("no folder", ["--train-losses", "good.npy", *GOOD, "--json", "no/dir.json"], "cannot write"),
+    ("no train", GOOD, "required"),
+]
+FILE_OPTIONS = {"--train-losses", "--population-losses", "--json"}
 
 
 def invoke(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -213,19 +204,27 @@ def invoke(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, st
     return code, captured.out, captured.err
 
 
+@pytest.mark.parametrize(
+    ("args", "message"), [case[1:] for case in BAD_INPUTS], ids=[case[0] for case in BAD_INPUTS]
+)
 def test_bad_input_is_one_line_and_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for args, message in bad_inputs(tmp_path):
-        code, _, err = invoke(["epsilon", *args], capsys)
-        assert code == 2, (args, err)
-        lines = err.strip().splitlines()
-        assert len(lines) == 1 or lines[0].startswith("usage:"), err
-        assert message in err, (message, err)
+    write_bad_files(tmp_path)
+    paths = [
+        str(tmp_path / word) if previous in FILE_OPTIONS else word
+        for previous, word in zip(["", *args], args, strict=False)
+    ]
+    code, _, err = invoke(["epsilon", *paths], capsys)
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert message in err
     assert not (tmp_path / "no").exists()
 
 
 def test_errors_reach_the_terminal_without_traceback(tmp_path: Path) -> None:
+    """A whole process (``python -m epsstar.cli``): one line on stderr, exit code 2."""
     done = run(
         "epsilon", "--train-losses", str(tmp_path / "missing.npy"), "--population-losses", "x.npy"
     )
@@ -258,20 +257,60 @@ def test_unwritable_output_leaves_nothing(loss_files: tuple[Path, Path], tmp_pat
     assert [p.name for p in target.parent.iterdir() if p.name.startswith(".")] == []
 
 
-def test_simulate_quick_prints_the_table() -> None:
-    done = run("simulate", "--quick")
-    assert done.returncode == 0, done.stderr
-    assert "true eps*" in done.stdout
-    assert "4.319" in done.stdout  # true Epsilon* for d = 1, delta = 1e-5 from the Gamma CDFs
+def test_simulate_quick_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--quick"]) == 0
+    stdout = capsys.readouterr().out
+    assert "true eps*" in stdout
+    assert "4.319" in stdout  # true Epsilon* for d = 1, delta = 1e-5 from the Gamma CDFs
 
 
-def test_help_and_version() -> None:
-    done = run("--help")
-    assert done.returncode == 0
-    assert "epsilon" in done.stdout
-    assert "demo" in done.stdout
-    assert run("--version").stdout.startswith("epsstar ")
-    assert run().returncode == 2
+def test_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
+    code, stdout, _ = invoke(["--help"], capsys)
+    assert code == 0
+    assert "epsilon" in stdout
+    assert "demo" in stdout
+    code, stdout, _ = invoke(["--version"], capsys)
+    assert code == 0
+    assert stdout == f"epsstar {epsstar.__version__}\n"
+    code, _, stderr = invoke([], capsys)
+    assert code == 2
+    assert stderr == "epsstar: error: the following arguments are required: COMMAND\n"
+
+
+def console_script() -> Path:
+    """The ``epsstar`` command installed beside this interpreter."""
+    script = Path(sysconfig.get_path("scripts")) / "epsstar"
+    assert script.is_file(), f"the console script is not installed: {script}"
+    return script
+
+
+def test_console_script_runs_the_cli() -> None:
+    done = subprocess.run(
+        [console_script(), "--version"], capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout) == (0, f"epsstar {epsstar.__version__}\n")
+
+
+def test_module_entry_point_runs_the_cli() -> None:
+    done = run("--version")
+    assert (done.returncode, done.stdout) == (0, f"epsstar {epsstar.__version__}\n")
+
+
+def test_ctrl_c_is_one_line_and_exit_130() -> None:
+    """SIGINT while a command runs: "epsstar: interrupted", exit code 130, no traceback."""
+    process = subprocess.Popen(
+        [console_script(), "simulate"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().startswith("Epsilon* of simulated losses")  # it runs
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert stderr.endswith("epsstar: interrupted\n")  # after the progress dots, if any
+    assert "Traceback" not in stderr
 
 
 def test_tails_method_with_a_bootstrap_interval(

@@ -90,6 +90,7 @@ def test_with_noise_free_fits_it_is_the_true_epsilon(delta: float) -> None:
     assert found.term == truth.term
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None)
 @given(
     seed=st.integers(0, 10_000),

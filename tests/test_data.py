@@ -417,6 +417,7 @@ def _peak_growth(path: Path, batch_size: int) -> tuple[int, int]:
     return rows, peak - start + arrow_peak
 
 
+@pytest.mark.slow
 def test_streaming_memory_is_bounded_by_the_batch(tmp_path: Path) -> None:
     rows, block, batch_size = 2_000_000, 100_000, 100_000
     parquet, csv = _big_files(tmp_path, rows, block)

@@ -79,7 +79,28 @@ def test_rates_at_every_distinct_loss() -> None:
     np.testing.assert_allclose(fnr, [2 / 3, 0.0, 0.0])
 
 
-def test_is_fast_enough_for_a_million_records() -> None:
+def direct_count(
+    train: np.ndarray, population: np.ndarray, delta: float, window: RateWindow
+) -> float:
+    """Eq. 7 with plain ratios at every distinct loss, the rates counted by binary search."""
+    thresholds = np.unique(np.concatenate([train, population]))
+    t = np.searchsorted(np.sort(population), thresholds, side="right") / population.size
+    eta = 1.0 - np.searchsorted(np.sort(train), thresholds, side="right") / train.size
+    inside = (window.low < t) & (t < window.high) & (window.low < eta) & (eta < window.high)
+    t, eta = t[inside], eta[inside]
+    ratios = [(1 - delta - eta) / t, (1 - delta - t) / eta, (eta - delta) / (1 - t)]
+    ratios.append((t - delta) / (1 - eta))
+    return float(np.log(max(1.0, *(float(r.max()) for r in ratios))))
+
+
+def test_matches_a_direct_count_on_a_million_records() -> None:
     rng = np.random.default_rng(0)
-    found = empirical_supremum(rng.gamma(2, 5, 1_000_000), rng.gamma(3, 5, 1_000_000), 1e-6)
-    assert 3.0 < found.epsilon < 8.0
+    train = np.round(rng.gamma(2, 5, 1_000_000), 3)  # rounded: many ties within and between
+    population = np.round(rng.gamma(3, 5, 1_000_000), 3)
+    delta = 1e-6
+    found = empirical_supremum(train, population, delta)
+    expected = direct_count(train, population, delta, RateWindow.for_delta(delta))
+    assert found.epsilon > 1.0
+    assert found.epsilon == pytest.approx(expected, rel=1e-10)
+    assert np.mean(population <= found.threshold) == pytest.approx(found.fpr, rel=1e-12)
+    assert np.mean(train > found.threshold) == pytest.approx(found.fnr, rel=1e-12)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from epsstar.exceptions import InsufficientDataError
 from epsstar.statistics.fitting import NormalFit
@@ -34,10 +35,29 @@ def test_tests_reject_a_wrong_family() -> None:
     assert any("Lilliefors" in reason for reason in result.describe_rejections())
 
 
-def test_lilliefors_matches_statsmodels_on_normal_data() -> None:
-    statistic, pvalue = lilliefors_test(np.random.default_rng(2).normal(size=500))
-    assert 0 < statistic < 0.1
-    assert pvalue > 0.05
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.random.default_rng(2).normal(size=500),
+        np.random.default_rng(2).exponential(size=300),
+        np.random.default_rng(2).standard_t(5, size=2000),
+    ],
+    ids=["normal", "exponential", "student-t"],
+)
+def test_lilliefors_matches_statsmodels(values: np.ndarray) -> None:
+    from statsmodels.stats.diagnostic import lilliefors
+
+    statistic, pvalue = lilliefors_test(values)
+    assert (statistic, pvalue) == lilliefors(values, dist="norm", pvalmethod="table")
+    # The statistic is the KS distance to the Normal with the sample's mean and sd.
+    fitted = stats.norm(values.mean(), values.std(ddof=1))
+    assert statistic == pytest.approx(stats.kstest(values, fitted.cdf).statistic, rel=1e-12)
+
+
+def test_lilliefors_accepts_normal_data_and_rejects_skewed_data() -> None:
+    rng = np.random.default_rng(2)
+    assert lilliefors_test(rng.normal(size=500))[1] > 0.05
+    assert lilliefors_test(rng.exponential(size=500))[1] <= 0.001
 
 
 def test_evaluation_set_shrinks_for_small_data_and_has_a_floor() -> None:

@@ -25,6 +25,7 @@ def test_readme_has_examples() -> None:
     assert [command.split()[1] for command, _ in EXAMPLES] == ["audit", "epsilon", "epsilon"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("command", "shown"), EXAMPLES, ids=[c.split()[1] for c, _ in EXAMPLES])
 def test_examples_print_what_the_readme_shows(command: str, shown: str) -> None:
     words = command.replace("\\\n", " ").split()[1:]

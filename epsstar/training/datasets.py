@@ -38,7 +38,7 @@ __all__ = [
     "ADULT_CATEGORICAL",
     "ADULT_NUMERIC",
     "AdultData",
-    "TabularData",
+    "PurchaseLikeData",
     "adult",
     "adult_directory",
     "purchase_like",
@@ -47,8 +47,8 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
-class TabularData:
-    """Features (n, d) and integer labels (n,)."""
+class PurchaseLikeData:
+    """Generated Purchase-100-like records: binary features (n, d) and class labels (n,)."""
 
     features: np.ndarray
     labels: np.ndarray
@@ -66,7 +66,7 @@ def purchase_like(
     seed: int = 0,
     concentration: float = 0.2,
     separation: float = 0.25,
-) -> TabularData:
+) -> PurchaseLikeData:
     """Purchase-100-like records: binary features (uint8) and class labels (int64)."""
     n = check_positive_int("n_records", n_records)
     d = check_positive_int("n_features", n_features)
@@ -82,7 +82,7 @@ def purchase_like(
     for start in range(0, n, 50_000):
         block = labels[start : start + 50_000]
         features[start : start + block.size] = rng.random((block.size, d)) < profiles[block]
-    return TabularData(features=features, labels=labels.astype(np.int64))
+    return PurchaseLikeData(features=features, labels=labels.astype(np.int64))
 
 
 # --- UCI Adult ---------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ __all__ = [
     "ModelSummary",
     "PrivacySummary",
     "TrainingResult",
-    "Utility",
+    "TrainingUtility",
 ]
 
 SCHEMA_VERSION = 1
@@ -103,8 +103,12 @@ class PrivacySummary:
 
 
 @dataclass(frozen=True, slots=True)
-class Utility:
-    """Accuracy, AUROC (binary tasks only) and mean cross-entropy on one data set."""
+class TrainingUtility:
+    """The trainer's measure of its model on one data set: accuracy, AUROC, mean cross-entropy.
+
+    AUROC for binary tasks only. Written under ``utility`` in ``training.json``; an audit
+    reports its own :class:`epsstar.statistics.utility.Utility` (no loss, AUROC of every task).
+    """
 
     n_records: int
     accuracy: float
@@ -132,8 +136,8 @@ class TrainingResult:
     model: ModelSummary
     hyperparameters: Hyperparameters
     privacy: PrivacySummary | None
-    utility_train: Utility
-    utility_population: Utility | None
+    utility_train: TrainingUtility
+    utility_population: TrainingUtility | None
     history: tuple[EpochStats, ...]
     wall_time_seconds: float
     epsstar_version: str

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import os
 import tomllib
@@ -34,7 +35,7 @@ from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy
 __all__ = [
     "MANIFEST_COLUMNS",
     "MANIFEST_NAME",
-    "Strategy",
+    "GridStrategy",
     "SweepConfig",
     "SweepOutcome",
     "load_sweep_config",
@@ -98,8 +99,11 @@ _DP_KEYS = {
 
 
 @dataclass(frozen=True, slots=True)
-class Strategy:
-    """One cell of the grid: a label (also its directory name) and its settings (seed 0)."""
+class GridStrategy:
+    """One strategy of the sweep's grid: a label (also its directory name) and its settings.
+
+    The settings have seed 0; repeat r of the sweep trains with ``seed + r``.
+    """
 
     label: str
     config: TrainingConfig
@@ -116,7 +120,7 @@ class SweepConfig:
     out: Path | None
     repeats: int
     seed: int
-    strategies: tuple[Strategy, ...]
+    strategies: tuple[GridStrategy, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +168,14 @@ def _number_list(
     return values
 
 
+def _number(source: Path, table: dict[str, Any], key: str, default: float) -> float:
+    """A single number setting (``default`` when absent)."""
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _fail(source, f"{key} must be a number. Found {value!r}.")
+    return float(value)
+
+
 def _microbatch_list(source: Path, table: dict[str, Any]) -> list[int | None]:
     values = _as_list(table.get("microbatches", "per-example"))
     parsed: list[int | None] = []
@@ -190,17 +202,17 @@ def _fmt(value: float) -> str:
     return f"{value:g}"
 
 
-def load_sweep_config(path: str | os.PathLike[str]) -> SweepConfig:
-    """Parse and validate a sweep TOML file (errors name the file and the key)."""
-    source = Path(path)
+def _read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
-        document = tomllib.loads(source.read_text(encoding="utf-8"))
+        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputFileError(f"sweep config does not exist. Found {str(path)!r}.") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise InputFileError(f"could not read sweep config {str(path)!r}: {error}") from None
-    top = _check_keys(source, document, _TOP_KEYS, "the top level")
-    base = source.resolve().parent
+
+
+def _data_settings(source: Path, top: dict[str, Any]) -> tuple[str, tuple[str, ...] | None]:
+    """The label column and the optional feature columns (``data`` must be present too)."""
     for key in ("data", "label_column"):
         if key not in top:
             raise _fail(source, f"missing key {key!r}.")
@@ -212,6 +224,10 @@ def load_sweep_config(path: str | os.PathLike[str]) -> SweepConfig:
         not isinstance(features, list) or not all(isinstance(f, str) for f in features)
     ):
         raise _fail(source, f"features must be a list of column names. Found {features!r}.")
+    return label_column, None if features is None else tuple(features)
+
+
+def _repeats_and_seed(source: Path, top: dict[str, Any]) -> tuple[int, int]:
     repeats = top.get("repeats", 1)
     seed = top.get("seed", 0)
     for key, value in (("repeats", repeats), ("seed", seed)):
@@ -219,82 +235,113 @@ def load_sweep_config(path: str | os.PathLike[str]) -> SweepConfig:
             raise _fail(
                 source, f"{key} must be an integer ≥ {int(key == 'repeats')}. Found {value!r}."
             )
+    return repeats, seed
+
+
+def _model_settings(source: Path, top: dict[str, Any]) -> TrainingConfig:
+    """The [model] table as the settings every strategy starts from."""
     model = _check_keys(source, top.get("model", {}), _MODEL_KEYS, "[model]")
     hidden = model.get("hidden", [])
     if not isinstance(hidden, list) or not all(
         isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in hidden
     ):
         raise _fail(source, f"hidden must be a list of positive integers. Found {hidden!r}.")
-    common = TrainingConfig(
+    return TrainingConfig(
         epochs=1,
         hidden=tuple(hidden),
-        lr=float(model.get("lr", 0.01)),
-        momentum=float(model.get("momentum", 0.9)),
+        lr=_number(source, model, "lr", 0.01),
+        momentum=_number(source, model, "momentum", 0.9),
     )
-    strategies: list[Strategy] = []
+
+
+def _baseline_strategies(source: Path, table: Any, common: TrainingConfig) -> list[GridStrategy]:
+    """One non-private strategy per epoch count of the [baseline] table."""
+    baseline = _check_keys(source, table, _BASELINE_KEYS, "[baseline]")
+    batch = _number_list(source, baseline, "batch_size", int, default=64)
+    if len(batch) != 1:
+        raise _fail(source, "[baseline] batch_size must be a single integer.")
+    return [
+        GridStrategy(f"nonprivate-e{epochs}", replace(common, epochs=epochs, batch_size=batch[0]))
+        for epochs in _number_list(source, baseline, "epochs", int)
+    ]
+
+
+def _dp_strategies(source: Path, table: Any, common: TrainingConfig) -> list[GridStrategy]:
+    """The [dp] grid: target ε × clip × batch size × microbatches × epochs, in that order."""
+    dp = _check_keys(source, table, _DP_KEYS, "[dp]")
+    accountant = dp.get("accountant", "pld")
+    if not isinstance(accountant, str):
+        raise _fail(source, f"accountant must be a name. Found {accountant!r}.")
+    shared = replace(
+        common,
+        delta=None if "delta" not in dp else _number(source, dp, "delta", 0.0),
+        accountant=accountant,
+        max_noise_multiplier=_number(source, dp, "max_noise_multiplier", 1000.0),
+    )
+    grid = itertools.product(
+        _number_list(source, dp, "target_epsilons", float),
+        _number_list(source, dp, "clips", float, default=1.0),
+        _number_list(source, dp, "batch_sizes", int, default=64),
+        _microbatch_list(source, dp),
+        _number_list(source, dp, "epochs", int),
+    )
+    return [
+        GridStrategy(
+            f"dp-eps{_fmt(epsilon)}-C{_fmt(clip)}-B{batch_size}-"
+            f"m{'ex' if groups is None else groups}-e{epochs}",
+            replace(
+                shared,
+                epochs=epochs,
+                batch_size=batch_size,
+                clip=float(clip),
+                target_epsilon=float(epsilon),
+                microbatches=groups,
+            ),
+        )
+        for epsilon, clip, batch_size, groups, epochs in grid
+    ]
+
+
+def _grid(source: Path, top: dict[str, Any]) -> tuple[GridStrategy, ...]:
+    """Every strategy of the [baseline] and [dp] tables; labels must be distinct."""
+    common = _model_settings(source, top)
+    strategies: list[GridStrategy] = []
     if "baseline" in top:
-        baseline = _check_keys(source, top["baseline"], _BASELINE_KEYS, "[baseline]")
-        batch = _number_list(source, baseline, "batch_size", int, default=64)
-        if len(batch) != 1:
-            raise _fail(source, "[baseline] batch_size must be a single integer.")
-        for epochs in _number_list(source, baseline, "epochs", int):
-            strategies.append(
-                Strategy(
-                    f"nonprivate-e{epochs}",
-                    replace(common, epochs=epochs, batch_size=batch[0]),
-                )
-            )
+        strategies += _baseline_strategies(source, top["baseline"], common)
     if "dp" in top:
-        dp = _check_keys(source, top["dp"], _DP_KEYS, "[dp]")
-        accountant = dp.get("accountant", "pld")
-        delta = dp.get("delta")
-        limit = dp.get("max_noise_multiplier", 1000.0)
-        for epsilon in _number_list(source, dp, "target_epsilons", float):
-            for clip in _number_list(source, dp, "clips", float, default=1.0):
-                for batch_size in _number_list(source, dp, "batch_sizes", int, default=64):
-                    for groups in _microbatch_list(source, dp):
-                        for epochs in _number_list(source, dp, "epochs", int):
-                            label = (
-                                f"dp-eps{_fmt(epsilon)}-C{_fmt(clip)}-B{batch_size}-"
-                                f"m{'ex' if groups is None else groups}-e{epochs}"
-                            )
-                            strategies.append(
-                                Strategy(
-                                    label,
-                                    replace(
-                                        common,
-                                        epochs=epochs,
-                                        batch_size=batch_size,
-                                        clip=float(clip),
-                                        target_epsilon=float(epsilon),
-                                        microbatches=groups,
-                                        delta=None if delta is None else float(delta),
-                                        accountant=str(accountant),
-                                        max_noise_multiplier=float(limit),
-                                    ),
-                                )
-                            )
+        strategies += _dp_strategies(source, top["dp"], common)
     if not strategies:
         raise _fail(source, "the sweep needs a [baseline] or a [dp] table.")
     labels = [strategy.label for strategy in strategies]
     duplicate = next((label for label in labels if labels.count(label) > 1), None)
     if duplicate is not None:
         raise _fail(source, f"strategy {duplicate!r} appears twice in the grid.")
+    return tuple(strategies)
+
+
+def load_sweep_config(path: str | os.PathLike[str]) -> SweepConfig:
+    """Parse and validate a sweep TOML file (errors name the file and the key)."""
+    source = Path(path)
+    top = _check_keys(source, _read_document(path), _TOP_KEYS, "the top level")
+    base = source.resolve().parent
+    label_column, features = _data_settings(source, top)
+    repeats, seed = _repeats_and_seed(source, top)
+    strategies = _grid(source, top)
     return SweepConfig(
         data=_resolve(base, top["data"], "data", source),
         label_column=label_column,
         population=None
         if top.get("population") is None
         else _resolve(base, top["population"], "population", source),
-        features=None if features is None else tuple(features),
+        features=features,
         out=None if top.get("out") is None else _resolve(base, top["out"], "out", source),
         repeats=repeats,
         seed=seed,
-        strategies=tuple(strategies),
+        strategies=strategies,
     )
 
 
-def _runs(config: SweepConfig) -> Iterator[tuple[Strategy, int]]:
+def _runs(config: SweepConfig) -> Iterator[tuple[GridStrategy, int]]:
     for strategy in config.strategies:
         for repeat in range(config.repeats):
             yield strategy, repeat

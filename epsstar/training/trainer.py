@@ -57,7 +57,7 @@ from epsstar.training.results import (
     ModelSummary,
     PrivacySummary,
     TrainingResult,
-    Utility,
+    TrainingUtility,
 )
 
 __all__ = [
@@ -257,7 +257,7 @@ class TrainedModel:
     result: TrainingResult
 
 
-def evaluate(model: ExportedModel, data: TabularData) -> Utility:
+def evaluate(model: ExportedModel, data: TabularData) -> TrainingUtility:
     """Accuracy, AUROC (binary) and mean cross-entropy of ``model`` on ``data``."""
     dtype = model.standardiser.mean.dtype
     with torch.no_grad():
@@ -273,7 +273,7 @@ def evaluate(model: ExportedModel, data: TabularData) -> Utility:
     else:
         predicted = probabilities.argmax(axis=1)
         chosen = probabilities[np.arange(labels.size), labels]
-    return Utility(
+    return TrainingUtility(
         n_records=int(labels.size),
         accuracy=float(np.mean(predicted == labels)),
         auroc=area,
@@ -327,6 +327,143 @@ def _privacy_summary(config: TrainingConfig, plan: PrivacyPlan, epsilon: float) 
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _StepSettings:
+    """What every step of a run uses: sampling, clipping groups, clip, noise and normaliser."""
+
+    binary: bool
+    sampling_rate: float
+    steps_per_epoch: int
+    groups_count: int | None
+    clip: float | None
+    noise_std: float
+    normaliser: float
+
+    @classmethod
+    def of(
+        cls, config: TrainingConfig, plan: PrivacyPlan | None, n_records: int, binary: bool
+    ) -> _StepSettings:
+        sampling_rate, per_epoch = _schedule(config, n_records)
+        groups_count = config.clipping_groups()
+        return cls(
+            binary=binary,
+            sampling_rate=sampling_rate,
+            steps_per_epoch=per_epoch,
+            groups_count=groups_count,
+            clip=config.clip if plan is not None else None,
+            noise_std=plan.noise_multiplier * config.clip if plan else 0.0,
+            normaliser=float(groups_count)
+            if (plan and groups_count)
+            else sampling_rate * n_records,
+        )
+
+
+def _check_population(data: TabularData, population: TabularData | None) -> None:
+    if population is not None and (
+        population.feature_names != data.feature_names or population.classes != data.classes
+    ):
+        raise InvalidInputError(
+            "population data must have the training data's feature columns and label classes; "
+            "read it with load_table(..., features=train.feature_names, classes=train.classes)."
+        )
+
+
+def _run_epoch(
+    network: MLP,
+    optimiser: torch.optim.Optimizer,
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    settings: _StepSettings,
+    generator: torch.Generator,
+) -> tuple[float, int]:
+    """One epoch of Poisson-sampled (noisy, clipped) SGD steps; summed loss and examples seen."""
+    n = features.shape[0]
+    private = settings.clip is not None
+    params = list(network.parameters())
+    loss_total, seen = 0.0, 0
+    for _ in range(settings.steps_per_epoch):
+        chosen = torch.nonzero(torch.rand(n, generator=generator) < settings.sampling_rate)
+        chosen = chosen.squeeze(1)
+        groups = None
+        if private and settings.groups_count is not None:
+            groups = torch.randint(settings.groups_count, (n,), generator=generator)[chosen]
+        step = noisy_gradient(
+            network,
+            features[chosen],
+            labels[chosen],
+            settings.binary,
+            clip=settings.clip,
+            noise_std=settings.noise_std,
+            normaliser=settings.normaliser,
+            generator=generator,
+            groups=groups,
+            n_groups=settings.groups_count or 0,
+        )
+        loss_total += step.loss
+        seen += step.n_examples
+        with torch.no_grad():
+            for param, gradient in zip(params, step.gradients, strict=True):
+                param.grad = gradient
+        optimiser.step()
+    return loss_total, seen
+
+
+def _data_summary(data: TabularData, population: TabularData | None) -> DataSummary:
+    return DataSummary(
+        train=data.source,
+        population=None if population is None else population.source,
+        label_column=data.label_column,
+        feature_names=data.feature_names,
+        classes=data.classes,
+        n_train=data.n_records,
+        n_population=None if population is None else population.n_records,
+    )
+
+
+def _model_summary(config: TrainingConfig, data: TabularData, network: MLP) -> ModelSummary:
+    n_outputs = output_width(data.n_classes)
+    return ModelSummary(
+        architecture="mlp" if config.hidden else "logistic_regression",
+        n_features=data.n_features,
+        hidden=config.hidden,
+        n_outputs=n_outputs,
+        n_parameters=sum(p.numel() for p in network.parameters()),
+        output="P(y = classes[1]), shape (n, 1)"
+        if data.n_classes == 2
+        else f"class probabilities in the order of classes, shape (n, {n_outputs})",
+    )
+
+
+def _hyperparameters(
+    config: TrainingConfig, plan: PrivacyPlan | None, settings: _StepSettings
+) -> Hyperparameters:
+    return Hyperparameters(
+        epochs=config.epochs,
+        batch_size=config.batch_size,
+        sampling="poisson",
+        sampling_rate=settings.sampling_rate,
+        steps_per_epoch=settings.steps_per_epoch,
+        steps=settings.steps_per_epoch * config.epochs,
+        optimizer="sgd",
+        lr=config.lr,
+        momentum=config.momentum,
+        clip=config.clip if plan is not None else None,
+        microbatches=settings.groups_count if plan is not None else None,
+        update_normaliser=settings.normaliser,
+        seed=config.seed,
+        dtype="float32",
+    )
+
+
+def _frozen_export(standardiser: Standardiser, network: MLP, binary: bool) -> ExportedModel:
+    """The trained network behind its standardiser, in eval mode and without gradients."""
+    network.eval()
+    exported = ExportedModel(standardiser, network, binary).eval()
+    for param in exported.parameters():
+        param.requires_grad_(False)
+    return exported
+
+
 def train(
     data: TabularData,
     config: TrainingConfig,
@@ -347,14 +484,7 @@ def train(
         plan = plan_privacy(config, n)
     if not config.private:
         plan = None
-    if population is not None and (
-        population.feature_names != data.feature_names or population.classes != data.classes
-    ):
-        raise InvalidInputError(
-            "population data must have the training data's feature columns and label classes; "
-            "read it with load_table(..., features=train.feature_names, classes=train.classes)."
-        )
-    n_outputs = output_width(data.n_classes)
+    _check_population(data, population)
     binary = data.n_classes == 2
     dtype = torch.float32
     generator = torch.Generator().manual_seed(config.seed)
@@ -362,41 +492,22 @@ def train(
     with torch.no_grad():
         features = standardiser(torch.as_tensor(data.features, dtype=dtype)).contiguous()
     labels = torch.as_tensor(data.labels)
-    network = MLP(data.n_features, n_outputs, config.hidden, generator=generator, dtype=dtype)
+    network = MLP(
+        data.n_features,
+        output_width(data.n_classes),
+        config.hidden,
+        generator=generator,
+        dtype=dtype,
+    )
     optimiser = torch.optim.SGD(network.parameters(), lr=config.lr, momentum=config.momentum)
-    sampling_rate, per_epoch = _schedule(config, n)
-    groups_count = config.clipping_groups()
-    normaliser = float(groups_count) if (plan and groups_count) else sampling_rate * n
-    noise_std = plan.noise_multiplier * config.clip if plan else 0.0
-    params = list(network.parameters())
+    settings = _StepSettings.of(config, plan, n, binary)
     history: list[EpochStats] = []
     for epoch in range(config.epochs):
         epoch_start = time.perf_counter()
-        loss_total, seen = 0.0, 0
-        for _ in range(per_epoch):
-            chosen = torch.nonzero(torch.rand(n, generator=generator) < sampling_rate).squeeze(1)
-            groups = None
-            if plan is not None and groups_count is not None:
-                groups = torch.randint(groups_count, (n,), generator=generator)[chosen]
-            step = noisy_gradient(
-                network,
-                features[chosen],
-                labels[chosen],
-                binary,
-                clip=config.clip if plan is not None else None,
-                noise_std=noise_std,
-                normaliser=normaliser,
-                generator=generator,
-                groups=groups,
-                n_groups=groups_count or 0,
-            )
-            loss_total += step.loss
-            seen += step.n_examples
-            with torch.no_grad():
-                for param, gradient in zip(params, step.gradients, strict=True):
-                    param.grad = gradient
-            optimiser.step()
-        spent = plan.epsilon_after((epoch + 1) * per_epoch) if plan is not None else None
+        loss_total, seen = _run_epoch(network, optimiser, features, labels, settings, generator)
+        spent = (
+            plan.epsilon_after((epoch + 1) * settings.steps_per_epoch) if plan is not None else None
+        )
         stats = EpochStats(
             epoch=epoch + 1,
             epochs=config.epochs,
@@ -407,10 +518,7 @@ def train(
         history.append(stats)
         if on_epoch is not None:
             on_epoch(stats)
-    network.eval()
-    exported = ExportedModel(standardiser, network, binary).eval()
-    for param in exported.parameters():
-        param.requires_grad_(False)
+    exported = _frozen_export(standardiser, network, binary)
     privacy = None
     if plan is not None:
         final = history[-1].epsilon
@@ -418,41 +526,9 @@ def train(
         privacy = _privacy_summary(config, plan, final)
     result = TrainingResult(
         private=plan is not None,
-        data=DataSummary(
-            train=data.source,
-            population=None if population is None else population.source,
-            label_column=data.label_column,
-            feature_names=data.feature_names,
-            classes=data.classes,
-            n_train=n,
-            n_population=None if population is None else population.n_records,
-        ),
-        model=ModelSummary(
-            architecture="mlp" if config.hidden else "logistic_regression",
-            n_features=data.n_features,
-            hidden=config.hidden,
-            n_outputs=n_outputs,
-            n_parameters=sum(p.numel() for p in network.parameters()),
-            output="P(y = classes[1]), shape (n, 1)"
-            if binary
-            else f"class probabilities in the order of classes, shape (n, {n_outputs})",
-        ),
-        hyperparameters=Hyperparameters(
-            epochs=config.epochs,
-            batch_size=config.batch_size,
-            sampling="poisson",
-            sampling_rate=sampling_rate,
-            steps_per_epoch=per_epoch,
-            steps=per_epoch * config.epochs,
-            optimizer="sgd",
-            lr=config.lr,
-            momentum=config.momentum,
-            clip=config.clip if plan is not None else None,
-            microbatches=groups_count if plan is not None else None,
-            update_normaliser=normaliser,
-            seed=config.seed,
-            dtype="float32",
-        ),
+        data=_data_summary(data, population),
+        model=_model_summary(config, data, network),
+        hyperparameters=_hyperparameters(config, plan, settings),
         privacy=privacy,
         utility_train=evaluate(exported, data),
         utility_population=None if population is None else evaluate(exported, population),

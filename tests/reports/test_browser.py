@@ -2,13 +2,16 @@
 
 Checks that nothing but the file itself is requested, that the console stays
 clean, that every chart is drawn, and that the Epsilon* on the page is the one in
-the JSON. Screenshots are saved under ``test-artifacts/reports/`` for people to
-look at. Skipped, with the reason, when Playwright or Chromium is missing.
+the JSON. Screenshots are saved beside the reports in the test's temporary folder or,
+for people to look at (CI artifacts), in ``$EPSSTAR_TEST_ARTIFACTS/reports/`` when that
+environment variable names a folder. Skipped, with the reason, when Playwright or
+Chromium is missing.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,6 @@ from epsstar.audit.result import AuditResult
 from epsstar.reports import render, render_landscape
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "reports"
 
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="the Python package 'playwright' is not installed"
@@ -63,6 +65,16 @@ def open_page(browser: Any, path: Path) -> tuple[Any, list[str], list[str]]:
     return page, requests, errors
 
 
+def screenshot_folder(report: Path) -> Path:
+    """``$EPSSTAR_TEST_ARTIFACTS/reports`` when that variable is set, else the report's folder."""
+    artifacts = os.environ.get("EPSSTAR_TEST_ARTIFACTS")
+    if not artifacts:
+        return report.parent
+    folder = Path(artifacts) / "reports"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def check_page(browser: Any, path: Path, n_charts: int) -> Any:
     page, requests, errors = open_page(browser, path)
     assert requests == [path.resolve().as_uri()]
@@ -77,8 +89,7 @@ def check_page(browser: Any, path: Path, n_charts: int) -> Any:
         assert box["height"] > 100
         drawn = chart.locator("polyline, path, circle, line:not(.grid)").count()
         assert drawn > 0, f"chart {index} of {path.name} draws nothing"
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{path.stem}.png"), full_page=True)
+    page.screenshot(path=str(screenshot_folder(path) / f"{path.stem}.png"), full_page=True)
     return page
 
 

@@ -30,6 +30,7 @@ def opacus_epsilon(kind: str, sigma: float, q: float, steps: int, delta: float) 
     return float(accountant.get_epsilon(delta=delta))
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:Optimal order is the largest alpha")
 @pytest.mark.parametrize(("target", "q", "steps", "delta"), GRID)
 def test_pld_sigma_meets_target_and_agrees_with_opacus(
@@ -49,6 +50,7 @@ def test_pld_sigma_meets_target_and_agrees_with_opacus(
     assert rdp <= epsilon * 1.35
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("target", "q", "steps", "delta"), GRID[:2])
 def test_rdp_sigma_meets_target_and_agrees_with_opacus_rdp(
     target: float, q: float, steps: int, delta: float

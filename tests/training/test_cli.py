@@ -26,6 +26,7 @@ def _train(csv_files: tuple[Path, Path], out: Path, *extra: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_train_writes_a_model_directory(
     csv_files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

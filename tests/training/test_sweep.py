@@ -63,6 +63,7 @@ def test_grid_labels(config_file: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_sweep_resumes_without_touching_finished_models(config_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "models"
     config = load_sweep_config(config_file)
@@ -107,6 +108,7 @@ def test_sweep_resumes_without_touching_finished_models(config_file: Path, tmp_p
     assert _snapshot(out) == after
 
 
+@pytest.mark.slow
 def test_sweep_cli(config_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     small = (
         config_file.read_text()
@@ -127,6 +129,10 @@ def test_sweep_cli(config_file: Path, tmp_path: Path, capsys: pytest.CaptureFixt
         (("clips = [1, 0.5]", "clips = ['a']"), "clips must hold floats"),
         (('microbatches = ["per-example", 5]', "microbatches = [0]"), "microbatches must be"),
         (("repeats = 2", "repeats = 0"), "repeats must be an integer"),
+        (("[dp]", "[dp]\nmax_noise_multiplier = 'x'"), "max_noise_multiplier must be a number"),
+        (("[dp]", "[dp]\ndelta = [1e-5]"), "delta must be a number. Found [1e-05]."),
+        (("[dp]", "[dp]\naccountant = 5"), "accountant must be a name. Found 5."),
+        (("hidden = [6]", "hidden = [6]\nlr = true"), "lr must be a number. Found True."),
     ],
 )
 def test_bad_config(config_file: Path, edit: tuple[str, str], message: str) -> None:

@@ -19,6 +19,7 @@ def _weights(model: torch.nn.Module) -> list[torch.Tensor]:
     return [p.detach().clone() for p in model.parameters()]
 
 
+@pytest.mark.slow
 def test_same_seed_same_model_and_record(binary_table: TabularData) -> None:
     config = TrainingConfig(
         epochs=2, batch_size=50, hidden=(8,), target_epsilon=2.0, microbatches=5, seed=7
@@ -32,6 +33,7 @@ def test_same_seed_same_model_and_record(binary_table: TabularData) -> None:
     assert not torch.equal(_weights(first.model)[2], _weights(other.model)[2])
 
 
+@pytest.mark.slow
 def test_dp_record_is_consistent_and_independently_checked(binary_table: TabularData) -> None:
     config = TrainingConfig(epochs=3, batch_size=40, hidden=(6,), target_epsilon=1.5, clip=0.5)
     result = train(binary_table, config).result
@@ -65,6 +67,7 @@ def test_dp_record_is_consistent_and_independently_checked(binary_table: Tabular
     assert epsilons[-1] == privacy.epsilon
 
 
+@pytest.mark.slow
 def test_microbatches_double_the_sensitivity(binary_table: TabularData) -> None:
     n = binary_table.n_records
     base = TrainingConfig(epochs=2, batch_size=60, target_epsilon=1.0)
@@ -93,6 +96,7 @@ def test_fixed_noise_multiplier(binary_table: TabularData) -> None:
     assert result.privacy.target_epsilon is None
 
 
+@pytest.mark.slow
 def test_non_private_baseline_learns(
     binary_table: TabularData, multiclass_table: TabularData
 ) -> None:
