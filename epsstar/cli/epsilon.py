@@ -10,8 +10,10 @@ from epsstar.cli.options import (
     add_estimator_options,
     add_family_option,
     add_json_option,
+    describe_choices,
     emit,
 )
+from epsstar.statistics.names import SEARCHES
 
 SUMMARY = "Epsilon* from per-record training and population losses"
 
@@ -53,9 +55,10 @@ def register(subparsers: Any) -> None:
     add_family_option(parser)
     parser.add_argument(
         "--search",
-        choices=("refine", "grid"),
+        choices=SEARCHES.names,
         default="refine",
-        help="locate the supremum by refinement (default) or on the paper's 2-million-point grid",
+        help="--method parametric: how the supremum is located. "
+        f"{describe_choices(SEARCHES)} (default: refine)",
     )
     parser.add_argument(
         "--rate-window",

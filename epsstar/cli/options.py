@@ -7,28 +7,32 @@ import json
 import sys
 from typing import Any
 
+from epsstar.statistics.names import DEFAULT_METHOD, FAMILIES, METHODS, Names
+
+
+def describe_choices(names: Names[Any]) -> str:
+    """``name: summary`` of each choice, for help text."""
+    return "; ".join(f"{name}: {entry.summary}" for name, entry in names.items())
+
 
 def add_family_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--family",
-        choices=("normal", "gmm"),
+        choices=FAMILIES.names,
         default="normal",
-        help="distribution fitted to the transformed losses (default: normal)",
+        help="--method parametric: distribution fitted to the transformed losses. "
+        f"{describe_choices(FAMILIES)} (default: normal)",
     )
 
 
 def add_estimator_options(parser: argparse.ArgumentParser) -> None:
     """``--method``, ``--interval`` and ``--n-bootstrap`` (the headline estimator)."""
-    from epsstar.statistics.estimator import DEFAULT_METHOD, METHODS
-
     parser.add_argument(
         "--method",
-        choices=METHODS,
+        choices=METHODS.names,
         default=DEFAULT_METHOD,
-        help=f"estimator of Epsilon* (default: {DEFAULT_METHOD}). parametric: fitted CDFs (the "
-        "Epsilon* paper's); empirical: empirical CDFs; tails: empirical body with "
-        "generalised-Pareto tails; tails-crossfit: the same fits, test chosen and scored on "
-        "different halves of the data (docs/accuracy.md measures each one)",
+        help=f"estimator of Epsilon* (default: {DEFAULT_METHOD}). {describe_choices(METHODS)} "
+        "(docs/accuracy.md measures each one)",
     )
     parser.add_argument(
         "--interval",

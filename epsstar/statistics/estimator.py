@@ -27,7 +27,7 @@ import dataclasses
 import warnings
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -45,6 +45,15 @@ from epsstar.statistics.empirical import empirical_supremum
 from epsstar.statistics.fitting import FittedDistribution, GaussianMixtureFit, NormalFit, Reflected
 from epsstar.statistics.fitting.tails import MIN_TAILED_RECORDS, RelativeTailed, fit_relative_tails
 from epsstar.statistics.goodness_of_fit import MIN_EVALUATION_SIZE, assess_fit
+from epsstar.statistics.names import (
+    DEFAULT_METHOD,
+    FAMILIES,
+    METHODS,
+    SEARCHES,
+    Family,
+    Method,
+    Search,
+)
 from epsstar.statistics.optimizer import grid_supremum, parametric_supremum
 from epsstar.statistics.ratio_terms import RateWindow, Supremum
 from epsstar.statistics.results import EpsilonStarResult, FitReport
@@ -61,18 +70,9 @@ __all__ = [
     "epsilon_star",
 ]
 
-METHODS = ("parametric", "empirical", "tails", "tails-crossfit")
-FAMILIES = ("normal", "gmm")
-SEARCHES = ("refine", "grid")
 #: Each side needs a fitting set and a goodness-of-fit evaluation set.
 MIN_PARAMETRIC_RECORDS = 2 * MIN_EVALUATION_SIZE
 
-Method = Literal["parametric", "empirical", "tails", "tails-crossfit"]
-Family = Literal["normal", "gmm"]
-Search = Literal["refine", "grid"]
-#: What :func:`epsilon_star` uses when no method is given: the most accurate method
-#: measured in ``docs/accuracy.md`` (the paper's estimator is ``"parametric"``).
-DEFAULT_METHOD: Final[Method] = "tails-crossfit"
 #: Fewest losses per side each method accepts.
 MIN_RECORDS: Final[Mapping[str, int]] = MappingProxyType(
     {
