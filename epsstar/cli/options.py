@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from epsstar.statistics.names import DEFAULT_METHOD, FAMILIES, METHODS, Names
+
+if TYPE_CHECKING:  # the estimator modules load scipy: imported when a command runs
+    from epsstar.statistics.methods import Bootstrap, EstimatorConfig
 
 
 def describe_choices(names: Names[Any]) -> str:
@@ -49,6 +52,29 @@ def add_estimator_options(parser: argparse.ArgumentParser) -> None:
         metavar="B",
         help="bootstrap resamples for --interval (default 200)",
     )
+
+
+def estimator_config(args: argparse.Namespace) -> EstimatorConfig:
+    """The configuration of ``--method`` with the options that apply to it.
+
+    ``--search`` and ``--rate-window`` are read where the command declares them; an
+    option given for a method it does not apply to is refused.
+    """
+    from epsstar.statistics.methods import method_config
+
+    return method_config(
+        args.method,
+        family=args.family,
+        search=getattr(args, "search", "refine"),
+        rate_window=getattr(args, "rate_window", None),
+    )
+
+
+def bootstrap_option(args: argparse.Namespace) -> Bootstrap | None:
+    """The bootstrap interval ``--interval`` and ``--n-bootstrap`` ask for, if any."""
+    from epsstar.statistics.methods import Bootstrap
+
+    return None if args.interval is None else Bootstrap(args.interval, args.n_bootstrap)
 
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:
