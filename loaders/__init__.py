@@ -34,6 +34,7 @@ from numpy.typing import DTypeLike, NDArray
 from epsstar.audit.plugins import OutputKind
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
 from epsstar.statistics.losses import ROW_SUM_TOLERANCE, rows_not_summing_to_one
+from epsstar.statistics.names import OUTPUT_KINDS
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -47,18 +48,18 @@ __all__ = [
 DEFAULT_BATCH_SIZE: Final = 65_536
 """Rows per call into the model runtime."""
 
-OUTPUT_KINDS: Final = ("probabilities", "logits")
-
 FloatArray = NDArray[np.float64]
 
 
 def check_outputs_argument(outputs: object) -> OutputKind | None:
-    """``outputs`` of ``ModelLoader.load``: None, "probabilities" or "logits"."""
-    if outputs is None or outputs == "probabilities" or outputs == "logits":
-        return outputs
-    raise InvalidInputError(
-        f"outputs must be None, 'probabilities' or 'logits'. Found {outputs!r}."
-    )
+    """``outputs`` of ``ModelLoader.load``: None or one of :data:`OUTPUT_KINDS`."""
+    if outputs is None:
+        return None
+    if outputs not in OUTPUT_KINDS:
+        raise InvalidInputError(
+            f"outputs must be None, {OUTPUT_KINDS.alternatives()}. Found {outputs!r}."
+        )
+    return OUTPUT_KINDS.check(outputs)
 
 
 def looks_like_probabilities(values: NDArray[Any]) -> bool:

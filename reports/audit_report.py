@@ -295,15 +295,15 @@ def ks_grid(
 
 
 def estimator_description(method: str, family: str | None) -> str:
-    """How the headline Epsilon* was estimated, in words for the report."""
-    known = {
-        "parametric": f"fits {family} distributions to transformed losses (the Epsilon* paper's "
-        "method)",
-        "empirical": "uses the empirical distributions of the observed losses only",
-        "tails": "uses the observed losses in the body and generalised-Pareto tails fitted "
-        "beyond the most extreme records",
-    }
-    return known.get(method, f"uses the '{method}' estimator (docs/accuracy.md)")
+    """How the headline Epsilon* was estimated, in words for the report (the names table's)."""
+    from epsstar.statistics.names import FAMILIES, METHODS
+
+    if method not in METHODS:
+        return f"uses the '{method}' estimator (docs/accuracy.md)"
+    described = METHODS[method].description
+    if family is not None and family in FAMILIES:
+        described += f" (here {FAMILIES[family].description})"
+    return described
 
 
 def audit_context(result: AuditResult, *, ks_grid_options: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,16 @@ import pytest
 
 import epsstar
 from epsstar.cli import main
+from epsstar.cli.main import build_parser
+from epsstar.cli.options import bootstrap_option, estimator_config
+from epsstar.statistics.methods import (
+    Bootstrap,
+    Empirical,
+    EstimatorConfig,
+    Parametric,
+    Tails,
+    TailsCrossfit,
+)
 
 
 @pytest.fixture
@@ -189,6 +199,29 @@ BAD_INPUTS = [
     ("method", ["--train-losses", "good.npy", *GOOD, "--method", "magic"], "invalid choice"),
     ("window", ["--train-losses", "good.npy", *GOOD, "--rate-window", "0.1"], "LOW,HIGH"),
     ("no folder", ["--train-losses", "good.npy", *GOOD, "--json", "no/dir.json"], "cannot write"),
+    (
+        "window without empirical",
+        ["--train-losses", "good.npy", *GOOD, "--rate-window", "0.001,0.999"],
+        "rate_window applies to the empirical method only. Found method='tails-crossfit'.",
+    ),
+    (
+        "window order",
+        [
+            *("--train-losses", "good.npy", *GOOD, "--method", "empirical"),
+            *("--rate-window", "0.5,0.1"),
+        ],
+        "rate_window high must be in (0.5, 1]. Found 0.1.",
+    ),
+    (
+        "interval",
+        ["--train-losses", "good.npy", *GOOD, "--interval", "1.5"],
+        "interval must be in (0, 1). Found 1.5.",
+    ),
+    (
+        "bootstrap",
+        ["--train-losses", "good.npy", *GOOD, "--interval", "0.9", "--n-bootstrap", "1"],
+        "n_bootstrap must be an integer ≥ 2. Found 1.",
+    ),
     ("no train", GOOD, "required"),
 ]
 FILE_OPTIONS = {"--train-losses", "--population-losses", "--json"}
@@ -350,3 +383,53 @@ def test_crossfit_method(loss_files: tuple[Path, Path], capsys: pytest.CaptureFi
     assert payload["method"] == "tails-crossfit"
     assert payload["epsilon_star"] == max(payload["crossfit_scores"])
     assert payload["plug_in_epsilon_star"] >= 0.0
+
+
+@pytest.mark.parametrize(
+    ("options", "config", "interval"),
+    [
+        ([], TailsCrossfit(), None),
+        (
+            ["--method", "parametric", "--family", "gmm", "--search", "grid"],
+            Parametric(family="gmm", search="grid"),
+            None,
+        ),
+        (
+            ["--method", "empirical", "--rate-window", "0.001,0.999"],
+            Empirical(rate_window=(0.001, 0.999)),
+            None,
+        ),
+        (
+            ["--method", "tails", "--family", "gmm", "--interval", "0.9", "--n-bootstrap", "50"],
+            Tails(),
+            Bootstrap(0.9, 50),
+        ),
+    ],
+)
+def test_arguments_become_the_configuration(
+    options: list[str], config: EstimatorConfig, interval: Bootstrap | None
+) -> None:
+    args = build_parser().parse_args(
+        ["epsilon", "--train-losses", "a.npy", "--population-losses", "b.npy", *options]
+    )
+    assert estimator_config(args) == config
+    assert bootstrap_option(args) == interval
+
+
+def test_summary_reads_the_result(loss_files: tuple[Path, Path], tmp_path: Path) -> None:
+    """The printed summary is the result's, field by field (to_dict only feeds the JSON)."""
+    from epsstar.cli.epsilon import _format
+    from epsstar.statistics.estimator import estimate
+
+    train, population = (np.load(path) for path in loss_files)
+    result = estimate(train, population, Parametric(), delta=1e-3, interval=Bootstrap(0.9, 20))
+    text = _format(result)
+    assert text.splitlines()[0] == (
+        f"Epsilon* = {result.epsilon:.4f}  (delta = 0.001, parametric, normal)"
+    )
+    assert f"FPR = {result.fpr:.4g}, FNR = {result.fnr:.4g}" in text
+    assert "90% bootstrap interval (percentile, 20 resamples)" in text
+    assert "records: 2,000 training, 2,000 population" in text
+    assert text.count("hold-out KS p = ") == 2
+    nothing = estimate(train, train.copy(), Empirical(), delta=1e-3)
+    assert "no admissible threshold beats random guessing" in _format(nothing)

@@ -57,6 +57,7 @@ from numpy.typing import ArrayLike, NDArray
 from epsstar.audit.plugins import LoadedModel, ModelLoader, OutputKind
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics.losses import ROW_SUM_TOLERANCE
+from epsstar.statistics.names import OUTPUT_KINDS
 
 __all__ = ["CHECKS", "check_loader", "loader_checks", "loader_contract_test"]
 
@@ -155,8 +156,8 @@ class _Case:
         _require(callable(getattr(model, "predict", None)), "the model must have predict()")
         output = self.predict()
         _require(
-            model.output_kind in ("probabilities", "logits"),
-            f"output_kind must be 'probabilities' or 'logits': {model.output_kind!r}",
+            model.output_kind in OUTPUT_KINDS,
+            f"output_kind must be {OUTPUT_KINDS.alternatives()}: {model.output_kind!r}",
         )
         classes = model.classes
         _require(
@@ -261,8 +262,7 @@ class _Case:
             raise AssertionError("predict() with 1-D features must raise InvalidInputError")
 
     def outputs_override(self) -> None:
-        kind: OutputKind
-        for kind in ("probabilities", "logits"):
+        for kind in OUTPUT_KINDS:
             try:
                 model = self.load(outputs=kind)
             except InvalidInputError:

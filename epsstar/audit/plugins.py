@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from types import MappingProxyType, ModuleType
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from epsstar.exceptions import InvalidInputError
+from epsstar.statistics.names import OutputKind
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -49,8 +50,6 @@ __all__ = [
     "loader_for_path",
     "register_loader",
 ]
-
-OutputKind = Literal["probabilities", "logits"]
 
 ENTRY_POINT_GROUP: Final = "epsstar.loaders"
 

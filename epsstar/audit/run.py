@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -43,16 +43,15 @@ from epsstar.statistics._validation import (
     check_positive_int,
 )
 from epsstar.statistics.estimator import (
-    DEFAULT_METHOD,
-    METHODS,
     MIN_PARAMETRIC_RECORDS,
     MIN_RECORDS,
-    Method,
     default_delta,
     epsilon_star,
 )
 from epsstar.statistics.held_out_bound import split_lower_bound
 from epsstar.statistics.losses import compute_losses
+from epsstar.statistics.names import DEFAULT_METHOD, METHODS, Family, LossName, Method
+from epsstar.statistics.names import OutputKind as Outputs
 from epsstar.statistics.readings import membership_readings
 from epsstar.statistics.utility import Utility, auroc
 
@@ -64,9 +63,6 @@ __all__ = [
 
 #: Multi-class AUROC needs every probability row; above this many numbers it is skipped.
 MAX_AUROC_VALUES = 50_000_000
-
-LossName = Literal["logit", "cross_entropy"]
-Outputs = Literal["probabilities", "logits"]
 
 
 def sha256_of(path: Path) -> str:
@@ -207,7 +203,7 @@ def audit(
     outputs: Outputs | None = None,
     loss: LossName = "logit",
     method: Method | None = None,
-    family: Literal["normal", "gmm"] = "normal",
+    family: Family = "normal",
     interval: float | None = None,
     n_bootstrap: int = 200,
     max_epsilon: float | None = None,

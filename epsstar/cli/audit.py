@@ -12,8 +12,10 @@ from epsstar.cli.options import (
     add_estimator_options,
     add_family_option,
     add_json_option,
+    describe_choices,
     emit,
 )
+from epsstar.statistics.names import LOSSES, OUTPUT_KINDS
 
 SUMMARY = "audit a saved model against its training and population data"
 
@@ -45,9 +47,9 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     add_family_option(parser)
     parser.add_argument(
         "--loss",
-        choices=("logit", "cross_entropy"),
+        choices=LOSSES.names,
         default="logit",
-        help="per-record loss: the Epsilon* paper's logit loss (default) or cross-entropy",
+        help=f"per-record loss. {describe_choices(LOSSES)} (default: logit)",
     )
     parser.add_argument(
         "--confidence",
@@ -128,9 +130,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--outputs",
-        choices=("probabilities", "logits"),
+        choices=OUTPUT_KINDS.names,
         default=None,
-        help="what the model outputs (default: detected)",
+        help=f"what the model outputs. {describe_choices(OUTPUT_KINDS)} (default: detected)",
     )
     add_model_options(parser)
     add_json_option(parser)

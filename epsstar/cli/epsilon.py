@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import math
+from typing import TYPE_CHECKING, Any
 
 from epsstar.cli.exit_codes import EXIT_OK
 from epsstar.cli.options import (
     add_estimator_options,
     add_family_option,
     add_json_option,
+    bootstrap_option,
+    describe_choices,
     emit,
+    estimator_config,
 )
+from epsstar.statistics.names import SEARCHES
+
+if TYPE_CHECKING:
+    from epsstar.statistics.results import EpsilonStarResult
 
 SUMMARY = "Epsilon* from per-record training and population losses"
 
@@ -53,9 +61,10 @@ def register(subparsers: Any) -> None:
     add_family_option(parser)
     parser.add_argument(
         "--search",
-        choices=("refine", "grid"),
+        choices=SEARCHES.names,
         default="refine",
-        help="locate the supremum by refinement (default) or on the paper's 2-million-point grid",
+        help="--method parametric: how the supremum is located. "
+        f"{describe_choices(SEARCHES)} (default: refine)",
     )
     parser.add_argument(
         "--rate-window",
@@ -72,63 +81,53 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def _format(result: dict[str, Any]) -> str:
+def _format(result: EpsilonStarResult) -> str:
+    family = f", {result.family}" if result.family else ""
     lines = [
-        f"Epsilon* = {result['epsilon_star']:.4f}  (delta = {result['delta']:.3g}, "
-        f"{result['method']}{', ' + result['family'] if result['family'] else ''})",
+        f"Epsilon* = {result.epsilon:.4f}  (delta = {result.delta:.3g}, {result.method}{family})",
     ]
-    if result["fpr"] is not None:
+    if math.isfinite(result.fpr):
         lines.append(
-            f"  attained by {result['attained_by']} at loss threshold {result['threshold']:.6g}: "
-            f"FPR = {result['fpr']:.4g}, FNR = {result['fnr']:.4g}"
+            f"  attained by {result.attained_by} at loss threshold {result.threshold:.6g}: "
+            f"FPR = {result.fpr:.4g}, FNR = {result.fnr:.4g}"
         )
-        if result["tail_extrapolated"]:
+        if result.tail_extrapolated:
             lines.append(
                 "  note: a rate below 1/n is not observed in the data; this value extrapolates "
                 "the fitted tail"
             )
     else:
         lines.append("  no admissible threshold beats random guessing")
-    if result.get("note"):
-        lines.append(f"  note: {result['note']}")
-    interval = result.get("epsilon_star_interval")
-    if interval:
+    if result.note:
+        lines.append(f"  note: {result.note}")
+    interval = result.interval
+    if interval is not None:
         lines.append(
-            f"  {interval['level']:.0%} bootstrap interval ({interval['kind']}, "
-            f"{interval['n_bootstrap']} resamples): [{interval['low']:.4f}, {interval['high']:.4f}]"
+            f"  {interval.level:.0%} bootstrap interval ({interval.kind}, "
+            f"{interval.n_bootstrap} resamples): [{interval.low:.4f}, {interval.high:.4f}]"
             " - sampling spread, not a calibrated bound"
         )
-    lines.append(
-        f"  records: {result['n_train']:,} training, {result['n_population']:,} population"
-    )
-    for side, fit in result["fit"].items():
-        gof = fit["goodness_of_fit"]
-        verdict = "POOR FIT" if gof["poor_fit"] else "fit ok"
+    lines.append(f"  records: {result.n_train:,} training, {result.n_population:,} population")
+    for side, report in result.fits.items():
+        gof = report.goodness_of_fit
+        verdict = "POOR FIT" if gof.poor_fit else "fit ok"
         lines.append(
-            f"  {side} fit: {fit['family']}, hold-out KS p = {gof['ks_pvalue']:.3g}, "
-            f"Lilliefors p = {gof['lilliefors_pvalue']:.3g} -> {verdict}"
+            f"  {side} fit: {report.fit.family}, hold-out KS p = {gof.ks.pvalue:.3g}, "
+            f"Lilliefors p = {gof.lilliefors_pvalue:.3g} -> {verdict}"
         )
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
     from epsstar.audit.files import read_loss_file
-    from epsstar.statistics.estimator import default_delta, epsilon_star
+    from epsstar.statistics.estimator import estimate
 
+    config = estimator_config(args)
+    interval = bootstrap_option(args)
     train = read_loss_file(args.train_losses, name="--train-losses")
     population = read_loss_file(args.population_losses, name="--population-losses")
-    delta = default_delta(train.size) if args.delta is None else args.delta
-    result = epsilon_star(
-        train,
-        population,
-        delta=delta,
-        method=args.method,
-        family=args.family,
-        seed=args.seed,
-        rate_window=args.rate_window,
-        search=args.search,
-        interval=args.interval,
-        n_bootstrap=args.n_bootstrap,
-    ).to_dict()
-    emit(result, args.json, _format(result))
+    result = estimate(
+        train, population, config, delta=args.delta, seed=args.seed, interval=interval
+    )
+    emit(result.to_dict(), args.json, _format(result))
     return EXIT_OK

@@ -1,23 +1,27 @@
 """Epsilon* of one model instance from its training and population losses.
 
-``method="tails-crossfit"`` (:mod:`epsstar.statistics.crossfit`): the tails fits, but the
+:func:`estimate` runs one method, described by its frozen configuration
+(:mod:`epsstar.statistics.methods`), and :func:`epsilon_star` is the convenient
+entry point that builds the configuration from a method's name and options.
+
+``TailsCrossfit`` (:mod:`epsstar.statistics.crossfit`): the tails fits, but the
 maximising test is chosen on one random half of the data and its ratio of
 eq. 7 scored with the fits to the other half (both ways, averaged), which
 removes the upward selection bias of the supremum when little or nothing leaks.
 
-``method="tails"`` (:mod:`epsstar.statistics.fitting.tails`): each side's interpolated
+``Tails`` (:mod:`epsstar.statistics.fitting.tails`): each side's interpolated
 empirical CDF in the body, and beyond its ``k``-th most extreme loss on each
 side a power of a generalised-Pareto-tailed fit to the pooled losses; the
 supremum of eq. 7 over thresholds with FPR and FNR in ``(δ, 1-δ)`` is taken as
 for the parametric method. It extrapolates the tails that decide Epsilon* at
 δ ≪ 1/n (``docs/accuracy.md`` measures it against the other two).
 
-``method="parametric"`` (``epsilon-star-negoescu-2024.md`` §3.1, Appendix B):
+``Parametric`` (``epsilon-star-negoescu-2024.md`` §3.1, Appendix B):
 transform the losses (:mod:`epsstar.statistics.transform`), fit a distribution to each
 side in the transformed space (``family="normal"``, the paper's estimator, or
 ``"gmm"``), check both fits (:mod:`epsstar.statistics.goodness_of_fit`), and take the
 supremum of eq. 7 over all thresholds with FPR and FNR in ``(δ, 1-δ)``
-(:mod:`epsstar.statistics.optimizer`). ``method="empirical"``: eq. 7 at every observed
+(:mod:`epsstar.statistics.optimizer`). ``Empirical``: eq. 7 at every observed
 loss with rates from the empirical CDFs (:mod:`epsstar.statistics.empirical`).
 """
 
@@ -27,7 +31,7 @@ import dataclasses
 import warnings
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -36,15 +40,34 @@ from epsstar.exceptions import DegenerateDataError, InvalidInputError, PoorFitWa
 from epsstar.statistics._validation import (
     FloatArray,
     check_delta,
-    check_in_range,
     check_positive_int,
     finite_vector,
 )
 from epsstar.statistics.crossfit import crossfit_epsilon
 from epsstar.statistics.empirical import empirical_supremum
 from epsstar.statistics.fitting import FittedDistribution, GaussianMixtureFit, NormalFit, Reflected
-from epsstar.statistics.fitting.tails import MIN_TAILED_RECORDS, RelativeTailed, fit_relative_tails
-from epsstar.statistics.goodness_of_fit import MIN_EVALUATION_SIZE, assess_fit
+from epsstar.statistics.fitting.tails import RelativeTailed, fit_relative_tails
+from epsstar.statistics.goodness_of_fit import assess_fit
+from epsstar.statistics.methods import (
+    CONFIG_TYPES,
+    MIN_PARAMETRIC_RECORDS,
+    Bootstrap,
+    Empirical,
+    EstimatorConfig,
+    Parametric,
+    Tails,
+    TailsCrossfit,
+    method_config,
+)
+from epsstar.statistics.names import (
+    DEFAULT_METHOD,
+    FAMILIES,
+    METHODS,
+    SEARCHES,
+    Family,
+    Method,
+    Search,
+)
 from epsstar.statistics.optimizer import grid_supremum, parametric_supremum
 from epsstar.statistics.ratio_terms import RateWindow, Supremum
 from epsstar.statistics.results import EpsilonStarResult, FitReport
@@ -57,31 +80,23 @@ __all__ = [
     "MIN_PARAMETRIC_RECORDS",
     "MIN_RECORDS",
     "SEARCHES",
+    "Bootstrap",
+    "Empirical",
+    "EstimatorConfig",
+    "Family",
+    "Method",
+    "Parametric",
+    "Search",
+    "Tails",
+    "TailsCrossfit",
     "default_delta",
     "epsilon_star",
+    "estimate",
 ]
 
-METHODS = ("parametric", "empirical", "tails", "tails-crossfit")
-FAMILIES = ("normal", "gmm")
-SEARCHES = ("refine", "grid")
-#: Each side needs a fitting set and a goodness-of-fit evaluation set.
-MIN_PARAMETRIC_RECORDS = 2 * MIN_EVALUATION_SIZE
-
-Method = Literal["parametric", "empirical", "tails", "tails-crossfit"]
-Family = Literal["normal", "gmm"]
-Search = Literal["refine", "grid"]
-#: What :func:`epsilon_star` uses when no method is given: the most accurate method
-#: measured in ``docs/accuracy.md`` (the paper's estimator is ``"parametric"``).
-DEFAULT_METHOD: Final[Method] = "tails-crossfit"
 #: Fewest losses per side each method accepts.
 MIN_RECORDS: Final[Mapping[str, int]] = MappingProxyType(
-    {
-        "parametric": MIN_PARAMETRIC_RECORDS,
-        "empirical": 1,
-        "tails": MIN_TAILED_RECORDS,
-        # Each half is fitted on its own.
-        "tails-crossfit": 2 * MIN_TAILED_RECORDS,
-    }
+    {config.method: config.min_records for config in CONFIG_TYPES}
 )
 
 
@@ -94,16 +109,27 @@ def default_delta(n_train: int) -> float:
     return float(1.0 / (n_train * np.log(n_train)))
 
 
-def _fitter(
-    family: str, max_components: int, seed: int
-) -> Callable[[FloatArray], FittedDistribution]:
-    if family == "normal":
-        return NormalFit.fit
+def estimate(
+    train_losses: ArrayLike,
+    population_losses: ArrayLike,
+    config: EstimatorConfig,
+    *,
+    delta: float | None = None,
+    seed: int = 0,
+    interval: Bootstrap | None = None,
+) -> EpsilonStarResult:
+    """Epsilon* by the method ``config`` describes, e.g. ``estimate(a, b, Tails(), delta=1e-5)``.
 
-    def fit_mixture(values: FloatArray) -> FittedDistribution:
-        return GaussianMixtureFit.fit(values, max_components=max_components, seed=seed)
-
-    return fit_mixture
+    ``delta`` defaults to :func:`default_delta` of the number of training losses
+    (``[0, 0.5)`` is accepted for :class:`Empirical`, ``(0, 0.5)`` otherwise).
+    ``seed`` seeds the mixture fits, the goodness-of-fit split and draws, the
+    cross-fitting halves and the bootstrap; it is recorded in the result.
+    ``interval`` adds a bootstrap interval (``result.interval``) at the cost of
+    ``interval.n_bootstrap`` more estimates. A rejected goodness-of-fit test is
+    recorded in the result (``poor_fit``) and raises a
+    :class:`~epsstar.exceptions.PoorFitWarning`.
+    """
+    return _estimate(train_losses, population_losses, config, delta, seed, interval)
 
 
 def epsilon_star(
@@ -139,21 +165,22 @@ def epsilon_star(
         ``"parametric"`` (fitted CDFs), ``"empirical"`` (empirical CDFs),
         ``"tails"`` (empirical body, extrapolated tails) or ``"tails-crossfit"``
         (the same fits, test chosen and scored on different halves);
-        :data:`DEFAULT_METHOD` if not given.
+        :data:`DEFAULT_METHOD` if not given (:func:`estimate` takes their configurations).
     family
         Parametric family fitted to the transformed losses: ``"normal"`` (the
         paper's) or ``"gmm"`` (Gaussian mixture, components chosen by BIC).
     seed
-        Seeds the mixture fits and the goodness-of-fit split and draws.
+        Seeds the mixture fits, goodness-of-fit draws, cross-fitting halves and bootstrap.
     alpha
-        Shift of the loss transform (Appendix B, step 2).
+        Parametric method only: shift of the loss transform (Appendix B, step 2).
     max_components, gof_samples, significance
-        Mixture size limit; evaluation-set size and level of the goodness-of-fit tests.
+        Parametric method only: mixture size limit; evaluation-set size and level
+        of the goodness-of-fit tests.
     rate_window
         Empirical method only: admissible (FPR, FNR) interval instead of
         ``(δ, 1-δ)``; ``(0.001, 0.999)`` reproduces the paper's clipping.
     search
-        Parametric method only: ``"refine"`` locates the supremum by bracketing
+        Parametric method: ``"refine"`` locates the supremum by bracketing
         and refinement; ``"grid"`` is the paper's procedure (2 million quantile
         points), slower and never higher.
     tail_size
@@ -167,164 +194,129 @@ def epsilon_star(
         loss sets (:mod:`epsstar.statistics.bootstrap`); off by default (it costs
         ``n_bootstrap`` more estimates).
 
-    A rejected goodness-of-fit test is recorded in the result (``poor_fit``) and
-    raises a :class:`~epsstar.exceptions.PoorFitWarning`.
+    An option given for a method it does not apply to is refused. A rejected
+    goodness-of-fit test is recorded in the result (``poor_fit``) and raises a
+    :class:`~epsstar.exceptions.PoorFitWarning`.
     """
-    if method not in METHODS:
-        raise InvalidInputError(f"method must be one of {', '.join(METHODS)}. Found {method!r}.")
-    parametric = method == "parametric"
-    if parametric and family not in FAMILIES:
-        raise InvalidInputError(f"family must be one of {', '.join(FAMILIES)}. Found {family!r}.")
-    if search not in SEARCHES:
-        raise InvalidInputError(f"search must be one of {', '.join(SEARCHES)}. Found {search!r}.")
-    if rate_window is not None and method != "empirical":
-        raise InvalidInputError(
-            f"rate_window applies to the empirical method only. Found method={method!r}."
-        )
-    tailed = method in ("tails", "tails-crossfit")
-    if tail_size is not None and not tailed:
-        raise InvalidInputError(
-            f"tail_size applies to the tails methods only. Found method={method!r}."
-        )
-    n_splits = check_positive_int("n_splits", n_splits)
-    if n_splits != 1 and method != "tails-crossfit":
-        raise InvalidInputError(
-            f"n_splits applies to the tails-crossfit method only. Found method={method!r}."
-        )
-    if interval is not None:
-        interval = check_in_range("interval", interval, 0.0, 1.0)
-    minimum = MIN_RECORDS[method]
-    train = finite_vector("train_losses", train_losses, min_size=minimum)
-    population = finite_vector("population_losses", population_losses, min_size=minimum)
-    delta = check_delta(delta, allow_zero=method == "empirical")
-    window = RateWindow.for_delta(delta)
-    if rate_window is not None:
-        low, high = rate_window
-        low = check_in_range("rate_window low", low, 0.0, 1.0, low_inclusive=True)
-        high = check_in_range("rate_window high", high, low, 1.0, high_inclusive=True)
-        window = RateWindow(low, high)
-    seed = int(seed)
-    options = {
-        "method": method,
-        "family": family,
-        "seed": seed,
-        "alpha": alpha,
-        "max_components": max_components,
-        "gof_samples": gof_samples,
-        "significance": significance,
-        "window": window,
-        "search": search,
-        "tail_size": tail_size,
-        "n_splits": n_splits,
-    }
-    result = _estimate(train, population, delta, **options)  # type: ignore[arg-type]
+    config = method_config(
+        method,
+        family=family,
+        search=search,
+        alpha=alpha,
+        max_components=max_components,
+        gof_samples=gof_samples,
+        significance=significance,
+        rate_window=rate_window,
+        tail_size=tail_size,
+        n_splits=n_splits,
+    )
+    bootstrap = None if interval is None else Bootstrap(interval, n_bootstrap)
+    return _estimate(train_losses, population_losses, config, delta, seed, bootstrap)
+
+
+def _estimate(
+    train_losses: ArrayLike,
+    population_losses: ArrayLike,
+    config: EstimatorConfig,
+    delta: float | None,
+    seed: int,
+    interval: Bootstrap | None,
+) -> EpsilonStarResult:
+    """:func:`estimate`; both public functions call it directly, so that the stack level of
+    a :class:`~epsstar.exceptions.PoorFitWarning` points at their caller."""
+    if not isinstance(config, CONFIG_TYPES):
+        kinds = ", ".join(kind.__name__ for kind in CONFIG_TYPES)
+        raise InvalidInputError(f"config must be one of {kinds}. Found {config!r}.")
+    if interval is not None and not isinstance(interval, Bootstrap):
+        raise InvalidInputError(f"interval must be a Bootstrap or None. Found {interval!r}.")
+    seed = check_positive_int("seed", seed, minimum=0)
+    train = finite_vector("train_losses", train_losses, min_size=config.min_records)
+    population = finite_vector("population_losses", population_losses, min_size=config.min_records)
+    if delta is None:
+        delta = default_delta(train.size)
+    delta = check_delta(delta, allow_zero=isinstance(config, Empirical))
+    result = _point(train, population, delta, config, seed)
+    for side, report in result.fits.items():
+        gof = report.goodness_of_fit
+        if gof.poor_fit:
+            warnings.warn(
+                PoorFitWarning(
+                    f"the {gof.family} fit to the {side} losses is poor at level "
+                    f"{gof.significance:g} ({'; '.join(gof.describe_rejections())}); "
+                    "Epsilon* rests on its tails"
+                ),
+                stacklevel=3,
+            )
     if interval is None:
         return result
     from epsstar.statistics.bootstrap import bootstrap_interval
 
-    def point(a: FloatArray, b: FloatArray) -> float:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PoorFitWarning)
-            return _estimate(a, b, delta, **options).epsilon  # type: ignore[arg-type]
+    def replicate(a: FloatArray, b: FloatArray) -> float:
+        return _point(a, b, delta, config, seed).epsilon
 
     found = bootstrap_interval(
-        train, population, point, result.epsilon, level=interval, n_bootstrap=n_bootstrap, seed=seed
+        train,
+        population,
+        replicate,
+        result.epsilon,
+        level=interval.level,
+        n_bootstrap=interval.n_bootstrap,
+        seed=seed,
     )
     return dataclasses.replace(result, interval=found)
 
 
-def _estimate(
-    train: FloatArray,
-    population: FloatArray,
-    delta: float,
-    *,
-    method: Method,
-    family: Family,
-    seed: int,
-    alpha: float,
-    max_components: int,
-    gof_samples: int,
-    significance: float,
-    window: RateWindow,
-    search: Search,
-    tail_size: int | None,
-    n_splits: int,
+def _point(
+    train: FloatArray, population: FloatArray, delta: float, config: EstimatorConfig, seed: int
 ) -> EpsilonStarResult:
-    """One point estimate from validated inputs; ``window`` bounds the admissible rates."""
-    if method in ("tails", "tails-crossfit"):
-        LossTransform.from_losses(train, population)  # refuses pooled losses that are all equal
-        for side, losses in (("train", train), ("population", population)):
-            if losses.min() == losses.max():
-                raise DegenerateDataError(
-                    f"{side} losses: all {losses.size} values are equal, so no distribution "
-                    f"can be fitted to them. Found every loss = {losses[0]:g}."
-                )
-        discrete = _discrete_losses(train, population)
-        if discrete is not None:
-            return _estimate_empirical(
-                train,
-                population,
-                delta,
-                window=window,
-                seed=seed,
-                note=f"{discrete}; the {method} method needs continuous losses, so Epsilon* is "
-                "the empirical estimate, exact for losses with few distinct values",
-            )
-        train_fit, population_fit = fit_relative_tails(train, population, tail_size=tail_size)
-        found = parametric_supremum(train_fit, population_fit, delta)
-        extra: dict[str, Any] = {}
-        if method == "tails-crossfit":
+    """One point estimate from validated inputs."""
+    if isinstance(config, Parametric):
+        return _parametric(train, population, delta, config, seed)
+    if isinstance(config, Empirical):
+        return _empirical(train, population, delta, window=config.window(delta), seed=seed)
+    return _tailed(train, population, delta, config, seed)
 
-            def fit_half(a: FloatArray, b: FloatArray) -> tuple[RelativeTailed, RelativeTailed]:
-                return fit_relative_tails(a, b, tail_size=tail_size)
 
-            cross = crossfit_epsilon(
-                train, population, delta, fit_half, n_splits=n_splits, seed=seed
-            )
-            extra = {"plug_in_epsilon": found.epsilon, "crossfit_scores": cross.ratio_scores}
-            # The full-sample fit still locates the test; Epsilon* is the cross-fitted score.
-            found = dataclasses.replace(found, epsilon=cross.epsilon)
-            if not cross.epsilon > 0:
-                found = Supremum(0.0, float("nan"), float("nan"), float("nan"), 0)
-        return _located(
-            found,
-            train,
-            population,
-            delta=delta,
-            method=method,
-            window=window,
-            seed=seed,
-            tail_fits={"train": train_fit.to_dict(), "population": population_fit.to_dict()},
-            **extra,
-        )
+def _fitter(
+    family: str, max_components: int, seed: int
+) -> Callable[[FloatArray], FittedDistribution]:
+    if family == "normal":
+        return NormalFit.fit
 
-    if method == "empirical":
-        return _estimate_empirical(train, population, delta, window=window, seed=seed)
+    def fit_mixture(values: FloatArray) -> FittedDistribution:
+        return GaussianMixtureFit.fit(values, max_components=max_components, seed=seed)
 
-    transform = LossTransform.from_losses(train, population, alpha=alpha)
-    fitter = _fitter(family, max_components, seed)
+    return fit_mixture
+
+
+def _fit_side(phi: FloatArray, config: Parametric, seed: int, gof_seed: int) -> FitReport:
+    """A fit to one side's transformed losses, with its goodness of fit."""
+    fitter = _fitter(config.family, config.max_components, seed)
+    fit = fitter(phi)
+    gof = assess_fit(
+        phi,
+        config.family,
+        fitter,
+        n_samples=config.gof_samples,
+        significance=config.significance,
+        seed=gof_seed,
+    )
+    return FitReport(fit=fit, goodness_of_fit=gof)
+
+
+def _parametric(
+    train: FloatArray, population: FloatArray, delta: float, config: Parametric, seed: int
+) -> EpsilonStarResult:
+    """:class:`Parametric`: fits in the transformed space, supremum of the fitted curves."""
+    transform = LossTransform.from_losses(train, population, alpha=config.alpha)
     reports: dict[str, FitReport] = {}
     for index, (side, losses) in enumerate((("train", train), ("population", population))):
-        phi = transform.forward(losses)
         try:
-            fit = fitter(phi)
+            reports[side] = _fit_side(transform.forward(losses), config, seed, seed + index)
         except DegenerateDataError as error:
             raise DegenerateDataError(f"{side} losses: {error}") from None
-        gof = assess_fit(
-            phi, family, fitter, n_samples=gof_samples, significance=significance, seed=seed + index
-        )
-        reports[side] = FitReport(fit=fit, goodness_of_fit=gof)
-        if gof.poor_fit:
-            warnings.warn(
-                PoorFitWarning(
-                    f"the {family} fit to the {side} losses is poor at level {significance:g} ("
-                    + "; ".join(gof.describe_rejections())
-                    + "); Epsilon* rests on its tails"
-                ),
-                stacklevel=3,
-            )
     # phi decreases with the loss; its reflection is loss-ordered (members below the threshold).
-    supremum = parametric_supremum if search == "refine" else grid_supremum
+    supremum = parametric_supremum if config.search == "refine" else grid_supremum
     found = supremum(Reflected(reports["train"].fit), Reflected(reports["population"].fit), delta)
     phi_threshold = -found.threshold
     return _located(
@@ -332,10 +324,10 @@ def _estimate(
         train,
         population,
         delta=delta,
-        method=method,
-        window=window,
+        method=config.method,
+        window=RateWindow.for_delta(delta),
         seed=seed,
-        family=family,
+        family=config.family,
         threshold=float(transform.inverse(phi_threshold)) if found.term else float("nan"),
         threshold_transformed=phi_threshold if found.term else None,
         transform=transform,
@@ -343,7 +335,73 @@ def _estimate(
     )
 
 
-def _estimate_empirical(
+def _tailed(
+    train: FloatArray,
+    population: FloatArray,
+    delta: float,
+    config: Tails | TailsCrossfit,
+    seed: int,
+) -> EpsilonStarResult:
+    """:class:`Tails` and :class:`TailsCrossfit` (empirical for too discrete losses)."""
+    LossTransform.from_losses(train, population)  # refuses pooled losses that are all equal
+    for side, losses in (("train", train), ("population", population)):
+        if losses.min() == losses.max():
+            raise DegenerateDataError(
+                f"{side} losses: all {losses.size} values are equal, so no distribution "
+                f"can be fitted to them. Found every loss = {losses[0]:g}."
+            )
+    window = RateWindow.for_delta(delta)
+    discrete = _discrete_losses(train, population)
+    if discrete is not None:
+        note = (
+            f"{discrete}; the {config.method} method needs continuous losses, so Epsilon* is "
+            "the empirical estimate, exact for losses with few distinct values"
+        )
+        return _empirical(train, population, delta, window=window, seed=seed, note=note)
+    train_fit, population_fit = fit_relative_tails(train, population, tail_size=config.tail_size)
+    found = parametric_supremum(train_fit, population_fit, delta)
+    extra: dict[str, Any] = {}
+    if isinstance(config, TailsCrossfit):
+        found, extra = _crossfitted(found, train, population, delta, config, seed)
+    return _located(
+        found,
+        train,
+        population,
+        delta=delta,
+        method=config.method,
+        window=window,
+        seed=seed,
+        tail_fits={"train": train_fit.to_dict(), "population": population_fit.to_dict()},
+        **extra,
+    )
+
+
+def _crossfitted(
+    plug_in: Supremum,
+    train: FloatArray,
+    population: FloatArray,
+    delta: float,
+    config: TailsCrossfit,
+    seed: int,
+) -> tuple[Supremum, dict[str, Any]]:
+    """The full-sample supremum with the cross-fitted Epsilon*, and the extra result fields.
+
+    The full-sample fit still locates the test; Epsilon* is the cross-fitted score.
+    """
+
+    def fit_half(a: FloatArray, b: FloatArray) -> tuple[RelativeTailed, RelativeTailed]:
+        return fit_relative_tails(a, b, tail_size=config.tail_size)
+
+    cross = crossfit_epsilon(
+        train, population, delta, fit_half, n_splits=config.n_splits, seed=seed
+    )
+    extra = {"plug_in_epsilon": plug_in.epsilon, "crossfit_scores": cross.ratio_scores}
+    if not cross.epsilon > 0:
+        return Supremum(0.0, float("nan"), float("nan"), float("nan"), 0), extra
+    return dataclasses.replace(plug_in, epsilon=cross.epsilon), extra
+
+
+def _empirical(
     train: FloatArray,
     population: FloatArray,
     delta: float,

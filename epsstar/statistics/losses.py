@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
 from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.names import LOSSES, OUTPUT_KINDS, LossName, OutputKind
 
 __all__ = [
     "MAX_ABS_LOGIT",
@@ -64,9 +65,6 @@ __all__ = [
     "rows_not_summing_to_one",
 ]
 
-LossName = Literal["logit", "cross_entropy"]
-OutputKind = Literal["probabilities", "logits"]
-
 PROBABILITY_CLIP: Final[float] = float(np.finfo(np.float64).eps)
 """Probabilities are clipped to ``[PROBABILITY_CLIP, 1 − PROBABILITY_CLIP]`` before logs."""
 
@@ -76,8 +74,6 @@ MAX_ABS_LOGIT: Final[float] = math.log1p(-PROBABILITY_CLIP) - math.log(PROBABILI
 ROW_SUM_TOLERANCE: Final[float] = 1e-3
 """Largest accepted ``|Σ_j p_j − 1|`` for a row of class probabilities."""
 
-_LOSSES: Final = ("logit", "cross_entropy")
-_OUTPUTS: Final = ("probabilities", "logits")
 
 IntArray = NDArray[np.intp]
 
@@ -279,10 +275,12 @@ def compute_losses(
     they are class probabilities (rows summing to 1) or class logits. ``loss`` is
     ``"logit"`` (footnote 1 of epsilon-star-negoescu-2024.md) or ``"cross_entropy"``.
     """
-    if loss not in _LOSSES:
-        raise InvalidInputError(f"loss must be 'logit' or 'cross_entropy'. Found {loss!r}.")
-    if outputs not in _OUTPUTS:
-        raise InvalidInputError(f"outputs must be 'probabilities' or 'logits'. Found {outputs!r}.")
+    if loss not in LOSSES:
+        raise InvalidInputError(f"loss must be {LOSSES.alternatives()}. Found {loss!r}.")
+    if outputs not in OUTPUT_KINDS:
+        raise InvalidInputError(
+            f"outputs must be {OUTPUT_KINDS.alternatives()}. Found {outputs!r}."
+        )
     return _run(labels, predictions, loss, outputs, "any")
 
 

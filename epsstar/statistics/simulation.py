@@ -20,7 +20,8 @@ from scipy import stats
 from epsstar.exceptions import PoorFitWarning
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.empirical import PAPER_EMPIRICAL_WINDOW
-from epsstar.statistics.estimator import epsilon_star
+from epsstar.statistics.estimator import estimate
+from epsstar.statistics.methods import Empirical, EstimatorConfig, Parametric, Tails, TailsCrossfit
 from epsstar.statistics.optimizer import parametric_supremum
 
 __all__ = [
@@ -50,29 +51,29 @@ def true_epsilon(d: float, delta: float, *, shape: float = 2.0, scale: float = 5
     return parametric_supremum(train, population, delta).epsilon
 
 
-def _timed(**options: object) -> Estimator:
-    def estimate(train: FloatArray, population: FloatArray, delta: float, seed: int) -> Estimate:
+def _timed(config: EstimatorConfig) -> Estimator:
+    def timed(train: FloatArray, population: FloatArray, delta: float, seed: int) -> Estimate:
         start = time.perf_counter()
         with warnings.catch_warnings():
             # A poor fit is counted in the table instead of printed per repeat.
             warnings.simplefilter("ignore", PoorFitWarning)
-            result = epsilon_star(train, population, delta=delta, seed=seed, **options)  # type: ignore[arg-type]
+            result = estimate(train, population, config, delta=delta, seed=seed)
         return Estimate(result.epsilon, time.perf_counter() - start, result.poor_fit)
 
-    return estimate
+    return timed
 
 
 #: Estimators by column name, in table order.
 ESTIMATORS: dict[str, Estimator] = {
-    "empirical": _timed(method="empirical"),
+    "empirical": _timed(Empirical()),
     "empirical (0.001, 0.999)": _timed(
-        method="empirical", rate_window=(PAPER_EMPIRICAL_WINDOW.low, PAPER_EMPIRICAL_WINDOW.high)
+        Empirical(rate_window=(PAPER_EMPIRICAL_WINDOW.low, PAPER_EMPIRICAL_WINDOW.high))
     ),
-    "paper normal, 2M grid": _timed(method="parametric", family="normal", search="grid"),
-    "normal, refined (paper's)": _timed(method="parametric", family="normal"),
-    "gmm, refined": _timed(method="parametric", family="gmm"),
-    "tails": _timed(method="tails"),
-    "tails-crossfit": _timed(method="tails-crossfit"),
+    "paper normal, 2M grid": _timed(Parametric(family="normal", search="grid")),
+    "normal, refined (paper's)": _timed(Parametric(family="normal")),
+    "gmm, refined": _timed(Parametric(family="gmm")),
+    "tails": _timed(Tails()),
+    "tails-crossfit": _timed(TailsCrossfit()),
 }
 #: The estimators the benchmarks compare by default (not the slow grid and mixture columns).
 COMPARED_ESTIMATORS: tuple[str, ...] = (

@@ -1,0 +1,218 @@
+"""The names users choose from, each with its descriptions: one table for every layer.
+
+The estimator methods of Epsilon* (``epsilon-star-negoescu-2024.md``), the
+distribution families of the parametric method, the supremum searches, the
+kinds of model output and the per-record losses. Each accepted value is a
+:class:`Name` with a one-line ``summary`` (command-line help) and a longer
+plain-language ``description`` (the HTML report and the docs); the ``Literal``
+types beside each table list the same names for type checkers (a test keeps
+them equal). Argument checks, ``choices=`` of the command line and the report's
+wording all read this table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Final, Literal, TypeVar, cast
+
+from epsstar.exceptions import InvalidInputError
+
+__all__ = [
+    "DEFAULT_METHOD",
+    "FAMILIES",
+    "LOSSES",
+    "METHODS",
+    "OUTPUT_KINDS",
+    "SEARCHES",
+    "Family",
+    "LossName",
+    "Method",
+    "Name",
+    "Names",
+    "OutputKind",
+    "Search",
+]
+
+Method = Literal["parametric", "empirical", "tails", "tails-crossfit"]
+Family = Literal["normal", "gmm"]
+Search = Literal["refine", "grid"]
+OutputKind = Literal["probabilities", "logits"]
+LossName = Literal["logit", "cross_entropy"]
+
+K = TypeVar("K", bound=str)
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    """One accepted value of an option and what it means.
+
+    ``summary`` fits in a line of command-line help; ``description`` is plain
+    language for readers of a report, written to complete a sentence such as
+    "The headline figure …" (lower case, no final full stop).
+    """
+
+    name: str
+    summary: str
+    description: str
+
+    def __post_init__(self) -> None:
+        for field in ("name", "summary", "description"):
+            if not str(getattr(self, field)).strip():
+                raise InvalidInputError(f"a name needs a non-empty {field}. Found {self!r}.")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Names(Mapping[K, Name]):
+    """The accepted values of one option (``option``, as error messages call it), in order.
+
+    A read-only mapping from each name to its :class:`Name`: iterating gives the
+    names, so a ``Names`` serves as ``choices=`` of argparse and in ``in`` tests.
+    """
+
+    option: str
+    entries: tuple[Name, ...]
+
+    def __post_init__(self) -> None:
+        names = [entry.name for entry in self.entries]
+        if not names or len(set(names)) != len(names):
+            raise InvalidInputError(f"{self.option} needs distinct names. Found {names}.")
+
+    def __getitem__(self, name: str) -> Name:
+        for entry in self.entries:
+            if entry.name == name:
+                return entry
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __contains__(self, value: object) -> bool:
+        return any(entry.name == value for entry in self.entries)
+
+    @property
+    def names(self) -> tuple[K, ...]:
+        return tuple(cast(K, entry.name) for entry in self.entries)
+
+    def alternatives(self) -> str:
+        """The names quoted for a message: ``'a' or 'b'``, ``'a', 'b' or 'c'``."""
+        quoted = [repr(name) for name in self.names]
+        return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+    def check(self, value: object) -> K:
+        """``value`` if it is one of the names, else a one-line error ending with it."""
+        if value not in self:
+            raise InvalidInputError(
+                f"{self.option} must be one of {', '.join(self.names)}. Found {value!r}."
+            )
+        return cast(K, value)
+
+
+METHODS: Final[Names[Method]] = Names(
+    "method",
+    (
+        Name(
+            "parametric",
+            "fitted CDFs (the Epsilon* paper's)",
+            "fits a distribution to each side's transformed losses and takes the largest "
+            "privacy ratio over all loss thresholds of the two fitted curves, as the Epsilon* "
+            "paper does",
+        ),
+        Name(
+            "empirical",
+            "empirical CDFs",
+            "uses the empirical distributions of the observed losses only",
+        ),
+        Name(
+            "tails",
+            "empirical body with generalised-Pareto tails",
+            "uses the observed losses in the body and generalised-Pareto tails fitted "
+            "beyond the most extreme records",
+        ),
+        Name(
+            "tails-crossfit",
+            "the tails fits, test chosen and scored on different halves of the data",
+            "uses the observed losses in the body and generalised-Pareto tails beyond the "
+            "most extreme records, with the attack's threshold chosen on one random half of "
+            "the records and scored on the other half, so that picking the best of many "
+            "thresholds does not inflate the figure",
+        ),
+    ),
+)
+#: The method used when none is given: the most accurate one measured in
+#: ``docs/accuracy.md`` (the paper's estimator is ``"parametric"``).
+DEFAULT_METHOD: Final[Method] = "tails-crossfit"
+
+FAMILIES: Final[Names[Family]] = Names(
+    "family",
+    (
+        Name(
+            "normal",
+            "Normal distribution (the paper's)",
+            "a Normal distribution fitted by maximum likelihood, the Epsilon* paper's choice",
+        ),
+        Name(
+            "gmm",
+            "Gaussian mixture, components chosen by BIC",
+            "a mixture of Normal distributions whose number of components (1 to 20) is "
+            "chosen by the Bayesian information criterion",
+        ),
+    ),
+)
+
+SEARCHES: Final[Names[Search]] = Names(
+    "search",
+    (
+        Name(
+            "refine",
+            "bracketing and refinement",
+            "brackets every local maximum of each ratio on a grid of both fits' quantiles "
+            "and zooms in on it",
+        ),
+        Name(
+            "grid",
+            "the paper's 2-million-point grid",
+            "evaluates the ratios on the Epsilon* paper's grid of 2 million quantile points, "
+            "slower and never higher than the refined search",
+        ),
+    ),
+)
+
+OUTPUT_KINDS: Final[Names[OutputKind]] = Names(
+    "outputs",
+    (
+        Name(
+            "probabilities",
+            "P(y=1), or rows of class probabilities summing to 1",
+            "the model returns probabilities: one column P(y = 1) for a binary task, or one "
+            "row of class probabilities summing to 1 per record",
+        ),
+        Name(
+            "logits",
+            "log-odds of class 1, or unnormalised class scores",
+            "the model returns logits: the log-odds of class 1 for a binary task, or class "
+            "scores whose softmax gives the probabilities; losses from logits need no clipping",
+        ),
+    ),
+)
+
+LOSSES: Final[Names[LossName]] = Names(
+    "loss",
+    (
+        Name(
+            "logit",
+            "the Epsilon* paper's logit loss",
+            "the logit loss of the Epsilon* paper, log((1 - p) / p) for the probability p of "
+            "the true class: it stays informative where the model is very confident",
+        ),
+        Name(
+            "cross_entropy",
+            "cross-entropy",
+            "the cross-entropy -log p for the probability p of the true class, the loss most "
+            "models are trained with",
+        ),
+    ),
+)
