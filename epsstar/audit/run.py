@@ -34,6 +34,7 @@ from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.estimator import Family, Method
 from epsstar.statistics.losses import LossName
+from epsstar.statistics.utility import Utility
 
 __all__ = ["AuditResult", "LoadedAuditModel", "audit", "load_model", "sha256_of"]
 
@@ -232,11 +233,7 @@ def audit(
     reading = _Reading(
         label_column, features, check_positive_int("batch_size", batch_size), loss, outputs
     )
-    if progress is not None and not isinstance(progress, Progress):
-        raise InvalidInputError(
-            f"progress must be None or have start(role, path) and advance(rows). "
-            f"Found {progress!r}."
-        )
+    _check_progress(progress)
     clock = [time.perf_counter()]
     loaded = load_model(
         paths["model"], loader=loader, outputs=outputs, trust=trust, classes=classes
@@ -244,22 +241,10 @@ def audit(
     clock.append(time.perf_counter())
     train_side, population_side = _stream_both(loaded, paths, reading, progress)
     clock.append(time.perf_counter())
-    utility = {
-        "population": population_side.utility(),
-        # Multi-class AUROC costs one sort per class; on training data accuracy suffices.
-        "train": train_side.utility(with_auroc=train_side.n_outputs <= 2),
-    }
+    utility = _utility(train_side, population_side)
     clock.append(time.perf_counter())
-    provenance = _provenance(
-        paths,
-        loaded,
-        reading,
-        train_side,
-        population_side,
-        seed=seed,
-        confidence=options.confidence,
-        command=command,
-    )
+    run = {"seed": seed, "confidence": options.confidence, "command": command}
+    provenance = _provenance(paths, loaded, reading, train_side, population_side, **run)
     result = audit_losses(
         train_side.losses,
         population_side.losses,
@@ -270,6 +255,23 @@ def audit(
     clock.append(time.perf_counter())
     # The statistics' own duration is known only once they are done.
     return dataclasses.replace(result, provenance={**provenance, "seconds": _seconds(clock)})
+
+
+def _check_progress(progress: object) -> None:
+    if progress is not None and not isinstance(progress, Progress):
+        raise InvalidInputError(
+            f"progress must be None or have start(role, path) and advance(rows). "
+            f"Found {progress!r}."
+        )
+
+
+def _utility(train: StreamedTable, population: StreamedTable) -> dict[str, Utility]:
+    """Accuracy and AUROC per table; multi-class AUROC costs one sort per class, so on
+    training data accuracy suffices."""
+    return {
+        "population": population.utility(),
+        "train": train.utility(with_auroc=train.n_outputs <= 2),
+    }
 
 
 def _seconds(clock: list[float]) -> dict[str, float]:
