@@ -150,14 +150,20 @@ def bad_inputs(tmp_path: Path) -> list[tuple[list[str], str]]:
     return [
         (
             ["--train-losses", str(tmp_path / "missing.npy"), "--population-losses", g],
-            "no such file",
+            "--train-losses must exist and be a file. Found '",
         ),
         (
             ["--train-losses", str(tmp_path / "x.txt"), "--population-losses", g],
-            "unsupported file type",
+            "--train-losses must end in one of .csv, .parquet, .pq, .npz, .npy. Found '",
         ),
-        (["--train-losses", str(tmp_path / "nan.npy"), "--population-losses", g], "must be finite"),
-        (["--train-losses", str(tmp_path / "matrix.npy"), "--population-losses", g], "1-D array"),
+        (
+            ["--train-losses", str(tmp_path / "nan.npy"), "--population-losses", g],
+            "nan.npy: column '0' must be finite. Found nan at row 1.",
+        ),
+        (
+            ["--train-losses", str(tmp_path / "matrix.npy"), "--population-losses", g],
+            "must hold a 1-D array or one column. Found shape (10, 3).",
+        ),
         (
             ["--train-losses", str(tmp_path / "few.npy"), "--population-losses", g],
             "at least 100 values. Found 5",
@@ -171,19 +177,25 @@ def bad_inputs(tmp_path: Path) -> list[tuple[list[str], str]]:
             ],
             "all losses are equal",
         ),
-        (["--train-losses", str(tmp_path / "text.csv"), "--population-losses", g], "Found 'abc'"),
+        (
+            ["--train-losses", str(tmp_path / "text.csv"), "--population-losses", g],
+            "text.csv: column 'loss' must be numeric. Found 'abc' at row 1.",
+        ),
         (
             ["--train-losses", str(tmp_path / "two.csv"), "--population-losses", g],
-            "exactly one column",
+            "must have exactly one column. Found 2: 'a', 'b'.",
         ),
-        (["--train-losses", str(tmp_path / "empty.csv"), "--population-losses", g], "empty"),
+        (
+            ["--train-losses", str(tmp_path / "empty.csv"), "--population-losses", g],
+            "empty.csv: must hold a header line and rows. Found an empty file.",
+        ),
         (
             ["--train-losses", str(tmp_path / "broken.npy"), "--population-losses", g],
-            "not a readable .npy",
+            "broken.npy: must be a readable .npy array. Found: ",
         ),
         (
             ["--train-losses", str(tmp_path / "broken.parquet"), "--population-losses", g],
-            "not a readable Parquet",
+            "broken.parquet: must be a readable Parquet file. Found: ",
         ),
         (["--train-losses", g, "--population-losses", g, "--delta", "0.9"], "Found 0.9"),
         (["--train-losses", g, "--population-losses", g, "--method", "magic"], "invalid choice"),
