@@ -663,3 +663,22 @@ def test_streaming_returns_the_label_map_for_the_second_table(workdir: Path) -> 
     assert utility.n == 300
     assert utility.auroc is not None
     assert population.utility(with_auroc=False).auroc_note == "not computed for training data"
+
+
+def test_the_second_table_must_match_the_label_map(workdir: Path) -> None:
+    from epsstar.audit.streaming import stream_table
+    from epsstar.audit.tables import LabelMap
+    from epsstar.exceptions import InvalidInputError
+
+    with pytest.raises(
+        InvalidInputError,
+        match=r"^the model's predictions on the population data must stand for its 3 classes, "
+        r"as before\. Found 2\.$",
+    ):
+        stream_table(
+            _FakeModel(0.5),
+            workdir / "population.parquet",
+            role="population",
+            label_column="label",
+            label_map=LabelMap((0, 1, 2)),
+        )
