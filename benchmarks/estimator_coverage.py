@@ -23,7 +23,8 @@ import numpy as np
 from epsstar import __version__
 from epsstar.cli.text_table import aligned_table
 from epsstar.statistics.bootstrap import bootstrap_replicates, interval_from_replicates
-from epsstar.statistics.estimator import DEFAULT_METHOD, METHODS, epsilon_star
+from epsstar.statistics.estimator import epsilon_star
+from epsstar.statistics.names import DEFAULT_METHOD, METHODS
 from epsstar.statistics.simulation import true_epsilon
 
 

@@ -31,8 +31,8 @@ import torch
 from epsstar import __version__, epsilon_star
 from epsstar.cli.text_table import aligned_table
 from epsstar.exceptions import PoorFitWarning
-from epsstar.statistics.estimator import METHODS
 from epsstar.statistics.losses import compute_losses
+from epsstar.statistics.names import METHODS
 from epsstar.training.data import TabularData
 from epsstar.training.datasets import purchase_like
 from epsstar.training.trainer import TrainingConfig, train

@@ -39,7 +39,7 @@ import numpy as np
 
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL
 from epsstar.cli.text_table import aligned_table
-from epsstar.statistics.estimator import DEFAULT_METHOD
+from epsstar.statistics.names import DEFAULT_METHOD
 
 
 @dataclass(frozen=True, slots=True)

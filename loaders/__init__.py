@@ -9,7 +9,10 @@ The built-in loaders (:mod:`epsstar.loaders.onnx`, :mod:`epsstar.loaders.torchsc
 group like any plugin (:mod:`epsstar.audit.plugins`). This package holds what they share and
 what a third-party loader may reuse: :class:`BatchedModel`, a
 :class:`~epsstar.audit.plugins.LoadedModel` that checks the input width, casts the features,
-predicts in chunks, detects logits vs probabilities and checks every prediction.
+predicts in chunks, checks that there is one prediction per record and detects logits vs
+probabilities. The values of the predictions (finite; probabilities in ``[0, 1]``, rows
+summing to 1) are checked once, where the losses are computed
+(:func:`epsstar.statistics.losses.compute_losses`), whatever the loader.
 
 Detecting logits vs probabilities (unless the caller says which with ``outputs=``):
 predictions are read as probabilities when every value is in ``[0, 1]`` and, with two or
@@ -19,8 +22,8 @@ otherwise as logits. The rule is applied to the model's outputs on a fixed probe
 the input width is unknown, to the first batch it predicts. A probability model always
 passes; a logit model passes only if all its outputs on the probe happen to look like
 probabilities, which the ×100 rows make unlikely for any model whose output depends on
-its input. If it does happen, the later predictions on real data that leave ``[0, 1]``
-raise an error that says to pass ``outputs="logits"``.
+its input. If it does happen, the audit refuses the later predictions on real data that
+leave ``[0, 1]`` with an error that says to pass ``outputs="logits"``.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from numpy.typing import DTypeLike, NDArray
 
 from epsstar.audit.plugins import OutputKind
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
-from epsstar.statistics.losses import ROW_SUM_TOLERANCE, rows_not_summing_to_one
+from epsstar.statistics.losses import ROW_SUM_TOLERANCE
 from epsstar.statistics.names import OUTPUT_KINDS
 
 __all__ = [
@@ -93,10 +96,9 @@ class BatchedModel:
     Subclasses set their own state first, then call ``super().__init__`` (which may run
     the detection probe), and implement :meth:`_run_batch` (features already checked and
     cast to ``input_dtype``, at most ``batch_size`` rows; returns the raw output, 1-D or
-    ``(rows, K)``). :meth:`predict`
-    checks the features, runs the chunks, flattens a single column, detects or applies
-    the output kind, refuses NaN/inf and impossible probabilities naming the file, and
-    with ``binary_columns=True`` turns two class columns into one value per record:
+    ``(rows, K)``). :meth:`predict` checks the features, runs the chunks, checks one
+    prediction per row, flattens a single column, detects or applies the output kind,
+    and with ``binary_columns=True`` turns two class columns into one value per record:
     ``P(classes[1])`` for probabilities, ``z_1 − z_0`` for logits.
     """
 
@@ -117,8 +119,7 @@ class BatchedModel:
         self._input_dtype = np.dtype(input_dtype)
         self._batch_size = max(1, int(batch_size))
         self._binary_columns = binary_columns
-        self._requested: OutputKind | None = check_outputs_argument(outputs)
-        self._kind: OutputKind | None = self._requested
+        self._kind: OutputKind | None = check_outputs_argument(outputs)
         if self._kind is None and n_features is not None:
             self._kind = self._probe(n_features)
 
@@ -152,7 +153,6 @@ class BatchedModel:
         output = self._run_all(self._features(features))
         if self._kind is None:
             self._kind = "probabilities" if looks_like_probabilities(output) else "logits"
-        self._check(output)
         if self._binary_columns and output.ndim == 2 and output.shape[1] == 2:
             # P(classes[1]), or the log-odds z_1 - z_0 of classes[1]
             positive = output[:, 1]
@@ -226,37 +226,3 @@ class BatchedModel:
                 f"for {rows} records."
             )
         return output
-
-    def _check(self, output: FloatArray) -> None:
-        bad = ~np.isfinite(output)
-        if bad.any():
-            self._refuse("finite predictions", output, bad)
-        if self._kind != "probabilities":
-            return
-        how = "as requested" if self._requested else "as detected"
-        advice = "" if self._requested else " Pass outputs='logits' if the model returns logits."
-        outside = (output < 0.0) | (output > 1.0)
-        if outside.any():
-            self._refuse(f"probabilities in [0, 1] ({how})", output, outside, advice)
-        if output.ndim == 2 and (off := rows_not_summing_to_one(output)) is not None:
-            count, worst = off
-            raise InvalidInputError(
-                f"the model in {self._source} must return rows of class probabilities "
-                f"summing to 1 within {ROW_SUM_TOLERANCE:g} ({how}); {count} "
-                f"row(s) do not, the worst is row {worst}.{advice} "
-                f"Found sum {output[worst].sum()}."
-            )
-
-    def _refuse(
-        self, rule: str, output: FloatArray, bad: NDArray[np.bool_], advice: str = ""
-    ) -> None:
-        index = int(np.flatnonzero(bad)[0])
-        if output.ndim == 1:
-            where = f"row {index}"
-        else:
-            row, column = divmod(index, output.shape[1])
-            where = f"row {row}, column {column}"
-        raise InvalidInputError(
-            f"the model in {self._source} must return {rule}; {int(bad.sum())} value(s) are "
-            f"not, the first at {where}.{advice} Found {output.reshape(-1)[index]}."
-        )

@@ -8,9 +8,11 @@ Covers the two common producers:
   ZipMap or classifier node's ``classlabels_*`` attribute, or from the constant table
   the label output is looked up in. With two classes the loader returns one value per
   record, ``P(y = classes[1])``;
-* networks exported by ``torch.onnx.export`` (or written by hand) with one float
-  output: logits or probabilities, detected by the rule of :mod:`epsstar.loaders`
-  unless ``outputs=`` says.
+* networks exported by ``torch.onnx.export`` (or written by hand, or by ``epsstar
+  train``) with one float output: logits or probabilities, detected by the rule of
+  :mod:`epsstar.loaders` unless ``outputs=`` says. Their class labels, if the exporter
+  recorded them, come from the ``metadata_props`` entry
+  :data:`epsstar.audit.class_labels.CLASSES_KEY` (a JSON array, in output-column order).
 
 The model must take one 2-D input (records × features); the features are cast to its
 declared element type (float32, float64, int64, …). The input width, when the graph
@@ -26,6 +28,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from epsstar.audit.class_labels import CLASSES_KEY, classes_from_text
 from epsstar.audit.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
@@ -61,6 +64,14 @@ def _decode(value: Any) -> object:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def _recorded_classes(proto: Any, path: Path) -> tuple[object, ...] | None:
+    """Class labels an exporter recorded in the model's metadata, if any."""
+    for prop in proto.metadata_props:
+        if prop.key == CLASSES_KEY:
+            return classes_from_text(prop.value, path)
+    return None
 
 
 def _class_labels(proto: Any, label_output: str | None) -> tuple[object, ...] | None:
@@ -206,6 +217,8 @@ class OnnxLoader:
         others = [o for o in session.get_outputs() if o.name != chosen.name]
         label = next((o.name for o in others if not _is_prediction_output(o.type)), None)
         classes = _class_labels(proto, label) if label is not None else None
+        if classes is None:
+            classes = _recorded_classes(proto, path)
         zipmap = chosen.type.startswith("seq(")
         if zipmap and classes is None:
             raise InputFileError(

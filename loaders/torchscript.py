@@ -4,7 +4,9 @@ The module is loaded with ``torch.jit.load(path, map_location="cpu")``, put in
 ``eval()`` mode and called under ``torch.inference_mode()`` in chunks. It must take one
 ``(n, d)`` tensor and return one tensor: ``(n,)`` or ``(n, 1)`` for a binary model
 (``P(y = 1)`` or its log-odds), ``(n, K)`` for ``K`` classes. Logits vs probabilities
-are detected by the rule of :mod:`epsstar.loaders` unless ``outputs=`` says.
+are detected by the rule of :mod:`epsstar.loaders` unless ``outputs=`` says. The class
+labels of the output columns (:attr:`classes`) come from the archive's extra file
+:data:`epsstar.audit.class_labels.CLASSES_KEY` (a JSON array), if the exporter wrote one.
 
 :attr:`n_features` is the ``in_features`` of the first ``Linear`` submodule, if there
 is one; otherwise ``None`` and a wrong width surfaces as the module's own error,
@@ -21,6 +23,7 @@ from typing import Any
 
 from numpy.typing import NDArray
 
+from epsstar.audit.class_labels import CLASSES_KEY, classes_from_text
 from epsstar.audit.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
@@ -41,7 +44,15 @@ def _first_linear_width(module: Any) -> int | None:
 class TorchScriptModel(BatchedModel):
     """A TorchScript module ready to predict (see the module docstring)."""
 
-    def __init__(self, path: Path, module: Any, torch: Any, *, outputs: OutputKind | None):
+    def __init__(
+        self,
+        path: Path,
+        module: Any,
+        torch: Any,
+        *,
+        classes: tuple[object, ...] | None = None,
+        outputs: OutputKind | None,
+    ):
         self._module = module
         self._torch = torch
         floating = [p for p in module.parameters() if p.is_floating_point()]
@@ -50,7 +61,7 @@ class TorchScriptModel(BatchedModel):
         super().__init__(
             path,
             n_features=_first_linear_width(module),
-            classes=None,
+            classes=classes,
             outputs=outputs,
             input_dtype=numpy_dtype,
         )
@@ -91,11 +102,12 @@ class TorchScriptLoader:
         torch = import_optional("torch", loader=self.name)
         if not path.is_file():
             raise InputFileError(f"the model file must exist. Found no file at {path}.")
+        extra = {CLASSES_KEY: ""}
         try:
             with warnings.catch_warnings():
                 # TorchScript is the format being read; its deprecation is not the user's to fix
                 warnings.filterwarnings("ignore", category=DeprecationWarning)
-                module = torch.jit.load(str(path), map_location="cpu")
+                module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
         except Exception as error:
             first = (str(error).strip().splitlines() or [""])[0][:200]
             raise InputFileError(
@@ -103,4 +115,5 @@ class TorchScriptLoader:
                 f"({type(error).__name__}: {first})."
             ) from None
         module.eval()
-        return TorchScriptModel(path, module, torch, outputs=outputs)
+        classes = classes_from_text(extra[CLASSES_KEY], path)
+        return TorchScriptModel(path, module, torch, classes=classes, outputs=outputs)

@@ -498,9 +498,9 @@ def test_audit_many(workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 def test_auroc_scores_beyond_the_budget_are_dropped_not_the_audit(
     workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import epsstar.audit.run
+    import epsstar.audit.streaming
 
-    monkeypatch.setattr(epsstar.audit.run, "MAX_AUROC_VALUES", 250)
+    monkeypatch.setattr(epsstar.audit.streaming, "MAX_AUROC_VALUES", 250)
     result = quiet_audit(workdir)
     # Both sides exceed 250 scores (600 and 300 rows): accuracy stays, AUROC is skipped.
     for side in ("population", "train"):
@@ -508,3 +508,194 @@ def test_auroc_scores_beyond_the_budget_are_dropped_not_the_audit(
         assert utility.auroc is None
         assert utility.auroc_note == "too many rows x classes to keep for AUROC"
         assert 0.5 < utility.accuracy <= 1
+
+
+def test_refused_predictions_are_said_once_with_the_advice(
+    workdir: Path, tmp_path: Path, fake_loader: None
+) -> None:
+    from epsstar.exceptions import InvalidInputError
+
+    (tmp_path / "above.fake").write_text("1.5")
+    with pytest.raises(
+        InvalidInputError,
+        match=r"^the model's predictions on the train data \(probabilities, as detected; pass "
+        r"outputs='logits' if the model returns logits\): predictions must be probabilities in "
+        r"\[0, 1\]; 600 value\(s\) are not, the first at index 0\. Found 1\.5\.$",
+    ):
+        audit(
+            tmp_path / "above.fake",
+            workdir / "train.csv",
+            workdir / "population.parquet",
+            label_column="label",
+            loader="fake",
+        )
+
+
+@dataclass
+class _Recorder:
+    events: list[tuple[str, object]]
+
+    def start(self, role: str, path: Path) -> None:
+        self.events.append((role, path))
+
+    def advance(self, rows: int) -> None:
+        self.events.append(("rows", rows))
+
+
+def test_progress_is_told_each_table_and_its_rows(workdir: Path) -> None:
+    recorder = _Recorder([])
+    quiet_audit(workdir, batch_size=256, progress=recorder)
+    assert recorder.events == [
+        ("train", workdir / "train.csv"),
+        ("rows", 256),
+        ("rows", 256),
+        ("rows", 88),
+        ("population", workdir / "population.parquet"),
+        ("rows", 256),
+        ("rows", 44),
+    ]
+    from epsstar.exceptions import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=r"progress must be None or have start.*Found True"):
+        run_audit(workdir, progress=True)
+
+
+def test_cli_progress_counts_rows_only_for_a_visible_bar(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import epsstar.audit.tables
+    from epsstar.cli.progress import RichAuditProgress, audit_progress
+
+    with audit_progress(enabled=False) as nothing:
+        assert nothing is None
+
+    def refuse(path: Path) -> int:
+        raise AssertionError("rows counted for a hidden bar")
+
+    monkeypatch.setattr(epsstar.audit.tables, "count_rows", refuse)
+    with audit_progress(enabled=True) as hidden:  # pytest's output is not a terminal
+        assert hidden is not None
+        hidden.start("train", workdir / "train.csv")
+        hidden.advance(10)
+
+    class Bar:
+        def __init__(self) -> None:
+            self.tasks: dict[int, list[object]] = {}
+
+        def add_task(self, description: str, total: int | None) -> int:
+            self.tasks[len(self.tasks)] = [description, total, 0]
+            return len(self.tasks) - 1
+
+        def advance(self, task: int, rows: int) -> None:
+            self.tasks[task][2] += rows  # type: ignore[operator]
+
+    monkeypatch.setattr(epsstar.audit.tables, "count_rows", lambda path: 600)
+    bar = Bar()
+    visible = RichAuditProgress(bar, count_totals=True)
+    visible.start("train", workdir / "train.csv")
+    visible.advance(250)
+    visible.advance(350)
+    assert bar.tasks == {0: ["train rows", 600, 600]}
+
+
+def test_audit_losses_is_the_audit_without_the_model(workdir: Path) -> None:
+    from epsstar.audit import AuditOptions, audit_losses
+
+    audited = quiet_audit(workdir, seed=4, max_epsilon=3.0)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PoorFitWarning)
+        again = audit_losses(
+            audited.train_losses,
+            audited.population_losses,
+            utility=audited.utility,
+            options=AuditOptions(seed=4, max_epsilon=3.0),
+            provenance={"source": "test"},
+        )
+    assert again.provenance == {"source": "test"}
+    first, second = audited.to_dict(), again.to_dict()
+    assert second["loader"] is None
+    assert second["model_sha256"] is None
+    for payload in (first, second):
+        for key in ("provenance", "loader", "model_sha256"):
+            payload.pop(key, None)
+    assert first == second
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"delta": 2.0}, "Found 2.0"),
+        ({"method": "bogus"}, "method must be one of .* Found 'bogus'"),
+        ({"interval": 1.5}, "interval.*Found 1.5"),
+        ({"interval": 0.9, "n_bootstrap": 1}, "n_bootstrap"),
+        ({"max_epsilon": -1.0}, "max_epsilon.*Found -1.0"),
+        ({"confidence": 1.0}, "confidence"),
+    ],
+)
+def test_audit_options_are_checked_when_built(options: dict[str, object], message: str) -> None:
+    from epsstar.audit import AuditOptions
+    from epsstar.exceptions import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=message):
+        AuditOptions(**options)  # type: ignore[arg-type]
+
+
+def test_audit_losses_needs_enough_losses() -> None:
+    from epsstar.audit import audit_losses
+    from epsstar.exceptions import InsufficientDataError
+    from epsstar.statistics.utility import Utility
+
+    utility = {"population": Utility(10, 0.5, None), "train": Utility(10, 0.5, None)}
+    rng = np.random.default_rng(0)
+    with pytest.raises(InsufficientDataError, match=r"training data need at least .* Found 10\."):
+        audit_losses(rng.normal(size=10), rng.normal(size=500), utility=utility)
+
+
+def test_streaming_returns_the_label_map_for_the_second_table(workdir: Path) -> None:
+    from epsstar.audit.plugins import get_loader
+    from epsstar.audit.streaming import stream_table
+
+    model = get_loader("onnx")[0].load(workdir / "model.onnx")
+    train = stream_table(model, workdir / "train.csv", role="train", label_column="label")
+    assert train.rows == 600
+    assert train.losses.shape == (600,)
+    assert train.n_outputs == 2
+    assert train.label_map.classes == (0, 1)
+    assert train.labels is not None
+    assert train.scores is not None
+    assert train.labels.shape == train.scores.shape == (600,)
+    population = stream_table(
+        model,
+        workdir / "population.parquet",
+        role="population",
+        label_column="label",
+        label_map=train.label_map,
+        batch_size=7,
+    )
+    assert population.label_map is train.label_map
+    assert population.rows == 300
+    utility = population.utility()
+    assert utility.n == 300
+    assert utility.auroc is not None
+    assert population.utility(with_auroc=False).auroc_note == "not computed for training data"
+
+
+def test_the_second_table_must_match_the_label_map(workdir: Path) -> None:
+    from epsstar.audit.streaming import stream_table
+    from epsstar.audit.tables import LabelMap
+    from epsstar.exceptions import InvalidInputError
+
+    with pytest.raises(
+        InvalidInputError,
+        match=r"^the model's predictions on the population data must stand for its 3 classes, "
+        r"as before\. Found 2\.$",
+    ):
+        stream_table(
+            _FakeModel(0.5),
+            workdir / "population.parquet",
+            role="population",
+            label_column="label",
+            label_map=LabelMap((0, 1, 2)),
+        )

@@ -180,21 +180,57 @@ def write_bad_files(folder: Path) -> None:
 GOOD = ["--population-losses", "good.npy"]
 # (name, arguments of `epsstar epsilon` with file names relative to a folder, message).
 BAD_INPUTS = [
-    ("missing file", ["--train-losses", "missing.npy", *GOOD], "no such file"),
-    ("unknown type", ["--train-losses", "x.txt", *GOOD], "unsupported file type"),
-    ("nan", ["--train-losses", "nan.npy", *GOOD], "must be finite"),
-    ("matrix", ["--train-losses", "matrix.npy", *GOOD], "1-D array"),
+    (
+        "missing file",
+        ["--train-losses", "missing.npy", *GOOD],
+        "--train-losses must exist and be a file. Found '",
+    ),
+    (
+        "unknown type",
+        ["--train-losses", "x.txt", *GOOD],
+        "--train-losses must end in one of .csv, .parquet, .pq, .npz, .npy. Found '",
+    ),
+    (
+        "nan",
+        ["--train-losses", "nan.npy", *GOOD],
+        "nan.npy: column '0' must be finite. Found nan at row 1.",
+    ),
+    (
+        "matrix",
+        ["--train-losses", "matrix.npy", *GOOD],
+        "must hold a 1-D array or one column. Found shape (10, 3).",
+    ),
     ("too few", ["--train-losses", "few.npy", *GOOD], "at least 100 values. Found 5"),
     (
         "all equal",
         ["--train-losses", "equal.npy", "--population-losses", "equal.npy"],
         "all losses are equal",
     ),
-    ("text", ["--train-losses", "text.csv", *GOOD], "Found 'abc'"),
-    ("two columns", ["--train-losses", "two.csv", *GOOD], "exactly one column"),
-    ("empty", ["--train-losses", "empty.csv", *GOOD], "empty"),
-    ("broken npy", ["--train-losses", "broken.npy", *GOOD], "not a readable .npy"),
-    ("broken parquet", ["--train-losses", "broken.parquet", *GOOD], "not a readable Parquet"),
+    (
+        "text",
+        ["--train-losses", "text.csv", *GOOD],
+        "text.csv: column 'loss' must be numeric. Found 'abc' at row 1.",
+    ),
+    (
+        "two columns",
+        ["--train-losses", "two.csv", *GOOD],
+        "must have exactly one column. Found 2: 'a', 'b'.",
+    ),
+    (
+        "empty",
+        ["--train-losses", "empty.csv", *GOOD],
+        "empty.csv: must hold a header line and rows. Found an empty file.",
+    ),
+    (
+        "broken npy",
+        ["--train-losses", "broken.npy", *GOOD],
+        "broken.npy: must be a readable .npy array. Found: ",
+    ),
+    (
+        "broken parquet",
+        ["--train-losses", "broken.parquet", *GOOD],
+        "broken.parquet: must be a readable Parquet file. Found: ",
+    ),
     ("delta", ["--train-losses", "good.npy", *GOOD, "--delta", "0.9"], "Found 0.9"),
     ("method", ["--train-losses", "good.npy", *GOOD, "--method", "magic"], "invalid choice"),
     ("window", ["--train-losses", "good.npy", *GOOD, "--rate-window", "0.1"], "LOW,HIGH"),

@@ -21,7 +21,9 @@ from epsstar.audit.tables import (
     count_rows,
     iter_batches,
     label_map_for,
+    read_column,
     read_schema,
+    read_table,
 )
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 
@@ -504,3 +506,115 @@ def test_reader_and_label_map_together(tmp_path: Path) -> None:
         [labels.encode(b.labels) for b in iter_batches(path, label_column="y", batch_size=4)]
     )
     assert codes.tolist() == frame["y"].tolist()
+
+
+# --------------------------------------------------------------------------- whole tables
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_read_table_is_every_batch_with_the_feature_names(tmp_path: Path, kind: str) -> None:
+    frame = _table()
+    path, label = _write(frame, tmp_path, kind)
+    table = read_table(path, label_column=label)
+    batches = list(iter_batches(path, label_column=label, batch_size=5))
+    features, labels = _collect(batches)
+    np.testing.assert_array_equal(table.features, features)
+    np.testing.assert_array_equal(table.labels, labels)
+    assert table.feature_names == (("0", "1", "2") if kind == "npy" else tuple(FEATURES))
+    selected = read_table(path, label_column=label, features=list(table.feature_names[::-1]))
+    np.testing.assert_array_equal(selected.features, features[:, ::-1])
+
+
+# --------------------------------------------------------------------------- one column
+
+VALUES = np.array([0.25, -1.5, 3.0, 1e-300, 7.0])
+
+
+def _write_column(directory: Path, kind: str) -> Path:
+    if kind == "npy":
+        np.save(directory / "v.npy", VALUES)
+        return directory / "v.npy"
+    if kind == "npy-column":
+        np.save(directory / "c.npy", VALUES[:, None])
+        return directory / "c.npy"
+    if kind == "csv":
+        pd.DataFrame({"loss": VALUES}).to_csv(
+            directory / "v.csv", index=False, float_format="%.17g"
+        )
+        return directory / "v.csv"
+    if kind == "csv-headerless":
+        (directory / "h.csv").write_text("".join(f"{v!r}\n" for v in VALUES.tolist()))
+        return directory / "h.csv"
+    if kind == "parquet":
+        pq.write_table(pa.table({"loss": VALUES}), directory / "v.pq")
+        return directory / "v.pq"
+    assert kind == "npz"
+    np.savez(directory / "v.npz", loss=VALUES)
+    return directory / "v.npz"
+
+
+@pytest.mark.parametrize("kind", ["npy", "npy-column", "csv", "csv-headerless", "parquet", "npz"])
+def test_read_column_in_every_format(tmp_path: Path, kind: str) -> None:
+    values = read_column(_write_column(tmp_path, kind))
+    assert values.dtype == np.float64
+    np.testing.assert_array_equal(values, VALUES)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "error", "message"),
+    [
+        (
+            "two.csv",
+            "a,b\n1,2\n",
+            InputFileError,
+            "must have exactly one column. Found 2: 'a', 'b'",
+        ),
+        (
+            "text.csv",
+            "loss\n1\nabc\n",
+            InvalidInputError,
+            "column 'loss' must be numeric. Found 'abc' at row 1",
+        ),
+        (
+            "nan.csv",
+            "1.0\n2.0\nnan\n",
+            InvalidInputError,
+            "column '0' must be finite. Found nan at row 2",
+        ),
+        (  # the blank line is skipped; the empty field is a missing value
+            "gap.csv",
+            "loss\n1.0\n\n2.0\n,\n",
+            InvalidInputError,
+            "column 'loss' must be finite. Found nan at row 2",
+        ),
+        ("header.csv", "loss\n", InsufficientDataError, "must hold at least one row. Found none"),
+        ("empty.csv", "", InsufficientDataError, "Found an empty file"),
+    ],
+)
+def test_read_column_errors(
+    tmp_path: Path, name: str, content: str, error: type[Exception], message: str
+) -> None:
+    (tmp_path / name).write_text(content)
+    with pytest.raises(error, match=rf"^{tmp_path / name}: .*{message}"):
+        read_column(tmp_path / name)
+
+
+def test_read_column_errors_of_arrays_and_paths(tmp_path: Path) -> None:
+    np.save(tmp_path / "m.npy", np.ones((4, 2)))
+    with pytest.raises(InputFileError, match=r"1-D array or one column. Found shape \(4, 2\)\.$"):
+        read_column(tmp_path / "m.npy")
+    np.savez(tmp_path / "two.npz", a=np.ones(3), b=np.ones(3))
+    with pytest.raises(InputFileError, match="exactly one column. Found 2: 'a', 'b'"):
+        read_column(tmp_path / "two.npz")
+    np.save(tmp_path / "inf.npy", np.array([1.0, np.inf]))
+    with pytest.raises(
+        InvalidInputError, match=r"column '0' must be finite. Found inf at row 1\.$"
+    ):
+        read_column(tmp_path / "inf.npy")
+    np.save(tmp_path / "none.npy", np.empty(0))
+    with pytest.raises(InsufficientDataError, match="at least one row"):
+        read_column(tmp_path / "none.npy")
+    with pytest.raises(InputFileError, match=r"^--losses must exist and be a file\. Found '"):
+        read_column(tmp_path / "missing.npy", name="--losses")
+    with pytest.raises(InputFileError, match=r"^--losses must end in one of .* Found '"):
+        read_column(tmp_path / "losses.txt", name="--losses")

@@ -2,7 +2,9 @@
 
 ``audit(model, train, population, ...)`` loads a model through its loader plugin,
 streams both tables through it, and turns the per-record losses into a frozen
-:class:`AuditResult`; ``audit_many`` does the same for every model of a manifest.
+:class:`AuditResult`; ``audit_losses(train_losses, population_losses, ...)`` is its
+statistics step alone, for losses computed elsewhere; ``audit_many`` audits every model
+of a manifest.
 The names load lazily, so that reading a table does not import the statistics.
 """
 
@@ -13,12 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
     "audit": "epsstar.audit.run",
+    "audit_losses": "epsstar.audit.from_losses",
+    "AuditOptions": "epsstar.audit.from_losses",
     "AuditResult": "epsstar.audit.result",
 }
 
-__all__ = ["AuditResult", "audit"]
+__all__ = ["AuditOptions", "AuditResult", "audit", "audit_losses"]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.from_losses import AuditOptions, audit_losses
     from epsstar.audit.result import AuditResult
     from epsstar.audit.run import audit
 

@@ -89,8 +89,8 @@ class AuditResult:
             "lower_bound": self.lower_bound.to_dict(),
             "readings": self.readings.to_dict(),
             "utility": {side: utility.to_dict() for side, utility in self.utility.items()},
-            "loader": self.provenance["loader"],
-            "model_sha256": self.provenance["model_sha256"],
+            "loader": self.provenance.get("loader"),
+            "model_sha256": self.provenance.get("model_sha256"),
             "provenance": self.provenance,
             "epsstar_version": __version__,
         }

@@ -57,11 +57,14 @@ __all__ = [
     "DATA_FILE_SUFFIXES",
     "Batch",
     "LabelMap",
+    "Table",
     "TableSchema",
     "count_rows",
     "iter_batches",
     "label_map_for",
+    "read_column",
     "read_schema",
+    "read_table",
 ]
 
 DATA_FILE_SUFFIXES: dict[str, str] = {
@@ -115,14 +118,14 @@ def _shown(items: Sequence[object], limit: int = _SHOWN) -> str:
     return text + (", ..." if len(items) > limit else "")
 
 
-def _locate(path: str | os.PathLike[str]) -> tuple[Path, str]:
+def _locate(path: str | os.PathLike[str], what: str = "data file") -> tuple[Path, str]:
     file = Path(path)
     kind = DATA_FILE_SUFFIXES.get(file.suffix.lower())
     if kind is None:
         allowed = ", ".join(DATA_FILE_SUFFIXES)
-        raise InputFileError(f"data file must end in one of {allowed}. Found {str(file)!r}.")
+        raise InputFileError(f"{what} must end in one of {allowed}. Found {str(file)!r}.")
     if not file.is_file():
-        raise InputFileError(f"data file must exist and be a file. Found {str(file)!r}.")
+        raise InputFileError(f"{what} must exist and be a file. Found {str(file)!r}.")
     return file, kind
 
 
@@ -432,13 +435,21 @@ def _csv_columns(path: Path) -> tuple[str, ...]:
 
 
 def _csv_chunks(
-    path: Path, columns: Sequence[str], selected: Sequence[str], batch_size: int
+    path: Path,
+    columns: Sequence[str],
+    selected: Sequence[str],
+    batch_size: int,
+    *,
+    header: bool = True,
 ) -> Iterator[list[NDArray[Any]]]:
+    """The selected columns in chunks; ``header=False`` reads the first line as data."""
     import pandas as pd
 
     positions = [columns.index(name) for name in selected]
     try:
-        with pd.read_csv(path, usecols=sorted(set(positions)), chunksize=batch_size) as reader:
+        with pd.read_csv(
+            path, header=0 if header else None, usecols=sorted(set(positions)), chunksize=batch_size
+        ) as reader:
             for frame in reader:
                 by_position = dict(zip(sorted(set(positions)), frame.columns, strict=True))
                 yield [frame[by_position[p]].to_numpy() for p in positions]
@@ -530,9 +541,15 @@ def count_rows(path: str | os.PathLike[str]) -> int:
 # --------------------------------------------------------------------------- validation
 
 
-def _feature_column(
-    path: Path, name: str, values: NDArray[Any], row0: int, dtype: type[np.floating[Any]]
+def _numeric_column(
+    path: Path,
+    name: str,
+    values: NDArray[Any],
+    row0: int,
+    dtype: type[np.floating[Any]],
+    what: str = "feature column",
 ) -> NDArray[Any]:
+    """The values of one column as numbers (numeric text counts), or an error naming the row."""
     kind = values.dtype.kind
     if kind in "biuf":
         return values
@@ -553,8 +570,21 @@ def _feature_column(
     if isinstance(found, np.generic):
         found = found.item()
     raise InvalidInputError(
-        f"{path}: feature column {name!r} must be numeric. Found {found!r} at row {row0 + first}."
+        f"{path}: {what} {name!r} must be numeric. Found {found!r} at row {row0 + first}."
     )
+
+
+def _check_finite(
+    path: Path, names: Sequence[str], matrix: NDArray[Any], row0: int, what: str
+) -> None:
+    """Refuse NaN and infinity, naming the column, the row and the value."""
+    finite = np.isfinite(matrix)
+    if not finite.all():
+        row, col = (int(i) for i in np.argwhere(~finite)[0])
+        raise InvalidInputError(
+            f"{path}: {what} {names[col]!r} must be finite. Found {matrix[row, col]} at "
+            f"row {row0 + row}."
+        )
 
 
 def _feature_matrix(
@@ -567,14 +597,8 @@ def _feature_matrix(
     rows = len(columns[0])
     matrix = np.empty((rows, len(names)), dtype=dtype)
     for j, (name, values) in enumerate(zip(names, columns, strict=True)):
-        matrix[:, j] = _feature_column(path, name, values, row0, dtype)
-    finite = np.isfinite(matrix)
-    if not finite.all():
-        row, col = (int(i) for i in np.argwhere(~finite)[0])
-        raise InvalidInputError(
-            f"{path}: feature column {names[col]!r} must be finite. Found {matrix[row, col]} at "
-            f"row {row0 + row}."
-        )
+        matrix[:, j] = _numeric_column(path, name, values, row0, dtype)
+    _check_finite(path, names, matrix, row0, "feature column")
     return matrix
 
 
@@ -682,6 +706,57 @@ def iter_batches(
     The file is opened and its columns are checked before the first batch is
     requested; a file without rows raises :class:`InsufficientDataError`.
     """
+    return _open_batches(path, label_column, features, batch_size, progress)[1]
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A whole table in memory: ``features`` ``(n, d)`` and ``labels`` ``(n,)`` as
+    :func:`iter_batches` returns them, and the names of the feature columns, in order."""
+
+    path: Path
+    feature_names: tuple[str, ...]
+    features: NDArray[Any]
+    labels: NDArray[Any]
+
+
+def read_table(
+    path: str | os.PathLike[str],
+    *,
+    label_column: str,
+    features: Sequence[str] | None = None,
+    batch_size: int = 65_536,
+) -> Table:
+    """Every row of a table, read and checked as by :func:`iter_batches`."""
+    names, batches = _open_batches(path, label_column, features, batch_size, None)
+    read = list(batches)
+    return Table(
+        path=Path(path),
+        feature_names=tuple(names),
+        features=np.concatenate([batch.features for batch in read]),
+        labels=np.concatenate([batch.labels for batch in read]),
+    )
+
+
+def _chunks(
+    schema: TableSchema, selected: Sequence[str], size: int, *, header: bool = True
+) -> Iterator[list[NDArray[Any]]]:
+    """The raw values of the ``selected`` columns, in chunks of at most ``size`` rows."""
+    if schema.format == "csv":
+        return _csv_chunks(schema.path, schema.columns, selected, size, header=header)
+    if schema.format == "parquet":
+        return _parquet_chunks(schema.path, selected, size)
+    return _array_chunks(schema.path, schema.format, selected, size)
+
+
+def _open_batches(
+    path: str | os.PathLike[str],
+    label_column: str,
+    features: Sequence[str] | None,
+    batch_size: int,
+    progress: Progress | None,
+) -> tuple[list[str], Iterator[Batch]]:
+    """The feature names and the batches; the arguments and columns are checked now."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
         raise InvalidInputError(f"batch_size must be an integer ≥ 1. Found {batch_size!r}.")
     if batch_size < 1:
@@ -689,15 +764,9 @@ def iter_batches(
     schema = read_schema(path)
     names = _select(schema, label_column, features)
     dtype = np.float32 if _float32_source(schema.path, schema.format, names) else np.float64
-    selected = [*names, label_column]
     size = int(batch_size)
-    if schema.format == "csv":
-        chunks = _csv_chunks(schema.path, schema.columns, selected, size)
-    elif schema.format == "parquet":
-        chunks = _parquet_chunks(schema.path, selected, size)
-    else:
-        chunks = _array_chunks(schema.path, schema.format, selected, size)
-    return _stream(schema.path, names, label_column, chunks, dtype, size, progress)
+    chunks = _chunks(schema, [*names, label_column], size)
+    return names, _stream(schema.path, names, label_column, chunks, dtype, size, progress)
 
 
 def _stream(
@@ -726,6 +795,68 @@ def _stream(
         yield batch
         if progress is not None:
             progress(len(batch))
+
+
+# --------------------------------------------------------------------------- one column
+
+
+def _only_column(schema: TableSchema) -> str:
+    columns = schema.columns
+    if len(columns) != 1:
+        raise InputFileError(
+            f"{schema.path}: a file of values must have exactly one column. Found "
+            f"{len(columns)}: {_shown(columns, 5)}."
+        )
+    return columns[0]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return not math.isnan(float(text))
+    except ValueError:
+        return False
+
+
+def _npy_column(file: Path) -> NDArray[Any]:
+    """The values of a .npy file holding a 1-D array or one column."""
+    with _ArrayFile(file, "npy") as arrays:
+        source = arrays.sources[""]
+        shape = source.info.shape
+        if len(shape) not in (1, 2) or (len(shape) == 2 and shape[1] != 1):
+            raise InputFileError(
+                f"{file}: a file of values must hold a 1-D array or one column. "
+                f"Found shape {shape}."
+            )
+        return source.read(0, shape[0]).reshape(-1)
+
+
+def read_column(path: str | os.PathLike[str], *, name: str = "values") -> NDArray[np.float64]:
+    """The numbers of a one-column table (such as per-record losses), as finite float64.
+
+    Any format of this module: a ``.npy`` file holds a 1-D array (or one column); a CSV
+    file's header line is optional (a first line that is a number is data); Parquet and
+    NPZ files hold one column. ``name`` names the argument in the messages about the
+    path itself.
+    """
+    file, kind = _locate(path, name)
+    if kind == "npy":
+        label, chunks = "0", iter([[_npy_column(file)]])
+    else:
+        schema = read_schema(file)
+        first = _only_column(schema)
+        header = not (kind == "csv" and _is_number(first))
+        chunks = _chunks(schema, [first], 1 << 20, header=header)
+        label = first if header else "0"
+    parts: list[NDArray[np.float64]] = []
+    row0 = 0
+    for (values,) in chunks:
+        column = _numeric_column(file, label, values, row0, np.float64, "column")
+        _check_finite(file, [label], column.reshape(-1, 1), row0, "column")
+        parts.append(np.asarray(column, dtype=np.float64))
+        row0 += len(column)
+    if row0 == 0:
+        raise InsufficientDataError(f"{file}: must hold at least one row. Found none.")
+    return np.concatenate(parts)
 
 
 # --------------------------------------------------------------------------- labels

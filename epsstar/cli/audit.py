@@ -210,19 +210,21 @@ def format_summary(result: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from epsstar.audit.run import audit
+    from epsstar.cli.progress import audit_progress
 
-    result = audit(
-        args.model,
-        args.train,
-        args.population,
-        label_column=args.label_column,
-        features=args.features,
-        loader=args.loader,
-        outputs=args.outputs,
-        **model_options(args),
-        progress=not args.quiet,
-        command=shlex.join(args.command_line),
-    )
+    with audit_progress(enabled=not args.quiet) as progress:
+        result = audit(
+            args.model,
+            args.train,
+            args.population,
+            label_column=args.label_column,
+            features=args.features,
+            loader=args.loader,
+            outputs=args.outputs,
+            **model_options(args),
+            progress=progress,
+            command=shlex.join(args.command_line),
+        )
     payload = result.to_dict()
     emit(payload, args.json, format_summary(payload))
     if args.report:

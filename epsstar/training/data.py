@@ -1,7 +1,8 @@
 """Numeric feature tables with a label column, read for the trainer.
 
-The file is read by :mod:`epsstar.audit.tables`, the reader the audit uses, so a table
-is read the same way when a model is trained on it and when it is audited:
+The file is read by :func:`epsstar.audit.tables.read_table`, the reader the audit uses, so
+a table is read the same way, with the same error messages, when a model is trained on
+it and when it is audited:
 CSV, Parquet, NPZ (one 1-D array per column, or a 2-D ``X`` whose columns are
 ``x0``, ``x1``, ... plus 1-D arrays such as the label) or NPY; see that module
 for the conventions. Every column other than the label is a feature unless
@@ -10,32 +11,27 @@ count) and finite, and are returned as float64.
 
 Labels of any type are mapped to 0..K−1 in sorted order of their values
 (numbers numerically, text as text). The mapping is kept so that a population
-table is encoded the same way and so that ``training.json`` can record it: the
-class names are the labels as text, with booleans and whole-number floats
-written as integers, and labels are matched to them with
-:class:`epsstar.audit.tables.LabelMap`, as the audit matches ``training.json``'s classes.
+table is encoded the same way and so that ``training.json`` and the exported models
+can record it: the class names are the labels as text, with booleans and whole-number
+floats written as integers, and labels are matched to them with
+:class:`epsstar.audit.tables.LabelMap`, as the audit matches the classes the exported
+models record.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.tables import DATA_FILE_SUFFIXES, LabelMap, iter_batches, read_schema
-from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
+from epsstar.audit.tables import LabelMap, read_table
+from epsstar.exceptions import InvalidInputError
 
 __all__ = ["TabularData", "encode_labels", "load_table"]
-
-_BATCH_ROWS = 65_536
-# How epsstar.audit.tables reports a missing label; the row is re-reported in this module's words.
-_MISSING_LABEL = re.compile(r"must have a value in every row\. Found .* at row (\d+)\.$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,10 +120,6 @@ def encode_labels(
     raise AssertionError("LabelMap refused labels it matches one by one")  # pragma: no cover
 
 
-def _without_path(error: BaseException, path: Path) -> str:
-    return str(error).removeprefix(f"{path}: ")
-
-
 def load_table(
     path: str | os.PathLike[str],
     label_column: str,
@@ -140,59 +132,15 @@ def load_table(
     ``features`` selects and orders the feature columns (default: every other
     column, in file order). Pass the training data's ``classes`` and
     ``feature_names`` when reading population data so both are encoded alike.
+    Reading errors are those of :func:`epsstar.audit.tables.read_table`.
     """
+    table = read_table(path, label_column=label_column, features=features)
     source = str(path)
-    location = Path(path)
-    known = location.suffix.lower() in DATA_FILE_SUFFIXES
-    if known and not location.is_file():
-        raise InputFileError(f"data file does not exist or is not a file. Found {source!r}.")
-    try:
-        schema = read_schema(location)
-    except (InputFileError, InsufficientDataError) as error:  # unreadable, empty, bad layout
-        if not known:
-            raise
-        raise InputFileError(
-            f"could not read {source!r}: {_without_path(error, location)}"
-        ) from None
-    columns = schema.columns
-    if label_column not in columns:  # the rest of the selection is checked by iter_batches
-        shown = ", ".join(repr(name) for name in columns[:10])
-        raise InvalidInputError(
-            f"{source}: label column {label_column!r} not found. Found columns {shown}"
-            f"{', ...' if len(columns) > 10 else ''}."
-        )
-    batches = iter_batches(
-        location, label_column=label_column, features=features, batch_size=_BATCH_ROWS
-    )
-    if features is None:
-        names = [name for name in columns if name != label_column]
-    else:
-        names = [str(name) for name in features]
-    matrices: list[NDArray[Any]] = []
-    labels: list[NDArray[Any]] = []
-    try:
-        for batch in batches:
-            matrices.append(batch.features)
-            labels.append(batch.labels)
-    except InputFileError as error:
-        raise InputFileError(
-            f"could not read {source!r}: {_without_path(error, location)}"
-        ) from None
-    except InsufficientDataError:
-        raise InsufficientDataError(f"{source}: the table has no rows.") from None
-    except InvalidInputError as error:
-        found = _MISSING_LABEL.search(str(error))
-        if found is None or f"label column {label_column!r}" not in str(error):
-            raise
-        raise InvalidInputError(
-            f"{source}: the label column has a missing value at row {found.group(1)}."
-        ) from None
-    matrix = np.concatenate(matrices).astype(np.float64, copy=False)
-    codes, encoded = encode_labels(np.concatenate(labels), classes, source)
+    codes, encoded = encode_labels(table.labels, classes, source)
     return TabularData(
-        features=np.ascontiguousarray(matrix),
+        features=np.ascontiguousarray(table.features, dtype=np.float64),
         labels=codes,
-        feature_names=tuple(names),
+        feature_names=table.feature_names,
         classes=encoded,
         label_column=label_column,
         source=source,

@@ -2,7 +2,10 @@
 
 Both model files take raw features (float32, shape (n, d), columns in the order
 of ``training.json``'s ``data.feature_names``) and return probabilities: (n, 1)
-P(y = classes[1]) for binary tasks, (n, K) class probabilities otherwise.
+P(y = classes[1]) for binary tasks, (n, K) class probabilities otherwise. Both record
+the class labels of their output columns under
+:data:`epsstar.audit.class_labels.CLASSES_KEY` (an ONNX ``metadata_props`` entry, a
+TorchScript extra file), where the ONNX and TorchScript loaders read them.
 
 The ONNX graph is written directly from the trained weights (Sub, Div, Gemm,
 Relu, Sigmoid/Softmax; opset 17), so it needs only the ``onnx`` package. Every
@@ -18,12 +21,14 @@ import io
 import json
 import os
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from epsstar.audit.class_labels import CLASSES_KEY, classes_to_text
 from epsstar.audit.files import atomic_write_bytes
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.training.models import ExportedModel
@@ -73,7 +78,7 @@ def prepare_output_dir(path: str | os.PathLike[str], overwrite: bool) -> Path:
     return directory
 
 
-def _onnx_bytes(model: ExportedModel) -> bytes:
+def _onnx_bytes(model: ExportedModel, classes: Sequence[str] | None) -> bytes:
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -120,22 +125,35 @@ def _onnx_bytes(model: ExportedModel) -> bytes:
         producer_name="epsstar",
         ir_version=8,
     )
+    if classes is not None:
+        helper.set_model_props(proto, {CLASSES_KEY: classes_to_text(classes)})
     onnx.checker.check_model(proto)
     return bytes(proto.SerializeToString())
 
 
-def export_onnx(model: ExportedModel, path: str | os.PathLike[str]) -> None:
-    """Write ``model`` as ONNX (input ``features``, output ``probabilities``)."""
-    atomic_write_bytes(path, _onnx_bytes(model))
+def export_onnx(
+    model: ExportedModel, path: str | os.PathLike[str], *, classes: Sequence[str] | None = None
+) -> None:
+    """Write ``model`` as ONNX (input ``features``, output ``probabilities``).
+
+    ``classes``, the labels of the output columns, are recorded in the model's metadata.
+    """
+    atomic_write_bytes(path, _onnx_bytes(model, classes))
 
 
-def export_torchscript(model: ExportedModel, path: str | os.PathLike[str]) -> None:
-    """Write ``model`` as a TorchScript archive (``torch.jit.load`` reads it)."""
+def export_torchscript(
+    model: ExportedModel, path: str | os.PathLike[str], *, classes: Sequence[str] | None = None
+) -> None:
+    """Write ``model`` as a TorchScript archive (``torch.jit.load`` reads it).
+
+    ``classes``, the labels of the output columns, are recorded as an extra file.
+    """
+    extra = {} if classes is None else {CLASSES_KEY: classes_to_text(classes)}
     buffer = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         scripted = torch.jit.script(model.eval())
-        torch.jit.save(scripted, buffer)
+        torch.jit.save(scripted, buffer, _extra_files=extra)
     atomic_write_bytes(path, buffer.getvalue())
 
 
@@ -144,8 +162,9 @@ def write_model_dir(
 ) -> TrainingResult:
     """Write the three files into an existing directory; returns the record as written."""
     folder = Path(directory)
-    export_onnx(model, folder / MODEL_FILES["onnx"])
-    export_torchscript(model, folder / MODEL_FILES["torchscript"])
+    classes = result.data.classes
+    export_onnx(model, folder / MODEL_FILES["onnx"], classes=classes)
+    export_torchscript(model, folder / MODEL_FILES["torchscript"], classes=classes)
     final = dataclasses.replace(
         result, files={"onnx": MODEL_FILES["onnx"], "torchscript": MODEL_FILES["torchscript"]}
     )

@@ -19,6 +19,7 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.svm import LinearSVC
 
 from epsstar.audit.plugins import loader_for_path
+from epsstar.audit.streaming import stream_table
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 from epsstar.loaders import looks_like_probabilities, probe_features
 from epsstar.loaders.onnx import OnnxLoader
@@ -26,6 +27,7 @@ from epsstar.loaders.sklearn import SklearnLoader
 from epsstar.loaders.torchscript import TorchScriptLoader
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
+FEATURES = [f"x{i}" for i in range(8)]
 
 
 @cache
@@ -68,10 +70,25 @@ def test_outputs_override_wins(fixture_model: Any) -> None:
     else:
         model = load(fixture_model.path, outputs="probabilities")
         assert model.output_kind == "probabilities"
+        # The loader returns the logits as they are; the audit refuses them as probabilities.
+        np.testing.assert_array_equal(
+            model.predict(features), load(fixture_model.path).predict(features)
+        )
         with pytest.raises(
-            InvalidInputError, match=rf"{fixture_model.file} must return (probabilities|rows)"
+            InvalidInputError,
+            match=r"^the model's predictions on the population data \(probabilities, as "
+            r"requested\): (predictions must be probabilities in \[0, 1\]|rows of class "
+            r"probabilities must sum to 1)",
         ):
-            model.predict(features)
+            stream_table(
+                model,
+                MODELS / f"{fixture_model.task}_population.parquet",
+                role="population",
+                label_column="label",
+                features=FEATURES,
+                classes=fixture_model.classes,
+                outputs_requested=True,
+            )
 
 
 def test_detection_rule() -> None:
@@ -174,17 +191,28 @@ def test_onnx_with_fixed_batch_dimension_pads_the_last_chunk(tmp_path: Path) -> 
     np.testing.assert_allclose(model.predict(features), expected, atol=1e-6)
 
 
-def test_onnx_nan_output_is_refused_naming_the_file(tmp_path: Path) -> None:
+def test_onnx_nan_output_is_returned_and_refused_once_by_the_audit(tmp_path: Path) -> None:
     class Log(torch.nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return torch.log(x[:, :1])
 
     path = _onnx_from_torch(Log(), tmp_path / "log.onnx")
     model = load(path, outputs="logits")
+    output = model.predict(np.array([[1.0, 0, 0], [-1.0, 0, 0], [2.0, 0, 0]]))
+    assert np.isnan(output[1])
+    assert np.isfinite(output[[0, 2]]).all()
+    pd.DataFrame({"a": [1.0, -1.0, 2.0], "b": 0.0, "c": 0.0, "y": [1, 0, 1]}).to_csv(
+        tmp_path / "rows.csv", index=False
+    )
     with pytest.raises(
-        InvalidInputError, match=r"log\.onnx must return finite predictions; 1 value\(s\) are not"
+        InvalidInputError,
+        match=r"^the model's predictions on the train data \(logits, as requested\): "
+        r"predictions must be finite logits; 1 value\(s\) are not, the first at index 1\. "
+        r"Found nan\.$",
     ):
-        model.predict(np.array([[1.0, 0, 0], [-1.0, 0, 0], [2.0, 0, 0]]))
+        stream_table(
+            model, tmp_path / "rows.csv", role="train", label_column="y", outputs_requested=True
+        )
 
 
 # --------------------------------------------------------------- TorchScript

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 from epsstar.training.data import load_table
 from epsstar.training.pipeline import load_inputs
 
@@ -47,11 +47,21 @@ def test_labels_sorted_numerically_and_float_integers_merged(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("content", "label", "error", "message"),
     [
-        ("x,y\n1,0\n2,1\n", "z", InvalidInputError, "label column 'z' not found"),
+        (
+            "x,y\n1,0\n2,1\n",
+            "z",
+            InputFileError,
+            r"label column 'z' must be one of the file's columns. Found columns 'x', 'y'\.",
+        ),
         ("x,s,y\n1,a,0\n2,b,1\n", "y", InvalidInputError, "feature column 's' must be numeric"),
         ("x,y\n1,0\n,1\n", "y", InvalidInputError, "feature column 'x' must be finite"),
-        ("x,y\n1,0\n2,\n", "y", InvalidInputError, "missing value at row 1"),
-        ("x,y\n", "y", InvalidInputError, "no rows"),
+        (
+            "x,y\n1,0\n2,\n",
+            "y",
+            InvalidInputError,
+            r"label column 'y' must have a value in every row. Found nan at row 1\.",
+        ),
+        ("x,y\n", "y", InsufficientDataError, "bad.csv: must hold at least one row. Found none."),
     ],
 )
 def test_bad_tables(
@@ -64,12 +74,12 @@ def test_bad_tables(
 
 
 def test_file_errors(tmp_path: Path) -> None:
-    with pytest.raises(InputFileError, match="does not exist"):
+    with pytest.raises(InputFileError, match="data file must exist and be a file"):
         load_table(tmp_path / "missing.csv", "y")
     with pytest.raises(InputFileError, match="must end in one of"):
         load_table(tmp_path / "data.txt", "y")
     (tmp_path / "broken.parquet").write_text("not parquet")
-    with pytest.raises(InputFileError, match="could not read"):
+    with pytest.raises(InputFileError, match="broken.parquet: must be a readable Parquet file"):
         load_table(tmp_path / "broken.parquet", "y")
 
 

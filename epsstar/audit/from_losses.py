@@ -1,0 +1,154 @@
+"""An audit's statistics from its two loss arrays: :func:`audit_losses`, with no I/O.
+
+Given the per-record losses of a model on its training data and on population data,
+:func:`audit_losses` computes
+
+* the headline Epsilon* (by default the estimator's default method; any of
+  :data:`epsstar.statistics.names.METHODS` by name, with an optional bootstrap
+  interval) and the empirical Epsilon* (:mod:`epsstar.statistics.estimator`);
+* a Clopper-Pearson lower bound on ε (:func:`epsstar.statistics.bounds.epsilon_lower_bound`)
+  that is statistically valid: each side is split in two at random (seeded); the
+  threshold is chosen on one half and the errors are counted on the other, so the
+  choice does not bias the counts (:func:`epsstar.statistics.held_out_bound.split_lower_bound`);
+* plain-language readings: the posterior-belief bound ρ_β of Epsilon*
+  (``identifiability-bernau-2021.md``), the membership advantage (observed, max TPR − FPR,
+  and the bound implied by (ε*, δ)), and the TPR of the loss attack at 0.1 % and 1 % FPR
+  (observed, fitted, and the (ε*, δ) bound);
+
+and returns them in an :class:`~epsstar.audit.result.AuditResult` together with the
+model's utility and the provenance it is given, both computed by the caller
+(:func:`epsstar.audit.run.audit` streams the data once for the losses and the utility).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from epsstar.audit.result import AuditResult
+from epsstar.exceptions import InsufficientDataError, InvalidInputError
+from epsstar.statistics._validation import (
+    check_confidence,
+    check_delta,
+    check_in_range,
+    check_positive_int,
+    finite_vector,
+)
+from epsstar.statistics.estimator import (
+    MIN_PARAMETRIC_RECORDS,
+    MIN_RECORDS,
+    default_delta,
+    epsilon_star,
+)
+from epsstar.statistics.held_out_bound import split_lower_bound
+from epsstar.statistics.names import DEFAULT_METHOD, METHODS, Family, Method
+from epsstar.statistics.readings import membership_readings
+from epsstar.statistics.utility import Utility
+
+__all__ = ["AuditOptions", "audit_losses"]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditOptions:
+    """The statistical settings of an audit, checked when the record is built.
+
+    ``delta`` defaults to 1/(n ln n) with n the number of training losses (the Epsilon*
+    paper's choice, §4.1). ``method`` chooses the headline estimator (``None``: the
+    estimator's default); ``family`` the distribution of the parametric method;
+    ``interval`` (a level such as 0.95) adds a bootstrap interval from ``n_bootstrap``
+    resamples. ``max_epsilon`` is the release gate, ``confidence`` that of the lower
+    bound, ``seed`` fixes every random choice.
+    """
+
+    delta: float | None = None
+    method: Method | None = None
+    family: Family = "normal"
+    interval: float | None = None
+    n_bootstrap: int = 200
+    max_epsilon: float | None = None
+    confidence: float = 0.95
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.delta is not None:
+            object.__setattr__(self, "delta", check_delta(self.delta))
+        if self.method is not None and self.method not in METHODS:
+            raise InvalidInputError(
+                f"method must be one of {', '.join(METHODS)}. Found {self.method!r}."
+            )
+        if self.interval is not None:
+            check_in_range("interval", self.interval, 0.0, 1.0)
+            check_positive_int("n_bootstrap", self.n_bootstrap, minimum=2)
+        if self.max_epsilon is not None:
+            limit = check_in_range(
+                "max_epsilon", self.max_epsilon, 0.0, float("inf"), low_inclusive=True
+            )
+            object.__setattr__(self, "max_epsilon", limit)
+        object.__setattr__(self, "confidence", check_confidence(self.confidence))
+
+    @property
+    def headline_method(self) -> Method:
+        """The method of the headline Epsilon*."""
+        return DEFAULT_METHOD if self.method is None else self.method
+
+
+def _checked_losses(train: ArrayLike, population: ArrayLike, method: Method) -> tuple[Any, Any]:
+    """Both loss arrays as finite 1-D float64, with enough records for every estimate."""
+    minimum = max(MIN_PARAMETRIC_RECORDS, MIN_RECORDS[method])
+    checked = []
+    for role, values in (("training", train), ("population", population)):
+        array = finite_vector(f"{role} losses", values)
+        if array.size < minimum:
+            raise InsufficientDataError(
+                f"the {role} data need at least {minimum} rows for the {method} "
+                f"estimate and the lower bound. Found {array.size}."
+            )
+        checked.append(array)
+    return checked[0], checked[1]
+
+
+def audit_losses(
+    train_losses: ArrayLike,
+    population_losses: ArrayLike,
+    *,
+    utility: Mapping[str, Utility],
+    options: AuditOptions | None = None,
+    provenance: Mapping[str, Any] | None = None,
+) -> AuditResult:
+    """The :class:`AuditResult` of two loss arrays (see the module docstring).
+
+    ``utility`` holds the model's :class:`~epsstar.statistics.utility.Utility` per data
+    set (``"population"``, ``"train"``), as computed by the caller, who ran the model;
+    ``provenance`` (files, checksums, timings, command line) is recorded as given.
+    """
+    options = AuditOptions() if options is None else options
+    method = options.headline_method
+    train, population = _checked_losses(train_losses, population_losses, method)
+    delta = default_delta(train.size) if options.delta is None else options.delta
+    headline = epsilon_star(
+        train,
+        population,
+        delta=delta,
+        family=options.family,
+        seed=options.seed,
+        interval=options.interval,
+        n_bootstrap=options.n_bootstrap,
+        method=method,
+    )
+    return AuditResult(
+        epsilon=headline,
+        empirical=epsilon_star(train, population, delta=delta, method="empirical"),
+        lower_bound=split_lower_bound(
+            train, population, delta=delta, confidence=options.confidence, seed=options.seed
+        ),
+        readings=membership_readings(train, population, headline),
+        utility=dict(utility),
+        provenance=dict(provenance or {}),
+        max_epsilon=options.max_epsilon,
+        train_losses=np.asarray(train),
+        population_losses=np.asarray(population),
+    )

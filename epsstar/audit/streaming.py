@@ -1,0 +1,204 @@
+"""Streaming one table through a loaded model: per-record losses and what utility needs.
+
+:func:`stream_table` reads a table in batches (:func:`epsstar.audit.tables.iter_batches`),
+asks the model for its predictions, encodes the labels with the model's classes
+(:class:`~epsstar.audit.tables.LabelMap`) and turns predictions into losses with
+:func:`epsstar.statistics.losses.compute_losses`, which also checks every prediction
+(finite; probabilities in [0, 1], rows summing to 1). It keeps, per table, the losses,
+the number of correct predictions and, for the AUROC, the encoded labels and the class
+scores, up to :data:`MAX_AUROC_VALUES` numbers.
+
+The label map is built from the model's classes and the width of its first prediction;
+it is returned with the result, so that a second table is encoded the same way
+(``label_map=first.label_map``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from epsstar.audit.plugins import LoadedModel
+from epsstar.audit.tables import LabelMap, iter_batches, label_map_for
+from epsstar.exceptions import InvalidInputError
+from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.losses import LossName, compute_losses
+from epsstar.statistics.utility import Utility, auroc
+
+__all__ = ["MAX_AUROC_VALUES", "Progress", "StreamedTable", "stream_table"]
+
+MAX_AUROC_VALUES = 50_000_000
+"""AUROC needs every class score; past this many numbers per table they are dropped."""
+
+
+@runtime_checkable
+class Progress(Protocol):
+    """Told when a table starts streaming and how many rows each batch held."""
+
+    def start(self, role: str, path: Path) -> None:
+        """A table starts: ``role`` is ``"train"`` or ``"population"``."""
+        ...
+
+    def advance(self, rows: int) -> None:
+        """``rows`` more rows of the current table went through the model."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class StreamedTable:
+    """What streaming one table through a model gave.
+
+    ``losses`` has one loss per row. ``labels`` (class indices) and ``scores`` (one score
+    per row for binary models, one column of class probabilities per class otherwise) are
+    kept for the AUROC; both are ``None`` when they would exceed
+    :data:`MAX_AUROC_VALUES`. ``n_outputs`` is the number of classes the model's output
+    stands for (2 for a binary model returning one value per record).
+    """
+
+    losses: FloatArray = field(repr=False)
+    labels: NDArray[np.int64] | None = field(repr=False)
+    scores: NDArray[np.float64] | None = field(repr=False)
+    correct: int
+    rows: int
+    n_outputs: int
+    label_map: LabelMap
+
+    def utility(self, *, with_auroc: bool = True) -> Utility:
+        """Accuracy and (unless ``with_auroc`` is false, or the scores were dropped) AUROC."""
+        accuracy = self.correct / self.rows
+        if not with_auroc:
+            return Utility(self.rows, accuracy, None, "not computed for training data")
+        if self.labels is None or self.scores is None:
+            return Utility(self.rows, accuracy, None, "too many rows x classes to keep for AUROC")
+        value, note = auroc(self.labels, self.scores, self.n_outputs)
+        return Utility(self.rows, accuracy, value, note)
+
+
+def _n_outputs(predictions: NDArray[Any]) -> int:
+    return 2 if predictions.ndim == 1 or predictions.shape[1] == 1 else int(predictions.shape[1])
+
+
+def _class_scores(
+    predictions: NDArray[np.float64], output_kind: str
+) -> tuple[NDArray[Any], NDArray[np.float64]]:
+    """(predicted class index, AUROC scores) of one batch of checked predictions."""
+    if predictions.ndim == 1 or predictions.shape[1] == 1:
+        column = predictions.reshape(-1)
+        cut = 0.5 if output_kind == "probabilities" else 0.0
+        return (column >= cut).astype(np.int64), column
+    if predictions.shape[1] == 2:
+        return np.argmax(predictions, axis=1), predictions[:, 1] - predictions[:, 0]
+    if output_kind == "logits":
+        from scipy.special import softmax
+
+        probabilities: NDArray[np.float64] = softmax(predictions, axis=1)
+    else:
+        probabilities = predictions
+    return np.argmax(predictions, axis=1), probabilities
+
+
+@dataclass(slots=True)
+class _Collected:
+    """The running totals of one table (mutable; frozen into a :class:`StreamedTable`)."""
+
+    losses: list[FloatArray] = field(default_factory=list)
+    labels: list[NDArray[np.int64]] | None = field(default_factory=list)
+    scores: list[NDArray[np.float64]] | None = field(default_factory=list)
+    correct: int = 0
+    rows: int = 0
+
+    def add(self, losses: FloatArray, labels: NDArray[np.int64], predicted: NDArray[Any]) -> None:
+        self.losses.append(losses)
+        self.correct += int(np.count_nonzero(predicted == labels))
+        self.rows += labels.size
+
+    def keep_scores(self, labels: NDArray[np.int64], scores: NDArray[np.float64]) -> None:
+        if self.labels is None or self.scores is None:
+            return
+        width = scores.shape[1] if scores.ndim == 2 else 1
+        if self.rows * width > MAX_AUROC_VALUES:  # drop the scores, not the audit
+            self.labels = self.scores = None
+            return
+        self.labels.append(labels)
+        self.scores.append(scores)
+
+
+def _refused(role: str, kind: str, requested: bool, error: InvalidInputError) -> InvalidInputError:
+    """The statistics layer's refusal of the predictions, said of the model and the table."""
+    how = "as requested" if requested else "as detected"
+    advice = (
+        "; pass outputs='logits' if the model returns logits"
+        if kind == "probabilities" and not requested
+        else ""
+    )
+    return InvalidInputError(
+        f"the model's predictions on the {role} data ({kind}, {how}{advice}): {error}"
+    )
+
+
+def stream_table(
+    model: LoadedModel,
+    path: Path,
+    *,
+    role: str,
+    label_column: str,
+    features: Sequence[str] | None = None,
+    batch_size: int = 16_384,
+    loss: LossName = "logit",
+    classes: Sequence[object] | None = None,
+    label_map: LabelMap | None = None,
+    outputs_requested: bool = False,
+    progress: Progress | None = None,
+) -> StreamedTable:
+    """Run ``model`` over the table at ``path`` in batches of ``batch_size`` rows.
+
+    Labels are encoded with ``label_map`` if given, else with a map built from
+    ``classes`` (the model's classes in output-column order; ``None`` means 0..K−1) and
+    the width of the first prediction. ``role`` names the table in messages and to
+    ``progress``; ``outputs_requested`` says whether the caller chose the model's output
+    kind (rather than the loader detecting it), for the message refusing predictions.
+    """
+    if progress is not None:
+        progress.start(role, path)
+    collected = _Collected()
+    n_outputs = 0
+    for batch in iter_batches(
+        path,
+        label_column=label_column,
+        features=features,
+        batch_size=batch_size,
+        progress=None if progress is None else progress.advance,
+    ):
+        predictions = np.asarray(model.predict(batch.features), dtype=np.float64)
+        n_outputs = _n_outputs(predictions)
+        if label_map is None:
+            label_map = label_map_for(classes, n_outputs)
+        elif len(label_map) != n_outputs:
+            raise InvalidInputError(
+                f"the model's predictions on the {role} data must stand for its "
+                f"{len(label_map)} classes, as before. Found {n_outputs}."
+            )
+        labels = label_map.encode(batch.labels)
+        kind = model.output_kind
+        try:
+            losses = compute_losses(labels, predictions, loss=loss, outputs=kind)
+        except InvalidInputError as error:
+            raise _refused(role, kind, outputs_requested, error) from None
+        predicted, scores = _class_scores(predictions, kind)
+        collected.add(losses, labels, predicted)
+        collected.keep_scores(labels, scores)
+    assert label_map is not None  # iter_batches yields at least one batch or raises
+    return StreamedTable(
+        losses=np.concatenate(collected.losses),
+        labels=None if collected.labels is None else np.concatenate(collected.labels),
+        scores=None if collected.scores is None else np.concatenate(collected.scores),
+        correct=collected.correct,
+        rows=collected.rows,
+        n_outputs=n_outputs,
+        label_map=label_map,
+    )
