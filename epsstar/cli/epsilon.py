@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import math
+from typing import TYPE_CHECKING, Any
 
 from epsstar.cli.exit_codes import EXIT_OK
 from epsstar.cli.options import (
@@ -12,6 +13,9 @@ from epsstar.cli.options import (
     add_json_option,
     emit,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.statistics.results import EpsilonStarResult
 
 SUMMARY = "Epsilon* from per-record training and population losses"
 
@@ -72,41 +76,39 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def _format(result: dict[str, Any]) -> str:
+def _format(result: EpsilonStarResult) -> str:
+    family = f", {result.family}" if result.family else ""
     lines = [
-        f"Epsilon* = {result['epsilon_star']:.4f}  (delta = {result['delta']:.3g}, "
-        f"{result['method']}{', ' + result['family'] if result['family'] else ''})",
+        f"Epsilon* = {result.epsilon:.4f}  (delta = {result.delta:.3g}, {result.method}{family})"
     ]
-    if result["fpr"] is not None:
+    if math.isfinite(result.fpr):
         lines.append(
-            f"  attained by {result['attained_by']} at loss threshold {result['threshold']:.6g}: "
-            f"FPR = {result['fpr']:.4g}, FNR = {result['fnr']:.4g}"
+            f"  attained by {result.attained_by} at loss threshold {result.threshold:.6g}: "
+            f"FPR = {result.fpr:.4g}, FNR = {result.fnr:.4g}"
         )
-        if result["tail_extrapolated"]:
+        if result.tail_extrapolated:
             lines.append(
                 "  note: a rate below 1/n is not observed in the data; this value extrapolates "
                 "the fitted tail"
             )
     else:
         lines.append("  no admissible threshold beats random guessing")
-    if result.get("note"):
-        lines.append(f"  note: {result['note']}")
-    interval = result.get("epsilon_star_interval")
-    if interval:
+    if result.note:
+        lines.append(f"  note: {result.note}")
+    interval = result.interval
+    if interval is not None:
         lines.append(
-            f"  {interval['level']:.0%} bootstrap interval ({interval['kind']}, "
-            f"{interval['n_bootstrap']} resamples): [{interval['low']:.4f}, {interval['high']:.4f}]"
+            f"  {interval.level:.0%} bootstrap interval ({interval.kind}, "
+            f"{interval.n_bootstrap} resamples): [{interval.low:.4f}, {interval.high:.4f}]"
             " - sampling spread, not a calibrated bound"
         )
-    lines.append(
-        f"  records: {result['n_train']:,} training, {result['n_population']:,} population"
-    )
-    for side, fit in result["fit"].items():
-        gof = fit["goodness_of_fit"]
-        verdict = "POOR FIT" if gof["poor_fit"] else "fit ok"
+    lines.append(f"  records: {result.n_train:,} training, {result.n_population:,} population")
+    for side, report in result.fits.items():
+        gof = report.goodness_of_fit
+        verdict = "POOR FIT" if gof.poor_fit else "fit ok"
         lines.append(
-            f"  {side} fit: {fit['family']}, hold-out KS p = {gof['ks_pvalue']:.3g}, "
-            f"Lilliefors p = {gof['lilliefors_pvalue']:.3g} -> {verdict}"
+            f"  {side} fit: {report.fit.family}, hold-out KS p = {gof.ks.pvalue:.3g}, "
+            f"Lilliefors p = {gof.lilliefors_pvalue:.3g} -> {verdict}"
         )
     return "\n".join(lines)
 
@@ -129,6 +131,6 @@ def run(args: argparse.Namespace) -> int:
         search=args.search,
         interval=args.interval,
         n_bootstrap=args.n_bootstrap,
-    ).to_dict()
-    emit(result, args.json, _format(result))
+    )
+    emit(result.to_dict(), args.json, _format(result))
     return EXIT_OK
