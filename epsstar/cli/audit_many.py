@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE
+from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL
 from epsstar.cli.text_table import aligned_table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,8 +25,9 @@ def register(subparsers: Any) -> None:
         "audit-many",
         help=SUMMARY,
         description=SUMMARY + ". Exit code: 0 all audited and "
-        "within the gate, 1 some Epsilon* above --max-epsilon, 2 some model could not be "
-        "audited (the others' results are still written) or a usage error.",
+        "within the gate, 1 some Epsilon* above --max-epsilon, 2 usage or input error "
+        "(nothing audited), 3 some model could not be audited (the others' results are "
+        "still written).",
     )
     parser.add_argument("manifest", metavar="MANIFEST", help="manifest file (.csv or .toml)")
     parser.add_argument(
@@ -86,12 +87,15 @@ def _payload(
     args: argparse.Namespace, records: list[ModelAudit], summaries: list[StrategySummary]
 ) -> dict[str, Any]:
     """The ``--json`` document; report paths relative to it, so that the two can move together."""
+    from epsstar.audit.result import SCHEMA_VERSION
+
     folder = Path(args.json).resolve().parent
     models = [
         replace(r, report=Path(os.path.relpath(r.report.resolve(), folder))) if r.report else r
         for r in records
     ]
     return {
+        "schema_version": SCHEMA_VERSION,
         "manifest": str(args.manifest),
         "max_epsilon": args.max_epsilon,
         "n_models": len(records),
@@ -141,5 +145,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(f"JSON written to {args.json}")
     if failed:
-        return EXIT_USAGE
+        return EXIT_PARTIAL
     return EXIT_GATE_FAILED if above else EXIT_OK

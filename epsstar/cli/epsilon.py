@@ -115,6 +115,7 @@ def _format(result: EpsilonStarResult) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from epsstar.audit.files import read_loss_file
+    from epsstar.audit.result import SCHEMA_VERSION
     from epsstar.statistics.estimator import default_delta, epsilon_star
 
     train = read_loss_file(args.train_losses, name="--train-losses")
@@ -132,5 +133,5 @@ def run(args: argparse.Namespace) -> int:
         interval=args.interval,
         n_bootstrap=args.n_bootstrap,
     )
-    emit(result.to_dict(), args.json, _format(result))
+    emit({"schema_version": SCHEMA_VERSION, **result.to_dict()}, args.json, _format(result))
     return EXIT_OK
