@@ -19,8 +19,8 @@ from epsstar.statistics.utility import Utility
 __all__ = ["SCHEMA_VERSION", "AuditResult"]
 
 #: Version of the JSON documents the CLI writes (``audit``, ``epsilon``, ``audit-many``,
-#: the demo's ``results.json``), checked by the schemas in ``epsstar/schemas/``. It changes
-#: when a key is added, removed or renamed, or changes meaning.
+#: the demo's ``results.json``), stated by the schemas in ``epsstar/schemas/``. It changes
+#: when a key those schemas fix is added, removed or renamed, or changes meaning.
 SCHEMA_VERSION = 1
 
 
