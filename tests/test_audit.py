@@ -480,7 +480,7 @@ def test_audit_many(workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
         ],
         capsys,
     )
-    assert code == 2  # one model could not be audited ...
+    assert code == 3  # one model could not be audited ...
     payload = json.loads(out.read_text())
     assert payload["n_failed"] == 1  # ... and the other three still have results
     assert "no such file" in payload["models"][3]["error"]

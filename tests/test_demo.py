@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,31 @@ def test_quick_demo_results_are_complete(
     assert [r["entry"]["params"]["epochs"] for r in payload["models"]] == [1, 5, 2]
 
 
+def test_quick_demo_files_hold_to_their_schemas(
+    quick: tuple[Path, subprocess.CompletedProcess[str]],
+    validate_json: Callable[[str, Any], None],
+) -> None:
+    base, _ = quick
+    payload = json.loads((base / "out" / "results.json").read_text())
+    validate_json("demo-results", payload)
+    assert set(payload["seconds"]) == {"data", "training", "audit", "total"}
+    for record in payload["models"]:
+        training = base / record["training"]["record"]
+        validate_json("training", json.loads(training.read_text()))
+
+
+def test_quick_demo_trains_with_the_sweep(
+    quick: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    """The models folder is a finished sweep: its manifest lists every model for audit-many."""
+    from epsstar.audit.many import read_manifest
+
+    base, _ = quick
+    entries = read_manifest(base / "out" / "models" / "manifest.csv")
+    assert [(e.strategy, e.repeat) for e in entries] == [(s, 0) for s in QUICK_STRATEGIES]
+    assert all(entry.model.is_file() for entry in entries)
+
+
 def test_quick_demo_lists_files_that_exist(
     quick: tuple[Path, subprocess.CompletedProcess[str]],
 ) -> None:
@@ -160,6 +186,27 @@ def test_overwrite_in_one_process(
     assert (out / "models" / "dp-eps3-e2" / "0" / "model.onnx").is_file()
 
 
+def test_a_model_that_cannot_be_trained_exits_3_and_keeps_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from epsstar.training.sweep import GridStrategy
+    from epsstar.training.trainer import TrainingConfig
+
+    good = GridStrategy("nonprivate-e1", TrainingConfig(epochs=1, batch_size=64, hidden=(4,)))
+    bad = GridStrategy("too-big-a-batch", TrainingConfig(epochs=1, batch_size=10**6))
+    monkeypatch.setattr(demo, "strategies", lambda quick: [good, bad])
+    out = tmp_path / "out"
+    assert main(["demo", "--quick", "--jobs", "1", "--quiet", "--out", str(out)]) == 3
+    error = capsys.readouterr().err
+    assert "FAILED too-big-a-batch #0: not trained: batch_size must be at most" in error
+    payload = json.loads((out / "results.json").read_text())
+    assert (payload["n_models"], payload["n_failed"]) == (2, 1)
+    trained, failed = payload["models"]
+    assert trained["result"]["epsilon_star"] >= 0.0
+    assert set(failed) == {"entry", "error"}
+    assert [s["n_failed"] for s in payload["strategies"]] == [0, 1]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -195,7 +242,7 @@ def test_an_output_path_that_is_a_file(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_full_demo_follows_the_paper() -> None:
-    chosen = {s.name: s.config for s in demo.strategies(quick=False)}
+    chosen = {s.label: s.config for s in demo.strategies(quick=False)}
     assert list(chosen) == [
         "nonprivate-e1",
         "nonprivate-e5",

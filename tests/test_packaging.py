@@ -71,6 +71,7 @@ def test_wheel_has_no_generic_top_level_names(wheel: Path) -> None:
     assert "epsstar/loaders/__init__.py" in names
     assert "epsstar/reports/__init__.py" in names
     assert "epsstar/py.typed" in names
+    assert "epsstar/schemas/audit.schema.json" in names  # the JSON contract ships as data
 
 
 @pytest.mark.slow

@@ -8,8 +8,9 @@ keys are defaults for every model. Any other column is a hyper-parameter of the
 strategy and is carried into the results (``epsstar train``'s sweep manifest is
 one such file). Relative paths are relative to the manifest's folder.
 
-Models are audited in parallel processes; a model that cannot be audited is
-reported with its error and does not lose the others' results. Per strategy,
+Models are audited in parallel processes, each into a frozen :class:`ModelAudit`;
+a model that cannot be audited is reported with its error and does not lose the
+others' results. Per strategy,
 the summary gives min/mean/max Epsilon* and the mechanism-level bound over its
 repeats, log mean exp(ε*) (Theorem 2 of ``epsilon-star-negoescu-2024.md``).
 """
@@ -19,11 +20,11 @@ from __future__ import annotations
 import csv
 import multiprocessing
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -34,7 +35,14 @@ from epsstar.statistics.bounds import mechanism_epsilon
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.result import AuditResult
 
-__all__ = ["ManifestEntry", "StrategySummary", "audit_many", "read_manifest", "summarise"]
+__all__ = [
+    "ManifestEntry",
+    "ModelAudit",
+    "StrategySummary",
+    "audit_many",
+    "read_manifest",
+    "summarise",
+]
 
 _ALIASES = {"train_data": "train", "population_data": "population", "path": "model"}
 _KNOWN = (
@@ -143,6 +151,42 @@ def read_manifest(path: str | Path) -> list[ManifestEntry]:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelAudit:
+    """One manifest entry and what became of it: a result, or the error that stopped it.
+
+    ``warnings`` are those the audit raised; ``report`` is the HTML report written for it.
+    A report that could not be written makes the model failed (``error``) while its
+    ``result`` is kept. ``to_dict()`` is its record in ``epsstar audit-many --json``.
+    """
+
+    entry: ManifestEntry
+    result: AuditResult | None = None
+    error: str | None = None
+    warnings: tuple[str, ...] = ()
+    report: Path | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+    @property
+    def epsilon_star(self) -> float | None:
+        return None if self.result is None else self.result.epsilon_star
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record of ``epsstar audit-many --json``'s ``models``: keys only for what exists."""
+        record: dict[str, Any] = {"entry": self.entry.describe()}
+        if self.result is not None:
+            record["result"] = self.result.to_dict()
+            record["warnings"] = list(self.warnings)
+        if self.report is not None:
+            record["report"] = str(self.report)
+        if self.error is not None:
+            record["error"] = self.error
+        return record
+
+
+@dataclass(frozen=True, slots=True)
 class StrategySummary:
     """Epsilon* over the audited repeats of one strategy."""
 
@@ -168,25 +212,50 @@ class StrategySummary:
         }
 
 
-def summarise(records: Iterable[Mapping[str, Any]]) -> list[StrategySummary]:
-    """Per-strategy statistics of audit records (in first-seen strategy order)."""
-    groups: dict[str, list[Mapping[str, Any]]] = {}
+class _Outcome(NamedTuple):
+    strategy: str
+    params: Mapping[str, Any]
+    epsilon: float | None
+    failed: bool
+
+
+def _outcome(record: ModelAudit | Mapping[str, Any]) -> _Outcome:
+    if isinstance(record, ModelAudit):
+        entry = record.entry
+        return _Outcome(entry.strategy, entry.params, record.epsilon_star, record.failed)
+    # A ``models`` record of an ``audit-many --json`` file, as read from disk.
+    entry_dict, result = record["entry"], record.get("result")
+    return _Outcome(
+        str(entry_dict["strategy"]),
+        entry_dict.get("params") or {},
+        float(result["epsilon_star"]) if result else None,
+        bool(record.get("error")),
+    )
+
+
+def summarise(records: Iterable[ModelAudit | Mapping[str, Any]]) -> list[StrategySummary]:
+    """Per-strategy statistics of audit records (in first-seen strategy order).
+
+    ``records`` are :func:`audit_many`'s, or the ``models`` of ``audit-many --json``
+    files read back from disk (as ``epsstar landscape`` reads them).
+    """
+    groups: dict[str, list[_Outcome]] = {}
     for record in records:
-        groups.setdefault(record["entry"]["strategy"], []).append(record)
+        outcome = _outcome(record)
+        groups.setdefault(outcome.strategy, []).append(outcome)
     summaries = []
     for strategy, members in groups.items():
-        values = [m["result"]["epsilon_star"] for m in members if m.get("result")]
-        params = {k: v for k, v in members[0]["entry"]["params"].items() if k not in ("seed",)}
+        values = [m.epsilon for m in members if m.epsilon is not None]
         summaries.append(
             StrategySummary(
                 strategy=strategy,
                 n_models=len(members),
-                n_failed=sum(1 for m in members if m.get("error")),
+                n_failed=sum(1 for m in members if m.failed),
                 epsilon_min=min(values) if values else None,
                 epsilon_mean=float(np.mean(values)) if values else None,
                 epsilon_max=max(values) if values else None,
                 mechanism_epsilon=mechanism_epsilon(values) if values else None,
-                params=params,
+                params={k: v for k, v in members[0].params.items() if k != "seed"},
             )
         )
     return summaries
@@ -202,18 +271,28 @@ def _report_name(entry: ManifestEntry) -> str:
 ReportWriter = Callable[["AuditResult", Path], Path]
 
 
+def _message(error: Exception) -> str:
+    if isinstance(error, EpsstarError):
+        return str(error)
+    return f"unexpected {type(error).__name__}: {error}"
+
+
+def _without_losses(result: AuditResult) -> AuditResult:
+    return replace(result, train_losses=np.empty(0), population_losses=np.empty(0))
+
+
 def _audit_one(
     entry: ManifestEntry,
     options: Mapping[str, Any],
     report_dir: Path | None = None,
     write_report: ReportWriter | None = None,
-) -> dict[str, Any]:
+    keep_losses: bool = False,
+) -> ModelAudit:
     """Worker: audit one entry (and write its report); errors become a message."""
     import warnings
 
     from epsstar.audit.run import audit
 
-    record: dict[str, Any] = {"entry": entry.describe()}
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -227,56 +306,67 @@ def _audit_one(
                 outputs=entry.outputs,  # type: ignore[arg-type]
                 **options,
             )
-        record["result"] = result.to_dict()
-        record["warnings"] = [str(w.message) for w in caught]
-        if report_dir is not None and write_report is not None:
-            record["report"] = str(write_report(result, report_dir / _report_name(entry)))
-    except EpsstarError as error:
-        record["error"] = str(error)
     except Exception as error:  # one broken model must not stop the others
-        record["error"] = f"unexpected {type(error).__name__}: {error}"
-    return record
+        return ModelAudit(entry, error=_message(error))
+    audited = ModelAudit(
+        entry,
+        result if keep_losses else _without_losses(result),
+        warnings=tuple(str(warning.message) for warning in caught),
+    )
+    if report_dir is None or write_report is None:
+        return audited
+    try:
+        return replace(audited, report=Path(write_report(result, report_dir / _report_name(entry))))
+    except Exception as error:  # the audit stands; the model counts as failed
+        return replace(audited, error=_message(error))
+
+
+def _report_folder(report_dir: str | Path | None) -> Path | None:
+    if report_dir is None:
+        return None
+    folder = Path(report_dir)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InputFileError(f"cannot create the report folder {str(folder)!r}: {error}.") from None
+    return folder
 
 
 def audit_many(
-    entries: list[ManifestEntry],
+    entries: Sequence[ManifestEntry],
     *,
     jobs: int = 2,
-    on_done: Callable[[dict[str, Any]], None] | None = None,
-    report_dir: Path | None = None,
+    on_done: Callable[[ModelAudit], None] | None = None,
+    report_dir: str | Path | None = None,
     write_report: ReportWriter | None = None,
+    keep_losses: bool = False,
     **options: Any,
-) -> list[dict[str, Any]]:
+) -> list[ModelAudit]:
     """Audit every entry (``options`` go to :func:`epsstar.audit.audit`), in manifest order.
 
-    With ``report_dir`` and ``write_report``, each audited model's report is written
-    there by ``write_report`` and its path recorded under ``"report"``.
+    Entries are audited in ``jobs`` processes (in this one for ``jobs=1``);
+    ``on_done`` is called in this process with each record as it finishes. With
+    ``report_dir`` and ``write_report``, each audited model's report is written
+    there by ``write_report`` (named ``<strategy>-<repeat>.html``). The results
+    leave out the per-record losses, so that a long manifest does not hold every
+    model's losses in memory; ``keep_losses=True`` keeps them (for
+    :meth:`AuditResult.curves` or a report drawn later).
     """
     jobs = check_positive_int("jobs", jobs)
-    if report_dir is not None:
-        report_dir = Path(report_dir)
-        try:
-            report_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise InputFileError(
-                f"cannot create the report folder {str(report_dir)!r}: {error}."
-            ) from None
-    records: list[dict[str, Any] | None] = [None] * len(entries)
+    folder = _report_folder(report_dir)
+    arguments = [(entry, options, folder, write_report, keep_losses) for entry in entries]
+    records: list[ModelAudit | None] = [None] * len(entries)
     if jobs == 1:
-        for index, entry in enumerate(entries):
-            records[index] = _audit_one(entry, options, report_dir, write_report)
+        for index, task in enumerate(arguments):
+            records[index] = done = _audit_one(*task)
             if on_done:
-                on_done(records[index])  # type: ignore[arg-type]
+                on_done(done)
     else:
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            futures = {
-                pool.submit(_audit_one, entry, options, report_dir, write_report): i
-                for i, entry in enumerate(entries)
-            }
+            futures = {pool.submit(_audit_one, *task): i for i, task in enumerate(arguments)}
             for future in as_completed(futures):
-                index = futures[future]
-                records[index] = future.result()
+                records[futures[future]] = done = future.result()
                 if on_done:
-                    on_done(records[index])  # type: ignore[arg-type]
+                    on_done(done)
     return [record for record in records if record is not None]

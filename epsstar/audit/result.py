@@ -16,7 +16,12 @@ from epsstar.statistics.readings import Readings
 from epsstar.statistics.results import EpsilonStarResult
 from epsstar.statistics.utility import Utility
 
-__all__ = ["AuditResult"]
+__all__ = ["SCHEMA_VERSION", "AuditResult"]
+
+#: Version of the JSON documents the CLI writes (``audit``, ``epsilon``, ``audit-many``,
+#: the demo's ``results.json``), stated by the schemas in ``epsstar/schemas/``. It changes
+#: when a key those schemas fix is added, removed or renamed, or changes meaning.
+SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +67,7 @@ class AuditResult:
     def to_dict(self) -> dict[str, Any]:
         headline = self.epsilon.to_dict()
         return {
+            "schema_version": SCHEMA_VERSION,
             "epsilon_star": self.epsilon.epsilon,
             "delta": self.epsilon.delta,
             "epsilon_lower_bound": self.lower_bound.epsilon,

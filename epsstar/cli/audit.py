@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
 from epsstar.cli.options import (
@@ -16,6 +17,11 @@ from epsstar.cli.options import (
     emit,
 )
 from epsstar.statistics.names import LOSSES, OUTPUT_KINDS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.result import AuditResult
+    from epsstar.statistics.readings import Readings
+    from epsstar.statistics.results import EpsilonStarResult
 
 SUMMARY = "audit a saved model against its training and population data"
 
@@ -145,67 +151,75 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def estimator_name(result: dict[str, Any]) -> str:
+def estimator_name(result: EpsilonStarResult) -> str:
     """``method`` or ``method, family`` of a result, as the summaries print it."""
-    family = result.get("family")
-    return str(result["method"]) + (f", {family}" if family else "")
+    return result.method + (f", {result.family}" if result.family else "")
 
 
-def interval_lines(result: dict[str, Any]) -> list[str]:
+def interval_lines(result: EpsilonStarResult) -> list[str]:
     """The bootstrap interval line, when the result has one."""
-    interval = result.get("epsilon_star_interval")
-    if not interval:
+    interval = result.interval
+    if interval is None:
         return []
     return [
-        f"  {interval['level']:.0%} bootstrap interval ({interval['kind']}, "
-        f"{interval['n_bootstrap']} resamples): [{interval['low']:.4f}, {interval['high']:.4f}]"
+        f"  {interval.level:.0%} bootstrap interval ({interval.kind}, "
+        f"{interval.n_bootstrap} resamples): [{interval.low:.4f}, {interval.high:.4f}]"
     ]
 
 
-def format_summary(result: dict[str, Any]) -> str:
-    """A few lines a person reads first."""
-    readings = result["readings"]
-    gate = ""
-    if result["max_epsilon"] is not None:
-        verdict = "PASS" if result["passed"] else "FAIL"
-        gate = f"  [{verdict}: limit {result['max_epsilon']:g}]"
-    utility = result["utility"]["population"]
-    auroc = f", AUROC {utility['auroc']:.4f}" if utility["auroc"] is not None else ""
+def _reading_lines(readings: Readings) -> list[str]:
     lines = [
-        f"Epsilon* = {result['epsilon_star']:.4f}  (delta = {result['delta']:.3g}, "
-        f"{estimator_name(result)}){gate}",
-        *interval_lines(result),
-        f"  lower bound {result['epsilon_lower_bound']:.4f} at "
-        f"{result['lower_bound']['confidence']:.0%} confidence (Clopper-Pearson, held-out split); "
-        f"empirical Epsilon* {result['empirical_epsilon_star']:.4f}",
         f"  an attacker's posterior belief in membership is at most "
-        f"{readings['posterior_belief_bound']:.1%}; membership advantage observed "
-        f"{readings['membership_advantage_observed']:.4f} (bound "
-        f"{readings['membership_advantage_bound']:.4f})",
+        f"{readings.posterior_belief_bound:.1%}; membership advantage observed "
+        f"{readings.advantage_observed:.4f} (bound {readings.advantage_bound:.4f})"
     ]
-    for reading in readings["tpr_at_fpr"]:
-        fitted = reading["tpr_fitted"]
+    for reading in readings.tpr_at_fpr:
+        fitted = reading.tpr_fitted
         lines.append(
-            f"  TPR at {reading['fpr']:.1%} FPR: observed {reading['tpr_observed']:.4f}"
-            + (f", fitted {fitted:.4f}" if fitted is not None else "")
-            + f", bound {reading['tpr_bound']:.4f}"
+            f"  TPR at {reading.fpr:.1%} FPR: observed {reading.tpr_observed:.4f}"
+            + (f", fitted {fitted:.4f}" if fitted is not None and math.isfinite(fitted) else "")
+            + f", bound {reading.tpr_bound:.4f}"
         )
-    lines.append(
-        f"  utility on population data: accuracy {utility['accuracy']:.4f}{auroc} "
-        f"({utility['n']:,} rows); training rows {result['n_train']:,}"
-    )
-    if result["poor_fit"]:
+    return lines
+
+
+def _note_lines(result: EpsilonStarResult) -> list[str]:
+    lines = []
+    if result.poor_fit:
         lines.append("  warning: a goodness-of-fit test rejected a fitted distribution")
-    if result.get("note"):
-        lines.append(f"  note: {result['note']}")
-    if result["tail_extrapolated"]:
+    if result.note:
+        lines.append(f"  note: {result.note}")
+    if result.tail_extrapolated:
         lines.append("  note: the maximising test's FPR or FNR is below 1/n (extrapolated tail)")
-    loader = result["loader"]
-    lines.append(
-        f"  model sha256 {result['model_sha256'][:16]}..., loader {loader['name']} "
-        f"({loader['distribution']} {loader['version']})"
+    return lines
+
+
+def format_summary(result: AuditResult) -> str:
+    """A few lines a person reads first."""
+    gate = ""
+    if result.max_epsilon is not None:
+        verdict = "PASS" if result.passed else "FAIL"
+        gate = f"  [{verdict}: limit {result.max_epsilon:g}]"
+    utility = result.utility["population"]
+    auroc = utility.auroc
+    shown_auroc = f", AUROC {auroc:.4f}" if auroc is not None and math.isfinite(auroc) else ""
+    loader = result.provenance["loader"]
+    return "\n".join(
+        [
+            f"Epsilon* = {result.epsilon_star:.4f}  (delta = {result.delta:.3g}, "
+            f"{estimator_name(result.epsilon)}){gate}",
+            *interval_lines(result.epsilon),
+            f"  lower bound {result.lower_bound.epsilon:.4f} at "
+            f"{result.lower_bound.confidence:.0%} confidence (Clopper-Pearson, held-out split); "
+            f"empirical Epsilon* {result.empirical.epsilon:.4f}",
+            *_reading_lines(result.readings),
+            f"  utility on population data: accuracy {utility.accuracy:.4f}{shown_auroc} "
+            f"({utility.n:,} rows); training rows {result.epsilon.n_train:,}",
+            *_note_lines(result.epsilon),
+            f"  model sha256 {result.provenance['model_sha256'][:16]}..., loader {loader['name']} "
+            f"({loader['distribution']} {loader['version']})",
+        ]
     )
-    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -226,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
             command=shlex.join(args.command_line),
         )
     payload = result.to_dict()
-    emit(payload, args.json, format_summary(payload))
+    emit(payload, args.json, format_summary(result))
     if args.report:
         from epsstar.reports import render
 

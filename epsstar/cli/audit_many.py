@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE
+from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL
 from epsstar.cli.text_table import aligned_table
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.many import ModelAudit, StrategySummary
 
 SUMMARY = "audit many models from a CSV or TOML manifest, with per-strategy summaries"
 
@@ -21,8 +25,9 @@ def register(subparsers: Any) -> None:
         "audit-many",
         help=SUMMARY,
         description=SUMMARY + ". Exit code: 0 all audited and "
-        "within the gate, 1 some Epsilon* above --max-epsilon, 2 some model could not be "
-        "audited (the others' results are still written) or a usage error.",
+        "within the gate, 1 some Epsilon* above --max-epsilon, 2 usage or input error "
+        "(nothing audited), 3 some model could not be audited (the others' results are "
+        "still written).",
     )
     parser.add_argument("manifest", metavar="MANIFEST", help="manifest file (.csv or .toml)")
     parser.add_argument(
@@ -47,26 +52,62 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def _table(summaries: list[dict[str, Any]]) -> str:
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _table(summaries: list[StrategySummary]) -> str:
     header = ["strategy", "models", "failed", "min eps*", "mean eps*", "max eps*", "mechanism"]
     rows = [header]
-
-    def number(value: float | None) -> str:
-        return "-" if value is None else f"{value:.4f}"
-
     for s in summaries:
         rows.append(
             [
-                s["strategy"],
-                str(s["n_models"]),
-                str(s["n_failed"]),
-                number(s["epsilon_star_min"]),
-                number(s["epsilon_star_mean"]),
-                number(s["epsilon_star_max"]),
-                number(s["mechanism_epsilon"]),
+                s.strategy,
+                str(s.n_models),
+                str(s.n_failed),
+                _number(s.epsilon_min),
+                _number(s.epsilon_mean),
+                _number(s.epsilon_max),
+                _number(s.mechanism_epsilon),
             ]
         )
     return aligned_table(rows, left_columns=1)
+
+
+def progress_line(done: int, total: int, record: ModelAudit) -> str:
+    """``[3/10] strategy #repeat: Epsilon* = x`` (or the error) for a finished model."""
+    if record.error is not None:
+        status = f"error: {record.error}"
+    else:
+        status = f"Epsilon* = {record.epsilon_star:.4f}"
+    return f"[{done}/{total}] {record.entry.strategy} #{record.entry.repeat}: {status}"
+
+
+def _payload(
+    args: argparse.Namespace, records: list[ModelAudit], summaries: list[StrategySummary]
+) -> dict[str, Any]:
+    """The ``--json`` document; report paths relative to it, so that the two can move together."""
+    from epsstar.audit.result import SCHEMA_VERSION
+
+    folder = Path(args.json).resolve().parent
+    models = [
+        replace(r, report=Path(os.path.relpath(r.report.resolve(), folder))) if r.report else r
+        for r in records
+    ]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "manifest": str(args.manifest),
+        "max_epsilon": args.max_epsilon,
+        "n_models": len(records),
+        "n_failed": sum(1 for r in records if r.failed),
+        "n_above_gate": len(_above_gate(records)),
+        "strategies": [s.to_dict() for s in summaries],
+        "models": [r.to_dict() for r in models],
+    }
+
+
+def _above_gate(records: list[ModelAudit]) -> list[ModelAudit]:
+    return [r for r in records if r.result is not None and r.result.passed is False]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,57 +119,31 @@ def run(args: argparse.Namespace) -> int:
     entries = read_manifest(args.manifest)
     done = [0]
 
-    def report(record: dict[str, Any]) -> None:
+    def report(record: ModelAudit) -> None:
         done[0] += 1
-        entry = record["entry"]
         if not args.quiet:
-            status = (
-                f"error: {record['error']}"
-                if record.get("error")
-                else f"Epsilon* = {record['result']['epsilon_star']:.4f}"
-            )
-            print(
-                f"[{done[0]}/{len(entries)}] {entry['strategy']} #{entry['repeat']}: {status}",
-                file=sys.stderr,
-                flush=True,
-            )
+            print(progress_line(done[0], len(entries), record), file=sys.stderr, flush=True)
 
     records = audit_many(
         entries,
         jobs=args.jobs,
         on_done=report,
-        report_dir=Path(args.reports) if args.reports else None,
+        report_dir=args.reports or None,
         write_report=render,
         **model_options(args),
     )
+    summaries = summarise(records)
     if args.json:
-        # Report paths relative to the JSON file, so that the two can move together.
-        folder = Path(args.json).resolve().parent
-        for record in records:
-            if record.get("report"):
-                record["report"] = os.path.relpath(Path(record["report"]).resolve(), folder)
-    summaries = [s.to_dict() for s in summarise(records)]
-    failed = [r for r in records if r.get("error")]
-    above = [r for r in records if r.get("result") and r["result"]["passed"] is False]
-    payload = {
-        "manifest": str(args.manifest),
-        "max_epsilon": args.max_epsilon,
-        "n_models": len(records),
-        "n_failed": len(failed),
-        "n_above_gate": len(above),
-        "strategies": summaries,
-        "models": records,
-    }
-    if args.json:
-        atomic_write_json(args.json, payload)
+        atomic_write_json(args.json, _payload(args, records, summaries))
     print(_table(summaries))
+    failed = [r for r in records if r.failed]
     for record in failed:
-        entry = record["entry"]
-        print(f"FAILED {entry['model']}: {record['error']}", file=sys.stderr)
+        print(f"FAILED {record.entry.model}: {record.error}", file=sys.stderr)
+    above = _above_gate(records)
     if args.max_epsilon is not None:
         print(f"{len(above)} of {len(records)} models above the limit {args.max_epsilon:g}")
     if args.json:
         print(f"JSON written to {args.json}")
     if failed:
-        return EXIT_USAGE
+        return EXIT_PARTIAL
     return EXIT_GATE_FAILED if above else EXIT_OK

@@ -3,37 +3,44 @@
 The demo reproduces, on a small scale, the Adult experiment of §4.1 of
 ``epsilon-star-negoescu-2024.md``: non-private baselines trained for 1, 5, 10
 and 20 epochs and DP-SGD models trained to ε ∈ {1, 3, 10} (δ = 1/(n ln n)),
-all with the reference trainer (SGD, lr 0.01, momentum 0.9). Every model is
-exported to ONNX and audited from the outside with :func:`epsstar.audit.audit`,
-like any third-party model. ``docs/demo.md`` explains the settings.
+all with the reference trainer (SGD, lr 0.01, momentum 0.9). ``docs/demo.md``
+explains the settings.
 
-Models are trained and audited in parallel worker processes (``--jobs``);
-they report their epochs through a queue so that the main process can draw the
-progress bars. The results are written to ``results.json`` (atomically) in the
-layout of ``epsstar audit-many --json``, plus an HTML report per model and the
-privacy–utility landscape when :mod:`epsstar.reports` is available.
+It is the three commands a user would run, chained: the grid is a sweep
+(:mod:`epsstar.training.sweep`, one sweep per strategy in ``--jobs`` worker
+processes, which report their epochs through a queue for the progress bars);
+every exported ONNX model is then audited from the outside with
+:func:`epsstar.audit.many.audit_many`, like any third-party model, with an HTML
+report each; and the privacy–utility landscape is drawn from the results. The
+results are written to ``results.json`` (atomically) in the layout of
+``epsstar audit-many --json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import multiprocessing
 import os
 import queue
 import sys
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from epsstar.cli.exit_codes import EXIT_OK, EXIT_USAGE
+from epsstar.cli.exit_codes import EXIT_OK, EXIT_PARTIAL
 from epsstar.cli.text_table import aligned_table
 
 if TYPE_CHECKING:
-    from epsstar.training.trainer import PrivacyPlan, TrainingConfig
+    from epsstar.audit.many import ManifestEntry, ModelAudit, ReportWriter, StrategySummary
+    from epsstar.training.datasets import AdultData
+    from epsstar.training.results import EpochStats
+    from epsstar.training.sweep import GridStrategy, SweepConfig
+    from epsstar.training.trainer import TrainingConfig
 
 SUMMARY = (
     "train non-private and DP-SGD models on the UCI Adult data and audit each one "
@@ -55,31 +62,27 @@ QUICK_DP_EPSILONS: tuple[float, ...] = (3.0,)
 QUICK_DP_EPOCHS = 2
 LABEL = "label"
 
-
-@dataclass(frozen=True, slots=True)
-class Strategy:
-    """One way of training: a name and the trainer's settings (the seed is set per repeat)."""
-
-    name: str
-    config: TrainingConfig
+#: One epoch's progress from a training worker: strategy label, repeat, statistics.
+EpochMessage = tuple[str, int, "EpochStats"]
 
 
-def strategies(quick: bool) -> list[Strategy]:
-    """The demo's strategies: baselines by epochs, then DP-SGD by target ε."""
+def strategies(quick: bool) -> list[GridStrategy]:
+    """The demo's strategies: baselines by epochs, then DP-SGD by target ε (seed set per repeat)."""
+    from epsstar.training.sweep import GridStrategy
     from epsstar.training.trainer import TrainingConfig
 
     baseline_epochs = QUICK_BASELINE_EPOCHS if quick else BASELINE_EPOCHS
     epsilons = QUICK_DP_EPSILONS if quick else DP_EPSILONS
     dp_epochs = QUICK_DP_EPOCHS if quick else DP_EPOCHS
     chosen = [
-        Strategy(
+        GridStrategy(
             f"nonprivate-e{epochs}",
             TrainingConfig(epochs=epochs, batch_size=BATCH_SIZE, hidden=HIDDEN),
         )
         for epochs in baseline_epochs
     ]
     chosen += [
-        Strategy(
+        GridStrategy(
             f"dp-eps{epsilon:g}-e{dp_epochs}",
             TrainingConfig(
                 epochs=dp_epochs,
@@ -94,128 +97,16 @@ def strategies(quick: bool) -> list[Strategy]:
     return chosen
 
 
-@dataclass(frozen=True, slots=True)
-class Task:
-    """One model to train, save, audit and report on (sent to a worker process)."""
-
-    index: int
-    strategy: str
-    repeat: int
-    config: TrainingConfig
-    plan: PrivacyPlan | None
-    train: str
-    population: str
-    model_dir: str
-    report: str | None
-    audit_seed: int
-    params: dict[str, Any] = field(default_factory=dict)
-
-
-# --- worker side ---------------------------------------------------------------------------
-
-_messages: Any = None
-
-
-def _init_worker(messages: Any, threads: int) -> None:
-    global _messages
-    _messages = messages
-    import torch
-
-    torch.set_num_threads(threads)
-
-
-def _send(message: tuple[Any, ...]) -> None:
-    if _messages is not None:
-        _messages.put(message)
-
-
-def run_task(task: Task, notify: Callable[[tuple[Any, ...]], None] | None = None) -> dict[str, Any]:
-    """Train, write, audit and report one model; errors become the record's ``error``."""
-    tell = notify or _send
-    record: dict[str, Any] = {
-        "entry": {
-            "model": str(Path(task.model_dir) / "model.onnx"),
-            "train": task.train,
-            "population": task.population,
-            "label_column": LABEL,
-            "strategy": task.strategy,
-            "repeat": task.repeat,
-            "params": dict(task.params),
-        }
-    }
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            _train_and_audit(task, record, tell)
-        record["warnings"] = [str(w.message) for w in caught]
-    except Exception as error:  # one failed model must not lose the others
-        from epsstar.exceptions import EpsstarError
-
-        kind = "" if isinstance(error, EpsstarError) else f"unexpected {type(error).__name__}: "
-        record["error"] = f"{kind}{error}"
-    return record
-
-
-def _train_and_audit(
-    task: Task, record: dict[str, Any], tell: Callable[[tuple[Any, ...]], None]
-) -> None:
-    from epsstar.audit.run import audit
-    from epsstar.training.export import prepare_output_dir, write_model_dir
-    from epsstar.training.pipeline import load_inputs
-    from epsstar.training.trainer import train
-
-    tell(("start", task.index))
-    data, population = load_inputs(task.train, LABEL, task.population)
-    trained = train(
-        data,
-        task.config,
-        population=population,
-        plan=task.plan,
-        on_epoch=lambda stats: tell(("epoch", task.index, stats.epoch, stats.loss, stats.epsilon)),
-    )
-    write_model_dir(prepare_output_dir(task.model_dir, True), trained.model, trained.result)
-    summary = trained.result.to_dict()
-    privacy = summary["privacy"]
-    record["entry"]["params"].update(
-        epsilon=None if privacy is None else privacy["epsilon"],
-        noise_multiplier=None if privacy is None else privacy["noise_multiplier"],
-    )
-    record["training"] = {
-        "record": str(Path(task.model_dir) / "training.json"),
-        "utility": summary["utility"],
-        "wall_time_seconds": summary["wall_time_seconds"],
-    }
-    tell(("audit", task.index))
-    result = audit(
-        record["entry"]["model"],
-        task.train,
-        task.population,
-        label_column=LABEL,
-        seed=task.audit_seed,
-    )
-    record["result"] = result.to_dict()
-    if task.report is not None:
-        tell(("report", task.index))
-        try:
-            from epsstar.reports import render
-
-            record["report"] = str(render(result, task.report))
-        except Exception as error:  # a report is an extra; the audit stands without it
-            record["report_error"] = f"{type(error).__name__}: {error}"
-
-
-# --- main process ----------------------------------------------------------------------------
-
-
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "demo",
         help=SUMMARY,
         description=SUMMARY + ". Writes DIR/data/ (the two splits as Parquet), DIR/models/ "
-        "(model.onnx, model.pt and training.json per model), DIR/reports/ and "
-        "DIR/landscape.html (when the HTML reports are available) and DIR/results.json. "
-        "Needs the torch and onnx extras. Exit code 0, or 2 for bad input or a model that "
-        "could not be trained or audited.",
+        "(model.onnx, model.pt and training.json per model, and the sweep's manifest.csv), "
+        "DIR/reports/ and DIR/landscape.html (when the HTML reports are available) and "
+        "DIR/results.json. Needs the torch and onnx extras. Exit code 0; 2 for bad input "
+        "(nothing written); 3 when some model could not be trained or audited (the others' "
+        "results are written).",
     )
     parser.add_argument(
         "--out",
@@ -303,19 +194,37 @@ def _clear(out: Path) -> None:
         (out / name).unlink(missing_ok=True)
 
 
-class _Display:
-    """Progress bars on a terminal (rich); one line per finished model otherwise."""
+def _number(value: float | None, spec: str = ".4f") -> str:
+    return "-" if value is None else format(value, spec)
 
-    def __init__(self, tasks: Sequence[Task], *, quiet: bool) -> None:
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _auroc(record: ModelAudit) -> float | None:
+    return None if record.result is None else _finite(record.result.utility["population"].auroc)
+
+
+class _Display:
+    """Progress on standard error.
+
+    On a terminal: a bar per model in training (epoch, loss, ε spent) under one
+    over all models, then one over the audits. Otherwise (and on a terminal too)
+    one line per audited model; nothing with ``quiet``.
+    """
+
+    def __init__(self, configs: dict[str, TrainingConfig], total: int, *, quiet: bool) -> None:
         from rich.console import Console
 
         self.console = Console(stderr=True)
-        self.tasks = {task.index: task for task in tasks}
+        self.configs = configs
+        self.total = total
         self.quiet = quiet
         self.bars = not quiet and self.console.is_terminal
         self.progress: Any = None
-        self.ids: dict[int, Any] = {}
-        self.finished = 0
+        self.ids: dict[tuple[str, int], Any] = {}
+        self.audited_count = 0
 
     def __enter__(self) -> _Display:
         if self.bars:
@@ -336,113 +245,271 @@ class _Display:
                 console=self.console,
             )
             self.progress.start()
-            self.overall = self.progress.add_task("models", total=len(self.tasks), status="")
+            self.trained = self.progress.add_task("models trained", total=self.total, status="")
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.progress is not None:
             self.progress.stop()
 
-    def message(self, message: tuple[Any, ...]) -> None:
+    def epoch(self, message: EpochMessage) -> None:
         if not self.bars:
             return
-        kind, index = message[0], message[1]
-        task = self.tasks[index]
-        if kind == "start":
-            self.ids[index] = self.progress.add_task(
-                f"{task.strategy} #{task.repeat}", total=task.config.epochs, status="training"
-            )
-            return
-        bar = self.ids.get(index)
-        if bar is None:
-            return
-        if kind == "epoch":
-            epsilon = "" if message[4] is None else f"  ε {message[4]:.2f}"
-            self.progress.update(
-                bar, completed=message[2], status=f"loss {message[3]:.4f}{epsilon}"
-            )
-        else:  # "audit" or "report"
-            self.progress.update(bar, status="auditing" if kind == "audit" else "report")
-
-    def done(self, record: dict[str, Any]) -> None:
-        self.finished += 1
-        entry = record["entry"]
-        if "error" in record:
-            status = f"error: {record['error']}"
-        else:
-            result = record["result"]
-            status = (
-                f"Epsilon* {result['epsilon_star']:.4f}, AUROC "
-                f"{_number(result['utility']['population']['auroc'])}"
-            )
-        line = (
-            f"[{self.finished}/{len(self.tasks)}] {entry['strategy']} #{entry['repeat']}: {status}"
+        label, repeat, stats = message
+        key = (label, repeat)
+        if key not in self.ids:
+            epochs = self.configs[label].epochs
+            self.ids[key] = self.progress.add_task(f"{label} #{repeat}", total=epochs, status="")
+        epsilon = "" if stats.epsilon is None else f"  ε {stats.epsilon:.2f}"
+        self.progress.update(
+            self.ids[key], completed=stats.epoch, status=f"loss {stats.loss:.4f}{epsilon}"
         )
+        if stats.epoch == stats.epochs:
+            self.progress.remove_task(self.ids.pop(key))
+            self.progress.advance(self.trained)
+
+    def step(self, text: str) -> None:
+        """A line saying what the demo does next."""
         if self.bars:
-            for index, task in self.tasks.items():
-                if (task.strategy, task.repeat) == (entry["strategy"], entry["repeat"]):
-                    bar = self.ids.pop(index, None)
-                    if bar is not None:
-                        self.progress.remove_task(bar)
-            self.progress.advance(self.overall)
+            self.progress.console.print(f"{text} ...", highlight=False)
+        elif not self.quiet:
+            print(f"{text} ...", file=sys.stderr, flush=True)
+
+    def audits_start(self, count: int) -> None:
+        if self.bars:
+            self.audits = self.progress.add_task("models audited", total=count, status="")
+
+    def audited(self, record: ModelAudit) -> None:
+        self.audited_count += 1
+        if record.error is not None:
+            status = f"error: {record.error}"
+        else:
+            status = f"Epsilon* {record.epsilon_star:.4f}, AUROC {_number(_auroc(record))}"
+        entry = record.entry
+        line = f"[{self.audited_count}/{self.total}] {entry.strategy} #{entry.repeat}: {status}"
+        if self.bars:
+            self.progress.advance(self.audits)
             self.progress.console.print(line, highlight=False)
         elif not self.quiet:
             print(line, file=sys.stderr, flush=True)
 
 
-def _number(value: Any, spec: str = ".4f") -> str:
-    return "-" if value is None else format(value, spec)
+# --- training: one sweep per strategy, in worker processes -----------------------------------
+
+_messages: Any = None
 
 
-def _execute(tasks: list[Task], jobs: int, display: _Display) -> list[dict[str, Any]]:
-    """Run every task (in ``jobs`` processes), longest first; records in task order."""
-    records: dict[int, dict[str, Any]] = {}
-    order = sorted(tasks, key=lambda task: -task.config.epochs)
+def _init_worker(messages: Any, threads: int) -> None:
+    global _messages
+    _messages = messages
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def _send(message: EpochMessage) -> None:
+    if _messages is not None:
+        _messages.put(message)
+
+
+def train_strategy(
+    config: SweepConfig, notify: Callable[[EpochMessage], None] | None = None
+) -> str | None:
+    """Run the sweep of one strategy; the error that stopped it, if any, as a message."""
+    from epsstar.exceptions import EpsstarError
+    from epsstar.training.sweep import run_sweep
+
+    tell = notify or _send
+    try:
+        run_sweep(
+            config,
+            progress=False,
+            on_epoch=lambda label, repeat, stats: tell((label, repeat, stats)),
+        )
+    except Exception as error:  # one failed strategy must not lose the others
+        kind = "" if isinstance(error, EpsstarError) else f"unexpected {type(error).__name__}: "
+        return f"{kind}{error}"
+    return None
+
+
+def _cost(strategy: GridStrategy) -> int:
+    """Relative training time: epochs, an epoch of DP-SGD counted twice."""
+    return strategy.config.epochs * (2 if strategy.config.private else 1)
+
+
+def _train(config: SweepConfig, jobs: int, display: _Display) -> dict[str, str]:
+    """Train the grid, one sweep per strategy, longest first; the errors by strategy."""
+    from epsstar.training.sweep import write_manifest
+
+    parts = {
+        s.label: replace(config, strategies=(s,))
+        for s in sorted(config.strategies, key=lambda s: -_cost(s))
+    }
     if jobs == 1:
-        for task in order:
-            record = run_task(task, display.message)
-            records[task.index] = record
-            display.done(record)
-        return [records[task.index] for task in tasks]
+        errors = {label: train_strategy(part, display.epoch) for label, part in parts.items()}
+    else:
+        errors = _train_in_pool(parts, min(jobs, len(parts)), display)
+    assert config.out is not None  # set by _prepare
+    # Each strategy's sweep wrote manifest.csv with its own models only: list them all.
+    write_manifest(config, config.out)
+    return {label: error for label, error in errors.items() if error is not None}
+
+
+def _train_in_pool(
+    parts: dict[str, SweepConfig], workers: int, display: _Display
+) -> dict[str, str | None]:
     context = multiprocessing.get_context("spawn")
     messages = context.Queue()
-    workers = min(jobs, len(tasks))
     pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=context,
         initializer=_init_worker,
         initargs=(messages, max(1, (os.cpu_count() or 1) // workers)),
     )
+    errors: dict[str, str | None] = {}
     try:
-        futures: dict[Future[dict[str, Any]], int] = {
-            pool.submit(run_task, task): task.index for task in order
+        futures: dict[Future[str | None], str] = {
+            pool.submit(train_strategy, part): label for label, part in parts.items()
         }
         pending = set(futures)
         while pending:
             finished, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
             _drain(messages, display)
             for future in finished:
-                record = future.result()
-                records[futures[future]] = record
-                display.done(record)
+                errors[futures[future]] = future.result()
         _drain(messages, display)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
-    return [records[task.index] for task in tasks]
+    return errors
 
 
 def _drain(messages: Any, display: _Display) -> None:
     while True:
         try:
-            display.message(messages.get_nowait())
+            display.epoch(messages.get_nowait())
         except queue.Empty:
             return
 
 
-def _table(records: list[dict[str, Any]], summaries: list[dict[str, Any]]) -> str:
+# --- auditing: audit_many over the trained models --------------------------------------------
+
+
+def _params(config: TrainingConfig, privacy: dict[str, Any] | None) -> dict[str, Any]:
+    """A model's hyper-parameters as ``epsstar sweep``'s manifest names them (and its ε)."""
+    return {
+        "private": config.private,
+        "epochs": config.epochs,
+        "batch_size": config.batch_size,
+        "hidden": list(config.hidden),
+        "lr": config.lr,
+        "momentum": config.momentum,
+        "clip": config.clip if config.private else None,
+        "target_epsilon": config.target_epsilon,
+        "delta": None if privacy is None else privacy["delta"],
+        "accountant": config.accountant if config.private else None,
+        "seed": config.seed,
+        "epsilon": None if privacy is None else privacy["epsilon"],
+        "noise_multiplier": None if privacy is None else privacy["noise_multiplier"],
+    }
+
+
+def _models(config: SweepConfig) -> list[tuple[ManifestEntry, dict[str, Any] | None]]:
+    """Every model of the grid as a manifest entry, with its ``training.json`` when trained."""
+    from epsstar.audit.many import ManifestEntry
+    from epsstar.training.export import MODEL_FILES
+
+    assert config.out is not None  # set by _prepare, like the population
+    assert config.population is not None
+    models = []
+    for strategy in config.strategies:
+        for repeat in range(config.repeats):
+            folder = config.out / strategy.label / str(repeat)
+            record = folder / MODEL_FILES["record"]
+            training = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else None
+            run_config = replace(strategy.config, seed=config.seed + repeat)
+            entry = ManifestEntry(
+                model=folder / MODEL_FILES["onnx"],
+                train=config.data,
+                population=config.population,
+                label_column=LABEL,
+                strategy=strategy.label,
+                repeat=repeat,
+                params=_params(run_config, None if training is None else training["privacy"]),
+            )
+            models.append((entry, training))
+    return models
+
+
+def _audit(
+    models: list[tuple[ManifestEntry, dict[str, Any] | None]],
+    errors: dict[str, str],
+    args: argparse.Namespace,
+    reports: Path | None,
+    display: _Display,
+) -> list[ModelAudit]:
+    """Audit the trained models (in grid order); the others fail with their training error."""
+    from epsstar.audit.many import ModelAudit, audit_many
+
+    trained = [entry for entry, training in models if training is not None]
+    display.audits_start(len(trained))
+    write_report: ReportWriter | None = None
+    if reports is not None:
+        from epsstar.reports import render
+
+        write_report = render
+    audited = iter(
+        audit_many(
+            trained,
+            jobs=args.jobs,
+            on_done=display.audited,
+            report_dir=reports,
+            write_report=write_report,
+            seed=args.seed,
+        )
+    )
+    records = []
+    for entry, training in models:
+        if training is not None:
+            records.append(next(audited))
+        else:
+            reason = errors.get(entry.strategy, "training did not finish")
+            records.append(ModelAudit(entry, error=f"not trained: {reason}"))
+    return records
+
+
+def _model_json(record: ModelAudit, training: dict[str, Any] | None) -> dict[str, Any]:
+    """The audit-many record of one model, with where and how it was trained."""
+    document = record.to_dict()
+    if training is not None:
+        document["training"] = {
+            "record": str(record.entry.model.with_name("training.json")),
+            "utility": training["utility"],
+            "wall_time_seconds": training["wall_time_seconds"],
+        }
+    return document
+
+
+def _landscape(models: list[dict[str, Any]], out: Path) -> tuple[str | None, str | None]:
+    """Draw the landscape from the models' JSON records: its path, or why it was not drawn."""
+    from epsstar.reports import render_landscape
+
+    try:
+        return str(render_landscape(models, out / "landscape.html", utility="auroc")), None
+    except Exception as error:  # the landscape is an extra; the results stand without it
+        return None, f"{type(error).__name__}: {error}"
+
+
+# --- results ---------------------------------------------------------------------------------
+
+
+def _table(records: Sequence[ModelAudit], summaries: Sequence[StrategySummary]) -> str:
     import numpy as np
+
+    def mean(values: list[float | None]) -> float | None:
+        numbers = [v for v in values if v is not None]
+        return float(np.mean(numbers)) if numbers else None
 
     header = [
         "strategy",
@@ -458,152 +525,65 @@ def _table(records: list[dict[str, Any]], summaries: list[dict[str, Any]]) -> st
     ]
     rows = [header]
     for summary in summaries:
-        members = [
-            r for r in records if r["entry"]["strategy"] == summary["strategy"] and "result" in r
-        ]
-
-        def mean(values: list[Any]) -> float | None:
-            numbers = [v for v in values if v is not None]
-            return float(np.mean(numbers)) if numbers else None
-
-        params = summary["params"]
-        achieved = [r["entry"]["params"].get("epsilon") for r in members]
+        members = [r for r in records if r.entry.strategy == summary.strategy]
+        results = [r.result for r in members if r.result is not None]
+        achieved = [r.entry.params.get("epsilon") for r in members if r.result is not None]
         spread = (
             "-"
-            if summary["epsilon_star_min"] is None
-            else f"{summary['epsilon_star_min']:.4f}-{summary['epsilon_star_max']:.4f}"
+            if summary.epsilon_min is None or summary.epsilon_max is None
+            else f"{summary.epsilon_min:.4f}-{summary.epsilon_max:.4f}"
         )
         rows.append(
             [
-                summary["strategy"],
-                f"{len(members)}/{summary['n_models']}",
-                _number(params.get("target_epsilon"), "g"),
+                summary.strategy,
+                f"{len(results)}/{summary.n_models}",
+                _number(summary.params.get("target_epsilon"), "g"),
                 _number(max((a for a in achieved if a is not None), default=None), ".3f"),
-                _number(summary["epsilon_star_mean"]),
+                _number(summary.epsilon_mean),
                 spread,
-                _number(summary["mechanism_epsilon"]),
-                _number(mean([r["result"]["epsilon_lower_bound"] for r in members])),
-                _number(mean([r["result"]["utility"]["population"]["auroc"] for r in members])),
-                _number(mean([r["result"]["utility"]["population"]["accuracy"] for r in members])),
+                _number(summary.mechanism_epsilon),
+                _number(mean([r.lower_bound.epsilon for r in results])),
+                _number(mean([_auroc(r) for r in members if r.result is not None])),
+                _number(mean([r.utility["population"].accuracy for r in results])),
             ]
         )
     return aligned_table(rows, left_columns=1)
 
 
-def run(args: argparse.Namespace) -> int:
-    started = time.perf_counter()
-    repeats, out = _check_arguments(args)
-    _check_extras()
-    from epsstar import __version__
-    from epsstar.audit.files import atomic_write_json
-    from epsstar.audit.many import summarise
-    from epsstar.training.datasets import adult
-    from epsstar.training.trainer import plan_privacy
+def _delta(records: Sequence[ModelAudit]) -> str:
+    for record in records:
+        if record.result is not None:
+            return f"{record.result.delta:.3g}"
+    return "-"
 
-    with_reports = reports_available()
-    chosen = strategies(args.quick)
-    seconds: dict[str, float] = {}
-    if args.overwrite and out.is_dir():
-        _clear(out)
-    out.mkdir(parents=True, exist_ok=True)
 
-    def step(text: str) -> None:
-        if not args.quiet:
-            print(f"{text} ...", file=sys.stderr, flush=True)
-
-    step("reading UCI Adult and writing it as Parquet")
-    data = adult()
-    if args.quick:
-        data = data.subsample(*QUICK_ROWS, seed=args.seed)
-    train_path, population_path = data.write_parquet(out / "data")
-    seconds["data"] = time.perf_counter() - started
-
-    step("choosing the DP-SGD noise multipliers")
-    planned_at = time.perf_counter()
-    plans = {s.name: plan_privacy(s.config, data.n_train) for s in chosen}
-    seconds["noise_search"] = time.perf_counter() - planned_at
-
-    tasks: list[Task] = []
-    for strategy in chosen:
-        plan = plans[strategy.name]
-        for repeat in range(repeats):
-            config = replace(strategy.config, seed=args.seed + repeat)
-            tasks.append(
-                Task(
-                    index=len(tasks),
-                    strategy=strategy.name,
-                    repeat=repeat,
-                    config=config,
-                    plan=plan,
-                    train=str(train_path),
-                    population=str(population_path),
-                    model_dir=str(out / "models" / strategy.name / str(repeat)),
-                    report=str(out / "reports" / f"{strategy.name}-{repeat}.html")
-                    if with_reports
-                    else None,
-                    audit_seed=args.seed,
-                    params=_params(config, plan),
-                )
-            )
-    if with_reports:
-        (out / "reports").mkdir(exist_ok=True)
-
-    models_at = time.perf_counter()
-    with _Display(tasks, quiet=args.quiet) as display:
-        records = _execute(tasks, args.jobs, display)
-    seconds["models"] = time.perf_counter() - models_at
-
-    summaries = [s.to_dict() for s in summarise(records)]
-    landscape: str | None = None
-    landscape_error: str | None = None
-    if with_reports:
-        from epsstar.reports import render_landscape
-
-        try:
-            landscape = str(render_landscape(records, out / "landscape.html", utility="auroc"))
-        except Exception as error:
-            landscape_error = f"{type(error).__name__}: {error}"
-    failed = [r for r in records if "error" in r]
-    seconds["total"] = time.perf_counter() - started
-    payload = {
-        "kind": "epsstar-demo",
-        "epsstar_version": __version__,
-        "dataset": {
-            "name": "UCI Adult (Census Income)",
-            "attribution": "Barry Becker and Ronny Kohavi, Adult, UCI Machine Learning "
-            "Repository, 1996, https://doi.org/10.24432/C5XW20",
-            "licence": "CC BY 4.0",
-            "train": str(train_path),
-            "population": str(population_path),
-            "label_column": LABEL,
-            "label": "1 = income >50K",
-            "n_train": data.n_train,
-            "n_population": data.n_population,
-            "n_features": len(data.feature_names),
-            "subsample": bool(args.quick),
-        },
-        "settings": {
-            "quick": bool(args.quick),
-            "repeats": repeats,
-            "seed": args.seed,
-            "jobs": args.jobs,
-            "strategies": [s.name for s in chosen],
-        },
-        "reports_available": with_reports,
-        "landscape": landscape,
-        "landscape_error": landscape_error,
-        "n_models": len(records),
-        "n_failed": len(failed),
-        "strategies": summaries,
-        "models": records,
-        "seconds": {key: round(value, 1) for key, value in seconds.items()},
+def _dataset(data: AdultData, config: SweepConfig, quick: bool) -> dict[str, Any]:
+    return {
+        "name": "UCI Adult (Census Income)",
+        "attribution": "Barry Becker and Ronny Kohavi, Adult, UCI Machine Learning "
+        "Repository, 1996, https://doi.org/10.24432/C5XW20",
+        "licence": "CC BY 4.0",
+        "train": str(config.data),
+        "population": str(config.population),
+        "label_column": LABEL,
+        "label": "1 = income >50K",
+        "n_train": data.n_train,
+        "n_population": data.n_population,
+        "n_features": len(data.feature_names),
+        "subsample": bool(quick),
     }
-    results = out / "results.json"
-    atomic_write_json(results, payload)
 
+
+def _print_summary(
+    records: Sequence[ModelAudit],
+    summaries: Sequence[StrategySummary],
+    data: AdultData,
+    config: SweepConfig,
+    out: Path,
+) -> None:
     print(
         f"Epsilon* of {len(records)} models trained on UCI Adult ({data.n_train:,} training and "
-        f"{data.n_population:,} population rows; {repeats} per strategy; "
+        f"{data.n_population:,} population rows; {config.repeats} per strategy; "
         f"δ = 1/(n ln n) = {_delta(records)}):\n"
     )
     print(_table(records, summaries))
@@ -613,47 +593,119 @@ def run(args: argparse.Namespace) -> int:
         "population rows."
     )
     print("\nFiles:")
-    print(f"  data       {train_path}  {population_path}")
+    print(f"  data       {config.data}  {config.population}")
     print(
         f"  models     {out / 'models'}{os.sep} (<strategy>/<repeat>/: model.onnx, model.pt, "
-        "training.json)"
+        "training.json; manifest.csv)"
     )
-    print(f"  results    {results}")
-    if with_reports:
-        written = sum(1 for r in records if r.get("report"))
+    print(f"  results    {out / 'results.json'}")
+
+
+def _print_files(records: Sequence[ModelAudit], payload: dict[str, Any], out: Path) -> None:
+    if payload["reports_available"]:
+        written = sum(1 for r in records if r.report is not None)
         print(f"  reports    {out / 'reports'}{os.sep} ({written} of {len(records)} models)")
-        if landscape is not None:
-            print(f"  landscape  {landscape}")
+        if payload["landscape"] is not None:
+            print(f"  landscape  {payload['landscape']}")
         else:
-            print(f"  landscape  not written: {landscape_error}")
+            print(f"  landscape  not written: {payload['landscape_error']}")
     else:
         print("  reports    unavailable (epsstar.reports does not provide render/render_landscape)")
-    for record in failed:
-        entry = record["entry"]
-        print(f"FAILED {entry['strategy']} #{entry['repeat']}: {record['error']}", file=sys.stderr)
-    print(f"\nDone in {seconds['total']:.0f} s.")
-    return EXIT_USAGE if failed else EXIT_OK
-
-
-def _delta(records: list[dict[str, Any]]) -> str:
     for record in records:
-        if "result" in record:
-            return f"{record['result']['delta']:.3g}"
-    return "-"
+        if record.error is not None:
+            entry = record.entry
+            print(f"FAILED {entry.strategy} #{entry.repeat}: {record.error}", file=sys.stderr)
 
 
-def _params(config: TrainingConfig, plan: PrivacyPlan | None) -> dict[str, Any]:
-    """The strategy's hyper-parameters as ``epsstar sweep``'s manifest names them."""
+def _prepare(args: argparse.Namespace, out: Path, repeats: int) -> tuple[AdultData, SweepConfig]:
+    """Write the data as Parquet; the sweep that trains the demo's grid on it."""
+    from epsstar.training.datasets import adult
+    from epsstar.training.sweep import SweepConfig
+
+    if args.overwrite and out.is_dir():
+        _clear(out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = adult()
+    if args.quick:
+        data = data.subsample(*QUICK_ROWS, seed=args.seed)
+    train_path, population_path = data.write_parquet(out / "data")
+    config = SweepConfig(
+        data=Path(train_path),
+        label_column=LABEL,
+        population=Path(population_path),
+        features=None,
+        out=out / "models",
+        repeats=repeats,
+        seed=args.seed,
+        strategies=tuple(strategies(args.quick)),
+    )
+    return data, config
+
+
+def _payload(
+    args: argparse.Namespace,
+    data: AdultData,
+    config: SweepConfig,
+    records: Sequence[ModelAudit],
+    documents: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """``results.json`` (without ``landscape`` and ``seconds``): the layout of audit-many's."""
+    from epsstar import __version__
+    from epsstar.audit.many import summarise
+    from epsstar.audit.result import SCHEMA_VERSION
+
     return {
-        "private": config.private,
-        "epochs": config.epochs,
-        "batch_size": config.batch_size,
-        "hidden": list(config.hidden),
-        "lr": config.lr,
-        "momentum": config.momentum,
-        "clip": config.clip if config.private else None,
-        "target_epsilon": config.target_epsilon,
-        "delta": None if plan is None else plan.delta,
-        "accountant": None if plan is None else config.accountant,
-        "seed": config.seed,
+        "schema_version": SCHEMA_VERSION,
+        "kind": "epsstar-demo",
+        "epsstar_version": __version__,
+        "dataset": _dataset(data, config, args.quick),
+        "settings": {
+            "quick": bool(args.quick),
+            "repeats": config.repeats,
+            "seed": args.seed,
+            "jobs": args.jobs,
+            "strategies": [s.label for s in config.strategies],
+        },
+        "reports_available": reports_available(),
+        "landscape": None,
+        "landscape_error": None,
+        "n_models": len(records),
+        "n_failed": sum(1 for r in records if r.failed),
+        "strategies": [s.to_dict() for s in summarise(records)],
+        "models": documents,
     }
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    repeats, out = _check_arguments(args)
+    _check_extras()
+    from epsstar.audit.files import atomic_write_json
+    from epsstar.audit.many import summarise
+
+    with_reports = reports_available()
+    if not args.quiet:
+        print("reading UCI Adult and writing it as Parquet ...", file=sys.stderr, flush=True)
+    data, config = _prepare(args, out, repeats)
+    seconds = {"data": time.perf_counter() - started}
+    total = len(config.strategies) * repeats
+    configs = {s.label: s.config for s in config.strategies}
+    with _Display(configs, total, quiet=args.quiet) as display:
+        display.step(f"training {total} models (σ of DP-SGD chosen once per strategy)")
+        errors = _train(config, args.jobs, display)
+        seconds["training"] = time.perf_counter() - started - sum(seconds.values())
+        models = _models(config)
+        display.step("auditing the models")
+        records = _audit(models, errors, args, out / "reports" if with_reports else None, display)
+    seconds["audit"] = time.perf_counter() - started - sum(seconds.values())
+    documents = [_model_json(r, training) for r, (_, training) in zip(records, models, strict=True)]
+    payload = _payload(args, data, config, records, documents)
+    if with_reports:
+        payload["landscape"], payload["landscape_error"] = _landscape(documents, out)
+    seconds["total"] = time.perf_counter() - started
+    payload["seconds"] = {key: round(value, 1) for key, value in seconds.items()}
+    atomic_write_json(out / "results.json", payload)
+    _print_summary(records, summarise(records), data, config, out)
+    _print_files(records, payload, out)
+    print(f"\nDone in {seconds['total']:.0f} s.")
+    return EXIT_PARTIAL if payload["n_failed"] else EXIT_OK

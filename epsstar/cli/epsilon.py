@@ -120,6 +120,7 @@ def _format(result: EpsilonStarResult) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from epsstar.audit.files import read_loss_file
+    from epsstar.audit.result import SCHEMA_VERSION
     from epsstar.statistics.estimator import estimate
 
     config = estimator_config(args)
@@ -129,5 +130,5 @@ def run(args: argparse.Namespace) -> int:
     result = estimate(
         train, population, config, delta=args.delta, seed=args.seed, interval=interval
     )
-    emit(result.to_dict(), args.json, _format(result))
+    emit({"schema_version": SCHEMA_VERSION, **result.to_dict()}, args.json, _format(result))
     return EXIT_OK

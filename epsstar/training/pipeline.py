@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from epsstar.training.data import TabularData, load_table
 from epsstar.training.export import check_output_dir, prepare_output_dir, write_model_dir
 from epsstar.training.progress import EpochProgress
-from epsstar.training.results import TrainingResult
+from epsstar.training.results import EpochStats, TrainingResult
 from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy, train
 
 __all__ = ["load_inputs", "train_to_directory"]
@@ -44,18 +44,26 @@ def train_to_directory(
     progress: bool | None = None,
     description: str = "training",
     plan: PrivacyPlan | None = None,
+    on_epoch: Callable[[EpochStats], None] | None = None,
 ) -> TrainingResult:
     """Validate, choose σ, train and write ``model.onnx``, ``model.pt``, ``training.json``.
 
     Everything that can fail on bad input (the output directory, the settings,
     an unreachable target ε) is checked before the directory is created.
     ``progress=None`` shows a progress bar only on a terminal. ``plan`` reuses a
-    σ chosen earlier for the same settings (:func:`plan_privacy`).
+    σ chosen earlier for the same settings (:func:`plan_privacy`). ``on_epoch``
+    is called after every epoch, beside the progress bar.
     """
     check_output_dir(out, overwrite)
     if plan is None:
         plan = plan_privacy(config, data.n_records)
     directory: Path = prepare_output_dir(out, overwrite)
     with EpochProgress(description, config.epochs, enabled=progress) as bar:
-        trained = train(data, config, population=population, on_epoch=bar.update, plan=plan)
+
+        def epoch_done(stats: EpochStats) -> None:
+            bar.update(stats)
+            if on_epoch is not None:
+                on_epoch(stats)
+
+        trained = train(data, config, population=population, on_epoch=epoch_done, plan=plan)
     return write_model_dir(directory, trained.model, trained.result)

@@ -24,12 +24,14 @@ import os
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from epsstar.audit.files import atomic_write_bytes
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.training.export import MODEL_FILES
+from epsstar.training.results import EpochStats
 from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "load_sweep_config",
     "manifest_rows",
     "run_sweep",
+    "write_manifest",
 ]
 
 MANIFEST_NAME = "manifest.csv"
@@ -401,7 +404,8 @@ def manifest_rows(config: SweepConfig, out: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _write_manifest(config: SweepConfig, out: Path) -> Path:
+def write_manifest(config: SweepConfig, out: Path) -> Path:
+    """Rewrite ``<out>/manifest.csv`` (atomically) from the finished models on disk."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(MANIFEST_COLUMNS), lineterminator="\n")
     writer.writeheader()
@@ -418,8 +422,12 @@ def run_sweep(
     *,
     progress: bool | None = None,
     log: Callable[[str], None] | None = None,
+    on_epoch: Callable[[str, int, EpochStats], None] | None = None,
 ) -> SweepOutcome:
-    """Train every unfinished model of the grid, rewriting the manifest after each one."""
+    """Train every unfinished model of the grid, rewriting the manifest after each one.
+
+    ``on_epoch(strategy label, repeat, stats)`` is called after every epoch.
+    """
     from epsstar.training.pipeline import load_inputs, train_to_directory
 
     target = Path(out) if out is not None else config.out
@@ -459,14 +467,15 @@ def run_sweep(
             progress=progress,
             description=f"[{index}/{len(runs)}] {strategy.label} #{repeat}",
             plan=plan,
+            on_epoch=None if on_epoch is None else partial(on_epoch, strategy.label, repeat),
         )
         trained += 1
-        _write_manifest(config, target)
+        write_manifest(config, target)
         if log is not None:
             epsilon = "" if result.privacy is None else f", epsilon {result.privacy.epsilon:.4g}"
             log(
                 f"[{index}/{len(runs)}] {strategy.label} repeat {repeat}: done in "
                 f"{result.wall_time_seconds:.1f} s{epsilon}"
             )
-    manifest = _write_manifest(config, target)
+    manifest = write_manifest(config, target)
     return SweepOutcome(trained=trained, skipped=skipped, manifest=manifest)
