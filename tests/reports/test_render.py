@@ -139,3 +139,20 @@ def test_audit_command_writes_report(audit_arguments: list[str], tmp_path: Path)
     assert main([*audit_arguments, "--json", json_out, "--report", str(out)]) == 0
     assert 'data-epsilon-star="' in out.read_text("utf-8")
     assert main([*audit_arguments, "--report", str(tmp_path / "missing" / "a.html")]) == 2
+
+
+def test_render_draws_given_figures(make_synthetic: Synthetic, tmp_path: Path) -> None:
+    from epsstar.audit.figures import audit_figures
+    from epsstar.exceptions import InvalidInputError
+
+    result = make_synthetic(2_000)
+    figures = audit_figures(result, ks_components=(1, 2), ks_sample_sizes=(100,))
+    given = render(result, tmp_path / "given.html", figures=figures).read_text("utf-8")
+    built = render(
+        result, tmp_path / "built.html", ks_components=(1, 2), ks_sample_sizes=(100,)
+    ).read_text("utf-8")
+    assert given == built
+    assert 'id="ks-grid-train"' in given
+    with pytest.raises(InvalidInputError, match="Found ks_components"):
+        render(result, tmp_path / "both.html", figures=figures, ks_components=())
+    assert not (tmp_path / "both.html").exists()
