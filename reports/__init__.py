@@ -16,7 +16,9 @@ The reports compute nothing: they draw frozen records of the audit layer.
 :class:`~epsstar.audit.figures.AuditFigures` (histograms, fitted densities,
 trade-off curves, axis ranges, the goodness-of-fit grid); given only the result,
 it builds them first with :func:`epsstar.audit.figures.audit_figures`.
-Either way the same file results.
+:func:`render_landscape` draws a :class:`~epsstar.audit.landscape_data.Landscape`;
+given audit records, it builds one first with
+:func:`epsstar.audit.landscape_data.landscape`. Either way the same file results.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     import jinja2
 
     from epsstar.audit.figures import AuditFigures
+    from epsstar.audit.landscape_data import Landscape
     from epsstar.audit.result import AuditResult
 
 __all__ = ["MAX_REPORT_BYTES", "render", "render_landscape"]
@@ -135,7 +138,7 @@ def render(
 
 
 def render_landscape(
-    records: Iterable[Mapping[str, Any]],
+    records: Iterable[Mapping[str, Any]] | Landscape,
     path: str | Path,
     *,
     utility: str = "auroc",
@@ -143,13 +146,20 @@ def render_landscape(
     """Write the privacy–utility landscape of audit records to ``path``; returns the path.
 
     ``records`` have the form of ``epsstar audit-many --json``'s ``models``:
-    ``{"entry": {"strategy", "repeat", "params"}, "result": {...}, "report": path?}``.
-    ``utility`` is ``"auroc"`` or ``"accuracy"`` on the population data. Report
-    paths are linked relative to the landscape's folder.
+    ``{"entry": {"strategy", "repeat", "params"}, "result": {...}, "report": path?}``;
+    they go through :func:`epsstar.audit.landscape_data.landscape` first (a
+    malformed record, or none with both an Epsilon* and the utility, is an
+    :class:`~epsstar.exceptions.InputFileError`). A
+    :class:`~epsstar.audit.landscape_data.Landscape` is drawn as it is
+    (``utility`` is then its own). ``utility`` is ``"auroc"`` or ``"accuracy"``
+    on the population data. Report paths are linked relative to the landscape's
+    folder.
     """
-    from epsstar.reports import landscape
+    from epsstar.audit.landscape_data import Landscape, landscape
+    from epsstar.reports.landscape import landscape_context
 
+    data = records if isinstance(records, Landscape) else landscape(records, utility=utility)
     target = Path(path)
-    context = landscape.landscape_context(list(records), target, utility=utility)
+    context = landscape_context(data, target)
     html = environment().get_template("landscape.html.j2").render(ctx=context)
     return _write(html, target)
