@@ -156,3 +156,23 @@ def test_render_draws_given_figures(make_synthetic: Synthetic, tmp_path: Path) -
     with pytest.raises(InvalidInputError, match="Found ks_components"):
         render(result, tmp_path / "both.html", figures=figures, ks_components=())
     assert not (tmp_path / "both.html").exists()
+
+
+def test_reports_import_nothing_that_computes() -> None:
+    """Every number comes from epsstar.audit's records: no statistics, no fitting library."""
+    import ast
+
+    import epsstar.reports
+
+    computing = ("epsstar.statistics", "scipy", "sklearn", "statsmodels", "threadpoolctl")
+    folder = Path(epsstar.reports.__file__).parent
+    for source in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                assert not name.startswith(computing), f"{source.name} imports {name}"
