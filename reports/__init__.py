@@ -9,7 +9,16 @@
 Both files open offline from disk: styles are inline, charts are inline SVG drawn
 in Python, and nothing is fetched. Every number is also in a plain HTML table.
 Their size does not grow with the number of records (see
-:data:`~epsstar.reports.audit_report.MAX_REPORT_BYTES`).
+:data:`~epsstar.reports.MAX_REPORT_BYTES`).
+
+The reports compute nothing: they draw frozen records of the audit layer.
+:func:`render` draws an :class:`~epsstar.audit.result.AuditResult` with its
+:class:`~epsstar.audit.figures.AuditFigures` (histograms, fitted densities,
+trade-off curves, axis ranges, the goodness-of-fit grid); given only the result,
+it builds them first with :func:`epsstar.audit.figures.audit_figures`.
+:func:`render_landscape` draws a :class:`~epsstar.audit.landscape_data.Landscape`;
+given audit records, it builds one first with
+:func:`epsstar.audit.landscape_data.landscape`. Either way the same file results.
 """
 
 from __future__ import annotations
@@ -22,7 +31,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import jinja2
 
-    from epsstar.audit.run import AuditResult
+    from epsstar.audit.figures import AuditFigures
+    from epsstar.audit.landscape_data import Landscape
+    from epsstar.audit.result import AuditResult
 
 __all__ = ["MAX_REPORT_BYTES", "render", "render_landscape"]
 
@@ -84,33 +95,50 @@ def render(
     result: AuditResult,
     path: str | Path,
     *,
+    figures: AuditFigures | None = None,
     ks_components: Sequence[int] | None = None,
     ks_sample_sizes: Sequence[int] | None = None,
     ks_max_values: int | None = None,
 ) -> Path:
     """Write the HTML report of one audit to ``path`` (atomically); returns the path.
 
-    The goodness-of-fit grid of Appendix 8.2 uses mixtures of 1-10 components and
-    100-1,000 held-out values on a seeded subsample of at most 2,000 transformed
-    losses per side; the ``ks_*`` arguments change that (an empty
-    ``ks_components`` leaves the grid out).
+    The report draws ``result``'s fields and its ``figures``
+    (:func:`epsstar.audit.figures.audit_figures` of the same result). Without
+    ``figures`` they are built here: the goodness-of-fit grid of Appendix 8.2
+    uses mixtures of 1-10 components and 100-1,000 held-out values on a seeded
+    subsample of at most 2,000 transformed losses per side; the ``ks_*``
+    arguments change that (an empty ``ks_components`` leaves the grid out). With
+    ``figures``, nothing is computed and the ``ks_*`` arguments must be left out.
     """
     from epsstar.reports import audit_report
 
-    options: dict[str, Any] = {}
-    if ks_components is not None:
-        options["components"] = tuple(ks_components)
-    if ks_sample_sizes is not None:
-        options["sample_sizes"] = tuple(ks_sample_sizes)
-    if ks_max_values is not None:
-        options["max_values"] = int(ks_max_values)
-    context = audit_report.audit_context(result, ks_grid_options=options)
+    options: dict[str, Any] = {
+        name: value
+        for name, value in (
+            ("ks_components", ks_components),
+            ("ks_sample_sizes", ks_sample_sizes),
+            ("ks_max_values", ks_max_values),
+        )
+        if value is not None
+    }
+    if figures is None:
+        from epsstar.audit.figures import audit_figures
+
+        figures = audit_figures(result, **options)
+    elif options:
+        from epsstar.exceptions import InvalidInputError
+
+        raise InvalidInputError(
+            "render: the ks_* options shape figures that are built here; with figures= given, "
+            f"pass them to audit_figures() instead. Found {', '.join(options)}."
+        )
+    context = audit_report.audit_context(result, figures)
     html = environment().get_template("audit.html.j2").render(ctx=context)
     return _write(html, path)
 
 
 def render_landscape(
-    records: Iterable[Mapping[str, Any]],
+    records: Iterable[Mapping[str, Any]] | Landscape,
     path: str | Path,
     *,
     utility: str = "auroc",
@@ -118,13 +146,20 @@ def render_landscape(
     """Write the privacy–utility landscape of audit records to ``path``; returns the path.
 
     ``records`` have the form of ``epsstar audit-many --json``'s ``models``:
-    ``{"entry": {"strategy", "repeat", "params"}, "result": {...}, "report": path?}``.
-    ``utility`` is ``"auroc"`` or ``"accuracy"`` on the population data. Report
-    paths are linked relative to the landscape's folder.
+    ``{"entry": {"strategy", "repeat", "params"}, "result": {...}, "report": path?}``;
+    they go through :func:`epsstar.audit.landscape_data.landscape` first (a
+    malformed record, or none with both an Epsilon* and the utility, is an
+    :class:`~epsstar.exceptions.InputFileError`). A
+    :class:`~epsstar.audit.landscape_data.Landscape` is drawn as it is
+    (``utility`` is then its own). ``utility`` is ``"auroc"`` or ``"accuracy"``
+    on the population data. Report paths are linked relative to the landscape's
+    folder.
     """
-    from epsstar.reports import landscape
+    from epsstar.audit.landscape_data import Landscape, landscape
+    from epsstar.reports.landscape import landscape_context
 
+    data = records if isinstance(records, Landscape) else landscape(records, utility=utility)
     target = Path(path)
-    context = landscape.landscape_context(list(records), target, utility=utility)
+    context = landscape_context(data, target)
     html = environment().get_template("landscape.html.j2").render(ctx=context)
     return _write(html, target)

@@ -32,10 +32,10 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from epsstar.audit.landscape_data import landscape, read_results
     from epsstar.reports import render_landscape
-    from epsstar.reports.landscape import load_results
 
-    records = load_results(args.results)
-    path = render_landscape(records, args.out, utility=args.utility)
-    print(f"landscape of {len(records)} models written to {path}")
+    data = landscape(read_results(args.results), utility=args.utility)
+    path = render_landscape(data, args.out)
+    print(f"landscape of {data.n_models} models written to {path}")
     return EXIT_OK

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from epsstar.audit.landscape_data import landscape
 from epsstar.cli import main
 from epsstar.reports import render_landscape
-from epsstar.reports.landscape import category, load_results, pareto_front
 
 
 def record(strategy: str, eps: float, auroc: float | None, **params: Any) -> dict[str, Any]:
@@ -20,29 +20,6 @@ def record(strategy: str, eps: float, auroc: float | None, **params: Any) -> dic
         "utility": {"population": {"n": 10, "accuracy": 0.5, "auroc": auroc}},
     }
     return {"entry": {"strategy": strategy, "repeat": 0, "params": params}, "result": result}
-
-
-def test_pareto_front_on_hand_made_points() -> None:
-    points = [(1.0, 0.9), (0.5, 0.8), (2.0, 0.85), (0.5, 0.7), (3.0, 0.95), (1.0, 0.9)]
-    # (2.0, 0.85) is beaten by (1.0, 0.9); (0.5, 0.7) by (0.5, 0.8); equal points both stay.
-    assert pareto_front(points) == [0, 1, 4, 5]
-    assert pareto_front([]) == []
-    assert pareto_front([(1.0, 1.0)]) == [0]
-
-
-@pytest.mark.parametrize(
-    ("params", "expected"),
-    [
-        ({"target_epsilon": 3}, "DP"),
-        ({"target_epsilon": ""}, "baseline"),
-        ({"private": "true"}, "DP"),
-        ({"private": "False"}, "baseline"),
-        ({"private": True}, "DP"),
-        ({"epochs": 10}, "baseline"),
-    ],
-)
-def test_category(params: dict[str, Any], expected: str) -> None:
-    assert category(params) == expected
 
 
 def test_landscape_marks_frontier_and_means(tmp_path: Path) -> None:
@@ -83,16 +60,13 @@ def test_landscape_escapes_names_and_links_reports(tmp_path: Path) -> None:
     assert 'href="../reports/x.html"' in text
 
 
-def test_load_results_reads_both_kinds(tmp_path: Path) -> None:
-    many = tmp_path / "many.json"
-    models = [record("s", 1.0, 0.8, target_epsilon=1)]
-    models[0]["report"] = "reports/s-0.html"
-    many.write_text(json.dumps({"models": models}), encoding="utf-8")
-    single = tmp_path / "solo-model.json"
-    single.write_text(json.dumps(record("x", 2.0, 0.9)["result"]), encoding="utf-8")
-    records = load_results([many, single])
-    assert [r["entry"]["strategy"] for r in records] == ["s", "solo-model"]
-    assert records[0]["report"] == str(tmp_path.resolve() / "reports" / "s-0.html")
+def test_a_landscape_record_is_drawn_as_it_is(tmp_path: Path) -> None:
+    records = [record("a", 1.0, 0.8), record("b", 0.5, 0.7, target_epsilon=1)]
+    data = landscape(records, utility="accuracy")
+    drawn = render_landscape(data, tmp_path / "record.html").read_text("utf-8")
+    built = render_landscape(records, tmp_path / "built.html", utility="accuracy")
+    assert drawn == built.read_text("utf-8")
+    assert "accuracy on population data" in drawn
 
 
 def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -111,6 +85,32 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
         assert "bad.json" in error
     assert main(["landscape", str(tmp_path / "missing.json"), "--out", str(out)]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("models", "message"),
+    [
+        ([{"entry": {}}], "model 'model' #0 has neither a result nor an error"),
+        ([{"entry": {"strategy": "s"}}], "neither a result nor an error"),
+        ([{"entry": {"strategy": "s"}, "result": {}}], "has no epsilon_star"),
+        ([{"entry": {"strategy": "s"}, "error": "broken"}], "no audited model has both"),
+        (
+            [record("s", 1.0, None)],
+            "no audited model has both an Epsilon\\* and a population auroc",
+        ),
+    ],
+)
+def test_cli_refuses_results_with_nothing_to_plot(
+    models: list[dict[str, Any]], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"models": models}), encoding="utf-8")
+    out = tmp_path / "l.html"
+    assert main(["landscape", str(results), "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1
+    assert re.search(message, error)
+    assert not out.exists()
 
 
 def test_audit_many_reports_feed_the_landscape(tmp_path: Path) -> None:

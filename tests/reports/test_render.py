@@ -139,3 +139,40 @@ def test_audit_command_writes_report(audit_arguments: list[str], tmp_path: Path)
     assert main([*audit_arguments, "--json", json_out, "--report", str(out)]) == 0
     assert 'data-epsilon-star="' in out.read_text("utf-8")
     assert main([*audit_arguments, "--report", str(tmp_path / "missing" / "a.html")]) == 2
+
+
+def test_render_draws_given_figures(make_synthetic: Synthetic, tmp_path: Path) -> None:
+    from epsstar.audit.figures import audit_figures
+    from epsstar.exceptions import InvalidInputError
+
+    result = make_synthetic(2_000)
+    figures = audit_figures(result, ks_components=(1, 2), ks_sample_sizes=(100,))
+    given = render(result, tmp_path / "given.html", figures=figures).read_text("utf-8")
+    built = render(
+        result, tmp_path / "built.html", ks_components=(1, 2), ks_sample_sizes=(100,)
+    ).read_text("utf-8")
+    assert given == built
+    assert 'id="ks-grid-train"' in given
+    with pytest.raises(InvalidInputError, match="Found ks_components"):
+        render(result, tmp_path / "both.html", figures=figures, ks_components=())
+    assert not (tmp_path / "both.html").exists()
+
+
+def test_reports_import_nothing_that_computes() -> None:
+    """Every number comes from epsstar.audit's records: no statistics, no fitting library."""
+    import ast
+
+    import epsstar.reports
+
+    computing = ("epsstar.statistics", "scipy", "sklearn", "statsmodels", "threadpoolctl")
+    folder = Path(epsstar.reports.__file__).parent
+    for source in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                assert not name.startswith(computing), f"{source.name} imports {name}"

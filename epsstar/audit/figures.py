@@ -1,0 +1,479 @@
+"""Every number the report of one audit draws, computed once: :class:`AuditFigures`.
+
+:func:`audit_figures` turns an :class:`~epsstar.audit.result.AuditResult` (and
+its per-record losses) into one frozen record that ``epsstar.reports`` renders
+without computing anything:
+
+* histograms of the losses and of the transformed losses φ in
+  :data:`HISTOGRAM_BINS` shared bins over the central ``1 - 2 HISTOGRAM_TRIM`` of
+  the pooled values, with the counts per side and the values left out;
+* the densities of the distributions fitted to φ (§3.1 of
+  ``epsilon-star-negoescu-2024.md``);
+* the FNR/FPR trade-off of the loss-threshold test (eqs. 5-6): observed, at a
+  bounded set of thresholds, and fitted; the (ε*, δ) boundary
+  ``f(x) = max(0, 1 - δ - e^ε x, e^-ε (1 - δ - x))`` and the μ-GDP curve
+  ``f(x) = Φ(-Φ^-1(x) - μ)`` through the Epsilon* point
+  (``gdp-and-auditing-lecture.md``), and the ranges of both axes;
+* Appendix 8.2's grid of hold-out KS p-values of Gaussian mixtures, on a seeded
+  subsample of at most :data:`KS_GRID_MAX_VALUES` transformed losses per side;
+* how the headline Epsilon* was estimated, in words from the names table
+  (:mod:`epsstar.statistics.names`).
+
+The size of the record does not grow with the number of records: histograms
+have a fixed number of bins and curves at most a few hundred points.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+from scipy.special import ndtr, ndtri
+
+from epsstar.exceptions import EpsstarError
+from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.conversions import gdp_mu_from_rates
+from epsstar.statistics.curves import parametric_curve
+from epsstar.statistics.fitting import GaussianMixtureFit, LossDistribution, NormalFit
+from epsstar.statistics.goodness_of_fit import ks_table
+from epsstar.statistics.names import FAMILIES, METHODS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.result import AuditResult
+    from epsstar.statistics.fitting.base import FittedDistribution
+    from epsstar.statistics.results import EpsilonStarResult
+
+__all__ = [
+    "CURVE_POINTS",
+    "HISTOGRAM_BINS",
+    "HISTOGRAM_TRIM",
+    "KS_GRID_COMPONENTS",
+    "KS_GRID_MAX_VALUES",
+    "KS_GRID_SAMPLE_SIZES",
+    "AuditFigures",
+    "Curve",
+    "FittedDensities",
+    "Histogram",
+    "HistogramFigure",
+    "KSGrid",
+    "KSGridRow",
+    "KSGridSide",
+    "RatePoint",
+    "SideHistogram",
+    "TradeoffFigure",
+    "audit_figures",
+    "estimator_description",
+    "fitted_density",
+    "histogram",
+    "ks_grid",
+    "observed_tradeoff",
+    "tradeoff_figure",
+]
+
+#: Bins of every histogram.
+HISTOGRAM_BINS = 60
+#: Share of the pooled values cut from each end of a histogram's axis.
+HISTOGRAM_TRIM = 0.001
+#: Mixture components and sample sizes of the goodness-of-fit grid (Appendix 8.2).
+KS_GRID_COMPONENTS: tuple[int, ...] = tuple(range(1, 11))
+KS_GRID_SAMPLE_SIZES: tuple[int, ...] = (100, 400, 700, 1000)
+#: The grid is computed on at most this many transformed losses per side (seeded subsample).
+KS_GRID_MAX_VALUES = 2000
+#: Points per curve tail on the trade-off chart.
+CURVE_POINTS = 120
+#: Points of each fitted density curve.
+DENSITY_POINTS = 240
+#: Points per tail of the (ε*, δ) boundary and the μ-GDP curve.
+BOUNDARY_POINTS = 200
+
+IntArray = NDArray[np.int64]
+
+
+# --- records -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SideHistogram:
+    """One side's values in the shared bins: counts, drawn heights, values left out."""
+
+    counts: IntArray
+    #: Per bin: the percentage of the side's values, or the density (``counts / (n · width)``).
+    heights: FloatArray
+    #: Values beyond the axis (the trimmed tails), not drawn.
+    outside: int
+
+
+@dataclass(frozen=True, slots=True)
+class Histogram:
+    """Training and population values in shared bins (``edges`` has one more entry)."""
+
+    edges: FloatArray
+    train: SideHistogram
+    population: SideHistogram
+    density: bool
+    #: Share of the pooled values the axis covers, ``1 - 2 * HISTOGRAM_TRIM``.
+    central_share: float
+
+    @property
+    def bins(self) -> int:
+        return int(self.edges.size - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class FittedDensities:
+    """Densities of the distributions fitted to φ on a common grid ``x``."""
+
+    family: str
+    x: FloatArray
+    train: FloatArray
+    population: FloatArray
+
+
+@dataclass(frozen=True, slots=True)
+class HistogramFigure:
+    """A histogram chart: the bars, optional fitted densities, and both axis ranges."""
+
+    histogram: Histogram
+    x_range: tuple[float, float]
+    y_range: tuple[float, float]
+    fitted: FittedDensities | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Curve:
+    """A polyline in data coordinates (for trade-off curves: x = FPR, y = FNR)."""
+
+    x: FloatArray
+    y: FloatArray
+
+
+@dataclass(frozen=True, slots=True)
+class RatePoint:
+    """The test that attains an Epsilon*: its FPR, FNR and ε."""
+
+    fpr: float
+    fnr: float
+    epsilon: float
+
+
+@dataclass(frozen=True, slots=True)
+class TradeoffFigure:
+    """FNR against FPR on log-odds axes, with the curves and points drawn on it."""
+
+    #: Range of both axes.
+    axis: tuple[float, float]
+    #: Rates below one record's worth of data: 1/n_population (FPR) and 1/n_train (FNR).
+    smallest_supported_fpr: float
+    smallest_supported_fnr: float
+    boundary: Curve
+    empirical: Curve
+    fitted: Curve | None
+    #: μ of the μ-GDP curve through the Epsilon* point, when it is finite and positive.
+    gdp_mu: float | None
+    gdp: Curve | None
+    star: RatePoint | None
+    empirical_star: RatePoint | None
+
+
+@dataclass(frozen=True, slots=True)
+class KSGridRow:
+    """Hold-out KS p-values of one mixture size, one per sample size."""
+
+    n_components: int
+    pvalues: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class KSGridSide:
+    """One side's grid, or the error that prevented it."""
+
+    used: int
+    sample_sizes: tuple[int, ...] = ()
+    rows: tuple[KSGridRow, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KSGrid:
+    """Appendix 8.2's grid for both sides."""
+
+    components: tuple[int, ...]
+    max_values: int
+    train: KSGridSide
+    population: KSGridSide
+
+
+@dataclass(frozen=True, slots=True)
+class AuditFigures:
+    """Everything the report of one audit draws besides the result's own fields."""
+
+    losses: HistogramFigure
+    #: Transformed losses with the fitted densities; None when the method fits no transform.
+    transformed: HistogramFigure | None
+    tradeoff: TradeoffFigure
+    #: None when the method has no transform or the grid was left out.
+    ks_grid: KSGrid | None
+    #: How the headline Epsilon* was estimated, in words (see :func:`estimator_description`).
+    estimator: str
+
+
+# --- histograms ----------------------------------------------------------------------------------
+
+
+def histogram(train: FloatArray, population: FloatArray, *, density: bool) -> Histogram:
+    """Shared bin edges over the central pooled values; counts and heights per side."""
+    pooled = np.concatenate([train, population])
+    low, high = np.quantile(pooled, [HISTOGRAM_TRIM, 1.0 - HISTOGRAM_TRIM])
+    if not high > low:
+        low, high = float(np.min(pooled)), float(np.max(pooled))
+    if not high > low:
+        low, high = low - 0.5, high + 0.5
+    edges = np.linspace(low, high, HISTOGRAM_BINS + 1)
+
+    def side(values: FloatArray) -> SideHistogram:
+        counts, _ = np.histogram(values, bins=edges)
+        scale = values.size * (np.diff(edges) if density else 1.0)
+        heights = counts / scale * (1.0 if density else 100.0)
+        return SideHistogram(counts, heights, int(values.size - counts.sum()))
+
+    return Histogram(
+        edges=edges,
+        train=side(train),
+        population=side(population),
+        density=density,
+        central_share=1.0 - 2.0 * HISTOGRAM_TRIM,
+    )
+
+
+def _tallest(histogram: Histogram) -> float:
+    return float(max(histogram.train.heights.max(), histogram.population.heights.max()))
+
+
+def _span(histogram: Histogram) -> tuple[float, float]:
+    return float(histogram.edges[0]), float(histogram.edges[-1])
+
+
+def loss_figure(result: AuditResult) -> HistogramFigure:
+    """Histograms of the losses, each side as a percentage of its records."""
+    bars = histogram(result.train_losses, result.population_losses, density=False)
+    return HistogramFigure(bars, _span(bars), (0.0, _tallest(bars) * 1.1 or 1.0))
+
+
+def fitted_density(fit: FittedDistribution, x: FloatArray) -> FloatArray:
+    """Density of a fit: from its parameters, else by differentiating its CDF."""
+    if isinstance(fit, GaussianMixtureFit):
+        total = np.zeros_like(x)
+        for w, m, s in zip(fit.weights, fit.means, fit.sds, strict=True):
+            total += w * stats.norm.pdf(x, m, s)
+        return total
+    if isinstance(fit, NormalFit):
+        return np.asarray(stats.norm.pdf(x, fit.mean, fit.sd), dtype=np.float64)
+    return np.gradient(np.asarray(fit.cdf(x), dtype=np.float64), x)
+
+
+def transformed_figure(result: AuditResult) -> HistogramFigure | None:
+    """Density histograms of φ with the fitted densities; None without a transform or fits."""
+    eps = result.epsilon
+    if eps.transform is None or not eps.fits:
+        return None
+    bars = histogram(
+        eps.transform.forward(result.train_losses),
+        eps.transform.forward(result.population_losses),
+        density=True,
+    )
+    x = np.linspace(bars.edges[0], bars.edges[-1], DENSITY_POINTS)
+    fitted = FittedDensities(
+        family=eps.family or "fit",
+        x=x,
+        train=fitted_density(eps.fits["train"].fit, x),
+        population=fitted_density(eps.fits["population"].fit, x),
+    )
+    top = max(_tallest(bars), float(fitted.train.max()), float(fitted.population.max()))
+    return HistogramFigure(bars, _span(bars), (0.0, top * 1.1 or 1.0), fitted)
+
+
+# --- trade-off -----------------------------------------------------------------------------------
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def _axis_low(values: Iterable[float]) -> float:
+    """A power of ten at least one decade below the smallest positive value, in [1e-12, 1e-2]."""
+    positive = [v for v in values if _finite(v) and v > 0]
+    low = min(positive) if positive else 1e-6
+    return float(min(1e-2, max(1e-12, 10.0 ** (math.floor(math.log10(low)) - 1))))
+
+
+def observed_tradeoff(train: FloatArray, population: FloatArray, low: float) -> Curve:
+    """(FPR, FNR) of the loss-threshold test at a bounded set of observed thresholds.
+
+    Small data: every distinct loss. Large data: the losses at geometrically
+    spaced ranks towards both tails of both sides, down to rate ``low``, so the
+    log-log curve keeps its shape with a fixed number of points.
+    """
+    sorted_train, sorted_pop = np.sort(train), np.sort(population)
+    pooled = np.unique(np.concatenate([sorted_train, sorted_pop]))
+    if pooled.size <= 4 * CURVE_POINTS:
+        thresholds = pooled
+    else:
+        levels = np.geomspace(max(low, 1.0 / max(train.size, population.size)), 0.5, CURVE_POINTS)
+        levels = np.concatenate([levels, 1.0 - levels])
+        thresholds = np.unique(
+            np.concatenate(
+                [
+                    np.quantile(sorted_pop, levels, method="inverted_cdf"),
+                    np.quantile(sorted_train, levels, method="inverted_cdf"),
+                ]
+            )
+        )
+    fpr = np.searchsorted(sorted_pop, thresholds, side="right") / sorted_pop.size
+    fnr = 1.0 - np.searchsorted(sorted_train, thresholds, side="right") / sorted_train.size
+    return Curve(fpr, fnr)
+
+
+def _rate_point(estimate: EpsilonStarResult) -> RatePoint | None:
+    if not (_finite(estimate.fpr) and _finite(estimate.fnr)):
+        return None
+    return RatePoint(float(estimate.fpr), float(estimate.fnr), float(estimate.epsilon))
+
+
+def _gdp_mu(estimate: EpsilonStarResult) -> float | None:
+    if not (_finite(estimate.fpr) and _finite(estimate.fnr)):
+        return None
+    mu = gdp_mu_from_rates(estimate.fpr, estimate.fnr)
+    return mu if math.isfinite(mu) and mu > 0 else None
+
+
+def _fitted_tradeoff(estimate: EpsilonStarResult, low: float) -> Curve | None:
+    if estimate.transform is None or not estimate.fits:
+        return None
+    curve = parametric_curve(
+        LossDistribution(estimate.fits["train"].fit, estimate.transform),
+        LossDistribution(estimate.fits["population"].fit, estimate.transform),
+        points_per_tail=CURVE_POINTS,
+        smallest_rate=max(low / 10.0, 1e-300),
+    )
+    return Curve(curve.fpr, curve.fnr)
+
+
+def tradeoff_figure(result: AuditResult) -> TradeoffFigure:
+    """The trade-off chart's axes, curves and points (see the module docstring)."""
+    eps = result.epsilon
+    n_train, n_pop = eps.n_train, eps.n_population
+    rates = [eps.fpr, eps.fnr, result.empirical.fpr, result.empirical.fnr]
+    low = _axis_low([eps.delta, 1.0 / n_pop, 1.0 / n_train, *rates])
+    high = 1.0 - _axis_low([1.0 / n_pop, 1.0 / n_train, *(1.0 - r for r in rates if _finite(r))])
+    tail = np.geomspace(low / 10.0, 0.5, BOUNDARY_POINTS)
+    x = np.unique(np.concatenate([tail, 1.0 - tail]))
+    e, d = eps.epsilon, eps.delta
+    boundary = np.maximum.reduce(
+        [np.zeros_like(x), 1.0 - d - np.exp(min(e, 700.0)) * x, np.exp(-e) * (1.0 - d - x)]
+    )
+    mu = _gdp_mu(eps)
+    return TradeoffFigure(
+        axis=(low, high),
+        smallest_supported_fpr=1.0 / n_pop,
+        smallest_supported_fnr=1.0 / n_train,
+        boundary=Curve(x, boundary),
+        empirical=observed_tradeoff(result.train_losses, result.population_losses, low),
+        fitted=_fitted_tradeoff(eps, low),
+        gdp_mu=mu,
+        gdp=None if mu is None else Curve(x, ndtr(-ndtri(x) - mu)),
+        star=_rate_point(eps),
+        empirical_star=_rate_point(result.empirical),
+    )
+
+
+# --- goodness of fit -----------------------------------------------------------------------------
+
+
+def _ks_side(
+    values: FloatArray, components: tuple[int, ...], sample_sizes: Sequence[int], seed: int
+) -> KSGridSide:
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
+    sizes = tuple(sorted({min(int(s), values.size // 2) for s in sample_sizes}))
+    try:
+        # Thread pools cost more than they save on one-dimensional fits of this size.
+        with threadpool_limits(1):
+            table = ks_table(values, components=components, sample_sizes=sizes, seed=seed)
+    except EpsstarError as error:
+        return KSGridSide(used=int(values.size), error=str(error))
+    cells = {(t.n_components, t.n_samples): t.pvalue for t in table}
+    rows = tuple(KSGridRow(k, tuple(cells[(k, s)] for s in sizes)) for k in components)
+    return KSGridSide(used=int(values.size), sample_sizes=sizes, rows=rows)
+
+
+def ks_grid(
+    result: AuditResult,
+    *,
+    components: Sequence[int] = KS_GRID_COMPONENTS,
+    sample_sizes: Sequence[int] = KS_GRID_SAMPLE_SIZES,
+    max_values: int = KS_GRID_MAX_VALUES,
+) -> KSGrid | None:
+    """Appendix 8.2's grid of hold-out KS p-values per side, on a seeded subsample.
+
+    Sample sizes above half a side's values become half its values. None when
+    the method fits no transform or ``components`` or ``sample_sizes`` is empty.
+    """
+    eps = result.epsilon
+    ks, sizes = tuple(int(k) for k in components), tuple(int(s) for s in sample_sizes)
+    if eps.transform is None or not ks or not sizes:
+        return None
+    rng = np.random.default_rng([eps.seed, 82])
+    sides: list[KSGridSide] = []
+    for losses in (result.train_losses, result.population_losses):
+        values = eps.transform.forward(losses)
+        if values.size > max_values:
+            values = rng.choice(values, size=max_values, replace=False)
+        sides.append(_ks_side(values, ks, sizes, eps.seed))
+    return KSGrid(components=ks, max_values=int(max_values), train=sides[0], population=sides[1])
+
+
+# --- the estimator in words ---------------------------------------------------------------------
+
+
+def estimator_description(method: str, family: str | None) -> str:
+    """The names table's description of ``method`` (and of ``family`` when one was fitted)."""
+    if method not in METHODS:
+        return f"uses the '{method}' estimator (docs/accuracy.md)"
+    described = METHODS[method].description
+    if family is not None and family in FAMILIES:
+        described += f" (here {FAMILIES[family].description})"
+    return described
+
+
+# --- everything ----------------------------------------------------------------------------------
+
+
+def audit_figures(
+    result: AuditResult,
+    *,
+    ks_components: Sequence[int] = KS_GRID_COMPONENTS,
+    ks_sample_sizes: Sequence[int] = KS_GRID_SAMPLE_SIZES,
+    ks_max_values: int = KS_GRID_MAX_VALUES,
+) -> AuditFigures:
+    """The figures of ``result``'s report; ``ks_*`` set the goodness-of-fit grid.
+
+    The grid fits up to ``2 · len(ks_components) · len(ks_sample_sizes)``
+    mixtures (about 2 s with the defaults); ``ks_components=()`` leaves it out.
+    """
+    return AuditFigures(
+        losses=loss_figure(result),
+        transformed=transformed_figure(result),
+        tradeoff=tradeoff_figure(result),
+        ks_grid=ks_grid(
+            result,
+            components=ks_components,
+            sample_sizes=ks_sample_sizes,
+            max_values=ks_max_values,
+        ),
+        estimator=estimator_description(result.epsilon.method, result.epsilon.family),
+    )
