@@ -1,0 +1,116 @@
+"""The architecture holds: layers (import-linter), pure statistics, short functions.
+
+docs/architecture.md describes the layers; pyproject.toml's ``[tool.importlinter]``
+states them. These tests fail when a module imports upwards, when a folder escapes
+the contract, when the statistics touch files or print, or when a library function
+grows past 80 lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LIBRARY = (ROOT / "epsstar", ROOT / "loaders", ROOT / "reports")
+MAX_FUNCTION_LINES = 80
+
+
+def _library_files() -> Iterator[Path]:
+    for folder in LIBRARY:
+        for path in sorted(folder.rglob("*.py")):
+            # epsstar/loaders and epsstar/reports link to the top-level folders.
+            if folder.name == "epsstar" and path.relative_to(folder).parts[0] in (
+                "loaders",
+                "reports",
+            ):
+                continue
+            yield path
+
+
+def _contracts() -> list[dict[str, object]]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts: list[dict[str, object]] = config["tool"]["importlinter"]["contracts"]
+    return contracts
+
+
+def test_import_linter_contracts_are_kept() -> None:
+    from importlinter.cli import lint_imports
+
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        code = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True)
+    assert code == 0, output.getvalue()
+
+
+def test_every_subpackage_is_in_a_layer() -> None:
+    (layers,) = [c for c in _contracts() if c["type"] == "layers"]
+    assert isinstance(layers["layers"], list)
+    named = {name.strip() for layer in layers["layers"] for name in layer.split("|")}
+    modules = {
+        path.stem
+        for path in (ROOT / "epsstar").iterdir()
+        if (path / "__init__.py").is_file()
+        or (path.suffix == ".py" and not path.name.startswith("__"))
+    }
+    assert modules == named, f"outside the layers contract: {sorted(modules - named)}"
+
+
+def test_the_contracts_can_fail(tmp_path: Path) -> None:
+    """An upward import breaks the layers contract (the check is not vacuous)."""
+    from importlinter.cli import lint_imports
+
+    config = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    # A contract that forbids what the statistics really import must break.
+    broken = config + (
+        '\n[[tool.importlinter.contracts]]\nname = "must break"\ntype = "forbidden"\n'
+        'source_modules = ["epsstar.statistics.estimator"]\n'
+        'forbidden_modules = ["epsstar.statistics.empirical"]\n'
+    )
+    path = tmp_path / "pyproject.toml"
+    path.write_text(broken, encoding="utf-8")
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = lint_imports(config_filename=str(path), no_cache=True)
+    assert code != 0
+
+
+_IO_CALLS = {"open", "print", "input"}
+_IO_METHODS = {"read_text", "write_text", "read_bytes", "write_bytes", "mkdir", "unlink"}
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((ROOT / "epsstar" / "statistics").rglob("*.py")),
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_statistics_do_no_io(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        function = node.func
+        if isinstance(function, ast.Name):
+            assert function.id not in _IO_CALLS, f"{path.name}:{node.lineno} calls {function.id}"
+        if isinstance(function, ast.Attribute):
+            assert function.attr not in _IO_METHODS, (
+                f"{path.name}:{node.lineno} calls .{function.attr}"
+            )
+
+
+@pytest.mark.parametrize("path", list(_library_files()), ids=lambda p: str(p.relative_to(ROOT)))
+def test_library_functions_are_short(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    long = [
+        f"{node.name} (line {node.lineno}): {node.end_lineno - node.lineno + 1} lines"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
