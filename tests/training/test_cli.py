@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +30,10 @@ def _train(csv_files: tuple[Path, Path], out: Path, *extra: str) -> list[str]:
 
 @pytest.mark.slow
 def test_train_writes_a_model_directory(
-    csv_files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    csv_files: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    validate_json: Callable[[str, Any], None],
 ) -> None:
     out = tmp_path / "dp"
     code = main(
@@ -54,6 +59,7 @@ def test_train_writes_a_model_directory(
     assert code == 0
     assert sorted(p.name for p in out.iterdir()) == ["model.onnx", "model.pt", "training.json"]
     record = json.loads((out / "training.json").read_text())
+    validate_json("training", record)
     assert record["kind"] == "dp-sgd"
     assert record["privacy"]["epsilon"] <= 2
     assert record["privacy"]["clip"] == 0.5
@@ -65,10 +71,16 @@ def test_train_writes_a_model_directory(
 
 
 def test_train_summary_without_quiet(
-    csv_files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    csv_files: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    validate_json: Callable[[str, Any], None],
 ) -> None:
     argv = [a for a in _train(csv_files, tmp_path / "plain") if a != "--quiet"]
     assert main(argv) == 0
+    record = json.loads((tmp_path / "plain" / "training.json").read_text())
+    validate_json("training", record)
+    assert record["privacy"] is None
     out = capsys.readouterr().out
     assert "non-private logistic regression" in out
     assert "train: accuracy" in out

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,7 +112,9 @@ def test_sweep_resumes_without_touching_finished_models(config_file: Path, tmp_p
 
 
 @pytest.mark.slow
-def test_sweep_cli(config_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sweep_cli(
+    config_file: Path, tmp_path: Path, validate_json: Callable[[str, Any], None]
+) -> None:
     small = (
         config_file.read_text()
         .replace("repeats = 2", "repeats = 1")
@@ -119,6 +124,10 @@ def test_sweep_cli(config_file: Path, tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["sweep", str(config_file), "--out", str(tmp_path / "o"), "--quiet"]) == 0
     with (tmp_path / "o" / "manifest.csv").open() as stream:
         assert len(list(csv.DictReader(stream))) == 4
+    records = sorted((tmp_path / "o").glob("*/0/training.json"))
+    assert len(records) == 4
+    for record in records:
+        validate_json("training", json.loads(record.read_text(encoding="utf-8")))
 
 
 @pytest.mark.parametrize(
