@@ -34,7 +34,8 @@ def one_repeat(job: tuple[float, int, float, int, int, float, int, str]) -> tupl
     train, population = rng.gamma(2.0, 5.0, n), rng.gamma(2.0 + d, 5.0, n)
 
     def point(a: np.ndarray, b: np.ndarray) -> float:
-        return epsilon_star(a, b, delta=delta, method=method, seed=seed).epsilon  # type: ignore[arg-type]
+        chosen = METHODS.check(method)
+        return epsilon_star(a, b, delta=delta, method=chosen, seed=seed).epsilon
 
     estimate = point(train, population)
     replicates = bootstrap_replicates(
