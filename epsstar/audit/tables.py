@@ -115,7 +115,7 @@ class Batch:
 
 def _shown(items: Sequence[object], limit: int = _SHOWN) -> str:
     text = ", ".join(repr(item) for item in items[:limit])
-    return text + (", ..." if len(items) > limit else "")
+    return text + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def _locate(path: str | os.PathLike[str], what: str = "data file") -> tuple[Path, str]:
