@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from epsstar.cli.exit_codes import EXIT_OK, EXIT_PARTIAL
 from epsstar.cli.text_table import aligned_table
+from epsstar.cli.train import add_threads_argument
 
 if TYPE_CHECKING:
     from epsstar.audit.many import ManifestEntry, ModelAudit, ReportWriter, StrategySummary
@@ -64,6 +65,9 @@ LABEL = "label"
 
 #: One epoch's progress from a training worker: strategy label, repeat, statistics.
 EpochMessage = tuple[str, int, "EpochStats"]
+#: A training worker starts searching the noise multiplier of a strategy: its label.
+PlanMessage = tuple[str]
+Message = EpochMessage | PlanMessage
 
 
 def strategies(quick: bool) -> list[GridStrategy]:
@@ -138,6 +142,7 @@ def register(subparsers: Any) -> None:
         default=min(2, os.cpu_count() or 1),
         help="parallel worker processes (default: 2 or the number of CPUs if fewer)",
     )
+    add_threads_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     parser.set_defaults(handler=run)
 
@@ -145,6 +150,8 @@ def register(subparsers: Any) -> None:
 def _check_arguments(args: argparse.Namespace) -> tuple[int, Path]:
     from epsstar.exceptions import InvalidInputError
     from epsstar.training.export import check_output_dir
+    from epsstar.training.sweep import MAX_MODELS
+    from epsstar.training.threads import choose_threads
 
     for name in ("jobs", "repeats"):
         value = getattr(args, name)
@@ -153,6 +160,11 @@ def _check_arguments(args: argparse.Namespace) -> tuple[int, Path]:
     if args.seed < 0:
         raise InvalidInputError(f"--seed must be an integer ≥ 0. Found {args.seed}.")
     repeats = args.repeats if args.repeats is not None else (1 if args.quick else REPEATS)
+    if repeats * len(strategies(args.quick)) > MAX_MODELS:
+        raise InvalidInputError(
+            f"--repeats asks for more than {MAX_MODELS:,} models. Found {repeats}."
+        )
+    choose_threads(1, args.threads)  # a bad --threads or EPSSTAR_THREADS fails here
     out = check_output_dir(args.out, args.overwrite)
     return repeats, out
 
@@ -252,10 +264,22 @@ class _Display:
         if self.progress is not None:
             self.progress.stop()
 
+    def receive(self, message: Message) -> None:
+        """A message from a training worker: an epoch done, or a noise search started."""
+        if len(message) == 1:
+            config = self.configs[message[0]]
+            self.step(
+                f"{message[0]}: choosing the noise multiplier for ε = {config.target_epsilon:g}"
+            )
+        else:
+            self.epoch(message)
+
     def epoch(self, message: EpochMessage) -> None:
-        if not self.bars:
-            return
         label, repeat, stats = message
+        if not self.bars:
+            if stats.epoch == stats.epochs and not self.quiet:
+                print(f"trained {label} #{repeat}", file=sys.stderr, flush=True)
+            return
         key = (label, repeat)
         if key not in self.ids:
             epochs = self.configs[label].epochs
@@ -302,18 +326,18 @@ _messages: Any = None
 def _init_worker(messages: Any, threads: int) -> None:
     global _messages
     _messages = messages
-    import torch
+    from epsstar.training.threads import apply_threads
 
-    torch.set_num_threads(threads)
+    apply_threads(threads)
 
 
-def _send(message: EpochMessage) -> None:
+def _send(message: Message) -> None:
     if _messages is not None:
         _messages.put(message)
 
 
 def train_strategy(
-    config: SweepConfig, notify: Callable[[EpochMessage], None] | None = None
+    config: SweepConfig, notify: Callable[[Message], None] | None = None
 ) -> str | None:
     """Run the sweep of one strategy; the error that stopped it, if any, as a message."""
     from epsstar.exceptions import EpsstarError
@@ -325,6 +349,7 @@ def train_strategy(
             config,
             progress=False,
             on_epoch=lambda label, repeat, stats: tell((label, repeat, stats)),
+            on_plan=lambda label: tell((label,)),
         )
     except Exception as error:  # one failed strategy must not lose the others
         kind = "" if isinstance(error, EpsstarError) else f"unexpected {type(error).__name__}: "
@@ -337,18 +362,27 @@ def _cost(strategy: GridStrategy) -> int:
     return strategy.config.epochs * (2 if strategy.config.private else 1)
 
 
-def _train(config: SweepConfig, jobs: int, display: _Display) -> dict[str, str]:
-    """Train the grid, one sweep per strategy, longest first; the errors by strategy."""
+def _train(
+    config: SweepConfig, jobs: int, threads: int | None, display: _Display
+) -> dict[str, str]:
+    """Train the grid, one sweep per strategy, longest first; the errors by strategy.
+
+    ``threads`` (``--threads``) is torch's thread count in each worker; None chooses it.
+    """
     from epsstar.training.sweep import write_manifest
+    from epsstar.training.threads import apply_threads, choose_threads
 
     parts = {
         s.label: replace(config, strategies=(s,))
         for s in sorted(config.strategies, key=lambda s: -_cost(s))
     }
-    if jobs == 1:
-        errors = {label: train_strategy(part, display.epoch) for label, part in parts.items()}
+    workers = min(jobs, len(parts))
+    per_worker = choose_threads(workers, threads)
+    if workers == 1:
+        apply_threads(per_worker)
+        errors = {label: train_strategy(part, display.receive) for label, part in parts.items()}
     else:
-        errors = _train_in_pool(parts, min(jobs, len(parts)), display)
+        errors = _train_in_pool(parts, workers, per_worker, display)
     assert config.out is not None  # set by _prepare
     # Each strategy's sweep wrote manifest.csv with its own models only: list them all.
     write_manifest(config, config.out)
@@ -356,7 +390,7 @@ def _train(config: SweepConfig, jobs: int, display: _Display) -> dict[str, str]:
 
 
 def _train_in_pool(
-    parts: dict[str, SweepConfig], workers: int, display: _Display
+    parts: dict[str, SweepConfig], workers: int, threads: int, display: _Display
 ) -> dict[str, str | None]:
     context = multiprocessing.get_context("spawn")
     messages = context.Queue()
@@ -364,7 +398,7 @@ def _train_in_pool(
         max_workers=workers,
         mp_context=context,
         initializer=_init_worker,
-        initargs=(messages, max(1, (os.cpu_count() or 1) // workers)),
+        initargs=(messages, threads),
     )
     errors: dict[str, str | None] = {}
     try:
@@ -388,7 +422,7 @@ def _train_in_pool(
 def _drain(messages: Any, display: _Display) -> None:
     while True:
         try:
-            display.epoch(messages.get_nowait())
+            display.receive(messages.get_nowait())
         except queue.Empty:
             return
 
@@ -692,7 +726,7 @@ def run(args: argparse.Namespace) -> int:
     configs = {s.label: s.config for s in config.strategies}
     with _Display(configs, total, quiet=args.quiet) as display:
         display.step(f"training {total} models (σ of DP-SGD chosen once per strategy)")
-        errors = _train(config, args.jobs, display)
+        errors = _train(config, args.jobs, args.threads, display)
         seconds["training"] = time.perf_counter() - started - sum(seconds.values())
         models = _models(config)
         display.step("auditing the models")

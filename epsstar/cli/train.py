@@ -25,6 +25,19 @@ def _microbatches(text: str) -> int | None:
     return value
 
 
+def add_threads_argument(parser: argparse.ArgumentParser) -> None:
+    """``--threads``: torch's intra-op threads (the choice is explained in its help)."""
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="torch threads per training process (default: $EPSSTAR_THREADS, else the cores "
+        "this process may use that are not busy, shared among the worker processes; never "
+        "more than the cores)",
+    )
+
+
 def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     """Options shared by ``train``: optimisation and privacy settings."""
     parser.add_argument(
@@ -135,9 +148,15 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace the contents of a non-empty output directory",
+        help="write into a non-empty output directory (model.onnx, model.pt and "
+        "training.json are replaced; other files are left alone)",
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    add_threads_argument(parser)
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress (a bar on a terminal, a line per epoch otherwise) or summary",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -207,11 +226,15 @@ def summarise(record: dict[str, Any], out: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from epsstar.training.pipeline import load_inputs, train_to_directory
+    from epsstar.training.threads import apply_threads, choose_threads
+
+    threads = choose_threads(1, args.threads)
 
     features = None
     if args.features is not None:
         features = [name.strip() for name in args.features.split(",") if name.strip()]
     data, population = load_inputs(args.data, args.label_column, args.population, features)
+    apply_threads(threads)
     result = train_to_directory(
         data,
         config_from_args(args),

@@ -1,7 +1,7 @@
-"""A rich progress bar over epochs showing the training loss and the ε spent so far.
+"""Progress over epochs, with the training loss and the ε spent so far, on standard error.
 
-Shown on standard error, only when it is a terminal and the user did not ask
-for quiet output; otherwise every method is a no-op.
+A rich progress bar when standard error is a terminal, one plain line per epoch
+otherwise (a log file, a CI job); nothing when the user asked for quiet output.
 """
 
 from __future__ import annotations
@@ -12,14 +12,25 @@ from typing import Any
 
 from epsstar.training.results import EpochStats
 
-__all__ = ["EpochProgress"]
+__all__ = ["EpochProgress", "announce"]
+
+
+def announce(text: str, enabled: bool | None = None) -> None:
+    """Print one line saying what happens next (``enabled=False``: nothing)."""
+    if enabled is not False:
+        print(text, file=sys.stderr, flush=True)
 
 
 class EpochProgress:
-    """Context manager; pass :meth:`update` as the trainer's ``on_epoch`` callback."""
+    """Context manager; pass :meth:`update` as the trainer's ``on_epoch`` callback.
+
+    ``enabled=None`` shows a bar on a terminal and a line per epoch otherwise;
+    ``True`` always a bar; ``False`` nothing.
+    """
 
     def __init__(self, description: str, epochs: int, *, enabled: bool | None = None) -> None:
         self._enabled = sys.stderr.isatty() if enabled is None else enabled
+        self._lines = enabled is None and not self._enabled
         self._description = description
         self._epochs = epochs
         self._progress: Any = None
@@ -54,9 +65,16 @@ class EpochProgress:
         return self
 
     def update(self, stats: EpochStats) -> None:
+        epsilon = "-" if stats.epsilon is None else f"{stats.epsilon:.3f}"
+        if self._lines:
+            print(
+                f"{self._description}: epoch {stats.epoch}/{stats.epochs}  loss {stats.loss:.4f}"
+                f"  ε {epsilon}  {stats.seconds:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
         if self._progress is None:
             return
-        epsilon = "-" if stats.epsilon is None else f"{stats.epsilon:.3f}"
         self._progress.update(
             self._task, completed=stats.epoch, loss=f"{stats.loss:.4f}", epsilon=epsilon
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
@@ -23,7 +23,7 @@ __all__ = [
     "TrainingUtility",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +129,11 @@ class EpochStats:
 
 @dataclass(frozen=True, slots=True)
 class TrainingResult:
-    """Everything ``training.json`` holds about one trained model."""
+    """Everything ``training.json`` holds about one trained model.
+
+    ``fingerprint`` (:mod:`epsstar.training.fingerprint`) is set when the model is written
+    to a directory; None for a model trained in memory.
+    """
 
     private: bool
     data: DataSummary
@@ -143,6 +147,7 @@ class TrainingResult:
     epsstar_version: str
     torch_version: str
     files: dict[str, str]
+    fingerprint: dict[str, Any] | None = field(default=None)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document (a plain dict; non-finite floats become ``None``)."""
@@ -164,6 +169,7 @@ class TrainingResult:
             "wall_time_seconds": self.wall_time_seconds,
             "versions": {"epsstar": self.epsstar_version, "torch": self.torch_version},
             "files": dict(self.files),
+            "fingerprint": None if self.fingerprint is None else dict(self.fingerprint),
         }
         cleaned = _json_safe(document)
         assert isinstance(cleaned, dict)

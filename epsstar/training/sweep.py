@@ -8,10 +8,15 @@ trained with seed ``seed + r``.
 
 A model directory counts as finished only when its ``training.json`` exists
 (written last, atomically), so a sweep killed at any point restarts where it
-stopped: finished models are skipped untouched, an unfinished directory is
-trained again from scratch. After every finished model ``<out>/manifest.csv``
-is rewritten atomically from the ``training.json`` files on disk; relative
-paths in it are relative to the manifest's directory.
+stopped: an unfinished directory is trained again from scratch, and a finished
+model is skipped untouched when the fingerprint in its ``training.json``
+(:mod:`epsstar.training.fingerprint`: every setting, the seed, the data's content
+hashes, label and feature columns) equals the one the sweep would train now.
+Any other finished model — other settings or data, no fingerprint, an
+unreadable ``training.json`` — stops the sweep before it trains anything,
+unless ``overwrite`` asks to train such models again. After every finished
+model ``<out>/manifest.csv`` is rewritten atomically from the ``training.json``
+files on disk; relative paths in it are relative to the manifest's directory.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 from epsstar.audit.files import atomic_write_bytes
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.training.export import MODEL_FILES
+from epsstar.training.fingerprint import data_fingerprint, fingerprint, fingerprint_change
 from epsstar.training.results import EpochStats
 from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy
 
@@ -47,6 +53,8 @@ __all__ = [
 ]
 
 MANIFEST_NAME = "manifest.csv"
+#: The most models one sweep may describe (strategies × repeats).
+MAX_MODELS = 100_000
 MANIFEST_COLUMNS: tuple[str, ...] = (
     "model",
     "torchscript",
@@ -330,6 +338,12 @@ def load_sweep_config(path: str | os.PathLike[str]) -> SweepConfig:
     label_column, features = _data_settings(source, top)
     repeats, seed = _repeats_and_seed(source, top)
     strategies = _grid(source, top)
+    if len(strategies) * repeats > MAX_MODELS:
+        raise _fail(
+            source,
+            f"the sweep describes too many models ({len(strategies)} strategies × {repeats} "
+            f"repeats); at most {MAX_MODELS:,} are allowed. Found {len(strategies) * repeats:,}.",
+        )
     return SweepConfig(
         data=_resolve(base, top["data"], "data", source),
         label_column=label_column,
@@ -358,49 +372,67 @@ def _cell(value: Any) -> Any:
     return value
 
 
+def _row(config: SweepConfig, label: str, repeat: int, record: dict[str, Any]) -> dict[str, Any]:
+    """The manifest row of one finished model from its ``training.json`` document."""
+    privacy = record["privacy"] or {}
+    hyper = record["hyperparameters"]
+    population = record["utility"]["population"] or {}
+    relative = Path(label) / str(repeat)
+    return {
+        "model": (relative / MODEL_FILES["onnx"]).as_posix(),
+        "torchscript": (relative / MODEL_FILES["torchscript"]).as_posix(),
+        "train_data": str(config.data.resolve()),
+        "population_data": "" if config.population is None else str(config.population.resolve()),
+        "label_column": config.label_column,
+        "features": config.features,
+        "strategy": label,
+        "repeat": repeat,
+        "private": record["private"],
+        "epochs": hyper["epochs"],
+        "batch_size": hyper["batch_size"],
+        "clip": hyper["clip"],
+        "microbatches": hyper["microbatches"],
+        "target_epsilon": privacy.get("target_epsilon"),
+        "epsilon": privacy.get("epsilon"),
+        "delta": privacy.get("delta"),
+        "noise_multiplier": privacy.get("noise_multiplier"),
+        "accountant": (privacy.get("accountant") or {}).get("name"),
+        "hidden": record["model"]["hidden"],
+        "lr": hyper["lr"],
+        "momentum": hyper["momentum"],
+        "seed": hyper["seed"],
+        "train_accuracy": record["utility"]["train"]["accuracy"],
+        "population_accuracy": population.get("accuracy"),
+        "population_auroc": population.get("auroc"),
+    }
+
+
+def _row_problem(config: SweepConfig, label: str, repeat: int, record: Any) -> str | None:
+    """Why ``record`` gives no manifest row (a key missing or of the wrong type), if it does not."""
+    try:
+        _row(config, label, repeat, record)
+    except KeyError as error:
+        return f"its {MODEL_FILES['record']} has no key {error}"
+    except (TypeError, AttributeError):
+        return f"its {MODEL_FILES['record']} does not have the layout epsstar writes"
+    return None
+
+
 def manifest_rows(config: SweepConfig, out: Path) -> list[dict[str, Any]]:
     """One row per finished model of the sweep, in grid order."""
     rows: list[dict[str, Any]] = []
     for strategy, repeat in _runs(config):
-        folder = out / strategy.label / str(repeat)
-        record_path = folder / MODEL_FILES["record"]
+        record_path = out / strategy.label / str(repeat) / MODEL_FILES["record"]
         if not record_path.is_file():
             continue
-        record = json.loads(record_path.read_text(encoding="utf-8"))
-        privacy = record["privacy"] or {}
-        hyper = record["hyperparameters"]
-        population = record["utility"]["population"] or {}
-        relative = Path(strategy.label) / str(repeat)
-        rows.append(
-            {
-                "model": (relative / MODEL_FILES["onnx"]).as_posix(),
-                "torchscript": (relative / MODEL_FILES["torchscript"]).as_posix(),
-                "train_data": str(config.data.resolve()),
-                "population_data": ""
-                if config.population is None
-                else str(config.population.resolve()),
-                "label_column": config.label_column,
-                "strategy": strategy.label,
-                "repeat": repeat,
-                "private": record["private"],
-                "epochs": hyper["epochs"],
-                "batch_size": hyper["batch_size"],
-                "clip": hyper["clip"],
-                "microbatches": hyper["microbatches"],
-                "target_epsilon": privacy.get("target_epsilon"),
-                "epsilon": privacy.get("epsilon"),
-                "delta": privacy.get("delta"),
-                "noise_multiplier": privacy.get("noise_multiplier"),
-                "accountant": (privacy.get("accountant") or {}).get("name"),
-                "hidden": record["model"]["hidden"],
-                "lr": hyper["lr"],
-                "momentum": hyper["momentum"],
-                "seed": hyper["seed"],
-                "train_accuracy": record["utility"]["train"]["accuracy"],
-                "population_accuracy": population.get("accuracy"),
-                "population_auroc": population.get("auroc"),
-            }
-        )
+        try:
+            record = json.loads(record_path.read_text(encoding="utf-8"))
+            rows.append(_row(config, strategy.label, repeat, record))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+            raise InputFileError(
+                f"cannot list a finished model in the manifest ({type(error).__name__}: "
+                f"{error}); pass --overwrite to train it again. Found {str(record_path)!r}."
+            ) from None
     return rows
 
 
@@ -416,20 +448,51 @@ def write_manifest(config: SweepConfig, out: Path) -> Path:
     return path
 
 
-def run_sweep(
-    config: SweepConfig,
-    out: str | os.PathLike[str] | None = None,
-    *,
-    progress: bool | None = None,
-    log: Callable[[str], None] | None = None,
-    on_epoch: Callable[[str, int, EpochStats], None] | None = None,
-) -> SweepOutcome:
-    """Train every unfinished model of the grid, rewriting the manifest after each one.
+def _record_problem(config: SweepConfig, folder: Path, expected: dict[str, Any]) -> str | None:
+    """Why the finished model in ``folder`` is not the one ``expected`` describes, if it is not."""
+    try:
+        document = json.loads((folder / MODEL_FILES["record"]).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        return f"its {MODEL_FILES['record']} cannot be read ({error})"
+    if not isinstance(document, dict):
+        return f"its {MODEL_FILES['record']} is not a JSON object"
+    for kind in ("onnx", "torchscript"):
+        if not (folder / MODEL_FILES[kind]).is_file():
+            return f"its {MODEL_FILES[kind]} is missing"
+    return fingerprint_change(document.get("fingerprint"), expected) or _row_problem(
+        config, folder.parent.name, int(folder.name), document
+    )
 
-    ``on_epoch(strategy label, repeat, stats)`` is called after every epoch.
+
+def _finished_runs(
+    config: SweepConfig, target: Path, data_part: dict[str, Any], overwrite: bool
+) -> set[tuple[str, int]]:
+    """The runs whose finished model can be kept; refuses any other finished model.
+
+    With ``overwrite`` such a model's ``training.json`` is removed instead, so that it
+    counts as unfinished (and is not listed in the manifest) until it is trained again.
     """
-    from epsstar.training.pipeline import load_inputs, train_to_directory
+    finished: set[tuple[str, int]] = set()
+    for strategy, repeat in _runs(config):
+        folder = target / strategy.label / str(repeat)
+        if not (folder / MODEL_FILES["record"]).is_file():
+            continue
+        expected = fingerprint(replace(strategy.config, seed=config.seed + repeat), data_part)
+        problem = _record_problem(config, folder, expected)
+        if problem is None:
+            finished.add((strategy.label, repeat))
+        elif overwrite:
+            (folder / MODEL_FILES["record"]).unlink()
+        else:
+            raise InvalidInputError(
+                f"the sweep output holds a model that is not the one this sweep would train: "
+                f"{problem}; pass --overwrite to train it again. "
+                f"Found {str(folder / MODEL_FILES['record'])!r}."
+            )
+    return finished
 
+
+def _output_directory(config: SweepConfig, out: str | os.PathLike[str] | None) -> Path:
     target = Path(out) if out is not None else config.out
     if target is None:
         raise InvalidInputError(
@@ -437,37 +500,65 @@ def run_sweep(
         )
     if target.exists() and not target.is_dir():
         raise InputFileError(f"sweep output is not a directory. Found {str(target)!r}.")
+    return target
+
+
+def run_sweep(
+    config: SweepConfig,
+    out: str | os.PathLike[str] | None = None,
+    *,
+    overwrite: bool = False,
+    progress: bool | None = None,
+    log: Callable[[str], None] | None = None,
+    on_epoch: Callable[[str, int, EpochStats], None] | None = None,
+    on_plan: Callable[[str], None] | None = None,
+) -> SweepOutcome:
+    """Train every unfinished model of the grid, rewriting the manifest after each one.
+
+    Finished models made with other settings or data are refused unless ``overwrite``
+    (see the module's description). ``on_epoch(strategy label, repeat, stats)`` is called
+    after every epoch, ``on_plan(strategy label)`` before the noise multiplier of a
+    target ε is searched.
+    """
+    from epsstar.training.pipeline import load_inputs, train_to_directory
+
+    target = _output_directory(config, out)
     data, population = load_inputs(
         config.data, config.label_column, config.population, config.features
     )
     for strategy in config.strategies:
         strategy.config.validate(data.n_records)
+    data_part = data_fingerprint(data, population)
+    finished = _finished_runs(config, target, data_part, overwrite) if target.is_dir() else set()
     target.mkdir(parents=True, exist_ok=True)
     plans: dict[str, PrivacyPlan | None] = {}
     runs = list(_runs(config))
-    trained = skipped = 0
+    trained = 0
     for index, (strategy, repeat) in enumerate(runs, start=1):
         folder = target / strategy.label / str(repeat)
-        if (folder / MODEL_FILES["record"]).is_file():
-            skipped += 1
+        if (strategy.label, repeat) in finished:
             continue
         if strategy.label not in plans:
+            if strategy.config.target_epsilon is not None:
+                if log is not None:
+                    log(f"{strategy.label}: choosing the noise multiplier for the target ε ...")
+                if on_plan is not None:
+                    on_plan(strategy.label)
             plans[strategy.label] = plan_privacy(strategy.config, data.n_records)
         if folder.is_dir():
             for leftover in folder.glob(".*.tmp"):
                 leftover.unlink()
-        run_config = replace(strategy.config, seed=config.seed + repeat)
-        plan = plans[strategy.label]
         result = train_to_directory(
             data,
-            run_config,
+            replace(strategy.config, seed=config.seed + repeat),
             folder,
             population=population,
             overwrite=True,
             progress=progress,
             description=f"[{index}/{len(runs)}] {strategy.label} #{repeat}",
-            plan=plan,
+            plan=plans[strategy.label],
             on_epoch=None if on_epoch is None else partial(on_epoch, strategy.label, repeat),
+            data_part=data_part,
         )
         trained += 1
         write_manifest(config, target)
@@ -478,4 +569,4 @@ def run_sweep(
                 f"{result.wall_time_seconds:.1f} s{epsilon}"
             )
     manifest = write_manifest(config, target)
-    return SweepOutcome(trained=trained, skipped=skipped, manifest=manifest)
+    return SweepOutcome(trained=trained, skipped=len(finished), manifest=manifest)
