@@ -1,0 +1,358 @@
+"""Hostile input to ``epsstar train`` and ``epsstar sweep``: every case built in tmp_path.
+
+A resumed sweep must not keep models that another configuration or other data made; a
+bad config, output path or thread count must stop with one line and exit code 2; an
+interrupted run must leave nothing a resume would take as finished.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from epsstar.cli import main
+from epsstar.exceptions import InvalidInputError
+from epsstar.training import trainer
+from epsstar.training.sweep import load_sweep_config, run_sweep
+from epsstar.training.threads import THREADS_ENV, available_cores, choose_threads
+
+SWEEP = """
+data = "train.csv"
+label_column = "label"
+population = "population.csv"
+repeats = 1
+seed = 3
+
+[model]
+hidden = []
+
+[baseline]
+epochs = [1]
+batch_size = 20
+"""
+
+
+def _table(path: Path, n: int, seed: int, columns: int = 3) -> Path:
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(rng.normal(size=(n, columns)), columns=[f"f{j}" for j in range(columns)])
+    frame["label"] = (frame["f0"] + rng.normal(size=n) > 0).astype(int)
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _sweep_dir(tmp_path: Path, text: str = SWEEP) -> Path:
+    _table(tmp_path / "train.csv", 120, seed=1)
+    _table(tmp_path / "population.csv", 80, seed=2)
+    (tmp_path / "sweep.toml").write_text(text, encoding="utf-8")
+    return tmp_path / "sweep.toml"
+
+
+def _sweep(config: Path, *extra: str) -> int:
+    return main(["sweep", str(config), "--out", str(config.parent / "models"), "--quiet", *extra])
+
+
+def _error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def _record(config: Path) -> dict[str, Any]:
+    path = config.parent / "models" / "nonprivate-e1" / "0" / "training.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    assert isinstance(document, dict)
+    return document
+
+
+def _change_data(config: Path) -> None:
+    _table(config.parent / "train.csv", 120, seed=9)
+
+
+def _change_population(config: Path) -> None:
+    _table(config.parent / "population.csv", 80, seed=9)
+
+
+def _change_hidden(config: Path) -> None:
+    config.write_text(SWEEP.replace("hidden = []", "hidden = [4]"), encoding="utf-8")
+
+
+def _change_features(config: Path) -> None:
+    config.write_text('features = ["f0", "f1"]\n' + SWEEP, encoding="utf-8")
+
+
+def _change_label(config: Path) -> None:
+    frame = pd.read_csv(config.parent / "train.csv").rename(columns={"label": "y"})
+    frame.to_csv(config.parent / "train.csv", index=False)
+    population = pd.read_csv(config.parent / "population.csv").rename(columns={"label": "y"})
+    population.to_csv(config.parent / "population.csv", index=False)
+    config.write_text(SWEEP.replace('"label"', '"y"'), encoding="utf-8")
+
+
+def _change_seed(config: Path) -> None:
+    config.write_text(SWEEP.replace("seed = 3", "seed = 4"), encoding="utf-8")
+
+
+def _change_other_file(config: Path) -> None:
+    """The same bytes under another name: the same data, so the model is reused."""
+    (config.parent / "copy.csv").write_bytes((config.parent / "train.csv").read_bytes())
+    config.write_text(SWEEP.replace('"train.csv"', '"copy.csv"'), encoding="utf-8")
+
+
+def _drop_fingerprint(config: Path) -> None:
+    path = config.parent / "models" / "nonprivate-e1" / "0" / "training.json"
+    document = _record(config)
+    del document["fingerprint"]
+    path.write_text(json.dumps(document), encoding="utf-8")
+
+
+def _corrupt_record(config: Path) -> None:
+    path = config.parent / "models" / "nonprivate-e1" / "0" / "training.json"
+    path.write_text('{"schema_version": 2, "kind": ', encoding="utf-8")
+
+
+def _gut_record(config: Path) -> None:
+    """Valid JSON with the right fingerprint but the rest of the record removed by hand."""
+    path = config.parent / "models" / "nonprivate-e1" / "0" / "training.json"
+    path.write_text(json.dumps({"fingerprint": _record(config)["fingerprint"]}), encoding="utf-8")
+
+
+def _delete_model(config: Path) -> None:
+    (config.parent / "models" / "nonprivate-e1" / "0" / "model.onnx").unlink()
+
+
+CHANGES: dict[str, tuple[Callable[[Path], None], str]] = {
+    "other-data-content": (_change_data, "the training data (content hash) changed"),
+    "other-population": (_change_population, "the population data (content hash) changed"),
+    "other-hidden": (_change_hidden, "hidden changed from [] to [4]"),
+    "other-features": (
+        _change_features,
+        "the feature columns changed from ['f0', 'f1', 'f2'] to ['f0', 'f1']",
+    ),
+    "other-label-column": (_change_label, "the training data (content hash) changed"),
+    "other-seed": (_change_seed, "seed changed from 3 to 4"),
+    "no-fingerprint": (_drop_fingerprint, "has no fingerprint (it was trained by an older"),
+    "corrupt-training-json": (_corrupt_record, "its training.json cannot be read (Expecting"),
+    "gutted-training-json": (_gut_record, "its training.json has no key 'privacy'"),
+    "model-file-deleted": (_delete_model, "its model.onnx is missing"),
+}
+
+
+@pytest.mark.parametrize("case", list(CHANGES))
+def test_resumed_sweep_refuses_models_of_another_config(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    change, what = CHANGES[case]
+    config = _sweep_dir(tmp_path)
+    assert _sweep(config) == 0
+    manifest = (tmp_path / "models" / "manifest.csv").read_bytes()
+    capsys.readouterr()
+    change(config)
+    assert _sweep(config) == 2
+    message = _error(capsys)
+    assert message.startswith("epsstar sweep: error: the sweep output holds a model that is not")
+    assert what in message
+    assert "pass --overwrite to train it again. Found '" in message
+    assert message.endswith("nonprivate-e1/0/training.json'.")
+    assert (tmp_path / "models" / "manifest.csv").read_bytes() == manifest
+
+
+@pytest.mark.parametrize("case", ["other-hidden", "corrupt-training-json", "no-fingerprint"])
+def test_overwrite_trains_a_stale_model_again(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    change, _ = CHANGES[case]
+    config = _sweep_dir(tmp_path)
+    assert _sweep(config) == 0
+    change(config)
+    assert _sweep(config, "--overwrite") == 0
+    assert "Traceback" not in capsys.readouterr().err
+    record = _record(config)
+    assert record["fingerprint"]["training"]["hidden"] == ([4] if case == "other-hidden" else [])
+    # Resumed once more with the same config: the retrained model is kept.
+    outcome = run_sweep(load_sweep_config(config), tmp_path / "models", progress=False)
+    assert (outcome.trained, outcome.skipped) == (0, 1)
+
+
+def test_same_data_under_another_name_is_reused(tmp_path: Path) -> None:
+    config = _sweep_dir(tmp_path)
+    assert _sweep(config) == 0
+    _change_other_file(config)
+    outcome = run_sweep(load_sweep_config(config), tmp_path / "models", progress=False)
+    assert (outcome.trained, outcome.skipped) == (0, 1)
+    with (tmp_path / "models" / "manifest.csv").open() as stream:
+        (row,) = list(csv.DictReader(stream))
+    assert row["train_data"] == str((tmp_path / "copy.csv").resolve())
+
+
+def test_manifest_names_the_sweeps_feature_columns(tmp_path: Path) -> None:
+    config = _sweep_dir(tmp_path, 'features = ["f2", "f0"]\n' + SWEEP)
+    assert _sweep(config) == 0
+    with (tmp_path / "models" / "manifest.csv").open() as stream:
+        (row,) = list(csv.DictReader(stream))
+    assert row["features"] == "f2,f0"
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+BAD_SWEEPS: dict[str, tuple[str, str]] = {
+    "missing-data-file": (
+        SWEEP.replace('"train.csv"', '"absent.csv"'),
+        "absent.csv",
+    ),
+    "huge-repeats": (
+        SWEEP.replace("repeats = 1", "repeats = 1000000000"),
+        "at most 100,000 are allowed. Found 1,000,000,000.",
+    ),
+    "negative-repeats": (SWEEP.replace("repeats = 1", "repeats = -1"), "Found -1."),
+    "batch-larger-than-data": (
+        SWEEP.replace("batch_size = 20", "batch_size = 5000"),
+        "batch_size must be at most the number of training records (120). Found 5000.",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_SWEEPS))
+def test_bad_sweep_config(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text, expected = BAD_SWEEPS[case]
+    config = _sweep_dir(tmp_path, text)
+    assert _sweep(config) == 2
+    message = _error(capsys)
+    assert message.startswith("epsstar sweep: error: ")
+    assert expected in message
+    assert not (tmp_path / "models").exists()
+
+
+def test_sweep_output_that_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = _sweep_dir(tmp_path)
+    (tmp_path / "models").write_text("not a folder")
+    assert _sweep(config) == 2
+    message = _error(capsys)
+    assert message == (
+        f"epsstar sweep: error: sweep output is not a directory. Found '{tmp_path / 'models'}'."
+    )
+    assert (tmp_path / "models").read_text() == "not a folder"
+
+
+def _interrupt_on_epoch(monkeypatch: pytest.MonkeyPatch, after: int) -> None:
+    """Make the trainer's epoch loop raise KeyboardInterrupt on call ``after`` + 1."""
+    original = trainer._run_epoch
+    calls = [0]
+
+    def epoch(*args: Any, **kwargs: Any) -> tuple[float, int]:
+        calls[0] += 1
+        if calls[0] > after:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(trainer, "_run_epoch", epoch)
+
+
+def test_ctrl_c_during_sweep_leaves_no_finished_looking_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = _sweep_dir(tmp_path, SWEEP.replace("repeats = 1", "repeats = 2"))
+    _interrupt_on_epoch(monkeypatch, after=1)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(load_sweep_config(config), tmp_path / "models", progress=False)
+    assert (tmp_path / "models" / "nonprivate-e1" / "0" / "training.json").is_file()
+    assert not (tmp_path / "models" / "nonprivate-e1" / "1").exists()
+    monkeypatch.undo()
+    outcome = run_sweep(load_sweep_config(config), tmp_path / "models", progress=False)
+    assert (outcome.trained, outcome.skipped) == (1, 1)
+
+
+def _train_args(tmp_path: Path, out: Path, *extra: str) -> list[str]:
+    data = _table(tmp_path / "train.csv", 120, seed=1)
+    return [
+        *("train", "--data", str(data), "--label-column", "label", "--epochs", "2"),
+        *("--out", str(out), *extra),
+    ]
+
+
+def test_ctrl_c_during_train_leaves_no_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _interrupt_on_epoch(monkeypatch, after=1)
+    assert main(_train_args(tmp_path, tmp_path / "model", "--quiet")) == 130
+    assert "Traceback" not in capsys.readouterr().err
+    assert not (tmp_path / "model").exists()
+
+
+def test_train_into_the_data_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = _train_args(tmp_path, tmp_path, "--quiet")
+    data = (tmp_path / "train.csv").read_bytes()
+    assert main(args) == 2
+    assert _error(capsys) == (
+        "epsstar train: error: output directory is not empty; pass --overwrite to replace it. "
+        f"Found '{tmp_path}'."
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.csv"]
+    assert main([*args, "--overwrite"]) == 0
+    assert (tmp_path / "train.csv").read_bytes() == data
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "model.onnx",
+        "model.pt",
+        "train.csv",
+        "training.json",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "environment", "expected"),
+    [
+        (["--threads", "0"], None, "--threads must be a positive integer. Found '0'."),
+        (["--threads", "-3"], None, "--threads must be a positive integer. Found '-3'."),
+        ([], "many", f"{THREADS_ENV} must be a positive integer. Found 'many'."),
+    ],
+    ids=["threads-zero", "threads-negative", "threads-env-not-a-number"],
+)
+def test_bad_thread_count(
+    extra: list[str],
+    environment: str | None,
+    expected: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    if environment is not None:
+        monkeypatch.setenv(THREADS_ENV, environment)
+    assert main(_train_args(tmp_path, tmp_path / "model", "--quiet", *extra)) == 2
+    assert _error(capsys) == f"epsstar train: error: {expected}"
+    assert not (tmp_path / "model").exists()
+
+
+def test_threads_never_exceed_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    cores = available_cores()
+    assert choose_threads(1, 10_000) == cores
+    assert 1 <= choose_threads(1) <= cores
+    assert choose_threads(cores * 4) == 1
+    monkeypatch.setenv(THREADS_ENV, "1")
+    assert choose_threads(1) == 1
+    with pytest.raises(InvalidInputError, match="Found '0'"):
+        choose_threads(1, 0)
+
+
+def test_train_without_a_terminal_prints_a_line_per_epoch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = _train_args(tmp_path, tmp_path / "model", "--target-epsilon", "5")
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "train: choosing the noise multiplier for ε = 5 ..." in err
+    assert "train: epoch 1/2  loss " in err
+    assert "train: epoch 2/2  loss " in err
+    assert main([*_train_args(tmp_path, tmp_path / "quiet", "--quiet")]) == 0
+    assert capsys.readouterr().err == ""
