@@ -356,3 +356,33 @@ def test_train_without_a_terminal_prints_a_line_per_epoch(
     assert "train: epoch 2/2  loss " in err
     assert main([*_train_args(tmp_path, tmp_path / "quiet", "--quiet")]) == 0
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (
+            ["--repeats", "1000000000"],
+            "--repeats asks for more than 100,000 models. Found 1000000000.",
+        ),
+        (["--threads", "0"], "--threads must be a positive integer. Found '0'."),
+    ],
+    ids=["demo-huge-repeats", "demo-threads-zero"],
+)
+def test_bad_demo_arguments(
+    extra: list[str], expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "--quick", "--out", str(tmp_path / "demo"), *extra]) == 2
+    assert _error(capsys) == f"epsstar demo: error: {expected}"
+    assert not (tmp_path / "demo").exists()
+
+
+def test_demo_says_when_it_chooses_a_noise_multiplier(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from epsstar.cli.demo import _Display, strategies
+
+    configs = {s.label: s.config for s in strategies(quick=True)}
+    with _Display(configs, 3, quiet=False) as display:
+        display.receive(("dp-eps3-e2",))
+    assert capsys.readouterr().err == ("dp-eps3-e2: choosing the noise multiplier for ε = 3 ...\n")
