@@ -15,8 +15,12 @@ Valid-looking data can still make Epsilon* meaningless:
   categorical features coincide now and then (0.14 % of the UCI Adult test rows also occur
   in its training rows), so the threshold leaves room for that;
 * labels of a single class on either side: Epsilon* then compares the losses of one class
-  (or of one class against all), the AUROC is undefined, and an audit of a subset says
-  little about the rest of the data.
+  (or of one class against all), and an audit of a subset says little about the rest of
+  the data;
+* otherwise, class shares that differ between the two data sets (by more than
+  :data:`MAX_SHARE_DIFFERENCE`, and significantly): the population is then not a sample of
+  the training distribution, and the losses of different class mixes differ whether or
+  not the model leaks, which moves Epsilon* either way.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from epsstar.exceptions import InputFileError
 
 __all__ = [
     "MAX_SHARED_FRACTION",
+    "MAX_SHARE_DIFFERENCE",
+    "MIX_SIGNIFICANCE",
     "TableScan",
     "data_warnings",
     "refuse_same_data",
@@ -43,6 +49,10 @@ __all__ = [
 
 #: Population rows that also occur in the training data, above which the audit warns.
 MAX_SHARED_FRACTION = 0.01
+#: A class's share may differ this much between the two data sets before the audit warns
+#: (and only when a chi-square test of homogeneity rejects at :data:`MIX_SIGNIFICANCE`).
+MAX_SHARE_DIFFERENCE = 0.1
+MIX_SIGNIFICANCE = 1e-3
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +119,31 @@ def _single_class(role: str, scan: TableScan, classes: Sequence[object]) -> str 
     label = classes[int(present[0])]
     return (
         f"the {role} labels hold a single class ({label!s}, all {scan.rows:,} rows): Epsilon* "
-        f"then compares the losses of that class alone, the AUROC is undefined, and the audit "
-        f"says little about the model's other classes"
+        f"then rests on the losses of that class alone and says little about the model's "
+        f"other classes"
+    )
+
+
+def _class_mix(train: TableScan, population: TableScan, classes: Sequence[object]) -> str | None:
+    """The classes' shares differ by more than :data:`MAX_SHARE_DIFFERENCE` and a
+    chi-square test of homogeneity rejects at level :data:`MIX_SIGNIFICANCE`."""
+    from scipy.stats import chi2_contingency
+
+    table = np.stack([train.class_counts, population.class_counts])
+    present = np.flatnonzero(table.sum(axis=0))
+    table = table[:, present]
+    shares = table / table.sum(axis=1, keepdims=True)
+    gaps = np.abs(shares[0] - shares[1])
+    if present.size < 2 or gaps.max() <= MAX_SHARE_DIFFERENCE:
+        return None
+    if chi2_contingency(table).pvalue >= MIX_SIGNIFICANCE:
+        return None
+    worst = int(np.argmax(gaps))
+    label = classes[int(present[worst])]
+    return (
+        f"class {label!s} makes up {shares[0, worst]:.1%} of the training rows but "
+        f"{shares[1, worst]:.1%} of the population rows: the population is not a sample of the "
+        f"training data's distribution, so Epsilon* compares different mixes of classes"
     )
 
 
@@ -129,6 +162,9 @@ def data_warnings(train: TableScan, population: TableScan, classes: Sequence[obj
         )
         if warning is not None
     ]
+    if not found:
+        mix = _class_mix(train, population, classes)
+        found += [] if mix is None else [mix]
     shared = shared_rows(train, population)
     fraction = shared / population.rows
     if fraction > MAX_SHARED_FRACTION:
