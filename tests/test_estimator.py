@@ -218,7 +218,9 @@ def test_bad_data() -> None:
         InsufficientDataError, match="at least 100 values for the tails-crossfit method.*Found 60"
     ):
         epsilon_star(train[:60], population, delta=1e-3)
-    with pytest.raises(InsufficientDataError, match="at least 1 values. Found 0"):
+    with pytest.raises(
+        InsufficientDataError, match="at least 1 value for the empirical method. Found 0"
+    ):
         epsilon_star([], population, delta=1e-3, method="empirical")
     with pytest.raises(DegenerateDataError, match="all losses are equal.*Found every loss = 0.5"):
         epsilon_star(np.full(100, 0.5), np.full(100, 0.5), delta=1e-3)

@@ -279,8 +279,8 @@ def _losses(name: str, values: ArrayLike, config: EstimatorConfig) -> FloatArray
     if losses.size < config.min_records:
         hint = "" if config.min_records <= fewest else f" (--method empirical needs {fewest})"
         raise InsufficientDataError(
-            f"{name} needs at least {config.min_records} values for the {config.method} "
-            f"method{hint}. Found {losses.size}."
+            f"{name} needs at least {config.min_records} value{'s' * (config.min_records > 1)} "
+            f"for the {config.method} method{hint}. Found {losses.size}."
         )
     return losses
 
