@@ -304,7 +304,8 @@ def test_suspect_input_warns_in_one_line_each_and_fails_the_gate(
     code = main([*build(tmp_path), *(["--max-epsilon", "1000"] if gate else [])])
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err + captured.out
-    warned = [line for line in captured.err.splitlines() if line.startswith("epsstar: warning:")]
+    warned = captured.err.splitlines()
+    assert all(line.startswith("epsstar: warning: ") for line in warned), captured.err
     expected = [*expected, GATE] if gate else expected
     assert len(warned) == len(expected), captured.err
     for line, part in zip(warned, expected, strict=True):
