@@ -27,7 +27,12 @@ SCHEMA_VERSION = 1
 
 @dataclass(frozen=True, slots=True)
 class AuditResult:
-    """Everything one audit established; ``to_dict()`` is the JSON contract."""
+    """Everything one audit established; ``to_dict()`` is the JSON contract.
+
+    ``warnings`` holds one line per reason the inputs undermine the audit (see
+    :mod:`epsstar.audit.data_checks`); ``output_reading`` says how the model's outputs
+    were read (``None`` for an audit from losses alone).
+    """
 
     epsilon: EpsilonStarResult
     empirical: EpsilonStarResult
