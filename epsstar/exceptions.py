@@ -15,7 +15,9 @@ __all__ = [
     "InputFileError",
     "InsufficientDataError",
     "InvalidInputError",
+    "OutputReadingWarning",
     "PoorFitWarning",
+    "SuspectDataWarning",
 ]
 
 
@@ -49,3 +51,11 @@ class EpsstarWarning(UserWarning):
 
 class PoorFitWarning(EpsstarWarning):
     """A goodness-of-fit test rejected a fitted distribution at the chosen level."""
+
+
+class SuspectDataWarning(EpsstarWarning):
+    """The data are valid but make the audit unsound (one class; members among non-members)."""
+
+
+class OutputReadingWarning(EpsstarWarning):
+    """Whether the model returns probabilities or logits was detected on weak evidence."""

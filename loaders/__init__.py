@@ -23,7 +23,10 @@ the input width is unknown, to the first batch it predicts. A probability model 
 passes; a logit model passes only if all its outputs on the probe happen to look like
 probabilities, which the ×100 rows make unlikely for any model whose output depends on
 its input. If it does happen, the audit refuses the later predictions on real data that
-leave ``[0, 1]`` with an error that says to pass ``outputs="logits"``.
+leave ``[0, 1]`` with an error that says to pass ``outputs="logits"``. The reading and its
+reason are kept (:attr:`BatchedModel.output_reading`, an
+:class:`~epsstar.audit.output_reading.OutputReading`); the audit records them and warns
+when the rule's evidence is ambiguous.
 """
 
 from __future__ import annotations
@@ -34,9 +37,9 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
+from epsstar.audit.output_reading import OutputReading, detect_reading
 from epsstar.audit.plugins import OutputKind
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
-from epsstar.statistics.losses import ROW_SUM_TOLERANCE
 from epsstar.statistics.names import OUTPUT_KINDS
 
 __all__ = [
@@ -67,12 +70,7 @@ def check_outputs_argument(outputs: object) -> OutputKind | None:
 
 def looks_like_probabilities(values: NDArray[Any]) -> bool:
     """The detection rule: all values in [0, 1] and, with ≥ 2 columns, rows summing to 1."""
-    array = np.asarray(values, dtype=np.float64)
-    if array.size == 0 or not bool(np.all((array >= 0.0) & (array <= 1.0))):
-        return False
-    if array.ndim == 2 and array.shape[1] >= 2:
-        return bool(np.all(np.abs(array.sum(axis=1) - 1.0) <= ROW_SUM_TOLERANCE))
-    return True
+    return detect_reading(values, "the outputs").kind == "probabilities"
 
 
 def probe_features(width: int, dtype: DTypeLike = np.float64) -> NDArray[Any]:
@@ -120,8 +118,10 @@ class BatchedModel:
         self._batch_size = max(1, int(batch_size))
         self._binary_columns = binary_columns
         self._kind: OutputKind | None = check_outputs_argument(outputs)
+        self._reading: OutputReading | None = None
         if self._kind is None and n_features is not None:
-            self._kind = self._probe(n_features)
+            self._reading = self._probe(n_features)
+            self._kind = None if self._reading is None else self._reading.kind
 
     # ---------------------------------------------------------------- protocol
 
@@ -149,10 +149,16 @@ class BatchedModel:
             )
         return self._kind
 
+    @property
+    def output_reading(self) -> OutputReading | None:
+        """How the output kind was detected, and why; ``None`` when it was given."""
+        return self._reading
+
     def predict(self, features: NDArray[Any]) -> FloatArray:
         output = self._run_all(self._features(features))
         if self._kind is None:
-            self._kind = "probabilities" if looks_like_probabilities(output) else "logits"
+            self._reading = detect_reading(output, "the first batch of records")
+            self._kind = self._reading.kind
         if self._binary_columns and output.ndim == 2 and output.shape[1] == 2:
             # P(classes[1]), or the log-odds z_1 - z_0 of classes[1]
             positive = output[:, 1]
@@ -174,14 +180,14 @@ class BatchedModel:
         ]
         return np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
 
-    def _probe(self, width: int) -> OutputKind | None:
+    def _probe(self, width: int) -> OutputReading | None:
         try:
             output = self._run_all(probe_features(width, self._input_dtype))
         except Exception:
             return None  # decided on the first real batch instead
         if not np.all(np.isfinite(output)):
             return None
-        return "probabilities" if looks_like_probabilities(output) else "logits"
+        return detect_reading(output, "the detection probe")
 
     def _features(self, features: NDArray[Any]) -> NDArray[Any]:
         try:

@@ -324,6 +324,7 @@ def write_bad_files(workdir: Path, tmp: Path) -> None:
     frame.iloc[:0].to_csv(tmp / "empty.csv", index=False)
     frame.iloc[:20].to_csv(tmp / "few.csv", index=False)
     frame.assign(label=1).to_csv(tmp / "ones.csv", index=False)
+    frame.assign(label=1, x0=frame["x0"] + 1).to_csv(tmp / "other_ones.csv", index=False)
     (tmp / "corrupt.onnx").write_bytes(b"\x08\x07garbage that is not a model")
     whole = (workdir / "model.onnx").read_bytes()
     (tmp / "truncated.onnx").write_bytes(whole[: len(whole) // 2])
@@ -349,7 +350,7 @@ BAD_AUDITS = [
     ("too few rows", ONNX, "few.csv", POPULATION, [], "at least 100 rows"),
     ("nan output", "nan.fake", TRAIN, POPULATION, FAKE, "probabilities in [0, 1]"),
     ("output above 1", "above.fake", TRAIN, POPULATION, FAKE, "probabilities in [0, 1]"),
-    ("equal losses", "constant.fake", "ones.csv", "ones.csv", FAKE, "all losses are equal"),
+    ("equal losses", "constant.fake", "ones.csv", "other_ones.csv", FAKE, "all losses are equal"),
     ("pickle", "model.pkl", TRAIN, POPULATION, [], "--trust-model"),
     ("no folder", ONNX, TRAIN, POPULATION, ["--json", "no/such/dir.json"], "cannot write"),
     ("loader", ONNX, TRAIN, POPULATION, ["--loader", "nosuch"], "onnx, sklearn"),
@@ -617,8 +618,9 @@ def test_audit_losses_is_the_audit_without_the_model(workdir: Path) -> None:
     first, second = audited.to_dict(), again.to_dict()
     assert second["loader"] is None
     assert second["model_sha256"] is None
+    assert second["output_reading"] is None
     for payload in (first, second):
-        for key in ("provenance", "loader", "model_sha256"):
+        for key in ("provenance", "loader", "model_sha256", "output_reading"):
             payload.pop(key, None)
     assert first == second
 

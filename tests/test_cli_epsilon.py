@@ -200,7 +200,11 @@ BAD_INPUTS = [
         ["--train-losses", "matrix.npy", *GOOD],
         "must hold a 1-D array or one column. Found shape (10, 3).",
     ),
-    ("too few", ["--train-losses", "few.npy", *GOOD], "at least 100 values. Found 5"),
+    (
+        "too few",
+        ["--train-losses", "few.npy", *GOOD],
+        "at least 100 values for the tails-crossfit method (--method empirical needs 1). Found 5",
+    ),
     (
         "all equal",
         ["--train-losses", "equal.npy", "--population-losses", "equal.npy"],

@@ -210,11 +210,17 @@ def test_bad_data() -> None:
     train, population = normal_losses(200)
     with pytest.raises(InvalidInputError, match="train_losses must be finite.*index 3. Found nan"):
         epsilon_star(np.where(np.arange(200) == 3, np.nan, train), population, delta=1e-3)
-    with pytest.raises(InsufficientDataError, match="at least 50 values. Found 10"):
+    with pytest.raises(
+        InsufficientDataError, match="at least 50 values for the parametric method.*Found 10"
+    ):
         epsilon_star(train[:10], population, delta=1e-3, method="parametric")
-    with pytest.raises(InsufficientDataError, match="at least 100 values. Found 60"):
+    with pytest.raises(
+        InsufficientDataError, match="at least 100 values for the tails-crossfit method.*Found 60"
+    ):
         epsilon_star(train[:60], population, delta=1e-3)
-    with pytest.raises(InsufficientDataError, match="at least 1 values. Found 0"):
+    with pytest.raises(
+        InsufficientDataError, match="at least 1 value for the empirical method. Found 0"
+    ):
         epsilon_star([], population, delta=1e-3, method="empirical")
     with pytest.raises(DegenerateDataError, match="all losses are equal.*Found every loss = 0.5"):
         epsilon_star(np.full(100, 0.5), np.full(100, 0.5), delta=1e-3)

@@ -97,18 +97,32 @@ class AuditOptions:
 
 
 def _checked_losses(train: ArrayLike, population: ArrayLike, method: Method) -> tuple[Any, Any]:
-    """Both loss arrays as finite 1-D float64, with enough records for every estimate."""
-    minimum = max(MIN_PARAMETRIC_RECORDS, MIN_RECORDS[method])
+    """Both loss arrays as finite 1-D float64, with enough records for every estimate.
+
+    A refusal names the minimum and, for another method, what ``--method empirical`` needs.
+    """
+    minimum = _minimum(method)
+    fewest = _minimum("empirical")
     checked = []
     for role, values in (("training", train), ("population", population)):
         array = finite_vector(f"{role} losses", values)
         if array.size < minimum:
+            hint = ""
+            if method != "empirical":
+                runs = ", which these rows allow" if array.size >= fewest else ""
+                hint = f"; --method empirical needs {fewest}{runs}"
             raise InsufficientDataError(
                 f"the {role} data need at least {minimum} rows for the {method} "
-                f"estimate and the lower bound. Found {array.size}."
+                f"estimate and the lower bound{hint}. Found {array.size}."
             )
         checked.append(array)
     return checked[0], checked[1]
+
+
+def _minimum(method: Method) -> int:
+    """Fewest rows per side an audit with ``method`` accepts (the goodness-of-fit split of
+    the lower bound and readings needs :data:`MIN_PARAMETRIC_RECORDS`)."""
+    return max(MIN_PARAMETRIC_RECORDS, MIN_RECORDS[method])
 
 
 def audit_losses(

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from epsstar import __version__
+from epsstar.audit.output_reading import OutputReading
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds import EpsilonLowerBound
 from epsstar.statistics.curves import TradeoffCurve, empirical_curve, parametric_curve
@@ -26,7 +27,12 @@ SCHEMA_VERSION = 1
 
 @dataclass(frozen=True, slots=True)
 class AuditResult:
-    """Everything one audit established; ``to_dict()`` is the JSON contract."""
+    """Everything one audit established; ``to_dict()`` is the JSON contract.
+
+    ``warnings`` holds one line per reason the inputs undermine the audit (see
+    :mod:`epsstar.audit.data_checks`); ``output_reading`` says how the model's outputs
+    were read (``None`` for an audit from losses alone).
+    """
 
     epsilon: EpsilonStarResult
     empirical: EpsilonStarResult
@@ -37,6 +43,8 @@ class AuditResult:
     max_epsilon: float | None = None
     train_losses: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
     population_losses: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
+    warnings: tuple[str, ...] = ()
+    output_reading: OutputReading | None = None
 
     @property
     def epsilon_star(self) -> float:
@@ -48,8 +56,14 @@ class AuditResult:
 
     @property
     def passed(self) -> bool | None:
-        """ε* within the gate; None when no gate was set."""
-        return None if self.max_epsilon is None else self.epsilon.epsilon <= self.max_epsilon
+        """ε* within the gate and no warning about the audit's inputs; None without a gate.
+
+        A gate fails closed: an audit whose data or output reading drew a warning
+        (``warnings``) cannot show that the model is within the limit.
+        """
+        if self.max_epsilon is None:
+            return None
+        return not self.warnings and self.epsilon.epsilon <= self.max_epsilon
 
     def curves(self) -> dict[str, TradeoffCurve]:
         """FNR/FPR trade-off of the loss-threshold test: ``"empirical"`` and ``"fitted"``.
@@ -98,5 +112,9 @@ class AuditResult:
             "loader": self.provenance.get("loader"),
             "model_sha256": self.provenance.get("model_sha256"),
             "provenance": self.provenance,
+            "warnings": list(self.warnings),
+            "output_reading": None
+            if self.output_reading is None
+            else self.output_reading.to_dict(),
             "epsstar_version": __version__,
         }

@@ -19,6 +19,7 @@ import dataclasses
 import hashlib
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,11 +27,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 from epsstar import __version__
+from epsstar.audit.data_checks import data_warnings, refuse_same_data, scan_table, shared_rows
 from epsstar.audit.from_losses import AuditOptions, audit_losses
+from epsstar.audit.output_reading import OutputReading
 from epsstar.audit.plugins import LoadedModel, LoaderInfo, OutputKind
 from epsstar.audit.result import AuditResult
 from epsstar.audit.streaming import Progress, StreamedTable, stream_table
-from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.exceptions import (
+    EpsstarWarning,
+    InputFileError,
+    InvalidInputError,
+    OutputReadingWarning,
+    SuspectDataWarning,
+)
 from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.names import Family, LossName, Method
 from epsstar.statistics.utility import Utility
@@ -155,8 +164,10 @@ def _provenance(
 ) -> dict[str, Any]:
     """What was audited and how, for the JSON and the report (timings are added later).
 
-    ``run`` holds the seed, the confidence and the command line.
+    ``run`` holds the seed, the confidence, the command line and the data checks
+    (the data files' SHA-256, the number of population rows also in the training data).
     """
+    checks: _Checks = run["checks"]  # type: ignore[assignment]
     return {
         "model": str(paths["model"]),
         "model_sha256": sha256_of(paths["model"]),
@@ -169,6 +180,9 @@ def _provenance(
         "classes_from": loaded.classes_from,
         "train": str(paths["train"]),
         "population": str(paths["population"]),
+        "train_sha256": checks.digests["train"],
+        "population_sha256": checks.digests["population"],
+        "shared_rows": checks.shared_rows,
         "n_train": train.rows,
         "n_population": population.rows,
         "seed": run["seed"],
@@ -217,32 +231,33 @@ def audit(
     such as 0.95) adds a bootstrap interval from ``n_bootstrap`` resamples.
     ``progress`` (see :class:`epsstar.audit.streaming.Progress`) is told as the rows
     are read. The result is deterministic for a given ``seed``.
+
+    One file (or two with the same content) as both data sets is refused. A single class
+    of labels, population rows that also occur in the training data, or an ambiguous
+    reading of the model's outputs raise a warning, recorded in ``result.warnings``; with
+    ``max_epsilon`` set, any of them fails the gate (:mod:`epsstar.audit.data_checks`).
     """
     paths = _existing(model=model, train=train, population=population)
+    # AuditOptions' fields in order
     options = AuditOptions(
-        delta=delta,
-        method=method,
-        family=family,
-        interval=interval,
-        n_bootstrap=n_bootstrap,
-        max_epsilon=max_epsilon,
-        confidence=confidence,
-        seed=seed,
+        delta, method, family, interval, n_bootstrap, max_epsilon, confidence, seed
     )
     reading = _Reading(
         label_column, features, check_positive_int("batch_size", batch_size), loss, outputs
     )
     _check_progress(progress)
+    digests = _distinct_data(paths)
     clock = [time.perf_counter()]
     loaded = load_model(
         paths["model"], loader=loader, outputs=outputs, trust=trust, classes=classes
     )
     clock.append(time.perf_counter())
     train_side, population_side = _stream_both(loaded, paths, reading, progress)
+    checks = _check_data(loaded, paths, reading, train_side, digests)
     clock.append(time.perf_counter())
     utility = _utility(train_side, population_side)
     clock.append(time.perf_counter())
-    run = {"seed": seed, "confidence": options.confidence, "command": command}
+    run = {"seed": seed, "confidence": options.confidence, "command": command, "checks": checks}
     provenance = _provenance(paths, loaded, reading, train_side, population_side, **run)
     result = audit_losses(
         train_side.losses,
@@ -252,8 +267,83 @@ def audit(
         provenance=provenance,
     )
     clock.append(time.perf_counter())
+    said = checks.warn(gate=options.max_epsilon is not None)
     # The statistics' own duration is known only once they are done.
-    return dataclasses.replace(result, provenance={**provenance, "seconds": _seconds(clock)})
+    provenance = {**provenance, "seconds": _seconds(clock)}
+    return dataclasses.replace(
+        result, provenance=provenance, warnings=said, output_reading=checks.output_reading
+    )
+
+
+def _distinct_data(paths: dict[str, Path]) -> dict[str, str]:
+    """The SHA-256 of the training and population files, refused when they are one file
+    or have the same content."""
+    digests = {role: sha256_of(paths[role]) for role in ("train", "population")}
+    refuse_same_data(paths["train"], paths["population"], digests)
+    return digests
+
+
+@dataclass(frozen=True, slots=True)
+class _Checks:
+    """What the audit found suspect in its inputs, and how the model's outputs were read."""
+
+    output_reading: OutputReading
+    digests: dict[str, str]
+    shared_rows: int
+    found: tuple[tuple[type[EpsstarWarning], str], ...]
+
+    def warn(self, *, gate: bool) -> tuple[str, ...]:
+        """Raise each warning (and, with a gate, the gate's failure); return their lines."""
+        found = list(self.found)
+        if gate and found:
+            found.append(
+                (
+                    SuspectDataWarning,
+                    "the release gate fails: with the warnings above, Epsilon* cannot show "
+                    "that the model is within --max-epsilon",
+                )
+            )
+        for category, line in found:
+            warnings.warn(category(line), stacklevel=3)
+        return tuple(line for _, line in found)
+
+
+def _output_reading(loaded: LoadedAuditModel, requested: bool) -> OutputReading:
+    kind = loaded.model.output_kind
+    if requested:
+        return OutputReading(kind, "requested", "as the outputs option says")
+    detected = getattr(loaded.model, "output_reading", None)
+    if isinstance(detected, OutputReading) and detected.kind == kind:
+        return detected
+    return OutputReading(kind, "loader", f"as the {loaded.loader.name} loader chose")
+
+
+def _check_data(
+    loaded: LoadedAuditModel,
+    paths: dict[str, Path],
+    reading: _Reading,
+    train: StreamedTable,
+    digests: dict[str, str],
+) -> _Checks:
+    """Scan both tables for shared rows and single classes; describe the output reading."""
+    scans = [
+        scan_table(
+            paths[role],
+            label_column=reading.label_column,
+            features=reading.features,
+            batch_size=reading.batch_size,
+            label_map=train.label_map,
+        )
+        for role in ("train", "population")
+    ]
+    found: list[tuple[type[EpsstarWarning], str]] = [
+        (SuspectDataWarning, line)
+        for line in data_warnings(scans[0], scans[1], train.label_map.classes)
+    ]
+    output_reading = _output_reading(loaded, reading.outputs is not None)
+    if output_reading.ambiguous:
+        found.append((OutputReadingWarning, output_reading.describe()))
+    return _Checks(output_reading, digests, shared_rows(scans[0], scans[1]), tuple(found))
 
 
 def _check_progress(progress: object) -> None:

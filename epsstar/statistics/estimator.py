@@ -36,7 +36,12 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import ArrayLike
 
-from epsstar.exceptions import DegenerateDataError, InvalidInputError, PoorFitWarning
+from epsstar.exceptions import (
+    DegenerateDataError,
+    InsufficientDataError,
+    InvalidInputError,
+    PoorFitWarning,
+)
 from epsstar.statistics._validation import (
     FloatArray,
     check_delta,
@@ -230,8 +235,8 @@ def _estimate(
     if interval is not None and not isinstance(interval, Bootstrap):
         raise InvalidInputError(f"interval must be a Bootstrap or None. Found {interval!r}.")
     seed = check_positive_int("seed", seed, minimum=0)
-    train = finite_vector("train_losses", train_losses, min_size=config.min_records)
-    population = finite_vector("population_losses", population_losses, min_size=config.min_records)
+    train = _losses("train_losses", train_losses, config)
+    population = _losses("population_losses", population_losses, config)
     if delta is None:
         delta = default_delta(train.size)
     delta = check_delta(delta, allow_zero=isinstance(config, Empirical))
@@ -264,6 +269,20 @@ def _estimate(
         seed=seed,
     )
     return dataclasses.replace(result, interval=found)
+
+
+def _losses(name: str, values: ArrayLike, config: EstimatorConfig) -> FloatArray:
+    """Finite losses, at least ``config.min_records``; a refusal names the empirical method's
+    minimum when it is lower."""
+    losses = finite_vector(name, values, min_size=0)
+    fewest = Empirical.min_records
+    if losses.size < config.min_records:
+        hint = "" if config.min_records <= fewest else f" (--method empirical needs {fewest})"
+        raise InsufficientDataError(
+            f"{name} needs at least {config.min_records} value{'s' * (config.min_records > 1)} "
+            f"for the {config.method} method{hint}. Found {losses.size}."
+        )
+    return losses
 
 
 def _point(

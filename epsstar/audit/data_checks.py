@@ -1,0 +1,177 @@
+"""Checks that the training and population data can support an audit at all.
+
+Valid-looking data can still make Epsilon* meaningless:
+
+* the same file, or two files with the same content, as training and population data:
+  both sides are members, every test has FPR = 1 − FNR and Epsilon* is 0 whatever the model
+  leaks. :func:`refuse_same_data` refuses it;
+* members among the population records. If a fraction ``f`` of the population are
+  training records, the FPR of any test is at least ``f`` times its TPR, so every ratio of
+  eq. 7 is at most about ``1/f`` and Epsilon* at most about ``ln(1/f)`` (4.6 at 1 %), however
+  much the model leaks; a release gate could pass on a leaky model. The rows of both tables
+  are hashed (features rounded to float32, with the encoded label) and
+  :func:`data_warnings` warns when more than :data:`MAX_SHARED_FRACTION` of the population
+  rows also occur in the training data. Independent records of tabular data with
+  categorical features coincide now and then (0.14 % of the UCI Adult test rows also occur
+  in its training rows), so the threshold leaves room for that;
+* labels of a single class on either side: Epsilon* then compares the losses of one class
+  (or of one class against all), and an audit of a subset says little about the rest of
+  the data;
+* otherwise, class shares that differ between the two data sets (by more than
+  :data:`MAX_SHARE_DIFFERENCE`, and significantly): the population is then not a sample of
+  the training distribution, and the losses of different class mixes differ whether or
+  not the model leaks, which moves Epsilon* either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from epsstar.audit.tables import LabelMap, iter_batches
+from epsstar.exceptions import InputFileError
+
+__all__ = [
+    "MAX_SHARED_FRACTION",
+    "MAX_SHARE_DIFFERENCE",
+    "MIX_SIGNIFICANCE",
+    "TableScan",
+    "data_warnings",
+    "refuse_same_data",
+    "scan_table",
+    "shared_rows",
+]
+
+#: Population rows that also occur in the training data, above which the audit warns.
+MAX_SHARED_FRACTION = 0.01
+#: A class's share may differ this much between the two data sets before the audit warns
+#: (and only when a chi-square test of homogeneity rejects at :data:`MIX_SIGNIFICANCE`).
+MAX_SHARE_DIFFERENCE = 0.1
+MIX_SIGNIFICANCE = 1e-3
+
+
+@dataclass(frozen=True, slots=True)
+class TableScan:
+    """One table's row hashes and its number of rows per class (in class-index order)."""
+
+    hashes: NDArray[np.uint64]
+    class_counts: NDArray[np.int64]
+
+    @property
+    def rows(self) -> int:
+        return int(self.hashes.size)
+
+
+def refuse_same_data(train: Path, population: Path, digests: dict[str, str]) -> None:
+    """Refuse one file, or two files with the same content, as both data sets.
+
+    ``digests`` holds the SHA-256 of each file under ``"train"`` and ``"population"``.
+    """
+    if train.resolve() == population.resolve() or train.samefile(population):
+        raise InputFileError(
+            f"the training and population data must be different files: the same records on "
+            f"both sides give Epsilon* = 0 whatever the model leaks. Found {str(train)!r} as both."
+        )
+    if digests["train"] == digests["population"]:
+        raise InputFileError(
+            f"the training and population data must differ: two files with the same content "
+            f"give Epsilon* = 0 whatever the model leaks. Found {str(train)!r} and "
+            f"{str(population)!r}, both with sha256 {digests['train'][:16]}..."
+        )
+
+
+def _row_hashes(features: NDArray[np.floating], labels: NDArray[np.int64]) -> NDArray[np.uint64]:
+    """One hash per row of features (as float32, -0 as 0) and encoded label."""
+    frame = pd.DataFrame(np.asarray(features, dtype=np.float32) + np.float32(0.0))
+    frame["label"] = labels
+    return np.asarray(pd.util.hash_pandas_object(frame, index=False), dtype=np.uint64)
+
+
+def scan_table(
+    path: Path,
+    *,
+    label_column: str,
+    features: Sequence[str] | None,
+    batch_size: int,
+    label_map: LabelMap,
+) -> TableScan:
+    """Hash every row of the table at ``path`` and count its classes under ``label_map``."""
+    hashes: list[NDArray[np.uint64]] = []
+    counts = np.zeros(len(label_map), dtype=np.int64)
+    for batch in iter_batches(
+        path, label_column=label_column, features=features, batch_size=batch_size
+    ):
+        labels = label_map.encode(batch.labels)
+        counts += np.bincount(labels, minlength=len(label_map))
+        hashes.append(_row_hashes(batch.features, labels))
+    return TableScan(np.concatenate(hashes), counts)
+
+
+def _single_class(role: str, scan: TableScan, classes: Sequence[object]) -> str | None:
+    present = np.flatnonzero(scan.class_counts)
+    if present.size != 1:
+        return None
+    label = classes[int(present[0])]
+    return (
+        f"the {role} labels hold a single class ({label!s}, all {scan.rows:,} rows): Epsilon* "
+        f"then rests on the losses of that class alone and says little about the model's "
+        f"other classes"
+    )
+
+
+def _class_mix(train: TableScan, population: TableScan, classes: Sequence[object]) -> str | None:
+    """The classes' shares differ by more than :data:`MAX_SHARE_DIFFERENCE` and a
+    chi-square test of homogeneity rejects at level :data:`MIX_SIGNIFICANCE`."""
+    from scipy.stats import chi2_contingency
+
+    table = np.stack([train.class_counts, population.class_counts])
+    present = np.flatnonzero(table.sum(axis=0))
+    table = table[:, present]
+    shares = table / table.sum(axis=1, keepdims=True)
+    gaps = np.abs(shares[0] - shares[1])
+    if present.size < 2 or gaps.max() <= MAX_SHARE_DIFFERENCE:
+        return None
+    if chi2_contingency(table).pvalue >= MIX_SIGNIFICANCE:
+        return None
+    worst = int(np.argmax(gaps))
+    label = classes[int(present[worst])]
+    return (
+        f"class {label!s} makes up {shares[0, worst]:.1%} of the training rows but "
+        f"{shares[1, worst]:.1%} of the population rows: the population is not a sample of the "
+        f"training data's distribution, so Epsilon* compares different mixes of classes"
+    )
+
+
+def shared_rows(train: TableScan, population: TableScan) -> int:
+    """Population rows whose features and label also occur in the training data."""
+    return int(np.count_nonzero(np.isin(population.hashes, train.hashes)))
+
+
+def data_warnings(train: TableScan, population: TableScan, classes: Sequence[object]) -> list[str]:
+    """One line per reason the data undermine the audit (see the module docstring)."""
+    found = [
+        warning
+        for warning in (
+            _single_class("training", train, classes),
+            _single_class("population", population, classes),
+        )
+        if warning is not None
+    ]
+    if not found:
+        mix = _class_mix(train, population, classes)
+        found += [] if mix is None else [mix]
+    shared = shared_rows(train, population)
+    fraction = shared / population.rows
+    if fraction > MAX_SHARED_FRACTION:
+        found.append(
+            f"{shared:,} of the {population.rows:,} population rows ({fraction:.1%}) also occur "
+            f"in the training data (more than {MAX_SHARED_FRACTION:.0%}): members among the "
+            f"non-members bias Epsilon* towards 0 (to at most about ln(1/{fraction:.3g}) = "
+            f"{np.log(1.0 / fraction):.2f})"
+        )
+    return found
