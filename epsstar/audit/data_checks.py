@@ -152,10 +152,14 @@ def shared_rows(train: TableScan, population: TableScan) -> int:
     return int(np.count_nonzero(np.isin(population.hashes, train.hashes)))
 
 
-def data_warnings(train: TableScan, population: TableScan, classes: Sequence[object]) -> list[str]:
-    """One line per reason the data undermine the audit (see the module docstring)."""
+def data_warnings(
+    train: TableScan, population: TableScan, classes: Sequence[object]
+) -> list[tuple[str, bool]]:
+    """One line per reason the data undermine the audit (see the module docstring), each
+    with whether it fails a release gate: a single class and shared rows can hide a leak;
+    a different class mix is the auditor's choice of population, and only reported."""
     found = [
-        warning
+        (warning, True)
         for warning in (
             _single_class("training", train, classes),
             _single_class("population", population, classes),
@@ -164,14 +168,17 @@ def data_warnings(train: TableScan, population: TableScan, classes: Sequence[obj
     ]
     if not found:
         mix = _class_mix(train, population, classes)
-        found += [] if mix is None else [mix]
+        found += [] if mix is None else [(mix, False)]
     shared = shared_rows(train, population)
     fraction = shared / population.rows
     if fraction > MAX_SHARED_FRACTION:
         found.append(
-            f"{shared:,} of the {population.rows:,} population rows ({fraction:.1%}) also occur "
-            f"in the training data (more than {MAX_SHARED_FRACTION:.0%}): members among the "
-            f"non-members bias Epsilon* towards 0 (to at most about ln(1/{fraction:.3g}) = "
-            f"{np.log(1.0 / fraction):.2f})"
+            (
+                f"{shared:,} of the {population.rows:,} population rows ({fraction:.1%}) also "
+                f"occur in the training data (more than {MAX_SHARED_FRACTION:.0%}): members "
+                f"among the non-members bias Epsilon* towards 0 (to at most about "
+                f"ln(1/{fraction:.3g}) = {np.log(1.0 / fraction):.2f})",
+                True,
+            )
         )
     return found

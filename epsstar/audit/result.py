@@ -44,6 +44,9 @@ class AuditResult:
     train_losses: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
     population_losses: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
     warnings: tuple[str, ...] = ()
+    #: One of ``warnings`` can hide a leak (shared rows, a single class, an ambiguous
+    #: output reading), so a release gate fails whatever Epsilon* is.
+    gate_blocked: bool = False
     output_reading: OutputReading | None = None
 
     @property
@@ -56,14 +59,14 @@ class AuditResult:
 
     @property
     def passed(self) -> bool | None:
-        """ε* within the gate and no warning about the audit's inputs; None without a gate.
+        """ε* within the gate and no warning that can hide a leak; None without a gate.
 
-        A gate fails closed: an audit whose data or output reading drew a warning
-        (``warnings``) cannot show that the model is within the limit.
+        A gate fails closed: an audit whose data or output reading drew such a warning
+        (``gate_blocked``) cannot show that the model is within the limit.
         """
         if self.max_epsilon is None:
             return None
-        return not self.warnings and self.epsilon.epsilon <= self.max_epsilon
+        return not self.gate_blocked and self.epsilon.epsilon <= self.max_epsilon
 
     def curves(self) -> dict[str, TradeoffCurve]:
         """FNR/FPR trade-off of the loss-threshold test: ``"empirical"`` and ``"fitted"``.

@@ -267,11 +267,15 @@ def audit(
         provenance=provenance,
     )
     clock.append(time.perf_counter())
-    said = checks.warn(gate=options.max_epsilon is not None)
+    said, blocked = checks.warn(gate=options.max_epsilon is not None)
     # The statistics' own duration is known only once they are done.
     provenance = {**provenance, "seconds": _seconds(clock)}
     return dataclasses.replace(
-        result, provenance=provenance, warnings=said, output_reading=checks.output_reading
+        result,
+        provenance=provenance,
+        warnings=said,
+        gate_blocked=blocked,
+        output_reading=checks.output_reading,
     )
 
 
@@ -290,12 +294,15 @@ class _Checks:
     output_reading: OutputReading
     digests: dict[str, str]
     shared_rows: int
-    found: tuple[tuple[type[EpsstarWarning], str], ...]
+    #: (category, line, whether it fails a release gate)
+    found: tuple[tuple[type[EpsstarWarning], str, bool], ...]
 
-    def warn(self, *, gate: bool) -> tuple[str, ...]:
-        """Raise each warning (and, with a gate, the gate's failure); return their lines."""
-        found = list(self.found)
-        if gate and found:
+    def warn(self, *, gate: bool) -> tuple[tuple[str, ...], bool]:
+        """Raise each warning (and, with a gate, the gate's failure); return their lines and
+        whether one of them fails the gate."""
+        found = [(category, line) for category, line, _ in self.found]
+        blocked = any(blocks for _, _, blocks in self.found)
+        if gate and blocked:
             found.append(
                 (
                     SuspectDataWarning,
@@ -305,7 +312,7 @@ class _Checks:
             )
         for category, line in found:
             warnings.warn(category(line), stacklevel=3)
-        return tuple(line for _, line in found)
+        return tuple(line for _, line in found), blocked
 
 
 def _output_reading(loaded: LoadedAuditModel, requested: bool) -> OutputReading:
@@ -336,13 +343,13 @@ def _check_data(
         )
         for role in ("train", "population")
     ]
-    found: list[tuple[type[EpsstarWarning], str]] = [
-        (SuspectDataWarning, line)
-        for line in data_warnings(scans[0], scans[1], train.label_map.classes)
+    found: list[tuple[type[EpsstarWarning], str, bool]] = [
+        (SuspectDataWarning, line, blocks_gate)
+        for line, blocks_gate in data_warnings(scans[0], scans[1], train.label_map.classes)
     ]
     output_reading = _output_reading(loaded, reading.outputs is not None)
     if output_reading.ambiguous:
-        found.append((OutputReadingWarning, output_reading.describe()))
+        found.append((OutputReadingWarning, output_reading.describe(), True))
     return _Checks(output_reading, digests, shared_rows(scans[0], scans[1]), tuple(found))
 
 

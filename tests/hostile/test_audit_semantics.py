@@ -289,6 +289,10 @@ WARNED = {
 }
 
 
+# Warnings that can hide a leak fail a gate; a different class mix is only reported.
+GATE_BLOCKERS = set(WARNED) - {"class-mix"}
+
+
 @pytest.mark.parametrize("case", list(WARNED), ids=list(WARNED))
 @pytest.mark.parametrize("gate", [False, True], ids=["no-gate", "gate"])
 def test_suspect_input_warns_in_one_line_each_and_fails_the_gate(
@@ -306,15 +310,16 @@ def test_suspect_input_warns_in_one_line_each_and_fails_the_gate(
     assert "Traceback" not in captured.err + captured.out
     warned = captured.err.splitlines()
     assert all(line.startswith("epsstar: warning: ") for line in warned), captured.err
-    expected = [*expected, GATE] if gate else expected
+    blocks = case in GATE_BLOCKERS
+    expected = [*expected, GATE] if gate and blocks else expected
     assert len(warned) == len(expected), captured.err
     for line, part in zip(warned, expected, strict=True):
         assert part in line
     payload = json.loads((tmp_path / "out.json").read_text())
     validate_json("audit", payload)
     assert payload["warnings"] == [line.removeprefix("epsstar: warning: ") for line in warned]
-    assert code == (1 if gate else 0)
-    assert payload["passed"] is (False if gate else None)
+    assert code == (1 if gate and blocks else 0)
+    assert payload["passed"] is ((not blocks) if gate else None)
 
 
 def test_the_ambiguous_reading_names_the_option_and_the_option_settles_it(
