@@ -238,7 +238,16 @@ BAD_INPUTS = [
     ("delta", ["--train-losses", "good.npy", *GOOD, "--delta", "0.9"], "Found 0.9"),
     ("method", ["--train-losses", "good.npy", *GOOD, "--method", "magic"], "invalid choice"),
     ("window", ["--train-losses", "good.npy", *GOOD, "--rate-window", "0.1"], "LOW,HIGH"),
-    ("no folder", ["--train-losses", "good.npy", *GOOD, "--json", "no/dir.json"], "cannot write"),
+    (
+        "folder is a file",
+        ["--train-losses", "good.npy", *GOOD, "--json", "good.npy/dir.json"],
+        "is a file, not a folder",
+    ),
+    (
+        "output is an input",
+        ["--train-losses", "good.npy", *GOOD, "--json", "good.npy"],
+        "--json would overwrite --train-losses",
+    ),
     (
         "window without empirical",
         ["--train-losses", "good.npy", *GOOD, "--rate-window", "0.001,0.999"],

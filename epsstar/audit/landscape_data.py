@@ -197,10 +197,12 @@ def _is_audit(document: Any) -> bool:
     return isinstance(document, dict) and isinstance(document.get("epsilon_star"), int | float)
 
 
-def _models(path: Path, document: Any) -> list[dict[str, Any]]:
-    """The records of one results document (a single audit becomes one record)."""
+def _models(path: Path, document: Any, utility: str) -> list[dict[str, Any]]:
+    """The records of one results document (a single audit becomes one record), each checked."""
     if _is_audit(document):
-        return [{"entry": {"strategy": path.stem, "repeat": 0, "params": {}}, "result": document}]
+        record = {"entry": {"strategy": path.stem, "repeat": 0, "params": {}}, "result": document}
+        model_outcome(record, utility, source=str(path))
+        return [record]
     models = document.get("models") if isinstance(document, dict) else None
     if not isinstance(models, list) or not all(
         isinstance(m, dict) and isinstance(m.get("entry"), dict) for m in models
@@ -214,21 +216,25 @@ def _models(path: Path, document: Any) -> list[dict[str, Any]]:
     for model in models:
         record = dict(model)
         entry = dict(record["entry"])
+        if entry.get("model") and "strategy" not in entry:  # a model is its own strategy
+            entry["strategy"] = Path(str(entry["model"])).stem
+        record["entry"] = entry
+        model_outcome(record, utility, source=str(path))
         entry.setdefault("params", {})
         entry.setdefault("repeat", 0)
-        entry.setdefault("strategy", Path(str(entry.get("model", "model"))).stem)
-        record["entry"] = entry
         if record.get("report"):
             record["report"] = str(folder / record["report"])  # absolute paths stay as they are
         records.append(record)
     return records
 
 
-def read_results(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
+def read_results(paths: Sequence[str | Path], *, utility: str = "auroc") -> list[dict[str, Any]]:
     """Records from ``audit-many --json`` files and single ``audit --json`` files.
 
     A single audit becomes one record whose strategy is the file's stem. Report
-    paths recorded relative to a results file are made absolute.
+    paths recorded relative to a results file are made absolute. Each record is
+    checked as :func:`model_outcome` reads it for ``utility``; a record that lacks
+    what the landscape needs is refused with a message naming its file.
     """
     records: list[dict[str, Any]] = []
     for raw in paths:
@@ -239,7 +245,7 @@ def read_results(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
             document = json.loads(path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as error:
             raise InputFileError(f"{path}: not a JSON file ({error}).") from None
-        records.extend(_models(path, document))
+        records.extend(_models(path, document, utility))
     if not records:
         raise InputFileError("results: the files hold no audited models. Found 0.")
     return records
@@ -249,45 +255,58 @@ def _keys(value: Any) -> str:
     return f"keys {sorted(value)}" if isinstance(value, Mapping) else repr(value)
 
 
-def _audited(name: str, result: Any, utility: str) -> tuple[float, float | None]:
-    """Epsilon* and the chosen population utility (None when missing) of one result."""
+def _audited(source: str, name: str, result: Any, utility: str) -> tuple[float, float | None]:
+    """Epsilon* and the chosen population utility (None when recorded as null) of one result."""
     epsilon = result.get("epsilon_star") if isinstance(result, Mapping) else None
     if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
-        raise InputFileError(f"results: model {name} has no epsilon_star. Found {_keys(result)}.")
+        raise InputFileError(f"{source}: model {name} has no epsilon_star. Found {_keys(result)}.")
     if not math.isfinite(epsilon):
         raise InputFileError(
-            f"results: epsilon_star of model {name} is not finite. Found {epsilon}."
+            f"{source}: epsilon_star of model {name} is not finite. Found {epsilon}."
         )
-    population = result.get("utility")
-    population = population.get("population") if isinstance(population, Mapping) else None
-    value = population.get(utility) if isinstance(population, Mapping) else None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    value: Any = result
+    for key in ("utility", "population", utility):
+        if not isinstance(value, Mapping) or key not in value:
+            raise InputFileError(
+                f"{source}: model {name} has no utility.population.{utility}. Found {_keys(value)}."
+            )
+        value = value[key]
+    if value is None:  # not measured (an AUROC beyond its budget): listed, not plotted
         return float(epsilon), None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise InputFileError(
+            f"{source}: utility.population.{utility} of model {name} must be a number in "
+            f"[0, 1] or null. Found {value!r}."
+        )
     return float(epsilon), float(value)
 
 
-def model_outcome(record: Mapping[str, Any], utility: str) -> ModelOutcome:
-    """One audit record read by type; a record without a result or an error is refused."""
+def model_outcome(
+    record: Mapping[str, Any], utility: str, *, source: str = "results"
+) -> ModelOutcome:
+    """One audit record read by type; a record without a result or an error is refused.
+
+    ``source`` (the results file, say) begins the messages.
+    """
     entry = record.get("entry") if isinstance(record, Mapping) else None
     if not isinstance(entry, Mapping) or not isinstance(entry.get("strategy"), str):
-        raise InputFileError(
-            f"results: a record needs an entry with a strategy. Found {_keys(record)}."
-        )
+        found = f"entry {_keys(entry)}" if isinstance(entry, Mapping) else _keys(record)
+        raise InputFileError(f"{source}: a record needs an entry with a strategy. Found {found}.")
     name = f"{entry['strategy']!r} #{entry.get('repeat', 0)}"
     result = record.get("result")
     if result is None and not record.get("error"):
         raise InputFileError(
-            f"results: model {name} has neither a result nor an error. Found {_keys(record)}."
+            f"{source}: model {name} has neither a result nor an error. Found {_keys(record)}."
         )
-    epsilon, value = (None, None) if result is None else _audited(name, result, utility)
+    epsilon, value = (None, None) if result is None else _audited(source, name, result, utility)
     params = entry.get("params") or {}
     if not isinstance(params, Mapping):
-        raise InputFileError(f"results: params of model {name} must be a table. Found {params!r}.")
+        raise InputFileError(f"{source}: params of model {name} must be a table. Found {params!r}.")
     try:
         repeat = int(entry.get("repeat", 0))
     except (TypeError, ValueError):
         raise InputFileError(
-            f"results: repeat of model {name} must be an integer. Found {entry.get('repeat')!r}."
+            f"{source}: repeat of model {name} must be an integer. Found {entry.get('repeat')!r}."
         ) from None
     report = record.get("report")
     return ModelOutcome(

@@ -5,16 +5,18 @@ from __future__ import annotations
 import argparse
 import math
 import shlex
-import sys
 from typing import TYPE_CHECKING, Any
 
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
 from epsstar.cli.options import (
+    OUTPUT_FILES,
     add_estimator_options,
     add_family_option,
     add_json_option,
+    add_seed_option,
     describe_choices,
     emit,
+    stage_json,
 )
 from epsstar.statistics.names import LOSSES, OUTPUT_KINDS
 
@@ -69,12 +71,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         help="allow model files that can run code when loaded (pickle/joblib, "
         "untrusted skops types)",
     )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=0,
-        help="seed of fits, goodness-of-fit tests and the lower-bound split",
-    )
+    add_seed_option(parser, "seed of fits, goodness-of-fit tests and the lower-bound split")
     parser.add_argument(
         "--batch-size",
         type=int,
@@ -106,7 +103,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "audit",
         help=SUMMARY,
-        description=SUMMARY + ". Exit code: "
+        description=SUMMARY + ". " + OUTPUT_FILES + " Exit code: "
         "0 audited and within the gate (or no gate), 1 Epsilon* above "
         "--max-epsilon, 2 usage or input error.",
     )
@@ -223,27 +220,35 @@ def format_summary(result: AuditResult) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from epsstar.audit.outputs import Outputs
     from epsstar.audit.run import audit
     from epsstar.cli.progress import audit_progress
 
-    with audit_progress(enabled=not args.quiet) as progress:
-        result = audit(
-            args.model,
-            args.train,
-            args.population,
-            label_column=args.label_column,
-            features=args.features,
-            loader=args.loader,
-            outputs=args.outputs,
-            **model_options(args),
-            progress=progress,
-            command=shlex.join(args.command_line),
-        )
-    payload = result.to_dict()
-    emit(payload, args.json, format_summary(result))
-    if args.report:
-        from epsstar.reports import render
+    inputs = [("MODEL", args.model), ("--train", args.train), ("--population", args.population)]
+    with Outputs(inputs) as outputs:
+        json_file = stage_json(outputs, args.json)
+        report_file = None if args.report is None else outputs.file("--report", args.report)
+        with audit_progress(enabled=not args.quiet) as progress:
+            result = audit(
+                args.model,
+                args.train,
+                args.population,
+                label_column=args.label_column,
+                features=args.features,
+                loader=args.loader,
+                outputs=args.outputs,
+                **model_options(args),
+                progress=progress,
+                command=shlex.join(args.command_line),
+            )
+        payload = result.to_dict()
+        if json_file is not None:
+            json_file.write_json(payload)
+        if report_file is not None:
+            from epsstar.reports import render
 
-        render(result, args.report)
-        print(f"  report written to {args.report}", file=sys.stderr if args.json == "-" else None)
+            report_file.write_with(lambda path: render(result, path))
+        outputs.commit()
+    files = [] if args.report is None else [("report", args.report)]
+    emit(payload, args.json, format_summary(result), files=files)
     return EXIT_GATE_FAILED if result.passed is False else EXIT_OK

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL
+from epsstar.cli.options import OUTPUT_FILES
 from epsstar.cli.text_table import aligned_table
 
 if TYPE_CHECKING:  # pragma: no cover
-    from epsstar.audit.many import ModelAudit, StrategySummary
+    from epsstar.audit.many import ManifestEntry, ModelAudit, StrategySummary
+    from epsstar.audit.outputs import Outputs, StagedFolder
 
 SUMMARY = "audit many models from a CSV or TOML manifest, with per-strategy summaries"
 
@@ -24,12 +26,17 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "audit-many",
         help=SUMMARY,
-        description=SUMMARY + ". Exit code: 0 all audited and "
-        "within the gate, 1 some Epsilon* above --max-epsilon, 2 usage or input error "
-        "(nothing audited), 3 some model could not be audited (the others' results are "
-        "still written).",
+        description=SUMMARY + ". Relative paths in the manifest are read from the "
+        "manifest's folder, not the current one. " + OUTPUT_FILES + " Exit code: 0 all "
+        "audited and within the gate, 1 some Epsilon* above --max-epsilon, 2 usage or input "
+        "error (nothing audited or written), 3 some model could not be audited (the others' "
+        "results are still written).",
     )
-    parser.add_argument("manifest", metavar="MANIFEST", help="manifest file (.csv or .toml)")
+    parser.add_argument(
+        "manifest",
+        metavar="MANIFEST",
+        help="manifest file (.csv or .toml); relative paths in it are relative to its folder",
+    )
     parser.add_argument(
         "--jobs",
         type=int,
@@ -57,13 +64,13 @@ def _number(value: float | None) -> str:
 
 
 def _table(summaries: list[StrategySummary]) -> str:
-    header = ["strategy", "models", "failed", "min eps*", "mean eps*", "max eps*", "mechanism"]
+    header = ["strategy", "audited", "failed", "min eps*", "mean eps*", "max eps*", "mechanism"]
     rows = [header]
     for s in summaries:
         rows.append(
             [
                 s.strategy,
-                str(s.n_models),
+                str(s.n_models - s.n_failed),
                 str(s.n_failed),
                 _number(s.epsilon_min),
                 _number(s.epsilon_mean),
@@ -110,9 +117,61 @@ def _above_gate(records: list[ModelAudit]) -> list[ModelAudit]:
     return [r for r in records if r.result is not None and r.result.passed is False]
 
 
+def _inputs(args: argparse.Namespace, entries: list[ManifestEntry]) -> list[tuple[str, Path]]:
+    """The run's input files, which no output may replace: the manifest and what it lists."""
+    inputs = [("MANIFEST", Path(args.manifest))]
+    for entry in entries:
+        where = f"{entry.strategy!r} #{entry.repeat}"
+        inputs += [
+            (f"the model of {where}", entry.model),
+            (f"the training data of {where}", entry.train),
+            (f"the population data of {where}", entry.population),
+        ]
+    return inputs
+
+
+def _stage_reports(outputs: Outputs, folder: str, entries: list[ManifestEntry]) -> StagedFolder:
+    """The ``--reports`` folder, with the name of each model's report checked up front."""
+    from epsstar.audit.many import _report_name  # the name audit_many gives a model's report
+    from epsstar.exceptions import InputFileError
+
+    names: dict[str, ManifestEntry] = {}
+    for entry in entries:
+        name = _report_name(entry)
+        if name in names:
+            first = names[name]
+            raise InputFileError(
+                f"--reports: models {first.strategy!r} #{first.repeat} and {entry.strategy!r} "
+                f"#{entry.repeat} would write the same report. Found {name!r} twice."
+            )
+        names[name] = entry
+    return outputs.folder("--reports", folder, list(names))
+
+
+def _print_summary(args: argparse.Namespace, records: list[ModelAudit]) -> None:
+    """The table and the totals; each failure once (on its progress line, or here if --quiet)."""
+    from epsstar.audit.many import summarise
+
+    print(_table(summarise(records)))
+    failed = [r for r in records if r.failed]
+    if args.quiet:
+        for record in failed:
+            print(f"FAILED {record.entry.model}: {record.error}", file=sys.stderr)
+    audited = len(records) - len(failed)
+    print(f"{len(records)} models: {audited} audited, {len(failed)} failed")
+    if args.max_epsilon is not None:
+        above = len(_above_gate(records))
+        print(f"{above} of {audited} audited models above the limit {args.max_epsilon:g}")
+    if args.json:
+        print(f"JSON written to {args.json}")
+    if args.reports:
+        n_reports = sum(1 for r in records if r.report is not None)
+        print(f"{n_reports} reports written to {args.reports}")
+
+
 def run(args: argparse.Namespace) -> int:
-    from epsstar.audit.files import atomic_write_json
     from epsstar.audit.many import audit_many, read_manifest, summarise
+    from epsstar.audit.outputs import Outputs
     from epsstar.cli.audit import model_options
     from epsstar.reports import render
 
@@ -124,26 +183,25 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(progress_line(done[0], len(entries), record), file=sys.stderr, flush=True)
 
-    records = audit_many(
-        entries,
-        jobs=args.jobs,
-        on_done=report,
-        report_dir=args.reports or None,
-        write_report=render,
-        **model_options(args),
-    )
-    summaries = summarise(records)
-    if args.json:
-        atomic_write_json(args.json, _payload(args, records, summaries))
-    print(_table(summaries))
-    failed = [r for r in records if r.failed]
-    for record in failed:
-        print(f"FAILED {record.entry.model}: {record.error}", file=sys.stderr)
-    above = _above_gate(records)
-    if args.max_epsilon is not None:
-        print(f"{len(above)} of {len(records)} models above the limit {args.max_epsilon:g}")
-    if args.json:
-        print(f"JSON written to {args.json}")
-    if failed:
+    with Outputs(_inputs(args, entries)) as outputs:
+        json_file = None if args.json is None else outputs.file("--json", args.json)
+        reports = None if args.reports is None else _stage_reports(outputs, args.reports, entries)
+        records = audit_many(
+            entries,
+            jobs=args.jobs,
+            on_done=report,
+            report_dir=None if reports is None else reports.staging,
+            write_report=render,
+            **model_options(args),
+        )
+        if reports is not None:  # where each report will be once the outputs are committed
+            records = [
+                replace(r, report=reports.path(r.report.name)) if r.report else r for r in records
+            ]
+        if json_file is not None:
+            json_file.write_json(_payload(args, records, summarise(records)))
+        outputs.commit()
+    _print_summary(args, records)
+    if any(r.failed for r in records):
         return EXIT_PARTIAL
-    return EXIT_GATE_FAILED if above else EXIT_OK
+    return EXIT_GATE_FAILED if _above_gate(records) else EXIT_OK

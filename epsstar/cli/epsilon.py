@@ -8,13 +8,16 @@ from typing import TYPE_CHECKING, Any
 
 from epsstar.cli.exit_codes import EXIT_OK
 from epsstar.cli.options import (
+    OUTPUT_FILES,
     add_estimator_options,
     add_family_option,
     add_json_option,
+    add_seed_option,
     bootstrap_option,
     describe_choices,
     emit,
     estimator_config,
+    stage_json,
 )
 from epsstar.statistics.names import SEARCHES
 
@@ -36,7 +39,9 @@ def _window(text: str) -> tuple[float, float]:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("epsilon", help=SUMMARY, description=SUMMARY + ".")
+    parser = subparsers.add_parser(
+        "epsilon", help=SUMMARY, description=f"{SUMMARY}. {OUTPUT_FILES}"
+    )
     parser.add_argument(
         "--train-losses",
         required=True,
@@ -74,9 +79,7 @@ def register(subparsers: Any) -> None:
         help="empirical method: admissible FPR/FNR interval instead of "
         "(delta, 1-delta), e.g. 0.001,0.999 as in the paper",
     )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="seed of fits and goodness-of-fit tests"
-    )
+    add_seed_option(parser, "seed of fits and goodness-of-fit tests")
     add_json_option(parser)
     parser.set_defaults(handler=run)
 
@@ -120,15 +123,26 @@ def _format(result: EpsilonStarResult) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from epsstar.audit.files import read_loss_file
+    from epsstar.audit.outputs import Outputs
     from epsstar.audit.result import SCHEMA_VERSION
     from epsstar.statistics.estimator import estimate
 
     config = estimator_config(args)
     interval = bootstrap_option(args)
-    train = read_loss_file(args.train_losses, name="--train-losses")
-    population = read_loss_file(args.population_losses, name="--population-losses")
-    result = estimate(
-        train, population, config, delta=args.delta, seed=args.seed, interval=interval
-    )
-    emit({"schema_version": SCHEMA_VERSION, **result.to_dict()}, args.json, _format(result))
+    inputs = [
+        ("--train-losses", args.train_losses),
+        ("--population-losses", args.population_losses),
+    ]
+    with Outputs(inputs) as outputs:
+        json_file = stage_json(outputs, args.json)
+        train = read_loss_file(args.train_losses, name="--train-losses")
+        population = read_loss_file(args.population_losses, name="--population-losses")
+        result = estimate(
+            train, population, config, delta=args.delta, seed=args.seed, interval=interval
+        )
+        payload = {"schema_version": SCHEMA_VERSION, **result.to_dict()}
+        if json_file is not None:
+            json_file.write_json(payload)
+        outputs.commit()
+    emit(payload, args.json, _format(result))
     return EXIT_OK

@@ -12,5 +12,16 @@ EXIT_USAGE: Final = 2
 EXIT_PARTIAL: Final = 3
 #: Interrupted (Ctrl-C): 128 + SIGINT.
 EXIT_INTERRUPTED: Final = 130
+#: Standard output was closed before everything was printed (``epsstar ... | head``):
+#: 128 + SIGPIPE, the status a shell shows for a program that a closed pipe stops. The
+#: output files are in place when the summary is printed, so they are complete.
+EXIT_BROKEN_PIPE: Final = 141
 
-__all__ = ["EXIT_GATE_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE"]
+__all__ = [
+    "EXIT_BROKEN_PIPE",
+    "EXIT_GATE_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_PARTIAL",
+    "EXIT_USAGE",
+]

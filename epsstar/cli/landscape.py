@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from epsstar.cli.exit_codes import EXIT_OK
+from epsstar.cli.options import OUTPUT_FILES
 
 SUMMARY = "draw the privacy-utility landscape of audit results as a self-contained HTML file"
 
@@ -15,8 +16,9 @@ def register(subparsers: Any) -> None:
         "landscape",
         help=SUMMARY,
         description=SUMMARY + ". RESULTS are JSON files of 'epsstar audit-many --json' and/or "
-        "'epsstar audit --json' (a single audit's strategy is its file name). Exit code: 0 "
-        "written, 2 usage or input error.",
+        "'epsstar audit --json' (a single audit's strategy is its file name); every record "
+        "needs a strategy and an epsilon_star and utility.population values, or an error. "
+        f"{OUTPUT_FILES} Exit code: 0 written, 2 usage or input error.",
     )
     parser.add_argument("results", nargs="+", metavar="RESULTS", help="results JSON files")
     parser.add_argument(
@@ -33,9 +35,13 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from epsstar.audit.landscape_data import landscape, read_results
+    from epsstar.audit.outputs import Outputs
     from epsstar.reports import render_landscape
 
-    data = landscape(read_results(args.results), utility=args.utility)
-    path = render_landscape(data, args.out)
-    print(f"landscape of {data.n_models} models written to {path}")
+    with Outputs(("RESULTS", path) for path in args.results) as outputs:
+        page = outputs.file("--out", args.out)
+        data = landscape(read_results(args.results, utility=args.utility), utility=args.utility)
+        page.write_with(lambda path: render_landscape(data, path))
+        outputs.commit()
+    print(f"landscape of {data.n_models} models written to {args.out}")
     return EXIT_OK

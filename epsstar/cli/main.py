@@ -5,19 +5,24 @@ that function adds its parser and sets ``handler`` (``args -> exit code``).
 Modules are imported only when the parser is built, and heavy libraries
 (scipy, scikit-learn, torch) only inside handlers, so ``epsstar --help``
 starts fast. Every :class:`~epsstar.exceptions.EpsstarError` becomes a
-one-line message on stderr and exit code 2.
+one-line message on stderr and exit code 2; Ctrl-C, "epsstar: interrupted" and
+exit code 130; a closed standard output (``epsstar ... | head``), silence and exit
+code 141.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 from epsstar import __version__
-from epsstar.cli.exit_codes import EXIT_INTERRUPTED, EXIT_USAGE
+from epsstar.cli.exit_codes import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE
 from epsstar.exceptions import EpsstarError, EpsstarWarning
 
 #: Modules that contribute subcommands, in the order ``--help`` lists them.
@@ -67,12 +72,81 @@ def _show_warning(
     print(f"epsstar: warning: {message}", file=sys.stderr)
 
 
+class _StandardOutputError(Exception):
+    """Standard output refused what was printed, for another reason than a closed pipe."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error.strerror or str(error))
+
+
+class _GuardedOutput:
+    """Standard output whose write errors are told apart from those of any other file."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise _StandardOutputError(error) from None
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise _StandardOutputError(error) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the process exit code."""
-    parser = build_parser()
+    """Run the CLI; returns the process exit code.
+
+    Standard output closed by its reader (``epsstar ... | head``): nothing more is
+    printed, no traceback, exit code 141 (:data:`~epsstar.cli.exit_codes.EXIT_BROKEN_PIPE`).
+    Standard output that fails otherwise (a full disk, ``> /dev/full``): a one-line
+    message and exit code 2. Either way the output files are complete, as they are in
+    place before anything is printed.
+    """
     words = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(words)
-    args.command_line = ["epsstar", *words]
+    stdout = sys.stdout
+    try:
+        if stdout is not None:
+            sys.stdout = _GuardedOutput(stdout)
+        try:
+            return _run(words)
+        finally:  # a closed pipe often shows only when the last output is flushed
+            if sys.stdout is not None:
+                sys.stdout.flush()
+    except BrokenPipeError:  # (on standard error, what is printed is lost anyway)
+        _silence_standard_output()
+        return EXIT_BROKEN_PIPE
+    except _StandardOutputError as error:
+        _silence_standard_output()
+        print(f"epsstar: error: cannot write to standard output ({error}).", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        if isinstance(sys.stdout, _GuardedOutput):
+            sys.stdout = stdout
+
+
+def _run(words: list[str]) -> int:
+    try:
+        args = build_parser().parse_args(words)
+        args.command_line = ["epsstar", *words]
+        return _handle(args)
+    except KeyboardInterrupt:
+        print("epsstar: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _handle(args: argparse.Namespace) -> int:
     handler: Handler = args.handler
     with warnings.catch_warnings():
         warnings.simplefilter("always", EpsstarWarning)
@@ -82,6 +156,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         except EpsstarError as error:
             print(f"epsstar {args.command}: error: {error}", file=sys.stderr)
             return EXIT_USAGE
-        except KeyboardInterrupt:
-            print("epsstar: interrupted", file=sys.stderr)
-            return EXIT_INTERRUPTED
+
+
+def _silence_standard_output() -> None:
+    """Point standard output at the null device once it failed (a reader closed the pipe).
+
+    Python's documentation advises this on ``BrokenPipeError``: otherwise flushing what is
+    left when the interpreter exits fails again, with a traceback-like message.
+    """
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        descriptor = sys.stdout.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, descriptor)
+        os.close(null)

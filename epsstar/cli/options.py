@@ -5,12 +5,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from epsstar.statistics.names import DEFAULT_METHOD, FAMILIES, METHODS, Names
 
 if TYPE_CHECKING:  # the estimator modules load scipy: imported when a command runs
+    from epsstar.audit.outputs import Outputs, StagedFile
     from epsstar.statistics.methods import Bootstrap, EstimatorConfig
+
+#: How every command treats its output files (its --help says so).
+OUTPUT_FILES = (
+    "Output files are checked before the work starts (missing folders are made; no output "
+    "may replace an input) and written together once it has finished: all of them or none."
+)
+#: The largest seed: every consumer of a seed takes it (scikit-learn's stops at 2**32 - 1).
+MAX_SEED = 2**32 - 1
 
 
 def describe_choices(names: Names[Any]) -> str:
@@ -77,6 +87,23 @@ def bootstrap_option(args: argparse.Namespace) -> Bootstrap | None:
     return None if args.interval is None else Bootstrap(args.interval, args.n_bootstrap)
 
 
+def seed(text: str) -> int:
+    """A ``--seed`` value, checked when the arguments are parsed: an integer in [0, 2**32 - 1]."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(
+            f"must be an integer from 0 to {MAX_SEED}. Found {text!r}."
+        )
+    return value
+
+
+def add_seed_option(parser: argparse.ArgumentParser, purpose: str) -> None:
+    parser.add_argument("--seed", type=seed, default=0, metavar="S", help=f"{purpose} (default 0)")
+
+
 def add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json",
@@ -86,16 +113,31 @@ def add_json_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def emit(result: dict[str, Any], json_path: str | None, summary: str) -> None:
-    """JSON to standard output for ``-``; else the summary, and the JSON written atomically."""
-    from epsstar.audit.files import atomic_write_json
+def stage_json(outputs: Outputs, json_path: str | None) -> StagedFile | None:
+    """The ``--json`` file among a run's outputs; None without one or for standard output."""
+    return None if json_path is None or json_path == "-" else outputs.file("--json", json_path)
 
+
+def emit(
+    result: dict[str, Any],
+    json_path: str | None,
+    summary: str,
+    *,
+    files: Sequence[tuple[str, str]] = (),
+) -> None:
+    """What a command prints once its files are in place.
+
+    With ``--json -`` the JSON goes to standard output, alone; the lines naming the
+    other ``files`` (``(what, path)``) go to standard error. Otherwise the summary is
+    printed, then a line per file written.
+    """
     if json_path == "-":
         json.dump(result, sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
+        for what, path in files:
+            print(f"  {what} written to {path}", file=sys.stderr)
         return
-    if json_path:
-        atomic_write_json(json_path, result)
     print(summary)
-    if json_path:
-        print(f"  JSON written to {json_path}")
+    written = [("JSON", json_path)] if json_path else []
+    for what, path in [*written, *files]:
+        print(f"  {what} written to {path}")

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from epsstar.cli.exit_codes import EXIT_OK
+from epsstar.cli.options import add_seed_option
 
 SUMMARY = "reproduce the paper's Appendix-B simulation on a small grid (about 10 s)"
 
@@ -15,7 +16,7 @@ SUMMARY = "reproduce the paper's Appendix-B simulation on a small grid (about 10
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("simulate", help=SUMMARY, description=SUMMARY + ".")
     parser.add_argument("--quick", action="store_true", help="one sample size, two repeats")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the simulated losses")
+    add_seed_option(parser, "seed of the simulated losses")
     parser.set_defaults(handler=run)
 
 

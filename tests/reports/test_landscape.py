@@ -90,7 +90,8 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 @pytest.mark.parametrize(
     ("models", "message"),
     [
-        ([{"entry": {}}], "model 'model' #0 has neither a result nor an error"),
+        ([{"entry": {}}], "results.json: a record needs an entry with a strategy"),
+        ([{"entry": {"model": "m.onnx"}}], "results.json: model 'm' #0 has neither a result"),
         ([{"entry": {"strategy": "s"}}], "neither a result nor an error"),
         ([{"entry": {"strategy": "s"}, "result": {}}], "has no epsilon_star"),
         ([{"entry": {"strategy": "s"}, "error": "broken"}], "no audited model has both"),

@@ -138,7 +138,9 @@ def test_audit_command_writes_report(audit_arguments: list[str], tmp_path: Path)
     json_out = str(tmp_path / "a.json")
     assert main([*audit_arguments, "--json", json_out, "--report", str(out)]) == 0
     assert 'data-epsilon-star="' in out.read_text("utf-8")
-    assert main([*audit_arguments, "--report", str(tmp_path / "missing" / "a.html")]) == 2
+    assert main([*audit_arguments, "--report", str(tmp_path / "missing" / "a.html")]) == 0
+    assert (tmp_path / "missing" / "a.html").is_file()  # missing folders are made
+    assert main([*audit_arguments, "--report", str(tmp_path / "a.json" / "a.html")]) == 2
 
 
 def test_render_draws_given_figures(make_synthetic: Synthetic, tmp_path: Path) -> None:
