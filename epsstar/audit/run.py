@@ -259,24 +259,12 @@ def audit(
     clock.append(time.perf_counter())
     run = {"seed": seed, "confidence": options.confidence, "command": command, "checks": checks}
     provenance = _provenance(paths, loaded, reading, train_side, population_side, **run)
-    result = audit_losses(
-        train_side.losses,
-        population_side.losses,
-        utility=utility,
-        options=options,
-        provenance=provenance,
-    )
+    losses = (train_side.losses, population_side.losses)
+    result = audit_losses(*losses, utility=utility, options=options, provenance=provenance)
     clock.append(time.perf_counter())
-    said, blocked = checks.warn(gate=options.max_epsilon is not None)
+    result = checks.record(result, gate=options.max_epsilon is not None)
     # The statistics' own duration is known only once they are done.
-    provenance = {**provenance, "seconds": _seconds(clock)}
-    return dataclasses.replace(
-        result,
-        provenance=provenance,
-        warnings=said,
-        gate_blocked=blocked,
-        output_reading=checks.output_reading,
-    )
+    return dataclasses.replace(result, provenance={**provenance, "seconds": _seconds(clock)})
 
 
 def _distinct_data(paths: dict[str, Path]) -> dict[str, str]:
@@ -311,8 +299,15 @@ class _Checks:
                 )
             )
         for category, line in found:
-            warnings.warn(category(line), stacklevel=3)
+            warnings.warn(category(line), stacklevel=4)
         return tuple(line for _, line in found), blocked
+
+    def record(self, result: AuditResult, *, gate: bool) -> AuditResult:
+        """``result`` with the warnings raised and kept, and the output reading."""
+        said, blocked = self.warn(gate=gate)
+        return dataclasses.replace(
+            result, warnings=said, gate_blocked=blocked, output_reading=self.output_reading
+        )
 
 
 def _output_reading(loaded: LoadedAuditModel, requested: bool) -> OutputReading:
