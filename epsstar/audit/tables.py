@@ -569,8 +569,8 @@ def _ragged_line(path: Path) -> tuple[int, int, int] | None:
                     return reader.line_num, len(row), width
     except UnicodeDecodeError as error:
         raise _not_utf8(path, error) from None
-    except (csv.Error, OSError):
-        return None  # the reader proper says what is wrong
+    except (csv.Error, OSError) as error:  # such as a field of more than 128 KiB
+        raise _unreadable(path, "csv", error) from None
     return None
 
 
@@ -579,7 +579,7 @@ def _check_csv_widths(path: Path) -> None:
 
     pandas would drop extra fields and fill missing ones, so a decimal comma ("1,5") would
     shift a row's values silently. pyarrow's parser finds such rows fast; the slower
-    :mod:`csv` pass then names the line.
+    :mod:`csv` pass then names the line, or refuses what neither parser can read.
     """
     import pyarrow as pa
     import pyarrow.csv as pacsv

@@ -343,6 +343,12 @@ AUDITS: list[tuple[str, Write, str, str]] = [
         ".",
     ),
     (
+        "a line longer than the fast parser's block, then a ragged row",
+        write_text("huge.csv", f"x0,label\n{'x' * 17_000_000},1\n0.5,1,2\n"),
+        "huge.csv: must be a readable CSV file.",
+        "Found: field larger than field limit (131072).",
+    ),
+    (
         "a field of three million digits",
         write_text("long.csv", with_line(3, f"{LONG},0.2,0.3,0.4,0.5,0.6,1")),
         "feature column 'x0' must be numeric. Found '9e9e9e",
