@@ -139,6 +139,11 @@ class BatchedModel:
         return self._classes
 
     @property
+    def input_dtype(self) -> np.dtype[Any]:
+        """The type the features are cast to; the audit checks every value fits it."""
+        return self._input_dtype
+
+    @property
     def output_kind(self) -> OutputKind:
         if self._kind is None:
             raise InvalidInputError(
@@ -219,7 +224,31 @@ class BatchedModel:
                     f"{int(bad.sum())} value(s) are not, the first at row {row}, column "
                     f"{column}. Found {array[row, column]}."
                 )
+        self._check_range(array)
         return np.ascontiguousarray(array, dtype=target)
+
+    def _check_range(self, array: NDArray[Any]) -> None:
+        """Refuse values the cast to the input type would turn into infinity or wrap around."""
+        target = self._input_dtype
+        narrower = array.dtype.itemsize > target.itemsize
+        if target.kind == "f" and array.dtype.kind == "f" and narrower:
+            limit = float(np.finfo(target).max)
+            bad = np.isfinite(array) & (np.abs(array) > limit)
+        elif target.kind in "iu" and array.dtype.kind in "iuf":
+            if array.dtype.kind in "iu" and np.can_cast(array.dtype, target):
+                return
+            info = np.iinfo(target)
+            wide = np.asarray(array, dtype=np.float64)
+            bad = (wide < float(info.min)) | (wide >= float(info.max) + 1.0)
+        else:
+            return
+        if bad.any():
+            row, column = (int(i) for i in np.argwhere(bad)[0])
+            raise InvalidInputError(
+                f"features must fit {target}, the input type of {self._source}; {int(bad.sum())} "
+                f"value(s) do not, the first at row {row}, column {column}. "
+                f"Found {array[row, column]}."
+            )
 
     def _shape(self, raw: Any, rows: int) -> FloatArray:
         output = np.asarray(raw, dtype=np.float64)

@@ -583,9 +583,15 @@ def test_read_column_in_every_format(tmp_path: Path, kind: str) -> None:
         ),
         (  # the blank line is skipped; the empty field is a missing value
             "gap.csv",
-            "loss\n1.0\n\n2.0\n,\n",
+            'loss\n1.0\n\n2.0\n""\n',
             InvalidInputError,
             "column 'loss' must be finite. Found nan at row 2",
+        ),
+        (  # a row of two fields in a file of one column
+            "ragged.csv",
+            "loss\n1.0\n\n2.0\n,\n",
+            InputFileError,
+            r"as many fields as the header \(1\).*Found 2 fields on line 5\.$",
         ),
         ("header.csv", "loss\n", InsufficientDataError, "must hold at least one row. Found none"),
         ("empty.csv", "", InsufficientDataError, "Found an empty file"),

@@ -104,6 +104,8 @@ def _existing(**paths: str | Path) -> dict[str, Path]:
     """The paths, each checked to be a file."""
     checked = {name: Path(path) for name, path in paths.items()}
     for name, path in checked.items():
+        if path.is_dir():
+            raise InputFileError(f"{name}: must be a file, not a directory. Found {str(path)!r}.")
         if not path.is_file():
             raise InputFileError(f"{name}: no such file. Found {str(path)!r}.")
     return checked

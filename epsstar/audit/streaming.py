@@ -4,7 +4,9 @@
 asks the model for its predictions, encodes the labels with the model's classes
 (:class:`~epsstar.audit.tables.LabelMap`) and turns predictions into losses with
 :func:`epsstar.statistics.losses.compute_losses`, which also checks every prediction
-(finite; probabilities in [0, 1], rows summing to 1). It keeps, per table, the losses,
+(finite; probabilities in [0, 1], rows summing to 1). A model that says its
+``input_dtype`` (as the built-in loaders do) has every feature checked to fit
+that type before it sees it, the column and row named. It keeps, per table, the losses,
 the number of correct predictions and, for the AUROC, the encoded labels and the class
 scores, up to :data:`MAX_AUROC_VALUES` numbers.
 
@@ -173,6 +175,7 @@ def stream_table(
         features=features,
         batch_size=batch_size,
         progress=None if progress is None else progress.advance,
+        input_dtype=getattr(model, "input_dtype", None),
     ):
         predictions = np.asarray(model.predict(batch.features), dtype=np.float64)
         n_outputs = _n_outputs(predictions)

@@ -4,15 +4,20 @@ A table is read from CSV, Parquet, NPZ or NPY in batches of a fixed number of
 rows, so memory is bounded by the batch size rather than by the file: a
 population file of ten million rows streams in a few hundred MiB.
 
-Columns are chosen by name. Every feature must be numeric (booleans and numeric
-text count) and finite; every label must be present. Problems are reported in
+Columns are chosen by name, and a file must name each column once (at most
+:data:`MAX_COLUMNS` of them). Every feature must be numeric (booleans and numeric
+text count) and finite, and, when the model's input type is given, within its range
+(1e39 is infinite in float32); every label must be present. Problems are reported in
 one line naming the file, the column, the 0-based data row and the bad value.
 
 Conventions per format:
 
-* **CSV**: the first line is the header. Blank lines are skipped. The number of
-  rows is unknown without reading the file (:attr:`TableSchema.n_rows` is
-  ``None``; :func:`count_rows` streams through it).
+* **CSV**: UTF-8 text (a byte-order mark is dropped); the first line is the
+  header. Blank lines are skipped. Every row has as many fields as the header: a
+  row with more or fewer is refused, naming its line, so that an unquoted decimal
+  comma ("1,5") cannot shift the values of a row. The number of rows is unknown
+  without reading the file (:attr:`TableSchema.n_rows` is ``None``;
+  :func:`count_rows` streams through it).
 * **Parquet**: top-level columns; the row count comes from the footer.
 * **NPZ**, either layout:
 
@@ -25,7 +30,8 @@ Conventions per format:
 * **NPY**: one 2-D numeric array; its columns are named ``"0"``, ``"1"``, ...,
   so the label column is given by its index as a string (``label_column="10"``).
 
-NPY files and NPZ members are never loaded whole: uncompressed arrays
+An array whose header announces more bytes than its file holds is refused before
+anything is read. NPY files and NPZ members are never loaded whole: uncompressed arrays
 (``np.save``, ``np.savez``) are read by offset, in C or Fortran order;
 compressed ones (``np.savez_compressed``) are decompressed as they are read.
 A compressed 2-D array in Fortran order (what ``DataFrame.to_numpy()`` usually
@@ -39,22 +45,26 @@ are returned as read: int64, float64, bool or an object array of ``str``.
 
 from __future__ import annotations
 
+import csv
 import math
 import os
 import struct
 import zipfile
+import zlib
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import DTypeLike, NDArray
 
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 
 __all__ = [
     "DATA_FILE_SUFFIXES",
+    "MAX_COLUMNS",
     "Batch",
     "LabelMap",
     "Table",
@@ -77,6 +87,8 @@ DATA_FILE_SUFFIXES: dict[str, str] = {
 
 Progress = Callable[[int], None]
 _SHOWN = 10  # columns or labels quoted in a message before "..."
+MAX_COLUMNS = 1_000_000
+"""The most columns a data file may have (a header can announce any number)."""
 
 
 # --------------------------------------------------------------------------- public types
@@ -113,8 +125,14 @@ class Batch:
 # --------------------------------------------------------------------------- helpers
 
 
+def _clipped(value: object, width: int = 60) -> str:
+    """``repr(value)``, cut to ``width`` characters (a field can be megabytes long)."""
+    text = repr(value)
+    return text if len(text) <= width else f"{text[: width - 14]}... ({len(text)} chars)"
+
+
 def _shown(items: Sequence[object], limit: int = _SHOWN) -> str:
-    text = ", ".join(repr(item) for item in items[:limit])
+    text = ", ".join(_clipped(item) for item in items[:limit])
     return text + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
@@ -125,6 +143,8 @@ def _locate(path: str | os.PathLike[str], what: str = "data file") -> tuple[Path
         allowed = ", ".join(DATA_FILE_SUFFIXES)
         raise InputFileError(f"{what} must end in one of {allowed}. Found {str(file)!r}.")
     if not file.is_file():
+        if file.is_dir():
+            raise InputFileError(f"{what} must be a file, not a directory. Found {str(file)!r}.")
         raise InputFileError(f"{what} must exist and be a file. Found {str(file)!r}.")
     return file, kind
 
@@ -160,10 +180,14 @@ def _read_header(stream: IO[bytes], path: Path, name: str) -> _ArrayInfo:
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
         else:
             raise ValueError(f"unsupported .npy format version {version}")
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
+    except (zlib.error, zipfile.BadZipFile) as error:
+        raise _damaged(path, error) from None
+    except Exception as error:  # a damaged header fails in many ways
         raise InputFileError(
             f"{where}: must be a readable .npy array. Found: {_first_line(error)}."
         ) from None
+    if any(int(size) < 0 for size in shape):
+        raise InputFileError(f"{where}: must have a shape of sizes ≥ 0. Found {shape}.")
     if dtype.hasobject:
         raise InputFileError(
             f"{where}: must not hold Python objects (they are not read, for safety). "
@@ -174,6 +198,27 @@ def _read_header(stream: IO[bytes], path: Path, name: str) -> _ArrayInfo:
             f"{where}: must be a plain array, not a structured one. Found {dtype}."
         )
     return _ArrayInfo(name, tuple(int(s) for s in shape), dtype, bool(fortran and len(shape) > 1))
+
+
+def _check_size(info: _ArrayInfo, available: int, path: Path) -> None:
+    """Refuse an array whose header announces more bytes than the file holds."""
+    where = f"{path}" if not info.name else f"{path}: array {info.name!r}"
+    needed = math.prod(info.shape) * info.dtype.itemsize
+    if needed > available:
+        raise InputFileError(
+            f"{where}: must hold the {needed} bytes its header announces (shape {info.shape}, "
+            f"{info.dtype}). Found {max(available, 0)}."
+        )
+
+
+def _damaged(path: Path, error: BaseException) -> InputFileError:
+    return InputFileError(
+        f"{path}: must be a readable .npz file. Found a damaged archive: {_first_line(error)}."
+    )
+
+
+# What reading a damaged compressed archive raises.
+_ARCHIVE_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError)
 
 
 def _fill(stream: IO[bytes], out: NDArray[Any], path: Path) -> None:
@@ -233,6 +278,12 @@ class _StreamSource:
         return stream
 
     def read(self, start: int, stop: int) -> NDArray[Any]:
+        try:
+            return self._read(start, stop)
+        except _ARCHIVE_ERRORS as error:
+            raise _damaged(self._path, error) from None
+
+    def _read(self, start: int, stop: int) -> NDArray[Any]:
         info = self.info
         if info.fortran:
             n, d = info.shape
@@ -276,6 +327,8 @@ class _ArrayFile:
         try:
             if kind == "npy":
                 info = _read_header(self._handle, path, "")
+                size = os.fstat(self._handle.fileno()).st_size
+                _check_size(info, size - self._handle.tell(), path)
                 self.sources[""] = _RegionSource(self._handle, self._handle.tell(), info, path)
             else:
                 self._open_archive()
@@ -289,9 +342,9 @@ class _ArrayFile:
             self._archive = zipfile.ZipFile(self._handle)
         except (zipfile.BadZipFile, OSError, ValueError) as error:
             raise _unreadable(path, "npz", error) from None
-        for member in self._archive.infolist():
-            if member.is_dir():
-                continue
+        members = [member for member in self._archive.infolist() if not member.is_dir()]
+        _check_unique(path, [member.filename for member in members])
+        for member in members:
             if not member.filename.endswith(".npy"):
                 raise InputFileError(
                     f"{path}: every entry of an .npz file must be a .npy array. "
@@ -305,13 +358,15 @@ class _ArrayFile:
                 self._handle.seek(start)
                 info = _read_header(self._handle, path, name)
                 offset = self._handle.tell()
+                _check_size(info, start + member.file_size - offset, path)
                 self.sources[name] = _RegionSource(self._handle, offset, info, path)
             else:
                 try:
                     with self._archive.open(member) as stream:
                         info = _read_header(stream, path, name)
-                except (zipfile.BadZipFile, NotImplementedError, OSError) as error:
-                    raise _unreadable(path, "npz", error) from None
+                        _check_size(info, member.file_size - stream.tell(), path)
+                except _ARCHIVE_ERRORS as error:
+                    raise _damaged(path, error) from None
                 self.sources[name] = _StreamSource(self._archive, member.filename, info, path)
         if not self.sources:
             raise InsufficientDataError(f"{path}: must hold at least one array. Found none.")
@@ -345,8 +400,20 @@ class _ArrayLayout:
     n_rows: int
 
 
+def _check_width(path: Path, shape: tuple[int, ...]) -> None:
+    """Refuse a 2-D array with no rows or more than :data:`MAX_COLUMNS` columns."""
+    if len(shape) == 2 and shape[1] > MAX_COLUMNS:
+        raise InputFileError(
+            f"{path}: must have at most {MAX_COLUMNS} columns. Found shape {shape}."
+        )
+    if len(shape) == 2 and shape[0] == 0:
+        raise InsufficientDataError(f"{path}: must hold at least one row. Found none.")
+
+
 def _array_layout(arrays: _ArrayFile) -> _ArrayLayout:
     path, sources = arrays.path, arrays.sources
+    for source in sources.values():
+        _check_width(path, source.info.shape)
     if "" in sources:  # .npy
         info = sources[""].info
         if len(info.shape) != 2:
@@ -420,18 +487,124 @@ def _array_chunks(
 # --------------------------------------------------------------------------- CSV / Parquet
 
 
+def _not_utf8(path: Path, error: UnicodeDecodeError) -> InputFileError:
+    byte = error.object[error.start : error.start + 1].hex() or "?"
+    return InputFileError(f"{path}: must be UTF-8 text. Found the byte 0x{byte}, which is not.")
+
+
+def _csv_header(path: Path) -> list[str]:
+    """The fields of the first non-blank line (a UTF-8 byte-order mark is dropped)."""
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as stream:
+            return next((row for row in csv.reader(stream) if row), [])
+    except UnicodeDecodeError as error:
+        raise _not_utf8(path, error) from None
+    except (csv.Error, OSError) as error:
+        raise _unreadable(path, "csv", error) from None
+
+
+_MAGIC = {
+    b"PK\x03\x04": "a ZIP archive (such as .npz)",
+    b"PAR1": "a Parquet file",
+    b"\x93NUMPY": "a .npy array",
+    b"\x1f\x8b": "a gzip archive",
+}
+
+
+def _check_text(path: Path) -> None:
+    """Refuse a binary file named .csv, saying what it looks like."""
+    try:
+        with path.open("rb") as stream:
+            start = stream.read(8)
+    except OSError as error:
+        raise _unreadable(path, "csv", error) from None
+    for magic, what in _MAGIC.items():
+        if start.startswith(magic):
+            raise InputFileError(f"{path}: must be a CSV text file. Found {what}.")
+    if start.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputFileError(f"{path}: must be UTF-8 text. Found UTF-16 (its byte-order mark).")
+    if b"\x00" in start:
+        raise InputFileError(f"{path}: must be a CSV text file. Found a binary file (NUL bytes).")
+
+
 def _csv_columns(path: Path) -> tuple[str, ...]:
     import pandas as pd
 
+    _check_text(path)
     try:
         header = pd.read_csv(path, nrows=0)
     except pd.errors.EmptyDataError:
         raise InsufficientDataError(
             f"{path}: must hold a header line and rows. Found an empty file."
         ) from None
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as error:
+    except UnicodeDecodeError as error:
+        raise _not_utf8(path, error) from None
+    except (pd.errors.ParserError, OSError, ValueError) as error:
         raise _unreadable(path, "csv", error) from None
+    _check_unique(path, _csv_header(path))
     return tuple(str(name) for name in header.columns)
+
+
+def _check_unique(path: Path, names: Sequence[str]) -> None:
+    counts = Counter(names)
+    repeated = [name for name, count in counts.items() if count > 1]
+    if repeated:
+        raise InputFileError(
+            f"{path}: column names must be unique. Found {_shown(repeated)} more than once."
+        )
+
+
+def _ragged_line(path: Path) -> tuple[int, int, int] | None:
+    """(1-based line, fields, header fields) of the first row not as wide as the header."""
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as stream:
+            reader = csv.reader(stream)
+            width = None
+            for row in reader:
+                if not row:
+                    continue
+                if width is None:
+                    width = len(row)
+                elif len(row) != width:
+                    return reader.line_num, len(row), width
+    except UnicodeDecodeError as error:
+        raise _not_utf8(path, error) from None
+    except (csv.Error, OSError) as error:  # such as a field of more than 128 KiB
+        raise _unreadable(path, "csv", error) from None
+    return None
+
+
+def _check_csv_widths(path: Path) -> None:
+    """Refuse a CSV file with a row whose number of fields differs from the header's.
+
+    pandas would drop extra fields and fill missing ones, so a decimal comma ("1,5") would
+    shift a row's values silently. pyarrow's parser finds such rows fast; the slower
+    :mod:`csv` pass then names the line, or refuses what neither parser can read.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    try:
+        reader = pacsv.open_csv(
+            path,
+            read_options=pacsv.ReadOptions(autogenerate_column_names=True, block_size=1 << 24),
+            parse_options=pacsv.ParseOptions(newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(
+                include_columns=["f0"], column_types={"f0": pa.string()}, check_utf8=False
+            ),
+        )
+        for _ in reader:
+            pass
+        return
+    except (pa.ArrowException, OSError):
+        pass
+    found = _ragged_line(path)
+    if found is not None:
+        line, fields, width = found
+        raise InputFileError(
+            f"{path}: every row must have as many fields as the header ({width}); a decimal "
+            f"comma must be quoted. Found {fields} fields on line {line}."
+        )
 
 
 def _csv_chunks(
@@ -445,6 +618,7 @@ def _csv_chunks(
     """The selected columns in chunks; ``header=False`` reads the first line as data."""
     import pandas as pd
 
+    _check_csv_widths(path)
     positions = [columns.index(name) for name in selected]
     try:
         with pd.read_csv(
@@ -453,7 +627,9 @@ def _csv_chunks(
             for frame in reader:
                 by_position = dict(zip(sorted(set(positions)), frame.columns, strict=True))
                 yield [frame[by_position[p]].to_numpy() for p in positions]
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as error:
+    except UnicodeDecodeError as error:
+        raise _not_utf8(path, error) from None
+    except (pd.errors.ParserError, OSError, ValueError) as error:
         raise _unreadable(path, "csv", error) from None
 
 
@@ -495,14 +671,21 @@ def read_schema(path: str | os.PathLike[str]) -> TableSchema:
     """The format, column names and (except for CSV) row count of a data file."""
     file, kind = _locate(path)
     if kind == "csv":
-        return TableSchema(file, kind, _csv_columns(file), None)
-    if kind == "parquet":
+        schema = TableSchema(file, kind, _csv_columns(file), None)
+    elif kind == "parquet":
         with _open_parquet(file) as parquet:
             names = tuple(str(name) for name in parquet.schema_arrow.names)
-            return TableSchema(file, kind, names, int(parquet.metadata.num_rows))
-    with _ArrayFile(file, kind) as arrays:
-        layout = _array_layout(arrays)
-        return TableSchema(file, kind, tuple(layout.columns), layout.n_rows)
+            schema = TableSchema(file, kind, names, int(parquet.metadata.num_rows))
+    else:
+        with _ArrayFile(file, kind) as arrays:
+            layout = _array_layout(arrays)
+            return TableSchema(file, kind, tuple(layout.columns), layout.n_rows)
+    if len(schema.columns) > MAX_COLUMNS:
+        raise InputFileError(
+            f"{file}: must have at most {MAX_COLUMNS} columns. Found {len(schema.columns)}."
+        )
+    _check_unique(file, schema.columns)
+    return schema
 
 
 def _float32_source(file: Path, kind: str, selected: Sequence[str]) -> bool:
@@ -533,7 +716,9 @@ def count_rows(path: str | os.PathLike[str]) -> int:
         with pd.read_csv(schema.path, usecols=[0], dtype=str, chunksize=1 << 20) as reader:
             for frame in reader:
                 total += len(frame)
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as error:
+    except UnicodeDecodeError as error:
+        raise _not_utf8(schema.path, error) from None
+    except (pd.errors.ParserError, OSError, ValueError) as error:
         raise _unreadable(schema.path, "csv", error) from None
     return total
 
@@ -570,7 +755,7 @@ def _numeric_column(
     if isinstance(found, np.generic):
         found = found.item()
     raise InvalidInputError(
-        f"{path}: {what} {name!r} must be numeric. Found {found!r} at row {row0 + first}."
+        f"{path}: {what} {name!r} must be numeric. Found {_clipped(found)} at row {row0 + first}."
     )
 
 
@@ -593,13 +778,37 @@ def _feature_matrix(
     columns: Sequence[NDArray[Any]],
     row0: int,
     dtype: type[np.floating[Any]],
+    target: np.dtype[Any] | None = None,
 ) -> NDArray[Any]:
     rows = len(columns[0])
     matrix = np.empty((rows, len(names)), dtype=dtype)
     for j, (name, values) in enumerate(zip(names, columns, strict=True)):
         matrix[:, j] = _numeric_column(path, name, values, row0, dtype)
     _check_finite(path, names, matrix, row0, "feature column")
+    if target is not None:
+        _check_fits(path, names, matrix, row0, target)
     return matrix
+
+
+def _check_fits(
+    path: Path, names: Sequence[str], matrix: NDArray[Any], row0: int, target: np.dtype[Any]
+) -> None:
+    """Refuse values beyond the range of the model's input type (1e39 is infinite in float32)."""
+    if target.kind == "f":
+        low, high = -float(np.finfo(target).max), float(np.finfo(target).max)
+        above = matrix > high
+    elif target.kind in "iu":
+        low, high = float(np.iinfo(target).min), float(np.iinfo(target).max)
+        above = matrix >= high + 1.0  # float(2**63 - 1) rounds up to 2**63, out of range
+    else:
+        return
+    outside = above | (matrix < low)
+    if outside.any():
+        row, col = (int(i) for i in np.argwhere(outside)[0])
+        raise InvalidInputError(
+            f"{path}: feature column {names[col]!r} must fit the model's input type {target} "
+            f"(from {low:g} to {high:g}). Found {matrix[row, col]} at row {row0 + row}."
+        )
 
 
 def _label_vector(path: Path, name: str, values: NDArray[Any], row0: int) -> NDArray[Any]:
@@ -695,18 +904,21 @@ def iter_batches(
     features: Sequence[str] | None = None,
     batch_size: int = 65_536,
     progress: Progress | None = None,
+    input_dtype: DTypeLike | None = None,
 ) -> Iterator[Batch]:
     """Stream a table's rows as :class:`Batch` es of ``batch_size`` rows (the last may be fewer).
 
     ``features`` selects and orders the feature columns (default: every column
     but the label, in file order). ``progress``, if given, is called after each
     batch with the number of rows in it, e.g. ``lambda n: bar.advance(task, n)``
-    with a rich progress bar whose total is :func:`count_rows`.
+    with a rich progress bar whose total is :func:`count_rows`. ``input_dtype``, if
+    given, is the model's input type: every feature must fit its range (1e39 would
+    become infinite in float32, -1 would wrap around in uint8).
 
     The file is opened and its columns are checked before the first batch is
     requested; a file without rows raises :class:`InsufficientDataError`.
     """
-    return _open_batches(path, label_column, features, batch_size, progress)[1]
+    return _open_batches(path, label_column, features, batch_size, progress, input_dtype)[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -726,9 +938,10 @@ def read_table(
     label_column: str,
     features: Sequence[str] | None = None,
     batch_size: int = 65_536,
+    input_dtype: DTypeLike | None = None,
 ) -> Table:
     """Every row of a table, read and checked as by :func:`iter_batches`."""
-    names, batches = _open_batches(path, label_column, features, batch_size, None)
+    names, batches = _open_batches(path, label_column, features, batch_size, None, input_dtype)
     read = list(batches)
     return Table(
         path=Path(path),
@@ -755,6 +968,7 @@ def _open_batches(
     features: Sequence[str] | None,
     batch_size: int,
     progress: Progress | None,
+    input_dtype: DTypeLike | None = None,
 ) -> tuple[list[str], Iterator[Batch]]:
     """The feature names and the batches; the arguments and columns are checked now."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
@@ -766,7 +980,9 @@ def _open_batches(
     dtype = np.float32 if _float32_source(schema.path, schema.format, names) else np.float64
     size = int(batch_size)
     chunks = _chunks(schema, [*names, label_column], size)
-    return names, _stream(schema.path, names, label_column, chunks, dtype, size, progress)
+    target = None if input_dtype is None else np.dtype(input_dtype)
+    stream = _stream(schema.path, names, label_column, chunks, (dtype, target), size, progress)
+    return names, stream
 
 
 def _stream(
@@ -774,17 +990,19 @@ def _stream(
     names: list[str],
     label_column: str,
     chunks: Iterator[list[NDArray[Any]]],
-    dtype: type[np.floating[Any]],
+    dtypes: tuple[type[np.floating[Any]], np.dtype[Any] | None],
     size: int,
     progress: Progress | None,
 ) -> Iterator[Batch]:
+    """Checked batches; ``dtypes`` are the features' type and the model's input type."""
+
     def validated() -> Iterator[Batch]:
         row0 = 0
         for columns in chunks:
             rows = len(columns[-1])
             if rows == 0:
                 continue
-            matrix = _feature_matrix(path, names, columns[:-1], row0, dtype)
+            matrix = _feature_matrix(path, names, columns[:-1], row0, *dtypes)
             labels = _label_vector(path, label_column, columns[-1], row0)
             yield Batch(matrix, labels)
             row0 += rows

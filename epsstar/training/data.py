@@ -134,7 +134,8 @@ def load_table(
     ``feature_names`` when reading population data so both are encoded alike.
     Reading errors are those of :func:`epsstar.audit.tables.read_table`.
     """
-    table = read_table(path, label_column=label_column, features=features)
+    # The trained model takes float32: a value beyond its range is refused here, by name.
+    table = read_table(path, label_column=label_column, features=features, input_dtype=np.float32)
     source = str(path)
     codes, encoded = encode_labels(table.labels, classes, source)
     return TabularData(
