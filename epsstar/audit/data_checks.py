@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from epsstar.audit.tables import LabelMap, iter_batches
 from epsstar.exceptions import InputFileError
 
 __all__ = [
@@ -43,7 +42,7 @@ __all__ = [
     "TableScan",
     "data_warnings",
     "refuse_same_data",
-    "scan_table",
+    "row_hashes",
     "shared_rows",
 ]
 
@@ -85,31 +84,11 @@ def refuse_same_data(train: Path, population: Path, digests: dict[str, str]) -> 
         )
 
 
-def _row_hashes(features: NDArray[np.floating], labels: NDArray[np.int64]) -> NDArray[np.uint64]:
+def row_hashes(features: NDArray[np.floating], labels: NDArray[np.int64]) -> NDArray[np.uint64]:
     """One hash per row of features (as float32, -0 as 0) and encoded label."""
     frame = pd.DataFrame(np.asarray(features, dtype=np.float32) + np.float32(0.0))
     frame["label"] = labels
     return np.asarray(pd.util.hash_pandas_object(frame, index=False), dtype=np.uint64)
-
-
-def scan_table(
-    path: Path,
-    *,
-    label_column: str,
-    features: Sequence[str] | None,
-    batch_size: int,
-    label_map: LabelMap,
-) -> TableScan:
-    """Hash every row of the table at ``path`` and count its classes under ``label_map``."""
-    hashes: list[NDArray[np.uint64]] = []
-    counts = np.zeros(len(label_map), dtype=np.int64)
-    for batch in iter_batches(
-        path, label_column=label_column, features=features, batch_size=batch_size
-    ):
-        labels = label_map.encode(batch.labels)
-        counts += np.bincount(labels, minlength=len(label_map))
-        hashes.append(_row_hashes(batch.features, labels))
-    return TableScan(np.concatenate(hashes), counts)
 
 
 def _single_class(role: str, scan: TableScan, classes: Sequence[object]) -> str | None:

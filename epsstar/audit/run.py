@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from epsstar import __version__
-from epsstar.audit.data_checks import data_warnings, refuse_same_data, scan_table, shared_rows
+from epsstar.audit.data_checks import data_warnings, refuse_same_data, shared_rows
 from epsstar.audit.from_losses import AuditOptions, audit_losses
 from epsstar.audit.output_reading import OutputReading
 from epsstar.audit.plugins import LoadedModel, LoaderInfo, OutputKind
@@ -255,7 +255,7 @@ def audit(
     )
     clock.append(time.perf_counter())
     train_side, population_side = _stream_both(loaded, paths, reading, progress)
-    checks = _check_data(loaded, paths, reading, train_side, digests)
+    checks = _check_data(loaded, reading, train_side, population_side, digests)
     clock.append(time.perf_counter())
     utility = _utility(train_side, population_side)
     clock.append(time.perf_counter())
@@ -324,22 +324,13 @@ def _output_reading(loaded: LoadedAuditModel, requested: bool) -> OutputReading:
 
 def _check_data(
     loaded: LoadedAuditModel,
-    paths: dict[str, Path],
     reading: _Reading,
     train: StreamedTable,
+    population: StreamedTable,
     digests: dict[str, str],
 ) -> _Checks:
-    """Scan both tables for shared rows and single classes; describe the output reading."""
-    scans = [
-        scan_table(
-            paths[role],
-            label_column=reading.label_column,
-            features=reading.features,
-            batch_size=reading.batch_size,
-            label_map=train.label_map,
-        )
-        for role in ("train", "population")
-    ]
+    """Check both tables for shared rows and single classes; describe the output reading."""
+    scans = [train.scan, population.scan]
     found: list[tuple[type[EpsstarWarning], str, bool]] = [
         (SuspectDataWarning, line, blocks_gate)
         for line, blocks_gate in data_warnings(scans[0], scans[1], train.label_map.classes)

@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from epsstar.audit.data_checks import TableScan, row_hashes
 from epsstar.audit.plugins import LoadedModel
 from epsstar.audit.tables import LabelMap, iter_batches, label_map_for
 from epsstar.exceptions import InvalidInputError
@@ -69,6 +70,8 @@ class StreamedTable:
     rows: int
     n_outputs: int
     label_map: LabelMap
+    #: Row hashes and rows per class, for the checks of :mod:`epsstar.audit.data_checks`.
+    scan: TableScan = field(repr=False)
 
     def utility(self, *, with_auroc: bool = True) -> Utility:
         """Accuracy and (unless ``with_auroc`` is false, or the scores were dropped) AUROC."""
@@ -113,11 +116,19 @@ class _Collected:
     scores: list[NDArray[np.float64]] | None = field(default_factory=list)
     correct: int = 0
     rows: int = 0
+    hashes: list[NDArray[np.uint64]] = field(default_factory=list)
+    class_counts: NDArray[np.int64] | None = None
 
     def add(self, losses: FloatArray, labels: NDArray[np.int64], predicted: NDArray[Any]) -> None:
         self.losses.append(losses)
         self.correct += int(np.count_nonzero(predicted == labels))
         self.rows += labels.size
+
+    def scan(self, features: NDArray[Any], labels: NDArray[np.int64], n_classes: int) -> None:
+        """Hash the batch's rows and count its classes (see :class:`TableScan`)."""
+        self.hashes.append(row_hashes(features, labels))
+        counts = np.bincount(labels, minlength=n_classes)
+        self.class_counts = counts if self.class_counts is None else self.class_counts + counts
 
     def keep_scores(self, labels: NDArray[np.int64], scores: NDArray[np.float64]) -> None:
         if self.labels is None or self.scores is None:
@@ -195,7 +206,9 @@ def stream_table(
         predicted, scores = _class_scores(predictions, kind)
         collected.add(losses, labels, predicted)
         collected.keep_scores(labels, scores)
+        collected.scan(batch.features, labels, len(label_map))
     assert label_map is not None  # iter_batches yields at least one batch or raises
+    assert collected.class_counts is not None
     return StreamedTable(
         losses=np.concatenate(collected.losses),
         labels=None if collected.labels is None else np.concatenate(collected.labels),
@@ -204,4 +217,5 @@ def stream_table(
         rows=collected.rows,
         n_outputs=n_outputs,
         label_map=label_map,
+        scan=TableScan(np.concatenate(collected.hashes), collected.class_counts),
     )
