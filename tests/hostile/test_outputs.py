@@ -356,6 +356,7 @@ def test_ctrl_c_during_the_renames_waits_until_they_are_done(
 ) -> None:
     replace = os.replace
     calls = []
+    handler = signal.getsignal(signal.SIGINT)
 
     def interrupted_replace(source: Any, target: Any) -> None:
         if not calls:
@@ -371,7 +372,7 @@ def test_ctrl_c_during_the_renames_waits_until_they_are_done(
             outputs.commit()
     assert len(calls) == 3
     assert listing(tmp_path) == ["a.json", "b.json", "c.json"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is handler  # restored
 
 
 def test_permissions_follow_the_umask_or_the_file_replaced(tmp_path: Path) -> None:
@@ -507,6 +508,12 @@ def test_audit_json_on_standard_output_stays_pure(
     assert report.is_file()
 
 
+def default_sigint() -> None:
+    """In the child: Ctrl-C as on a terminal, even when the tests run where SIGINT is
+    ignored (a background job of a non-interactive shell), which the child would inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_in_a_real_process_leaves_no_file(inputs: Path, tmp_path: Path) -> None:
     """SIGINT while the report is being drawn: exit 130, no JSON, no temporary, no folder."""
     out = tmp_path / "out"
@@ -526,6 +533,7 @@ def test_ctrl_c_in_a_real_process_leaves_no_file(inputs: Path, tmp_path: Path) -
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=default_sigint,
     )
     assert process.stderr is not None
     assert process.stderr.readline() == "drawing\n"
