@@ -196,7 +196,8 @@ def format_summary(result: AuditResult) -> str:
     gate = ""
     if result.max_epsilon is not None:
         verdict = "PASS" if result.passed else "FAIL"
-        gate = f"  [{verdict}: limit {result.max_epsilon:g}]"
+        why = "; warnings about the inputs" if result.gate_blocked else ""
+        gate = f"  [{verdict}: limit {result.max_epsilon:g}{why}]"
     utility = result.utility["population"]
     auroc = utility.auroc
     shown_auroc = f", AUROC {auroc:.4f}" if auroc is not None and math.isfinite(auroc) else ""

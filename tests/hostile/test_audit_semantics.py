@@ -319,6 +319,7 @@ def test_suspect_input_warns_in_one_line_each_and_fails_the_gate(
     validate_json("audit", payload)
     assert payload["warnings"] == [line.removeprefix("epsstar: warning: ") for line in warned]
     assert code == (1 if gate and blocks else 0)
+    assert ("warnings about the inputs]" in captured.out) is (gate and blocks)
     assert payload["passed"] is ((not blocks) if gate else None)
 
 

@@ -65,6 +65,29 @@ def test_verdicts(
     assert 'class="badge none">NO GATE<' in ungated.read_text("utf-8")
 
 
+def test_input_warnings_are_shown_with_the_gate_they_fail(
+    binary_result: AuditResult, tmp_path: Path
+) -> None:
+    import dataclasses
+
+    assert binary_result.passed is True
+    plain = render(binary_result, tmp_path / "a.html", ks_components=()).read_text("utf-8")
+    assert 'id="input-warnings"' not in plain
+    line = "600 of the 1,000 population rows (60.0%) also occur in the training data"
+    warned = dataclasses.replace(binary_result, warnings=(line,), gate_blocked=True)
+    assert warned.passed is False
+    html = render(warned, tmp_path / "b.html", ks_components=()).read_text("utf-8")
+    assert 'id="input-warnings"' in html
+    assert f"<li>{line}</li>" in html
+    assert "The release gate fails because of them" in html
+    assert 'class="badge fail">FAIL<' in html
+    mixed = dataclasses.replace(binary_result, warnings=("class 1 makes up …",))
+    html = render(mixed, tmp_path / "c.html", ks_components=()).read_text("utf-8")
+    assert "<li>class 1 makes up …</li>" in html
+    assert "The release gate fails because of them" not in html
+    assert 'class="badge pass">PASS<' in html
+
+
 def test_mixture_fits_render(make_audit: Synthetic, tmp_path: Path) -> None:
     result = make_audit("binary", family="gmm")
     html = render(result, tmp_path / "gmm.html", ks_components=(1, 2)).read_text("utf-8")
