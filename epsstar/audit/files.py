@@ -11,6 +11,7 @@ so a reader never sees half a file and a failed run leaves no file behind.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -21,7 +22,14 @@ from epsstar.audit.tables import DATA_FILE_SUFFIXES, read_column
 from epsstar.exceptions import InputFileError
 from epsstar.statistics._validation import FloatArray
 
-__all__ = ["LOSS_FILE_SUFFIXES", "atomic_write_bytes", "atomic_write_json", "read_loss_file"]
+__all__ = [
+    "LOSS_FILE_SUFFIXES",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "json_text",
+    "read_loss_file",
+    "sha256_of",
+]
 
 LOSS_FILE_SUFFIXES = tuple(DATA_FILE_SUFFIXES)
 
@@ -63,7 +71,17 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         raise
 
 
+def json_text(payload: Any) -> str:
+    """``payload`` as the commands write JSON: indented, strict (no NaN), a final newline."""
+    return json.dumps(payload, indent=2, allow_nan=False) + "\n"
+
+
 def atomic_write_json(path: str | os.PathLike[str], payload: Any) -> None:
-    """Write ``payload`` as indented JSON (strict: no NaN) atomically."""
-    text = json.dumps(payload, indent=2, allow_nan=False, sort_keys=False) + "\n"
-    atomic_write_bytes(path, text.encode("utf-8"))
+    """Write ``payload`` as :func:`json_text` atomically."""
+    atomic_write_bytes(path, json_text(payload).encode("utf-8"))
+
+
+def sha256_of(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    with path.open("rb") as stream:
+        return hashlib.file_digest(stream, "sha256").hexdigest()

@@ -22,7 +22,6 @@ the option and ends with the path given.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -35,6 +34,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from epsstar.audit.files import json_text
 from epsstar.exceptions import InputFileError
 
 __all__ = ["Outputs", "StagedFile", "StagedFolder"]
@@ -141,7 +141,7 @@ class StagedFile:
 
     def write_json(self, payload: Any) -> None:
         """Write ``payload`` as indented, strict JSON (no NaN)."""
-        self.write_bytes((json.dumps(payload, indent=2, allow_nan=False) + "\n").encode("utf-8"))
+        self.write_bytes(json_text(payload).encode("utf-8"))
 
     def write_with(self, writer: Callable[[Path], object]) -> None:
         """Let ``writer(path)`` (a renderer) write the temporary; its messages name this output."""

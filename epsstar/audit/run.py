@@ -16,7 +16,6 @@ assembled here.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import sys
 import time
 import warnings
@@ -28,6 +27,7 @@ from typing import Any, Literal
 
 from epsstar import __version__
 from epsstar.audit.data_checks import data_warnings, refuse_same_data, shared_rows
+from epsstar.audit.files import sha256_of
 from epsstar.audit.from_losses import AuditOptions, audit_losses
 from epsstar.audit.output_reading import OutputReading
 from epsstar.audit.plugins import LoadedModel, LoaderInfo, OutputKind
@@ -47,15 +47,6 @@ from epsstar.statistics.utility import Utility
 __all__ = ["AuditResult", "LoadedAuditModel", "audit", "load_model", "sha256_of"]
 
 ClassesFrom = Literal["model", "argument", "column order"]
-
-
-def sha256_of(path: Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -132,8 +131,9 @@ def emit(
     printed, then a line per file written.
     """
     if json_path == "-":
-        json.dump(result, sys.stdout, indent=2, allow_nan=False)
-        sys.stdout.write("\n")
+        from epsstar.audit.files import json_text
+
+        sys.stdout.write(json_text(result))
         for what, path in files:
             print(f"  {what} written to {path}", file=sys.stderr)
         return

@@ -19,29 +19,25 @@ from typing import Any
 
 import numpy as np
 
+from epsstar.audit.files import sha256_of
 from epsstar.exceptions import InputFileError
 from epsstar.training.data import TabularData
 from epsstar.training.trainer import TrainingConfig
 
 __all__ = ["data_fingerprint", "fingerprint", "fingerprint_change"]
 
-_CHUNK = 1 << 20
-
 
 def _content_sha256(table: TabularData) -> str:
     """SHA-256 of the table's file, or of its arrays when it was built in memory."""
-    digest = hashlib.sha256()
     path = Path(table.source)
     if path.is_file():
         try:
-            with path.open("rb") as stream:
-                while chunk := stream.read(_CHUNK):
-                    digest.update(chunk)
+            return sha256_of(path)
         except OSError as error:
             raise InputFileError(
                 f"cannot read {table.source!r}: {error.strerror or error}."
             ) from None
-        return digest.hexdigest()
+    digest = hashlib.sha256()
     digest.update(np.ascontiguousarray(table.features).tobytes())
     digest.update(np.ascontiguousarray(table.labels).tobytes())
     digest.update(json.dumps([table.feature_names, table.classes]).encode("utf-8"))
