@@ -37,9 +37,10 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
+from epsstar.audit.features import Features, as_features
 from epsstar.audit.output_reading import OutputReading, detect_reading
 from epsstar.audit.plugins import OutputKind
-from epsstar.exceptions import InsufficientDataError, InvalidInputError
+from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.names import OUTPUT_KINDS
 
 __all__ = [
@@ -119,8 +120,8 @@ class BatchedModel:
         self._binary_columns = binary_columns
         self._kind: OutputKind | None = check_outputs_argument(outputs)
         self._reading: OutputReading | None = None
-        if self._kind is None and n_features is not None:
-            self._reading = self._probe(n_features)
+        if self._kind is None:
+            self._reading = self._probe()
             self._kind = None if self._reading is None else self._reading.kind
 
     # ---------------------------------------------------------------- protocol
@@ -159,8 +160,18 @@ class BatchedModel:
         """How the output kind was detected, and why; ``None`` when it was given."""
         return self._reading
 
-    def predict(self, features: NDArray[Any]) -> FloatArray:
-        output = self._run_all(self._features(features))
+    @property
+    def feature_names(self) -> tuple[str, ...] | None:
+        """The names of the columns the model takes, in order, if the file records them."""
+        return None
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        """Every file the model is read from: the model file, then any it refers to."""
+        return (self._source,)
+
+    def predict(self, features: Features | NDArray[Any]) -> FloatArray:
+        output = self._run_all(as_features(features))
         if self._kind is None:
             self._reading = detect_reading(output, "the first batch of records")
             self._kind = self._reading.kind
@@ -172,43 +183,54 @@ class BatchedModel:
 
     # ------------------------------------------------------------- for subclasses
 
-    def _run_batch(self, batch: NDArray[Any]) -> NDArray[Any]:
+    def _run_batch(self, batch: Any) -> NDArray[Any]:
+        """The raw output for one prepared chunk (what :meth:`_prepare` returned)."""
         raise NotImplementedError
+
+    def _prepare(self, features: Features) -> Any:
+        """The chunk as the runtime takes it; by default a numeric ``(rows, d)`` array of
+        :attr:`input_dtype`, its width checked against :attr:`n_features`."""
+        return self._matrix(features)
+
+    def _probe_features(self) -> Features | None:
+        """The records the detection probe runs on (None: detect on the first batch)."""
+        if self._n_features is None:
+            return None
+        return Features.from_matrix(probe_features(self._n_features, self._input_dtype))
 
     # ------------------------------------------------------------------ internals
 
-    def _run_all(self, checked: NDArray[Any]) -> FloatArray:
-        size, total = self._batch_size, checked.shape[0]
+    def _run_all(self, features: Features) -> FloatArray:
+        size, total = self._batch_size, features.rows
         parts = [
-            self._shape(self._run_batch(checked[start : start + size]), min(size, total - start))
+            self._shape(
+                self._run_batch(self._prepare(features.slice(start, start + size))),
+                min(size, total - start),
+            )
             for start in range(0, total, size)
         ]
         return np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
 
-    def _probe(self, width: int) -> OutputReading | None:
+    def _probe(self) -> OutputReading | None:
         try:
-            output = self._run_all(probe_features(width, self._input_dtype))
+            probe = self._probe_features()
+            if probe is None:
+                return None
+            output = self._run_all(probe)
         except Exception:
             return None  # decided on the first real batch instead
         if not np.all(np.isfinite(output)):
             return None
         return detect_reading(output, "the detection probe")
 
-    def _features(self, features: NDArray[Any]) -> NDArray[Any]:
-        try:
-            array = np.asarray(features)
-            if array.dtype.kind not in "biuf":
-                array = array.astype(np.float64)
-        except (TypeError, ValueError):
+    def _matrix(self, features: Features) -> NDArray[Any]:
+        """A numeric ``(rows, d)`` array cast to :attr:`input_dtype`, width and range checked."""
+        if features.is_tensor:
             raise InvalidInputError(
-                f"features must be a numeric array. Found {type(features).__name__}."
-            ) from None
-        if array.ndim != 2:
-            raise InvalidInputError(
-                f"features must be a 2-D array (records × features). Found shape {array.shape}."
+                f"features must be a 2-D array (records × features) for {self._source}. Found "
+                f"records of shape {features.record_shape}."
             )
-        if array.shape[0] == 0:
-            raise InsufficientDataError("features needs at least 1 record. Found 0.")
+        array = features.matrix()
         if self._n_features is not None and array.shape[1] != self._n_features:
             raise InvalidInputError(
                 f"features must have {self._n_features} columns, the input width of "

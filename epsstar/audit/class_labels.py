@@ -12,6 +12,11 @@ array of the labels in output-column order, e.g. ``["no", "yes"]`` or ``[0, 1, 2
 
 The built-in loaders read it into ``LoadedModel.classes``, so that the audit matches the
 data's labels to the right columns, as it does with a scikit-learn model's ``classes_``.
+
+The names of the input columns, in the order the model takes them, are recorded the same
+way under :data:`FEATURES_KEY` (``"epsstar.features"``, a JSON array of strings); the
+loaders read them into ``LoadedModel.feature_names``, so that the audit hands the data's
+columns over by name, as it does with a scikit-learn model's ``feature_names_in_``.
 """
 
 from __future__ import annotations
@@ -22,10 +27,20 @@ from typing import Final
 
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-__all__ = ["CLASSES_KEY", "classes_from_text", "classes_to_text"]
+__all__ = [
+    "CLASSES_KEY",
+    "FEATURES_KEY",
+    "classes_from_text",
+    "classes_to_text",
+    "features_from_text",
+    "features_to_text",
+]
 
 CLASSES_KEY: Final = "epsstar.classes"
 """The metadata key (ONNX) or extra-file name (TorchScript) holding the class labels."""
+
+FEATURES_KEY: Final = "epsstar.features"
+"""The metadata key (ONNX) or extra-file name (TorchScript) holding the input column names."""
 
 Label = str | int | float | bool
 
@@ -70,3 +85,40 @@ def _plain(label: object) -> Label:
             f"class labels must be strings or numbers to be recorded. Found {label!r}."
         )
     return value
+
+
+def features_to_text(names: Sequence[str]) -> str:
+    """The JSON text stored under :data:`FEATURES_KEY`: the input column names in order."""
+    if isinstance(names, str) or not all(isinstance(name, str) for name in names):
+        raise InvalidInputError(
+            f"feature names must be a sequence of strings to be recorded. Found {names!r}."
+        )
+    return json.dumps(list(names), ensure_ascii=False)
+
+
+def features_from_text(text: str | bytes, source: object) -> tuple[str, ...] | None:
+    """The names stored under :data:`FEATURES_KEY`; ``None`` for an empty value.
+
+    A value that is not a non-empty JSON array of distinct strings is refused, naming
+    ``source`` (the model file).
+    """
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    if not text.strip():
+        return None
+    try:
+        names = json.loads(text)
+    except ValueError:
+        names = None
+    if (
+        not isinstance(names, list)
+        or not names
+        or not all(isinstance(name, str) for name in names)
+        or len(set(names)) != len(names)
+    ):
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise InputFileError(
+            f"{source}: the {FEATURES_KEY!r} metadata must be a non-empty JSON array of "
+            f"distinct column names. Found {shown!r}."
+        )
+    return tuple(names)

@@ -37,6 +37,8 @@ from epsstar.statistics.names import OutputKind
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
+    from epsstar.audit.features import Features
+
 __all__ = [
     "ENTRY_POINT_GROUP",
     "INSTALL_HINTS",
@@ -66,7 +68,19 @@ INSTALL_HINTS: Final[Mapping[str, str]] = MappingProxyType(
 
 @runtime_checkable
 class LoadedModel(Protocol):
-    """A model ready to predict, as returned by :meth:`ModelLoader.load`."""
+    """A model ready to predict, as returned by :meth:`ModelLoader.load`.
+
+    Besides the members below, the audit reads three optional attributes when a model has
+    them (:class:`epsstar.loaders.BatchedModel` has all three):
+
+    * ``feature_names`` — the names of the columns the model takes, in order, when the file
+      records them (``feature_names_in_``, per-column ONNX inputs, an exporter's metadata);
+      the audit then hands the data's columns over by these names, not by position;
+    * ``files`` — every file the model is read from (the model file first, then e.g. ONNX
+      external data), each hashed into the result's provenance;
+    * ``input_dtype`` — the numeric type the features are cast to; every value is checked
+      to fit it.
+    """
 
     @property
     def n_features(self) -> int | None:
@@ -87,8 +101,9 @@ class LoadedModel(Protocol):
         """``"probabilities"`` or ``"logits"``: what :meth:`predict` returns."""
         ...
 
-    def predict(self, features: np.ndarray) -> np.ndarray:
-        """Predictions for an ``(n, d)`` float array.
+    def predict(self, features: Features | np.ndarray) -> np.ndarray:
+        """Predictions for ``n`` records: :class:`~epsstar.audit.features.Features` (typed,
+        named columns, as the audit passes them) or an ``(n, d)`` array.
 
         Returns float64: shape ``(n,)`` (``P(y = classes[1])`` or its log-odds) for a
         binary model, ``(n, K)`` class probabilities or logits for ``K`` classes. A wrong
