@@ -8,6 +8,7 @@ that already catches ``ValueError`` keeps working; the CLI maps every
 from __future__ import annotations
 
 __all__ = [
+    "ColumnOrderWarning",
     "DegenerateDataError",
     "EpsstarError",
     "EpsstarWarning",
@@ -55,6 +56,10 @@ class PoorFitWarning(EpsstarWarning):
 
 class SuspectDataWarning(EpsstarWarning):
     """The data are valid but make the audit unsound (one class; members among non-members)."""
+
+
+class ColumnOrderWarning(EpsstarWarning):
+    """The data's columns were handed to a model by position: it records no column names."""
 
 
 class OutputReadingWarning(EpsstarWarning):

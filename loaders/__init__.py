@@ -101,6 +101,15 @@ class BatchedModel:
     ``P(classes[1])`` for probabilities, ``z_1 − z_0`` for logits.
     """
 
+    accepts_features = True
+    """:meth:`predict` takes :class:`~epsstar.audit.features.Features` (typed, named columns)."""
+
+    @property
+    def takes_text(self) -> bool:
+        """Whether the model takes text columns (a pipeline that encodes categories itself);
+        when false the audit refuses text in the data, naming the file, row and value."""
+        return False
+
     def __init__(
         self,
         source: Path,

@@ -82,7 +82,7 @@ KINDS = [
 
 def _collect(batches: list[Batch]) -> tuple[np.ndarray, np.ndarray]:
     return (
-        np.concatenate([b.features for b in batches]),
+        np.concatenate([b.features.matrix() for b in batches]),
         np.concatenate([b.labels for b in batches]),
     )
 
@@ -100,9 +100,9 @@ def test_every_format_gives_the_same_table(tmp_path: Path, kind: str) -> None:
     np.testing.assert_array_equal(features, frame[FEATURES].to_numpy())
     assert labels.tolist() == frame["y"].tolist()
     for batch in batches:
-        assert batch.features.dtype == np.float64
-        assert batch.features.flags.c_contiguous
-        assert batch.features.shape == (len(batch), 3)
+        assert batch.features.matrix().dtype == np.float64
+        assert batch.features.matrix().flags.c_contiguous
+        assert batch.features.matrix().shape == (len(batch), 3)
     assert count_rows(path) == N_ROWS
 
 
@@ -168,7 +168,7 @@ def test_unnamed_npz_matrix_columns_are_x0_x1(tmp_path: Path) -> None:
     np.savez(path, X=np.ones((4, 2)), label=np.arange(4))
     assert read_schema(path).columns == ("x0", "x1", "label")
     (batch,) = iter_batches(path, label_column="label", features=["x1"])
-    assert batch.features.shape == (4, 1)
+    assert batch.features.matrix().shape == (4, 1)
     assert batch.labels.tolist() == [0, 1, 2, 3]
 
 
@@ -218,14 +218,16 @@ def test_non_numeric_feature_names_column_value_and_row(tmp_path: Path) -> None:
     with pytest.raises(
         InvalidInputError, match=r"feature column 'b' must be numeric. Found 'oops' at row 2"
     ):
-        list(iter_batches(path, label_column="y"))
+        list(iter_batches(path, label_column="y", text=False))
+    (batch,) = iter_batches(path, label_column="y")
+    assert batch.features.column("b").tolist() == ["2", "4", "oops"]
 
 
 def test_numeric_text_in_parquet_counts_as_numeric(tmp_path: Path) -> None:
     path = tmp_path / "text.parquet"
     pq.write_table(pa.table({"a": ["1.5", "2"], "y": [0, 1]}), path)
     (batch,) = iter_batches(path, label_column="y")
-    assert batch.features[:, 0].tolist() == [1.5, 2.0]
+    assert batch.features.matrix()[:, 0].tolist() == [1.5, 2.0]
 
 
 @pytest.mark.parametrize("bad", ["nan", "inf", "-inf", ""])
@@ -348,13 +350,13 @@ def test_float32_sources_stay_float32(tmp_path: Path) -> None:
     path = tmp_path / "f32.npz"
     np.savez(path, X=np.ones((6, 2), dtype=np.float32), y=np.zeros(6))
     (batch,) = iter_batches(path, label_column="y")
-    assert batch.features.dtype == np.float32
+    assert batch.features.matrix().dtype == np.float32
     mixed = tmp_path / "mixed.parquet"
     pq.write_table(pa.table({"a": pa.array([1.0], pa.float32()), "b": [2.0], "y": [0]}), mixed)
     (batch,) = iter_batches(mixed, label_column="y")
-    assert batch.features.dtype == np.float64
+    assert batch.features.matrix().dtype == np.float64
     (batch,) = iter_batches(mixed, label_column="y", features=["a"])
-    assert batch.features.dtype == np.float32
+    assert batch.features.matrix().dtype == np.float32
 
 
 def test_progress_is_called_with_rows_per_batch(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from epsstar.audit.features import Features
 from epsstar.exceptions import InputFileError
 
 __all__ = [
@@ -84,11 +85,29 @@ def refuse_same_data(train: Path, population: Path, digests: dict[str, str]) -> 
         )
 
 
-def row_hashes(features: NDArray[np.floating], labels: NDArray[np.int64]) -> NDArray[np.uint64]:
-    """One hash per row of features (as float32, -0 as 0) and encoded label."""
-    frame = pd.DataFrame(np.asarray(features, dtype=np.float32) + np.float32(0.0))
-    frame["label"] = labels
-    return np.asarray(pd.util.hash_pandas_object(frame, index=False), dtype=np.uint64)
+def row_hashes(features: Features, labels: NDArray[np.int64]) -> NDArray[np.uint64]:
+    """One hash per row of features and encoded label.
+
+    Numbers and booleans are hashed as float32 (-0 as 0), so 3, 3.0 and True/1 hash alike
+    whatever type the file stored; text as text; a tensor column value by value. The hashes
+    of a row's values are combined as ``sum_k h_k * m_k`` modulo 2**64 with fixed odd
+    multipliers ``m_k``, so the order of the values matters and no per-row Python loop runs.
+    """
+    hashes: list[NDArray[np.uint64]] = []
+    for column in features.columns:
+        rows = len(column)
+        if column.dtype.kind in "biuf":
+            flat = np.asarray(column, dtype=np.float32).reshape(rows, -1) + np.float32(0.0)
+            hashes.append(pd.util.hash_array(flat.reshape(-1)).reshape(rows, -1))
+        else:
+            hashes.append(pd.util.hash_array(np.asarray(column, dtype=object)).reshape(rows, 1))
+    hashes.append(pd.util.hash_array(np.asarray(labels, dtype=np.int64)).reshape(-1, 1))
+    values = np.concatenate(hashes, axis=1)
+    multipliers = np.random.default_rng(20250611).integers(
+        0, np.iinfo(np.uint64).max, size=values.shape[1], dtype=np.uint64, endpoint=True
+    ) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        return np.asarray((values * multipliers).sum(axis=1, dtype=np.uint64), dtype=np.uint64)
 
 
 def _single_class(role: str, scan: TableScan, classes: Sequence[object]) -> str | None:

@@ -70,12 +70,19 @@ INSTALL_HINTS: Final[Mapping[str, str]] = MappingProxyType(
 class LoadedModel(Protocol):
     """A model ready to predict, as returned by :meth:`ModelLoader.load`.
 
-    Besides the members below, the audit reads three optional attributes when a model has
-    them (:class:`epsstar.loaders.BatchedModel` has all three):
+    Besides the members below, the audit reads five optional attributes when a model has
+    them (:class:`epsstar.loaders.BatchedModel` has all five):
+
+    * ``accepts_features`` — true when :meth:`predict` takes
+      :class:`~epsstar.audit.features.Features` (typed, named columns: text for a pipeline
+      that encodes categories, one tensor column for an image model); otherwise it is given
+      a numeric array, ``(n, d)`` or ``(n, *shape)``;
 
     * ``feature_names`` — the names of the columns the model takes, in order, when the file
       records them (``feature_names_in_``, per-column ONNX inputs, an exporter's metadata);
       the audit then hands the data's columns over by these names, not by position;
+    * ``takes_text`` — true when the model takes text columns; otherwise text in the data
+      is refused before the model sees it;
     * ``files`` — every file the model is read from (the model file first, then e.g. ONNX
       external data), each hashed into the result's provenance;
     * ``input_dtype`` — the numeric type the features are cast to; every value is checked

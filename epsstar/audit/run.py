@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from epsstar import __version__
+from epsstar.audit.column_match import ColumnMatch, match_columns
 from epsstar.audit.data_checks import data_warnings, refuse_same_data, shared_rows
 from epsstar.audit.files import sha256_of
 from epsstar.audit.from_losses import AuditOptions, audit_losses
@@ -33,7 +34,9 @@ from epsstar.audit.output_reading import OutputReading
 from epsstar.audit.plugins import LoadedModel, LoaderInfo, OutputKind
 from epsstar.audit.result import AuditResult
 from epsstar.audit.streaming import Progress, StreamedTable, stream_table
+from epsstar.audit.tables import read_schema
 from epsstar.exceptions import (
+    ColumnOrderWarning,
     EpsstarWarning,
     InputFileError,
     InvalidInputError,
@@ -111,6 +114,20 @@ class _Reading:
     batch_size: int
     loss: LossName
     outputs: OutputKind | None
+    input_shape: tuple[int, ...] | None = None
+
+
+def _match(loaded: LoadedAuditModel, path: Path, model: Path, reading: _Reading) -> ColumnMatch:
+    """The columns of the table at ``path`` the model receives (see column_match)."""
+    names = getattr(loaded.model, "feature_names", None)
+    return match_columns(
+        read_schema(path).columns,
+        reading.label_column,
+        model_names=None if names is None else tuple(names),
+        features=reading.features,
+        model=model,
+        data=path,
+    )
 
 
 def _stream_both(
@@ -118,33 +135,40 @@ def _stream_both(
     paths: dict[str, Path],
     reading: _Reading,
     progress: Progress | None,
-) -> tuple[StreamedTable, StreamedTable]:
-    """The training table, then the population table, encoded with the same label map."""
+) -> tuple[StreamedTable, StreamedTable, ColumnMatch]:
+    """The training table, then the population table, encoded with the same label map, and
+    how the training table's columns were matched to the model's inputs."""
+    matches = {
+        role: _match(loaded, paths[role], paths["model"], reading)
+        for role in ("train", "population")
+    }
+    common = {
+        "label_column": reading.label_column,
+        "batch_size": reading.batch_size,
+        "loss": reading.loss,
+        "outputs_requested": reading.outputs is not None,
+        "progress": progress,
+        "input_shape": reading.input_shape,
+    }
     train = stream_table(
         loaded.model,
         paths["train"],
         role="train",
-        label_column=reading.label_column,
-        features=reading.features,
-        batch_size=reading.batch_size,
-        loss=reading.loss,
+        features=matches["train"].file_columns,
+        model_names=matches["train"].model_names if matches["train"].renamed else None,
         classes=loaded.classes,
-        outputs_requested=reading.outputs is not None,
-        progress=progress,
+        **common,  # type: ignore[arg-type]
     )
     population = stream_table(
         loaded.model,
         paths["population"],
         role="population",
-        label_column=reading.label_column,
-        features=reading.features,
-        batch_size=reading.batch_size,
-        loss=reading.loss,
+        features=matches["population"].file_columns,
+        model_names=matches["population"].model_names if matches["population"].renamed else None,
         label_map=train.label_map,
-        outputs_requested=reading.outputs is not None,
-        progress=progress,
+        **common,  # type: ignore[arg-type]
     )
-    return train, population
+    return train, population, matches["train"]
 
 
 def _provenance(
@@ -161,14 +185,19 @@ def _provenance(
     (the data files' SHA-256, the number of population rows also in the training data).
     """
     checks: _Checks = run["checks"]  # type: ignore[assignment]
+    match: ColumnMatch = run["match"]  # type: ignore[assignment]
+    files = [Path(f) for f in getattr(loaded.model, "files", (paths["model"],))]
     return {
         "model": str(paths["model"]),
         "model_sha256": sha256_of(paths["model"]),
+        "model_files": [{"path": str(f), "sha256": sha256_of(f)} for f in files],
         "loader": loaded.loader.to_dict(),
         "output_kind": loaded.model.output_kind,
         "loss": reading.loss,
         "label_column": reading.label_column,
         "features": list(reading.features) if reading.features is not None else None,
+        **match.to_dict(),
+        "input_shape": None if reading.input_shape is None else list(reading.input_shape),
         "classes": [str(c) for c in train.label_map.classes],
         "classes_from": loaded.classes_from,
         "train": str(paths["train"]),
@@ -210,6 +239,7 @@ def audit(
     classes: Sequence[object] | None = None,
     progress: Progress | None = None,
     command: str | None = None,
+    input_shape: Sequence[int] | None = None,
 ) -> AuditResult:
     """Audit a saved model against its training data and population data.
 
@@ -225,6 +255,11 @@ def audit(
     ``progress`` (see :class:`epsstar.audit.streaming.Progress`) is told as the rows
     are read. The result is deterministic for a given ``seed``.
 
+    Columns reach the model by the names it records, else as ``features`` names them, else
+    by position, with a warning (:mod:`epsstar.audit.column_match`); ``input_shape``
+    reshapes each record (e.g. 64 pixel columns into ``(1, 8, 8)``) for models that take
+    tensors.
+
     One file (or two with the same content) as both data sets is refused. A single class
     of labels, population rows that also occur in the training data, or an ambiguous
     reading of the model's outputs raise a warning, recorded in ``result.warnings``; with
@@ -235,9 +270,9 @@ def audit(
     options = AuditOptions(
         delta, method, family, interval, n_bootstrap, max_epsilon, confidence, seed
     )
-    reading = _Reading(
-        label_column, features, check_positive_int("batch_size", batch_size), loss, outputs
-    )
+    size = check_positive_int("batch_size", batch_size)
+    shape = _shape(input_shape)
+    reading = _Reading(label_column, _feature_list(features), size, loss, outputs, shape)
     _check_progress(progress)
     digests = _distinct_data(paths)
     clock = [time.perf_counter()]
@@ -245,12 +280,14 @@ def audit(
         paths["model"], loader=loader, outputs=outputs, trust=trust, classes=classes
     )
     clock.append(time.perf_counter())
-    train_side, population_side = _stream_both(loaded, paths, reading, progress)
-    checks = _check_data(loaded, reading, train_side, population_side, digests)
+    train_side, population_side, match = _stream_both(loaded, paths, reading, progress)
+    tables = (train_side, population_side)
+    checks = _check_data(loaded, reading, tables, digests, match, paths["model"])
     clock.append(time.perf_counter())
     utility = _utility(train_side, population_side)
     clock.append(time.perf_counter())
-    run = {"seed": seed, "confidence": options.confidence, "command": command, "checks": checks}
+    run: dict[str, object] = {"seed": seed, "confidence": options.confidence}
+    run |= {"command": command, "checks": checks, "match": match}
     provenance = _provenance(paths, loaded, reading, train_side, population_side, **run)
     losses = (train_side.losses, population_side.losses)
     result = audit_losses(*losses, utility=utility, options=options, provenance=provenance)
@@ -316,20 +353,58 @@ def _output_reading(loaded: LoadedAuditModel, requested: bool) -> OutputReading:
 def _check_data(
     loaded: LoadedAuditModel,
     reading: _Reading,
-    train: StreamedTable,
-    population: StreamedTable,
+    tables: tuple[StreamedTable, StreamedTable],
     digests: dict[str, str],
+    match: ColumnMatch,
+    model_path: Path,
 ) -> _Checks:
-    """Check both tables for shared rows and single classes; describe the output reading."""
+    """Check both tables for shared rows and single classes; describe the output reading
+    and warn when columns were matched by position."""
+    train, population = tables
     scans = [train.scan, population.scan]
     found: list[tuple[type[EpsstarWarning], str, bool]] = [
         (SuspectDataWarning, line, blocks_gate)
         for line, blocks_gate in data_warnings(scans[0], scans[1], train.label_map.classes)
     ]
+    by_position = match.position_warning(model_path)
+    if by_position is not None:
+        found.append((ColumnOrderWarning, by_position, False))
     output_reading = _output_reading(loaded, reading.outputs is not None)
     if output_reading.ambiguous:
         found.append((OutputReadingWarning, output_reading.describe(), True))
     return _Checks(output_reading, digests, shared_rows(scans[0], scans[1]), tuple(found))
+
+
+def _feature_list(features: Sequence[str] | None) -> tuple[str, ...] | None:
+    if features is None:
+        return None
+    if isinstance(features, str):
+        raise InvalidInputError(
+            f"features must be a sequence of column names. Found the string {features!r}."
+        )
+    names = tuple(str(name) for name in features)
+    repeated = [name for name in names if names.count(name) > 1]
+    if repeated:
+        raise InvalidInputError(
+            f"features must name each column once. Found {repeated[0]!r} twice."
+        )
+    if not names:
+        raise InvalidInputError("features must name at least one column. Found none.")
+    return names
+
+
+def _shape(shape: Sequence[int] | None) -> tuple[int, ...] | None:
+    """``input_shape`` checked: positive whole numbers."""
+    if shape is None:
+        return None
+    values = tuple(shape) if not isinstance(shape, (str, bytes)) else ()
+    if not values or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in values
+    ):
+        raise InvalidInputError(
+            f"input_shape must be one or more positive whole numbers (e.g. 1,8,8). Found {shape!r}."
+        )
+    return values
 
 
 def _check_progress(progress: object) -> None:

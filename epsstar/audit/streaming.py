@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from epsstar.audit.data_checks import TableScan, row_hashes
+from epsstar.audit.features import Features
 from epsstar.audit.plugins import LoadedModel
 from epsstar.audit.tables import LabelMap, iter_batches, label_map_for
 from epsstar.exceptions import InvalidInputError
@@ -124,7 +125,7 @@ class _Collected:
         self.correct += int(np.count_nonzero(predicted == labels))
         self.rows += labels.size
 
-    def scan(self, features: NDArray[Any], labels: NDArray[np.int64], n_classes: int) -> None:
+    def scan(self, features: Features, labels: NDArray[np.int64], n_classes: int) -> None:
         """Hash the batch's rows and count its classes (see :class:`TableScan`)."""
         self.hashes.append(row_hashes(features, labels))
         counts = np.bincount(labels, minlength=n_classes)
@@ -154,6 +155,24 @@ def _refused(role: str, kind: str, requested: bool, error: InvalidInputError) ->
     )
 
 
+def _as_model_inputs(
+    features: Features, names: Sequence[str] | None, shape: Sequence[int] | None
+) -> Features:
+    """The batch's columns under the model's names, or reshaped into one tensor column."""
+    if shape is not None:
+        name = names[0] if names is not None and len(names) == 1 else "X"
+        return Features((name,), (features.tensor(shape),))
+    return features if names is None else features.rename(names)
+
+
+def _handed(model: LoadedModel, features: Features) -> Features | NDArray[Any]:
+    """What ``model.predict`` is given: :class:`Features` when the model says it takes them
+    (``accepts_features``), else a numeric array, ``(rows, d)`` or a tensor column as is."""
+    if getattr(model, "accepts_features", False):
+        return features
+    return features.columns[0] if features.is_tensor else features.matrix()
+
+
 def stream_table(
     model: LoadedModel,
     path: Path,
@@ -167,6 +186,8 @@ def stream_table(
     label_map: LabelMap | None = None,
     outputs_requested: bool = False,
     progress: Progress | None = None,
+    model_names: Sequence[str] | None = None,
+    input_shape: Sequence[int] | None = None,
 ) -> StreamedTable:
     """Run ``model`` over the table at ``path`` in batches of ``batch_size`` rows.
 
@@ -175,6 +196,9 @@ def stream_table(
     the width of the first prediction. ``role`` names the table in messages and to
     ``progress``; ``outputs_requested`` says whether the caller chose the model's output
     kind (rather than the loader detecting it), for the message refusing predictions.
+    ``features`` are the file's columns in the model's order and ``model_names`` the names
+    the model receives them under (:mod:`epsstar.audit.column_match`); ``input_shape``, if
+    given, reshapes each record into one tensor column of that shape.
     """
     if progress is not None:
         progress.start(role, path)
@@ -187,8 +211,10 @@ def stream_table(
         batch_size=batch_size,
         progress=None if progress is None else progress.advance,
         input_dtype=getattr(model, "input_dtype", None),
+        text=bool(getattr(model, "takes_text", False)),
     ):
-        predictions = np.asarray(model.predict(batch.features), dtype=np.float64)
+        inputs = _as_model_inputs(batch.features, model_names, input_shape)
+        predictions = np.asarray(model.predict(_handed(model, inputs)), dtype=np.float64)
         n_outputs = _n_outputs(predictions)
         if label_map is None:
             label_map = label_map_for(classes, n_outputs)

@@ -5,10 +5,14 @@ rows, so memory is bounded by the batch size rather than by the file: a
 population file of ten million rows streams in a few hundred MiB.
 
 Columns are chosen by name, and a file must name each column once (at most
-:data:`MAX_COLUMNS` of them). Every feature must be numeric (booleans and numeric
-text count) and finite, and, when the model's input type is given, within its range
-(1e39 is infinite in float32); every label must be present. Problems are reported in
-one line naming the file, the column, the 0-based data row and the bad value.
+:data:`MAX_COLUMNS` of them). Feature columns keep their types (:class:`Features`):
+numbers and booleans as stored (int64, float32, float64, bool; a text column whose every
+value is a number becomes float64), other text as an object array of ``str`` (for models
+such as a scikit-learn pipeline that encodes categories itself), and an array of records
+of several dimensions (an image, ``(N, 1, 8, 8)`` in an NPZ) as one tensor column. Numbers
+must be finite and, when the model's input type is given, within its range (1e39 is
+infinite in float32); text and labels must be present in every row. Problems are reported
+in one line naming the file, the column, the 0-based data row and the bad value.
 
 Conventions per format:
 
@@ -38,9 +42,9 @@ A compressed 2-D array in Fortran order (what ``DataFrame.to_numpy()`` usually
 returns) is decompressed once per column, so it reads about ``d / 2`` times
 slower than the same array in C order; store it uncompressed or in C order.
 
-Features are returned as float64, or as float32 when every selected feature
-column is stored as float32 (Parquet, NPZ, NPY; CSV is always float64). Labels
-are returned as read: int64, float64, bool or an object array of ``str``.
+Labels are returned as read: int64, float64, bool or an object array of ``str``.
+:func:`read_table` (the trainer's reader) returns the features as one numeric matrix
+(float32 when every column is stored as float32, else float64) and refuses text.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ from typing import IO, Any, Protocol
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
+from epsstar.audit.features import Features
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 
 __all__ = [
@@ -111,11 +116,11 @@ class TableSchema:
 class Batch:
     """Consecutive rows of a table.
 
-    ``features`` is ``(b, d)``, C-contiguous, float64 (float32 when every
-    selected feature is stored as float32); ``labels`` is ``(b,)`` as read.
+    ``features`` are the selected columns, typed as stored (see the module docstring);
+    ``labels`` is ``(b,)`` as read.
     """
 
-    features: NDArray[Any]
+    features: Features
     labels: NDArray[Any]
 
     def __len__(self) -> int:
@@ -417,8 +422,10 @@ def _array_layout(arrays: _ArrayFile) -> _ArrayLayout:
     if "" in sources:  # .npy
         info = sources[""].info
         if len(info.shape) != 2:
+            remedy = " (save records of several dimensions as X beside y with np.savez)"
             raise InputFileError(
-                f"{path}: a .npy data file must hold a 2-D array. Found shape {info.shape}."
+                f"{path}: a .npy data file must hold a 2-D array"
+                f"{remedy if len(info.shape) > 2 else ''}. Found shape {info.shape}."
             )
         return _ArrayLayout({str(j): _Column("", j) for j in range(info.shape[1])}, info.shape[0])
     shapes = {name: source.info.shape for name, source in sources.items()}
@@ -435,11 +442,18 @@ def _array_layout(arrays: _ArrayFile) -> _ArrayLayout:
         n = shapes[next(iter(shapes))][0] if shapes[next(iter(shapes))] else 0
         others = list(sources)
     for name in others:
-        if len(shapes[name]) != 1 or shapes[name][0] != n:
+        tensor = len(shapes[name]) >= 3
+        if tensor and sources[name].info.fortran:
+            raise InputFileError(
+                f"{path}: array {name!r} of records shaped {shapes[name][1:]} must be stored in "
+                f"C order (np.ascontiguousarray before saving). Found Fortran order."
+            )
+        if (len(shapes[name]) != 1 and not tensor) or shapes[name][0] != n:
             layout = (
                 "a 2-D array 'X' plus 1-D arrays of its length"
                 if matrix
-                else "1-D arrays of one length (or a 2-D 'X' plus such arrays)"
+                else "1-D arrays of one length (or a 2-D 'X', or arrays of records of any "
+                "shape, plus such arrays)"
             )
             described = ", ".join(f"{key!r} {shape}" for key, shape in shapes.items())
             raise InputFileError(
@@ -688,22 +702,6 @@ def read_schema(path: str | os.PathLike[str]) -> TableSchema:
     return schema
 
 
-def _float32_source(file: Path, kind: str, selected: Sequence[str]) -> bool:
-    """Whether every selected column is stored as float32 (never for CSV)."""
-    if kind == "parquet":
-        import pyarrow as pa
-
-        with _open_parquet(file) as parquet:
-            schema = parquet.schema_arrow
-            return all(schema.field(name).type == pa.float32() for name in selected)
-    if kind in ("npz", "npy"):
-        with _ArrayFile(file, kind) as arrays:
-            layout = _array_layout(arrays)
-            dtypes = {arrays.sources[layout.columns[name].array].info.dtype for name in selected}
-            return all(dtype == np.float32 for dtype in dtypes)
-    return False
-
-
 def count_rows(path: str | os.PathLike[str]) -> int:
     """The number of data rows: from metadata for Parquet, NPZ and NPY; by streaming for CSV."""
     schema = read_schema(path)
@@ -772,22 +770,75 @@ def _check_finite(
         )
 
 
-def _feature_matrix(
+def _typed_column(
+    path: Path, name: str, values: NDArray[Any], row0: int, text: bool = True
+) -> NDArray[Any]:
+    """One feature column with its type kept: numbers and booleans as stored (numeric text
+    as float64), other text as an object array of ``str`` (refused, naming the first value
+    that is not a number, when ``text`` is false); NaN, infinity and missing text are
+    refused, naming the row."""
+    kind = values.dtype.kind
+    if kind == "S":
+        values = np.char.decode(values, "utf-8", errors="replace")
+        kind = values.dtype.kind
+    if kind in "OU":
+        import pandas as pd
+
+        raw = pd.Series(values, copy=False)
+        missing = raw.isna().to_numpy()
+        if missing.any():
+            first = int(np.flatnonzero(missing)[0])
+            raise InvalidInputError(
+                f"{path}: feature column {name!r} must have a value in every row. Found "
+                f"{values[first]} at row {row0 + first}."
+            )
+        odd = [i for i, v in enumerate(values) if not isinstance(v, (str, int, float, bool))]
+        if odd:
+            raise InvalidInputError(
+                f"{path}: feature column {name!r} must hold numbers, booleans or text. Found "
+                f"{_clipped(values[odd[0]])} at row {row0 + odd[0]}."
+            )
+        if not text:
+            values = _numeric_column(path, name, values, row0, np.float64)
+        else:
+            numbers = pd.to_numeric(raw, errors="coerce")
+            if numbers.isna().any():
+                return np.asarray([str(v) for v in values], dtype=object)
+            values = numbers.to_numpy(dtype=np.float64)
+    elif kind not in "biuf":
+        raise InvalidInputError(
+            f"{path}: feature column {name!r} must hold numbers, booleans or text. Found "
+            f"dtype {values.dtype} at row {row0}."
+        )
+    if values.dtype.kind == "f":
+        finite = np.isfinite(values)
+        if not finite.all():
+            first = np.argwhere(~finite)[0]
+            raise InvalidInputError(
+                f"{path}: feature column {name!r} must be finite. Found {values[tuple(first)]} at "
+                f"row {row0 + int(first[0])}."
+            )
+    return values
+
+
+def _feature_columns(
     path: Path,
     names: Sequence[str],
     columns: Sequence[NDArray[Any]],
     row0: int,
-    dtype: type[np.floating[Any]],
     target: np.dtype[Any] | None = None,
-) -> NDArray[Any]:
-    rows = len(columns[0])
-    matrix = np.empty((rows, len(names)), dtype=dtype)
-    for j, (name, values) in enumerate(zip(names, columns, strict=True)):
-        matrix[:, j] = _numeric_column(path, name, values, row0, dtype)
-    _check_finite(path, names, matrix, row0, "feature column")
+    text: bool = True,
+) -> Features:
+    typed = tuple(
+        _typed_column(path, name, values, row0, text)
+        for name, values in zip(names, columns, strict=True)
+    )
     if target is not None:
-        _check_fits(path, names, matrix, row0, target)
-    return matrix
+        for name, values in zip(names, typed, strict=True):
+            if values.dtype.kind in "biuf":
+                flat = values.reshape(len(values), -1)
+                _check_fits(path, [name] * flat.shape[1], flat, row0, target)
+    return Features(tuple(names), typed)
 
 
 def _check_fits(
@@ -885,14 +936,17 @@ def _rebatch(batches: Iterator[Batch], size: int) -> Iterator[Batch]:
         pending.append(batch)
         held += len(batch)
         while held >= size:
-            features = np.concatenate([b.features for b in pending])
+            features = Features.concatenate([b.features for b in pending])
             labels = np.concatenate([b.labels for b in pending])
-            yield Batch(features[:size], labels[:size])
-            rest = Batch(np.ascontiguousarray(features[size:]), labels[size:].copy())
+            yield Batch(features.slice(0, size), labels[:size])
+            rest_features = Features(
+                features.names, tuple(column[size:].copy() for column in features.columns)
+            )
+            rest = Batch(rest_features, labels[size:].copy())
             pending, held = ([rest], len(rest)) if len(rest) else ([], 0)
     if held:
         yield Batch(
-            np.concatenate([b.features for b in pending]),
+            Features.concatenate([b.features for b in pending]),
             np.concatenate([b.labels for b in pending]),
         )
 
@@ -905,6 +959,7 @@ def iter_batches(
     batch_size: int = 65_536,
     progress: Progress | None = None,
     input_dtype: DTypeLike | None = None,
+    text: bool = True,
 ) -> Iterator[Batch]:
     """Stream a table's rows as :class:`Batch` es of ``batch_size`` rows (the last may be fewer).
 
@@ -913,12 +968,14 @@ def iter_batches(
     batch with the number of rows in it, e.g. ``lambda n: bar.advance(task, n)``
     with a rich progress bar whose total is :func:`count_rows`. ``input_dtype``, if
     given, is the model's input type: every feature must fit its range (1e39 would
-    become infinite in float32, -1 would wrap around in uint8).
+    become infinite in float32, -1 would wrap around in uint8). With ``text=False`` (a
+    model that takes numbers only) a column that is not numeric is refused, naming the
+    file, the row and the value; otherwise it is kept as text.
 
     The file is opened and its columns are checked before the first batch is
     requested; a file without rows raises :class:`InsufficientDataError`.
     """
-    return _open_batches(path, label_column, features, batch_size, progress, input_dtype)[1]
+    return _open_batches(path, label_column, features, batch_size, progress, input_dtype, text)[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -943,10 +1000,17 @@ def read_table(
     """Every row of a table, read and checked as by :func:`iter_batches`."""
     names, batches = _open_batches(path, label_column, features, batch_size, None, input_dtype)
     read = list(batches)
+    columns = Features.concatenate([batch.features for batch in read])
+    text = [n for n, c in zip(columns.names, columns.columns, strict=True) if c.dtype == object]
+    if text:
+        raise InvalidInputError(
+            f"{path}: feature column {text[0]!r} must be numeric to be read as a matrix. "
+            f"Found text such as {_clipped(columns.column(text[0])[0])}."
+        )
     return Table(
         path=Path(path),
         feature_names=tuple(names),
-        features=np.concatenate([batch.features for batch in read]),
+        features=columns.matrix(),
         labels=np.concatenate([batch.labels for batch in read]),
     )
 
@@ -969,6 +1033,7 @@ def _open_batches(
     batch_size: int,
     progress: Progress | None,
     input_dtype: DTypeLike | None = None,
+    text: bool = True,
 ) -> tuple[list[str], Iterator[Batch]]:
     """The feature names and the batches; the arguments and columns are checked now."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
@@ -977,11 +1042,10 @@ def _open_batches(
         raise InvalidInputError(f"batch_size must be an integer ≥ 1. Found {batch_size}.")
     schema = read_schema(path)
     names = _select(schema, label_column, features)
-    dtype = np.float32 if _float32_source(schema.path, schema.format, names) else np.float64
     size = int(batch_size)
     chunks = _chunks(schema, [*names, label_column], size)
     target = None if input_dtype is None else np.dtype(input_dtype)
-    stream = _stream(schema.path, names, label_column, chunks, (dtype, target), size, progress)
+    stream = _stream(schema.path, names, label_column, chunks, (target, text), size, progress)
     return names, stream
 
 
@@ -990,11 +1054,12 @@ def _stream(
     names: list[str],
     label_column: str,
     chunks: Iterator[list[NDArray[Any]]],
-    dtypes: tuple[type[np.floating[Any]], np.dtype[Any] | None],
+    checks: tuple[np.dtype[Any] | None, bool],
     size: int,
     progress: Progress | None,
 ) -> Iterator[Batch]:
-    """Checked batches; ``dtypes`` are the features' type and the model's input type."""
+    """Checked batches; ``checks`` are the model's input type (numbers must fit it) and
+    whether text columns are kept."""
 
     def validated() -> Iterator[Batch]:
         row0 = 0
@@ -1002,9 +1067,9 @@ def _stream(
             rows = len(columns[-1])
             if rows == 0:
                 continue
-            matrix = _feature_matrix(path, names, columns[:-1], row0, *dtypes)
+            typed = _feature_columns(path, names, columns[:-1], row0, *checks)
             labels = _label_vector(path, label_column, columns[-1], row0)
-            yield Batch(matrix, labels)
+            yield Batch(typed, labels)
             row0 += rows
         if row0 == 0:
             raise InsufficientDataError(f"{path}: must hold at least one row. Found none.")

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from epsstar.audit.class_labels import FEATURES_KEY, features_to_text
 from epsstar.cli import main
 
 onnx = pytest.importorskip("onnx")
@@ -54,6 +55,7 @@ def _linear_onnx(
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
+    helper.set_model_props(model, {FEATURES_KEY: features_to_text(FEATURES)})
     onnx.save(model, str(path))
     return path
 

@@ -315,7 +315,7 @@ AUDITS: list[tuple[str, Write, str, str]] = [
     (
         "struct feature in parquet",
         parquet("struct.parquet", struct_parquet),
-        "feature column 'x0' must be numeric.",
+        "feature column 'x0' must hold numbers, booleans or text.",
         "at row 0.",
     ),
     (
