@@ -30,8 +30,10 @@ an ``(n, K)`` array whose columns follow :attr:`classes` (``classes_``).
 Inputs: a model fitted on a DataFrame (``feature_names_in_``, which become
 :attr:`feature_names`) receives ``Features.frame()`` with those column names and the
 column types of the data kept (text columns stay text, so a ``ColumnTransformer`` with a
-``OneHotEncoder`` runs on raw data); a model without names receives the float64
-``(rows, d)`` matrix of numeric features, or the frame if some are text.
+``OneHotEncoder`` runs on raw data). Features named with those names are put in the
+model's order; features with other names (``x0, x1, …`` from a bare array) are taken by
+position. A model without names receives the float64 ``(rows, d)`` matrix of numeric
+features, or the frame if some are text.
 :attr:`n_features` is ``n_features_in_``.
 
 Determinism: every ``n_jobs`` parameter of the estimator and of the estimators nested in
@@ -161,7 +163,12 @@ class SklearnModel(BatchedModel):
         ):
             return self._matrix(features)  # refuses, naming the shape or the width
         if self._names is not None and features.names != self._names:
-            features = features.rename(self._names)
+            if set(features.names) == set(self._names):  # the model's columns, in its order
+                features = Features(
+                    self._names, tuple(features.column(name) for name in self._names)
+                )
+            else:  # unnamed (x0, x1, ...) or other names: by position, as the caller gave them
+                features = features.rename(self._names)
         return features.frame()
 
     def _run_batch(self, batch: Any) -> NDArray[Any]:

@@ -11,7 +11,9 @@ the archive in two steps, before anything of it runs:
 2. After loading, before any call: every method of every submodule is inlined
    (``torch._C._jit_pass_inline``, which resolves ``prim::CallFunction`` and
    ``prim::CallMethod`` on known types into their bodies) and every node, including those
-   of nested blocks and forked subgraphs, must pass the allowlist below.
+   of nested blocks and forked subgraphs (inlined in turn), must pass the allowlist below.
+   Operators whose results are never used are not in the graph (TorchScript removes them
+   when it compiles), so they cannot run either.
 
 The rule (an allowlist, so that an operator unknown today is refused, not allowed):
 
@@ -98,15 +100,23 @@ def check_archive_code(path: Path) -> None:
         ) from None
 
 
-def _nodes(block: Any) -> Iterator[Any]:
-    """Every node of a graph or block, with those of nested blocks and subgraphs."""
+def _inlined(graph: Any, torch: Any) -> Any:
+    """A copy of ``graph`` with the functions and methods it calls inlined."""
+    copy = graph.copy()
+    torch._C._jit_pass_inline(copy)
+    return copy
+
+
+def _nodes(block: Any, torch: Any) -> Iterator[Any]:
+    """Every node of a graph or block, with those of nested blocks and of subgraphs
+    (``prim::fork``'s, inlined in turn)."""
     for node in block.nodes():
         yield node
         for inner in node.blocks():
-            yield from _nodes(inner)
+            yield from _nodes(inner, torch)
         for attribute in node.attributeNames():
             if node.kindOf(attribute) == "g":
-                yield from _nodes(node.g(attribute))
+                yield from _nodes(_inlined(node.g(attribute), torch), torch)
 
 
 def _refused(node: Any, refused: frozenset[str]) -> bool:
@@ -127,9 +137,8 @@ def check_module(path: Path, module: Any, torch: Any) -> None:
     for name, submodule in module.named_modules():
         scripted = submodule._c
         for method_name in scripted._method_names():
-            graph = scripted._get_method(method_name).graph.copy()
-            torch._C._jit_pass_inline(graph)
-            for node in _nodes(graph):
+            graph = _inlined(scripted._get_method(method_name).graph, torch)
+            for node in _nodes(graph, torch):
                 if _refused(node, refused):
                     kind = str(node.kind())
                     where = f"{name}.{method_name}" if name else method_name
