@@ -6,6 +6,7 @@ outputs of one batch of records and says why.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -53,8 +54,11 @@ def _from_scores(scores: NDArray[np.float64], width: int) -> NDArray[np.float64]
 
 
 def _call(method: Callable[[Any], Any], data: Any) -> NDArray[np.float64] | None:
+    """The method's outputs, or None if it fails; log(0) = -inf is refused by the caller."""
     try:
-        return np.asarray(method(data), dtype=np.float64)
+        with np.errstate(divide="ignore", over="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.asarray(method(data), dtype=np.float64)
     except Exception:
         return None
 
