@@ -6,36 +6,65 @@ If the file holds other types, the loader refuses it and lists them unless
 accepted. Pickle and joblib files run arbitrary code while they are read, so they are
 refused unless ``trust=True``: only load them from a source you trust.
 
-Predictions: ``predict_proba`` when the model has it (``"probabilities"``), otherwise
-``decision_function`` (``"logits"``); ``outputs=`` picks one explicitly and fails if the
-model lacks it. With two classes the loader returns one value per record for
-``classes[1]`` (the probability of that class, or the decision function, which
-scikit-learn defines as its score); with ``K > 2`` classes an ``(n, K)`` array whose
-columns follow :attr:`classes` (``classes_``). Multi-class ``decision_function`` scores
-are read as logits, which they are for multinomial models and only approximately for
-one-vs-rest ones. :attr:`n_features` is ``n_features_in_``; features are passed as
-float64 (as a DataFrame with ``feature_names_in_`` as columns if the model was fitted on
-one, in the given column order).
+Outputs, decided once, on the first batch of records (unless ``outputs=`` says), so that
+the losses are exact wherever the model can give them (:mod:`epsstar.statistics.losses`
+computes them exactly from logits, and clips probabilities to ``[ε, 1 − ε]``):
+
+1. ``decision_function``, read as logits, when the softmax of its scores (the sigmoid of
+   its one score, with two classes) reproduces ``predict_proba`` on that batch within a
+   relative 1e-9 (absolute 1e-15, the rounding of ``1 − p``): logistic regression,
+   multinomial or binary, ``SGDClassifier(loss="log_loss")``, pipelines ending in them;
+2. else ``predict_log_proba``, read as logits (log-probabilities are logits), when it is
+   finite, reproduces ``predict_proba`` the same way, and differs from
+   ``log(predict_proba)`` somewhere (it is computed more accurately than the log of the
+   rounded probabilities, otherwise it brings nothing);
+3. else ``predict_proba``, read as probabilities; a model without it gives
+   ``decision_function`` as logits.
+
+``outputs="probabilities"`` forces ``predict_proba``, ``outputs="logits"`` forces
+``decision_function``; either fails if the model lacks the method. The choice and its
+reason are kept in :attr:`output_reading`. With two classes the loader returns one value
+per record for ``classes[1]`` (its probability, or its log-odds); with ``K > 2`` classes
+an ``(n, K)`` array whose columns follow :attr:`classes` (``classes_``).
+
+Inputs: a model fitted on a DataFrame (``feature_names_in_``, which become
+:attr:`feature_names`) receives ``Features.frame()`` with those column names and the
+column types of the data kept (text columns stay text, so a ``ColumnTransformer`` with a
+``OneHotEncoder`` runs on raw data). Features named with those names are put in the
+model's order; features with other names (``x0, x1, …`` from a bare array) are taken by
+position. A model without names receives the float64 ``(rows, d)`` matrix of numeric
+features, or the frame if some are text.
+:attr:`n_features` is ``n_features_in_``.
+
+Determinism: every ``n_jobs`` parameter of the estimator and of the estimators nested in
+it is set to 1 on loading, since parallel prediction (a random forest's trees summed by
+several threads) adds floating-point numbers in a varying order and changes the last bits
+of the losses from one run to the next.
 """
 
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from epsstar.audit.features import Features, as_features
+from epsstar.audit.output_reading import OutputReading
 from epsstar.audit.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 from . import BatchedModel, check_outputs_argument
+from .sklearn_outputs import Method, choose_method
 
 __all__ = ["SklearnLoader", "SklearnModel"]
 
 _PICKLES = (".pkl", ".pickle", ".joblib")
 TRUST_FLAG = "--trust-model"
+_T = TypeVar("_T")
 
 
 def _first_line(error: Exception) -> str:
@@ -44,6 +73,20 @@ def _first_line(error: Exception) -> str:
 
 def _plain(value: Any) -> object:
     return value.item() if isinstance(value, np.generic) else value
+
+
+def _single_threaded(estimator: Any) -> None:
+    """Set every ``n_jobs`` parameter, the estimator's and its nested ones', to 1."""
+    get_params = getattr(estimator, "get_params", None)
+    if get_params is None:
+        return
+    keys = [key for key in get_params(deep=True) if key == "n_jobs" or key.endswith("__n_jobs")]
+    if keys:
+        estimator.set_params(**dict.fromkeys(keys, 1))
+
+
+def _forced(name: str, kind: OutputKind) -> Method:
+    return Method(name, kind, OutputReading(kind, "requested", f"{name}, as requested"))
 
 
 class SklearnModel(BatchedModel):
@@ -68,37 +111,90 @@ class SklearnModel(BatchedModel):
                 f"the model must be a classifier with predict_proba or decision_function. "
                 f"Found {name} in {path}."
             )
-        kind: OutputKind = outputs or ("probabilities" if has_proba else "logits")
+        _single_threaded(estimator)
         self._estimator = estimator
-        self._method = estimator.predict_proba if kind == "probabilities" else None
-        self._names = getattr(estimator, "feature_names_in_", None)
+        self._method: Method | None = None
+        if outputs is not None:
+            name = "predict_proba" if outputs == "probabilities" else "decision_function"
+            self._method = _forced(name, outputs)
+        elif not has_proba:
+            self._method = Method(
+                "decision_function",
+                "logits",
+                OutputReading("logits", "loader", "the model has no predict_proba"),
+            )
+        names = getattr(estimator, "feature_names_in_", None)
+        self._names = None if names is None else tuple(str(n) for n in names)
         classes = getattr(estimator, "classes_", None)
         width = getattr(estimator, "n_features_in_", None)
         super().__init__(
             path,
             n_features=int(width) if width is not None else None,
             classes=None if classes is None else tuple(_plain(c) for c in classes),
-            outputs=kind,
+            outputs=None if self._method is None else self._method.kind,
             input_dtype=np.float64,
             binary_columns=True,
         )
+        if self._method is not None:
+            self._reading = self._method.reading
 
-    def _run_batch(self, batch: NDArray[Any]) -> NDArray[Any]:
-        data: Any = batch
-        if self._names is not None and len(self._names) == batch.shape[1]:
-            import pandas as pd
+    @property
+    def feature_names(self) -> tuple[str, ...] | None:
+        """``feature_names_in_``: the DataFrame columns the model was fitted on."""
+        return self._names
 
-            data = pd.DataFrame(batch, columns=list(self._names))
+    def predict(self, features: Features | NDArray[Any]) -> NDArray[np.float64]:
+        features = as_features(features)
+        if self._method is None:
+            first = self._prepare(features.slice(0, min(features.rows, self._batch_size)))
+            self._method = self._guarded(lambda: choose_method(self._estimator, first), first)
+            self._kind, self._reading = self._method.kind, self._method.reading
+        return super().predict(features)
+
+    def _probe_features(self) -> Features | None:
+        return None  # the method is chosen on the first batch of real records
+
+    def _prepare(self, features: Features) -> Any:
+        """A DataFrame (types kept) for a model with names or text input, else the matrix."""
+        if self._names is None and features.is_numeric and not features.is_tensor:
+            return self._matrix(features)
+        if features.is_tensor or (
+            self._n_features is not None and features.width != self._n_features
+        ):
+            return self._matrix(features)  # refuses, naming the shape or the width
+        if self._names is not None and features.names != self._names:
+            if set(features.names) == set(self._names):  # the model's columns, in its order
+                features = Features(
+                    self._names, tuple(features.column(name) for name in self._names)
+                )
+            else:  # unnamed (x0, x1, ...) or other names: by position, as the caller gave them
+                features = features.rename(self._names)
+        return features.frame()
+
+    def _run_batch(self, batch: Any) -> NDArray[Any]:
+        assert self._method is not None  # chosen before the first batch runs
+        method = getattr(self._estimator, self._method.name)
+        return self._guarded(lambda: np.asarray(method(batch)), batch)
+
+    def _guarded(self, call: Callable[[], _T], batch: Any) -> _T:
         try:
-            if self._method is not None:
-                return np.asarray(self._method(data))
-            return np.asarray(self._estimator.decision_function(data))
+            return call()
+        except InvalidInputError:
+            raise
         except Exception as error:
-            message = (str(error).strip().splitlines() or [""])[0][:200]
+            rows, width = batch.shape
             raise InvalidInputError(
-                f"the model in {self.source} must accept the features ({batch.shape[0]} × "
-                f"{batch.shape[1]} {batch.dtype}). Found {type(error).__name__}: {message}"
+                f"the model in {self.source} must accept the features ({rows} × {width}, "
+                f"columns {_describe_types(batch)}). Found {type(error).__name__}: "
+                f"{_first_line(error)}"
             ) from error
+
+
+def _describe_types(batch: Any) -> str:
+    dtypes = getattr(batch, "dtypes", None)
+    if dtypes is None:
+        return str(batch.dtype)
+    return ", ".join(sorted({str(dtype) for dtype in dtypes}))
 
 
 class SklearnLoader:

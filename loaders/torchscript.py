@@ -1,18 +1,29 @@
 """TorchScript archives (``torch.jit.save``), run on the CPU.
 
 The module is loaded with ``torch.jit.load(path, map_location="cpu")``, put in
-``eval()`` mode and called under ``torch.inference_mode()`` in chunks. It must take one
-``(n, d)`` tensor and return one tensor: ``(n,)`` or ``(n, 1)`` for a binary model
-(``P(y = 1)`` or its log-odds), ``(n, K)`` for ``K`` classes. Logits vs probabilities
-are detected by the rule of :mod:`epsstar.loaders` unless ``outputs=`` says. The class
-labels of the output columns (:attr:`classes`) come from the archive's extra file
-:data:`epsstar.audit.class_labels.CLASSES_KEY` (a JSON array), if the exporter wrote one.
+``eval()`` mode and called under ``torch.inference_mode()`` in chunks. Without trust
+(``--trust-model``) the archive is first checked by :mod:`epsstar.loaders.torchscript_scan`
+(no ``__setstate__``, and no operator that touches files or the process in any method of
+any submodule); with trust it is loaded as it is.
 
-:attr:`n_features` is the ``in_features`` of the first ``Linear`` submodule, if there
-is one; otherwise ``None`` and a wrong width surfaces as the module's own error,
-reported as :class:`~epsstar.exceptions.InvalidInputError`. Features are cast to the
-dtype of the module's first floating-point parameter (float32 if it has none).
-torch is imported only when a file is loaded.
+The module takes one tensor and returns one tensor: ``(n,)`` or ``(n, 1)`` for a binary
+model (``P(y = 1)`` or its log-odds), ``(n, K)`` for ``K`` classes. Its input is the
+features' one tensor column as it is (an image batch ``(n, 1, 8, 8)``), or the ``(n, d)``
+matrix of their scalar columns; either is cast to the dtype of the module's first
+floating-point parameter (float32 if it has none).
+
+The archive's extra files, if the exporter wrote them, give the class labels of the
+output columns (:data:`~epsstar.audit.class_labels.CLASSES_KEY`, read into
+:attr:`classes`) and the names of the input columns
+(:data:`~epsstar.audit.class_labels.FEATURES_KEY`, read into :attr:`feature_names`, and
+``n_features`` is their number). Without recorded names the input width is unknown
+(``n_features`` is ``None``; a module's layers do not say what it takes), a wrong width
+surfaces as the module's own error, reported as
+:class:`~epsstar.exceptions.InvalidInputError`, and logits vs probabilities are detected
+by the rule of :mod:`epsstar.loaders` on the first batch of real records, unless
+``outputs=`` says, or the archive's extra file :data:`OUTPUTS_KEY` (``"logits"`` or
+``"probabilities"``, written by epsstar's trainer) says. torch is imported only when a
+file is loaded.
 """
 
 from __future__ import annotations
@@ -21,24 +32,41 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.class_labels import CLASSES_KEY, classes_from_text
+from epsstar.audit.class_labels import (
+    CLASSES_KEY,
+    FEATURES_KEY,
+    classes_from_text,
+    features_from_text,
+)
+from epsstar.audit.features import Features
+from epsstar.audit.output_reading import OutputReading
 from epsstar.audit.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from . import BatchedModel, check_outputs_argument
+from . import OUTPUT_KINDS, BatchedModel, check_outputs_argument
+from .torchscript_scan import check_archive_code, check_module
 
-__all__ = ["TorchScriptLoader", "TorchScriptModel"]
+__all__ = ["OUTPUTS_KEY", "TorchScriptLoader", "TorchScriptModel"]
+
+OUTPUTS_KEY = "epsstar.outputs"
+"""The extra file in which an exporter states what the module returns."""
 
 
-def _first_linear_width(module: Any) -> int | None:
-    for _, child in module.named_modules():
-        if getattr(child, "original_name", type(child).__name__) == "Linear":
-            weight = getattr(child, "weight", None)
-            if weight is not None and getattr(weight, "ndim", 0) == 2:
-                return int(weight.shape[1])
-    return None
+def _stated_outputs(text: str | bytes, path: Path) -> OutputReading | None:
+    """The reading the archive states in :data:`OUTPUTS_KEY`, if any."""
+    value = (text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text).strip()
+    if not value:
+        return None
+    if value not in OUTPUT_KINDS:
+        raise InputFileError(
+            f"{path}: the {OUTPUTS_KEY!r} extra file must be 'logits' or 'probabilities'. "
+            f"Found {value[:80]!r}."
+        )
+    kind = OUTPUT_KINDS.check(value)
+    return OutputReading(kind, "loader", f"the archive's {OUTPUTS_KEY!r} extra file says {kind}")
 
 
 class TorchScriptModel(BatchedModel):
@@ -51,20 +79,38 @@ class TorchScriptModel(BatchedModel):
         torch: Any,
         *,
         classes: tuple[object, ...] | None = None,
+        feature_names: tuple[str, ...] | None = None,
         outputs: OutputKind | None,
+        stated: OutputReading | None = None,
     ):
         self._module = module
         self._torch = torch
+        self._feature_names = feature_names
         floating = [p for p in module.parameters() if p.is_floating_point()]
         dtype = floating[0].dtype if floating else torch.float32
         numpy_dtype = torch.empty((), dtype=dtype).numpy().dtype
         super().__init__(
             path,
-            n_features=_first_linear_width(module),
+            n_features=None if feature_names is None else len(feature_names),
             classes=classes,
-            outputs=outputs,
+            outputs=outputs or (None if stated is None else stated.kind),
             input_dtype=numpy_dtype,
         )
+        if outputs is None and stated is not None:
+            self._reading = stated
+
+    @property
+    def feature_names(self) -> tuple[str, ...] | None:
+        """The input column names the exporter recorded, if any."""
+        return self._feature_names
+
+    def _prepare(self, features: Features) -> NDArray[Any]:
+        """One tensor column as it is, else the ``(rows, d)`` matrix; cast to the input type."""
+        if features.is_tensor and features.width == 1:
+            tensor = features.columns[0]
+            self._check_range(tensor.reshape(tensor.shape[0], -1))
+            return np.ascontiguousarray(tensor, dtype=self.input_dtype)
+        return self._matrix(features)
 
     def _run_batch(self, batch: NDArray[Any]) -> NDArray[Any]:
         torch = self._torch
@@ -74,8 +120,9 @@ class TorchScriptModel(BatchedModel):
         except Exception as error:
             message = (str(error).strip().splitlines() or [""])[-1][:200]
             raise InvalidInputError(
-                f"the model in {self.source} must accept the features ({batch.shape[0]} × "
-                f"{batch.shape[1]} {batch.dtype}). Found {type(error).__name__}: {message}"
+                f"the model in {self.source} must accept the features "
+                f"({' × '.join(map(str, batch.shape))} {batch.dtype}). Found "
+                f"{type(error).__name__}: {message}"
             ) from error
         if isinstance(result, (tuple, list)) and len(result) == 1:
             result = result[0]
@@ -96,13 +143,15 @@ class TorchScriptLoader:
     def load(
         self, path: Path, *, outputs: OutputKind | None = None, trust: bool = False
     ) -> TorchScriptModel:
-        """Open ``path``; ``trust`` is not needed (TorchScript does not unpickle code)."""
+        """Open ``path``; without ``trust`` the archive is checked first (see the module)."""
         outputs = check_outputs_argument(outputs)
         path = Path(path)
         torch = import_optional("torch", loader=self.name)
         if not path.is_file():
             raise InputFileError(f"the model file must exist. Found no file at {path}.")
-        extra = {CLASSES_KEY: ""}
+        if not trust:
+            check_archive_code(path)
+        extra = {CLASSES_KEY: "", FEATURES_KEY: "", OUTPUTS_KEY: ""}
         try:
             with warnings.catch_warnings():
                 # TorchScript is the format being read; its deprecation is not the user's to fix
@@ -114,6 +163,18 @@ class TorchScriptLoader:
                 f"the model file must be a TorchScript archive (torch.jit.save). Found {path} "
                 f"({type(error).__name__}: {first})."
             ) from None
+        if not trust:
+            check_module(path, module, torch)
         module.eval()
         classes = classes_from_text(extra[CLASSES_KEY], path)
-        return TorchScriptModel(path, module, torch, classes=classes, outputs=outputs)
+        names = features_from_text(extra[FEATURES_KEY], path)
+        stated = _stated_outputs(extra[OUTPUTS_KEY], path)
+        return TorchScriptModel(
+            path,
+            module,
+            torch,
+            classes=classes,
+            feature_names=names,
+            outputs=outputs,
+            stated=stated,
+        )

@@ -1,11 +1,19 @@
 """A directory per trained model: ``model.onnx``, ``model.pt`` (TorchScript), ``training.json``.
 
 Both model files take raw features (float32, shape (n, d), columns in the order
-of ``training.json``'s ``data.feature_names``) and return probabilities: (n, 1)
-P(y = classes[1]) for binary tasks, (n, K) class probabilities otherwise. Both record
-the class labels of their output columns under
-:data:`epsstar.audit.class_labels.CLASSES_KEY` (an ONNX ``metadata_props`` entry, a
-TorchScript extra file), where the ONNX and TorchScript loaders read them.
+of ``training.json``'s ``data.feature_names``). The ONNX model has two outputs:
+``probabilities``, (n, 1) P(y = classes[1]) for binary tasks and (n, K) class
+probabilities otherwise, and ``logits``, the network's output before that sigmoid or
+softmax (the log-odds of classes[1], or K class logits). The TorchScript module returns
+the logits, and says so in its extra file :data:`OUTPUTS_KEY` (``"logits"``). Losses
+computed from float logits are exact, where float32 probabilities round to 0 or 1 and
+clip the losses at ±36.04 (:mod:`epsstar.statistics.losses`).
+
+Both record the class labels of their output columns under
+:data:`epsstar.audit.class_labels.CLASSES_KEY` and the names of their input columns under
+:data:`epsstar.audit.class_labels.FEATURES_KEY` (ONNX ``metadata_props`` entries,
+TorchScript extra files), where the ONNX and TorchScript loaders read them, so that an
+audit hands the data's columns to the model by name.
 
 The ONNX graph is written directly from the trained weights (Sub, Div, Gemm,
 Relu, Sigmoid/Softmax; opset 17), so it needs only the ``onnx`` package. Every
@@ -28,7 +36,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from epsstar.audit.class_labels import CLASSES_KEY, classes_to_text
+from epsstar.audit.class_labels import (
+    CLASSES_KEY,
+    FEATURES_KEY,
+    classes_to_text,
+    features_to_text,
+)
 from epsstar.audit.files import atomic_write_bytes
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.training.models import ExportedModel
@@ -37,7 +50,10 @@ from epsstar.training.results import TrainingResult
 __all__ = [
     "MODEL_FILES",
     "ONNX_INPUT",
+    "ONNX_LOGITS",
     "ONNX_OUTPUT",
+    "OUTPUTS_KEY",
+    "ExportedLogits",
     "check_output_dir",
     "export_onnx",
     "export_torchscript",
@@ -47,6 +63,9 @@ __all__ = [
 
 ONNX_INPUT = "features"
 ONNX_OUTPUT = "probabilities"
+ONNX_LOGITS = "logits"
+OUTPUTS_KEY = "epsstar.outputs"
+"""The TorchScript extra file naming what the module returns (``"logits"``)."""
 ONNX_OPSET = 17
 MODEL_FILES = {"onnx": "model.onnx", "torchscript": "model.pt", "record": "training.json"}
 
@@ -78,7 +97,19 @@ def prepare_output_dir(path: str | os.PathLike[str], overwrite: bool) -> Path:
     return directory
 
 
-def _onnx_bytes(model: ExportedModel, classes: Sequence[str] | None) -> bytes:
+def _metadata(classes: Sequence[str] | None, feature_names: Sequence[str] | None) -> dict[str, str]:
+    """The class labels and input column names, as ONNX metadata or TorchScript extra files."""
+    entries: dict[str, str] = {}
+    if classes is not None:
+        entries[CLASSES_KEY] = classes_to_text(classes)
+    if feature_names is not None:
+        entries[FEATURES_KEY] = features_to_text(feature_names)
+    return entries
+
+
+def _onnx_bytes(
+    model: ExportedModel, classes: Sequence[str] | None, feature_names: Sequence[str] | None
+) -> bytes:
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -107,6 +138,7 @@ def _onnx_bytes(model: ExportedModel, classes: Sequence[str] | None) -> bytes:
             current = f"h{index + 1}"
         else:
             current = output
+    nodes.append(helper.make_node("Identity", [current], [ONNX_LOGITS]))
     if model.binary:
         nodes.append(helper.make_node("Sigmoid", [current], [ONNX_OUTPUT]))
     else:
@@ -116,7 +148,10 @@ def _onnx_bytes(model: ExportedModel, classes: Sequence[str] | None) -> bytes:
         nodes,
         "epsstar_mlp",
         [helper.make_tensor_value_info(ONNX_INPUT, TensorProto.FLOAT, ["n", n_features])],
-        [helper.make_tensor_value_info(ONNX_OUTPUT, TensorProto.FLOAT, ["n", n_outputs])],
+        [
+            helper.make_tensor_value_info(name, TensorProto.FLOAT, ["n", n_outputs])
+            for name in (ONNX_OUTPUT, ONNX_LOGITS)
+        ],
         initialisers,
     )
     proto = helper.make_model(
@@ -125,34 +160,58 @@ def _onnx_bytes(model: ExportedModel, classes: Sequence[str] | None) -> bytes:
         producer_name="epsstar",
         ir_version=8,
     )
-    if classes is not None:
-        helper.set_model_props(proto, {CLASSES_KEY: classes_to_text(classes)})
+    metadata = _metadata(classes, feature_names)
+    if metadata:
+        helper.set_model_props(proto, metadata)
     onnx.checker.check_model(proto)
     return bytes(proto.SerializeToString())
 
 
 def export_onnx(
-    model: ExportedModel, path: str | os.PathLike[str], *, classes: Sequence[str] | None = None
+    model: ExportedModel,
+    path: str | os.PathLike[str],
+    *,
+    classes: Sequence[str] | None = None,
+    feature_names: Sequence[str] | None = None,
 ) -> None:
-    """Write ``model`` as ONNX (input ``features``, output ``probabilities``).
+    """Write ``model`` as ONNX (input ``features``; outputs ``probabilities`` and ``logits``).
 
-    ``classes``, the labels of the output columns, are recorded in the model's metadata.
+    ``classes``, the labels of the output columns, and ``feature_names``, the input
+    columns in order, are recorded in the model's metadata.
     """
-    atomic_write_bytes(path, _onnx_bytes(model, classes))
+    atomic_write_bytes(path, _onnx_bytes(model, classes, feature_names))
+
+
+class ExportedLogits(torch.nn.Module):
+    """The exported model up to its sigmoid or softmax: raw features in, logits out."""
+
+    def __init__(self, model: ExportedModel) -> None:
+        super().__init__()
+        self.standardiser = model.standardiser
+        self.network = model.network
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logits: torch.Tensor = self.network(self.standardiser(x))
+        return logits
 
 
 def export_torchscript(
-    model: ExportedModel, path: str | os.PathLike[str], *, classes: Sequence[str] | None = None
+    model: ExportedModel,
+    path: str | os.PathLike[str],
+    *,
+    classes: Sequence[str] | None = None,
+    feature_names: Sequence[str] | None = None,
 ) -> None:
-    """Write ``model`` as a TorchScript archive (``torch.jit.load`` reads it).
+    """Write ``model``'s logits as a TorchScript archive (``torch.jit.load`` reads it).
 
-    ``classes``, the labels of the output columns, are recorded as an extra file.
+    ``classes``, the labels of the output columns, and ``feature_names``, the input
+    columns in order, are recorded as extra files, with :data:`OUTPUTS_KEY`.
     """
-    extra = {} if classes is None else {CLASSES_KEY: classes_to_text(classes)}
+    extra = {**_metadata(classes, feature_names), OUTPUTS_KEY: ONNX_LOGITS}
     buffer = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        scripted = torch.jit.script(model.eval())
+        scripted = torch.jit.script(ExportedLogits(model).eval())
         torch.jit.save(scripted, buffer, _extra_files=extra)
     atomic_write_bytes(path, buffer.getvalue())
 
@@ -162,9 +221,11 @@ def write_model_dir(
 ) -> TrainingResult:
     """Write the three files into an existing directory; returns the record as written."""
     folder = Path(directory)
-    classes = result.data.classes
-    export_onnx(model, folder / MODEL_FILES["onnx"], classes=classes)
-    export_torchscript(model, folder / MODEL_FILES["torchscript"], classes=classes)
+    classes, names = result.data.classes, result.data.feature_names
+    export_onnx(model, folder / MODEL_FILES["onnx"], classes=classes, feature_names=names)
+    export_torchscript(
+        model, folder / MODEL_FILES["torchscript"], classes=classes, feature_names=names
+    )
     final = dataclasses.replace(
         result, files={"onnx": MODEL_FILES["onnx"], "torchscript": MODEL_FILES["torchscript"]}
     )

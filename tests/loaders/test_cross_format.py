@@ -37,8 +37,8 @@ DELTA = 1e-3
 
 def probabilities(fixture_model: Any, features: np.ndarray) -> np.ndarray:
     model = loader_for_path(fixture_model.path)[0].load(fixture_model.path)
-    assert model.output_kind == fixture_model.output_kind
     output = model.predict(features)
+    assert model.output_kind == fixture_model.output_kind
     if model.output_kind == "probabilities":
         return output
     if output.ndim == 1:

@@ -1,4 +1,5 @@
-"""Exported files: ONNX and TorchScript give the torch model's probabilities."""
+"""Exported files: ONNX gives the torch model's probabilities and logits, TorchScript its
+logits; both name their input columns."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime
 import pytest
 import torch
 
+from epsstar.audit.class_labels import FEATURES_KEY
 from epsstar.exceptions import InvalidInputError
 from epsstar.training.data import TabularData
-from epsstar.training.export import prepare_output_dir, write_model_dir
+from epsstar.training.export import OUTPUTS_KEY, prepare_output_dir, write_model_dir
 from epsstar.training.trainer import TrainingConfig, train
 
 
@@ -33,19 +36,35 @@ def test_exported_files_agree_with_torch(
     raw = table.features[:200].astype(np.float32)
     with torch.no_grad():
         expected = trained.model(torch.from_numpy(raw)).numpy()
+        logits = trained.model.network(trained.model.standardiser(torch.from_numpy(raw))).numpy()
     width = 1 if task == "binary" else table.n_classes
     assert expected.shape == (200, width)
     if task == "multiclass":
         np.testing.assert_allclose(expected.sum(axis=1), 1.0, atol=1e-5)
+    # the logits are what the probabilities are made of
+    if task == "binary":
+        np.testing.assert_allclose(1.0 / (1.0 + np.exp(-logits)), expected, atol=1e-6)
+    else:
+        softmax = np.exp(logits - logits.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(
+            softmax / softmax.sum(axis=1, keepdims=True), expected, atol=1e-6
+        )
     session = onnxruntime.InferenceSession(str(folder / "model.onnx"))
-    (onnx_out,) = session.run(["probabilities"], {"features": raw})
+    assert [output.name for output in session.get_outputs()] == ["probabilities", "logits"]
+    onnx_out, onnx_logits = session.run(["probabilities", "logits"], {"features": raw})
     np.testing.assert_allclose(onnx_out, expected, atol=1e-5)
+    np.testing.assert_allclose(onnx_logits, logits, atol=1e-5)
+    extra = {FEATURES_KEY: "", OUTPUTS_KEY: ""}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        scripted = torch.jit.load(str(folder / "model.pt"))
+        scripted = torch.jit.load(str(folder / "model.pt"), _extra_files=extra)
     with torch.no_grad():
         script_out = scripted(torch.from_numpy(raw)).numpy()
-    np.testing.assert_allclose(script_out, expected, atol=1e-5)
+    np.testing.assert_allclose(script_out, logits, atol=1e-5)
+    assert extra[OUTPUTS_KEY] == b"logits"
+    assert json.loads(extra[FEATURES_KEY]) == list(table.feature_names)
+    props = {p.key: p.value for p in onnx.load(str(folder / "model.onnx")).metadata_props}
+    assert json.loads(props[FEATURES_KEY]) == list(table.feature_names)
     document = json.loads((folder / "training.json").read_text())
     assert document == json.loads(json.dumps(record.to_dict()))
     assert document["files"] == {"onnx": "model.onnx", "torchscript": "model.pt"}
