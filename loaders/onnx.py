@@ -37,8 +37,12 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.class_labels import CLASSES_KEY, FEATURES_KEY, classes_from_text
-from epsstar.audit.class_labels import features_from_text
+from epsstar.audit.class_labels import (
+    CLASSES_KEY,
+    FEATURES_KEY,
+    classes_from_text,
+    features_from_text,
+)
 from epsstar.audit.features import Features, as_features
 from epsstar.audit.output_reading import OutputReading
 from epsstar.audit.plugins import OutputKind, import_optional
@@ -187,6 +191,11 @@ class OnnxModel(BatchedModel):
             self._reading = self._exposed_reading("the first batch of records")
             self._kind = self._reading.kind
         return super().predict(features)
+
+    def _probe_features(self) -> Features | None:
+        if self._layout.kind == "matrix":
+            return super()._probe_features()
+        return self._layout.probe()
 
     def _probe(self) -> OutputReading | None:
         reading = super()._probe()

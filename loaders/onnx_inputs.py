@@ -132,7 +132,8 @@ class InputLayout:
         declared = self.first.shape[1:]
         shape = list(declared)
         if features.is_tensor and len(features.record_shape) == len(declared):
-            shape = [d if d is not None else r for d, r in zip(declared, features.record_shape)]
+            pairs = zip(declared, features.record_shape, strict=True)
+            shape = [d if d is not None else r for d, r in pairs]
         if any(d is None for d in shape):
             raise InvalidInputError(
                 f"the records must be tensors of rank {len(declared)} to fill the dynamic "
