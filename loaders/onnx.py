@@ -31,6 +31,7 @@ probabilities.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -185,12 +186,17 @@ class OnnxModel(BatchedModel):
         return self._files
 
     def predict(self, features: Features | NDArray[Any]) -> NDArray[np.float64]:
-        if self._kind is None and self._exposure is not None:
+        first = self._kind is None and self._exposure is not None
+        if first:  # no probe: check the exposed scores on the first batch
             records = as_features(features)
             self._run_all(records.slice(0, min(records.rows, self._batch_size)))
-            self._reading = self._exposed_reading("the first batch of records")
-            self._kind = self._reading.kind
-        return super().predict(features)
+            if self._exposed_ok:
+                self._reading = self._exposed_reading("the first batch of records")
+                self._kind = self._reading.kind
+        output = super().predict(features)
+        if first and not self._exposed_ok and self._reading is not None:
+            self._reading = self._with_failed_check(self._reading, "the first batch of records")
+        return output
 
     def _probe_features(self) -> Features | None:
         if self._layout.kind == "matrix":
@@ -201,26 +207,29 @@ class OnnxModel(BatchedModel):
         reading = super()._probe()
         if reading is None or self._exposure is None or self._exposed_ok is None:
             return reading
+        if not self._exposed_ok:
+            return self._with_failed_check(reading, "the detection probe")
         return self._exposed_reading("the detection probe")
 
     def _exposed_reading(self, where: str) -> OutputReading:
         assert self._exposure is not None
-        activation, output = self._exposure.activation, self._output_name
-        if self._exposed_ok:
-            return OutputReading(
-                "logits",
-                "loader",
-                f"the scores before the final {activation} of output {output!r}, exposed from "
-                f"the graph in float64; on {where} they reproduce its probabilities within "
-                f"{PROBABILITY_TOLERANCE:g}",
-            )
         return OutputReading(
-            "probabilities",
+            "logits",
             "loader",
-            f"output {output!r}; the scores before its final {activation} did not reproduce "
-            f"the probabilities within {PROBABILITY_TOLERANCE:g} on {where}, so the "
-            f"probabilities are used (losses of probabilities near 0 or 1 are clipped)",
+            f"the scores before the final {self._exposure.activation} of output "
+            f"{self._output_name!r}, exposed from the graph in float64; on {where} they "
+            f"reproduce its probabilities within {PROBABILITY_TOLERANCE:g}",
         )
+
+    def _with_failed_check(self, reading: OutputReading, where: str) -> OutputReading:
+        """The reading of the output itself, saying why the exposed scores are not used."""
+        assert self._exposure is not None
+        note = (
+            f"; output {self._output_name!r} is used as it is: the scores before its final "
+            f"{self._exposure.activation} did not reproduce it within "
+            f"{PROBABILITY_TOLERANCE:g} on {where}"
+        )
+        return replace(reading, reason=reading.reason + note)
 
     def _prepare(self, features: Features) -> Any:
         if self._layout.kind == "matrix":

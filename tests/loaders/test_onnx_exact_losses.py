@@ -14,10 +14,11 @@ import pandas as pd
 import pytest
 import torch
 from onnx import TensorProto, helper
-from scipy.special import softmax
+from scipy.special import expit, softmax
 
 from epsstar.audit.features import Features
 from epsstar.loaders.onnx import OnnxLoader
+from epsstar.loaders.onnx_graph import logits_matching
 from epsstar.statistics.losses import compute_losses
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,7 +156,7 @@ def test_an_output_named_logits_is_preferred_and_probabilities_stay_available(
 
 
 def test_scores_that_do_not_reproduce_the_probabilities_are_not_used(tmp_path: Path) -> None:
-    """A Softmax over the batch axis is not a softmax over classes: probabilities are kept."""
+    """A Softmax over the batch axis is not a softmax over classes: the output is kept."""
     nodes = [
         helper.make_node("MatMul", ["x", "w"], ["z"]),
         helper.make_node("Softmax", ["z"], ["p"], axis=0),
@@ -170,11 +171,27 @@ def test_scores_that_do_not_reproduce_the_probabilities_are_not_used(tmp_path: P
     model = OnnxLoader().load(path, outputs=None)
     reading = model.output_reading
     assert reading is not None
-    assert reading.kind == "probabilities"
-    assert "did not reproduce the probabilities" in reading.reason
+    assert reading.source == "detected"
+    assert "output 'p' is used as it is: the scores before its final Softmax did not" in (
+        reading.reason
+    )
     x = np.random.default_rng(2).normal(size=(5, 3)).astype(np.float32)
     z = x @ onnx.numpy_helper.to_array(w)
     np.testing.assert_allclose(model.predict(x), softmax(z, axis=0), atol=1e-6)
+
+
+def test_logits_matching_accepts_only_scores_that_reproduce_the_probabilities() -> None:
+    z = np.array([[0.0, 50.0, -3.0], [2.0, 2.0, 1.0]])
+    p = softmax(z, axis=1).astype(np.float32)
+    np.testing.assert_array_equal(logits_matching(z, p), z)
+    assert logits_matching(z + np.array([[0.0], [1.0]]), p) is not None  # shift-invariant
+    assert logits_matching(2 * z, p) is None
+    log_odds = np.array([-40.0, 0.5, 40.0])
+    two = np.stack([1 - expit(log_odds), expit(log_odds)], axis=1)
+    np.testing.assert_array_equal(logits_matching(log_odds, two), log_odds)
+    np.testing.assert_array_equal(logits_matching(log_odds[:, None], expit(log_odds)), log_odds)
+    assert logits_matching(log_odds, expit(-log_odds)) is None
+    assert logits_matching(np.array([np.inf, 0.0, 1.0]), expit(log_odds)) is None
 
 
 def _skl2onnx_logreg(path: Path, zipmap: bool, classes: int) -> tuple[Any, np.ndarray]:
