@@ -184,6 +184,7 @@ def cast_column(column: NDArray[Any], spec: InputSpec, name: str, source: str) -
     values = np.asarray(column)
 
     def refuse(need: str, found: object) -> InvalidInputError:
+        found = found.item() if isinstance(found, np.generic) else found
         return InvalidInputError(
             f"column {name!r} must hold {need} for input {spec.name!r} ({spec.type}) of "
             f"{source}. Found {found!r}."
