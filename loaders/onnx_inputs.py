@@ -187,7 +187,8 @@ def cast_column(column: NDArray[Any], spec: InputSpec, name: str, source: str) -
         found = found.item() if isinstance(found, np.generic) else found
         return InvalidInputError(
             f"column {name!r} must hold {need} for input {spec.name!r} ({spec.type}) of "
-            f"{source}. Found {found!r}."
+            f"{source}; check that it is the column the model takes (--features names them). "
+            f"Found {found!r}."
         )
 
     if target.kind == "O":
