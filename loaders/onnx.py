@@ -14,39 +14,48 @@ Covers the two common producers:
   recorded them, come from the ``metadata_props`` entry
   :data:`epsstar.audit.class_labels.CLASSES_KEY` (a JSON array, in output-column order).
 
-The model must take one 2-D input (records × features); the features are cast to its
-declared element type (float32, float64, int64, …). The input width, when the graph
-fixes it, is :attr:`n_features`; a fixed batch dimension sets the chunk size.
+The model is opened by path: external data (``model.onnx.data``) are resolved beside the
+model file, never in the working directory, and hashed with it (:mod:`.onnx_files`). Its
+inputs may be one 2-D input (records × features), one input per column or group of
+columns (skl2onnx's DataFrame conversion), or one N-D input (images), each cast to its
+declared element type (:mod:`.onnx_inputs`). The input width, when the graph fixes it, is
+:attr:`n_features`; a fixed batch dimension sets the chunk size.
+
+Exact losses: an output named ``logits`` is used when present; otherwise, when the
+probabilities come from a final Softmax/Sigmoid (or a LinearClassifier's post-transform),
+the scores before it are exposed and used as float64 logits once a probe shows that they
+reproduce the probabilities (:mod:`.onnx_graph`). ``outputs="probabilities"`` keeps the
+probabilities.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.class_labels import CLASSES_KEY, classes_from_text
+from epsstar.audit.class_labels import (
+    CLASSES_KEY,
+    FEATURES_KEY,
+    classes_from_text,
+    features_from_text,
+)
+from epsstar.audit.features import Features, as_features
+from epsstar.audit.output_reading import OutputReading
 from epsstar.audit.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 from . import DEFAULT_BATCH_SIZE, BatchedModel, check_outputs_argument
+from .onnx_files import read_model
+from .onnx_graph import PROBABILITY_TOLERANCE, Exposure, expose_preactivation, logits_matching
+from .onnx_inputs import InputLayout, layout_of
 
 __all__ = ["OnnxLoader", "OnnxModel"]
 
-_DTYPES: Final[dict[str, Any]] = {
-    "tensor(float)": np.float32,
-    "tensor(double)": np.float64,
-    "tensor(float16)": np.float16,
-    "tensor(int64)": np.int64,
-    "tensor(int32)": np.int32,
-    "tensor(int16)": np.int16,
-    "tensor(int8)": np.int8,
-    "tensor(uint8)": np.uint8,
-    "tensor(bool)": np.bool_,
-}
 _FLOAT_TENSORS: Final = ("tensor(float)", "tensor(double)", "tensor(float16)")
 _CLASS_ATTRIBUTES: Final = ("classlabels_strings", "classlabels_int64s", "classlabels_ints")
 _PASS_THROUGH: Final = ("Identity", "Reshape", "Cast", "Squeeze", "Flatten", "Unsqueeze")
@@ -105,6 +114,18 @@ def _class_labels(proto: Any, label_output: str | None) -> tuple[object, ...] | 
     return None
 
 
+def _recorded_features(proto: Any, path: Path) -> tuple[str, ...] | None:
+    """Input column names an exporter recorded in the model's metadata, if any."""
+    for prop in proto.metadata_props:
+        if prop.key == FEATURES_KEY:
+            return features_from_text(prop.value, path)
+    return None
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [""])[0][:200]
+
+
 class OnnxModel(BatchedModel):
     """An ONNX graph ready to predict (see the module docstring)."""
 
@@ -113,43 +134,141 @@ class OnnxModel(BatchedModel):
         path: Path,
         session: Any,
         *,
+        files: tuple[Path, ...],
+        layout: InputLayout,
         output_name: str,
         zipmap: bool,
         classes: tuple[object, ...] | None,
-        n_features: int | None,
-        input_name: str,
-        input_dtype: Any,
+        feature_names: tuple[str, ...] | None,
+        exposure: Exposure | None,
+        logits_output: str | None,
         batch_size: int,
         fixed_batch: bool,
         outputs: OutputKind | None,
     ) -> None:
         self._session = session
+        self._files = files
+        self._layout = layout
         self._fixed_batch = batch_size if fixed_batch else 0
-        self._output_name = output_name
-        self._zipmap = zipmap
-        self._input_name = input_name
+        self._output_name = logits_output or output_name
+        self._zipmap = zipmap and logits_output is None
+        self._feature_names = feature_names
+        self._exposure = exposure if logits_output is None else None
+        self._exposed_ok: bool | None = None
+        dtypes = {spec.dtype for spec in layout.inputs}
+        self._single_dtype = len(dtypes) == 1 and np.dtype(layout.first.dtype).kind != "O"
         super().__init__(
             path,
-            n_features=n_features,
+            n_features=layout.n_features,
             classes=classes,
-            outputs=outputs,
-            input_dtype=input_dtype,
+            outputs="logits" if logits_output is not None and outputs is None else outputs,
+            input_dtype=layout.first.dtype if self._single_dtype else np.float64,
             batch_size=batch_size,
             binary_columns=classes is not None,
         )
+        if logits_output is not None and outputs is None:
+            self._reading = OutputReading(
+                "logits", "loader", f"the graph's output named {logits_output!r}"
+            )
 
-    def _run_batch(self, batch: NDArray[Any]) -> NDArray[Any]:
-        rows = batch.shape[0]
+    @property
+    def input_dtype(self) -> np.dtype[Any] | None:  # type: ignore[override]
+        """The one type every input takes, or None when the inputs differ (each is cast and
+        checked column by column)."""
+        return self._input_dtype if self._single_dtype else None
+
+    @property
+    def feature_names(self) -> tuple[str, ...] | None:
+        return self._feature_names
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        return self._files
+
+    def predict(self, features: Features | NDArray[Any]) -> NDArray[np.float64]:
+        first = self._kind is None and self._exposure is not None
+        if first:  # no probe: check the exposed scores on the first batch
+            records = as_features(features)
+            self._run_all(records.slice(0, min(records.rows, self._batch_size)))
+            if self._exposed_ok:
+                self._reading = self._exposed_reading("the first batch of records")
+                self._kind = self._reading.kind
+        output = super().predict(features)
+        if first and not self._exposed_ok and self._reading is not None:
+            self._reading = self._with_failed_check(self._reading, "the first batch of records")
+        return output
+
+    def _probe_features(self) -> Features | None:
+        if self._layout.kind == "matrix":
+            return super()._probe_features()
+        return self._layout.probe()
+
+    def _probe(self) -> OutputReading | None:
+        reading = super()._probe()
+        if reading is None or self._exposure is None or self._exposed_ok is None:
+            return reading
+        if not self._exposed_ok:
+            return self._with_failed_check(reading, "the detection probe")
+        return self._exposed_reading("the detection probe")
+
+    def _exposed_reading(self, where: str) -> OutputReading:
+        assert self._exposure is not None
+        return OutputReading(
+            "logits",
+            "loader",
+            f"the scores before the final {self._exposure.activation} of output "
+            f"{self._output_name!r}, exposed from the graph in float64; on {where} they "
+            f"reproduce its probabilities within {PROBABILITY_TOLERANCE:g}",
+        )
+
+    def _with_failed_check(self, reading: OutputReading, where: str) -> OutputReading:
+        """The reading of the output itself, saying why the exposed scores are not used."""
+        assert self._exposure is not None
+        note = (
+            f"; output {self._output_name!r} is used as it is: the scores before its final "
+            f"{self._exposure.activation} did not reproduce it within "
+            f"{PROBABILITY_TOLERANCE:g} on {where}"
+        )
+        return replace(reading, reason=reading.reason + note)
+
+    def _prepare(self, features: Features) -> Any:
+        if self._layout.kind == "matrix":
+            return self._matrix(features)
+        return self._layout.feed(features)
+
+    def _run_batch(self, prepared: dict[str, NDArray[Any]] | NDArray[Any]) -> NDArray[Any]:
+        """Run one chunk: a matrix for the one 2-D input, or the arrays of every input."""
+        batch = prepared if isinstance(prepared, dict) else {self._layout.first.name: prepared}
+        rows = next(iter(batch.values())).shape[0]
         if self._fixed_batch and rows < self._fixed_batch:  # pad the last chunk
-            batch = np.concatenate([batch, np.repeat(batch[-1:], self._fixed_batch - rows, 0)])
+            pad = self._fixed_batch - rows
+            batch = {k: np.concatenate([v, np.repeat(v[-1:], pad, 0)]) for k, v in batch.items()}
+        exposed = self._exposure is not None and self._exposed_ok is not False
+        names = [self._output_name] + ([self._exposure.name] if exposed and self._exposure else [])
         try:
-            (result,) = self._session.run([self._output_name], {self._input_name: batch})
+            results = self._session.run(names, batch)
         except Exception as error:
-            message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            shapes = ", ".join(f"{k} {v.shape} {v.dtype}" for k, v in batch.items())
             raise InvalidInputError(
-                f"the model in {self.source} must accept the features ({batch.shape[0]} × "
-                f"{batch.shape[1]} {batch.dtype}). Found {type(error).__name__}: {message}"
+                f"the model in {self.source} must accept the features ({shapes}). "
+                f"Found {type(error).__name__}: {_first_line(error)}"
             ) from error
+        probabilities = self._as_array(results[0], rows)
+        if not exposed:
+            return probabilities
+        logits = logits_matching(np.asarray(results[1])[:rows], probabilities)
+        if self._exposed_ok is None:
+            self._exposed_ok = logits is not None
+            return probabilities if logits is None else logits
+        if logits is None:
+            raise InvalidInputError(
+                f"the scores before the final activation of {self.source} must reproduce its "
+                f"probabilities, as they did on the probe; pass outputs='probabilities' to use "
+                f"the probabilities. Found a batch of {rows} records where they do not."
+            )
+        return logits
+
+    def _as_array(self, result: Any, rows: int) -> NDArray[Any]:
         if not self._zipmap:
             return np.asarray(result)[:rows]
         records: Sequence[dict[Any, float]] = result[:rows]
@@ -169,74 +288,92 @@ class OnnxLoader:
         """Open ``path``; ``trust`` is not needed (an ONNX graph runs no Python code)."""
         outputs = check_outputs_argument(outputs)
         path = Path(path)
-        onnx = import_optional("onnx", loader=self.name)
+        import_optional("onnx", loader=self.name)
         ort = import_optional("onnxruntime", loader=self.name)
-        try:
-            payload = path.read_bytes()
-        except OSError as error:
-            raise InputFileError(
-                f"the model file must be readable. Found {path}: {error.strerror or error}."
-            ) from None
-        try:
-            proto = onnx.load_model_from_string(payload)
-            options = ort.SessionOptions()
-            options.log_severity_level = 3
-            session = ort.InferenceSession(
-                payload, sess_options=options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as error:
-            first = (str(error).strip().splitlines() or [""])[0][:200]
-            raise InputFileError(
-                f"the model file must be a valid ONNX model. Found {path} "
-                f"({type(error).__name__}: {first})."
-            ) from None
-        inputs = session.get_inputs()
-        shape = list(inputs[0].shape) if len(inputs) == 1 else []
-        if len(inputs) != 1 or len(shape) != 2:
-            described = ", ".join(f"{i.name} {i.type} {list(i.shape)}" for i in inputs)
-            raise InputFileError(
-                f"the ONNX model must take one 2-D input (records × features). Found {path} "
-                f"with inputs: {described}."
-            )
-        (feed,) = inputs
-        if feed.type not in _DTYPES:
-            raise InputFileError(
-                f"the ONNX model's input must be a numeric tensor. Found {feed.type} in {path}."
-            )
-        candidates = [o for o in session.get_outputs() if _is_prediction_output(o.type)]
-        if len(candidates) > 1:
-            named = [o for o in candidates if "prob" in o.name.lower()]
-            candidates = named if len(named) == 1 else candidates
-        if len(candidates) != 1:
-            described = ", ".join(f"{o.name} {o.type}" for o in session.get_outputs())
-            raise InputFileError(
-                f"the ONNX model must have exactly one float output holding the predictions "
-                f"(or one named like 'probabilities'). Found {path} with outputs: {described}."
-            )
-        (chosen,) = candidates
+        proto, files = read_model(path)
+        session = _session(ort, proto, path)
+        layout = layout_of(session.get_inputs(), path)
+        chosen, logits_output = _prediction_output(session, path, outputs)
         others = [o for o in session.get_outputs() if o.name != chosen.name]
         label = next((o.name for o in others if not _is_prediction_output(o.type)), None)
         classes = _class_labels(proto, label) if label is not None else None
         if classes is None:
             classes = _recorded_classes(proto, path)
         zipmap = chosen.type.startswith("seq(")
-        if zipmap and classes is None:
+        if zipmap and classes is None and logits_output is None:
             raise InputFileError(
                 f"the ONNX model's ZipMap output must state its class labels. Found {path} "
                 f"without them."
             )
-        width = shape[1] if isinstance(shape[1], int) and shape[1] > 0 else None
-        fixed = isinstance(shape[0], int) and shape[0] > 0
+        exposure = None
+        if outputs != "probabilities" and logits_output is None:
+            exposure = expose_preactivation(proto, chosen.name)
+            if exposure is not None:
+                session = _session(ort, proto, path)
+        batch = layout.first.shape[0]
         return OnnxModel(
             path,
             session,
+            files=files,
+            layout=layout,
             output_name=chosen.name,
             zipmap=zipmap,
             classes=classes,
-            n_features=width,
-            input_name=feed.name,
-            input_dtype=_DTYPES[feed.type],
-            batch_size=shape[0] if fixed else DEFAULT_BATCH_SIZE,
-            fixed_batch=fixed,
+            feature_names=_feature_names(proto, layout, path),
+            exposure=exposure,
+            logits_output=logits_output,
+            batch_size=batch or DEFAULT_BATCH_SIZE,
+            fixed_batch=batch is not None,
             outputs=outputs,
         )
+
+
+def _session(ort: Any, proto: Any, path: Path) -> Any:
+    """An onnxruntime session of ``proto`` (external data already loaded into it)."""
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    try:
+        return ort.InferenceSession(
+            proto.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+    except Exception as error:
+        raise InputFileError(
+            f"the model file must be a valid ONNX model. Found {path} "
+            f"({type(error).__name__}: {_first_line(error)})."
+        ) from None
+
+
+def _prediction_output(
+    session: Any, path: Path, outputs: OutputKind | None
+) -> tuple[Any, str | None]:
+    """The probabilities (or only) output, and a float output named ``logits`` if any."""
+    candidates = [o for o in session.get_outputs() if _is_prediction_output(o.type)]
+    logits = next((o for o in candidates if o.name.lower() == "logits"), None)
+    if len(candidates) > 1:
+        named = [o for o in candidates if "prob" in o.name.lower()]
+        tensors = [o for o in named if not o.type.startswith("seq(")]
+        candidates = tensors[:1] if tensors else named if len(named) == 1 else candidates
+    if len(candidates) != 1:
+        described = ", ".join(f"{o.name} {o.type}" for o in session.get_outputs())
+        raise InputFileError(
+            f"the ONNX model must have exactly one float output holding the predictions "
+            f"(or one named like 'probabilities'). Found {path} with outputs: {described}."
+        )
+    use_logits = logits is not None and outputs != "probabilities" and logits != candidates[0]
+    return candidates[0], logits.name if use_logits and logits is not None else None
+
+
+def _feature_names(proto: Any, layout: InputLayout, path: Path) -> tuple[str, ...] | None:
+    """The input names of a one-column-per-input graph, or the exporter's recorded names."""
+    if layout.column_names is not None:
+        return layout.column_names
+    recorded = _recorded_features(proto, path)
+    if recorded is None or layout.kind != "matrix":
+        return None
+    width = layout.first.width
+    if width is not None and width != len(recorded):
+        raise InputFileError(
+            f"{path}: the {FEATURES_KEY!r} metadata must name one column per input feature "
+            f"({width}); re-export the model with matching names. Found {len(recorded)} names."
+        )
+    return recorded

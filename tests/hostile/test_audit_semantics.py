@@ -140,7 +140,8 @@ def _half_labels(folder: Path) -> list[str]:
 
 
 def _constant_predictions(folder: Path) -> list[str]:
-    _linear_onnx(folder / "flat.onnx", np.ones((WIDTH, 3)), [0, 0, 0], outputs=3, head="Softmax")
+    # zero scores: the same logits (exposed before the Softmax) for every record
+    _linear_onnx(folder / "flat.onnx", np.zeros((WIDTH, 3)), [0, 0, 0], outputs=3, head="Softmax")
     _write(folder, "train3.csv", _table(400, 1, labels="three"))
     _write(folder, "population3.csv", _table(200, 2, labels="three"))
     return _audit(folder, "flat.onnx", "train3.csv", "population3.csv", "--max-epsilon", "1")
@@ -355,10 +356,11 @@ def test_a_clear_reading_is_recorded_without_a_warning(
     assert main(_audit(tmp_path, "sigmoid.onnx", "train.csv", "population.csv")) == 0
     assert "warning" not in capsys.readouterr().err
     reading = json.loads((tmp_path / "out.json").read_text())["output_reading"]
-    assert reading == {
-        "kind": "probabilities",
-        "source": "detected",
-        "reason": "every value on the detection probe is in [0, 1]",
+    assert reading == {  # the ONNX loader reads the scores before the Sigmoid
+        "kind": "logits",
+        "source": "loader",
+        "reason": "the scores before the final Sigmoid of output 'y', exposed from the graph "
+        "in float64; on the detection probe they reproduce its probabilities within 1e-05",
         "ambiguous": False,
     }
     assert main(_audit(tmp_path, "logits.onnx", "train.csv", "population.csv")) == 0

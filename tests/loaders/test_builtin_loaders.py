@@ -60,7 +60,9 @@ def test_output_kind_is_detected(fixture_model: Any) -> None:
     assert model.output_kind == fixture_model.output_kind
 
 
-@pytest.mark.models(lambda f: f.format == "torchscript" or f.producer == "torch.onnx")
+# binary_mlp_torch.onnx gives the scores before its Sigmoid, not its raw output, as logits
+# (tests/loaders/test_onnx_exact_losses.py)
+@pytest.mark.models(lambda f: f.format == "torchscript" or f.file == "multiclass_mlp_torch.onnx")
 def test_outputs_override_wins(fixture_model: Any) -> None:
     features, _ = table(fixture_model.task, "population")
     other = "logits" if fixture_model.output_kind == "probabilities" else "probabilities"
@@ -138,11 +140,11 @@ def test_unknown_width_defers_detection_to_the_first_prediction(tmp_path: Path) 
 
 def test_zipmap_and_plain_onnx_give_class_ordered_arrays() -> None:
     features, _ = table("multiclass", "population")
-    zipmap = load(MODELS / "multiclass_mlp.onnx")  # ZipMap: list of dicts
+    zipmap = load(MODELS / "multiclass_mlp.onnx", outputs="probabilities")  # ZipMap: dicts
     reference = load(MODELS / "multiclass_mlp.skops")
     assert zipmap.classes == reference.classes == ("a", "b", "c", "d")
     np.testing.assert_allclose(zipmap.predict(features), reference.predict(features), atol=1e-6)
-    binary_zipmap = load(MODELS / "binary_logreg.onnx")  # int64 keys
+    binary_zipmap = load(MODELS / "binary_logreg.onnx", outputs="probabilities")  # int64 keys
     binary_plain = load(MODELS / "binary_mlp.onnx")
     assert binary_zipmap.classes == binary_plain.classes == (0, 1)
     features, _ = table("binary", "population")
@@ -151,7 +153,7 @@ def test_zipmap_and_plain_onnx_give_class_ordered_arrays() -> None:
 
 def test_onnx_input_dtype_is_respected() -> None:
     features, _ = table("multiclass", "population")
-    double = load(MODELS / "multiclass_logreg.onnx")
+    double = load(MODELS / "multiclass_logreg.onnx", outputs="probabilities")
     assert double._input_dtype == np.float64
     np.testing.assert_allclose(
         double.predict(features),
@@ -190,9 +192,10 @@ def _onnx_from_torch(module: torch.nn.Module, path: Path, batch: int | None = No
 
 def test_onnx_with_fixed_batch_dimension_pads_the_last_chunk(tmp_path: Path) -> None:
     module = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Softmax(dim=1))
-    model = load(_onnx_from_torch(module, tmp_path / "fixed.onnx", batch=4))
+    path = _onnx_from_torch(module, tmp_path / "fixed.onnx", batch=4)
+    model = load(path, outputs="probabilities")
     assert model.n_features == 3
-    assert model.output_kind == "probabilities"
+    assert load(path).output_kind == "logits"  # the scores before the Softmax
     features = np.random.default_rng(1).normal(size=(10, 3))
     expected = module(torch.as_tensor(features, dtype=torch.float32)).detach().numpy()
     np.testing.assert_allclose(model.predict(features), expected, atol=1e-6)

@@ -1,0 +1,112 @@
+"""Reading an ONNX model by path, with its external data checked and resolved.
+
+``torch.onnx.export`` (torch >= 2.9) and ``onnx.save(..., save_as_external_data=True)``
+keep the weights in sidecar files (``model.onnx.data``) that the graph names by a
+location relative to the model file. Handing onnxruntime the model as bytes makes it look
+for them in the current directory, so an audit of one run's model could silently read
+another run's weights. Here every location is resolved against the model's folder,
+refused when it is absolute or leads outside that folder (symlinks resolved), the
+sidecars are read into the proto, and the files are listed so that the audit hashes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from epsstar.exceptions import InputFileError
+
+__all__ = ["SIDECAR_REMEDY", "external_files", "read_model"]
+
+SIDECAR_REMEDY = "export with external_data=False, or keep model.onnx.data beside model.onnx"
+
+
+def _tensors(graph: Any) -> Iterator[Any]:
+    """Every tensor of ``graph`` and its subgraphs: initializers and node attributes."""
+    yield from graph.initializer
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.HasField("t"):
+                yield attribute.t
+            yield from attribute.tensors
+            if attribute.HasField("g"):
+                yield from _tensors(attribute.g)
+            for subgraph in attribute.graphs:
+                yield from _tensors(subgraph)
+
+
+def _external_locations(proto: Any) -> list[str]:
+    """The ``location`` of every tensor stored outside the model file, in graph order."""
+    from onnx import TensorProto
+
+    locations: list[str] = []
+    for tensor in _tensors(proto.graph):
+        if tensor.data_location != TensorProto.EXTERNAL:
+            continue
+        entries = {entry.key: entry.value for entry in tensor.external_data}
+        locations.append(entries.get("location", ""))
+    return locations
+
+
+def external_files(proto: Any, path: Path) -> tuple[Path, ...]:
+    """The distinct sidecar files ``proto`` refers to, resolved in ``path``'s folder.
+
+    Refused: a location that is empty, absolute or resolves outside the model's folder,
+    and a sidecar that does not exist.
+    """
+    folder = path.resolve().parent
+    found: list[Path] = []
+    for location in _external_locations(proto):
+        if not location or Path(location).is_absolute():
+            raise InputFileError(
+                f"{path}: external data must be named relative to the model's folder; "
+                f"{SIDECAR_REMEDY}. Found location {location!r}."
+            )
+        target = (folder / location).resolve()
+        if not target.is_relative_to(folder):
+            raise InputFileError(
+                f"{path}: external data must stay inside the model's folder {folder}; "
+                f"{SIDECAR_REMEDY}. Found location {location!r} resolving to {target}."
+            )
+        if not target.is_file():
+            raise InputFileError(
+                f"{path}: the external data file {target.name} must exist beside the model; "
+                f"{SIDECAR_REMEDY}. Found no file {target}."
+            )
+        if target not in found:
+            found.append(target)
+    return tuple(found)
+
+
+def read_model(path: Path) -> tuple[Any, tuple[Path, ...]]:
+    """The model proto of ``path`` with its external data loaded, and every file read.
+
+    The files are the model file first, then the distinct sidecars.
+    """
+    import onnx
+    from onnx.external_data_helper import load_external_data_for_model
+
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+    except OSError as error:
+        raise InputFileError(
+            f"the model file must be readable. Found {path}: {error.strerror or error}."
+        ) from None
+    except Exception as error:
+        first = (str(error).strip().splitlines() or [""])[0][:200]
+        raise InputFileError(
+            f"the model file must be a valid ONNX model. Found {path} "
+            f"({type(error).__name__}: {first})."
+        ) from None
+    sidecars = external_files(proto, path)
+    if sidecars:
+        try:
+            load_external_data_for_model(proto, str(path.resolve().parent))
+        except Exception as error:
+            first = (str(error).strip().splitlines() or [""])[0][:200]
+            raise InputFileError(
+                f"{path}: the external data must be readable and hold every tensor the graph "
+                f"names; {SIDECAR_REMEDY}. Found {type(error).__name__}: {first}."
+            ) from None
+    return proto, (path, *sidecars)

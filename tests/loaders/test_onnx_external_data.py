@@ -1,0 +1,99 @@
+"""ONNX models with external data are opened by path: sidecars beside the model, checked."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from onnx import helper, numpy_helper
+
+from epsstar.exceptions import InputFileError
+from epsstar.loaders.onnx import OnnxLoader
+
+
+def _export(folder: Path, seed: int) -> tuple[Path, torch.nn.Module]:
+    """A torch MLP exported with its weights in ``model.onnx.data`` beside ``model.onnx``."""
+    torch.manual_seed(seed)
+    network = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    folder.mkdir(parents=True)
+    model = folder / "model.onnx"
+    torch.onnx.export(
+        network, (torch.zeros(2, 4),), str(model), input_names=["x"], output_names=["y"],
+        dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, dynamo=False,
+    )  # fmt: skip
+    onnx.save(
+        onnx.load(str(model)), str(model), save_as_external_data=True,
+        all_tensors_to_one_file=True, location="model.onnx.data", size_threshold=0,
+    )  # fmt: skip
+    assert (folder / "model.onnx.data").stat().st_size > 0
+    return model, network
+
+
+def test_weights_come_from_the_models_folder_not_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model_a, network_a = _export(tmp_path / "run_a", seed=1)
+    _model_b, network_b = _export(tmp_path / "run_b", seed=2)
+    monkeypatch.chdir(tmp_path / "run_b")  # a relative location would find run_b's weights
+    x = np.random.default_rng(0).normal(size=(20, 4))
+    expected_a = network_a(torch.as_tensor(x, dtype=torch.float32)).detach().numpy()
+    expected_b = network_b(torch.as_tensor(x, dtype=torch.float32)).detach().numpy()
+    assert np.abs(expected_a - expected_b).max() > 0.1
+    model = OnnxLoader().load(Path(os.path.relpath(model_a)))
+    np.testing.assert_allclose(model.predict(x), expected_a, rtol=1e-5, atol=1e-5)
+    assert [p.name for p in model.files] == ["model.onnx", "model.onnx.data"]
+    assert model.files[1].parent == model_a.parent.resolve()
+
+
+def _with_location(model: Path, location: str) -> Path:
+    proto = onnx.load(str(model), load_external_data=False)
+    for tensor in proto.graph.initializer:
+        for entry in tensor.external_data:
+            if entry.key == "location":
+                entry.value = location
+    onnx.save(proto, str(model))
+    return model
+
+
+@pytest.mark.parametrize("where", ["absolute", "parent", "symlink"])
+def test_a_location_outside_the_models_folder_is_refused(tmp_path: Path, where: str) -> None:
+    model, _ = _export(tmp_path / "run", seed=1)
+    outside = tmp_path / "elsewhere.data"
+    outside.write_bytes((model.parent / "model.onnx.data").read_bytes())
+    location = {"absolute": str(outside), "parent": "../elsewhere.data", "symlink": "link"}
+    if where == "symlink":
+        (model.parent / "link").symlink_to(outside)
+    _with_location(model, location[where])
+    with pytest.raises(InputFileError, match="external data must") as caught:
+        OnnxLoader().load(model)
+    assert str(model) in str(caught.value)
+    assert "\n" not in str(caught.value)
+    assert str(caught.value).endswith(".")
+
+
+def test_a_missing_sidecar_names_the_file_and_the_remedy(tmp_path: Path) -> None:
+    model, _ = _export(tmp_path / "run", seed=1)
+    (model.parent / "model.onnx.data").unlink()
+    with pytest.raises(InputFileError) as caught:
+        OnnxLoader().load(model)
+    message = str(caught.value)
+    assert "model.onnx.data" in message
+    assert "export with external_data=False, or keep model.onnx.data beside model.onnx" in message
+
+
+def test_a_model_without_external_data_lists_only_itself(tmp_path: Path) -> None:
+    weights = numpy_helper.from_array(np.eye(2, dtype=np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [None, 2])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [None, 2])], [weights],
+    )  # fmt: skip
+    path = tmp_path / "plain.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    model = OnnxLoader().load(path)
+    assert model.files == (path,)
+    np.testing.assert_allclose(model.predict(np.array([[3.0, -4.0]])), [[3.0, -4.0]])
