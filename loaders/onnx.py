@@ -182,6 +182,11 @@ class OnnxModel(BatchedModel):
         return self._feature_names
 
     @property
+    def takes_text(self) -> bool:
+        """Whether an input is a string tensor (skl2onnx's per-column pipelines)."""
+        return any(np.dtype(spec.dtype).kind == "O" for spec in self._layout.inputs)
+
+    @property
     def files(self) -> tuple[Path, ...]:
         return self._files
 

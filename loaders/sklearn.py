@@ -143,6 +143,11 @@ class SklearnModel(BatchedModel):
         """``feature_names_in_``: the DataFrame columns the model was fitted on."""
         return self._names
 
+    @property
+    def takes_text(self) -> bool:
+        """A model fitted on a DataFrame may encode text columns itself (a pipeline)."""
+        return self._names is not None
+
     def predict(self, features: Features | NDArray[Any]) -> NDArray[np.float64]:
         features = as_features(features)
         if self._method is None:
