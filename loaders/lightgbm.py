@@ -110,8 +110,12 @@ class LightGBMModel(BatchedModel):
             return self._matrix(features)
         import pandas as pd
 
-        if features.width != self._n_features or features.is_tensor:
-            return self._matrix(features)  # refuses with the expected width
+        if features.is_tensor or features.width != self._n_features:
+            raise InvalidInputError(
+                f"features must be {self._n_features} columns, the input width of "
+                f"{self.source}. Found {features.width} column(s) of shape "
+                f"{features.record_shape}."
+            )
         frame = features.frame()
         frame.columns = list(self._names or (f"Column_{i}" for i in range(features.width)))
         for index, column in enumerate(frame.columns):

@@ -74,6 +74,12 @@ class XGBoostModel(BatchedModel):
                 f"{', '.join(_CLASSIFIERS)}); retrain it with a classification objective. "
                 f"Found objective {objective!r}."
             )
+        targets = int(config["learner_model_param"].get("num_target", "1"))
+        if targets > 1:
+            raise InvalidInputError(
+                f"the XGBoost model in {path} must predict one target; multi-target "
+                f"(multi-label) models are not supported. Found {targets} targets."
+            )
         types = tuple(booster.feature_types or ())
         names = tuple(booster.feature_names or (f"f{i}" for i in range(len(types))))
         if "c" in types:

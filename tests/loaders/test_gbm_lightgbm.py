@@ -208,3 +208,6 @@ def test_pandas_category_columns_are_passed_as_categories(tmp_path: Path) -> Non
     blue = np.flatnonzero(colours == "blue")
     only_blue = Features(("size", "colour"), (features[blue, 0], colours[blue].astype(object)))
     np.testing.assert_array_equal(model.predict(only_blue), expected[blue])
+
+    with pytest.raises(InvalidInputError, match=r"must be 2 columns.*Found 1 column"):
+        model.predict(Features(("colour",), (colours.astype(object),)))

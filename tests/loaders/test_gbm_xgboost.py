@@ -202,3 +202,15 @@ def test_categorical_features_are_refused(tmp_path: Path) -> None:
         InvalidInputError, match=r"numeric features only.*Found categorical feature\(s\) colour"
     ):
         XGBoostLoader().load(path)
+
+
+def test_multi_target_models_are_refused(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    features = rng.normal(size=(100, 3))
+    labels = np.column_stack([features[:, 0] > 0, features[:, 1] > 0]).astype(int)
+    params = {"objective": "binary:logistic", "nthread": 1, "tree_method": "hist"}
+    booster = xgb.train(params, xgb.DMatrix(features, label=labels), num_boost_round=2)
+    path = tmp_path / "model.json"
+    booster.save_model(str(path))
+    with pytest.raises(InvalidInputError, match=r"must predict one target.*Found 2 targets"):
+        XGBoostLoader().load(path)
