@@ -10,6 +10,11 @@ utility (accuracy, one-vs-rest AUROC over 100 classes), and the peak resident
 memory of the audit process (VmHWM: unlike ``ru_maxrss`` it starts afresh in a
 new program, not at the parent's peak).
 
+Beside each audit, the same run measures the floor it is held to: reading both tables
+and running the model on every record, nothing else (``read + inference alone``, in a
+fresh process too). The target is a whole audit at most 1.25x that floor; the last
+column prints the ratio.
+
     python benchmarks/audit_throughput.py               # 300,000 records
     python benchmarks/audit_throughput.py --records 60000
 """
@@ -92,6 +97,29 @@ def audit_in_child(workdir: Path, model: str, batch_size: int) -> dict[str, Any]
     return measured
 
 
+def inference_in_child(workdir: Path, model: str, batch_size: int) -> float:
+    """Seconds to load the model, read both tables and predict every record, alone."""
+    code = (
+        "import time, numpy as np, pyarrow.parquet as pq\n"
+        "from pathlib import Path\n"
+        "from epsstar.audit.plugins import loader_for_path\n"
+        "start = time.perf_counter()\n"
+        f"path = Path({str(workdir / model)!r})\n"
+        "loader, _ = loader_for_path(path)\n"
+        "m = loader.load(path)\n"
+        "for name in ('train', 'population'):\n"
+        f"    table = pq.ParquetFile(Path({str(workdir)!r}) / f'{{name}}.parquet')\n"
+        "    columns = [c for c in table.schema_arrow.names if c != 'label']\n"
+        f"    for batch in table.iter_batches(batch_size={batch_size}, columns=columns):\n"
+        "        m.predict(np.column_stack([c.to_numpy() for c in batch.columns]))\n"
+        "print(time.perf_counter() - start)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, check=True
+    )
+    return float(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=300_000)
@@ -117,6 +145,8 @@ def main() -> None:
             "peak RSS MiB",
             "eps*",
             "accuracy",
+            "read + inference alone s",
+            "whole audit / alone",
         ]
         rows = [header]
         runs = [
@@ -127,6 +157,7 @@ def main() -> None:
         for label, model, batch in runs:
             m: dict[str, Any] = audit_in_child(workdir, model, batch)
             timing, total = m["timing"], float(m["seconds"])
+            alone = inference_in_child(workdir, model, batch)
             rows.append(
                 [
                     label,
@@ -140,6 +171,8 @@ def main() -> None:
                     f"{m['peak_mib']:.0f}",
                     f"{m['eps']:.3f}",
                     f"{m['acc']:.3f}",
+                    f"{alone:.1f}",
+                    f"{total / alone:.2f}x",
                 ]
             )
         print(aligned_table(rows))

@@ -61,6 +61,8 @@ INSTALL_HINTS: Final[Mapping[str, str]] = MappingProxyType(
         "onnx": 'pip install "epsstar[onnx]"',
         "torch": 'pip install "epsstar[torch]"',
         "skops": 'pip install "epsstar[sklearn]"',
+        "lightgbm": 'pip install "epsstar[lightgbm]"',
+        "xgboost": 'pip install "epsstar[xgboost]"',
     }
 )
 """How to install the optional package a built-in loader needs, by import name."""

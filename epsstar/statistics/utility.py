@@ -13,6 +13,21 @@ from epsstar.statistics.results import json_number
 __all__ = ["Utility", "auroc"]
 
 
+def _rank_auroc(scores: NDArray[np.floating[Any]], positive: NDArray[np.bool_]) -> float:
+    """AUROC as the Mann–Whitney statistic: ``P(s⁺ > s⁻) + ½ P(s⁺ = s⁻)``.
+
+    Over all pairs of a positive and a negative record; equal to the trapezoidal area
+    under the ROC curve with ties. One sort of the negatives and two binary searches per
+    positive; the pair counts are whole numbers, so the sum is exact before the division.
+    """
+    negatives = np.sort(scores[~positive])
+    positives = scores[positive]
+    below = np.searchsorted(negatives, positives, side="left")
+    up_to = np.searchsorted(negatives, positives, side="right")
+    twice_wins = int(below.sum()) + int(up_to.sum())  # 2·below + ties
+    return twice_wins / (2 * positives.size * negatives.size)
+
+
 def auroc(
     labels: NDArray[np.integer[Any]], scores: NDArray[np.floating[Any]], n_classes: int
 ) -> tuple[float | None, str | None]:
@@ -20,19 +35,21 @@ def auroc(
 
     Two classes: ``scores`` is one score per record for class 1. More: one column of
     class probabilities per class, averaged one-vs-rest (macro). ``None`` with the
-    reason when the AUROC is undefined (one class present, or a class missing).
+    reason when the AUROC is undefined (one class present, or a class missing). Computed
+    by ranks (:func:`_rank_auroc`), the same values as scikit-learn's ``roc_auc_score``
+    in a fraction of the time for many classes.
     """
-    from sklearn.metrics import roc_auc_score
-
+    labels = np.asarray(labels)
+    scores = np.asarray(scores, dtype=np.float64)
     present = np.unique(labels)
     if present.size < 2:
         return None, "only one class present"
     if n_classes <= 2:
-        return float(roc_auc_score(labels, scores)), None
+        return _rank_auroc(scores.reshape(-1), labels == present[-1]), None
     if present.size < n_classes:
         return None, "not every class is present"
-    value = roc_auc_score(labels, scores, multi_class="ovr", labels=np.arange(n_classes))
-    return float(value), "one-vs-rest, macro average"
+    areas = [_rank_auroc(scores[:, k], labels == k) for k in range(n_classes)]
+    return float(np.mean(areas)), "one-vs-rest, macro average"
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,7 +109,9 @@ def test_get_loader_returns_instances_meeting_the_protocol() -> None:
 
 
 def test_unknown_loader_lists_the_available_names() -> None:
-    with pytest.raises(InvalidInputError, match=r"onnx, sklearn, torchscript\. Found 'keras'\."):
+    with pytest.raises(
+        InvalidInputError, match=r"lightgbm, onnx, sklearn, torchscript, xgboost\. Found 'keras'\."
+    ):
         get_loader("keras")
 
 

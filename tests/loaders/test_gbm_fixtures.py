@@ -1,0 +1,63 @@
+"""The committed LightGBM and XGBoost fixtures are what ``fixtures/kinds/gbm_models.py`` builds."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("lightgbm")
+pytest.importorskip("xgboost")
+
+from epsstar.loaders.lightgbm import LightGBMLoader
+from epsstar.loaders.xgboost import XGBoostLoader
+
+ROOT = Path(__file__).resolve().parents[2]
+KINDS = ROOT / "fixtures" / "models" / "kinds"
+
+
+def builder() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "gbm_models", ROOT / "fixtures/kinds/gbm_models.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_rebuild_gives_the_committed_data_and_predictions(tmp_path: Path) -> None:
+    entries = builder().build(tmp_path)
+    assert {e["file"] for e in entries} == {
+        "adult_lightgbm.txt",
+        "adult_xgboost.json",
+        "adult_xgboost.ubj",
+        "wine_lightgbm.txt",
+        "wine_xgboost.json",
+    }
+    for entry in entries:
+        task, label = entry["task"], entry["label"]
+        for part in ("train", "population"):
+            name = f"{task}_numeric_{part}.csv"
+            pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name), pd.read_csv(KINDS / name))
+        features = pd.read_csv(KINDS / f"{task}_numeric_population.csv").drop(columns=[label])
+        loader = LightGBMLoader() if entry["file"].endswith(".txt") else XGBoostLoader()
+        rebuilt = loader.load(tmp_path / entry["file"]).predict(features.to_numpy(np.float64))
+        committed = loader.load(KINDS / entry["file"]).predict(features.to_numpy(np.float64))
+        np.testing.assert_allclose(rebuilt, committed, rtol=1e-6, atol=1e-6)
+
+
+def test_the_adult_tables_hold_the_numeric_columns_and_a_0_1_income() -> None:
+    train = pd.read_csv(KINDS / "adult_numeric_train.csv")
+    population = pd.read_csv(KINDS / "adult_numeric_population.csv")
+    columns = ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]
+    assert list(train.columns) == [*columns, "income"]
+    assert (len(train), len(population)) == (4000, 4000)
+    assert set(train["income"]) == {0, 1}
+    assert train.iloc[0].tolist() == [39, 77516, 13, 2174, 0, 40, 0]  # adult.data's first row
+    assert sum(f.stat().st_size for f in KINDS.iterdir()) < 1_000_000
