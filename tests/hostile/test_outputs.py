@@ -99,6 +99,8 @@ def audit_args(folder: Path) -> list[str]:
         str(folder / "binary_population.csv"),
         "--label-column",
         "label",
+        "--features",
+        ",".join(f"x{i}" for i in range(8)),
         "--quiet",
         "--method",
         "empirical",

@@ -18,7 +18,6 @@ from epsstar.loaders.onnx import OnnxLoader
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ROOT / "fixtures" / "models" / "kinds"
-NEEDS_TYPED_TABLES = pytest.mark.xfail(strict=False, reason="needs typed tables")
 
 
 @cache
@@ -65,7 +64,7 @@ def test_the_builder_writes_what_is_committed(tmp_path: Path) -> None:
         np.testing.assert_allclose(fresh, kept, rtol=1e-5, atol=1e-5)
     assert (tmp_path / "mlp_external" / "model.onnx.data").is_file()
     total = sum(p.stat().st_size for p in KINDS.rglob("*") if p.is_file())
-    assert total < 1_000_000
+    assert total < 2_000_000
 
 
 @pytest.mark.parametrize("file", sorted(ENTRIES))
@@ -98,7 +97,6 @@ def test_the_external_data_model_is_audited() -> None:
     assert epsilon >= 0.0
 
 
-@NEEDS_TYPED_TABLES
 def test_the_adult_pipeline_is_audited_with_its_columns_by_name() -> None:
     epsilon = _audit(
         "adult_pipeline_columns.onnx", "adult_train.csv", "adult_population.csv", "income"
@@ -107,7 +105,6 @@ def test_the_adult_pipeline_is_audited_with_its_columns_by_name() -> None:
     assert epsilon >= 0.0
 
 
-@NEEDS_TYPED_TABLES
 def test_the_digits_cnn_is_audited_on_image_records() -> None:
     epsilon = _audit("digits_cnn.onnx", "digits_train.npz", "digits_population.npz", "y")
     assert np.isfinite(epsilon)

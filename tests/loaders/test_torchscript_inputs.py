@@ -112,11 +112,10 @@ def test_the_digits_cnn_takes_its_tensor_column_as_it_is() -> None:
         )
 
 
-@pytest.mark.xfail(strict=False, reason="needs typed tables")
 def test_auditing_the_digits_cnn_on_npz_files(tmp_path: Path) -> None:
     train_path, population_path = builder().write_digits_npz(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpsstarWarning)
         result = audit(KINDS / "digits_cnn.pt", train_path, population_path, label_column="y")
     assert result.provenance["output_kind"] == "logits"
-    assert np.isfinite(result.epsilon)
+    assert np.isfinite(result.epsilon_star)
