@@ -35,6 +35,18 @@ def _columns(text: str) -> list[str]:
     return names
 
 
+def _shape(text: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(part) for part in text.replace("x", ",").split(","))
+    except ValueError:
+        shape = ()
+    if not shape or any(n < 1 for n in shape):
+        raise argparse.ArgumentTypeError(
+            f"expected positive whole numbers separated by commas, e.g. 1,8,8. Found {text!r}"
+        )
+    return shape
+
+
 def add_model_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by ``audit`` and ``audit-many``."""
     parser.add_argument(
@@ -123,7 +135,16 @@ def register(subparsers: Any) -> None:
         type=_columns,
         default=None,
         metavar="A,B,...",
-        help="feature columns in model input order (default: all but the label)",
+        help="the file's columns in model input order (default: by the names the model "
+        "records, else all but the label, by position)",
+    )
+    parser.add_argument(
+        "--input-shape",
+        type=_shape,
+        default=None,
+        metavar="D1,D2,...",
+        help="reshape each record into this shape for models taking tensors (e.g. 1,8,8 for "
+        "64 pixel columns)",
     )
     parser.add_argument(
         "--loader",
@@ -236,6 +257,7 @@ def run(args: argparse.Namespace) -> int:
                 args.population,
                 label_column=args.label_column,
                 features=args.features,
+                input_shape=args.input_shape,
                 loader=args.loader,
                 outputs=args.outputs,
                 **model_options(args),
