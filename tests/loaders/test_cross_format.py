@@ -102,3 +102,42 @@ def test_string_labels_follow_the_model_classes(fixture_model: Any) -> None:
     features, labels = table("multiclass", "train")
     predicted = np.asarray(fixture_model.classes)[np.argmax(model.predict(features), axis=1)]
     assert np.mean(predicted == labels) > 0.5
+
+
+def losses_of(fixture_model: Any, part: str) -> np.ndarray:
+    """The per-record logit losses of one format on one split, as the audit computes them."""
+    model = loader_for_path(fixture_model.path)[0].load(fixture_model.path)
+    features, labels = table(fixture_model.task, part)
+    predictions = model.predict(features)
+    return epsstar.compute_losses(
+        class_indices(fixture_model, labels), predictions, outputs=model.output_kind
+    )
+
+
+@pytest.mark.parametrize("stem", ["binary_logreg", "multiclass_logreg", "multiclass_mlp"])
+def test_exact_losses_agree_across_formats_and_do_not_saturate(
+    stem: str, all_models: tuple[Any, ...]
+) -> None:
+    """skops computes in float64, ONNX and TorchScript mostly in float32; from logits (exposed
+    from the graph, decision_function, or the module's own output) the losses agree to 1e-5
+    relative (1e-5 absolute near 0), never sit at the ±36.04 clip, and the headline
+    Epsilon* of each format is within 0.02 nats of the float64 one."""
+    from epsstar.statistics.losses import MAX_ABS_LOGIT
+
+    same = [f for f in all_models if f.file.split(".")[0] in (stem, f"{stem}_torch")]
+    reference = next(f for f in same if f.format == "skops")
+    expected = {part: losses_of(reference, part) for part in ("train", "population")}
+    n = expected["train"].size
+    delta = 1.0 / (n * np.log(n))  # the audit's default
+    headline = epsstar.epsilon_star(
+        expected["train"], expected["population"], delta=delta, seed=0
+    ).epsilon
+    for fixture_model in same:
+        got = {part: losses_of(fixture_model, part) for part in ("train", "population")}
+        for part in got:
+            np.testing.assert_allclose(
+                got[part], expected[part], rtol=1e-5, atol=1e-5, err_msg=fixture_model.file
+            )
+            assert not np.any(np.isclose(np.abs(got[part]), MAX_ABS_LOGIT, rtol=1e-9))
+        value = epsstar.epsilon_star(got["train"], got["population"], delta=delta, seed=0).epsilon
+        assert abs(value - headline) <= 0.02, fixture_model.file
