@@ -626,3 +626,17 @@ def test_read_column_errors_of_arrays_and_paths(tmp_path: Path) -> None:
         read_column(tmp_path / "missing.npy", name="--losses")
     with pytest.raises(InputFileError, match=r"^--losses must end in one of .* Found '"):
         read_column(tmp_path / "losses.txt", name="--losses")
+
+
+def test_labels_outside_the_models_classes_name_the_file_and_the_column() -> None:
+    """adult.test writes '>50K.' where adult.data writes '>50K'."""
+    from epsstar.audit.tables import label_map_for
+
+    label_map = label_map_for(("<=50K", ">50K"), 2)
+    with pytest.raises(InvalidInputError) as caught:
+        label_map.encode(
+            np.array(["<=50K.", ">50K."], dtype=object), source="adult.test: label column 'income'"
+        )
+    message = str(caught.value)
+    assert message.startswith("adult.test: label column 'income': labels must be classes")
+    assert "'>50K.'" in message

@@ -223,7 +223,7 @@ def stream_table(
                 f"the model's predictions on the {role} data must stand for its "
                 f"{len(label_map)} classes, as before. Found {n_outputs}."
             )
-        labels = label_map.encode(batch.labels)
+        labels = label_map.encode(batch.labels, source=f"{path}: label column {label_column!r}")
         kind = model.output_kind
         try:
             losses = compute_losses(labels, predictions, loss=loss, outputs=kind)

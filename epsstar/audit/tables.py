@@ -1222,8 +1222,12 @@ class LabelMap:
     def __len__(self) -> int:
         return len(self.classes)
 
-    def encode(self, raw: NDArray[Any] | Sequence[object]) -> NDArray[np.int64]:
-        """Class indices 0..K−1 of ``raw`` labels; unknown or missing labels raise."""
+    def encode(
+        self, raw: NDArray[Any] | Sequence[object], *, source: str | None = None
+    ) -> NDArray[np.int64]:
+        """Class indices 0..K−1 of ``raw`` labels; unknown or missing labels raise, naming
+        ``source`` (the file and column they come from) when given."""
+        where = f"{source}: " if source else ""
         import pandas as pd
 
         values = np.asarray(raw)
@@ -1243,11 +1247,12 @@ class LabelMap:
         if (codes < 0).any():
             first = int(np.flatnonzero(codes < 0)[0])
             raise InvalidInputError(
-                f"labels must not be missing. Found {values[first]} at index {first}."
+                f"{where}labels must not be missing. Found {values[first]} at index {first}."
             )
         if unknown:
             raise InvalidInputError(
-                f"labels must be classes of the model ({_shown(list(self.classes))}). Found "
+                f"{where}labels must be classes of the model ({_shown(list(self.classes))}). "
+                f"Found "
                 f"{len(unknown)} unknown label value(s): {_shown(unknown, 5)}."
             )
         return np.ascontiguousarray(table[codes], dtype=np.int64)
