@@ -835,7 +835,8 @@ def _feature_columns(
     )
     if target is not None:
         for name, values in zip(names, typed, strict=True):
-            if values.dtype.kind in "biuf":
+            # a value of a type the target holds exactly cannot leave its range
+            if values.dtype.kind in "biuf" and not np.can_cast(values.dtype, target, "safe"):
                 flat = values.reshape(len(values), -1)
                 _check_fits(path, [name] * flat.shape[1], flat, row0, target)
     return Features(tuple(names), typed)
