@@ -141,3 +141,16 @@ def test_exact_losses_agree_across_formats_and_do_not_saturate(
             assert not np.any(np.isclose(np.abs(got[part]), MAX_ABS_LOGIT, rtol=1e-9))
         value = epsstar.epsilon_star(got["train"], got["population"], delta=delta, seed=0).epsilon
         assert abs(value - headline) <= 0.02, fixture_model.file
+
+
+def test_the_digits_cnn_gives_the_same_exact_losses_as_torchscript_and_onnx() -> None:
+    """digits_cnn.onnx is torch.onnx's export of the network in digits_cnn.pt."""
+    kinds = MODELS / "kinds"
+    data = np.load(kinds / "digits_population.npz")
+    losses = []
+    for name in ("digits_cnn.pt", "digits_cnn.onnx"):
+        model = loader_for_path(kinds / name)[0].load(kinds / name)
+        predictions = model.predict(data["X"])
+        assert model.output_kind == "logits"
+        losses.append(epsstar.compute_losses(data["y"], predictions, outputs="logits"))
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5, atol=1e-5)
