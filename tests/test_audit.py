@@ -708,3 +708,44 @@ def test_the_second_table_must_match_the_label_map(workdir: Path) -> None:
             label_column="label",
             label_map=LabelMap((0, 1, 2)),
         )
+
+
+def test_cli_gate_rules_compare_their_own_statistic(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's 4-class MLP: the estimate (2.52) and a found leak fail a gate at 1; the
+    held-out lower bound (about 0.26) passes it."""
+    models = Path(__file__).resolve().parent.parent / "fixtures" / "models"
+    base = [
+        "audit",
+        str(models / "multiclass_mlp.onnx"),
+        "--train",
+        str(models / "multiclass_train.csv"),
+        "--population",
+        str(models / "multiclass_population.parquet"),
+        "--label-column",
+        "label",
+        "--max-epsilon",
+        "1",
+        "--quiet",
+    ]
+    verdicts = {}
+    for rule in ("significant", "estimate", "lower-bound"):
+        target = tmp_path / f"{rule}.json"
+        code, out, _ = invoke([*base, "--gate", rule, "--json", str(target)], capsys)
+        payload = json.loads(target.read_text())
+        gate = payload["gate"]
+        assert gate["rule"] == rule
+        assert f"gate ({rule})" in out
+        expected = {
+            "estimate": payload["epsilon_star"],
+            "lower-bound": payload["epsilon_lower_bound"],
+            "significant": payload["epsilon_star"] if gate["leak_found"] else 0.0,
+        }[rule]
+        assert gate["statistic"] == expected
+        assert payload["passed"] is (expected <= 1)
+        verdicts[rule] = code
+    assert verdicts == {"significant": 1, "estimate": 1, "lower-bound": 0}
+    code, _, err = invoke([*base, "--gate", "lenient"], capsys)
+    assert code == 2
+    assert "lenient" in err

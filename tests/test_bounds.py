@@ -90,6 +90,8 @@ def test_result_fields_and_to_dict() -> None:
         "negatives": 500,
         "false_negatives": 7,
         "positives": 400,
+        "threshold": None,
+        "direction": None,
     }
     with pytest.raises(AttributeError):
         result.epsilon = 1.0  # type: ignore[misc]

@@ -13,6 +13,7 @@ from epsstar.exceptions import InvalidInputError
 from epsstar.statistics import names
 from epsstar.statistics.names import (
     FAMILIES,
+    GATES,
     LOSSES,
     METHODS,
     OUTPUT_KINDS,
@@ -27,6 +28,7 @@ TABLES: dict[str, tuple[Names[Any], Any]] = {
     "search": (SEARCHES, names.Search),
     "outputs": (OUTPUT_KINDS, names.OutputKind),
     "loss": (LOSSES, names.LossName),
+    "gate": (GATES, names.GateRule),
 }
 
 

@@ -8,8 +8,11 @@ Given the per-record losses of a model on its training data and on population da
   interval) and the empirical Epsilon* (:mod:`epsstar.statistics.estimator`);
 * a Clopper-Pearson lower bound on ε (:func:`epsstar.statistics.bounds.epsilon_lower_bound`)
   that is statistically valid: each side is split in two at random (seeded); the
-  threshold is chosen on one half and the errors are counted on the other, so the
-  choice does not bias the counts (:func:`epsstar.statistics.held_out_bound.split_lower_bound`);
+  test (threshold and direction) is chosen on one half and the errors are counted on
+  the other, so the choice does not bias the counts
+  (:func:`epsstar.statistics.held_out_bound.split_lower_bound`);
+* the release gate's statistic under the chosen rule, with the exact held-out leak
+  test's p-value (:mod:`epsstar.statistics.gate`);
 * plain-language readings: the posterior-belief bound ρ_β of Epsilon*
   (``identifiability-bernau-2021.md``), the membership advantage (observed, max TPR − FPR,
   and the bound implied by (ε*, δ)), and the TPR of the loss attack at 0.1 % and 1 % FPR
@@ -44,8 +47,18 @@ from epsstar.statistics.estimator import (
     default_delta,
     epsilon_star,
 )
+from epsstar.statistics.gate import gate_statistic
 from epsstar.statistics.held_out_bound import split_lower_bound
-from epsstar.statistics.names import DEFAULT_METHOD, METHODS, Family, Method
+from epsstar.statistics.leak_test import held_out_leak_test
+from epsstar.statistics.names import (
+    DEFAULT_GATE,
+    DEFAULT_METHOD,
+    GATES,
+    METHODS,
+    Family,
+    GateRule,
+    Method,
+)
 from epsstar.statistics.readings import membership_readings
 from epsstar.statistics.utility import Utility
 
@@ -72,6 +85,7 @@ class AuditOptions:
     max_epsilon: float | None = None
     confidence: float = 0.95
     seed: int = 0
+    gate: GateRule = DEFAULT_GATE
 
     def __post_init__(self) -> None:
         if self.delta is not None:
@@ -89,6 +103,7 @@ class AuditOptions:
             )
             object.__setattr__(self, "max_epsilon", limit)
         object.__setattr__(self, "confidence", check_confidence(self.confidence))
+        GATES.check(self.gate)
 
     @property
     def headline_method(self) -> Method:
@@ -153,11 +168,18 @@ def audit_losses(
         n_bootstrap=options.n_bootstrap,
         method=method,
     )
+    lower_bound = split_lower_bound(
+        train, population, delta=delta, confidence=options.confidence, seed=options.seed
+    )
     return AuditResult(
         epsilon=headline,
         empirical=epsilon_star(train, population, delta=delta, method="empirical"),
-        lower_bound=split_lower_bound(
-            train, population, delta=delta, confidence=options.confidence, seed=options.seed
+        lower_bound=lower_bound,
+        gate=gate_statistic(
+            options.gate,
+            headline.epsilon,
+            lower_bound,
+            held_out_leak_test(train, population, seed=options.seed),
         ),
         readings=membership_readings(train, population, headline),
         utility=dict(utility),

@@ -13,6 +13,7 @@ from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds import EpsilonLowerBound
 from epsstar.statistics.curves import TradeoffCurve, empirical_curve, parametric_curve
 from epsstar.statistics.fitting import LossDistribution
+from epsstar.statistics.gate import GateStatistic
 from epsstar.statistics.readings import Readings
 from epsstar.statistics.results import EpsilonStarResult
 from epsstar.statistics.utility import Utility
@@ -22,7 +23,7 @@ __all__ = ["SCHEMA_VERSION", "AuditResult"]
 #: Version of the JSON documents the CLI writes (``audit``, ``epsilon``, ``audit-many``,
 #: the demo's ``results.json``), stated by the schemas in ``epsstar/schemas/``. It changes
 #: when a key those schemas fix is added, removed or renamed, or changes meaning.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,8 @@ class AuditResult:
     #: output reading), so a release gate fails whatever Epsilon* is.
     gate_blocked: bool = False
     output_reading: OutputReading | None = None
+    #: What the gate compares with ``max_epsilon`` (``None``: Epsilon* itself).
+    gate: GateStatistic | None = None
 
     @property
     def epsilon_star(self) -> float:
@@ -59,14 +62,21 @@ class AuditResult:
 
     @property
     def passed(self) -> bool | None:
-        """ε* within the gate and no warning that can hide a leak; None without a gate.
+        """The gate's statistic within the limit and no warning that can hide a leak;
+        None without a gate.
 
-        A gate fails closed: an audit whose data or output reading drew such a warning
+        The statistic depends on the gate's rule (:mod:`epsstar.statistics.gate`). A gate
+        fails closed: an audit whose data or output reading drew such a warning
         (``gate_blocked``) cannot show that the model is within the limit.
         """
         if self.max_epsilon is None:
             return None
-        return not self.gate_blocked and self.epsilon.epsilon <= self.max_epsilon
+        return not self.gate_blocked and self.gate_value <= self.max_epsilon
+
+    @property
+    def gate_value(self) -> float:
+        """The value the gate compares with its limit."""
+        return self.epsilon.epsilon if self.gate is None else self.gate.value
 
     def curves(self) -> dict[str, TradeoffCurve]:
         """FNR/FPR trade-off of the loss-threshold test: ``"empirical"`` and ``"fitted"``.
@@ -90,6 +100,7 @@ class AuditResult:
             "epsilon_lower_bound": self.lower_bound.epsilon,
             "passed": self.passed,
             "max_epsilon": self.max_epsilon,
+            "gate": None if self.gate is None else self.gate.to_dict(),
             "n_train": self.epsilon.n_train,
             "n_population": self.epsilon.n_population,
             "fpr": headline["fpr"],

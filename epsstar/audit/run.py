@@ -44,7 +44,7 @@ from epsstar.exceptions import (
     SuspectDataWarning,
 )
 from epsstar.statistics._validation import check_positive_int
-from epsstar.statistics.names import Family, LossName, Method
+from epsstar.statistics.names import DEFAULT_GATE, Family, GateRule, LossName, Method
 from epsstar.statistics.utility import Utility
 
 __all__ = ["AuditResult", "LoadedAuditModel", "audit", "load_model", "sha256_of"]
@@ -232,6 +232,7 @@ def audit(
     interval: float | None = None,
     n_bootstrap: int = 200,
     max_epsilon: float | None = None,
+    gate: GateRule = DEFAULT_GATE,
     confidence: float = 0.95,
     trust: bool = False,
     seed: int = 0,
@@ -243,17 +244,17 @@ def audit(
 ) -> AuditResult:
     """Audit a saved model against its training data and population data.
 
-    ``delta`` defaults to 1/(n ln n) with n the number of training rows (the
-    Epsilon* paper's choice, §4.1); it is always reported. ``loader`` names a
-    plugin from the ``epsstar.loaders`` entry-point group (default: chosen by the
-    model file's suffix); ``outputs`` overrides its logits/probabilities
-    detection; ``trust`` allows formats that can execute code when loaded.
-    ``classes`` are the class labels of the model's outputs, in column order
-    (default: those the model file states, else 0..K−1). ``method`` chooses the
-    headline estimator (default: the estimator's default); ``interval`` (a level
-    such as 0.95) adds a bootstrap interval from ``n_bootstrap`` resamples.
-    ``progress`` (see :class:`epsstar.audit.streaming.Progress`) is told as the rows
-    are read. The result is deterministic for a given ``seed``.
+    ``delta`` defaults to 1/(n ln n) with n the number of training rows (the Epsilon*
+    paper's choice, §4.1); it is always reported. ``loader`` names a plugin from the
+    ``epsstar.loaders`` entry-point group (default: chosen by the model file's suffix);
+    ``outputs`` overrides its logits/probabilities detection; ``trust`` allows formats
+    that can execute code when loaded. ``classes`` are the class labels of the model's
+    outputs, in column order (default: those the model file states, else 0..K−1).
+    ``method`` chooses the headline estimator (default: the estimator's default);
+    ``interval`` (a level such as 0.95) adds a bootstrap interval from ``n_bootstrap``
+    resamples. ``max_epsilon`` is the release gate's limit, ``gate`` its rule
+    (:mod:`epsstar.statistics.gate`). ``progress`` (:class:`epsstar.audit.streaming.Progress`)
+    is told as the rows are read. The result is deterministic for a given ``seed``.
 
     Columns reach the model by the names it records, else as ``features`` names them, else
     by position, with a warning (:mod:`epsstar.audit.column_match`); ``input_shape``
@@ -268,7 +269,7 @@ def audit(
     paths = _existing(model=model, train=train, population=population)
     # AuditOptions' fields in order
     options = AuditOptions(
-        delta, method, family, interval, n_bootstrap, max_epsilon, confidence, seed
+        delta, method, family, interval, n_bootstrap, max_epsilon, confidence, seed, gate
     )
     size = check_positive_int("batch_size", batch_size)
     shape = _shape(input_shape)

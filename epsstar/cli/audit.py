@@ -18,7 +18,7 @@ from epsstar.cli.options import (
     emit,
     stage_json,
 )
-from epsstar.statistics.names import LOSSES, OUTPUT_KINDS
+from epsstar.statistics.names import DEFAULT_GATE, GATES, LOSSES, OUTPUT_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.result import AuditResult
@@ -61,7 +61,14 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         metavar="X",
-        help="release gate: exit 1 when Epsilon* exceeds X",
+        help="release gate: exit 1 when the --gate statistic exceeds X",
+    )
+    parser.add_argument(
+        "--gate",
+        choices=GATES.names,
+        default=DEFAULT_GATE,
+        help=f"what --max-epsilon is compared with. {describe_choices(GATES)} "
+        f"(default: {DEFAULT_GATE})",
     )
     add_estimator_options(parser)
     add_family_option(parser)
@@ -75,7 +82,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         "--confidence",
         type=float,
         default=0.95,
-        help="confidence of the Clopper-Pearson lower bound (default 0.95)",
+        help="confidence of the Clopper-Pearson lower bound; 1 - confidence is the level of "
+        "the gate's leak test (default 0.95)",
     )
     parser.add_argument(
         "--trust-model",
@@ -104,6 +112,7 @@ def model_options(args: argparse.Namespace) -> dict[str, Any]:
         "interval": args.interval,
         "n_bootstrap": args.n_bootstrap,
         "max_epsilon": args.max_epsilon,
+        "gate": args.gate,
         "confidence": args.confidence,
         "trust": args.trust_model,
         "seed": args.seed,
@@ -212,6 +221,27 @@ def _note_lines(result: EpsilonStarResult) -> list[str]:
     return lines
 
 
+def _gate_lines(result: AuditResult) -> list[str]:
+    """What the gate compared with its limit, under which rule."""
+    statistic = result.gate
+    if statistic is None:
+        return []
+    test = f"held-out leak test p = {statistic.leak_p_value:.3g}"
+    if statistic.rule == "significant":
+        found = "finds a leak" if statistic.leak_found else "finds no leak"
+        compared = (
+            f"Epsilon* {statistic.value:.4f}" if statistic.leak_found else "0 (no leak found)"
+        )
+        return [
+            f"  gate ({statistic.rule}): compared {compared} with the limit; the {test} "
+            f"{found} at level {statistic.level:.3g}"
+        ]
+    named = "Epsilon*" if statistic.rule == "estimate" else "the lower bound"
+    return [
+        f"  gate ({statistic.rule}): compared {named} {statistic.value:.4f} with the limit; {test}"
+    ]
+
+
 def format_summary(result: AuditResult) -> str:
     """A few lines a person reads first."""
     gate = ""
@@ -219,6 +249,9 @@ def format_summary(result: AuditResult) -> str:
         verdict = "PASS" if result.passed else "FAIL"
         why = "; warnings about the inputs" if result.gate_blocked else ""
         gate = f"  [{verdict}: limit {result.max_epsilon:g}{why}]"
+        gate_lines = _gate_lines(result)
+    else:
+        gate_lines = []
     utility = result.utility["population"]
     auroc = utility.auroc
     shown_auroc = f", AUROC {auroc:.4f}" if auroc is not None and math.isfinite(auroc) else ""
@@ -228,6 +261,7 @@ def format_summary(result: AuditResult) -> str:
             f"Epsilon* = {result.epsilon_star:.4f}  (delta = {result.delta:.3g}, "
             f"{estimator_name(result.epsilon)}){gate}",
             *interval_lines(result.epsilon),
+            *gate_lines,
             f"  lower bound {result.lower_bound.epsilon:.4f} at "
             f"{result.lower_bound.confidence:.0%} confidence (Clopper-Pearson, held-out split); "
             f"empirical Epsilon* {result.empirical.epsilon:.4f}",

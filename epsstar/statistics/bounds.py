@@ -80,7 +80,10 @@ class EpsilonLowerBound:
 
     ``fpr_upper`` and ``fnr_upper`` are the Clopper–Pearson upper bounds of the
     false positive rate (``false_positives / negatives``) and false negative
-    rate (``false_negatives / positives``) used in the bound.
+    rate (``false_negatives / positives``) used in the bound. A bound from a
+    loss-threshold test also records the test: its ``threshold`` and its
+    ``direction``, ``"members_lower"`` (loss ≤ threshold is called a member) or
+    ``"members_higher"`` (loss > threshold is); both are ``None`` for bare counts.
     """
 
     epsilon: float
@@ -92,8 +95,10 @@ class EpsilonLowerBound:
     negatives: int
     false_negatives: int
     positives: int
+    threshold: float | None = None
+    direction: str | None = None
 
-    def to_dict(self) -> dict[str, float | int]:
+    def to_dict(self) -> dict[str, float | int | str | None]:
         """The fields as a plain ``dict`` (for JSON or a table row)."""
         return asdict(self)
 

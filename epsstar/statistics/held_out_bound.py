@@ -2,13 +2,108 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Literal
+
 import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
 
 from epsstar.exceptions import InsufficientDataError
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds import EpsilonLowerBound, epsilon_lower_bound
 
-__all__ = ["split_lower_bound"]
+__all__ = [
+    "DIRECTIONS",
+    "Direction",
+    "candidate_thresholds",
+    "error_counts",
+    "held_out_halves",
+    "split_lower_bound",
+]
+
+Direction = Literal["members_lower", "members_higher"]
+#: The two loss-threshold tests: members are called below the threshold, or above it.
+DIRECTIONS: tuple[Direction, Direction] = ("members_lower", "members_higher")
+
+
+def _bound_at(
+    thresholds: FloatArray,
+    direction: Direction,
+    members: FloatArray,
+    others: FloatArray,
+    delta: float,
+    confidence: float,
+) -> FloatArray:
+    """:func:`epsilon_lower_bound` of the test ``direction`` at each threshold, vectorised.
+
+    ``members`` and ``others`` are sorted. The Clopper–Pearson upper bound of k errors
+    in n trials is the ``(1 + confidence)/2`` quantile of Beta(k + 1, n − k), and 1 at
+    k = n (as in :func:`epsstar.statistics.bounds.clopper_pearson_upper`).
+    """
+    fp, fn = error_counts(thresholds, direction, members, others)
+    q = (1.0 + confidence) / 2.0
+
+    def upper(k: NDArray[np.int64], n: int) -> FloatArray:
+        safe = np.minimum(k, n - 1)
+        return np.where(k >= n, 1.0, stats.beta.ppf(q, safe + 1, n - safe))
+
+    fp_up, fn_up = upper(fp, others.size), upper(fn, members.size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.maximum((1.0 - delta - fp_up) / fn_up, (1.0 - delta - fn_up) / fp_up)
+        return np.where(ratios > 1.0, np.log(ratios), 0.0)
+
+
+def held_out_halves(
+    train_losses: FloatArray, population_losses: FloatArray, *, seed: int
+) -> tuple[tuple[FloatArray, FloatArray], tuple[FloatArray, FloatArray]]:
+    """((selection train, selection population), (evaluation train, evaluation population)).
+
+    Each side is shuffled (seeded) and halved; the selection halves come sorted.
+    """
+    rng = np.random.default_rng([seed, 7])
+    train = rng.permutation(train_losses)
+    population = rng.permutation(population_losses)
+    half_train, half_pop = train.size // 2, population.size // 2
+    if min(half_train, half_pop) < 1:
+        raise InsufficientDataError(
+            "the held-out tests need at least 2 records per data set. "
+            f"Found {train.size} training and {population.size} population records."
+        )
+    return (
+        (np.sort(train[:half_train]), np.sort(population[:half_pop])),
+        (train[half_train:], population[half_pop:]),
+    )
+
+
+def candidate_thresholds(members: FloatArray, others: FloatArray, per_tail: int = 64) -> FloatArray:
+    """Both sides' quantiles at geometrically spaced rates 1/n … 1/2, in both tails."""
+    levels = np.geomspace(1.0 / max(members.size, others.size), 0.5, per_tail)
+    both_tails = np.concatenate([levels, 1.0 - levels])
+    return np.unique(
+        np.concatenate(
+            [
+                np.quantile(others, both_tails, method="inverted_cdf"),
+                np.quantile(members, both_tails, method="inverted_cdf"),
+            ]
+        )
+    )
+
+
+def error_counts(
+    thresholds: FloatArray, direction: Direction, members: FloatArray, others: FloatArray
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(false positives, false negatives) of the test ``direction`` at each threshold.
+
+    ``members`` and ``others`` are sorted. ``members_lower`` calls a record a member
+    when its loss is ≤ the threshold: a non-member at or below it is a false positive,
+    a member above it a false negative; ``members_higher`` is the mirrored test.
+    """
+    others_at_or_below = np.searchsorted(others, thresholds, side="right")
+    members_at_or_below = np.searchsorted(members, thresholds, side="right")
+    if direction == "members_lower":
+        return others_at_or_below, members.size - members_at_or_below
+    return others.size - others_at_or_below, members_at_or_below
 
 
 def split_lower_bound(
@@ -20,50 +115,33 @@ def split_lower_bound(
     seed: int = 0,
     candidates_per_tail: int = 64,
 ) -> EpsilonLowerBound:
-    """Clopper-Pearson lower bound with the threshold chosen on a held-out half.
+    """Clopper-Pearson lower bound with the test chosen on a held-out half.
 
-    Each side is shuffled (seeded) and halved. On the selection halves, the
-    thresholds at geometrically spaced FPRs and FNRs (1/n to 1/2) are scored by
-    the bound itself; the best one is then applied to the evaluation halves,
-    whose error counts give the reported bound (Nasr et al., eq. 5). Because the
-    evaluation records played no part in choosing the threshold, the bound holds
-    at the stated confidence.
+    Each side is shuffled (seeded) and halved. On the selection halves, loss
+    thresholds at geometrically spaced rates (1/n to 1/2, in both tails of both
+    sides) are tried in both directions — members called below the threshold, as
+    in the paper's attack, and above it (the mirrored ratios ``(η-δ)/(1-t)`` and
+    ``(t-δ)/(1-η)`` of eq. 7 in ``epsilon-star-negoescu-2024.md``) — and each is
+    scored by the bound itself. The best (threshold, direction) is then applied
+    to the evaluation halves, whose error counts give the reported bound (Nasr
+    et al., eq. 5). The evaluation records played no part in choosing the test,
+    so the bound holds at the stated confidence, whichever direction leaks.
     """
-    rng = np.random.default_rng([seed, 7])
-    train = rng.permutation(train_losses)
-    population = rng.permutation(population_losses)
-    half_train, half_pop = train.size // 2, population.size // 2
-    if min(half_train, half_pop) < 1:
-        raise InsufficientDataError(
-            "the lower bound needs at least 2 records per data set. "
-            f"Found {train.size} training and {population.size} population records."
-        )
-    select_train, eval_train = np.sort(train[:half_train]), train[half_train:]
-    select_pop, eval_pop = np.sort(population[:half_pop]), population[half_pop:]
-
-    def counts(tau: float, members: FloatArray, others: FloatArray) -> tuple[int, int]:
-        # Rejection region "loss <= tau": a non-member inside it is a false positive,
-        # a member outside it a false negative.
-        return int(np.count_nonzero(others <= tau)), int(np.count_nonzero(members > tau))
-
-    levels = np.geomspace(1.0 / max(half_pop, half_train), 0.5, candidates_per_tail)
-    thresholds = np.unique(
-        np.concatenate(
-            [
-                np.quantile(select_pop, levels, method="inverted_cdf"),
-                np.quantile(select_train, 1.0 - levels, method="inverted_cdf"),
-            ]
-        )
+    (select_train, select_pop), (eval_train, eval_pop) = held_out_halves(
+        train_losses, population_losses, seed=seed
     )
-    best_tau, best = float(thresholds[0]), -1.0
-    for tau in thresholds:
-        fp, fn = counts(float(tau), select_train, select_pop)
-        value = epsilon_lower_bound(
-            fp, select_pop.size, fn, select_train.size, delta=delta, confidence=confidence
-        ).epsilon
-        if value > best:
-            best_tau, best = float(tau), value
-    fp, fn = counts(best_tau, eval_train, eval_pop)
-    return epsilon_lower_bound(
+    thresholds = candidate_thresholds(select_train, select_pop, candidates_per_tail)
+    scores = [
+        _bound_at(thresholds, direction, select_train, select_pop, delta, confidence)
+        for direction in DIRECTIONS
+    ]
+    which, column = np.unravel_index(int(np.argmax(np.vstack(scores))), (2, thresholds.size))
+    best_tau, best_direction = float(thresholds[column]), DIRECTIONS[int(which)]
+    fp_counts, fn_counts = error_counts(
+        np.array([best_tau]), best_direction, np.sort(eval_train), np.sort(eval_pop)
+    )
+    fp, fn = int(fp_counts[0]), int(fn_counts[0])
+    bound = epsilon_lower_bound(
         fp, eval_pop.size, fn, eval_train.size, delta=delta, confidence=confidence
     )
+    return dataclasses.replace(bound, threshold=best_tau, direction=best_direction)

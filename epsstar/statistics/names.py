@@ -19,13 +19,16 @@ from typing import Final, Literal, TypeVar, cast
 from epsstar.exceptions import InvalidInputError
 
 __all__ = [
+    "DEFAULT_GATE",
     "DEFAULT_METHOD",
     "FAMILIES",
+    "GATES",
     "LOSSES",
     "METHODS",
     "OUTPUT_KINDS",
     "SEARCHES",
     "Family",
+    "GateRule",
     "LossName",
     "Method",
     "Name",
@@ -39,6 +42,7 @@ Family = Literal["normal", "gmm"]
 Search = Literal["refine", "grid"]
 OutputKind = Literal["probabilities", "logits"]
 LossName = Literal["logit", "cross_entropy"]
+GateRule = Literal["significant", "estimate", "lower-bound"]
 
 K = TypeVar("K", bound=str)
 
@@ -216,3 +220,32 @@ LOSSES: Final[Names[LossName]] = Names(
         ),
     ),
 )
+
+GATES: Final[Names[GateRule]] = Names(
+    "gate",
+    (
+        Name(
+            "significant",
+            "Epsilon* above the limit, and a held-out test finds a leak (default)",
+            "the gate fails when Epsilon* exceeds the limit and a held-out exact test finds "
+            "that the model tells its training records from population records more often "
+            "than chance; a model whose two loss distributions are the same fails it with "
+            "probability at most 1 - confidence, whatever the losses look like",
+        ),
+        Name(
+            "estimate",
+            "Epsilon* above the limit",
+            "the gate fails when the Epsilon* estimate exceeds the limit, which sampling noise "
+            "alone can do when little data are audited",
+        ),
+        Name(
+            "lower-bound",
+            "the held-out Clopper-Pearson lower bound above the limit",
+            "the gate fails when the held-out Clopper-Pearson lower bound on epsilon exceeds "
+            "the limit, which happens with probability at most 1 - confidence for any model "
+            "that satisfies (limit, delta)-DP, at the cost of missing leaks the counted "
+            "rates cannot show",
+        ),
+    ),
+)
+DEFAULT_GATE: Final[GateRule] = "significant"

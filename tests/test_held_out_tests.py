@@ -1,0 +1,157 @@
+"""The held-out Clopper-Pearson bound (both directions), the exact leak test and the gate rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from epsstar.exceptions import InvalidInputError
+from epsstar.statistics.bounds import epsilon_lower_bound
+from epsstar.statistics.gate import gate_statistic
+from epsstar.statistics.held_out_bound import (
+    _bound_at,
+    candidate_thresholds,
+    error_counts,
+    held_out_halves,
+    split_lower_bound,
+)
+from epsstar.statistics.leak_test import held_out_leak_test
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_members_at_higher_loss_are_bounded_like_members_at_lower_loss(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    members, others = rng.normal(2.0, 1.0, 2000), rng.normal(0.0, 1.0, 2000)
+    above = split_lower_bound(members, others, delta=1e-4, seed=seed)
+    below = split_lower_bound(-members, -others, delta=1e-4, seed=seed)
+    assert above.direction == "members_higher" and below.direction == "members_lower"
+    assert above.epsilon > 2.0 and below.epsilon > 2.0
+    # A loss threshold and its negation split the same records: the same bound.
+    assert above.epsilon == pytest.approx(below.epsilon, abs=0.35)
+
+
+def test_the_reported_counts_are_the_evaluation_halves_at_the_recorded_test() -> None:
+    rng = np.random.default_rng(5)
+    members, others = rng.normal(-0.5, 1.0, 801), rng.normal(0.0, 1.0, 600)
+    bound = split_lower_bound(members, others, delta=1e-5, seed=9)
+    _, (eval_members, eval_others) = held_out_halves(members, others, seed=9)
+    assert bound.threshold is not None
+    if bound.direction == "members_lower":
+        fp = int(np.sum(eval_others <= bound.threshold))
+        fn = int(np.sum(eval_members > bound.threshold))
+    else:
+        fp = int(np.sum(eval_others > bound.threshold))
+        fn = int(np.sum(eval_members <= bound.threshold))
+    assert (bound.false_positives, bound.negatives) == (fp, eval_others.size)
+    assert (bound.false_negatives, bound.positives) == (fn, eval_members.size)
+    expected = epsilon_lower_bound(fp, eval_others.size, fn, eval_members.size, delta=1e-5)
+    assert bound.epsilon == expected.epsilon
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 2**31),
+    st.sampled_from(["members_lower", "members_higher"]),
+    st.floats(0.5, 0.999),
+)
+def test_the_vectorised_selection_score_is_the_scalar_bound(
+    seed: int, direction: str, confidence: float
+) -> None:
+    rng = np.random.default_rng(seed)
+    members = np.sort(np.round(rng.normal(0.3, 1.0, 150), 1))  # ties on purpose
+    others = np.sort(np.round(rng.normal(0.0, 1.0, 120), 1))
+    thresholds = candidate_thresholds(members, others, 8)
+    fast = _bound_at(thresholds, direction, members, others, 1e-3, confidence)  # type: ignore[arg-type]
+    fp, fn = error_counts(thresholds, direction, members, others)  # type: ignore[arg-type]
+    slow = [
+        epsilon_lower_bound(
+            int(a), others.size, int(b), members.size, delta=1e-3, confidence=confidence
+        ).epsilon
+        for a, b in zip(fp, fn, strict=True)
+    ]
+    np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-12)
+
+
+def test_the_bound_rarely_exceeds_zero_when_nothing_leaks() -> None:
+    rng = np.random.default_rng(11)
+    above = [
+        split_lower_bound(rng.gamma(2, 5, 400), rng.gamma(2, 5, 400), delta=1e-4, seed=r).epsilon
+        > 0
+        for r in range(200)
+    ]
+    assert np.mean(above) <= 0.05
+
+
+def test_the_leak_test_p_value_is_fishers_on_the_recorded_counts() -> None:
+    rng = np.random.default_rng(2)
+    test = held_out_leak_test(rng.normal(-0.3, 1, 500), rng.normal(0, 1, 700), seed=4)
+    table = [
+        [test.true_positives, test.positives - test.true_positives],
+        [test.false_positives, test.negatives - test.false_positives],
+    ]
+    assert (test.positives, test.negatives) == (250, 350)
+    assert test.p_value == stats.fisher_exact(table, alternative="greater").pvalue
+    assert test.p_value < 0.05
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda rng: rng.normal(0.0, 1.0, 300),
+        lambda rng: rng.integers(0, 4, 300).astype(float),  # heavy ties
+        lambda rng: rng.standard_t(2, 300),
+    ],
+    ids=["normal", "discrete", "student-t"],
+)
+def test_the_leak_test_keeps_its_level_when_nothing_leaks(draw: object) -> None:
+    rng = np.random.default_rng(8)
+    p_values = np.array(
+        [held_out_leak_test(draw(rng), draw(rng), seed=r).p_value for r in range(400)]  # type: ignore[operator]
+    )
+    # At most 5 % in expectation; 400 repeats put 9 % beyond 3.5 standard errors.
+    assert np.mean(p_values < 0.05) <= 0.09
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_the_leak_test_finds_a_shift_and_a_memorised_tail(sign: float) -> None:
+    rng = np.random.default_rng(3)
+    shifted = held_out_leak_test(sign * rng.normal(-0.3, 1, 4000), sign * rng.normal(0, 1, 4000))
+    assert shifted.p_value < 1e-6
+    assert shifted.direction == ("members_lower" if sign > 0 else "members_higher")
+    memorised = np.concatenate([rng.normal(0, 1, 3960), rng.normal(-8, 0.1, 40)])
+    tail = held_out_leak_test(sign * memorised, sign * rng.normal(0, 1, 4000))
+    assert tail.p_value < 1e-3
+
+
+def _leak(p_value: float) -> object:
+    from epsstar.statistics.leak_test import LeakTest
+
+    return LeakTest(p_value, 0.0, "members_lower", 1, 10, 1, 10)
+
+
+@pytest.mark.parametrize(
+    ("rule", "p_value", "expected"),
+    [
+        ("estimate", 0.5, 1.7),
+        ("lower-bound", 0.5, 0.4),
+        ("significant", 0.5, 0.0),
+        ("significant", 0.049, 1.7),
+        ("significant", 0.05, 0.0),
+    ],
+)
+def test_each_rule_compares_its_statistic(rule: str, p_value: float, expected: float) -> None:
+    bound = epsilon_lower_bound(0, 100, 30, 100, delta=1e-4)
+    bound = type(bound)(**{**bound.to_dict(), "epsilon": 0.4})  # type: ignore[arg-type]
+    gate = gate_statistic(rule, 1.7, bound, _leak(p_value))  # type: ignore[arg-type]
+    assert gate.value == expected
+    assert gate.level == 0.05
+    assert gate.to_dict()["leak_found"] is (p_value < 0.05)
+
+
+def test_an_unknown_rule_is_refused_with_its_name() -> None:
+    bound = epsilon_lower_bound(0, 100, 30, 100)
+    with pytest.raises(InvalidInputError, match="'lenient'"):
+        gate_statistic("lenient", 1.0, bound, _leak(0.5))  # type: ignore[arg-type]
