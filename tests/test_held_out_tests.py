@@ -27,8 +27,10 @@ def test_members_at_higher_loss_are_bounded_like_members_at_lower_loss(seed: int
     members, others = rng.normal(2.0, 1.0, 2000), rng.normal(0.0, 1.0, 2000)
     above = split_lower_bound(members, others, delta=1e-4, seed=seed)
     below = split_lower_bound(-members, -others, delta=1e-4, seed=seed)
-    assert above.direction == "members_higher" and below.direction == "members_lower"
-    assert above.epsilon > 2.0 and below.epsilon > 2.0
+    assert above.direction == "members_higher"
+    assert below.direction == "members_lower"
+    assert above.epsilon > 2.0
+    assert below.epsilon > 2.0
     # A loss threshold and its negation split the same records: the same bound.
     assert above.epsilon == pytest.approx(below.epsilon, abs=0.35)
 
@@ -155,3 +157,55 @@ def test_an_unknown_rule_is_refused_with_its_name() -> None:
     bound = epsilon_lower_bound(0, 100, 30, 100)
     with pytest.raises(InvalidInputError, match="'lenient'"):
         gate_statistic("lenient", 1.0, bound, _leak(0.5))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("fpr", "fnr", "expected"),
+    [
+        (0.2, 0.3, ()),
+        (1e-5, 0.3, ("FPR",)),
+        (0.2, 1e-5, ("FNR",)),
+        (1.0 - 2.96e-6, 0.3, ("1-FPR",)),
+        (0.2, 1.0 - 2.96e-6, ("1-FNR",)),
+        (1e-5, 1.0 - 1e-6, ("FPR", "1-FNR")),
+    ],
+)
+def test_each_corner_is_checked_against_the_side_that_counts_it(
+    fpr: float, fnr: float, expected: tuple[str, ...]
+) -> None:
+    from epsstar.statistics.results import EpsilonStarResult
+
+    result = EpsilonStarResult(
+        epsilon=1.0,
+        delta=1e-6,
+        method="tails",
+        family=None,
+        fpr=fpr,
+        fnr=fnr,
+        threshold=0.0,
+        threshold_transformed=None,
+        attained_by="(1-delta-fnr)/fpr",
+        n_train=20_000,  # 1/n = 5e-5
+        n_population=10_000,  # 1/m = 1e-4
+        rate_window=(1e-6, 1 - 1e-6),
+        seed=0,
+    )
+    assert result.unsupported_rates == expected
+    assert result.tail_extrapolated is bool(expected)
+    assert result.to_dict()["unsupported_rates"] == list(expected)
+
+
+@pytest.mark.parametrize(
+    ("rate", "shown"),
+    [
+        (0.5, "0.5"),
+        (1.0 - 2.96e-6, "1 - 2.96e-06"),
+        (1.0, "1"),
+        (0.9985, "0.9985"),
+        (3e-7, "3e-07"),
+    ],
+)
+def test_rates_near_one_show_their_distance_from_one(rate: float, shown: str) -> None:
+    from epsstar.cli.text_table import rate_text
+
+    assert rate_text(rate) == shown

@@ -285,9 +285,10 @@ def test_audit_many_gate_exit_codes(tmp_path: Path, validate_json: Validate) -> 
     out = tmp_path / "many.json"
     argv = ["audit-many", str(manifest), "--jobs", "1", "--quiet", "--json", str(out)]
     assert main([*argv, "--max-epsilon", "100"]) == EXIT_OK
-    assert main([*argv, "--max-epsilon", "0"]) == EXIT_GATE_FAILED
+    assert main([*argv, "--max-epsilon", "0", "--gate", "estimate"]) == EXIT_GATE_FAILED
     document = _read(out)
     validate_json("audit-many", document)
+    assert document["gate"] == "estimate"
     assert document["n_above_gate"] == 1
     assert document["models"][0]["result"]["passed"] is False
 
@@ -306,6 +307,7 @@ def test_a_model_record_needs_a_result_or_an_error(validate_json: Validate) -> N
         "schema_version": SCHEMA_VERSION,
         "manifest": "manifest.csv",
         "max_epsilon": None,
+        "gate": "significant",
         "n_models": 1,
         "n_failed": 1,
         "n_above_gate": 0,

@@ -13,6 +13,8 @@ Given the per-record losses of a model on its training data and on population da
   (:func:`epsstar.statistics.held_out_bound.split_lower_bound`);
 * the release gate's statistic under the chosen rule, with the exact held-out leak
   test's p-value (:mod:`epsstar.statistics.gate`);
+* Epsilon* at δ from 10/n down to the chosen δ, each with the rates the data do not
+  hold (:mod:`epsstar.statistics.delta_profile`);
 * plain-language readings: the posterior-belief bound ρ_β of Epsilon*
   (``identifiability-bernau-2021.md``), the membership advantage (observed, max TPR − FPR,
   and the bound implied by (ε*, δ)), and the TPR of the loss attack at 0.1 % and 1 % FPR
@@ -41,6 +43,7 @@ from epsstar.statistics._validation import (
     check_positive_int,
     finite_vector,
 )
+from epsstar.statistics.delta_profile import epsilon_by_delta
 from epsstar.statistics.estimator import (
     MIN_PARAMETRIC_RECORDS,
     MIN_RECORDS,
@@ -60,6 +63,7 @@ from epsstar.statistics.names import (
     Method,
 )
 from epsstar.statistics.readings import membership_readings
+from epsstar.statistics.results import EpsilonStarResult
 from epsstar.statistics.utility import Utility
 
 __all__ = ["AuditOptions", "audit_losses"]
@@ -168,6 +172,14 @@ def audit_losses(
         n_bootstrap=options.n_bootstrap,
         method=method,
     )
+
+    def estimate_at(value: float) -> EpsilonStarResult:
+        if value == delta:
+            return headline
+        return epsilon_star(
+            train, population, delta=value, family=options.family, seed=options.seed, method=method
+        )
+
     lower_bound = split_lower_bound(
         train, population, delta=delta, confidence=options.confidence, seed=options.seed
     )
@@ -182,6 +194,7 @@ def audit_losses(
             held_out_leak_test(train, population, seed=options.seed),
         ),
         readings=membership_readings(train, population, headline),
+        delta_profile=epsilon_by_delta(estimate_at, delta, train.size),
         utility=dict(utility),
         provenance=dict(provenance or {}),
         max_epsilon=options.max_epsilon,

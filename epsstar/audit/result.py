@@ -12,6 +12,7 @@ from epsstar.audit.output_reading import OutputReading
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds import EpsilonLowerBound
 from epsstar.statistics.curves import TradeoffCurve, empirical_curve, parametric_curve
+from epsstar.statistics.delta_profile import DeltaPoint
 from epsstar.statistics.fitting import LossDistribution
 from epsstar.statistics.gate import GateStatistic
 from epsstar.statistics.readings import Readings
@@ -51,6 +52,8 @@ class AuditResult:
     output_reading: OutputReading | None = None
     #: What the gate compares with ``max_epsilon`` (``None``: Epsilon* itself).
     gate: GateStatistic | None = None
+    #: Epsilon* from δ = 10/n down to the chosen δ (the last point is the headline).
+    delta_profile: tuple[DeltaPoint, ...] = ()
 
     @property
     def epsilon_star(self) -> float:
@@ -111,6 +114,8 @@ class AuditResult:
             "family": headline["family"],
             "poor_fit": headline["poor_fit"],
             "tail_extrapolated": headline["tail_extrapolated"],
+            "unsupported_rates": headline["unsupported_rates"],
+            "epsilon_star_by_delta": [point.to_dict() for point in self.delta_profile],
             "epsilon_star_interval": headline["epsilon_star_interval"],
             "tail_fit": headline["tail_fit"],
             "plug_in_epsilon_star": headline["plug_in_epsilon_star"],

@@ -18,6 +18,7 @@ from epsstar.cli.options import (
     emit,
     stage_json,
 )
+from epsstar.cli.text_table import extrapolation_note
 from epsstar.statistics.names import DEFAULT_GATE, GATES, LOSSES, OUTPUT_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -217,8 +218,20 @@ def _note_lines(result: EpsilonStarResult) -> list[str]:
     if result.note:
         lines.append(f"  note: {result.note}")
     if result.tail_extrapolated:
-        lines.append("  note: the maximising test's FPR or FNR is below 1/n (extrapolated tail)")
+        lines.append(extrapolation_note(result.unsupported_rates))
     return lines
+
+
+def _profile_lines(result: AuditResult) -> list[str]:
+    """Epsilon* from a well-supported δ down to the chosen one; * marks extrapolation."""
+    points = result.delta_profile
+    if len(points) < 2:
+        return []
+    shown = " | ".join(
+        f"{p.delta:.2g}: {p.epsilon:.3f}{'' if p.supported else '*'}" for p in points
+    )
+    marked = any(not p.supported for p in points)
+    return [f"  by delta {shown}{'  (* extrapolated tail)' if marked else ''}"]
 
 
 def _gate_lines(result: AuditResult) -> list[str]:
@@ -262,6 +275,7 @@ def format_summary(result: AuditResult) -> str:
             f"{estimator_name(result.epsilon)}){gate}",
             *interval_lines(result.epsilon),
             *gate_lines,
+            *_profile_lines(result),
             f"  lower bound {result.lower_bound.epsilon:.4f} at "
             f"{result.lower_bound.confidence:.0%} confidence (Clopper-Pearson, held-out split); "
             f"empirical Epsilon* {result.empirical.epsilon:.4f}",

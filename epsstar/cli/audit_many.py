@@ -105,6 +105,7 @@ def _payload(
         "schema_version": SCHEMA_VERSION,
         "manifest": str(args.manifest),
         "max_epsilon": args.max_epsilon,
+        "gate": args.gate,
         "n_models": len(records),
         "n_failed": sum(1 for r in records if r.failed),
         "n_above_gate": len(_above_gate(records)),
@@ -161,7 +162,10 @@ def _print_summary(args: argparse.Namespace, records: list[ModelAudit]) -> None:
     print(f"{len(records)} models: {audited} audited, {len(failed)} failed")
     if args.max_epsilon is not None:
         above = len(_above_gate(records))
-        print(f"{above} of {audited} audited models above the limit {args.max_epsilon:g}")
+        print(
+            f"{above} of {audited} audited models above the limit {args.max_epsilon:g} "
+            f"(gate: {args.gate})"
+        )
     if args.json:
         print(f"JSON written to {args.json}")
     if args.reports:

@@ -19,6 +19,7 @@ from epsstar.cli.options import (
     estimator_config,
     stage_json,
 )
+from epsstar.cli.text_table import extrapolation_note, rate_text
 from epsstar.statistics.names import SEARCHES
 
 if TYPE_CHECKING:
@@ -92,13 +93,10 @@ def _format(result: EpsilonStarResult) -> str:
     if math.isfinite(result.fpr):
         lines.append(
             f"  attained by {result.attained_by} at loss threshold {result.threshold:.6g}: "
-            f"FPR = {result.fpr:.4g}, FNR = {result.fnr:.4g}"
+            f"FPR = {rate_text(result.fpr)}, FNR = {rate_text(result.fnr)}"
         )
         if result.tail_extrapolated:
-            lines.append(
-                "  note: a rate below 1/n is not observed in the data; this value extrapolates "
-                "the fitted tail"
-            )
+            lines.append(extrapolation_note(result.unsupported_rates))
     else:
         lines.append("  no admissible threshold beats random guessing")
     if result.note:

@@ -47,3 +47,22 @@ def format_table(cells: list[Cell]) -> str:
             ]
         )
     return aligned_table(rows)
+
+
+def rate_text(rate: float, digits: int = 4) -> str:
+    """A rate in [0, 1] with its distance from 1 shown when it is near 1 (``1 - 2.96e-06``).
+
+    Printed plainly such a rate would round to ``1`` and hide the tail it lies in.
+    """
+    if 0.999 < rate < 1.0:
+        return f"1 - {1.0 - rate:.{digits - 1}g}"
+    return f"{rate:.{digits}g}"
+
+
+def extrapolation_note(rates: tuple[str, ...]) -> str:
+    """The note line for a maximising test whose ``rates`` no record of data holds."""
+    verb = "is" if len(rates) == 1 else "are"
+    return (
+        f"  note: the maximising test's {' and '.join(rates)} {verb} below one record's worth "
+        "of data (extrapolated tail)"
+    )

@@ -71,13 +71,28 @@ class EpsilonStarResult:
     note: str | None = None
 
     @property
-    def tail_extrapolated(self) -> bool:
-        """The maximising FPR or FNR is below one record's worth of data (1/n).
+    def unsupported_rates(self) -> tuple[str, ...]:
+        """The maximising test's rates that lie below one record's worth of data.
 
-        Such a rate is not observed: it is the fitted distribution's tail,
-        extrapolated beyond the data.
+        Each corner of the trade-off is checked against the side that counts it: FPR and
+        1 − FPR against 1/m (m population records), FNR and 1 − FNR against 1/n (n
+        training records). Eq. 7 has a ratio with each of them as denominator, so
+        Epsilon* can be attained in any of the four. Such a rate is not observed: it is
+        the fitted distribution's tail, extrapolated beyond the data.
         """
-        return bool(self.fpr * self.n_population < 1 or self.fnr * self.n_train < 1)
+        m, n = self.n_population, self.n_train
+        checks = (
+            ("FPR", self.fpr * m),
+            ("FNR", self.fnr * n),
+            ("1-FPR", (1.0 - self.fpr) * m),
+            ("1-FNR", (1.0 - self.fnr) * n),
+        )
+        return tuple(name for name, records in checks if records < 1)
+
+    @property
+    def tail_extrapolated(self) -> bool:
+        """Any of :attr:`unsupported_rates`: Epsilon* rests on an extrapolated tail."""
+        return bool(self.unsupported_rates)
 
     @property
     def poor_fit(self) -> bool:
@@ -102,6 +117,7 @@ class EpsilonStarResult:
             "rate_window": list(self.rate_window),
             "poor_fit": self.poor_fit,
             "tail_extrapolated": self.tail_extrapolated,
+            "unsupported_rates": list(self.unsupported_rates),
             "fit": {side: report.to_dict() for side, report in self.fits.items()},
             "transform": self.transform.to_dict() if self.transform else None,
             "tail_fit": {side: dict(fit) for side, fit in self.tail_fits.items()} or None,

@@ -1,0 +1,91 @@
+"""Epsilon* as a function of δ, from a well-supported δ down to the chosen one.
+
+Epsilon*(δ) (eq. 7 of ``epsilon-star-negoescu-2024.md``) only counts tests whose
+FPR and FNR exceed δ, so the smaller δ the farther into the tails the maximising
+test moves. At δ ≥ 10/n every admissible rate is held by at least ten records of
+data; at the paper's δ = 1/(n ln n) < 1/n it can be a rate no record shows, where
+the estimate is the fitted tail's extrapolation. The profile re-estimates Epsilon*
+by the same method at geometrically spaced δ between ``10/n`` and the chosen δ
+(two per decade, both ends included) and records, at each, which of the test's
+rates lie below one record's worth of data
+(:attr:`~epsstar.statistics.results.EpsilonStarResult.unsupported_rates`): a
+reader sees how much of the headline the data hold and how much is extrapolation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from epsstar.statistics.results import EpsilonStarResult
+
+__all__ = ["DeltaPoint", "delta_grid", "epsilon_by_delta"]
+
+#: Points per decade of δ.
+PER_DECADE = 2
+#: The largest δ of a profile: rates above this many records per side.
+SUPPORTED_RECORDS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaPoint:
+    """Epsilon* at one δ, the test that attains it, and the rates the data do not hold."""
+
+    delta: float
+    epsilon: float
+    fpr: float
+    fnr: float
+    unsupported_rates: tuple[str, ...]
+
+    @property
+    def supported(self) -> bool:
+        """Every rate of the maximising test is held by at least one record."""
+        return not self.unsupported_rates
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "delta": self.delta,
+            "epsilon_star": self.epsilon,
+            "fpr": self.fpr if math.isfinite(self.fpr) else None,
+            "fnr": self.fnr if math.isfinite(self.fnr) else None,
+            "unsupported_rates": list(self.unsupported_rates),
+            "supported": self.supported,
+        }
+
+
+def delta_grid(delta: float, n_train: int) -> tuple[float, ...]:
+    """δ from ``min(10/n, 0.1)`` down to ``delta`` (both included), two per decade.
+
+    Just ``(delta,)`` when ``delta`` is already at or above the well-supported end, or 0
+    (which the empirical method accepts).
+    """
+    top = min(SUPPORTED_RECORDS / n_train, 0.1)
+    if not 0.0 < delta < top:
+        return (delta,)
+    points = max(2, math.ceil(PER_DECADE * math.log10(top / delta)) + 1)
+    grid = np.geomspace(top, delta, points)
+    grid[-1] = delta
+    return tuple(float(value) for value in grid)
+
+
+def epsilon_by_delta(
+    estimate_at: Callable[[float], EpsilonStarResult], delta: float, n_train: int
+) -> tuple[DeltaPoint, ...]:
+    """``estimate_at(δ)`` over :func:`delta_grid`, as :class:`DeltaPoint` records."""
+    points = []
+    for value in delta_grid(delta, n_train):
+        result = estimate_at(value)
+        points.append(
+            DeltaPoint(
+                delta=value,
+                epsilon=result.epsilon,
+                fpr=result.fpr,
+                fnr=result.fnr,
+                unsupported_rates=result.unsupported_rates,
+            )
+        )
+    return tuple(points)
