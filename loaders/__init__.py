@@ -37,6 +37,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
+from epsstar.audit.declared_privacy import DeclaredPrivacy
 from epsstar.audit.features import Features, as_features
 from epsstar.audit.output_reading import OutputReading, detect_reading
 from epsstar.audit.plugins import OutputKind
@@ -120,8 +121,10 @@ class BatchedModel:
         input_dtype: DTypeLike = np.float64,
         batch_size: int = DEFAULT_BATCH_SIZE,
         binary_columns: bool = False,
+        declared_privacy: DeclaredPrivacy | None = None,
     ) -> None:
         self._source = Path(source)
+        self._declared_privacy = declared_privacy
         self._n_features = n_features
         self._classes = classes
         self._input_dtype = np.dtype(input_dtype)
@@ -178,6 +181,11 @@ class BatchedModel:
     def files(self) -> tuple[Path, ...]:
         """Every file the model is read from: the model file, then any it refers to."""
         return (self._source,)
+
+    @property
+    def declared_privacy(self) -> DeclaredPrivacy | None:
+        """The DP guarantee the file says the model was trained under, if it says."""
+        return self._declared_privacy
 
     def predict(self, features: Features | NDArray[Any]) -> FloatArray:
         output = self._run_all(as_features(features))

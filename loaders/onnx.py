@@ -44,6 +44,7 @@ from epsstar.audit.class_labels import (
     classes_from_text,
     features_from_text,
 )
+from epsstar.audit.declared_privacy import PRIVACY_KEY, DeclaredPrivacy, privacy_from_text
 from epsstar.audit.features import Features, as_features
 from epsstar.audit.output_reading import OutputReading
 from epsstar.audit.plugins import OutputKind, import_optional
@@ -122,6 +123,14 @@ def _recorded_features(proto: Any, path: Path) -> tuple[str, ...] | None:
     return None
 
 
+def _declared_privacy(proto: Any, path: Path) -> DeclaredPrivacy | None:
+    """The DP guarantee an exporter recorded in the model's metadata, if any."""
+    for prop in proto.metadata_props:
+        if prop.key == PRIVACY_KEY:
+            return privacy_from_text(prop.value, path)
+    return None
+
+
 def _first_line(error: Exception) -> str:
     return (str(error).strip().splitlines() or [""])[0][:200]
 
@@ -145,6 +154,7 @@ class OnnxModel(BatchedModel):
         batch_size: int,
         fixed_batch: bool,
         outputs: OutputKind | None,
+        declared_privacy: DeclaredPrivacy | None = None,
     ) -> None:
         self._session = session
         self._files = files
@@ -165,6 +175,7 @@ class OnnxModel(BatchedModel):
             input_dtype=layout.first.dtype if self._single_dtype else np.float64,
             batch_size=batch_size,
             binary_columns=classes is not None,
+            declared_privacy=declared_privacy,
         )
         if logits_output is not None and outputs is None:
             self._reading = OutputReading(
@@ -330,6 +341,7 @@ class OnnxLoader:
             batch_size=batch or DEFAULT_BATCH_SIZE,
             fixed_batch=batch is not None,
             outputs=outputs,
+            declared_privacy=_declared_privacy(proto, path),
         )
 
 

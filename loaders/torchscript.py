@@ -41,6 +41,7 @@ from epsstar.audit.class_labels import (
     classes_from_text,
     features_from_text,
 )
+from epsstar.audit.declared_privacy import PRIVACY_KEY, DeclaredPrivacy, privacy_from_text
 from epsstar.audit.features import Features
 from epsstar.audit.output_reading import OutputReading
 from epsstar.audit.plugins import OutputKind, import_optional
@@ -82,6 +83,7 @@ class TorchScriptModel(BatchedModel):
         feature_names: tuple[str, ...] | None = None,
         outputs: OutputKind | None,
         stated: OutputReading | None = None,
+        declared_privacy: DeclaredPrivacy | None = None,
     ):
         self._module = module
         self._torch = torch
@@ -95,6 +97,7 @@ class TorchScriptModel(BatchedModel):
             classes=classes,
             outputs=outputs or (None if stated is None else stated.kind),
             input_dtype=numpy_dtype,
+            declared_privacy=declared_privacy,
         )
         if outputs is None and stated is not None:
             self._reading = stated
@@ -151,7 +154,7 @@ class TorchScriptLoader:
             raise InputFileError(f"the model file must exist. Found no file at {path}.")
         if not trust:
             check_archive_code(path)
-        extra = {CLASSES_KEY: "", FEATURES_KEY: "", OUTPUTS_KEY: ""}
+        extra = {CLASSES_KEY: "", FEATURES_KEY: "", OUTPUTS_KEY: "", PRIVACY_KEY: ""}
         try:
             with warnings.catch_warnings():
                 # TorchScript is the format being read; its deprecation is not the user's to fix
@@ -177,4 +180,5 @@ class TorchScriptLoader:
             feature_names=names,
             outputs=outputs,
             stated=stated,
+            declared_privacy=privacy_from_text(extra[PRIVACY_KEY], path),
         )

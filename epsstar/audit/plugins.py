@@ -72,8 +72,8 @@ INSTALL_HINTS: Final[Mapping[str, str]] = MappingProxyType(
 class LoadedModel(Protocol):
     """A model ready to predict, as returned by :meth:`ModelLoader.load`.
 
-    Besides the members below, the audit reads five optional attributes when a model has
-    them (:class:`epsstar.loaders.BatchedModel` has all five):
+    Besides the members below, the audit reads six optional attributes when a model has
+    them (:class:`epsstar.loaders.BatchedModel` has all six):
 
     * ``accepts_features`` — true when :meth:`predict` takes
       :class:`~epsstar.audit.features.Features` (typed, named columns: text for a pipeline
@@ -88,7 +88,9 @@ class LoadedModel(Protocol):
     * ``files`` — every file the model is read from (the model file first, then e.g. ONNX
       external data), each hashed into the result's provenance;
     * ``input_dtype`` — the numeric type the features are cast to; every value is checked
-      to fit it.
+      to fit it;
+    * ``declared_privacy`` — the DP guarantee the file says the model was trained under
+      (:class:`~epsstar.audit.declared_privacy.DeclaredPrivacy`), shown beside Epsilon*.
     """
 
     @property

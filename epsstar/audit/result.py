@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from epsstar import __version__
+from epsstar.audit.declared_privacy import DeclaredPrivacy
 from epsstar.audit.output_reading import OutputReading
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds import EpsilonLowerBound
@@ -54,6 +55,21 @@ class AuditResult:
     gate: GateStatistic | None = None
     #: Epsilon* from δ = 10/n down to the chosen δ (the last point is the headline).
     delta_profile: tuple[DeltaPoint, ...] = ()
+    #: The DP guarantee the model file declares (``None``: it declares nothing).
+    declared_privacy: DeclaredPrivacy | None = None
+
+    @property
+    def above_declared_epsilon(self) -> bool:
+        """Epsilon* exceeds the ε of a declared (ε, δ)-DP guarantee at a δ it covers.
+
+        An (ε, δ)-DP model has a true Epsilon* ≤ ε at every δ' ≥ δ, so such an estimate
+        is estimation error (sampling noise or tail extrapolation), not a finding.
+        """
+        declared = self.declared_privacy
+        if declared is None or not declared.private or declared.epsilon is None:
+            return False
+        covered = declared.delta is None or self.delta >= declared.delta
+        return covered and self.epsilon.epsilon > declared.epsilon
 
     @property
     def epsilon_star(self) -> float:
@@ -116,6 +132,12 @@ class AuditResult:
             "tail_extrapolated": headline["tail_extrapolated"],
             "unsupported_rates": headline["unsupported_rates"],
             "epsilon_star_by_delta": [point.to_dict() for point in self.delta_profile],
+            "declared_privacy": None
+            if self.declared_privacy is None
+            else {
+                **self.declared_privacy.to_dict(),
+                "epsilon_star_above_it": self.above_declared_epsilon,
+            },
             "epsilon_star_interval": headline["epsilon_star_interval"],
             "tail_fit": headline["tail_fit"],
             "plug_in_epsilon_star": headline["plug_in_epsilon_star"],

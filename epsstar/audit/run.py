@@ -258,17 +258,14 @@ def audit(
 
     Columns reach the model by the names it records, else as ``features`` names them, else
     by position, with a warning (:mod:`epsstar.audit.column_match`); ``input_shape``
-    reshapes each record (e.g. 64 pixel columns into ``(1, 8, 8)``) for models that take
-    tensors.
+    reshapes each record (e.g. 64 pixel columns into ``(1, 8, 8)``) for tensor models.
 
-    One file (or two with the same content) as both data sets is refused. A single class
-    of labels, population rows that also occur in the training data, or an ambiguous
-    reading of the model's outputs raise a warning, recorded in ``result.warnings``; with
-    ``max_epsilon`` set, any of them fails the gate (:mod:`epsstar.audit.data_checks`).
+    One file (or two with the same content) as both data sets is refused. A single class,
+    population rows also in the training data, or an ambiguous reading of the outputs raise
+    a warning (``result.warnings``) that fails a gate (:mod:`epsstar.audit.data_checks`).
     """
     paths = _existing(model=model, train=train, population=population)
-    # AuditOptions' fields in order
-    options = AuditOptions(
+    options = AuditOptions(  # its fields in order
         delta, method, family, interval, n_bootstrap, max_epsilon, confidence, seed, gate
     )
     size = check_positive_int("batch_size", batch_size)
@@ -282,20 +279,23 @@ def audit(
     )
     clock.append(time.perf_counter())
     train_side, population_side, match = _stream_both(loaded, paths, reading, progress)
-    tables = (train_side, population_side)
-    checks = _check_data(loaded, reading, tables, digests, match, paths["model"])
+    checks = _check_data(
+        loaded, reading, (train_side, population_side), digests, match, paths["model"]
+    )
     clock.append(time.perf_counter())
     utility = _utility(train_side, population_side)
     clock.append(time.perf_counter())
-    run: dict[str, object] = {"seed": seed, "confidence": options.confidence}
-    run |= {"command": command, "checks": checks, "match": match}
-    provenance = _provenance(paths, loaded, reading, train_side, population_side, **run)
+    run = {"seed": seed, "confidence": options.confidence, "command": command}
+    provenance = _provenance(
+        paths, loaded, reading, train_side, population_side, checks=checks, match=match, **run
+    )
     losses = (train_side.losses, population_side.losses)
     result = audit_losses(*losses, utility=utility, options=options, provenance=provenance)
     clock.append(time.perf_counter())
     result = checks.record(result, gate=options.max_epsilon is not None)
-    # The statistics' own duration is known only once they are done.
-    return dataclasses.replace(result, provenance={**provenance, "seconds": _seconds(clock)})
+    declared = getattr(loaded.model, "declared_privacy", None)
+    timed = {**provenance, "seconds": _seconds(clock)}  # the statistics' time is known now
+    return dataclasses.replace(result, provenance=timed, declared_privacy=declared)
 
 
 def _distinct_data(paths: dict[str, Path]) -> dict[str, str]:

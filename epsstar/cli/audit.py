@@ -222,6 +222,24 @@ def _note_lines(result: EpsilonStarResult) -> list[str]:
     return lines
 
 
+def _declared_lines(result: AuditResult) -> list[str]:
+    """The DP guarantee the model file declares, beside Epsilon*."""
+    declared = result.declared_privacy
+    if declared is None:
+        return []
+    if not declared.private or declared.epsilon is None:
+        return ["  trained without differential privacy (as the model file declares)"]
+    stated = f"DP-SGD at epsilon = {declared.epsilon:.4g}, delta = {declared.delta:.3g}"
+    if result.above_declared_epsilon:
+        return [
+            f"  declared: {stated}; Epsilon* is above it, which an (epsilon, delta)-DP model's "
+            "true Epsilon* cannot be: the excess is estimation error, not a finding"
+        ]
+    if declared.delta is not None and result.delta < declared.delta:
+        return [f"  declared: {stated}; it does not bound Epsilon* at the smaller audit delta"]
+    return [f"  declared: {stated}; Epsilon* is within it"]
+
+
 def _profile_lines(result: AuditResult) -> list[str]:
     """Epsilon* from a well-supported δ down to the chosen one; * marks extrapolation."""
     points = result.delta_profile
@@ -276,6 +294,7 @@ def format_summary(result: AuditResult) -> str:
             *interval_lines(result.epsilon),
             *gate_lines,
             *_profile_lines(result),
+            *_declared_lines(result),
             f"  lower bound {result.lower_bound.epsilon:.4f} at "
             f"{result.lower_bound.confidence:.0%} confidence (Clopper-Pearson, held-out split); "
             f"empirical Epsilon* {result.empirical.epsilon:.4f}",

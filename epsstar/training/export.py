@@ -42,6 +42,7 @@ from epsstar.audit.class_labels import (
     classes_to_text,
     features_to_text,
 )
+from epsstar.audit.declared_privacy import PRIVACY_KEY, DeclaredPrivacy, privacy_to_text
 from epsstar.audit.files import atomic_write_bytes
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.training.models import ExportedModel
@@ -97,9 +98,16 @@ def prepare_output_dir(path: str | os.PathLike[str], overwrite: bool) -> Path:
     return directory
 
 
-def _metadata(classes: Sequence[str] | None, feature_names: Sequence[str] | None) -> dict[str, str]:
-    """The class labels and input column names, as ONNX metadata or TorchScript extra files."""
+def _metadata(
+    classes: Sequence[str] | None,
+    feature_names: Sequence[str] | None,
+    privacy: DeclaredPrivacy | None = None,
+) -> dict[str, str]:
+    """The class labels, input column names and DP guarantee, as ONNX metadata or
+    TorchScript extra files."""
     entries: dict[str, str] = {}
+    if privacy is not None:
+        entries[PRIVACY_KEY] = privacy_to_text(privacy)
     if classes is not None:
         entries[CLASSES_KEY] = classes_to_text(classes)
     if feature_names is not None:
@@ -108,7 +116,10 @@ def _metadata(classes: Sequence[str] | None, feature_names: Sequence[str] | None
 
 
 def _onnx_bytes(
-    model: ExportedModel, classes: Sequence[str] | None, feature_names: Sequence[str] | None
+    model: ExportedModel,
+    classes: Sequence[str] | None,
+    feature_names: Sequence[str] | None,
+    privacy: DeclaredPrivacy | None = None,
 ) -> bytes:
     import onnx
     from onnx import TensorProto, helper, numpy_helper
@@ -160,7 +171,7 @@ def _onnx_bytes(
         producer_name="epsstar",
         ir_version=8,
     )
-    metadata = _metadata(classes, feature_names)
+    metadata = _metadata(classes, feature_names, privacy)
     if metadata:
         helper.set_model_props(proto, metadata)
     onnx.checker.check_model(proto)
@@ -173,13 +184,14 @@ def export_onnx(
     *,
     classes: Sequence[str] | None = None,
     feature_names: Sequence[str] | None = None,
+    privacy: DeclaredPrivacy | None = None,
 ) -> None:
     """Write ``model`` as ONNX (input ``features``; outputs ``probabilities`` and ``logits``).
 
-    ``classes``, the labels of the output columns, and ``feature_names``, the input
-    columns in order, are recorded in the model's metadata.
+    ``classes``, the labels of the output columns, ``feature_names``, the input columns
+    in order, and ``privacy``, how it was trained, are recorded in the model's metadata.
     """
-    atomic_write_bytes(path, _onnx_bytes(model, classes, feature_names))
+    atomic_write_bytes(path, _onnx_bytes(model, classes, feature_names, privacy))
 
 
 class ExportedLogits(torch.nn.Module):
@@ -201,13 +213,15 @@ def export_torchscript(
     *,
     classes: Sequence[str] | None = None,
     feature_names: Sequence[str] | None = None,
+    privacy: DeclaredPrivacy | None = None,
 ) -> None:
     """Write ``model``'s logits as a TorchScript archive (``torch.jit.load`` reads it).
 
-    ``classes``, the labels of the output columns, and ``feature_names``, the input
-    columns in order, are recorded as extra files, with :data:`OUTPUTS_KEY`.
+    ``classes``, the labels of the output columns, ``feature_names``, the input columns
+    in order, and ``privacy``, how it was trained, are recorded as extra files, with
+    :data:`OUTPUTS_KEY`.
     """
-    extra = {**_metadata(classes, feature_names), OUTPUTS_KEY: ONNX_LOGITS}
+    extra = {**_metadata(classes, feature_names, privacy), OUTPUTS_KEY: ONNX_LOGITS}
     buffer = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -216,15 +230,34 @@ def export_torchscript(
     atomic_write_bytes(path, buffer.getvalue())
 
 
+def declared_privacy(result: TrainingResult) -> DeclaredPrivacy:
+    """What the exported files declare: DP-SGD at the accounted (ε, δ), or no DP."""
+    if not result.private or result.privacy is None:
+        return DeclaredPrivacy(private=False)
+    return DeclaredPrivacy(
+        private=True,
+        epsilon=result.privacy.epsilon,
+        delta=result.privacy.delta,
+        accountant=str(result.privacy.accountant.get("name", "")) or None,
+    )
+
+
 def write_model_dir(
     directory: str | os.PathLike[str], model: ExportedModel, result: TrainingResult
 ) -> TrainingResult:
     """Write the three files into an existing directory; returns the record as written."""
     folder = Path(directory)
     classes, names = result.data.classes, result.data.feature_names
-    export_onnx(model, folder / MODEL_FILES["onnx"], classes=classes, feature_names=names)
+    privacy = declared_privacy(result)
+    export_onnx(
+        model, folder / MODEL_FILES["onnx"], classes=classes, feature_names=names, privacy=privacy
+    )
     export_torchscript(
-        model, folder / MODEL_FILES["torchscript"], classes=classes, feature_names=names
+        model,
+        folder / MODEL_FILES["torchscript"],
+        classes=classes,
+        feature_names=names,
+        privacy=privacy,
     )
     final = dataclasses.replace(
         result, files={"onnx": MODEL_FILES["onnx"], "torchscript": MODEL_FILES["torchscript"]}
