@@ -23,6 +23,7 @@ from epsstar.statistics.conversions import (
     advantage_bound_gaussian,
     advantage_bound_rdp,
     bayes_security_dpsgd,
+    bayes_security_from_delta_at_zero,
     epsilon_from_advantage_gaussian,
     epsilon_from_posterior_belief,
     gdp_delta,
@@ -342,11 +343,11 @@ def test_bayes_security_against_mpmath(p: float, steps: int, sigma: float) -> No
     sub = bayes_security_dpsgd(p, steps, sigma)
     assert isinstance(sub, BayesSecurity)
     assert sub.neighbouring == "substitution"
-    assert sub.beta_lower == pytest.approx(float(1 - mpmath.erf(x)), rel=1e-13)
-    assert sub.advantage_upper == pytest.approx(float(mpmath.erf(x)), rel=1e-13)
+    assert sub.beta_closed_form == pytest.approx(float(1 - mpmath.erf(x)), rel=1e-13)
+    assert sub.advantage_closed_form == pytest.approx(float(mpmath.erf(x)), rel=1e-13)
     assert sub.error_order == pytest.approx(math.sqrt(p * steps) / sigma, rel=1e-15)
     add = bayes_security_dpsgd(p, steps, sigma, neighbouring="add_remove")
-    assert add.beta_lower == pytest.approx(float(1 - mpmath.erf(x / 2)), rel=1e-13)
+    assert add.beta_closed_form == pytest.approx(float(1 - mpmath.erf(x / 2)), rel=1e-13)
 
 
 @given(st.floats(1e-6, 1.0), st.integers(1, 10**7), st.floats(0.1, 100.0))
@@ -356,19 +357,29 @@ def test_add_remove_is_substitution_with_twice_the_noise(
     add = bayes_security_dpsgd(p, steps, sigma, neighbouring="add_remove")
     sub = bayes_security_dpsgd(p, steps, sigma, neighbouring="substitution")
     twice = bayes_security_dpsgd(p, steps, 2 * sigma, neighbouring="substitution")
-    assert add.beta_lower == pytest.approx(twice.beta_lower, rel=1e-12, abs=1e-300)
-    assert add.beta_lower >= sub.beta_lower
+    assert add.beta_closed_form == pytest.approx(twice.beta_closed_form, rel=1e-12, abs=1e-300)
+    assert add.beta_closed_form >= sub.beta_closed_form
     assert add.error_order == sub.error_order
     for result in (add, sub):
-        assert 0.0 <= result.beta_lower <= 1.0
-        assert result.beta_lower + result.advantage_upper == pytest.approx(1.0, abs=1e-15)
+        assert 0.0 <= result.beta_closed_form <= 1.0
+        total = result.beta_closed_form + result.advantage_closed_form
+        assert total == pytest.approx(1.0, abs=1e-15)
 
 
 def test_bayes_security_matches_the_paper_figure_parameters() -> None:
     # Paper, eq. (4): p = erfinv(1 − β*)·√2·σ/√T inverts Corollary 7.
     beta, steps, sigma = 0.9, 5000, 3.0
     p = float(mpmath.erfinv(1 - mpmath.mpf(beta)) * mpmath.sqrt(2) * sigma / mpmath.sqrt(steps))
-    assert bayes_security_dpsgd(p, steps, sigma).beta_lower == pytest.approx(beta, rel=1e-12)
+    assert bayes_security_dpsgd(p, steps, sigma).beta_closed_form == pytest.approx(beta, rel=1e-12)
+
+
+def test_bayes_security_from_delta_at_zero() -> None:
+    # Proposition 8: a (0, δ)-DP mechanism has β* = 1 − δ; e.g. one Gaussian step at
+    # sensitivity 1 and σ = 2 has δ(0) = TV = 2Φ(1/4) − 1.
+    delta = 2 * stats.norm.cdf(0.25) - 1
+    assert bayes_security_from_delta_at_zero(delta) == pytest.approx(2 * stats.norm.sf(0.25))
+    assert bayes_security_from_delta_at_zero(0.0) == 1.0
+    assert bayes_security_from_delta_at_zero(1.0) == 0.0
 
 
 def test_unknown_neighbouring_lists_the_allowed_values() -> None:
@@ -420,6 +431,8 @@ BAD_CALLS: list[tuple[Callable[..., Any], tuple[Any, ...], str]] = [
     (bayes_security_dpsgd, (0.1, 2.5, 1.0), "2.5"),
     (bayes_security_dpsgd, (0.1, 10, 0.0), "0.0"),
     (bayes_security_dpsgd, (0.1, 10, -2.0), "-2.0"),
+    (bayes_security_from_delta_at_zero, (1.2,), "1.2"),
+    (bayes_security_from_delta_at_zero, (-0.1,), "-0.1"),
     (tpr_bound_bayes_security, (0.5, 1.1), "1.1"),
     (tpr_bound_bayes_security, (-0.5, 0.5), "-0.5"),
 ]

@@ -29,6 +29,7 @@ __all__ = [
     "advantage_bound_gaussian",
     "advantage_bound_rdp",
     "bayes_security_dpsgd",
+    "bayes_security_from_delta_at_zero",
     "epsilon_from_advantage_gaussian",
     "epsilon_from_posterior_belief",
     "gdp_delta",
@@ -329,17 +330,19 @@ def gdp_mu_lower_bound(
 
 @dataclass(frozen=True, slots=True)
 class BayesSecurity:
-    """Closed-form Bayes security of DP-SGD against membership inference.
+    """Closed-form approximation of the Bayes security of DP-SGD against membership inference.
 
-    ``beta_lower`` is the leading term of Corollary 7; the bound holds up to an
+    ``beta_closed_form`` is the leading term of Corollary 7, which omits an
     error of order ``error_order`` = sqrt(pT)/σ whose constant the paper does
-    not give, so ``error_order`` is an order of magnitude, not a bound.
-    ``advantage_upper`` = 1 − ``beta_lower`` is the matching advantage.
+    not give; it is therefore an approximation, not a bound, and lies above
+    the exact β* (from the privacy loss distribution) where the error term
+    matters: the paper advises against it for σ < 1 (§4.1).
+    ``advantage_closed_form`` = 1 − ``beta_closed_form``.
     """
 
-    beta_lower: float
+    beta_closed_form: float
     error_order: float
-    advantage_upper: float
+    advantage_closed_form: float
     neighbouring: str
 
 
@@ -349,14 +352,18 @@ def bayes_security_dpsgd(
     noise_multiplier: float,
     neighbouring: str = "substitution",
 ) -> BayesSecurity:
-    """Bayes security β* of DP-SGD (Corollary 7 of ``closed-form-bounds-dpsgd-cherubin-2024.md``).
+    """Leading term of the Bayes security β* of DP-SGD (Corollary 7, Cherubin et al.).
 
+    ``closed-form-bounds-dpsgd-cherubin-2024.md``:
     β* ≥ 1 − erf(p·sqrt(T) / (√2·σ)) − O(sqrt(pT)/σ) for the substitution
     relation (two clipped gradients may point in opposite directions, so the
     sensitivity is 2C); add/remove halves the sensitivity and gives
     1 − erf(p·sqrt(T) / (2√2·σ)). Here p is the sampling rate, T the number of
-    steps and σ the noise multiplier. Computed with erfc, so β* near 0 keeps
-    its relative precision.
+    steps and σ the noise multiplier. The O(·) term is dropped, so the result
+    is an approximation, not a bound; it is computed with erfc, so β* near 0
+    keeps its relative precision. For the exact value
+    use :func:`bayes_security_from_delta_at_zero` on δ(0) of the mechanism's
+    privacy loss distribution.
     """
     p = check_in_range("sampling_rate", sampling_rate, 0.0, 1.0, high_inclusive=True)
     t = check_positive_int("steps", steps, minimum=1)
@@ -367,11 +374,23 @@ def bayes_security_dpsgd(
     scale = _SQRT2 * sigma if neighbouring == "substitution" else 2.0 * _SQRT2 * sigma
     argument = p * math.sqrt(t) / scale
     return BayesSecurity(
-        beta_lower=float(erfc(argument)),
+        beta_closed_form=float(erfc(argument)),
         error_order=math.sqrt(p * t) / sigma,
-        advantage_upper=float(erf(argument)),
+        advantage_closed_form=float(erf(argument)),
         neighbouring=neighbouring,
     )
+
+
+def bayes_security_from_delta_at_zero(delta_at_zero: float) -> float:
+    """β* = 1 − δ(0) for a mechanism whose privacy profile has δ(ε = 0) = ``delta_at_zero``.
+
+    δ(0) is the total variation distance between the outputs on neighbouring
+    inputs, which is the advantage sup over tests (TPR − FPR) of the best
+    attack (Proposition 8 of ``closed-form-bounds-dpsgd-cherubin-2024.md``).
+    An upper bound on δ(0), such as a pessimistic privacy loss distribution
+    gives, yields a lower bound on β*.
+    """
+    return 1.0 - _rate("delta_at_zero", delta_at_zero)
 
 
 def tpr_bound_bayes_security(fpr: float, beta: float) -> float:

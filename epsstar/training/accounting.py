@@ -17,10 +17,15 @@ every ε so the number can be reproduced.
 
 δ defaults to 1/(n ln n) for n training records, as in §4.1 of
 ``epsilon-star-negoescu-2024.md``.
+
+The same privacy loss distribution also gives the largest membership advantage
+of any attack, δ(ε = 0) (:func:`membership_advantage`); a composed distribution
+is built once and shared by both questions.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Callable
@@ -30,14 +35,18 @@ from typing import Any
 
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_delta, check_in_range, check_positive_int
+from epsstar.statistics.conversions import NEIGHBOURING_RELATIONS
 
 __all__ = [
     "ACCOUNTANTS",
     "DEFAULT_MAX_NOISE_MULTIPLIER",
     "Accountant",
+    "MembershipAdvantage",
+    "advantage_interval",
     "default_delta",
     "find_noise_multiplier",
     "make_accountant",
+    "membership_advantage",
 ]
 
 ACCOUNTANTS: tuple[str, ...] = ("pld", "rdp")
@@ -50,6 +59,9 @@ _MIN_NOISE_MULTIPLIER = 1e-2
 
 _DEFAULT_PLD_INTERVAL = 1e-3
 _FINEST_PLD_INTERVAL = 1e-4
+
+#: Floor of the discretisation step used for the advantage (see :func:`membership_advantage`).
+_FINEST_ADVANTAGE_INTERVAL = 1e-6
 
 
 def default_delta(n_records: int) -> float:
@@ -90,8 +102,10 @@ class Accountant:
         d = check_delta(delta)
         if sigma == 0.0:
             return math.inf
+        if self.name == "pld":
+            pld = _composed_pld(sigma, q, count, self.value_discretization_interval, "add_remove")
+            return float(pld.get_epsilon(d))
         import dp_accounting
-        from dp_accounting.pld import PLDAccountant
         from dp_accounting.rdp import RdpAccountant
 
         event = dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma))
@@ -99,13 +113,7 @@ class Accountant:
         level = absl_logger.level
         absl_logger.setLevel(logging.ERROR)  # RDP warns about orders it skips
         try:
-            accountant: Any
-            if self.name == "pld":
-                accountant = PLDAccountant(
-                    value_discretization_interval=self.value_discretization_interval
-                )
-            else:
-                accountant = RdpAccountant()
+            accountant = RdpAccountant()
             accountant.compose(event, count)
             return float(accountant.get_epsilon(d))
         finally:
@@ -136,6 +144,117 @@ def make_accountant(name: str = "pld", target_epsilon: float | None = None) -> A
         interval = min(_DEFAULT_PLD_INTERVAL, max(target_epsilon / 100.0, _FINEST_PLD_INTERVAL))
         return Accountant(name, value_discretization_interval=interval)
     return Accountant(name)
+
+
+@functools.lru_cache(maxsize=4)
+def _composed_pld(
+    noise_multiplier: float,
+    sampling_rate: float,
+    steps: int,
+    value_discretization_interval: float,
+    neighbouring: str,
+) -> Any:
+    """``dp_accounting``'s PLD accountant after ``steps`` Poisson-sampled Gaussian steps (σ > 0).
+
+    Cached: the trainer asks for ε after the last epoch and then for δ(0) of
+    the same run, and one composition serves both. Callers only query it.
+    """
+    import dp_accounting
+    from dp_accounting.pld import PLDAccountant
+
+    relation = (
+        dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+        if neighbouring == "add_remove"
+        else dp_accounting.NeighboringRelation.REPLACE_ONE
+    )
+    accountant = PLDAccountant(
+        neighboring_relation=relation,
+        value_discretization_interval=value_discretization_interval,
+    )
+    event = dp_accounting.PoissonSampledDpEvent(
+        sampling_rate, dp_accounting.GaussianDpEvent(noise_multiplier)
+    )
+    accountant.compose(event, steps)
+    return accountant
+
+
+@dataclass(frozen=True, slots=True)
+class MembershipAdvantage:
+    """The largest advantage of any membership test against DP-SGD, from its PLD.
+
+    ``advantage`` is δ(ε = 0) of the composed mechanism (``dp_accounting``'s
+    pessimistic privacy loss distribution), an upper bound on
+    sup over tests of (TPR − FPR); ``value_discretization_interval`` is the
+    grid step of that distribution, so the number can be reproduced.
+    """
+
+    advantage: float
+    neighbouring: str
+    noise_multiplier: float
+    sampling_rate: float
+    steps: int
+    value_discretization_interval: float
+
+
+def advantage_interval(
+    noise_multiplier: float, sampling_rate: float, coarsest: float = _DEFAULT_PLD_INTERVAL
+) -> float:
+    """Grid step for δ(0): q/(4σ), clamped to [1e-6, ``coarsest``].
+
+    One step's privacy loss is of order q/σ; the pessimistic rounding of each
+    step to the grid adds up over the steps, so the grid must be finer than
+    that scale. At small σ (where a PLD is slow) this is ``coarsest``, the
+    accountant's own step, and its composition is reused.
+    """
+    scale = sampling_rate / (4.0 * noise_multiplier)
+    return max(_FINEST_ADVANTAGE_INTERVAL, min(coarsest, scale))
+
+
+def membership_advantage(
+    noise_multiplier: float,
+    sampling_rate: float,
+    steps: int,
+    neighbouring: str = "add_remove",
+    *,
+    coarsest_interval: float = _DEFAULT_PLD_INTERVAL,
+) -> MembershipAdvantage:
+    """Adv* = sup over tests (TPR − FPR) of DP-SGD, as δ(ε = 0) of its privacy loss distribution.
+
+    For the two output distributions P, Q of neighbouring data sets, the best
+    test's TPR − FPR is their total variation distance, which is the hockey-stick
+    divergence at ε = 0, i.e. δ(0) of the privacy profile; the Bayes security
+    is β* = 1 − Adv* (Proposition 8 of ``closed-form-bounds-dpsgd-cherubin-2024.md``).
+    ``dp_accounting`` composes ``steps`` Poisson-subsampled Gaussian steps
+    (sampling rate q, noise multiplier σ; sensitivity 1 in units of the clip
+    norm) and returns the larger δ(0) of the add and the remove direction for
+    ``"add_remove"``; ``"substitution"`` replaces one clipping unit by another
+    (its ``REPLACE_ONE`` relation, the pair q·N(−1) + (1−q)·N(0) against
+    q·N(1) + (1−q)·N(0) per step).
+
+    The distribution is discretised pessimistically, on the grid of
+    :func:`advantage_interval`, so δ(0) is an upper bound on Adv* (and 1 − δ(0)
+    a lower bound on β*) that approaches it as the grid gets finer; it is
+    clamped to [0, 1]. σ = 0 gives Adv* = 1.
+    """
+    sigma = check_in_range("noise_multiplier", noise_multiplier, 0, math.inf, low_inclusive=True)
+    q = check_in_range("sampling_rate", sampling_rate, 0, 1, high_inclusive=True)
+    count = check_positive_int("steps", steps)
+    coarsest = check_in_range("coarsest_interval", coarsest_interval, 0, 1)
+    if neighbouring not in NEIGHBOURING_RELATIONS:
+        allowed = ", ".join(repr(name) for name in NEIGHBOURING_RELATIONS)
+        raise InvalidInputError(f"neighbouring must be one of {allowed}. Found {neighbouring!r}.")
+    if sigma == 0.0:
+        return MembershipAdvantage(1.0, neighbouring, sigma, q, count, 0.0)
+    interval = advantage_interval(sigma, q, coarsest)
+    delta_at_zero = float(_composed_pld(sigma, q, count, interval, neighbouring).get_delta(0.0))
+    return MembershipAdvantage(
+        advantage=min(1.0, max(0.0, delta_at_zero)),
+        neighbouring=neighbouring,
+        noise_multiplier=sigma,
+        sampling_rate=q,
+        steps=count,
+        value_discretization_interval=interval,
+    )
 
 
 def find_noise_multiplier(

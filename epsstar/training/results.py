@@ -23,7 +23,7 @@ __all__ = [
     "TrainingUtility",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +80,10 @@ class PrivacySummary:
     standard deviation σ·C. ``sensitivity`` is the largest change of that sum
     when one record is added or removed (C per example, 2C per microbatch of
     more than one example), and the accountant is run with
-    ``accounting_noise_multiplier`` = σ·C / sensitivity.
+    ``accounting_noise_multiplier`` = σ·C / sensitivity. ``bayes_security``
+    holds, per neighbouring relation, the Bayes security from the privacy loss
+    distribution (a lower bound) beside Corollary 7's closed form (an
+    approximation); see ``docs/training.md``.
     """
 
     target_epsilon: float | None

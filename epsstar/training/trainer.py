@@ -46,6 +46,7 @@ from epsstar.training.accounting import (
     default_delta,
     find_noise_multiplier,
     make_accountant,
+    membership_advantage,
 )
 from epsstar.training.clipping import ClippedSum, clipped_gradient_sum, gradient_sum
 from epsstar.training.data import TabularData
@@ -281,23 +282,65 @@ def evaluate(model: ExportedModel, data: TabularData) -> TrainingUtility:
     )
 
 
+#: Corollary 7 is not advisable below this noise multiplier (§4.1 of the paper).
+_CLOSED_FORM_MIN_NOISE_MULTIPLIER = 1.0
+
+_EXACT_SOURCE = (
+    "1 - delta(epsilon=0) of the privacy loss distribution (dp_accounting.pld, pessimistic "
+    "discretisation): a lower bound on the Bayes security"
+)
+_NO_EXACT_SOURCE = (
+    "not computed: with microbatches the record's group is released whether or not the "
+    "record is sampled, which dp_accounting's substitution pair does not cover"
+)
+_CLOSED_FORM_SOURCE = (
+    "closed-form-bounds-dpsgd-cherubin-2024.md, Corollary 7, leading term only (an "
+    "approximation; unreliable for noise multipliers below 1)"
+)
+
+
 def _bayes_security(plan: PrivacyPlan) -> dict[str, dict[str, object]]:
-    from epsstar.statistics.conversions import bayes_security_dpsgd
+    """Per neighbouring relation: the exact β* from the PLD beside Corollary 7's closed form."""
+    from epsstar.statistics.conversions import (
+        bayes_security_dpsgd,
+        bayes_security_from_delta_at_zero,
+    )
 
     # Substitution moves one clipping unit by up to 2C whether units are examples or groups,
     # which is the sensitivity Corollary 7 assumes for σ; add/remove uses the accountant's σ.
+    # dp_accounting's substitution pair assumes an unsampled record contributes nothing, which
+    # holds for per-example clipping only (a microbatch is released with or without it).
+    per_example = plan.sensitivity_factor == 1.0
     readings: dict[str, dict[str, object]] = {}
     for relation, sigma in (
         ("add_remove", plan.accounting_noise_multiplier),
         ("substitution", plan.noise_multiplier),
     ):
-        bound = bayes_security_dpsgd(plan.sampling_rate, plan.steps, sigma, relation)
+        closed = bayes_security_dpsgd(plan.sampling_rate, plan.steps, sigma, relation)
+        exact = None
+        if relation == "add_remove" or per_example:
+            exact = membership_advantage(
+                plan.accounting_noise_multiplier,
+                plan.sampling_rate,
+                plan.steps,
+                relation,
+                coarsest_interval=plan.accountant.value_discretization_interval,
+            )
         readings[relation] = {
-            "beta_lower": bound.beta_lower,
-            "error_order": bound.error_order,
-            "advantage_upper": bound.advantage_upper,
+            "beta_exact": None
+            if exact is None
+            else bayes_security_from_delta_at_zero(exact.advantage),
+            "advantage_exact": None if exact is None else exact.advantage,
+            "value_discretization_interval": None
+            if exact is None
+            else exact.value_discretization_interval,
+            "exact_source": _NO_EXACT_SOURCE if exact is None else _EXACT_SOURCE,
+            "beta_closed_form": closed.beta_closed_form,
+            "advantage_closed_form": closed.advantage_closed_form,
+            "error_order": closed.error_order,
+            "closed_form_unreliable": sigma < _CLOSED_FORM_MIN_NOISE_MULTIPLIER,
+            "closed_form_source": _CLOSED_FORM_SOURCE,
             "noise_multiplier": sigma,
-            "source": "closed-form-bounds-dpsgd-cherubin-2024.md, Corollary 7",
         }
     return readings
 

@@ -11,6 +11,7 @@ import torch
 from opacus.accountants import PRVAccountant
 
 from epsstar.exceptions import InvalidInputError
+from epsstar.training.accounting import membership_advantage
 from epsstar.training.data import TabularData
 from epsstar.training.trainer import TrainingConfig, plan_privacy, train
 
@@ -60,8 +61,26 @@ def test_dp_record_is_consistent_and_independently_checked(binary_table: Tabular
     argument = (
         privacy.sampling_rate * math.sqrt(privacy.steps) / (math.sqrt(2) * privacy.noise_multiplier)
     )
-    assert security["substitution"]["beta_lower"] == pytest.approx(math.erfc(argument))
-    assert security["add_remove"]["beta_lower"] == pytest.approx(math.erfc(argument / 2))
+    assert security["substitution"]["beta_closed_form"] == pytest.approx(math.erfc(argument))
+    assert security["add_remove"]["beta_closed_form"] == pytest.approx(math.erfc(argument / 2))
+    # The exact values come from the PLD of the recorded (σ, q, steps) and the recorded grid.
+    for relation, reading in security.items():
+        exact = membership_advantage(
+            privacy.accounting_noise_multiplier,
+            privacy.sampling_rate,
+            privacy.steps,
+            relation,
+            coarsest_interval=reading["value_discretization_interval"],
+        )
+        assert reading["value_discretization_interval"] == exact.value_discretization_interval
+        assert reading["advantage_exact"] == exact.advantage
+        assert reading["beta_exact"] == pytest.approx(1 - exact.advantage)
+        assert reading["closed_form_unreliable"] is (reading["noise_multiplier"] < 1)
+    # The add/remove (ε, δ) guarantee caps that advantage at (e^ε − 1 + 2δ)/(e^ε + 1).
+    epsilon = privacy.epsilon
+    cap = (math.exp(epsilon) - 1 + 2 * privacy.delta) / (math.exp(epsilon) + 1)
+    assert 0 < security["add_remove"]["advantage_exact"] <= cap
+    assert security["substitution"]["beta_exact"] < security["add_remove"]["beta_exact"]
     epsilons = [h.epsilon for h in result.history]
     assert epsilons == sorted(epsilons)
     assert epsilons[-1] == privacy.epsilon
@@ -86,6 +105,11 @@ def test_microbatches_double_the_sensitivity(binary_table: TabularData) -> None:
     assert privacy is not None
     assert privacy.sensitivity == 2.0
     assert privacy.clipping_unit == "microbatch"
+    security = privacy.bayes_security
+    assert 0 < security["add_remove"]["beta_exact"] < 1
+    assert security["substitution"]["beta_exact"] is None  # no dominating pair for groups
+    assert security["substitution"]["advantage_exact"] is None
+    assert security["substitution"]["beta_closed_form"] > 0
     assert record.result.hyperparameters.update_normaliser == 6
 
 
