@@ -40,7 +40,9 @@ def test_each_point_is_the_method_at_that_delta() -> None:
     train, population = rng.normal(0.0, 1.0, 3000), rng.normal(0.6, 1.0, 3000)
     delta = default_delta(train.size)
     points = epsilon_by_delta(
-        lambda d: epsilon_star(train, population, delta=d, method="tails"), delta, train.size
+        lambda grid: [epsilon_star(train, population, delta=d, method="tails") for d in grid],
+        delta,
+        train.size,
     )
     assert [p.delta for p in points] == list(delta_grid(delta, train.size))
     for point in points:
@@ -52,6 +54,21 @@ def test_each_point_is_the_method_at_that_delta() -> None:
     assert values == sorted(values)
     # At 10/n every rate is held by the data.
     assert points[0].supported
+
+
+@pytest.mark.filterwarnings("ignore::epsstar.exceptions.PoorFitWarning")
+@pytest.mark.parametrize("method", ["tails", "tails-crossfit", "parametric", "empirical"])
+def test_fitting_once_for_every_delta_equals_separate_estimates(method: str) -> None:
+    from epsstar.statistics.estimator import estimate_at_deltas
+    from epsstar.statistics.methods import method_config
+
+    rng = np.random.default_rng(6)
+    train, population = rng.gamma(2, 5, 1500), rng.gamma(2.8, 5, 1500)
+    grid = delta_grid(default_delta(train.size), train.size)
+    together = estimate_at_deltas(train, population, method_config(method), grid, seed=3)  # type: ignore[arg-type]
+    for d, result in zip(grid, together, strict=True):
+        alone = epsilon_star(train, population, delta=d, method=method, seed=3)  # type: ignore[arg-type]
+        assert result.to_dict() == alone.to_dict()
 
 
 def test_the_audit_profile_ends_at_the_headline() -> None:

@@ -49,10 +49,12 @@ from epsstar.statistics.estimator import (
     MIN_RECORDS,
     default_delta,
     epsilon_star,
+    estimate_at_deltas,
 )
 from epsstar.statistics.gate import gate_statistic
 from epsstar.statistics.held_out_bound import split_lower_bound
 from epsstar.statistics.leak_test import held_out_leak_test
+from epsstar.statistics.methods import method_config
 from epsstar.statistics.names import (
     DEFAULT_GATE,
     DEFAULT_METHOD,
@@ -173,12 +175,11 @@ def audit_losses(
         method=method,
     )
 
-    def estimate_at(value: float) -> EpsilonStarResult:
-        if value == delta:
-            return headline
-        return epsilon_star(
-            train, population, delta=value, family=options.family, seed=options.seed, method=method
-        )
+    def estimate_at(grid: tuple[float, ...]) -> list[EpsilonStarResult]:
+        # The grid ends at the headline's δ: the headline is that point.
+        config = method_config(method, family=options.family)
+        others = estimate_at_deltas(train, population, config, grid[:-1], seed=options.seed)
+        return [*others, headline]
 
     lower_bound = split_lower_bound(
         train, population, delta=delta, confidence=options.confidence, seed=options.seed

@@ -38,7 +38,14 @@ from epsstar.statistics.fitting.base import ContinuousDistribution
 from epsstar.statistics.optimizer import evaluate_terms, zoom_maximum
 from epsstar.statistics.ratio_terms import Supremum
 
-__all__ = ["CrossFit", "crossfit_epsilon", "ratio_maximisers", "score_on"]
+__all__ = [
+    "CrossFit",
+    "crossfit_epsilon",
+    "crossfit_fits",
+    "crossfit_score",
+    "ratio_maximisers",
+    "score_on",
+]
 
 #: Fits both sides (training, population losses) to loss-ordered distributions.
 PairFitter = Callable[
@@ -143,27 +150,41 @@ def score_on(
     return float(value) if value > 0 else 0.0
 
 
-def crossfit_epsilon(
+#: The fits of one random halving: ((train A, population A), (train B, population B)).
+HalfFits = tuple[
+    tuple[ContinuousDistribution, ContinuousDistribution],
+    tuple[ContinuousDistribution, ContinuousDistribution],
+]
+
+
+def crossfit_fits(
     train: FloatArray,
     population: FloatArray,
-    delta: float,
     fit: PairFitter,
     *,
     n_splits: int = 1,
     seed: int = 0,
-) -> CrossFit:
-    """Cross-fitted Epsilon* (module doc) with ``fit`` applied to each half."""
+) -> list[HalfFits]:
+    """``fit`` applied to both halves of ``n_splits`` seeded random halvings (module doc).
+
+    The fits do not depend on δ, so one set serves Epsilon* at every δ.
+    """
     n_splits = check_positive_int("n_splits", n_splits)
     rng = np.random.default_rng([seed, 0xC0F1])
-    scores: list[list[float]] = []
+    found: list[HalfFits] = []
     for _ in range(n_splits):
         a = rng.permutation(train)
         b = rng.permutation(population)
-        halves = (
-            (a[: a.size // 2], b[: b.size // 2]),
-            (a[a.size // 2 :], b[b.size // 2 :]),
-        )
-        fits = [fit(x, y) for x, y in halves]
+        first = fit(a[: a.size // 2], b[: b.size // 2])
+        second = fit(a[a.size // 2 :], b[b.size // 2 :])
+        found.append((first, second))
+    return found
+
+
+def crossfit_score(halvings: list[HalfFits], delta: float) -> CrossFit:
+    """Cross-fitted Epsilon* at ``delta`` from the fits of :func:`crossfit_fits`."""
+    scores: list[list[float]] = []
+    for fits in halvings:
         for chooser, scorer in ((0, 1), (1, 0)):
             chosen = ratio_maximisers(*fits[chooser], delta)
             scores.append([score_on(c, *fits[scorer], delta) for c in chosen])
@@ -174,4 +195,19 @@ def crossfit_epsilon(
         epsilon=epsilon,
         term=term + 1 if epsilon > 0 else 0,
         ratio_scores=(float(means[0]), float(means[1]), float(means[2]), float(means[3])),
+    )
+
+
+def crossfit_epsilon(
+    train: FloatArray,
+    population: FloatArray,
+    delta: float,
+    fit: PairFitter,
+    *,
+    n_splits: int = 1,
+    seed: int = 0,
+) -> CrossFit:
+    """Cross-fitted Epsilon* (module doc) with ``fit`` applied to each half."""
+    return crossfit_score(
+        crossfit_fits(train, population, fit, n_splits=n_splits, seed=seed), delta
     )

@@ -15,7 +15,7 @@ reader sees how much of the headline the data hold and how much is extrapolation
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,19 +73,22 @@ def delta_grid(delta: float, n_train: int) -> tuple[float, ...]:
 
 
 def epsilon_by_delta(
-    estimate_at: Callable[[float], EpsilonStarResult], delta: float, n_train: int
+    estimate_at: Callable[[tuple[float, ...]], Sequence[EpsilonStarResult]],
+    delta: float,
+    n_train: int,
 ) -> tuple[DeltaPoint, ...]:
-    """``estimate_at(δ)`` over :func:`delta_grid`, as :class:`DeltaPoint` records."""
-    points = []
-    for value in delta_grid(delta, n_train):
-        result = estimate_at(value)
-        points.append(
-            DeltaPoint(
-                delta=value,
-                epsilon=result.epsilon,
-                fpr=result.fpr,
-                fnr=result.fnr,
-                unsupported_rates=result.unsupported_rates,
-            )
+    """``estimate_at(grid)`` over :func:`delta_grid`, as :class:`DeltaPoint` records.
+
+    ``estimate_at`` returns one result per δ of the grid it is given, in order.
+    """
+    grid = delta_grid(delta, n_train)
+    return tuple(
+        DeltaPoint(
+            delta=value,
+            epsilon=result.epsilon,
+            fpr=result.fpr,
+            fnr=result.fnr,
+            unsupported_rates=result.unsupported_rates,
         )
-    return tuple(points)
+        for value, result in zip(grid, estimate_at(grid), strict=True)
+    )

@@ -48,7 +48,7 @@ from epsstar.statistics._validation import (
     check_positive_int,
     finite_vector,
 )
-from epsstar.statistics.crossfit import crossfit_epsilon
+from epsstar.statistics.crossfit import CrossFit, crossfit_fits, crossfit_score
 from epsstar.statistics.empirical import empirical_supremum
 from epsstar.statistics.fitting import FittedDistribution, GaussianMixtureFit, NormalFit, Reflected
 from epsstar.statistics.fitting.tails import RelativeTailed, fit_relative_tails
@@ -97,6 +97,7 @@ __all__ = [
     "default_delta",
     "epsilon_star",
     "estimate",
+    "estimate_at_deltas",
 ]
 
 #: Fewest losses per side each method accepts.
@@ -135,6 +136,29 @@ def estimate(
     :class:`~epsstar.exceptions.PoorFitWarning`.
     """
     return _estimate(train_losses, population_losses, config, delta, seed, interval)
+
+
+def estimate_at_deltas(
+    train_losses: ArrayLike,
+    population_losses: ArrayLike,
+    config: EstimatorConfig,
+    deltas: tuple[float, ...],
+    *,
+    seed: int = 0,
+) -> list[EpsilonStarResult]:
+    """:func:`estimate` at each of ``deltas`` (no interval), equal to separate calls.
+
+    The tails methods fit their distributions once for every δ (the fits do not depend
+    on δ; only the supremum and the cross-fitted scores do); the other methods are
+    rerun per δ.
+    """
+    if not isinstance(config, Tails | TailsCrossfit):
+        return [_estimate(train_losses, population_losses, config, d, seed, None) for d in deltas]
+    seed = check_positive_int("seed", seed, minimum=0)
+    train = _losses("train_losses", train_losses, config)
+    population = _losses("population_losses", population_losses, config)
+    checked = tuple(check_delta(d) for d in deltas)
+    return _tailed_at(train, population, checked, config, seed)
 
 
 def epsilon_star(
@@ -362,6 +386,17 @@ def _tailed(
     seed: int,
 ) -> EpsilonStarResult:
     """:class:`Tails` and :class:`TailsCrossfit` (empirical for too discrete losses)."""
+    return _tailed_at(train, population, (delta,), config, seed)[0]
+
+
+def _tailed_at(
+    train: FloatArray,
+    population: FloatArray,
+    deltas: tuple[float, ...],
+    config: Tails | TailsCrossfit,
+    seed: int,
+) -> list[EpsilonStarResult]:
+    """:func:`_tailed` at each of ``deltas``, fitting the tails once for all of them."""
     LossTransform.from_losses(train, population)  # refuses pooled losses that are all equal
     for side, losses in (("train", train), ("population", population)):
         if losses.min() == losses.max():
@@ -369,51 +404,51 @@ def _tailed(
                 f"{side} losses: all {losses.size} values are equal, so no distribution "
                 f"can be fitted to them. Found every loss = {losses[0]:g}."
             )
-    window = RateWindow.for_delta(delta)
     discrete = _discrete_losses(train, population)
     if discrete is not None:
         note = (
             f"{discrete}; the {config.method} method needs continuous losses, so Epsilon* is "
             "the empirical estimate, exact for losses with few distinct values"
         )
-        return _empirical(train, population, delta, window=window, seed=seed, note=note)
+        return [
+            _empirical(train, population, d, window=RateWindow.for_delta(d), seed=seed, note=note)
+            for d in deltas
+        ]
     train_fit, population_fit = fit_relative_tails(train, population, tail_size=config.tail_size)
-    found = parametric_supremum(train_fit, population_fit, delta)
-    extra: dict[str, Any] = {}
+    halvings = None
     if isinstance(config, TailsCrossfit):
-        found, extra = _crossfitted(found, train, population, delta, config, seed)
-    return _located(
-        found,
-        train,
-        population,
-        delta=delta,
-        method=config.method,
-        window=window,
-        seed=seed,
-        tail_fits={"train": train_fit.to_dict(), "population": population_fit.to_dict()},
-        **extra,
-    )
+
+        def fit_half(a: FloatArray, b: FloatArray) -> tuple[RelativeTailed, RelativeTailed]:
+            return fit_relative_tails(a, b, tail_size=config.tail_size)
+
+        halvings = crossfit_fits(train, population, fit_half, n_splits=config.n_splits, seed=seed)
+    results = []
+    for delta in deltas:
+        found = parametric_supremum(train_fit, population_fit, delta)
+        extra: dict[str, Any] = {}
+        if halvings is not None:
+            found, extra = _crossfitted(found, crossfit_score(halvings, delta))
+        results.append(
+            _located(
+                found,
+                train,
+                population,
+                delta=delta,
+                method=config.method,
+                window=RateWindow.for_delta(delta),
+                seed=seed,
+                tail_fits={"train": train_fit.to_dict(), "population": population_fit.to_dict()},
+                **extra,
+            )
+        )
+    return results
 
 
-def _crossfitted(
-    plug_in: Supremum,
-    train: FloatArray,
-    population: FloatArray,
-    delta: float,
-    config: TailsCrossfit,
-    seed: int,
-) -> tuple[Supremum, dict[str, Any]]:
+def _crossfitted(plug_in: Supremum, cross: CrossFit) -> tuple[Supremum, dict[str, Any]]:
     """The full-sample supremum with the cross-fitted Epsilon*, and the extra result fields.
 
     The full-sample fit still locates the test; Epsilon* is the cross-fitted score.
     """
-
-    def fit_half(a: FloatArray, b: FloatArray) -> tuple[RelativeTailed, RelativeTailed]:
-        return fit_relative_tails(a, b, tail_size=config.tail_size)
-
-    cross = crossfit_epsilon(
-        train, population, delta, fit_half, n_splits=config.n_splits, seed=seed
-    )
     extra = {"plug_in_epsilon": plug_in.epsilon, "crossfit_scores": cross.ratio_scores}
     if not cross.epsilon > 0:
         return Supremum(0.0, float("nan"), float("nan"), float("nan"), 0), extra
