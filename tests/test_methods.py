@@ -128,7 +128,7 @@ def test_estimate_defaults_and_interval() -> None:
     [
         (
             lambda a, b: estimate(a, b, "tails"),  # type: ignore[arg-type]
-            "config must be one of Parametric, Empirical, Tails, TailsCrossfit. Found 'tails'.",
+            "config must be one of Parametric, Empirical, Tails, TailsCrossfit, TailsTested. Found 'tails'.",
         ),
         (
             lambda a, b: estimate(a, b, Tails(), interval=0.95),  # type: ignore[arg-type]
@@ -157,7 +157,7 @@ def test_estimate_refuses_bad_arguments(call: Any, message: str) -> None:
         ("empirical", "significance", 0.01, "the parametric method"),
         ("parametric", "rate_window", (0.001, 0.999), "the empirical method"),
         ("empirical", "tail_size", 10, "the tails methods"),
-        ("tails", "n_splits", 2, "the tails-crossfit method"),
+        ("tails", "n_splits", 2, "the cross-fitted tails methods"),
     ],
 )
 def test_an_option_of_another_method_is_refused(

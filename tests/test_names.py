@@ -55,7 +55,7 @@ def test_literal_types_list_the_same_names(option: str) -> None:
 
 
 def test_default_method_and_the_methods_named_by_the_request() -> None:
-    assert METHODS.names == ("parametric", "empirical", "tails", "tails-crossfit")
+    assert METHODS.names == ("parametric", "empirical", "tails", "tails-crossfit", "tails-tested")
     assert names.DEFAULT_METHOD == "tails-crossfit"
     assert FAMILIES.names == ("normal", "gmm")
     assert OUTPUT_KINDS.names == ("probabilities", "logits")
@@ -73,7 +73,7 @@ def test_lookups_and_messages() -> None:
     assert METHODS.check("empirical") == "empirical"
     with pytest.raises(
         InvalidInputError,
-        match=r"^method must be one of parametric, empirical, tails, tails-crossfit\. "
+        match=r"^method must be one of parametric, empirical, tails, tails-crossfit, tails-tested\. "
         r"Found 'magic'\.$",
     ):
         METHODS.check("magic")

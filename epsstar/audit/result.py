@@ -143,6 +143,8 @@ class AuditResult:
             "plug_in_epsilon_star": headline["plug_in_epsilon_star"],
             "crossfit_scores": headline["crossfit_scores"],
             "note": headline["note"],
+            "leak_p_value": headline["leak_p_value"],
+            "untested_epsilon_star": headline["untested_epsilon_star"],
             "fit": headline["fit"],
             "transform": headline["transform"],
             "empirical_epsilon_star": self.empirical.epsilon,

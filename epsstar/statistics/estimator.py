@@ -53,6 +53,7 @@ from epsstar.statistics.empirical import empirical_supremum
 from epsstar.statistics.fitting import FittedDistribution, GaussianMixtureFit, NormalFit, Reflected
 from epsstar.statistics.fitting.tails import RelativeTailed, fit_relative_tails
 from epsstar.statistics.goodness_of_fit import assess_fit
+from epsstar.statistics.leak_test import held_out_leak_test
 from epsstar.statistics.methods import (
     CONFIG_TYPES,
     MIN_PARAMETRIC_RECORDS,
@@ -62,6 +63,7 @@ from epsstar.statistics.methods import (
     Parametric,
     Tails,
     TailsCrossfit,
+    TailsTested,
     method_config,
 )
 from epsstar.statistics.names import (
@@ -94,6 +96,7 @@ __all__ = [
     "Search",
     "Tails",
     "TailsCrossfit",
+    "TailsTested",
     "default_delta",
     "epsilon_star",
     "estimate",
@@ -152,7 +155,7 @@ def estimate_at_deltas(
     on δ; only the supremum and the cross-fitted scores do); the other methods are
     rerun per δ.
     """
-    if not isinstance(config, Tails | TailsCrossfit):
+    if not isinstance(config, Tails | TailsCrossfit | TailsTested):
         return [_estimate(train_losses, population_losses, config, d, seed, None) for d in deltas]
     seed = check_positive_int("seed", seed, minimum=0)
     train = _losses("train_losses", train_losses, config)
@@ -382,10 +385,11 @@ def _tailed(
     train: FloatArray,
     population: FloatArray,
     delta: float,
-    config: Tails | TailsCrossfit,
+    config: Tails | TailsCrossfit | TailsTested,
     seed: int,
 ) -> EpsilonStarResult:
-    """:class:`Tails` and :class:`TailsCrossfit` (empirical for too discrete losses)."""
+    """:class:`Tails`, :class:`TailsCrossfit`, :class:`TailsTested` (empirical for too
+    discrete losses)."""
     return _tailed_at(train, population, (delta,), config, seed)[0]
 
 
@@ -393,10 +397,12 @@ def _tailed_at(
     train: FloatArray,
     population: FloatArray,
     deltas: tuple[float, ...],
-    config: Tails | TailsCrossfit,
+    config: Tails | TailsCrossfit | TailsTested,
     seed: int,
 ) -> list[EpsilonStarResult]:
     """:func:`_tailed` at each of ``deltas``, fitting the tails once for all of them."""
+    if isinstance(config, TailsTested):
+        return _tested(train, population, deltas, config, seed)
     LossTransform.from_losses(train, population)  # refuses pooled losses that are all equal
     for side, losses in (("train", train), ("population", population)):
         if losses.min() == losses.max():
@@ -441,6 +447,52 @@ def _tailed_at(
                 **extra,
             )
         )
+    return results
+
+
+def _tested(
+    train: FloatArray,
+    population: FloatArray,
+    deltas: tuple[float, ...],
+    config: TailsTested,
+    seed: int,
+) -> list[EpsilonStarResult]:
+    """:class:`TailsTested`: the cross-fitted estimates, kept only if the leak test rejects."""
+    crossfit = TailsCrossfit(config.tail_size, config.n_splits)
+    estimates = _tailed_at(train, population, deltas, crossfit, seed)
+    p_value = held_out_leak_test(train, population, seed=seed).p_value
+    found = p_value < config.level
+    results = []
+    for delta, result in zip(deltas, estimates, strict=True):
+        if result.method != crossfit.method:  # too discrete: the exact empirical estimate
+            results.append(result)
+            continue
+        fields: dict[str, Any] = {
+            "method": config.method,
+            "leak_p_value": p_value,
+            "untested_epsilon": result.epsilon,
+        }
+        if not found and result.epsilon > 0:
+            nan = float("nan")
+            zero = _located(
+                Supremum(0.0, nan, nan, nan, 0),
+                train,
+                population,
+                delta=delta,
+                method=config.method,
+                window=RateWindow.for_delta(delta),
+                seed=seed,
+            )
+            fields |= {
+                name: getattr(zero, name)
+                for name in ("epsilon", "fpr", "fnr", "threshold", "attained_by")
+            }
+            fields["note"] = (
+                f"the held-out exact leak test found no leak (p = {p_value:.3g} ≥ "
+                f"{config.level:g}), so Epsilon* is 0; the cross-fitted estimate was "
+                f"{result.epsilon:.4g}"
+            )
+        results.append(dataclasses.replace(result, **fields))
     return results
 
 

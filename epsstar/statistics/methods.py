@@ -35,6 +35,7 @@ __all__ = [
     "Parametric",
     "Tails",
     "TailsCrossfit",
+    "TailsTested",
     "method_config",
 ]
 
@@ -163,9 +164,42 @@ class TailsCrossfit:
         check_positive_int("n_splits", self.n_splits)
 
 
-EstimatorConfig: TypeAlias = Parametric | Empirical | Tails | TailsCrossfit
+@dataclass(frozen=True, slots=True)
+class TailsTested:
+    """:class:`TailsCrossfit`, or 0 when the held-out exact leak test finds no leak.
+
+    The held-out test (:mod:`epsstar.statistics.leak_test`) rejects "the model does not
+    tell members from non-members" at ``level`` with probability at most ``level`` when
+    both loss sets come from one distribution. When it does not reject, the data show no
+    leak and Epsilon* is 0; otherwise it is the cross-fitted estimate. A pre-test
+    estimator: where nothing leaks it is 0 in at least 1 − ``level`` of audits, instead of
+    the positive value sampling noise gives :class:`TailsCrossfit`; a leak too small for
+    the test to find at this data size is reported as 0 as well (docs/accuracy.md
+    measures both).
+    """
+
+    method: ClassVar[Method] = "tails-tested"
+    min_records: ClassVar[int] = 2 * MIN_TAILED_RECORDS
+
+    tail_size: int | None = None
+    n_splits: int = 1
+    level: float = 0.05
+
+    def __post_init__(self) -> None:
+        _check_tail_size(self.tail_size)
+        check_positive_int("n_splits", self.n_splits)
+        check_in_range("level", self.level, 0.0, 1.0)
+
+
+EstimatorConfig: TypeAlias = Parametric | Empirical | Tails | TailsCrossfit | TailsTested
 #: Every configuration class, in the order of :data:`~epsstar.statistics.names.METHODS`.
-CONFIG_TYPES: tuple[type[EstimatorConfig], ...] = (Parametric, Empirical, Tails, TailsCrossfit)
+CONFIG_TYPES: tuple[type[EstimatorConfig], ...] = (
+    Parametric,
+    Empirical,
+    Tails,
+    TailsCrossfit,
+    TailsTested,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,8 +228,8 @@ _OWNERS: dict[str, tuple[tuple[Method, ...], str]] = {
     "gof_samples": (("parametric",), "the parametric method"),
     "significance": (("parametric",), "the parametric method"),
     "rate_window": (("empirical",), "the empirical method"),
-    "tail_size": (("tails", "tails-crossfit"), "the tails methods"),
-    "n_splits": (("tails-crossfit",), "the tails-crossfit method"),
+    "tail_size": (("tails", "tails-crossfit", "tails-tested"), "the tails methods"),
+    "n_splits": (("tails-crossfit", "tails-tested"), "the cross-fitted tails methods"),
 }
 
 
@@ -251,4 +285,6 @@ def method_config(
         return Empirical(rate_window)
     if name == "tails":
         return Tails(tail_size)
+    if name == "tails-tested":
+        return TailsTested(tail_size, n_splits)
     return TailsCrossfit(tail_size, n_splits)

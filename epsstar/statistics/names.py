@@ -37,7 +37,7 @@ __all__ = [
     "Search",
 ]
 
-Method = Literal["parametric", "empirical", "tails", "tails-crossfit"]
+Method = Literal["parametric", "empirical", "tails", "tails-crossfit", "tails-tested"]
 Family = Literal["normal", "gmm"]
 Search = Literal["refine", "grid"]
 OutputKind = Literal["probabilities", "logits"]
@@ -143,6 +143,13 @@ METHODS: Final[Names[Method]] = Names(
             "most extreme records, with the attack's threshold chosen on one random half of "
             "the records and scored on the other half, so that picking the best of many "
             "thresholds does not inflate the figure",
+        ),
+        Name(
+            "tails-tested",
+            "tails-crossfit, or 0 when a held-out exact test finds no leak",
+            "is the tails-crossfit estimate when a held-out exact test finds that the model "
+            "tells its training records from population records better than chance (at level "
+            "0.05), and 0 when it does not, so that sampling noise alone does not read as a leak",
         ),
     ),
 )

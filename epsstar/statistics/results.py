@@ -69,6 +69,10 @@ class EpsilonStarResult:
     crossfit_scores: tuple[float, ...] = ()
     #: Why the estimate differs from what the method would normally do (e.g. discrete losses).
     note: str | None = None
+    #: ``method="tails-tested"``: the held-out leak test's p-value, and the cross-fitted
+    #: estimate before the test (Epsilon* is it when the test finds a leak, else 0).
+    leak_p_value: float | None = None
+    untested_epsilon: float | None = None
 
     @property
     def unsupported_rates(self) -> tuple[str, ...]:
@@ -125,6 +129,8 @@ class EpsilonStarResult:
             "plug_in_epsilon_star": json_number(self.plug_in_epsilon),
             "crossfit_scores": list(self.crossfit_scores) or None,
             "note": self.note,
+            "leak_p_value": self.leak_p_value,
+            "untested_epsilon_star": json_number(self.untested_epsilon),
             "seed": self.seed,
             "epsstar_version": __version__,
         }

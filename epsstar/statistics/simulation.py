@@ -21,7 +21,14 @@ from epsstar.exceptions import PoorFitWarning
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.empirical import PAPER_EMPIRICAL_WINDOW
 from epsstar.statistics.estimator import estimate
-from epsstar.statistics.methods import Empirical, EstimatorConfig, Parametric, Tails, TailsCrossfit
+from epsstar.statistics.methods import (
+    Empirical,
+    EstimatorConfig,
+    Parametric,
+    Tails,
+    TailsCrossfit,
+    TailsTested,
+)
 from epsstar.statistics.optimizer import parametric_supremum
 
 __all__ = [
@@ -74,6 +81,7 @@ ESTIMATORS: dict[str, Estimator] = {
     "gmm, refined": _timed(Parametric(family="gmm")),
     "tails": _timed(Tails()),
     "tails-crossfit": _timed(TailsCrossfit()),
+    "tails-tested": _timed(TailsTested()),
 }
 #: The estimators the benchmarks compare by default (not the slow grid and mixture columns).
 COMPARED_ESTIMATORS: tuple[str, ...] = (
@@ -82,6 +90,7 @@ COMPARED_ESTIMATORS: tuple[str, ...] = (
     "normal, refined (paper's)",
     "tails",
     "tails-crossfit",
+    "tails-tested",
 )
 #: The quicker subset the ``epsstar simulate`` command prints.
 DEMO_ESTIMATORS: tuple[str, ...] = (

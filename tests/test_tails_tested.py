@@ -1,0 +1,63 @@
+"""``tails-tested``: the cross-fitted estimate when the held-out leak test finds a leak, else 0."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from epsstar.statistics.estimator import epsilon_star
+from epsstar.statistics.leak_test import held_out_leak_test
+from epsstar.statistics.methods import TailsTested, method_config
+
+
+def test_a_leak_keeps_the_cross_fitted_estimate() -> None:
+    rng = np.random.default_rng(1)
+    train, population = rng.gamma(2, 5, 2000), rng.gamma(3, 5, 2000)
+    tested = epsilon_star(train, population, delta=1e-4, method="tails-tested", seed=4)
+    crossfit = epsilon_star(train, population, delta=1e-4, method="tails-crossfit", seed=4)
+    assert tested.leak_p_value is not None
+    assert tested.leak_p_value < 1e-6
+    assert tested.epsilon == crossfit.epsilon == tested.untested_epsilon
+    assert (tested.fpr, tested.fnr, tested.attained_by) == (
+        crossfit.fpr,
+        crossfit.fnr,
+        crossfit.attained_by,
+    )
+    assert tested.method == "tails-tested"
+
+
+def test_no_leak_found_is_zero_and_says_what_the_estimate_was() -> None:
+    rng = np.random.default_rng(2)
+    for seed in range(20):
+        train, population = rng.normal(0, 1, 1000), rng.normal(0, 1, 1000)
+        tested = epsilon_star(train, population, delta=1e-4, method="tails-tested", seed=seed)
+        p_value = held_out_leak_test(train, population, seed=seed).p_value
+        assert tested.leak_p_value == p_value
+        crossfit = epsilon_star(train, population, delta=1e-4, method="tails-crossfit", seed=seed)
+        assert tested.untested_epsilon == crossfit.epsilon
+        if p_value >= 0.05:
+            assert tested.epsilon == 0.0
+            assert np.isnan(tested.fpr)
+            if crossfit.epsilon > 0:
+                assert tested.note is not None
+                assert f"{crossfit.epsilon:.4g}" in tested.note
+        payload = tested.to_dict()
+        assert payload["untested_epsilon_star"] == crossfit.epsilon
+        assert payload["leak_p_value"] == p_value
+
+
+def test_where_nothing_leaks_it_is_zero_in_most_runs() -> None:
+    rng = np.random.default_rng(3)
+    values = [
+        epsilon_star(
+            rng.gamma(2, 5, 600), rng.gamma(2, 5, 600), delta=1e-4, method="tails-tested", seed=s
+        ).epsilon
+        for s in range(60)
+    ]
+    assert np.mean(np.array(values) == 0.0) >= 0.85
+
+
+def test_its_options_are_checked() -> None:
+    assert method_config("tails-tested", n_splits=2) == TailsTested(n_splits=2)
+    with pytest.raises(Exception, match="level"):
+        TailsTested(level=1.5)
