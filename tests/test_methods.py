@@ -128,7 +128,8 @@ def test_estimate_defaults_and_interval() -> None:
     [
         (
             lambda a, b: estimate(a, b, "tails"),  # type: ignore[arg-type]
-            "config must be one of Parametric, Empirical, Tails, TailsCrossfit, TailsTested. Found 'tails'.",
+            "config must be one of Parametric, Empirical, Tails, TailsCrossfit, TailsTested. "
+            "Found 'tails'.",
         ),
         (
             lambda a, b: estimate(a, b, Tails(), interval=0.95),  # type: ignore[arg-type]

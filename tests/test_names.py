@@ -73,8 +73,8 @@ def test_lookups_and_messages() -> None:
     assert METHODS.check("empirical") == "empirical"
     with pytest.raises(
         InvalidInputError,
-        match=r"^method must be one of parametric, empirical, tails, tails-crossfit, tails-tested\. "
-        r"Found 'magic'\.$",
+        match=r"^method must be one of parametric, empirical, tails, tails-crossfit, "
+        r"tails-tested\. Found 'magic'\.$",
     ):
         METHODS.check("magic")
     assert LOSSES.alternatives() == "'logit' or 'cross_entropy'"

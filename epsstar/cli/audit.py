@@ -197,16 +197,16 @@ def interval_lines(result: EpsilonStarResult) -> list[str]:
 
 def _reading_lines(readings: Readings) -> list[str]:
     lines = [
-        f"  an attacker's posterior belief in membership is at most "
+        f"  at (Epsilon*, delta) an attacker's posterior belief in membership can reach "
         f"{readings.posterior_belief_bound:.1%}; membership advantage observed "
-        f"{readings.advantage_observed:.4f} (bound {readings.advantage_bound:.4f})"
+        f"{readings.advantage_observed:.4f} (allowed {readings.advantage_bound:.4f})"
     ]
     for reading in readings.tpr_at_fpr:
         fitted = reading.tpr_fitted
         lines.append(
             f"  TPR at {reading.fpr:.1%} FPR: observed {reading.tpr_observed:.4f}"
             + (f", fitted {fitted:.4f}" if fitted is not None and math.isfinite(fitted) else "")
-            + f", bound {reading.tpr_bound:.4f}"
+            + f", allowed {reading.tpr_bound:.4f}"
         )
     return lines
 
