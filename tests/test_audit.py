@@ -248,8 +248,9 @@ def test_headline_method_and_bootstrap_interval(
     assert "fitted" not in result.curves()
     default = quiet_audit(workdir).to_dict()
     assert default["epsilon_star_interval"] is None
-    assert default["method"] == "tails-crossfit"
-    assert max(default["crossfit_scores"]) == default["epsilon_star"]
+    assert default["method"] == "tails-tested"
+    assert max(default["crossfit_scores"]) == default["untested_epsilon_star"]
+    assert default["epsilon_star"] in (0.0, default["untested_epsilon_star"])
     assert default["plug_in_epsilon_star"] >= 0
 
     code, out, _ = invoke(

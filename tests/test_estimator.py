@@ -321,4 +321,4 @@ def test_methods_and_default() -> None:
     default = inspect.signature(epsilon_star).parameters["method"].default
     assert default == DEFAULT_METHOD
     train, population = normal_losses(300, 1.0)
-    assert epsilon_star(train, population, delta=1e-3).method == DEFAULT_METHOD == "tails-crossfit"
+    assert epsilon_star(train, population, delta=1e-3).method == DEFAULT_METHOD == "tails-tested"

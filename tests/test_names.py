@@ -56,7 +56,7 @@ def test_literal_types_list_the_same_names(option: str) -> None:
 
 def test_default_method_and_the_methods_named_by_the_request() -> None:
     assert METHODS.names == ("parametric", "empirical", "tails", "tails-crossfit", "tails-tested")
-    assert names.DEFAULT_METHOD == "tails-crossfit"
+    assert names.DEFAULT_METHOD == "tails-tested"
     assert FAMILIES.names == ("normal", "gmm")
     assert OUTPUT_KINDS.names == ("probabilities", "logits")
     assert LOSSES.names == ("logit", "cross_entropy")

@@ -152,7 +152,7 @@ REFUSED = {
     "same-content": (_same_content, "two files with the same content", "both with sha256"),
     "population-10-rows": (
         _population_rows(10),
-        "population data need at least 100 rows for the tails-crossfit estimate",
+        "population data need at least 100 rows for the tails-tested estimate",
         "--method empirical needs 50. Found 10.",
     ),
     "population-60-rows": (
