@@ -298,7 +298,12 @@ class Chart:
             return logit_ticks(low, high)
         if scale == "log":
             return log_ticks(low, high)
-        return nice_ticks(low, high, count=max(3, min(8, int(length // TICK_SPACING))))
+        ticks = [low]
+        for count in range(max(3, min(8, int(length // TICK_SPACING))), 12):
+            ticks = nice_ticks(low, high, count=count)
+            if len(ticks) >= 2:  # a short axis still gets two ticks
+                break
+        return ticks
 
     def _tick_x(self, x: float, label: str) -> tuple[float, str]:
         """Where a centred x tick label goes, moved (and anchored) to stay inside the chart."""

@@ -9,17 +9,18 @@ import pytest
 from epsstar.reports.svg import TICK_CHARACTER_WIDTH, Chart
 
 
-@pytest.mark.parametrize("high", [165.0, 1.2, 98_000.0])
-def test_tick_labels_stay_inside_a_narrow_chart(high: float) -> None:
+@pytest.mark.parametrize(("low", "high"), [(0.0, 100.0), (-1.0, 1.0), (-2e5, 2e5)])
+def test_tick_labels_stay_inside_a_narrow_chart(low: float, high: float) -> None:
+    """Ticks at both ends of the axis, whose labels would stick out of the chart if centred."""
     chart = Chart(
         "narrow",
-        (0.0, high),
+        (low, high),
         (0.0, 1.0),
         "density",
         "",
         width=150,
         height=400,
-        margin=(16, 16, 48, 8),
+        margin=(16, 2, 48, 2),
     )
     svg = chart.render()
     ticks = re.findall(
