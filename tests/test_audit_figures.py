@@ -165,8 +165,12 @@ def test_the_boundary_corner_and_the_no_leak_line(
     x = figure.boundary.x
     steep, shallow = 1 - d - math.exp(e) * x, math.exp(-e) * (1 - d - x)
     assert np.all((steep >= shallow) == (x <= corner.fpr))
-    np.testing.assert_array_equal(figure.no_leak.x, x)
-    np.testing.assert_allclose(figure.no_leak.y, 1.0 - x)
+    # FNR = 1 − FPR, straight on log-odds axes (logit(1 − r) = −logit(r)): its two ends
+    # lie beyond both ends of the axes.
+    np.testing.assert_array_equal(figure.no_leak.x, [x.min(), x.max()])
+    np.testing.assert_allclose(figure.no_leak.y, 1.0 - figure.no_leak.x)
+    low, high = figure.axis
+    assert figure.no_leak.x[0] < low < high < figure.no_leak.x[1]
 
 
 @given(st.floats(0.0, 50.0), st.floats(1e-12, 0.5))

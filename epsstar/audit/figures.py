@@ -210,7 +210,8 @@ class TradeoffFigure:
     boundary: Curve
     #: Where the boundary's two lines cross: FPR = FNR = (1 - δ) / (1 + e^ε); ``epsilon`` is ε.
     boundary_corner: RatePoint
-    #: The trade-off of a test that learns nothing, FNR = 1 - FPR.
+    #: The trade-off of a test that learns nothing, FNR = 1 - FPR, from end to end of the
+    #: boundary's FPRs: two points, as it is a straight line on log-odds axes.
     no_leak: Curve
     empirical: Curve
     fitted: Curve | None
@@ -513,7 +514,7 @@ def tradeoff_figure(result: AuditResult) -> TradeoffFigure:
         smallest_supported_fnr=1.0 / n_train,
         boundary=Curve(x, boundary),
         boundary_corner=dp_boundary_corner(e, d),
-        no_leak=Curve(x, 1.0 - x),
+        no_leak=Curve(x[[0, -1]], 1.0 - x[[0, -1]]),
         empirical=observed_tradeoff(result.train_losses, result.population_losses, low),
         fitted=_fitted_tradeoff(eps, low),
         gdp_mu=mu,
