@@ -104,6 +104,39 @@ def transformed_chart(figure: HistogramFigure) -> Markup:
     return chart.render()
 
 
+def _tradeoff_points(chart: Chart, figure: TradeoffFigure) -> None:
+    """The boundary's corner and the tests that attain Epsilon* and the empirical Epsilon*."""
+    corner = figure.boundary_corner
+    chart.point(
+        corner.fpr,
+        corner.fnr,
+        css="point-corner",
+        radius=4,
+        label="corner of the boundary",
+        tooltip=f"the boundary's two lines cross at FPR = FNR = (1 − δ)/(1 + e^ε*) "
+        f"= {number(corner.fpr, '.3g')}",
+    )
+    if (point := figure.empirical_star) is not None:
+        chart.point(
+            point.fpr,
+            point.fnr,
+            css="point-empirical",
+            label="empirical ε* attained",
+            tooltip=f"empirical ε* = {point.epsilon:.4g} at FPR {rate(point.fpr, 3)}, "
+            f"FNR {rate(point.fnr, 3)}",
+        )
+    if (point := figure.star) is not None:
+        chart.point(
+            point.fpr,
+            point.fnr,
+            css="point-star",
+            radius=6,
+            label="ε* attained",
+            tooltip=f"ε* = {point.epsilon:.4g} at FPR {rate(point.fpr, 3)}, "
+            f"FNR {rate(point.fnr, 3)}",
+        )
+
+
 def tradeoff_chart(result: AuditResult, figure: TradeoffFigure) -> Markup:
     """FNR against FPR on log-odds axes: the curves, the no-leak line, the ε* points.
 
@@ -157,35 +190,7 @@ def tradeoff_chart(result: AuditResult, figure: TradeoffFigure) -> Markup:
     boundary = figure.boundary
     label = f"(ε*, δ) boundary, ε* = {eps.epsilon:.3g}"
     chart.line(boundary.x, boundary.y, css="dp-boundary", label=label)
-    corner = figure.boundary_corner
-    chart.point(
-        corner.fpr,
-        corner.fnr,
-        css="point-corner",
-        radius=4,
-        label="corner of the boundary",
-        tooltip=f"the boundary's two lines cross at FPR = FNR = (1 − δ)/(1 + e^ε*) "
-        f"= {number(corner.fpr, '.3g')}",
-    )
-    if (point := figure.empirical_star) is not None:
-        chart.point(
-            point.fpr,
-            point.fnr,
-            css="point-empirical",
-            label="empirical ε* attained",
-            tooltip=f"empirical ε* = {point.epsilon:.4g} at FPR {rate(point.fpr, 3)}, "
-            f"FNR {rate(point.fnr, 3)}",
-        )
-    if (point := figure.star) is not None:
-        chart.point(
-            point.fpr,
-            point.fnr,
-            css="point-star",
-            radius=6,
-            label="ε* attained",
-            tooltip=f"ε* = {point.epsilon:.4g} at FPR {rate(point.fpr, 3)}, "
-            f"FNR {rate(point.fnr, 3)}",
-        )
+    _tradeoff_points(chart, figure)
     return chart.render()
 
 
