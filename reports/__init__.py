@@ -23,7 +23,6 @@ given audit records, it builds one first with
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,34 +40,11 @@ __all__ = ["MAX_REPORT_BYTES", "render", "render_landscape"]
 MAX_REPORT_BYTES = 250_000
 
 
-def _num(value: Any, spec: str = ".4g") -> str:
-    """A number for humans; ``—`` when missing or not finite; lists joined."""
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_num(v, spec) for v in value) + "]"
-    if value is None or isinstance(value, bool):
-        return "—" if value is None else str(value)
-    if not isinstance(value, (int, float)):
-        return str(value)
-    if not math.isfinite(value):
-        return "∞" if value > 0 else ("−∞" if value < 0 else "—")
-    return format(value, spec)
-
-
-def _pct(value: Any, digits: int = 1) -> str:
-    if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return "—"
-    return f"{100.0 * value:.{digits}f} %"
-
-
-def _int(value: Any) -> str:
-    if value is None:
-        return "—"
-    return f"{int(value):,}"
-
-
 def environment() -> jinja2.Environment:
     """The Jinja2 environment of the templates shipped in this package (autoescaping on)."""
     import jinja2
+
+    from epsstar.reports import numbers
 
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("epsstar.reports", "templates"),
@@ -77,9 +53,10 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["num"] = _num
-    env.filters["pct"] = _pct
-    env.filters["int_"] = _int
+    env.filters["num"] = numbers.number
+    env.filters["pct"] = numbers.percent
+    env.filters["int_"] = numbers.count
+    env.filters["rate"] = numbers.rate
     return env
 
 

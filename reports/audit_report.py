@@ -18,6 +18,7 @@ from epsstar.audit.figures import (
     KS_GRID_SAMPLE_SIZES,
 )
 
+from .numbers import number, rate
 from .svg import Chart
 
 if TYPE_CHECKING:
@@ -40,31 +41,56 @@ __all__ = [
 
 # --- charts ------------------------------------------------------------------------------------
 
+#: Pixel sizes of the charts' drawing (they scale to the page's width): histograms, trade-off.
+HISTOGRAM_SIZE = (960, 380)
+TRADEOFF_SIZE = (960, 700)
+
 
 def loss_chart(figure: HistogramFigure) -> Markup:
     """Loss histograms, each side as a percentage of its records."""
     bars = figure.histogram
+    width, height = HISTOGRAM_SIZE
     chart = Chart(
         "Losses of training and population records",
         figure.x_range,
         figure.y_range,
         "loss (lower = the model fits the record better)",
         "% of the side's records",
+        width=width,
+        height=height,
     )
     chart.bars(bars.edges, bars.population.heights, css="bar-population", label="population")
     chart.bars(bars.edges, bars.train.heights, css="bar-train", label="training")
+    low, high = figure.x_range
+    for clipped in figure.clipped:
+        if clipped.bar_top is None:
+            continue
+        left = clipped.value < (low + high) / 2
+        chart.text(
+            clipped.value,
+            clipped.bar_top,
+            f"← clipped probabilities (loss {number(clipped.value, '.4g')})"
+            if left
+            else f"clipped probabilities (loss {number(clipped.value, '.4g')}) →",
+            dx=14 if left else -14,
+            dy=-2,
+            anchor="start" if left else "end",
+        )
     return chart.render()
 
 
 def transformed_chart(figure: HistogramFigure) -> Markup:
     """Density histograms of the transformed losses φ with the fitted densities."""
     bars = figure.histogram
+    width, height = HISTOGRAM_SIZE
     chart = Chart(
         "Transformed losses and fitted densities",
         figure.x_range,
         figure.y_range,
         "transformed loss φ (higher = lower loss)",
         "density",
+        width=width,
+        height=height,
     )
     chart.bars(bars.edges, bars.population.heights, css="bar-population", label="population φ")
     chart.bars(bars.edges, bars.train.heights, css="bar-train", label="training φ")
@@ -78,10 +104,49 @@ def transformed_chart(figure: HistogramFigure) -> Markup:
     return chart.render()
 
 
+def _tradeoff_points(chart: Chart, figure: TradeoffFigure) -> None:
+    """The boundary's corner and the tests that attain Epsilon* and the empirical Epsilon*."""
+    corner = figure.boundary_corner
+    chart.point(
+        corner.fpr,
+        corner.fnr,
+        css="point-corner",
+        radius=4,
+        label="corner of the boundary",
+        tooltip=f"the boundary's two lines cross at FPR = FNR = (1 − δ)/(1 + e^ε*) "
+        f"= {number(corner.fpr, '.3g')}",
+    )
+    if (point := figure.empirical_star) is not None:
+        chart.point(
+            point.fpr,
+            point.fnr,
+            css="point-empirical",
+            label="empirical ε* attained",
+            tooltip=f"empirical ε* = {point.epsilon:.4g} at FPR {rate(point.fpr, 3)}, "
+            f"FNR {rate(point.fnr, 3)}",
+        )
+    if (point := figure.star) is not None:
+        chart.point(
+            point.fpr,
+            point.fnr,
+            css="point-star",
+            radius=6,
+            label="ε* attained",
+            tooltip=f"ε* = {point.epsilon:.4g} at FPR {rate(point.fpr, 3)}, "
+            f"FNR {rate(point.fnr, 3)}",
+        )
+
+
 def tradeoff_chart(result: AuditResult, figure: TradeoffFigure) -> Markup:
-    """FNR against FPR on log-odds axes with the ε* point, the (ε*, δ) boundary and μ-GDP."""
+    """FNR against FPR on log-odds axes: the curves, the no-leak line, the ε* points.
+
+    Drawn bottom to top: the unsupported bands, the no-leak line, the μ-GDP curve,
+    the observed and fitted curves, the (ε*, δ) boundary with its corner, the points;
+    the boundary is drawn over the μ-GDP curve, which touches it at the ε* point.
+    """
     eps = result.epsilon
     low, high = figure.axis
+    width, height = TRADEOFF_SIZE
     chart = Chart(
         "Trade-off between false positives and false negatives",
         figure.axis,
@@ -90,8 +155,8 @@ def tradeoff_chart(result: AuditResult, figure: TradeoffFigure) -> Markup:
         "FNR: share of members missed (log-odds scale)",
         x_scale="logit",
         y_scale="logit",
-        width=640,
-        height=520,
+        width=width,
+        height=height,
     )
     chart.region(
         (low, figure.smallest_supported_fpr),
@@ -106,9 +171,13 @@ def tradeoff_chart(result: AuditResult, figure: TradeoffFigure) -> Markup:
         css="unsupported",
         tooltip=f"FNR below 1/{eps.n_train:,} training records: extrapolated",
     )
-    boundary = figure.boundary
-    label = f"(ε*, δ) boundary, ε* = {eps.epsilon:.3g}"
-    chart.line(boundary.x, boundary.y, css="dp-boundary", label=label)
+    chart.line(
+        figure.no_leak.x,
+        figure.no_leak.y,
+        css="no-leak",
+        label="no leak: FNR = 1 − FPR",
+        tooltip="a test that learns nothing about membership: FNR = 1 − FPR",
+    )
     if figure.gdp is not None:
         label = f"μ-GDP, μ = {figure.gdp_mu:.3g}"
         chart.line(figure.gdp.x, figure.gdp.y, css="gdp", label=label)
@@ -118,24 +187,10 @@ def tradeoff_chart(result: AuditResult, figure: TradeoffFigure) -> Markup:
     if figure.fitted is not None:
         label = f"fitted ({eps.family})"
         chart.line(figure.fitted.x, figure.fitted.y, css="curve-fitted", label=label)
-    if (point := figure.empirical_star) is not None:
-        chart.point(
-            point.fpr,
-            point.fnr,
-            css="point-empirical",
-            label="empirical ε* attained",
-            tooltip=f"empirical ε* = {point.epsilon:.4g} at FPR {point.fpr:.3g}, "
-            f"FNR {point.fnr:.3g}",
-        )
-    if (point := figure.star) is not None:
-        chart.point(
-            point.fpr,
-            point.fnr,
-            css="point-star",
-            radius=6,
-            label="ε* attained",
-            tooltip=f"ε* = {point.epsilon:.4g} at FPR {point.fpr:.3g}, FNR {point.fnr:.3g}",
-        )
+    boundary = figure.boundary
+    label = f"(ε*, δ) boundary, ε* = {eps.epsilon:.3g}"
+    chart.line(boundary.x, boundary.y, css="dp-boundary", label=label)
+    _tradeoff_points(chart, figure)
     return chart.render()
 
 
@@ -151,6 +206,14 @@ def _ks_context(grid: KSGrid | None) -> dict[str, Any] | None:
 
 
 # --- the whole context ---------------------------------------------------------------------------
+
+
+def _columns(result: AuditResult) -> dict[str, bool]:
+    """Table columns that have something to show (a column empty in every row is left out)."""
+    return {
+        "readings_fitted": any(t.tpr_fitted is not None for t in result.readings.tpr_at_fpr),
+        "utility_note": any(u.auroc_note for u in result.utility.values()),
+    }
 
 
 def audit_context(result: AuditResult, figures: AuditFigures) -> dict[str, Any]:
@@ -171,6 +234,10 @@ def audit_context(result: AuditResult, figures: AuditFigures) -> dict[str, Any]:
             "transformed": None if transformed is None else transformed.histogram,
         },
         "mu": tradeoff.gdp_mu,
+        "boundary_corner": tradeoff.boundary_corner.fpr,
+        "clipped": losses.clipped,
+        "loss_tails": losses.tails,
+        "columns": _columns(result),
         "smallest_supported": {
             "train": tradeoff.smallest_supported_fnr,
             "population": tradeoff.smallest_supported_fpr,

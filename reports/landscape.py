@@ -15,24 +15,45 @@ name it has always had here.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from epsstar.audit.landscape_data import MIN_DENSITY_VALUES
 from epsstar.audit.landscape_data import read_results as load_results
 
-from .svg import Chart
+from .numbers import number
+from .svg import Anchor, Chart
 
 if TYPE_CHECKING:
     from markupsafe import Markup
 
     from epsstar.audit.landscape_data import Landscape, Spread, StrategyPoint
 
-__all__ = ["landscape_context", "load_results", "main_chart", "marginal_charts"]
+__all__ = ["landscape_context", "load_results", "main_chart", "marginal_charts", "place_labels"]
 
-#: Pixel sizes: the main chart's plot (square), the marginal charts' depth, margins.
-_SIZE, _SIDE, _GAP = 520, 150, (16, 20, 48, 64)
+#: Pixel sizes of the drawing (it scales to the page's width): the main chart's width and
+#: height, the marginal charts' depth, the main chart's margins (top, right, bottom, left).
+_WIDTH, _SIZE, _SIDE, _GAP = 780, 560, 170, (16, 20, 48, 64)
+#: Hyper-parameters not listed with the others: the seed differs between repeats, and the
+#: targeted and accounted ε have their own column.
+_NOT_LISTED = frozenset({"seed", "target_epsilon", "epsilon"})
+#: Where a point's number may go, tried in order: (dx, dy, text-anchor) in pixels.
+_LABEL_SPOTS: tuple[tuple[float, float, Anchor], ...] = (
+    (9, -9, "start"),
+    (-9, -9, "end"),
+    (9, 10, "start"),
+    (-9, 10, "end"),
+    (11, 0, "start"),
+    (-11, 0, "end"),
+    (0, -14, "middle"),
+    (0, 15, "middle"),
+)
+#: Approximate width of a label's character and height of a label, in pixels.
+_LABEL_CHARACTER, _LABEL_HEIGHT = 7.5, 13.0
+_NUMBER = re.compile(r"[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?")
 
 
 def _utility_label(utility: str) -> str:
@@ -51,9 +72,42 @@ def _link(report: Path | None, out_dir: Path) -> str | None:
     return quote(Path(relative).as_posix())
 
 
+def _value(value: Any) -> str:
+    """A hyper-parameter's value: yes/no, whole numbers as they are, others to 3 digits."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) or (
+        isinstance(value, str) and _NUMBER.fullmatch(value.strip()) and not value.isdigit()
+    ):
+        return number(float(value), ".3g")
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    return str(value)
+
+
+def _settings(params: Mapping[str, Any]) -> list[str]:
+    """``name = value`` of the hyper-parameters that are set, but those in _NOT_LISTED."""
+    return [
+        f"{k} = {_value(v)}"
+        for k, v in params.items()
+        if k not in _NOT_LISTED and v is not None and v != ""
+    ]
+
+
 def _describe(params: Mapping[str, Any]) -> str:
-    shown = {k: v for k, v in params.items() if k != "seed"}
-    return ", ".join(f"{k} = {v}" for k, v in shown.items()) or "no hyper-parameters recorded"
+    return ", ".join(_settings(params)) or "none recorded"
+
+
+def _dp_epsilon(s: StrategyPoint) -> tuple[str, str | None] | None:
+    """The accountant's ε and the target it was trained for (when known); None for baselines."""
+    privacy = s.privacy
+    if not privacy.dp:
+        return None
+    accounted = None if privacy.epsilon is None else number(privacy.epsilon, ".3g")
+    target = None if privacy.target_epsilon is None else number(privacy.target_epsilon, ".3g")
+    if accounted is None:
+        return ("—", f"target {target}") if target else ("not recorded", None)
+    return accounted, None if target is None else f"target {target}"
 
 
 def _tooltip(s: StrategyPoint, eps: Spread, util: Spread, label: str, link: str | None) -> str:
@@ -61,14 +115,63 @@ def _tooltip(s: StrategyPoint, eps: Spread, util: Spread, label: str, link: str 
         f"{s.name} ({_category(s)}, {len(s.epsilons)} models): Epsilon* "
         f"{eps.mean:.3f} [{eps.low:.3f}, {eps.high:.3f}], {label} "
         f"{util.mean:.4f} [{util.low:.4f}, {util.high:.4f}]; "
-        f"{_describe(s.params)}"
+        + (f"DP ε {' '.join(v for v in dp if v)}; " if (dp := _dp_epsilon(s)) else "")
+        + _describe(s.params)
         + ("; on the Pareto frontier" if s.pareto else "")
         + ("; click for its report" if link else "")
     )
 
 
-def main_chart(data: Landscape, links: Mapping[str, str | None]) -> Markup:
-    """Strategies at their means with min–max bars, and the Pareto frontier."""
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
+    """Area shared by two boxes (left, top, right, bottom)."""
+    width = min(a[2], b[2]) - max(a[0], b[0])
+    height = min(a[3], b[3]) - max(a[1], b[1])
+    return max(width, 0.0) * max(height, 0.0)
+
+
+def _label_box(
+    x: float, y: float, text: str, spot: tuple[float, float, Anchor]
+) -> tuple[float, float, float, float]:
+    dx, dy, anchor = spot
+    width = len(text) * _LABEL_CHARACTER
+    left = x + dx - {"start": 0.0, "middle": width / 2, "end": width}[anchor]
+    top = y + dy - _LABEL_HEIGHT / 2
+    return left, top, left + width, top + _LABEL_HEIGHT
+
+
+def place_labels(
+    points: Sequence[tuple[float, float, str]],
+    frame: tuple[float, float, float, float],
+    radius: float = 7.0,
+) -> list[tuple[float, float, Anchor]]:
+    """Spots (dx, dy, anchor) for labels beside points at pixel positions (x, y, text).
+
+    Each label takes the first of :data:`_LABEL_SPOTS` that covers no point, no label
+    placed before it and stays inside ``frame`` (left, top, right, bottom); when none
+    does, the spot that covers least.
+    """
+    dots = [(x - radius, y - radius, x + radius, y + radius) for x, y, _ in points]
+    placed: list[tuple[float, float, float, float]] = []
+    spots = []
+    for x, y, text in points:
+        best, best_cost = _LABEL_SPOTS[0], float("inf")
+        for spot in _LABEL_SPOTS:
+            box = _label_box(x, y, text, spot)
+            outside = (box[2] - box[0]) * (box[3] - box[1]) - _overlap(box, frame)
+            cost = outside + sum(_overlap(box, other) for other in (*dots, *placed))
+            if cost < best_cost:
+                best, best_cost = spot, cost
+            if cost == 0:
+                break
+        placed.append(_label_box(x, y, text, best))
+        spots.append(best)
+    return spots
+
+
+def main_chart(
+    data: Landscape, links: Mapping[str, str | None], numbers: Mapping[str, int]
+) -> Markup:
+    """Strategies at their means with min–max bars, each numbered, and the Pareto frontier."""
     label = _utility_label(data.utility)
     chart = Chart(
         "Privacy-utility landscape",
@@ -76,15 +179,16 @@ def main_chart(data: Landscape, links: Mapping[str, str | None]) -> Markup:
         data.utility_range,
         "Epsilon* (lower = more private)",
         f"{label} on population data (higher = more useful)",
-        width=_SIZE + 40,
+        width=_WIDTH,
         height=_SIZE,
         margin=_GAP,
     )
     chart.line(data.frontier_x, data.frontier_y, css="pareto-line", label="Pareto frontier")
     plotted = [(s, s.epsilon, s.utility) for s in data.strategies if s.epsilon and s.utility]
-    for _, eps, util in plotted:
-        chart.segment(eps.low, util.mean, eps.high, util.mean, css="errorbar")
-        chart.segment(eps.mean, util.low, eps.mean, util.high, css="errorbar")
+    for s, eps, util in plotted:
+        css = "errorbar-dp" if s.privacy.dp else "errorbar-baseline"
+        chart.segment(eps.low, util.mean, eps.high, util.mean, css=css)
+        chart.segment(eps.mean, util.low, eps.mean, util.high, css=css)
     seen: set[bool] = set()
     for s, eps, util in plotted:
         dp = s.privacy.dp
@@ -101,6 +205,10 @@ def main_chart(data: Landscape, links: Mapping[str, str | None]) -> Markup:
             tooltip=_tooltip(s, eps, util, label, links[s.name]),
             href=links[s.name],
         )
+    labels = [(chart.px(e.mean), chart.py(u.mean), str(numbers[s.name])) for s, e, u in plotted]
+    spots = place_labels(labels, chart.plot_box)
+    for (_, eps, util), (_, _, text), (dx, dy, anchor) in zip(plotted, labels, spots, strict=True):
+        chart.text(eps.mean, util.mean, text, css="point-label", dx=dx, dy=dy, anchor=anchor)
     return chart.render()
 
 
@@ -113,9 +221,9 @@ def marginal_charts(data: Landscape) -> tuple[Markup, Markup]:
         data.epsilon_density_range,
         "",
         "density",
-        width=_SIZE + 40,
+        width=_WIDTH,
         height=_SIDE,
-        margin=(8, 20, 22, 64),
+        margin=(8, _GAP[1], 22, _GAP[3]),
     )
     right = Chart(
         f"{label} density by category",
@@ -125,7 +233,7 @@ def marginal_charts(data: Landscape) -> tuple[Markup, Markup]:
         "",
         width=_SIDE,
         height=_SIZE,
-        margin=(_GAP[0], 8, _GAP[2], 8),
+        margin=(_GAP[0], 16, _GAP[2], 8),
         tick_labels=(True, False),
     )
     for marginal in data.marginals:
@@ -142,12 +250,14 @@ def marginal_charts(data: Landscape) -> tuple[Markup, Markup]:
     return top.render(legend=False), right.render(legend=False)
 
 
-def _row(s: StrategyPoint, link: str | None) -> dict[str, Any]:
+def _row(s: StrategyPoint, link: str | None, index: int) -> dict[str, Any]:
     """One strategy as the table shows it."""
     return {
+        "number": index,
         "name": s.name,
+        "dp_epsilon": _dp_epsilon(s),
         "category": _category(s),
-        "describe": _describe(s.params),
+        "settings": _settings(s.params),
         "n_models": s.n_models,
         "n_failed": s.n_failed,
         "eps_mean": s.epsilon.mean if s.epsilon else None,
@@ -165,14 +275,23 @@ def _row(s: StrategyPoint, link: str | None) -> dict[str, Any]:
 def landscape_context(data: Landscape, target: Path) -> dict[str, Any]:
     """Everything the template shows; report links relative to ``target``'s folder."""
     links = {s.name: _link(s.report, target.parent) for s in data.strategies}
+    numbers = {s.name: index for index, s in enumerate(data.strategies, start=1)}
+    rows = [_row(s, links[s.name], numbers[s.name]) for s in data.strategies]
     top, right = marginal_charts(data)
     return {
         "utility": data.utility,
         "utility_label": _utility_label(data.utility),
-        "strategies": [_row(s, links[s.name]) for s in data.strategies],
+        "strategies": rows,
+        "plotted": [row for row, s in zip(rows, data.strategies, strict=True) if s.plotted],
         "n_models": data.n_models,
+        "columns": {
+            "dp_epsilon": any(row["dp_epsilon"] for row in rows),
+            "report": any(row["link"] for row in rows),
+        },
+        "layout": {"main": _WIDTH, "side": _SIDE},
+        "min_density_values": MIN_DENSITY_VALUES,
         "charts": {
-            "main": main_chart(data, links),
+            "main": main_chart(data, links, numbers),
             "top": top,
             "right": right,
             "kde": any(m.epsilon_density is not None for m in data.marginals),

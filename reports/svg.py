@@ -18,12 +18,18 @@ import numpy as np
 from markupsafe import Markup, escape
 from numpy.typing import ArrayLike
 
-__all__ = ["Chart", "log_ticks", "logit_ticks", "nice_ticks"]
+__all__ = ["Anchor", "Chart", "log_ticks", "logit_ticks", "nice_ticks"]
 
-#: Legend entries per row under a chart.
-LEGEND_COLUMNS = 2
+#: Width in pixels of one legend column under a chart (a 960-pixel chart has three).
+LEGEND_COLUMN_WIDTH = 300
+#: Pixels of axis per tick on linear axes, and the approximate width of a tick label's character.
+TICK_SPACING = 55
+TICK_CHARACTER_WIDTH = 6.5
+#: Lines are drawn up to this many plot sizes beyond the frame (the clip path hides the rest).
+OVERSHOOT = 4.0
 
 Scale = Literal["linear", "log", "logit"]
+Anchor = Literal["start", "middle", "end"]
 
 
 def nice_ticks(low: float, high: float, count: int = 6) -> list[float]:
@@ -144,11 +150,23 @@ class Chart:
         return ok
 
     def _clip(self, xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Clamp points to the axis ranges (so that lines end at the frame)."""
+        """Clamp points to the axis ranges (for shaded regions)."""
         return (
             np.clip(xs, min(self.x_range), max(self.x_range)),
             np.clip(ys, min(self.y_range), max(self.y_range)),
         )
+
+    def _pixels(self, x: float, y: float) -> tuple[float, float]:
+        """Pixel position of a line's point, kept within a few plot sizes of the frame.
+
+        Points beyond the axes are not moved onto the frame (that would bend the
+        line along it): the clip path cuts the line where it leaves the plot.
+        """
+        left, top, right, bottom = self.plot_box
+        w, h = (right - left) * OVERSHOOT, (bottom - top) * OVERSHOOT
+        px = min(max(self.px(x), left - w), right + w)
+        py = min(max(self.py(y), top - h), bottom + h)
+        return px, py
 
     # --- elements ------------------------------------------------------------------------------
 
@@ -165,11 +183,12 @@ class Chart:
         x = np.asarray(list(xs) if not isinstance(xs, np.ndarray) else xs, dtype=np.float64)
         y = np.asarray(list(ys) if not isinstance(ys, np.ndarray) else ys, dtype=np.float64)
         keep = self._visible(x, y)
-        x, y = self._clip(x[keep], y[keep])
+        x, y = x[keep], y[keep]
         if x.size < 2:
             return
         points = " ".join(
-            f"{_number(self.px(a))},{_number(self.py(b))}" for a, b in zip(x, y, strict=True)
+            ",".join(_number(v) for v in self._pixels(float(a), float(b)))
+            for a, b in zip(x, y, strict=True)
         )
         title = f"<title>{escape(tooltip)}</title>" if tooltip else ""
         self._body.append(
@@ -248,10 +267,22 @@ class Chart:
             f'x2="{_number(self.px(x1))}" y2="{_number(self.py(y1))}"/>'
         )
 
-    def text(self, x: float, y: float, value: str, *, css: str = "note", dx: float = 6) -> None:
+    def text(
+        self,
+        x: float,
+        y: float,
+        value: str,
+        *,
+        css: str = "note",
+        dx: float = 6,
+        dy: float = -6,
+        anchor: Anchor = "start",
+    ) -> None:
+        """Text at a data point, shifted by (``dx``, ``dy``) pixels."""
         self._body.append(
             f'<text class="{escape(css)}" x="{_number(self.px(x) + dx)}" '
-            f'y="{_number(self.py(y) - 6)}">{escape(value)}</text>'
+            f'y="{_number(self.py(y) + dy)}" text-anchor="{anchor}" '
+            f'dominant-baseline="middle">{escape(value)}</text>'
         )
 
     def raw(self, markup: str) -> None:
@@ -260,11 +291,28 @@ class Chart:
 
     # --- output --------------------------------------------------------------------------------
 
-    def _ticks(self, bounds: tuple[float, float], scale: Scale) -> list[float]:
+    def _ticks(self, bounds: tuple[float, float], scale: Scale, length: float) -> list[float]:
+        """Ticks of an axis ``length`` pixels long (linear axes: one per TICK_SPACING pixels)."""
         low, high = min(bounds), max(bounds)
         if scale == "logit":
             return logit_ticks(low, high)
-        return log_ticks(low, high) if scale == "log" else nice_ticks(low, high)
+        if scale == "log":
+            return log_ticks(low, high)
+        ticks = [low]
+        for count in range(max(3, min(8, int(length // TICK_SPACING))), 12):
+            ticks = nice_ticks(low, high, count=count)
+            if len(ticks) >= 2:  # a short axis still gets two ticks
+                break
+        return ticks
+
+    def _tick_x(self, x: float, label: str) -> tuple[float, str]:
+        """Where a centred x tick label goes, moved (and anchored) to stay inside the chart."""
+        half = len(label) * TICK_CHARACTER_WIDTH / 2
+        if x + half > self.width - 1:
+            return self.width - 1.0, "end"
+        if x - half < 1:
+            return 1.0, "start"
+        return x, "middle"
 
     def _axes(self) -> list[str]:
         left, top, right, bottom = self.plot_box
@@ -272,15 +320,17 @@ class Chart:
             f'<rect class="frame" x="{left}" y="{top}" width="{right - left}" '
             f'height="{bottom - top}"/>'
         ]
-        for tick in self._ticks(self.x_range, self.x_scale):
+        for tick in self._ticks(self.x_range, self.x_scale, right - left):
             x = _number(self.px(tick))
             parts.append(f'<line class="grid" x1="{x}" y1="{top}" x2="{x}" y2="{bottom}"/>')
             if self.tick_labels[0]:
+                label = format_tick(tick, self.x_scale)
+                at, anchor = self._tick_x(self.px(tick), label)
                 parts.append(
-                    f'<text class="tick" x="{x}" y="{bottom + 16}" text-anchor="middle">'
-                    f"{escape(format_tick(tick, self.x_scale))}</text>"
+                    f'<text class="tick" x="{_number(at)}" y="{bottom + 16}" '
+                    f'text-anchor="{anchor}">{escape(label)}</text>'
                 )
-        for tick in self._ticks(self.y_range, self.y_scale):
+        for tick in self._ticks(self.y_range, self.y_scale, bottom - top):
             y = _number(self.py(tick))
             parts.append(f'<line class="grid" x1="{left}" y1="{y}" x2="{right}" y2="{y}"/>')
             if self.tick_labels[1]:
@@ -298,8 +348,12 @@ class Chart:
         )
         return parts
 
+    @property
+    def _legend_columns(self) -> int:
+        return max(1, self.width // LEGEND_COLUMN_WIDTH)
+
     def _legend_rows(self) -> int:
-        return math.ceil(len(self._legend) / LEGEND_COLUMNS)
+        return math.ceil(len(self._legend) / self._legend_columns)
 
     def _legend_markup(self) -> list[str]:
         """The legend in columns under the plot (it never hides data)."""
@@ -307,10 +361,11 @@ class Chart:
             return []
         rows = []
         left = 8.0
-        column_width = (self.width - 16) / LEGEND_COLUMNS
+        columns = self._legend_columns
+        column_width = (self.width - 16) / columns
         for index, (kind, css, label) in enumerate(self._legend):
-            x0 = left + column_width * (index % LEGEND_COLUMNS)
-            y = self.height + 14 + 18 * (index // LEGEND_COLUMNS)
+            x0 = left + column_width * (index % columns)
+            y = self.height + 14 + 18 * (index // columns)
             if kind == "line":
                 mark = (
                     f'<line class="{escape(css)}" x1="{x0:.1f}" y1="{y}" x2="{x0 + 22:.1f}" '

@@ -16,16 +16,21 @@ from scipy.special import ndtr, ndtri
 from epsstar.audit.figures import (
     CURVE_POINTS,
     HISTOGRAM_BINS,
+    TAIL_QUANTILE,
     AuditFigures,
     audit_figures,
+    clip_values,
+    dp_boundary_corner,
     fitted_density,
     histogram,
     ks_grid,
+    loss_figure,
     observed_tradeoff,
 )
 from epsstar.audit.result import AuditResult
 from epsstar.statistics.estimator import epsilon_star
 from epsstar.statistics.fitting import GaussianMixtureFit, NormalFit
+from epsstar.statistics.losses import compute_losses
 from tests.reports.conftest import synthetic_result
 
 
@@ -142,6 +147,88 @@ def test_tradeoff_figure(result: AuditResult, figures: AuditFigures) -> None:
         assert curve is not None
         assert np.all(np.diff(curve.x) >= 0)  # FPR rises with the threshold, FNR falls
         assert np.all(np.diff(curve.y) <= 1e-12)
+
+
+def test_the_boundary_corner_and_the_no_leak_line(
+    result: AuditResult, figures: AuditFigures
+) -> None:
+    figure = figures.tradeoff
+    e, d = result.epsilon.epsilon, result.delta
+    corner = figure.boundary_corner
+    assert corner.fpr == corner.fnr
+    assert corner.epsilon == e
+    # Both lines of the boundary give the same FNR there, and it is the boundary's value.
+    first, second = 1 - d - math.exp(e) * corner.fpr, math.exp(-e) * (1 - d - corner.fpr)
+    assert first == pytest.approx(second, rel=1e-12)
+    assert first == pytest.approx(corner.fnr, rel=1e-12)
+    # Left of the corner the steep line is the larger, right of it the shallow one.
+    x = figure.boundary.x
+    steep, shallow = 1 - d - math.exp(e) * x, math.exp(-e) * (1 - d - x)
+    assert np.all((steep >= shallow) == (x <= corner.fpr))
+    # FNR = 1 − FPR, straight on log-odds axes (logit(1 − r) = −logit(r)): its two ends
+    # lie beyond both ends of the axes.
+    np.testing.assert_array_equal(figure.no_leak.x, [x.min(), x.max()])
+    np.testing.assert_allclose(figure.no_leak.y, 1.0 - figure.no_leak.x)
+    low, high = figure.axis
+    assert figure.no_leak.x[0] < low < high < figure.no_leak.x[1]
+
+
+@given(st.floats(0.0, 50.0), st.floats(1e-12, 0.5))
+def test_the_boundary_corner_is_on_the_diagonal(epsilon: float, delta: float) -> None:
+    corner = dp_boundary_corner(epsilon, delta)
+    assert corner.fpr == corner.fnr
+    # f(x) = x where the two lines cross; e^ε x + x = 1 − δ.
+    assert corner.fpr * (1 + math.exp(epsilon)) == pytest.approx(1 - delta, rel=1e-12)
+
+
+def test_clip_values_are_the_extreme_losses_of_clipped_probabilities() -> None:
+    """The clip values equal the losses of the probabilities 0 and 1, computed the usual way."""
+    certain = np.array([[1.0, 0.0], [0.0, 1.0]])
+    labels = np.array([0, 0])  # right with probability 1, then wrong with probability 1
+    for loss in ("logit", "cross_entropy"):
+        ends = clip_values(loss, "probabilities")
+        assert ends is not None
+        lowest, highest = compute_losses(labels, certain, loss=loss, outputs="probabilities")
+        assert ends == pytest.approx((lowest, highest), rel=1e-12)
+    assert clip_values("logit", "logits") is None
+    assert clip_values(None, None) is None
+
+
+def test_losses_at_the_clip_values_are_counted(result: AuditResult) -> None:
+    lowest, highest = clip_values("logit", "probabilities")  # type: ignore[misc]
+    train, population = result.train_losses.copy(), result.population_losses.copy()
+    train[:300], population[:40] = lowest, lowest
+    train[300:302] = highest
+    clipped = dataclasses.replace(
+        result,
+        train_losses=train,
+        population_losses=population,
+        provenance={**result.provenance, "loss": "logit", "output_kind": "probabilities"},
+    )
+    figure = loss_figure(clipped)
+    low_end, high_end = figure.clipped
+    assert (low_end.end, low_end.value, low_end.train, low_end.population) == (
+        "lowest",
+        lowest,
+        300,
+        40,
+    )
+    assert (high_end.end, high_end.train, high_end.population) == ("highest", 2, 0)
+    others = np.concatenate([train[302:], population[40:]])
+    assert low_end.nearest == others.min()
+    # 340 of 6,000 losses: more than the trimmed 0.1 %, so the spike is drawn; 2 are not.
+    bars = figure.histogram
+    assert bars.edges[0] == lowest
+    assert low_end.bar_top == max(bars.train.heights[0], bars.population.heights[0])
+    assert high_end.bar_top is None
+    assert figure.tails == pytest.approx(
+        tuple(np.quantile(others, [TAIL_QUANTILE, 1 - TAIL_QUANTILE]))
+    )
+    assert loss_figure(result).clipped == ()  # no loss at a clip value
+    from_logits = dataclasses.replace(
+        clipped, provenance={**clipped.provenance, "output_kind": "logits"}
+    )
+    assert loss_figure(from_logits).clipped == ()  # losses from logits are never clipped
 
 
 def test_observed_tradeoff_is_exact_on_small_data_and_bounded_on_large() -> None:

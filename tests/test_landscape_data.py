@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from epsstar.audit.landscape_data import (
+    MIN_DENSITY_VALUES,
     landscape,
     pareto_front,
     read_results,
@@ -97,6 +98,16 @@ def test_training_privacy_reads_types() -> None:
     for params in ({"private": "perhaps"}, {"target_epsilon": "large"}, {"target_epsilon": True}):
         with pytest.raises(InputFileError, match=r"hyper-parameter .* Found"):
             training_privacy(params)
+
+
+def test_training_privacy_keeps_the_accountants_epsilon_and_delta() -> None:
+    privacy = training_privacy(
+        {"target_epsilon": 1, "epsilon": "0.9988070743558518", "delta": 2.9556318103336777e-06}
+    )
+    assert (privacy.epsilon, privacy.delta) == (0.9988070743558518, 2.9556318103336777e-06)
+    for shown_only in ({"epsilon": "n/a"}, {"delta": None}, {"epsilon": float("nan")}):
+        privacy = training_privacy(shown_only)  # never refused: they are only shown
+        assert (privacy.epsilon, privacy.delta) == (None, None)
 
 
 def test_the_sweep_manifest_columns_give_the_category(tmp_path: Path) -> None:
@@ -202,18 +213,20 @@ def test_strategies_means_bars_and_frontier() -> None:
 
 
 def test_marginal_densities_per_category() -> None:
-    records = [record(f"base{i}", 1.0 + i, 0.8 + 0.01 * i, epochs=i) for i in range(4)]
-    records += [record("dp", 0.3, 0.7, target_epsilon=1)]
+    records = [record(f"base{i}", 1.0 + i, 0.8 + 0.01 * i, epochs=i) for i in range(5)]
+    records += [record(f"dp{i}", 0.3 + 0.1 * i, 0.7, target_epsilon=1) for i in range(4)]
     data = landscape(records)
     assert [m.dp for m in data.marginals] == [False, True]
     baseline, dp = data.marginals
-    assert baseline.epsilons == (1.0, 2.0, 3.0, 4.0)
+    assert baseline.epsilons == (1.0, 2.0, 3.0, 4.0, 5.0)
     assert baseline.epsilon_density is not None
     assert baseline.epsilon_density.shape == data.epsilon_grid.shape
     assert baseline.utility_density is not None
     assert baseline.utility_density.shape == data.utility_grid.shape
     assert np.all(baseline.epsilon_density >= 0)
-    assert dp.epsilon_density is None  # one value: ticks only
+    assert len(dp.epsilons) == MIN_DENSITY_VALUES - 1
+    assert dp.epsilon_density is None  # four distinct values are too few: ticks only
+    assert dp.utility_density is None
     assert data.epsilon_grid[0] == data.epsilon_range[0]
     assert data.epsilon_grid[-1] == data.epsilon_range[1]
     tallest = float(baseline.epsilon_density.max())

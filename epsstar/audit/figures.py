@@ -6,14 +6,16 @@ without computing anything:
 
 * histograms of the losses and of the transformed losses φ in
   :data:`HISTOGRAM_BINS` shared bins over the central ``1 - 2 HISTOGRAM_TRIM`` of
-  the pooled values, with the counts per side and the values left out;
+  the pooled values, with the counts per side and the values left out, and the
+  losses that sit at the value a clipped probability gives (:class:`ClippedLosses`);
 * the densities of the distributions fitted to φ (§3.1 of
   ``epsilon-star-negoescu-2024.md``);
 * the FNR/FPR trade-off of the loss-threshold test (eqs. 5-6): observed, at a
   bounded set of thresholds, and fitted; the (ε*, δ) boundary
-  ``f(x) = max(0, 1 - δ - e^ε x, e^-ε (1 - δ - x))`` and the μ-GDP curve
-  ``f(x) = Φ(-Φ^-1(x) - μ)`` through the Epsilon* point
-  (``gdp-and-auditing-lecture.md``), and the ranges of both axes;
+  ``f(x) = max(0, 1 - δ - e^ε x, e^-ε (1 - δ - x))`` with its corner, the
+  no-leak line ``f(x) = 1 - x``, the μ-GDP curve ``f(x) = Φ(-Φ^-1(x) - μ)``
+  through the Epsilon* point (``gdp-and-auditing-lecture.md``), and the ranges of
+  both axes;
 * Appendix 8.2's grid of hold-out KS p-values of Gaussian mixtures, on a seeded
   subsample of at most :data:`KS_GRID_MAX_VALUES` transformed losses per side;
 * how the headline Epsilon* was estimated, in words from the names table
@@ -28,7 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,6 +43,7 @@ from epsstar.statistics.conversions import gdp_mu_from_rates
 from epsstar.statistics.curves import parametric_curve
 from epsstar.statistics.fitting import GaussianMixtureFit, LossDistribution, NormalFit
 from epsstar.statistics.goodness_of_fit import ks_table
+from epsstar.statistics.losses import MAX_ABS_LOGIT, PROBABILITY_CLIP
 from epsstar.statistics.names import FAMILIES, METHODS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,7 +58,9 @@ __all__ = [
     "KS_GRID_COMPONENTS",
     "KS_GRID_MAX_VALUES",
     "KS_GRID_SAMPLE_SIZES",
+    "TAIL_QUANTILE",
     "AuditFigures",
+    "ClippedLosses",
     "Curve",
     "FittedDensities",
     "Histogram",
@@ -67,6 +72,9 @@ __all__ = [
     "SideHistogram",
     "TradeoffFigure",
     "audit_figures",
+    "clip_values",
+    "clipped_losses",
+    "dp_boundary_corner",
     "estimator_description",
     "fitted_density",
     "histogram",
@@ -79,6 +87,8 @@ __all__ = [
 HISTOGRAM_BINS = 60
 #: Share of the pooled values cut from each end of a histogram's axis.
 HISTOGRAM_TRIM = 0.001
+#: Share of the pooled values beyond each of the quantiles a histogram's caption names.
+TAIL_QUANTILE = 0.01
 #: Mixture components and sample sizes of the goodness-of-fit grid (Appendix 8.2).
 KS_GRID_COMPONENTS: tuple[int, ...] = tuple(range(1, 11))
 KS_GRID_SAMPLE_SIZES: tuple[int, ...] = (100, 400, 700, 1000)
@@ -135,6 +145,28 @@ class FittedDensities:
 
 
 @dataclass(frozen=True, slots=True)
+class ClippedLosses:
+    """Losses equal to one end of the range that clipped probabilities allow.
+
+    Probabilities are clipped to ``[2^-52, 1 - 2^-52]`` before logarithms
+    (:mod:`epsstar.statistics.losses`), so a model that gives the true class a
+    probability of 1 (or 0) to float64 precision puts all such records at one
+    loss, ``value``: a spike in the histogram, far from the other losses.
+    """
+
+    #: ``"lowest"`` (the true class had probability 1) or ``"highest"`` (it had 0).
+    end: Literal["lowest", "highest"]
+    value: float
+    train: int
+    population: int
+    #: The pooled loss nearest to ``value`` that is not at it; None when every loss is.
+    nearest: float | None
+    #: Height of the taller bar of the bin that holds ``value``; None when ``value`` is off the
+    #: histogram's axis (then these losses are among the values left out).
+    bar_top: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class HistogramFigure:
     """A histogram chart: the bars, optional fitted densities, and both axis ranges."""
 
@@ -142,6 +174,11 @@ class HistogramFigure:
     x_range: tuple[float, float]
     y_range: tuple[float, float]
     fitted: FittedDensities | None = None
+    #: Losses at the values clipped probabilities give, lowest end first (only ends with some).
+    clipped: tuple[ClippedLosses, ...] = ()
+    #: The TAIL_QUANTILE and 1 - TAIL_QUANTILE quantiles of the pooled values not in
+    #: ``clipped`` (how far the bulk reaches); None when there are none.
+    tails: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +208,11 @@ class TradeoffFigure:
     smallest_supported_fpr: float
     smallest_supported_fnr: float
     boundary: Curve
+    #: Where the boundary's two lines cross: FPR = FNR = (1 - δ) / (1 + e^ε); ``epsilon`` is ε.
+    boundary_corner: RatePoint
+    #: The trade-off of a test that learns nothing, FNR = 1 - FPR, from end to end of the
+    #: boundary's FPRs: two points, as it is a straight line on log-odds axes.
+    no_leak: Curve
     empirical: Curve
     fitted: Curve | None
     #: μ of the μ-GDP curve through the Epsilon* point, when it is finite and positive.
@@ -258,10 +300,88 @@ def _span(histogram: Histogram) -> tuple[float, float]:
     return float(histogram.edges[0]), float(histogram.edges[-1])
 
 
+def clip_values(loss: object, output_kind: object) -> tuple[float, float] | None:
+    """The lowest and highest loss that clipped probabilities give; None for logits.
+
+    Logit loss: ``±log((1 - ε) / ε)``; cross-entropy: ``-log(1 - ε)`` and ``-log ε``,
+    with ``ε = 2^-52`` (``epsstar.statistics.losses``). Losses from logits are not
+    clipped; unknown losses or outputs (losses read from files) give None.
+    """
+    if output_kind != "probabilities":
+        return None
+    if loss == "logit":
+        return -MAX_ABS_LOGIT, MAX_ABS_LOGIT
+    if loss == "cross_entropy":
+        return -math.log1p(-PROBABILITY_CLIP), -math.log(PROBABILITY_CLIP)
+    return None
+
+
+def _at(values: FloatArray, value: float) -> NDArray[np.bool_]:
+    """Which values equal ``value`` to a relative 1e-9 (the same clip, computed another way)."""
+    return np.asarray(np.abs(values - value) <= 1e-9 * abs(value))
+
+
+def clipped_losses(
+    train: FloatArray, population: FloatArray, ends: tuple[float, float], bars: Histogram
+) -> tuple[ClippedLosses, ...]:
+    """Counts of the losses at the lowest and highest of ``ends`` (relative tolerance 1e-9).
+
+    Only ends that some loss sits at are returned, lowest first.
+    """
+    pooled = np.concatenate([train, population])
+    names: tuple[Literal["lowest", "highest"], ...] = ("lowest", "highest")
+    found = []
+    for end, value in zip(names, ends, strict=True):
+        at_train, at_population = _at(train, value), _at(population, value)
+        if not (at_train.any() or at_population.any()):
+            continue
+        others = pooled[~_at(pooled, value)]
+        nearest = float(others[np.argmin(np.abs(others - value))]) if others.size else None
+        bar_top = None
+        if bars.edges[0] <= value <= bars.edges[-1]:
+            index = min(int(np.searchsorted(bars.edges, value, side="right")) - 1, bars.bins - 1)
+            bar_top = float(max(bars.train.heights[index], bars.population.heights[index]))
+        found.append(
+            ClippedLosses(
+                end=end,
+                value=float(value),
+                train=int(at_train.sum()),
+                population=int(at_population.sum()),
+                nearest=nearest,
+                bar_top=bar_top,
+            )
+        )
+    return tuple(found)
+
+
+def _tails(values: FloatArray) -> tuple[float, float] | None:
+    if not values.size:
+        return None
+    low, high = np.quantile(values, [TAIL_QUANTILE, 1.0 - TAIL_QUANTILE])
+    return float(low), float(high)
+
+
 def loss_figure(result: AuditResult) -> HistogramFigure:
-    """Histograms of the losses, each side as a percentage of its records."""
-    bars = histogram(result.train_losses, result.population_losses, density=False)
-    return HistogramFigure(bars, _span(bars), (0.0, _tallest(bars) * 1.1 or 1.0))
+    """Histograms of the losses, each side as a percentage of its records.
+
+    Losses at the values clipped probabilities give are counted per end
+    (:func:`clip_values` of the provenance's ``loss`` and ``output_kind``).
+    """
+    train, population = result.train_losses, result.population_losses
+    bars = histogram(train, population, density=False)
+    provenance = result.provenance
+    ends = clip_values(provenance.get("loss"), provenance.get("output_kind"))
+    clipped = () if ends is None else clipped_losses(train, population, ends, bars)
+    pooled = np.concatenate([train, population])
+    for mass in clipped:
+        pooled = pooled[~_at(pooled, mass.value)]
+    return HistogramFigure(
+        bars,
+        _span(bars),
+        (0.0, _tallest(bars) * 1.1 or 1.0),
+        clipped=clipped,
+        tails=_tails(pooled),
+    )
 
 
 def fitted_density(fit: FittedDistribution, x: FloatArray) -> FloatArray:
@@ -363,6 +483,17 @@ def _fitted_tradeoff(estimate: EpsilonStarResult, low: float) -> Curve | None:
     return Curve(curve.fpr, curve.fnr)
 
 
+def dp_boundary_corner(epsilon: float, delta: float) -> RatePoint:
+    """Where ``1 - δ - e^ε x`` and ``e^-ε (1 - δ - x)`` cross: ``x = f(x) = (1 - δ) / (1 + e^ε)``.
+
+    The boundary is the trade-off function ``f_{ε,δ}`` of Prop. 2.5 in
+    ``gdp-and-auditing-lecture.md``, the larger of these two lines: left of this
+    point the first, right of it the second, so the boundary has a corner here.
+    """
+    rate = float((1.0 - delta) / (1.0 + math.exp(min(epsilon, 700.0))))
+    return RatePoint(rate, rate, float(epsilon))
+
+
 def tradeoff_figure(result: AuditResult) -> TradeoffFigure:
     """The trade-off chart's axes, curves and points (see the module docstring)."""
     eps = result.epsilon
@@ -382,6 +513,8 @@ def tradeoff_figure(result: AuditResult) -> TradeoffFigure:
         smallest_supported_fpr=1.0 / n_pop,
         smallest_supported_fnr=1.0 / n_train,
         boundary=Curve(x, boundary),
+        boundary_corner=dp_boundary_corner(e, d),
+        no_leak=Curve(x[[0, -1]], 1.0 - x[[0, -1]]),
         empirical=observed_tradeoff(result.train_losses, result.population_losses, low),
         fitted=_fitted_tradeoff(eps, low),
         gdp_mu=mu,

@@ -15,7 +15,8 @@ anything:
   ``entry.params``);
 * the Pareto frontier (lower Epsilon*, higher utility) and its step line;
 * Gaussian kernel densities of every model's Epsilon* and utility per category
-  (DP or baseline), and the ranges of all axes.
+  (DP or baseline) with at least :data:`MIN_DENSITY_VALUES` models, and the
+  ranges of all axes.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds import mechanism_epsilon
 
 __all__ = [
+    "MIN_DENSITY_VALUES",
     "UTILITIES",
     "Landscape",
     "Marginal",
@@ -52,6 +54,8 @@ __all__ = [
 UTILITIES: tuple[str, ...] = ("auroc", "accuracy")
 #: Points of each density curve.
 DENSITY_POINTS = 200
+#: Fewest values (two of them distinct) a kernel density is drawn for; fewer get ticks only.
+MIN_DENSITY_VALUES = 5
 _TRUE = frozenset({"true", "1", "yes", "y", "on"})
 _FALSE = frozenset({"false", "0", "no", "n", "off"})
 
@@ -63,12 +67,16 @@ _FALSE = frozenset({"false", "0", "no", "n", "off"})
 class TrainingPrivacy:
     """How a strategy's models were trained, as far as its hyper-parameters say.
 
-    ``dp`` is true when ``target_epsilon`` is given or ``private`` is true.
+    ``dp`` is true when ``target_epsilon`` is given or ``private`` is true;
+    ``epsilon`` and ``delta`` are the privacy accountant's (``epsstar sweep``
+    records them for DP-SGD runs).
     """
 
     private: bool | None
     target_epsilon: float | None
     dp: bool
+    epsilon: float | None = None
+    delta: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,11 +194,26 @@ def _number(name: str, value: Any) -> float | None:
     raise InputFileError(f"hyper-parameter {name} must be a number. Found {value!r}.")
 
 
+def _reported(value: Any) -> float | None:
+    """A number that is only shown (the accountant's ε or δ): None unless finite and numeric."""
+    try:
+        number = _number("", value)
+    except InputFileError:
+        return None
+    return number if number is not None and math.isfinite(number) else None
+
+
 def training_privacy(params: Mapping[str, Any]) -> TrainingPrivacy:
     """The privacy of a strategy's training from its hyper-parameters (see the module doc)."""
     private = _flag("private", params.get("private"))
     target = _number("target_epsilon", params.get("target_epsilon"))
-    return TrainingPrivacy(private, target, dp=target is not None or private is True)
+    return TrainingPrivacy(
+        private,
+        target,
+        dp=target is not None or private is True,
+        epsilon=_reported(params.get("epsilon")),
+        delta=_reported(params.get("delta")),
+    )
 
 
 def _is_audit(document: Any) -> bool:
@@ -377,10 +400,13 @@ def _range(values: Sequence[float], *, floor: float | None = None) -> tuple[floa
 
 
 def _density(values: Sequence[float], grid: FloatArray) -> FloatArray | None:
-    """Gaussian KDE of ``values`` on ``grid``; None when it cannot be estimated."""
+    """Gaussian KDE of ``values`` on ``grid``; None for fewer than MIN_DENSITY_VALUES values.
+
+    A density of two or three models is a bandwidth choice, not an estimate.
+    """
     from scipy.stats import gaussian_kde
 
-    if len(set(values)) < 2:
+    if len(values) < MIN_DENSITY_VALUES or len(set(values)) < 2:
         return None
     try:
         return np.asarray(gaussian_kde(np.asarray(values, dtype=np.float64))(grid))

@@ -104,6 +104,9 @@ def test_report_in_browser(
     shown = page.locator("#epsilon-star")
     assert float(shown.get_attribute("data-epsilon-star")) == expected
     assert shown.inner_text() == f"{expected:.4f}"
+    section = page.locator("#tradeoff").bounding_box()
+    for chart in ("#fig-losses svg", "#fig-tradeoff svg"):  # the charts fill the page's width
+        assert page.locator(chart).bounding_box()["width"] >= 0.97 * section["width"]
     page.close()
 
 
@@ -150,4 +153,13 @@ def test_landscape_in_browser(
     target = links.first.get_attribute("href")
     assert (tmp_path / target).is_file()
     assert page.locator("svg circle title").first.text_content().startswith("baseline-50")
+    figure = page.locator("#fig-landscape").bounding_box()
+    top, main, right = (page.locator("svg").nth(i) for i in range(3))
+    assert main.bounding_box()["width"] + right.bounding_box()["width"] >= 0.97 * figure["width"]
+    frames = [chart.locator("rect.frame").bounding_box() for chart in (top, main, right)]
+    # The margins' plots line up with the main plot at any page width.
+    assert frames[0]["x"] == pytest.approx(frames[1]["x"], abs=1)
+    assert frames[0]["width"] == pytest.approx(frames[1]["width"], abs=1)
+    assert frames[2]["y"] == pytest.approx(frames[1]["y"], abs=1)
+    assert frames[2]["height"] == pytest.approx(frames[1]["height"], abs=1)
     page.close()

@@ -38,9 +38,9 @@ def test_landscape_marks_frontier_and_means(tmp_path: Path) -> None:
     assert "<td>yes</td>" in rows["b"]
     assert "<td>yes</td>" not in rows["c"]
     assert "<td>yes</td>" not in rows["d"]
-    assert "2.0000 [1.0000, 3.0000]" in rows["a"]
-    assert "0.8500 [0.8000, 0.9000]" in rows["a"]
-    assert html.count('class="point-') == 3 + 2  # three strategies plus two legend markers
+    assert '2.0000<br><span class="range">[1.0000, 3.0000]</span>' in rows["a"]
+    assert '0.8500<br><span class="range">[0.8000, 0.9000]</span>' in rows["a"]
+    assert html.count('<circle class="point-') == 3 + 2  # three strategies, two legend markers
     assert "pareto-line" in html
 
 
@@ -141,3 +141,94 @@ def test_audit_many_reports_feed_the_landscape(tmp_path: Path) -> None:
     html = page.read_text("utf-8")
     assert 'href="out/reports/mlp-0.html"' in html
     assert 'class="badge dp">DP<' in html
+
+
+def _table_row(html: str, strategy: str) -> str:
+    match = re.search(rf'<tr data-strategy="{strategy}">(.*?)</tr>', html, re.S)
+    assert match is not None
+    return match.group(1)
+
+
+def test_points_are_numbered_and_hyper_parameters_are_formatted(tmp_path: Path) -> None:
+    dp = {
+        "private": True,
+        "target_epsilon": 1,
+        "epsilon": 0.9988070743558518,
+        "delta": 2.9556318103336777e-06,
+        "clip": 1.0,
+        "hidden": [100, 100],
+        "lr": "0.01",
+        "accountant": "pld",
+        "seed": 3,
+    }
+    base = {"private": False, "epochs": 5, "clip": None, "target_epsilon": None, "delta": None}
+    records = [
+        record("dp-eps1", 0.5, 0.70, **dp),
+        record("nonprivate", 2.0, 0.90, **base),
+        record("unplotted", 1.0, None, **base),
+    ]
+    html = render_landscape(records, tmp_path / "l.html").read_text("utf-8")
+    table = html[html.index('<table id="strategies-table">') :]
+    table = table[: table.index("</table>")]
+    assert "None" not in table
+    assert "2.9556318103336777e-06" not in html
+    settings = re.findall(r'<span class="nowrap">([^<]+)</span>', table)
+    assert settings[:7] == [
+        "private = yes",
+        "delta = 2.96e-06",
+        "clip = 1",
+        "hidden = [100, 100]",
+        "lr = 0.01",
+        "accountant = pld",
+        "private = no",
+    ]
+    assert "seed" not in table
+    assert '0.999<br><span class="range">target 1</span>' in _table_row(html, "dp-eps1")
+    assert '<th class="num">DP ε</th>' in table
+    # Numbers: one per strategy in the table, drawn beside each plotted point and keyed.
+    numbers = [
+        re.search(r'<td class="num">(\d+)</td>', _table_row(html, s))
+        for s in ("dp-eps1", "nonprivate", "unplotted")
+    ]
+    assert [m.group(1) for m in numbers if m] == ["1", "2", "3"]
+    labels = re.findall(r'<text class="point-label"[^>]*>(\d+)</text>', html)
+    assert labels == ["1", "2"]
+    key = html[html.index('<ol class="key"') : html.index("</ol>")]
+    assert re.findall(r'<span class="n">(\d+)</span> ([^<]+)</li>', key) == [
+        ("1", "dp-eps1"),
+        ("2", "nonprivate"),
+    ]
+    assert '<td class="name">dp-eps1</td>' in html
+    assert "td.name, .nowrap { white-space: nowrap; }" in html
+    assert 'class="errorbar-dp"' in html
+    assert 'class="errorbar-baseline"' in html
+
+    baselines = render_landscape(records[1:], tmp_path / "b.html").read_text("utf-8")
+    assert "DP ε" not in baselines.split('<table id="strategies-table">')[1]
+
+
+def test_densities_need_five_models(tmp_path: Path) -> None:
+    few = [record(f"s{i}", 0.5 + i, 0.7 + 0.01 * i, epochs=i) for i in range(2)]
+    html = render_landscape(few, tmp_path / "few.html").read_text("utf-8")
+    assert 'class="kde-' not in html
+    assert html.count('class="rug-baseline"') == 2 * 2  # a tick per model on both margins
+    assert "(none here: too few models)" in html
+    many = [record(f"s{i}", 0.5 + i, 0.7 + 0.01 * i, epochs=i) for i in range(5)]
+    html = render_landscape(many, tmp_path / "many.html").read_text("utf-8")
+    assert html.count('<polyline class="kde-baseline"') == 2
+
+
+def test_labels_beside_close_points_do_not_overlap() -> None:
+    from epsstar.reports.landscape import _label_box, _overlap, place_labels
+
+    points = [(100.0, 100.0, "1"), (104.0, 98.0, "2"), (96.0, 103.0, "10"), (300.0, 50.0, "4")]
+    frame = (0.0, 0.0, 400.0, 300.0)
+    spots = place_labels(points, frame)
+    boxes = [_label_box(x, y, t, spot) for (x, y, t), spot in zip(points, spots, strict=True)]
+    for i, a in enumerate(boxes):
+        assert _overlap(a, frame) == pytest.approx((a[2] - a[0]) * (a[3] - a[1]))  # inside
+        for b in boxes[i + 1 :]:
+            assert _overlap(a, b) == 0
+    corner = place_labels([(398.0, 2.0, "7")], frame)  # top right: the label goes below left
+    assert corner[0][0] < 0
+    assert corner[0][1] > 0

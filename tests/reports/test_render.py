@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from epsstar.audit.result import AuditResult
@@ -202,3 +204,145 @@ def test_reports_import_nothing_that_computes() -> None:
                 continue
             for name in names:
                 assert not name.startswith(computing), f"{source.name} imports {name}"
+
+
+def _svg(html: str, title: str) -> str:
+    """The inline SVG chart whose accessible name is ``title``."""
+    match = re.search(rf'<svg [^>]*aria-label="{re.escape(title)}">.*?</svg>', html, re.S)
+    assert match is not None, title
+    return match.group(0)
+
+
+def _points(svg: str, css: str) -> np.ndarray:
+    match = re.search(rf'<polyline class="{css}" fill="none" points="([^"]+)"', svg)
+    assert match is not None, css
+    return np.array([[float(v) for v in p.split(",")] for p in match.group(1).split()])
+
+
+TRADEOFF = "Trade-off between false positives and false negatives"
+
+
+def test_the_tradeoff_chart_draws_the_no_leak_line_and_the_boundary_on_top(
+    make_synthetic: Synthetic, tmp_path: Path
+) -> None:
+    from epsstar.audit.figures import audit_figures
+
+    result = make_synthetic(2_000)
+    figures = audit_figures(result, ks_components=())
+    html = render(result, tmp_path / "r.html", figures=figures).read_text("utf-8")
+    svg = _svg(html, TRADEOFF)
+    # FNR = 1 − FPR on log-odds axes of equal range: a straight line whose slope in pixels is
+    # the plot's height over its width (down to the right), through (0.5, 0.5), which sits
+    # at the share u = −logit(low) / (logit(high) − logit(low)) of both axes.
+    frame = re.search(r'<rect class="frame" x="(\S+)" y="(\S+)" width="(\S+)" height="(\S+)"', svg)
+    assert frame is not None
+    left, top, width, height = (float(v) for v in frame.groups())
+    points = _points(svg, "no-leak")
+    slope, intercept = np.polyfit(points[:, 0], points[:, 1], 1)
+    assert slope == pytest.approx(height / width, rel=1e-3)
+    assert np.abs(points[:, 1] - (slope * points[:, 0] + intercept)).max() < 0.2  # pixels
+    low, high = figures.tradeoff.axis
+    logit_low, logit_high = math.log(low / (1 - low)), math.log(high / (1 - high))
+    u = -logit_low / (logit_high - logit_low)
+    assert slope * (left + u * width) + intercept == pytest.approx(top + (1 - u) * height, abs=0.3)
+    # Drawn under the μ-GDP curve, which lies under the boundary.
+    order = [svg.index(f'<polyline class="{css}"') for css in ("no-leak", "gdp", "dp-boundary")]
+    assert order == sorted(order)
+    assert svg.index('<polyline class="dp-boundary"') < svg.index('<circle class="point-star"')
+    assert '<circle class="point-corner"' in svg
+    corner = figures.tradeoff.boundary_corner.fpr
+    caption = html[html.index('<figure id="fig-tradeoff">') : html.index('id="tradeoff-table"')]
+    caption = caption[caption.index("<figcaption>") :]
+    assert "FNR = 1 − FPR: the solid grey line" in caption
+    assert "top left\nto the bottom right through (0.5, 0.5)" in caption
+    assert f"(1 − δ)/(1 + e<sup>ε*</sup>) = {corner:.3g}" in caption
+    assert "(top right)" not in caption  # the no-leak line never was there
+
+
+def test_rates_near_one_are_not_rounded_to_one(make_synthetic: Synthetic, tmp_path: Path) -> None:
+    import dataclasses
+
+    result = make_synthetic(2_000)
+    near_one = dataclasses.replace(result.epsilon, fpr=1 - 2.96e-06, fnr=3.1e-05)
+    html = render(
+        dataclasses.replace(result, epsilon=near_one), tmp_path / "r.html", ks_components=()
+    ).read_text("utf-8")
+    assert '<td class="num">1 − 2.96e-06 / 3.1e-05</td>' in html  # headline table
+    assert '<td class="num">1 − 2.96e-06</td>' in html  # trade-off table
+    assert not re.search(r"FPR 1(?! −)|>1 /", html)
+
+
+def test_no_upper_case_exponents_and_delta_is_greek(
+    make_synthetic: Synthetic, tmp_path: Path
+) -> None:
+    result = make_synthetic(2_000)
+    html = render(result, tmp_path / "r.html", ks_components=()).read_text("utf-8")
+    delta = f"{result.delta:.3g}"
+    assert "e-05" in delta
+    assert f'<div class="label">Epsilon* (δ = {delta})</div>' in html
+    assert "text-transform" not in html
+    assert not re.search(r"\dE[-+]?\d", html)
+
+
+def _columns(html: str, table: str) -> list[list[str]]:
+    """Header and cell texts of each row of the table with this id."""
+    start = html.index(f'<table id="{table}">')
+    body = html[start : html.index("</table>", start)]
+    rows = re.findall(r"<tr>(.*?)</tr>", body, re.S)
+    return [re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S) for row in rows]
+
+
+def test_columns_empty_in_every_row_are_left_out(make_synthetic: Synthetic, tmp_path: Path) -> None:
+    import dataclasses
+
+    result = make_synthetic(2_000)
+    readings = result.readings
+    assert all(t.tpr_fitted is not None for t in readings.tpr_at_fpr)
+    html = render(result, tmp_path / "a.html", ks_components=()).read_text("utf-8")
+    assert "fitted" in _columns(html, "readings-table")[0]
+    assert "note" not in _columns(html, "utility-table")[0]
+    unfitted = dataclasses.replace(
+        readings,
+        tpr_at_fpr=tuple(dataclasses.replace(t, tpr_fitted=None) for t in readings.tpr_at_fpr),
+    )
+    population = dataclasses.replace(result.utility["population"], auroc_note="one class only")
+    other = dataclasses.replace(
+        result, readings=unfitted, utility={**result.utility, "population": population}
+    )
+    html = render(other, tmp_path / "b.html", ks_components=()).read_text("utf-8")
+    for table, column, present in (
+        ("readings-table", "fitted", False),
+        ("utility-table", "note", True),
+    ):
+        rows = _columns(html, table)
+        assert (column in rows[0]) is present
+        assert {len(row) for row in rows} == {len(rows[0])}  # every row has every column
+    assert "one class only" in html
+
+
+def test_losses_at_the_clip_value_are_explained(make_synthetic: Synthetic, tmp_path: Path) -> None:
+    import dataclasses
+
+    from epsstar.statistics.losses import MAX_ABS_LOGIT
+
+    result = make_synthetic(2_000)
+    train, population = result.train_losses - 5.0, result.population_losses - 5.0
+    train[:150], population[:30] = -MAX_ABS_LOGIT, -MAX_ABS_LOGIT
+    clipped = dataclasses.replace(result, train_losses=train, population_losses=population)
+    html = render(clipped, tmp_path / "r.html", ks_components=()).read_text("utf-8")
+    nearest = np.concatenate([train[150:], population[30:]]).min()
+    assert "<strong>150 training and 30\npopulation losses equal -36.04</strong>" in html
+    assert "probability of 1 to float64 precision" in html
+    assert f"no loss\nlies between -36.04 and {nearest:.4g}" in html
+    assert "clipped probabilities (loss -36.04)" in _svg(
+        html, "Losses of training and population records"
+    )
+    plain = render(result, tmp_path / "plain.html", ks_components=()).read_text("utf-8")
+    assert 'class="clipped-losses"' not in plain
+
+
+def test_charts_scale_to_the_page_width(make_synthetic: Synthetic, tmp_path: Path) -> None:
+    html = render(make_synthetic(500), tmp_path / "r.html", ks_components=()).read_text("utf-8")
+    assert "svg.chart { width: 100%;" in html
+    for width in re.findall(r'<svg class="chart" viewBox="0 0 (\d+) \d+"', html):
+        assert int(width) >= 900  # drawn for about the page's width, so text keeps its size
