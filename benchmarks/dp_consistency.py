@@ -111,6 +111,7 @@ class ModelRow:
     audit_delta: float
     seed: int
     epsilon_star: float
+    crossfit_epsilon: float
     gate_value: float
     leak_p_value: float
     lower_bound: float
@@ -325,6 +326,9 @@ def run_job(job: Job) -> ModelRow:
         audit_delta=result.delta,
         seed=job.seed,
         epsilon_star=result.epsilon_star,
+        crossfit_epsilon=result.epsilon.untested_epsilon
+        if result.epsilon.untested_epsilon is not None
+        else result.epsilon_star,
         gate_value=result.gate.value,
         leak_p_value=result.gate.leak_p_value,
         lower_bound=result.lower_bound.epsilon,
@@ -352,6 +356,7 @@ def model_table(rows: Sequence[ModelRow]) -> str:
         "accounted eps",
         "seed",
         "Epsilon*",
+        "tails-crossfit",
         "gate stat",
         "leak p",
         "lower bound",
@@ -368,6 +373,7 @@ def model_table(rows: Sequence[ModelRow]) -> str:
                 f"{row.accounted_epsilon:.4f}",
                 str(row.seed),
                 f"{row.epsilon_star:.4f}",
+                f"{row.crossfit_epsilon:.4f}",
                 f"{row.gate_value:.4f}",
                 f"{row.leak_p_value:.3g}",
                 f"{row.lower_bound:.4f}",

@@ -171,6 +171,19 @@ def tradeoff_chart(result: AuditResult, figure: TradeoffFigure) -> Markup:
         css="unsupported",
         tooltip=f"FNR below 1/{eps.n_train:,} training records: extrapolated",
     )
+    # The mirrored corners: 1 - FPR and 1 - FNR below one record's worth of data.
+    chart.region(
+        (1.0 - figure.smallest_supported_fpr, high),
+        (low, high),
+        css="unsupported",
+        tooltip=f"1 − FPR below 1/{eps.n_population:,} population records: extrapolated",
+    )
+    chart.region(
+        (low, high),
+        (1.0 - figure.smallest_supported_fnr, high),
+        css="unsupported",
+        tooltip=f"1 − FNR below 1/{eps.n_train:,} training records: extrapolated",
+    )
     chart.line(
         figure.no_leak.x,
         figure.no_leak.y,

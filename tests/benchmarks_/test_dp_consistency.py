@@ -33,6 +33,7 @@ def row(bench: ModuleType, dataset: str, target: float, seed: int, **values: obj
         audit_delta=1e-6,
         seed=seed,
         epsilon_star=0.5,
+        crossfit_epsilon=0.5,
         gate_value=0.0,
         leak_p_value=0.5,
         lower_bound=0.0,

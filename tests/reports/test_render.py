@@ -346,3 +346,42 @@ def test_charts_scale_to_the_page_width(make_synthetic: Synthetic, tmp_path: Pat
     assert "svg.chart { width: 100%;" in html
     for width in re.findall(r'<svg class="chart" viewBox="0 0 (\d+) \d+"', html):
         assert int(width) >= 900  # drawn for about the page's width, so text keeps its size
+
+
+def test_the_report_shows_the_gate_the_delta_profile_and_the_four_corners(
+    multiclass_result: AuditResult, tmp_path: Path
+) -> None:
+    html = render(multiclass_result, tmp_path / "report.html").read_text(encoding="utf-8")
+    gate = multiclass_result.gate
+    assert gate is not None
+    assert 'id="leak-test"' in html
+    assert f"({gate.rule}: {gate.value:.4f})" in html
+    assert 'id="by-delta"' in html
+    rows = re.findall(r"<tr(?: class=\"extrapolated\")?><td class=\"num\">", html)
+    assert len(rows) >= len(multiclass_result.delta_profile)
+    # One grey region per corner: FPR, FNR, 1 - FPR, 1 - FNR.
+    for corner in ("FPR below", "FNR below", "1 − FPR below", "1 − FNR below"):
+        assert corner in html
+    assert "declared-privacy" not in html  # the fixture model declares nothing
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "shown"),
+    [(50.0, "is within it"), (0.01, "estimation error"), (None, "without differential privacy")],
+)
+def test_a_declared_guarantee_is_shown_beside_epsilon_star(
+    multiclass_result: AuditResult, tmp_path: Path, epsilon: float | None, shown: str
+) -> None:
+    import dataclasses
+
+    from epsstar.audit.declared_privacy import DeclaredPrivacy
+
+    declared = (
+        DeclaredPrivacy(private=False)
+        if epsilon is None
+        else DeclaredPrivacy(True, epsilon=epsilon, delta=1e-6, accountant="pld")
+    )
+    result = dataclasses.replace(multiclass_result, declared_privacy=declared)
+    html = render(result, tmp_path / "report.html").read_text(encoding="utf-8")
+    assert 'id="declared-privacy"' in html
+    assert shown in html
