@@ -201,6 +201,6 @@ def test_atoms_at_both_ends_fall_back_but_one_end_does_not() -> None:
     # An atom at the low end only (confident correct predictions): the tail model is kept.
     low_train = np.where(rng.random(5000) < 0.7, -36.04, rng.gamma(2.0, 2.0, 5000))
     low_population = np.where(rng.random(5000) < 0.6, -36.04, rng.gamma(2.5, 2.0, 5000))
-    one = epsilon_star(low_train, low_population, delta=1e-4)
+    one = epsilon_star(low_train, low_population, delta=1e-4, method="tails-crossfit")
     assert one.method == "tails-crossfit"
     assert one.note is None

@@ -215,7 +215,7 @@ def test_bad_data() -> None:
     ):
         epsilon_star(train[:10], population, delta=1e-3, method="parametric")
     with pytest.raises(
-        InsufficientDataError, match="at least 100 values for the tails-crossfit method.*Found 60"
+        InsufficientDataError, match="at least 100 values for the tails-tested method.*Found 60"
     ):
         epsilon_star(train[:60], population, delta=1e-3)
     with pytest.raises(

@@ -215,7 +215,7 @@ def test_epsilon_names_the_empirical_method_and_it_runs(
     assert main(command) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line == (
-        "epsstar epsilon: error: train_losses needs at least 100 values for the tails-crossfit "
+        "epsstar epsilon: error: train_losses needs at least 100 values for the tails-tested "
         "method (--method empirical needs 1). Found 60."
     )
     assert main([*command, "--method", "empirical"]) == 0
