@@ -39,7 +39,6 @@ import numpy as np
 
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL
 from epsstar.cli.text_table import aligned_table
-from epsstar.statistics.names import DEFAULT_METHOD
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +233,7 @@ def main() -> None:
     parser.add_argument(
         "--methods",
         nargs="+",
-        default=["parametric", DEFAULT_METHOD],
+        default=["parametric", "tails-crossfit"],
         help="estimators to audit with (the paper's and the default); the first one gives the "
         "landscape "
         "and the reports",
