@@ -234,7 +234,7 @@ def main() -> None:
         "--methods",
         nargs="+",
         default=["parametric", "tails-crossfit"],
-        help="estimators to audit with (the paper's and the default); the first one gives the "
+        help="estimators to audit with (the paper's and tails-crossfit); the first one gives the "
         "landscape "
         "and the reports",
     )
