@@ -61,3 +61,21 @@ def test_its_options_are_checked() -> None:
     assert method_config("tails-tested", n_splits=2) == TailsTested(n_splits=2)
     with pytest.raises(Exception, match="level"):
         TailsTested(level=1.5)
+
+
+def test_its_interval_keeps_the_tests_decision() -> None:
+    rng = np.random.default_rng(7)
+    train, population = rng.normal(0, 1, 800), rng.normal(0, 1, 800)
+    tested = epsilon_star(
+        train, population, delta=1e-4, method="tails-tested", interval=0.9, n_bootstrap=20
+    )
+    crossfit = epsilon_star(
+        train, population, delta=1e-4, method="tails-crossfit", interval=0.9, n_bootstrap=20
+    )
+    assert tested.interval is not None
+    assert crossfit.interval is not None
+    assert tested.epsilon == 0.0  # no leak found in these identical samples
+    assert tested.interval.low == 0.0
+    # The replicates are the cross-fitted estimate's, on the same resamples.
+    assert tested.interval.high == crossfit.interval.high
+    assert tested.interval.replicate_mean == crossfit.interval.replicate_mean

@@ -283,18 +283,36 @@ def _estimate(
         return result
     from epsstar.statistics.bootstrap import bootstrap_interval
 
+    # tails-tested: the leak test decides once, on the original records (resampling with
+    # replacement duplicates records, and a duplicate on both sides of the test's split
+    # would read as a leak); the replicates measure the cross-fitted estimate's spread.
+    tested = isinstance(config, TailsTested)
+    resampled: EstimatorConfig = (
+        TailsCrossfit(config.tail_size, config.n_splits)
+        if isinstance(config, TailsTested)
+        else config
+    )
+    point = (
+        result.untested_epsilon
+        if tested and result.untested_epsilon is not None
+        else result.epsilon
+    )
+
     def replicate(a: FloatArray, b: FloatArray) -> float:
-        return _point(a, b, delta, config, seed).epsilon
+        return _point(a, b, delta, resampled, seed).epsilon
 
     found = bootstrap_interval(
         train,
         population,
         replicate,
-        result.epsilon,
+        point,
         level=interval.level,
         n_bootstrap=interval.n_bootstrap,
         seed=seed,
     )
+    if tested and result.epsilon == 0.0:
+        # No leak found: 0 is consistent with the data, so the interval reaches down to it.
+        found = dataclasses.replace(found, low=0.0)
     return dataclasses.replace(result, interval=found)
 
 

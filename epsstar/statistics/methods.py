@@ -175,7 +175,9 @@ class TailsTested:
     estimator: where nothing leaks it is 0 in at least 1 − ``level`` of audits, instead of
     the positive value sampling noise gives :class:`TailsCrossfit`; a leak too small for
     the test to find at this data size is reported as 0 as well (docs/accuracy.md
-    measures both).
+    measures both). A bootstrap interval keeps the test's decision on the original records
+    (resampling duplicates records, which the test would read as a leak): its replicates
+    are the cross-fitted estimate's, and without a leak its low end is 0.
     """
 
     method: ClassVar[Method] = "tails-tested"
