@@ -39,10 +39,9 @@ def test_each_point_is_the_method_at_that_delta() -> None:
     rng = np.random.default_rng(4)
     train, population = rng.normal(0.0, 1.0, 3000), rng.normal(0.6, 1.0, 3000)
     delta = default_delta(train.size)
+    grid = delta_grid(delta, train.size)
     points = epsilon_by_delta(
-        lambda grid: [epsilon_star(train, population, delta=d, method="tails") for d in grid],
-        delta,
-        train.size,
+        [epsilon_star(train, population, delta=d, method="tails") for d in grid]
     )
     assert [p.delta for p in points] == list(delta_grid(delta, train.size))
     for point in points:

@@ -43,18 +43,19 @@ from epsstar.statistics._validation import (
     check_positive_int,
     finite_vector,
 )
-from epsstar.statistics.delta_profile import epsilon_by_delta
+from epsstar.statistics.delta_profile import delta_grid, epsilon_by_delta
 from epsstar.statistics.estimator import (
     MIN_PARAMETRIC_RECORDS,
     MIN_RECORDS,
     default_delta,
     epsilon_star,
+    estimate,
     estimate_at_deltas,
 )
 from epsstar.statistics.gate import gate_statistic
 from epsstar.statistics.held_out_bound import split_lower_bound
 from epsstar.statistics.leak_test import held_out_leak_test
-from epsstar.statistics.methods import method_config
+from epsstar.statistics.methods import Bootstrap, method_config
 from epsstar.statistics.names import (
     DEFAULT_GATE,
     DEFAULT_METHOD,
@@ -65,7 +66,6 @@ from epsstar.statistics.names import (
     Method,
 )
 from epsstar.statistics.readings import membership_readings
-from epsstar.statistics.results import EpsilonStarResult
 from epsstar.statistics.utility import Utility
 
 __all__ = ["AuditOptions", "audit_losses"]
@@ -164,22 +164,26 @@ def audit_losses(
     method = options.headline_method
     train, population = _checked_losses(train_losses, population_losses, method)
     delta = default_delta(train.size) if options.delta is None else options.delta
-    headline = epsilon_star(
-        train,
-        population,
-        delta=delta,
-        family=options.family,
-        seed=options.seed,
-        interval=options.interval,
-        n_bootstrap=options.n_bootstrap,
-        method=method,
-    )
-
-    def estimate_at(grid: tuple[float, ...]) -> list[EpsilonStarResult]:
-        # The grid ends at the headline's δ: the headline is that point.
-        config = method_config(method, family=options.family)
-        others = estimate_at_deltas(train, population, config, grid[:-1], seed=options.seed)
-        return [*others, headline]
+    config = method_config(method, family=options.family)
+    grid = delta_grid(delta, train.size)
+    # One pass over the grid fits the tails (and runs tails-tested's leak test) once for the
+    # whole profile; its last point, at the audit's δ, is the headline. A bootstrap interval
+    # is the headline's own, so then the headline is estimated apart.
+    if options.interval is None:
+        along = estimate_at_deltas(train, population, config, grid, seed=options.seed)
+        headline = along[-1]
+    else:
+        along = estimate_at_deltas(train, population, config, grid[:-1], seed=options.seed)
+        headline = estimate(
+            train,
+            population,
+            config,
+            delta=delta,
+            seed=options.seed,
+            interval=Bootstrap(options.interval, options.n_bootstrap),
+        )
+        along = [*along, headline]
+    leak = headline.leak_test or held_out_leak_test(train, population, seed=options.seed)
 
     lower_bound = split_lower_bound(
         train, population, delta=delta, confidence=options.confidence, seed=options.seed
@@ -188,14 +192,9 @@ def audit_losses(
         epsilon=headline,
         empirical=epsilon_star(train, population, delta=delta, method="empirical"),
         lower_bound=lower_bound,
-        gate=gate_statistic(
-            options.gate,
-            headline.epsilon,
-            lower_bound,
-            held_out_leak_test(train, population, seed=options.seed),
-        ),
+        gate=gate_statistic(options.gate, headline.epsilon, lower_bound, leak),
         readings=membership_readings(train, population, headline),
-        delta_profile=epsilon_by_delta(estimate_at, delta, train.size),
+        delta_profile=epsilon_by_delta(along),
         utility=dict(utility),
         provenance=dict(provenance or {}),
         max_epsilon=options.max_epsilon,

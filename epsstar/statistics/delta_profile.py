@@ -15,7 +15,7 @@ reader sees how much of the headline the data hold and how much is extrapolation
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,23 +72,15 @@ def delta_grid(delta: float, n_train: int) -> tuple[float, ...]:
     return tuple(float(value) for value in grid)
 
 
-def epsilon_by_delta(
-    estimate_at: Callable[[tuple[float, ...]], Sequence[EpsilonStarResult]],
-    delta: float,
-    n_train: int,
-) -> tuple[DeltaPoint, ...]:
-    """``estimate_at(grid)`` over :func:`delta_grid`, as :class:`DeltaPoint` records.
-
-    ``estimate_at`` returns one result per δ of the grid it is given, in order.
-    """
-    grid = delta_grid(delta, n_train)
+def epsilon_by_delta(results: Sequence[EpsilonStarResult]) -> tuple[DeltaPoint, ...]:
+    """The estimates at the δ of :func:`delta_grid`, in order, as :class:`DeltaPoint` records."""
     return tuple(
         DeltaPoint(
-            delta=value,
+            delta=result.delta,
             epsilon=result.epsilon,
             fpr=result.fpr,
             fnr=result.fnr,
             unsupported_rates=result.unsupported_rates,
         )
-        for value, result in zip(grid, estimate_at(grid), strict=True)
+        for result in results
     )

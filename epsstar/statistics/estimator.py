@@ -446,6 +446,7 @@ def _tailed_at(
             return fit_relative_tails(a, b, tail_size=config.tail_size)
 
         halvings = crossfit_fits(train, population, fit_half, n_splits=config.n_splits, seed=seed)
+    tail_fits = {"train": train_fit.to_dict(), "population": population_fit.to_dict()}
     results = []
     for delta in deltas:
         found = parametric_supremum(train_fit, population_fit, delta)
@@ -461,7 +462,7 @@ def _tailed_at(
                 method=config.method,
                 window=RateWindow.for_delta(delta),
                 seed=seed,
-                tail_fits={"train": train_fit.to_dict(), "population": population_fit.to_dict()},
+                tail_fits=tail_fits,
                 **extra,
             )
         )
@@ -478,8 +479,8 @@ def _tested(
     """:class:`TailsTested`: the cross-fitted estimates, kept only if the leak test rejects."""
     crossfit = TailsCrossfit(config.tail_size, config.n_splits)
     estimates = _tailed_at(train, population, deltas, crossfit, seed)
-    p_value = held_out_leak_test(train, population, seed=seed).p_value
-    found = p_value < config.level
+    leak = held_out_leak_test(train, population, seed=seed)
+    found = leak.p_value < config.level
     results = []
     for delta, result in zip(deltas, estimates, strict=True):
         if result.method != crossfit.method:  # too discrete: the exact empirical estimate
@@ -487,7 +488,7 @@ def _tested(
             continue
         fields: dict[str, Any] = {
             "method": config.method,
-            "leak_p_value": p_value,
+            "leak_test": leak,
             "untested_epsilon": result.epsilon,
         }
         if not found and result.epsilon > 0:
@@ -506,7 +507,7 @@ def _tested(
                 for name in ("epsilon", "fpr", "fnr", "threshold", "attained_by")
             }
             fields["note"] = (
-                f"the held-out exact leak test found no leak (p = {p_value:.3g} ≥ "
+                f"the held-out exact leak test found no leak (p = {leak.p_value:.3g} ≥ "
                 f"{config.level:g}), so Epsilon* is 0; the cross-fitted estimate was "
                 f"{result.epsilon:.4g}"
             )

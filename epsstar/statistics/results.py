@@ -10,6 +10,7 @@ from typing import Any
 from epsstar.statistics.bootstrap import BootstrapInterval
 from epsstar.statistics.fitting.base import FittedDistribution
 from epsstar.statistics.goodness_of_fit import GoodnessOfFit
+from epsstar.statistics.leak_test import LeakTest
 from epsstar.statistics.transform import LossTransform
 
 __all__ = ["EpsilonStarResult", "FitReport", "json_number"]
@@ -69,10 +70,15 @@ class EpsilonStarResult:
     crossfit_scores: tuple[float, ...] = ()
     #: Why the estimate differs from what the method would normally do (e.g. discrete losses).
     note: str | None = None
-    #: ``method="tails-tested"``: the held-out leak test's p-value, and the cross-fitted
-    #: estimate before the test (Epsilon* is it when the test finds a leak, else 0).
-    leak_p_value: float | None = None
+    #: ``method="tails-tested"``: the held-out leak test, and the cross-fitted estimate
+    #: before the test (Epsilon* is it when the test finds a leak, else 0).
+    leak_test: LeakTest | None = None
     untested_epsilon: float | None = None
+
+    @property
+    def leak_p_value(self) -> float | None:
+        """``method="tails-tested"``: the held-out leak test's p-value."""
+        return None if self.leak_test is None else self.leak_test.p_value
 
     @property
     def unsupported_rates(self) -> tuple[str, ...]:
