@@ -49,7 +49,9 @@ __all__ = [
     "OUTPUT_KINDS",
     "BatchedModel",
     "check_outputs_argument",
+    "first_line",
     "looks_like_probabilities",
+    "probabilities_from_logits",
     "probe_features",
 ]
 
@@ -68,6 +70,20 @@ def check_outputs_argument(outputs: object) -> OutputKind | None:
             f"outputs must be None, {OUTPUT_KINDS.alternatives()}. Found {outputs!r}."
         )
     return OUTPUT_KINDS.check(outputs)
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an error's message, at most 200 characters (for one-line errors)."""
+    return (str(error).strip().splitlines() or [""])[0][:200]
+
+
+def probabilities_from_logits(logits: NDArray[Any]) -> FloatArray:
+    """Class probabilities from logits: softmax over rows of class scores, sigmoid of a
+    binary model's log-odds (one value per record)."""
+    from scipy.special import expit, softmax
+
+    values = np.asarray(logits, dtype=np.float64)
+    return softmax(values, axis=1) if values.ndim == 2 else expit(values)
 
 
 def looks_like_probabilities(values: NDArray[Any]) -> bool:

@@ -33,23 +33,18 @@ from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import expit, softmax
 
 from epsstar.audit.features import Features
 from epsstar.audit.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from . import BatchedModel, check_outputs_argument
+from . import BatchedModel, check_outputs_argument, first_line, probabilities_from_logits
 
 __all__ = ["LightGBMLoader", "LightGBMModel"]
 
 _BINARY: Final = ("binary", "cross_entropy")
 _MULTICLASS: Final = ("multiclass", "multiclassova")
 _DEFAULT_NAME: Final = re.compile(r"Column_\d+")
-
-
-def _first_line(error: Exception) -> str:
-    return (str(error).strip().splitlines() or [""])[0][:200]
 
 
 def _header(text: str) -> dict[str, str]:
@@ -133,7 +128,7 @@ class LightGBMModel(BatchedModel):
         except Exception as error:
             raise InvalidInputError(
                 f"the LightGBM model in {self.source} must accept the features "
-                f"({len(batch)} records). Found {type(error).__name__}: {_first_line(error)}."
+                f"({len(batch)} records). Found {type(error).__name__}: {first_line(error)}."
             ) from error
         if self._objective == "multiclassova":
             logits = -np.logaddexp(0.0, -self._sigmoid * raw)  # log σ(σ s_k)
@@ -143,7 +138,7 @@ class LightGBMModel(BatchedModel):
             logits = raw
         if not self._probabilities:
             return logits
-        return softmax(logits, axis=1) if logits.ndim == 2 else expit(logits)
+        return probabilities_from_logits(logits)
 
 
 class LightGBMLoader:
@@ -180,6 +175,6 @@ class LightGBMLoader:
         except Exception as error:
             raise InputFileError(
                 f"the .txt model file must be a readable LightGBM model. Found {path} "
-                f"({type(error).__name__}: {_first_line(error)})."
+                f"({type(error).__name__}: {first_line(error)})."
             ) from None
         return LightGBMModel(path, booster, text, outputs=outputs)

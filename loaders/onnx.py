@@ -50,7 +50,7 @@ from epsstar.audit.output_reading import OutputReading
 from epsstar.audit.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from . import DEFAULT_BATCH_SIZE, BatchedModel, check_outputs_argument
+from . import DEFAULT_BATCH_SIZE, BatchedModel, check_outputs_argument, first_line
 from .onnx_files import read_model
 from .onnx_graph import PROBABILITY_TOLERANCE, Exposure, expose_preactivation, logits_matching
 from .onnx_inputs import InputLayout, layout_of
@@ -129,10 +129,6 @@ def _declared_privacy(proto: Any, path: Path) -> DeclaredPrivacy | None:
         if prop.key == PRIVACY_KEY:
             return privacy_from_text(prop.value, path)
     return None
-
-
-def _first_line(error: Exception) -> str:
-    return (str(error).strip().splitlines() or [""])[0][:200]
 
 
 class OnnxModel(BatchedModel):
@@ -267,7 +263,7 @@ class OnnxModel(BatchedModel):
             shapes = ", ".join(f"{k} {v.shape} {v.dtype}" for k, v in batch.items())
             raise InvalidInputError(
                 f"the model in {self.source} must accept the features ({shapes}). "
-                f"Found {type(error).__name__}: {_first_line(error)}"
+                f"Found {type(error).__name__}: {first_line(error)}"
             ) from error
         probabilities = self._as_array(results[0], rows)
         if not exposed:
@@ -356,7 +352,7 @@ def _session(ort: Any, proto: Any, path: Path) -> Any:
     except Exception as error:
         raise InputFileError(
             f"the model file must be a valid ONNX model. Found {path} "
-            f"({type(error).__name__}: {_first_line(error)})."
+            f"({type(error).__name__}: {first_line(error)})."
         ) from None
 
 

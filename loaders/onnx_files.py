@@ -17,6 +17,8 @@ from typing import Any
 
 from epsstar.exceptions import InputFileError
 
+from . import first_line
+
 __all__ = ["SIDECAR_REMEDY", "external_files", "read_model"]
 
 SIDECAR_REMEDY = "export with external_data=False, or keep model.onnx.data beside model.onnx"
@@ -94,7 +96,7 @@ def read_model(path: Path) -> tuple[Any, tuple[Path, ...]]:
             f"the model file must be readable. Found {path}: {error.strerror or error}."
         ) from None
     except Exception as error:
-        first = (str(error).strip().splitlines() or [""])[0][:200]
+        first = first_line(error)
         raise InputFileError(
             f"the model file must be a valid ONNX model. Found {path} "
             f"({type(error).__name__}: {first})."
@@ -104,7 +106,7 @@ def read_model(path: Path) -> tuple[Any, tuple[Path, ...]]:
         try:
             load_external_data_for_model(proto, str(path.resolve().parent))
         except Exception as error:
-            first = (str(error).strip().splitlines() or [""])[0][:200]
+            first = first_line(error)
             raise InputFileError(
                 f"{path}: the external data must be readable and hold every tensor the graph "
                 f"names; {SIDECAR_REMEDY}. Found {type(error).__name__}: {first}."

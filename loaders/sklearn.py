@@ -57,7 +57,7 @@ from epsstar.audit.output_reading import OutputReading
 from epsstar.audit.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from . import BatchedModel, check_outputs_argument
+from . import BatchedModel, check_outputs_argument, first_line
 from .sklearn_outputs import Method, choose_method
 
 __all__ = ["SklearnLoader", "SklearnModel"]
@@ -65,10 +65,6 @@ __all__ = ["SklearnLoader", "SklearnModel"]
 _PICKLES = (".pkl", ".pickle", ".joblib")
 TRUST_FLAG = "--trust-model"
 _T = TypeVar("_T")
-
-
-def _first_line(error: Exception) -> str:
-    return (str(error).strip().splitlines() or [""])[0][:200]
 
 
 def _plain(value: Any) -> object:
@@ -191,7 +187,7 @@ class SklearnModel(BatchedModel):
             raise InvalidInputError(
                 f"the model in {self.source} must accept the features ({rows} × {width}, "
                 f"columns {_describe_types(batch)}). Found {type(error).__name__}: "
-                f"{_first_line(error)}"
+                f"{first_line(error)}"
             ) from error
 
 
@@ -230,7 +226,7 @@ class SklearnLoader:
         except Exception as error:
             raise InputFileError(
                 f"the model file must be a valid skops file. Found {path} "
-                f"({type(error).__name__}: {_first_line(error)})."
+                f"({type(error).__name__}: {first_line(error)})."
             ) from None
         if untrusted and not trust:
             raise InvalidInputError(
@@ -243,7 +239,7 @@ class SklearnLoader:
         except Exception as error:
             raise InputFileError(
                 f"the model file must be a valid skops file. Found {path} "
-                f"({type(error).__name__}: {_first_line(error)})."
+                f"({type(error).__name__}: {first_line(error)})."
             ) from None
 
     def _unpickle(self, path: Path, suffix: str, trust: bool) -> Any:
@@ -263,5 +259,5 @@ class SklearnLoader:
         except Exception as error:
             raise InputFileError(
                 f"the model file must be a readable {suffix} file. Found {path} "
-                f"({type(error).__name__}: {_first_line(error)})."
+                f"({type(error).__name__}: {first_line(error)})."
             ) from None

@@ -47,7 +47,7 @@ from epsstar.audit.output_reading import OutputReading
 from epsstar.audit.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from . import OUTPUT_KINDS, BatchedModel, check_outputs_argument
+from . import OUTPUT_KINDS, BatchedModel, check_outputs_argument, first_line
 from .torchscript_scan import check_archive_code, check_module
 
 __all__ = ["OUTPUTS_KEY", "TorchScriptLoader", "TorchScriptModel"]
@@ -161,7 +161,7 @@ class TorchScriptLoader:
                 warnings.filterwarnings("ignore", category=DeprecationWarning)
                 module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
         except Exception as error:
-            first = (str(error).strip().splitlines() or [""])[0][:200]
+            first = first_line(error)
             raise InputFileError(
                 f"the model file must be a TorchScript archive (torch.jit.save). Found {path} "
                 f"({type(error).__name__}: {first})."

@@ -29,20 +29,15 @@ from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import expit, softmax
 
 from epsstar.audit.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from . import BatchedModel, check_outputs_argument
+from . import BatchedModel, check_outputs_argument, first_line, probabilities_from_logits
 
 __all__ = ["XGBoostLoader", "XGBoostModel"]
 
 _CLASSIFIERS: Final = ("binary:logistic", "binary:logitraw", "multi:softprob", "multi:softmax")
-
-
-def _first_line(error: Exception) -> str:
-    return (str(error).strip().splitlines() or [""])[0][:200]
 
 
 def _plain(value: Any) -> object:
@@ -121,12 +116,12 @@ class XGBoostModel(BatchedModel):
             raise InvalidInputError(
                 f"the XGBoost model in {self.source} must accept the features "
                 f"({batch.shape[0]} × {batch.shape[1]}). Found {type(error).__name__}: "
-                f"{_first_line(error)}."
+                f"{first_line(error)}."
             ) from error
         logits = np.asarray(margins, dtype=np.float64)
         if not self._probabilities:
             return logits
-        return softmax(logits, axis=1) if logits.ndim == 2 else expit(logits)
+        return probabilities_from_logits(logits)
 
 
 class XGBoostLoader:
@@ -151,7 +146,7 @@ class XGBoostLoader:
         except Exception as error:
             raise InputFileError(
                 f"the model file must be a readable XGBoost model saved with save_model. "
-                f"Found {path} ({type(error).__name__}: {_first_line(error)})."
+                f"Found {path} ({type(error).__name__}: {first_line(error)})."
             ) from None
         return XGBoostModel(path, booster, outputs=outputs)
 
@@ -163,7 +158,7 @@ def _check_json_model(path: Path) -> None:
     except (OSError, ValueError) as error:
         raise InputFileError(
             f"the .json model file must be an XGBoost model saved with save_model. Found "
-            f"{path} ({type(error).__name__}: {_first_line(error)})."
+            f"{path} ({type(error).__name__}: {first_line(error)})."
         ) from None
     if not isinstance(document, dict) or "learner" not in document:
         keys = sorted(document)[:5] if isinstance(document, dict) else type(document).__name__
