@@ -23,40 +23,14 @@ Run:  PYTHONPATH=. python benchmarks/bayes_security.py  [--samples 20000]
 from __future__ import annotations
 
 import argparse
-import math
 import time
-
-import numpy as np
 
 from epsstar.cli.demo import strategies
 from epsstar.statistics.conversions import bayes_security_dpsgd
+from epsstar.statistics.subsampled_gaussian import advantage_monte_carlo
 from epsstar.training import datasets
 from epsstar.training.accounting import membership_advantage
 from epsstar.training.trainer import _bayes_security, plan_privacy
-
-
-def monte_carlo_beta(
-    q: float, sigma: float, steps: int, neighbouring: str, samples: int, seed: int = 0
-) -> tuple[float, float]:
-    """1 − δ(0) by sampling x ~ P (T steps) and averaging (1 − e^{−L(x)})₊; mean and error."""
-    rng = np.random.default_rng(seed)
-    log_keep, log_q, two_var = math.log1p(-q), math.log(q), 2.0 * sigma**2
-    loss = np.zeros(samples)
-    for _ in range(steps):
-        sampled = (rng.random(samples) < q).astype(float)
-        noise = sigma * rng.standard_normal(samples)
-        if neighbouring == "add_remove":
-            # P = (1−q)·N(0, σ²) + q·N(1, σ²), Q = N(0, σ²)
-            x = noise + sampled
-            loss += np.logaddexp(log_keep, log_q + (2.0 * x - 1.0) / two_var)
-        else:
-            # P = (1−q)·N(0, σ²) + q·N(−1, σ²), Q = (1−q)·N(0, σ²) + q·N(1, σ²)
-            x = noise - sampled
-            common = log_keep - x * x / two_var
-            loss += np.logaddexp(common, log_q - (x + 1.0) ** 2 / two_var)
-            loss -= np.logaddexp(common, log_q - (x - 1.0) ** 2 / two_var)
-    gain = -np.expm1(-np.maximum(loss, 0.0))
-    return 1.0 - float(gain.mean()), float(gain.std() / math.sqrt(samples))
 
 
 def main() -> None:
@@ -86,7 +60,8 @@ def main() -> None:
             finer = membership_advantage(
                 sigma, q, steps, relation, coarsest_interval=interval / 4
             ).advantage
-            beta_mc, error = monte_carlo_beta(q, sigma, steps, relation, args.samples)
+            advantage, error = advantage_monte_carlo(q, sigma, steps, relation, args.samples)
+            beta_mc = 1.0 - advantage
             closed = bayes_security_dpsgd(q, steps, sigma, relation).beta_closed_form
             print(
                 f"| {strategy.label} | {sigma:.4f} | {relation} | {reading['beta_exact']:.4f} "

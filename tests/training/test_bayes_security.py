@@ -4,43 +4,17 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 from scipy.stats import norm
 
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.conversions import bayes_security_dpsgd, bayes_security_from_delta_at_zero
+from epsstar.statistics.subsampled_gaussian import advantage_monte_carlo
 from epsstar.training.accounting import (
     MembershipAdvantage,
     advantage_interval,
     membership_advantage,
 )
-
-
-def monte_carlo_advantage(
-    q: float, sigma: float, steps: int, neighbouring: str, samples: int, seed: int = 0
-) -> tuple[float, float]:
-    """δ(0) = E_P[(1 − dQ/dP)₊] over P = T-fold product, by sampling; mean and standard error.
-
-    add/remove: P = (1−q)·N(0, σ²) + q·N(1, σ²) per step against Q = N(0, σ²);
-    substitution: P = (1−q)·N(0, σ²) + q·N(−1, σ²) against (1−q)·N(0, σ²) + q·N(1, σ²).
-    """
-    rng = np.random.default_rng(seed)
-    log_keep, log_q, two_var = math.log1p(-q), math.log(q), 2.0 * sigma**2
-    loss = np.zeros(samples)
-    for _ in range(steps):
-        sampled = (rng.random(samples) < q).astype(float)
-        noise = sigma * rng.standard_normal(samples)
-        if neighbouring == "add_remove":
-            x = noise + sampled
-            loss += np.logaddexp(log_keep, log_q + (2.0 * x - 1.0) / two_var)
-        else:
-            x = noise - sampled
-            common = log_keep - x * x / two_var
-            loss += np.logaddexp(common, log_q - (x + 1.0) ** 2 / two_var)
-            loss -= np.logaddexp(common, log_q - (x - 1.0) ** 2 / two_var)
-    gain = -np.expm1(-np.maximum(loss, 0.0))
-    return float(gain.mean()), float(gain.std() / math.sqrt(samples))
 
 
 @pytest.mark.slow
@@ -52,7 +26,7 @@ def monte_carlo_advantage(
 def test_advantage_matches_monte_carlo(
     q: float, sigma: float, steps: int, samples: int, neighbouring: str
 ) -> None:
-    estimate, error = monte_carlo_advantage(q, sigma, steps, neighbouring, samples)
+    estimate, error = advantage_monte_carlo(q, sigma, steps, neighbouring, samples)
     exact = membership_advantage(sigma, q, steps, neighbouring).advantage
     assert exact == pytest.approx(estimate, abs=5 * error)
 

@@ -1,0 +1,42 @@
+"""Monte Carlo of the membership advantage of DP-SGD's Poisson-subsampled Gaussian mechanism.
+
+An independent check of the advantage the accountant computes from the privacy loss
+distribution (``closed-form-bounds-dpsgd-cherubin-2024.md``, Proposition 8: β* = 1 − δ(0)),
+written without dp_accounting. Per step, with sampling rate q and noise σ (sensitivity 1):
+
+- add/remove: P = (1 − q)·N(0, σ²) + q·N(1, σ²) against Q = N(0, σ²);
+- substitution: P = (1 − q)·N(0, σ²) + q·N(−1, σ²) against (1 − q)·N(0, σ²) + q·N(1, σ²).
+
+Over T steps, δ(0) = E_P[(1 − e^{−L})₊] with L the summed privacy loss log dP/dQ; it is
+estimated by sampling from P.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["advantage_monte_carlo"]
+
+
+def advantage_monte_carlo(
+    q: float, sigma: float, steps: int, neighbouring: str, samples: int, seed: int = 0
+) -> tuple[float, float]:
+    """δ(0) of ``steps`` compositions (module doc) from ``samples`` draws: mean, standard error."""
+    rng = np.random.default_rng(seed)
+    log_keep, log_q, two_var = math.log1p(-q), math.log(q), 2.0 * sigma**2
+    loss = np.zeros(samples)
+    for _ in range(steps):
+        sampled = (rng.random(samples) < q).astype(float)
+        noise = sigma * rng.standard_normal(samples)
+        if neighbouring == "add_remove":
+            x = noise + sampled
+            loss += np.logaddexp(log_keep, log_q + (2.0 * x - 1.0) / two_var)
+        else:
+            x = noise - sampled
+            common = log_keep - x * x / two_var
+            loss += np.logaddexp(common, log_q - (x + 1.0) ** 2 / two_var)
+            loss -= np.logaddexp(common, log_q - (x - 1.0) ** 2 / two_var)
+    gain = -np.expm1(-np.maximum(loss, 0.0))
+    return float(gain.mean()), float(gain.std() / math.sqrt(samples))
