@@ -7,11 +7,14 @@ once per model matching ``@pytest.mark.models(predicate, **attributes)``; the
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -19,6 +22,7 @@ import pandas as pd
 import pytest
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
+BUILDERS = Path(__file__).resolve().parents[2] / "fixtures" / "kinds"
 FEATURES = [f"x{i}" for i in range(8)]
 
 
@@ -85,3 +89,27 @@ def read_table() -> Callable[[str, str], tuple[np.ndarray, np.ndarray]]:
 @pytest.fixture(scope="session")
 def models_dir() -> Path:
     return MODELS
+
+
+def _builder(name: str) -> ModuleType:
+    """``fixtures/kinds/<name>.py``, imported from its file once per process.
+
+    It is registered in ``sys.modules``: ``torch.jit.script`` reads the source of the
+    classes it scripts through their module.
+    """
+    key = f"epsstar_fixture_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, BUILDERS / f"{name}.py")
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
+
+
+@pytest.fixture(scope="session")
+def fixture_builder() -> Callable[[str], ModuleType]:
+    """The builder module of the model fixtures in ``fixtures/models/kinds/``, by name
+    (``"sklearn_models"``, ``"onnx_models"``, ``"gbm_models"``)."""
+    return _builder

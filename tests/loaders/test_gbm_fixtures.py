@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -20,19 +20,10 @@ ROOT = Path(__file__).resolve().parents[2]
 KINDS = ROOT / "fixtures" / "models" / "kinds"
 
 
-def builder() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "gbm_models", ROOT / "fixtures/kinds/gbm_models.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_a_rebuild_gives_the_committed_data_and_predictions(tmp_path: Path) -> None:
-    entries = builder().build(tmp_path)
+def test_a_rebuild_gives_the_committed_data_and_predictions(
+    tmp_path: Path, fixture_builder: Callable[[str], ModuleType]
+) -> None:
+    entries = fixture_builder("gbm_models").build(tmp_path)
     assert {e["file"] for e in entries} == {
         "adult_lightgbm.txt",
         "adult_xgboost.json",

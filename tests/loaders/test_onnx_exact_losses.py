@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-from functools import cache
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -26,27 +25,15 @@ KINDS = ROOT / "fixtures" / "models" / "kinds"
 SATURATION = 36.0  # log((1 - ε) / ε) for ε = 2.2e-16 is 36.04
 
 
-@cache
-def onnx_models() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "onnx_models", ROOT / "fixtures/kinds/onnx_models.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@cache
-def adult() -> tuple[Any, pd.DataFrame, np.ndarray]:
+@pytest.fixture(scope="module")
+def adult(fixture_builder: Callable[[str], ModuleType]) -> tuple[Any, pd.DataFrame, np.ndarray]:
     """sklearn's pipeline refitted as the fixture builder fits it, the population, labels."""
     frame = pd.read_csv(KINDS / "adult_population.csv")
     train = pd.read_csv(KINDS / "adult_train.csv")
     for table in (frame, train):
         for name in table.select_dtypes(exclude="number").columns:
             table[name] = table[name].astype(object)
-    pipeline = onnx_models().adult_pipeline(train)
+    pipeline = fixture_builder("onnx_models").adult_pipeline(train)
     features = frame.drop(columns="income")
     labels = np.searchsorted(pipeline.classes_, frame["income"].to_numpy())
     return pipeline, features, labels
@@ -58,8 +45,10 @@ def adult_features(frame: pd.DataFrame) -> Features:
     return Features.from_frame(renamed)
 
 
-def test_the_adult_pipeline_predicts_as_sklearn_does() -> None:
-    pipeline, features, _ = adult()
+def test_the_adult_pipeline_predicts_as_sklearn_does(
+    adult: tuple[Any, pd.DataFrame, np.ndarray],
+) -> None:
+    pipeline, features, _ = adult
     path = KINDS / "adult_pipeline_columns.onnx"
     model = OnnxLoader().load(path, outputs="probabilities")
     assert model.feature_names is not None
@@ -70,8 +59,10 @@ def test_the_adult_pipeline_predicts_as_sklearn_does() -> None:
     np.testing.assert_allclose(model.predict(adult_features(features)), expected, atol=1e-5)
 
 
-def test_the_adult_pipelines_losses_are_exact() -> None:
-    pipeline, features, labels = adult()
+def test_the_adult_pipelines_losses_are_exact(
+    adult: tuple[Any, pd.DataFrame, np.ndarray],
+) -> None:
+    pipeline, features, labels = adult
     model = OnnxLoader().load(KINDS / "adult_pipeline_columns.onnx")
     assert model.output_kind == "logits"
     assert model.output_reading is not None

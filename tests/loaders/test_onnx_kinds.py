@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-from functools import cache
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,18 +17,6 @@ from epsstar.loaders.onnx import OnnxLoader
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ROOT / "fixtures" / "models" / "kinds"
-
-
-@cache
-def builder() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "onnx_models", ROOT / "fixtures" / "kinds" / "onnx_models.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def population(entry: dict[str, Any], folder: Path = KINDS) -> Features:
@@ -50,8 +37,10 @@ ENTRIES = {
 }
 
 
-def test_the_builder_writes_what_is_committed(tmp_path: Path) -> None:
-    entries = builder().build(tmp_path)
+def test_the_builder_writes_what_is_committed(
+    tmp_path: Path, fixture_builder: Callable[[str], ModuleType]
+) -> None:
+    entries = fixture_builder("onnx_models").build(tmp_path)
     assert {e["file"]: e["population"] for e in entries} == {
         f: e["population"] for f, e in ENTRIES.items()
     }

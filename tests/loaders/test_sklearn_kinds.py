@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -30,21 +29,6 @@ ROOT = Path(__file__).resolve().parents[2]
 KINDS = ROOT / "fixtures" / "models" / "kinds"
 
 
-def builder() -> ModuleType:
-    """``fixtures/kinds/sklearn_models.py``, imported from its file."""
-    name = "epsstar_fixture_sklearn_models"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, ROOT / "fixtures" / "kinds" / "sklearn_models.py"
-        )
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 def load(path: Path, **options: Any) -> Any:
     return SklearnLoader().load(path, **options)
 
@@ -57,8 +41,10 @@ def dump(model: Any, path: Path) -> Path:
 # ----------------------------------------------------------------- typed DataFrames
 
 
-def test_the_adult_pipeline_runs_on_raw_typed_columns() -> None:
-    train, population = builder().adult_frames()
+def test_the_adult_pipeline_runs_on_raw_typed_columns(
+    fixture_builder: Callable[[str], ModuleType],
+) -> None:
+    train, population = fixture_builder("sklearn_models").adult_frames()
     model = load(KINDS / "adult_pipeline.skops")
     columns = population.drop(columns="income")
     assert model.feature_names == tuple(columns.columns)
@@ -67,7 +53,7 @@ def test_the_adult_pipeline_runs_on_raw_typed_columns() -> None:
     assert model.classes == ("<=50K", ">50K")
     output = model.predict(Features.from_frame(columns))
     # The committed file is the builder's recipe: refitted here, it gives the same scores.
-    refitted = builder().adult_pipeline(train)
+    refitted = fixture_builder("sklearn_models").adult_pipeline(train)
     np.testing.assert_allclose(output, refitted.decision_function(columns), rtol=1e-9)
     assert model.output_kind == "logits"
     assert model.output_reading.reason == (
@@ -77,8 +63,10 @@ def test_the_adult_pipeline_runs_on_raw_typed_columns() -> None:
     assert accuracy > 0.8
 
 
-def test_named_columns_are_put_in_the_model_order() -> None:
-    _, population = builder().adult_frames()
+def test_named_columns_are_put_in_the_model_order(
+    fixture_builder: Callable[[str], ModuleType],
+) -> None:
+    _, population = fixture_builder("sklearn_models").adult_frames()
     columns = population.drop(columns="income")
     model = load(KINDS / "adult_pipeline.skops")
     expected = model.predict(Features.from_frame(columns))
@@ -120,8 +108,10 @@ def test_parallel_forests_predict_the_same_numbers_every_time(tmp_path: Path) ->
     assert first.output_kind == "probabilities"
 
 
-def test_the_committed_forest_is_read_single_threaded() -> None:
-    train, population = builder().forest_frames()
+def test_the_committed_forest_is_read_single_threaded(
+    fixture_builder: Callable[[str], ModuleType],
+) -> None:
+    train, population = fixture_builder("sklearn_models").forest_frames()
     model = load(KINDS / "forest.skops", trust=True)
     assert model._estimator.n_jobs == 1
     assert model.feature_names == tuple(train.columns[:-1])
@@ -131,7 +121,7 @@ def test_the_committed_forest_is_read_single_threaded() -> None:
     assert probabilities.shape == (len(population), 3)
     assert np.mean(np.asarray(model.classes)[probabilities.argmax(axis=1)] == population["label"])
     assert model.output_kind == "probabilities"
-    refitted = builder().forest(train)
+    refitted = fixture_builder("sklearn_models").forest(train)
     np.testing.assert_array_equal(probabilities, refitted.predict_proba(columns))
 
 
@@ -229,8 +219,10 @@ def test_the_method_is_chosen_once_on_the_first_batch(tmp_path: Path) -> None:
 # ----------------------------------------------------------------- audits end to end
 
 
-def test_auditing_the_adult_pipeline_on_raw_csv_files(tmp_path: Path) -> None:
-    train_path, population_path = builder().write_adult_csvs(tmp_path)
+def test_auditing_the_adult_pipeline_on_raw_csv_files(
+    tmp_path: Path, fixture_builder: Callable[[str], ModuleType]
+) -> None:
+    train_path, population_path = fixture_builder("sklearn_models").write_adult_csvs(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpsstarWarning)
         result = audit(

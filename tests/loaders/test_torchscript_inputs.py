@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -22,21 +21,6 @@ ROOT = Path(__file__).resolve().parents[2]
 KINDS = ROOT / "fixtures" / "models" / "kinds"
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-
-def builder() -> ModuleType:
-    """``fixtures/kinds/sklearn_models.py``, imported from its file."""
-    name = "epsstar_fixture_sklearn_models"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, ROOT / "fixtures" / "kinds" / "sklearn_models.py"
-        )
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
 
 
 def save(module: torch.nn.Module, path: Path, extra: dict[str, str] | None = None) -> Path:
@@ -90,8 +74,10 @@ def test_a_stated_output_kind_is_read_and_a_bad_one_refused(tmp_path: Path) -> N
         TorchScriptLoader().load(tmp_path / "bad.pt")
 
 
-def test_the_digits_cnn_takes_its_tensor_column_as_it_is() -> None:
-    (_, _), (images, labels) = builder().digits_arrays()
+def test_the_digits_cnn_takes_its_tensor_column_as_it_is(
+    fixture_builder: Callable[[str], ModuleType],
+) -> None:
+    (_, _), (images, labels) = fixture_builder("sklearn_models").digits_arrays()
     model = TorchScriptLoader().load(KINDS / "digits_cnn.pt")
     assert model.classes == tuple(range(10))
     assert model.n_features is None
@@ -102,7 +88,7 @@ def test_the_digits_cnn_takes_its_tensor_column_as_it_is() -> None:
     assert output.dtype == np.float64
     assert np.mean(output.argmax(axis=1) == labels) > 0.85
     # The committed network is the builder's recipe.
-    retrained = builder().digits_cnn()
+    retrained = fixture_builder("sklearn_models").digits_cnn()
     with torch.no_grad():
         expected = retrained(torch.from_numpy(images)).double().numpy()
     np.testing.assert_allclose(output, expected, rtol=1e-5, atol=1e-5)
@@ -112,8 +98,10 @@ def test_the_digits_cnn_takes_its_tensor_column_as_it_is() -> None:
         )
 
 
-def test_auditing_the_digits_cnn_on_npz_files(tmp_path: Path) -> None:
-    train_path, population_path = builder().write_digits_npz(tmp_path)
+def test_auditing_the_digits_cnn_on_npz_files(
+    tmp_path: Path, fixture_builder: Callable[[str], ModuleType]
+) -> None:
+    train_path, population_path = fixture_builder("sklearn_models").write_digits_npz(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpsstarWarning)
         result = audit(KINDS / "digits_cnn.pt", train_path, population_path, label_column="y")

@@ -3,9 +3,8 @@ before any of its code runs; with trust it loads and runs as it is."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -25,21 +24,6 @@ KINDS = ROOT / "fixtures" / "models" / "kinds"
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
-def builder() -> ModuleType:
-    """``fixtures/kinds/sklearn_models.py``, imported from its file."""
-    name = "epsstar_fixture_sklearn_models"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, ROOT / "fixtures" / "kinds" / "sklearn_models.py"
-        )
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # torch.jit.script reads the classes' source through it
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 def save(module: torch.nn.Module, path: Path) -> Path:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -55,9 +39,11 @@ def refusal(path: Path, operator: str) -> str:
     )
 
 
-def test_a_module_writing_a_file_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+def test_a_module_writing_a_file_is_refused_and_writes_nothing(
+    tmp_path: Path, fixture_builder: Callable[[str], ModuleType]
+) -> None:
     target = tmp_path / "written.bin"
-    path = save(builder().FileWriter(str(target)), tmp_path / "writer.pt")
+    path = save(fixture_builder("sklearn_models").FileWriter(str(target)), tmp_path / "writer.pt")
     assert not target.exists()
     with pytest.raises(InvalidInputError, match=refusal(path, "aten::from_file")):
         TorchScriptLoader().load(path)
@@ -69,8 +55,8 @@ def test_a_module_writing_a_file_is_refused_and_writes_nothing(tmp_path: Path) -
     assert target.read_bytes() == np.ones(16, dtype=np.float32).tobytes()
 
 
-def test_the_committed_file_writer_is_refused() -> None:
-    target = Path(builder().FILEWRITER_TARGET)
+def test_the_committed_file_writer_is_refused(fixture_builder: Callable[[str], ModuleType]) -> None:
+    target = Path(fixture_builder("sklearn_models").FILEWRITER_TARGET)
     before = target.stat().st_mtime_ns if target.exists() else None
     path = KINDS / "filewriter.pt"
     with pytest.raises(InvalidInputError, match=refusal(path, "aten::from_file")):
@@ -79,10 +65,10 @@ def test_the_committed_file_writer_is_refused() -> None:
 
 
 def test_the_command_line_exits_2_with_one_line_and_writes_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fixture_builder: Callable[[str], ModuleType]
 ) -> None:
     target = tmp_path / "written.bin"
-    path = save(builder().FileWriter(str(target)), tmp_path / "writer.pt")
+    path = save(fixture_builder("sklearn_models").FileWriter(str(target)), tmp_path / "writer.pt")
     values = np.random.default_rng(0).normal(size=(400, 3))
     rows = pd.DataFrame({"a": values[:, 0], "b": values[:, 1], "c": values[:, 2]})
     rows["y"] = np.arange(400) % 2
