@@ -17,11 +17,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import (
+    FloatArray,
     check_confidence,
     check_delta,
     check_positive_int,
@@ -31,6 +32,7 @@ from epsstar.statistics._validation import (
 __all__ = [
     "EpsilonLowerBound",
     "clopper_pearson_upper",
+    "clopper_pearson_uppers",
     "epsilon_lower_bound",
     "mechanism_epsilon",
 ]
@@ -67,11 +69,16 @@ def clopper_pearson_upper(count: int, n: int, confidence: float) -> float:
     trials = check_positive_int("n", n, minimum=1)
     successes = _check_count("count", count, "n", trials)
     level = check_confidence(confidence)
+    return float(clopper_pearson_uppers(np.array([successes]), trials, level)[0])
+
+
+def clopper_pearson_uppers(counts: NDArray[np.int64], n: int, confidence: float) -> FloatArray:
+    """:func:`clopper_pearson_upper` of each of ``counts`` (integers in [0, n]), unchecked."""
     # Imported here: statsmodels is slow to import and only this function needs it.
     from statsmodels.stats.proportion import proportion_confint
 
-    _, upper = proportion_confint(successes, trials, alpha=1.0 - level, method="beta")
-    return float(upper)
+    _, upper = proportion_confint(counts, n, alpha=1.0 - confidence, method="beta")
+    return np.asarray(upper, dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True)

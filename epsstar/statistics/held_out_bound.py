@@ -7,11 +7,14 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from epsstar.exceptions import InsufficientDataError
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.bounds import EpsilonLowerBound, epsilon_lower_bound
+from epsstar.statistics.bounds import (
+    EpsilonLowerBound,
+    clopper_pearson_uppers,
+    epsilon_lower_bound,
+)
 
 __all__ = [
     "DIRECTIONS",
@@ -37,18 +40,12 @@ def _bound_at(
 ) -> FloatArray:
     """:func:`epsilon_lower_bound` of the test ``direction`` at each threshold, vectorised.
 
-    ``members`` and ``others`` are sorted. The Clopper–Pearson upper bound of k errors
-    in n trials is the ``(1 + confidence)/2`` quantile of Beta(k + 1, n − k), and 1 at
-    k = n (as in :func:`epsstar.statistics.bounds.clopper_pearson_upper`).
+    ``members`` and ``others`` are sorted; the error rates' upper bounds are those of
+    :func:`epsilon_lower_bound` (:func:`~epsstar.statistics.bounds.clopper_pearson_uppers`).
     """
     fp, fn = error_counts(thresholds, direction, members, others)
-    q = (1.0 + confidence) / 2.0
-
-    def upper(k: NDArray[np.int64], n: int) -> FloatArray:
-        safe = np.minimum(k, n - 1)
-        return np.where(k >= n, 1.0, stats.beta.ppf(q, safe + 1, n - safe))
-
-    fp_up, fn_up = upper(fp, others.size), upper(fn, members.size)
+    fp_up = clopper_pearson_uppers(fp, others.size, confidence)
+    fn_up = clopper_pearson_uppers(fn, members.size, confidence)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.maximum((1.0 - delta - fp_up) / fn_up, (1.0 - delta - fn_up) / fp_up)
         return np.where(ratios > 1.0, np.log(ratios), 0.0)
