@@ -18,7 +18,7 @@ from epsstar.cli.options import (
     emit,
     stage_json,
 )
-from epsstar.cli.text_table import extrapolation_note
+from epsstar.cli.text_table import extrapolation_note, interval_lines
 from epsstar.statistics.names import DEFAULT_GATE, GATES, LOSSES, OUTPUT_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -182,17 +182,6 @@ def register(subparsers: Any) -> None:
 def estimator_name(result: EpsilonStarResult) -> str:
     """``method`` or ``method, family`` of a result, as the summaries print it."""
     return result.method + (f", {result.family}" if result.family else "")
-
-
-def interval_lines(result: EpsilonStarResult) -> list[str]:
-    """The bootstrap interval line, when the result has one."""
-    interval = result.interval
-    if interval is None:
-        return []
-    return [
-        f"  {interval.level:.0%} bootstrap interval ({interval.kind}, "
-        f"{interval.n_bootstrap} resamples): [{interval.low:.4f}, {interval.high:.4f}]"
-    ]
 
 
 def _reading_lines(readings: Readings) -> list[str]:
