@@ -14,6 +14,11 @@ the mean error of the point estimate and of its bootstrap bias correction
     python benchmarks/estimator_coverage.py --ns 1000 --repeats 20 --n-bootstrap 50
     python benchmarks/estimator_coverage.py --ns 10000 --repeats 40 --n-bootstrap 50
     python benchmarks/estimator_coverage.py --losses real --deltas 1e-3 1e-4
+    python benchmarks/estimator_coverage.py --ds 3 --ns 10000 --deltas 1e-5 --fixed-tail-size
+
+``--fixed-tail-size`` keeps every replicate at the default tail size (the interval
+without the tail-size draws of ``epsstar.statistics.estimator._tail_scales``), for
+comparison.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import numpy as np
 from epsstar import __version__
 from epsstar.cli.text_table import aligned_table
 from epsstar.exceptions import PoorFitWarning
+from epsstar.statistics import estimator
 from epsstar.statistics.estimator import epsilon_star
 from epsstar.statistics.names import DEFAULT_METHOD, METHODS
 from epsstar.statistics.simulation import true_epsilon
@@ -102,11 +108,19 @@ def main() -> None:
         default="out/real-losses",
         help="--losses real: the loss cache of estimator_real_losses.py",
     )
+    parser.add_argument(
+        "--fixed-tail-size",
+        action="store_true",
+        help="replicates keep the default tail size (no tail-size draws), for comparison",
+    )
     args = parser.parse_args()
+    if args.fixed_tail_size:
+        # The worker processes are forked after this, so they inherit the replacement.
+        setattr(estimator, "_tail_scales", lambda _config, n, _seed: np.ones(n))  # noqa: B010
     print(
         f"epsstar {__version__}; losses={args.losses} method={args.method} "
         f"repeats={args.repeats} n_bootstrap={args.n_bootstrap} level={args.level} "
-        f"seed={args.seed}\n"
+        f"seed={args.seed} fixed_tail_size={args.fixed_tail_size}\n"
     )
     start = time.perf_counter()
     first = "d" if args.losses == "gamma" else "model"
