@@ -26,12 +26,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from epsstar import __version__
+from epsstar.audit.attack_run import with_attacks
+from epsstar.audit.attacks import AttackSettings, check_attacks
 from epsstar.audit.column_match import ColumnMatch, match_columns
 from epsstar.audit.data_checks import data_warnings, refuse_same_data, shared_rows
 from epsstar.audit.files import sha256_of
 from epsstar.audit.from_losses import AuditOptions, audit_losses
 from epsstar.audit.output_reading import OutputReading
 from epsstar.audit.plugins import LoadedModel, LoaderInfo, OutputKind
+from epsstar.audit.references import TableReading, check_reference_paths
 from epsstar.audit.result import AuditResult
 from epsstar.audit.streaming import Progress, StreamedTable, stream_table
 from epsstar.audit.tables import read_schema
@@ -241,6 +244,8 @@ def audit(
     progress: Progress | None = None,
     command: str | None = None,
     input_shape: Sequence[int] | None = None,
+    attacks: Sequence[str] = ("loss",),
+    reference_models: Sequence[str | Path] = (),
 ) -> AuditResult:
     """Audit a saved model against its training data and population data.
 
@@ -260,6 +265,11 @@ def audit(
     by position, with a warning (:mod:`epsstar.audit.column_match`); ``input_shape``
     reshapes each record (e.g. 64 pixel columns into ``(1, 8, 8)``) for tensor models.
 
+    ``attacks`` names the membership tests audited (:data:`epsstar.statistics.names.ATTACKS`;
+    ``lira`` and ``rmia`` need ``reference_models``, files of models trained like the target
+    on data without any population record); each gets its record in ``result.attacks``
+    (:mod:`epsstar.audit.attack_run`).
+
     One file (or two with the same content) as both data sets is refused. A single class,
     population rows also in the training data, or an ambiguous reading of the outputs raise
     a warning (``result.warnings``) that fails a gate (:mod:`epsstar.audit.data_checks`).
@@ -272,6 +282,8 @@ def audit(
     shape = _shape(input_shape)
     reading = _Reading(label_column, _feature_list(features), size, loss, outputs, shape)
     _check_progress(progress)
+    references = check_reference_paths(reference_models)
+    chosen = AttackSettings(check_attacks(attacks, len(references)))
     digests = _distinct_data(paths)
     clock = [time.perf_counter()]
     loaded = load_model(
@@ -295,7 +307,22 @@ def audit(
     result = checks.record(result, gate=options.max_epsilon is not None)
     declared = getattr(loaded.model, "declared_privacy", None)
     timed = {**provenance, "seconds": _seconds(clock)}  # the statistics' time is known now
-    return dataclasses.replace(result, provenance=timed, declared_privacy=declared)
+    result = dataclasses.replace(result, provenance=timed, declared_privacy=declared)
+    return with_attacks(
+        result,
+        chosen,
+        target=loaded.model,
+        target_path=paths["model"],
+        reference_paths=references,
+        reading=TableReading(
+            paths["train"], paths["population"], label_column, reading.features, size, shape
+        ),
+        label_map=train_side.label_map,
+        options=options,
+        logit_losses=losses if loss == "logit" else None,
+        trust=trust,
+        progress=progress,
+    )
 
 
 def _distinct_data(paths: dict[str, Path]) -> dict[str, str]:
