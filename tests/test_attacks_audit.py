@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from epsstar.audit.attacks import AttackSettings
 from epsstar.audit.run import audit
 from epsstar.cli import main
 from epsstar.exceptions import EpsstarWarning
@@ -133,8 +134,7 @@ def test_only_reference_attacks_make_the_first_one_the_headline(folder: Path) ->
             folder / "population.csv",
             label_column="label",
             features=[f"x{i}" for i in range(8)],
-            attacks=["rmia", "lira"],
-            reference_models=_references(folder)[:2],
+            attack=AttackSettings(("rmia", "lira"), tuple(_references(folder)[:2])),
         )
     assert [attack.name for attack in result.attacks] == ["rmia", "lira"]
     assert result.epsilon == result.attacks[0].epsilon
@@ -201,8 +201,7 @@ def test_attacks_find_no_leak_where_the_members_were_never_seen(folder: Path) ->
                 split / "population.csv",
                 label_column="label",
                 features=[f"x{i}" for i in range(8)],
-                attacks=["loss", "lira", "rmia"],
-                reference_models=_references(folder),
+                attack=AttackSettings(("loss", "lira", "rmia"), tuple(_references(folder))),
                 seed=seed,
             )
         for attack in result.attacks:

@@ -10,7 +10,6 @@ being the loss attack's unless only other attacks were asked for.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from pathlib import Path
 
 from epsstar.audit.attacks import AttackSettings, attack_results, headline_from
@@ -31,7 +30,6 @@ def with_attacks(
     *,
     target: LoadedModel,
     target_path: Path,
-    reference_paths: Sequence[Path],
     reading: TableReading,
     label_map: LabelMap,
     options: AuditOptions,
@@ -42,8 +40,8 @@ def with_attacks(
     """``base`` (the loss attack's audit) with one record per attack of ``settings``.
 
     ``logit_losses`` are the target's logit losses on both tables when the audit measured
-    them already (otherwise the target is streamed again); ``reference_paths`` are the
-    reference model files, loaded only when an attack needs them.
+    them already (otherwise the target is streamed again); the reference model files
+    (``settings.reference_models``) are loaded only when an attack needs them.
     """
     needs = any(name != "loss" for name in settings.attacks)
     target_log_odds = references = None
@@ -53,7 +51,7 @@ def with_attacks(
         else:
             target_log_odds = log_odds_of(target, target_path, reading, label_map)
         references = reference_confidences(
-            reference_paths, reading, label_map, trust=trust, progress=progress
+            settings.reference_models, reading, label_map, trust=trust, progress=progress
         )
     results = attack_results(settings, base, target_log_odds, references, options)
     result = headline_from(base, results)

@@ -20,22 +20,25 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from math import inf
+from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 
 from epsstar.audit.attack_result import AttackResult
 from epsstar.audit.from_losses import AuditOptions, audit_losses
-from epsstar.audit.references import ReferenceConfidences
+from epsstar.audit.references import ReferenceConfidences, check_reference_paths
 from epsstar.audit.result import AuditResult
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics._validation import FloatArray
+from epsstar.statistics._validation import FloatArray, check_in_range
 from epsstar.statistics.attacks.lira import lira_offline
 from epsstar.statistics.attacks.power import attack_auc
 from epsstar.statistics.attacks.rmia import DEFAULT_A, DEFAULT_GAMMA, rmia_offline
 from epsstar.statistics.names import ATTACKS, DEFAULT_ATTACK, AttackName
 
 __all__ = [
+    "LOSS_ONLY",
     "Z_FRACTION",
     "Z_MAX",
     "AttackSettings",
@@ -56,14 +59,27 @@ NEEDS_REFERENCES: Final[frozenset[str]] = frozenset({"lira", "rmia"})
 
 @dataclass(frozen=True, slots=True)
 class AttackSettings:
-    """The attacks asked for, in order, and RMIA's parameters ``a`` and ``γ``."""
+    """The attacks asked for, in order, their reference model files, and RMIA's ``a`` and
+    ``γ``; checked when built (known names, each once, existing reference model files, and
+    reference models for the attacks that need them), so before any work starts."""
 
     attacks: tuple[AttackName, ...] = (DEFAULT_ATTACK,)
+    reference_models: tuple[Path, ...] = ()
     rmia_a: float = DEFAULT_A
     rmia_gamma: float = DEFAULT_GAMMA
 
+    def __post_init__(self) -> None:
+        references = check_reference_paths(self.reference_models)
+        object.__setattr__(self, "reference_models", references)
+        object.__setattr__(self, "attacks", check_attacks(self.attacks, len(references)))
+        a = check_in_range("rmia_a", self.rmia_a, 0.0, 1.0, low_inclusive=True, high_inclusive=True)
+        object.__setattr__(self, "rmia_a", a)
+        object.__setattr__(
+            self, "rmia_gamma", check_in_range("rmia_gamma", self.rmia_gamma, 0, inf)
+        )
 
-def check_attacks(attacks: Sequence[str], n_references: int) -> tuple[AttackName, ...]:
+
+def check_attacks(attacks: Sequence[str] | str, n_references: int) -> tuple[AttackName, ...]:
     """The attack names, each known and named once, with the reference models they need."""
     if isinstance(attacks, str):
         raise InvalidInputError(
@@ -82,6 +98,10 @@ def check_attacks(attacks: Sequence[str], n_references: int) -> tuple[AttackName
             f"trained like the target on data without the population records. Found none."
         )
     return names
+
+
+#: The default: the loss attack alone.
+LOSS_ONLY: Final[AttackSettings] = AttackSettings()
 
 
 def z_split(n_population: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -38,7 +38,9 @@ def add_attack_options(parser: argparse.ArgumentParser) -> None:
 
 def attack_options(args: argparse.Namespace) -> dict[str, Any]:
     """The :func:`epsstar.audit.audit` keywords of :func:`add_attack_options`."""
-    return {"attacks": list(args.attack), "reference_models": list(args.reference_models)}
+    from epsstar.audit.attacks import AttackSettings
+
+    return {"attack": AttackSettings(tuple(args.attack), tuple(args.reference_models))}
 
 
 def attack_inputs(args: argparse.Namespace) -> list[tuple[str, str]]:
