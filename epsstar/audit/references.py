@@ -113,18 +113,21 @@ def log_odds_of(
 
 
 def _same_classes(stated: Sequence[object] | None, label_map: LabelMap, path: Path) -> None:
-    """Refuse a reference model whose stated classes are not the target's, in order."""
+    """Refuse a reference model whose stated classes are not the target's, in order (each
+    matched as the target's labels are: ``1``, ``1.0`` and ``"1"`` are one class)."""
     if stated is None:
         return
+    theirs = list(np.asarray(stated, dtype=object).reshape(-1))
     try:
-        theirs = LabelMap(tuple(stated))
-    except InvalidInputError as error:
-        raise InvalidInputError(f"reference model {str(path)!r}: {error}") from None
-    if theirs != label_map:
+        codes = label_map.encode(np.asarray(theirs, dtype=object))
+        same = len(theirs) == len(label_map) and bool((codes == np.arange(len(theirs))).all())
+    except InvalidInputError:
+        same = False
+    if not same:
         raise InvalidInputError(
             f"reference model {str(path)!r} must stand for the target model's classes "
             f"{[str(c) for c in label_map.classes]}, in that order. "
-            f"Found {[str(c) for c in theirs.classes]}."
+            f"Found {[str(c) for c in theirs]}."
         )
 
 
