@@ -140,6 +140,18 @@ def test_only_reference_attacks_make_the_first_one_the_headline(folder: Path) ->
     assert result.epsilon == result.attacks[0].epsilon
     assert result.epsilon.n_population == result.attacks[0].n_nonmembers
     assert result.to_dict()["attacks"][1]["settings"]["reference_models"] == 2
+    from epsstar.cli.audit import format_summary
+
+    assert "the headline is the rmia attack's (no loss attack asked for)" in format_summary(result)
+
+
+def test_an_attack_s_warnings_name_the_attack() -> None:
+    from epsstar.audit.attacks import _named_warnings
+    from epsstar.exceptions import PoorFitWarning
+
+    expected = pytest.warns(PoorFitWarning, match="^the lira attack's scores: a poor fit$")
+    with expected, _named_warnings("lira"):
+        warnings.warn(PoorFitWarning("a poor fit"), stacklevel=1)
 
 
 @pytest.mark.parametrize(
@@ -157,6 +169,10 @@ def test_only_reference_attacks_make_the_first_one_the_headline(folder: Path) ->
         ),
         (["--attack", "lira", "lira", "--reference-models", "ref0.skops"], "'lira' twice"),
         (["--attack", "strong"], "invalid choice: 'strong'"),
+        (
+            ["--attack", "rmia", "--reference-models", "ref0.skops", "--rmia-a", "1.5"],
+            "rmia_a must be in [0, 1]. Found 1.5.",
+        ),
     ],
 )
 def test_bad_attack_input_is_one_line_exit_2_and_writes_nothing(

@@ -17,8 +17,10 @@ kind it used.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from math import inf
 from pathlib import Path
@@ -30,11 +32,12 @@ from epsstar.audit.attack_result import AttackResult
 from epsstar.audit.from_losses import AuditOptions, audit_losses
 from epsstar.audit.references import ReferenceConfidences, check_reference_paths
 from epsstar.audit.result import AuditResult
-from epsstar.exceptions import InvalidInputError
+from epsstar.exceptions import EpsstarWarning, InvalidInputError
 from epsstar.statistics._validation import FloatArray, check_in_range
+from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
 from epsstar.statistics.attacks.lira import lira_offline
 from epsstar.statistics.attacks.power import attack_auc
-from epsstar.statistics.attacks.rmia import DEFAULT_A, DEFAULT_GAMMA, rmia_offline
+from epsstar.statistics.attacks.rmia import rmia_offline
 from epsstar.statistics.names import ATTACKS, DEFAULT_ATTACK, AttackName
 
 __all__ = [
@@ -211,9 +214,25 @@ def attack_results(
         if target is None or references is None:
             raise InvalidInputError(f"the {name} attack needs reference models. Found none.")
         members, others, recorded = _scores(name, target, references, settings, options.seed)
-        audited = audit_losses(members, others, utility=base.utility, options=options)
+        with _named_warnings(name):
+            audited = audit_losses(members, others, utility=base.utility, options=options)
         results.append(_result(name, audited, recorded))
     return tuple(results)
+
+
+@contextlib.contextmanager
+def _named_warnings(name: str) -> Iterator[None]:
+    """Warnings raised inside, raised again with the attack's name in front."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for warning in caught:
+        category = warning.category
+        message = f"the {name} attack's scores: {warning.message}"
+        if issubclass(category, EpsstarWarning):
+            warnings.warn(category(message), stacklevel=3)
+        else:
+            warnings.warn(message, category, stacklevel=3)
 
 
 def headline_from(base: AuditResult, results: Sequence[AttackResult]) -> AuditResult:

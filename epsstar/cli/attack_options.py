@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from epsstar.cli.options import describe_choices
+from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
 from epsstar.statistics.names import ATTACKS, DEFAULT_ATTACK
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,13 +35,31 @@ def add_attack_options(parser: argparse.ArgumentParser) -> None:
         "--population (you assert this: otherwise LiRA and RMIA are not valid tests); any "
         "format a loader reads, with the target's classes in the same order",
     )
+    parser.add_argument(
+        "--rmia-a",
+        type=float,
+        default=DEFAULT_A,
+        metavar="A",
+        help=f"RMIA's offline scaling Pr(x) = ((1+A) Pr_OUT(x) + 1 - A) / 2, A in [0, 1] "
+        f"(default {DEFAULT_A:g})",
+    )
+    parser.add_argument(
+        "--rmia-gamma",
+        type=float,
+        default=DEFAULT_GAMMA,
+        metavar="G",
+        help=f"RMIA's ratio a record must beat a population record by (default {DEFAULT_GAMMA:g})",
+    )
 
 
 def attack_options(args: argparse.Namespace) -> dict[str, Any]:
     """The :func:`epsstar.audit.audit` keywords of :func:`add_attack_options`."""
     from epsstar.audit.attacks import AttackSettings
 
-    return {"attack": AttackSettings(tuple(args.attack), tuple(args.reference_models))}
+    chosen = AttackSettings(
+        tuple(args.attack), tuple(args.reference_models), args.rmia_a, args.rmia_gamma
+    )
+    return {"attack": chosen}
 
 
 def attack_inputs(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -61,6 +80,8 @@ def attack_lines(result: AuditResult) -> list[str]:
             f"at 1% FPR {attack.tpr_at(0.01):.4f}, AUC {attack.auc:.4f} "
             f"({attack.n_members:,} members, {attack.n_nonmembers:,} non-members)"
         )
+    if all(attack.name != "loss" for attack in attacks):
+        lines.append(f"  the headline is the {attacks[0].name} attack's (no loss attack asked for)")
     strongest = result.strongest_attack
     if strongest is not None:
         lines.append(

@@ -23,7 +23,6 @@ them apart) and, like the scored non-members, must be OUT for every reference mo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -32,14 +31,9 @@ from scipy.special import log_expit
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray, check_in_range, finite_vector
 from epsstar.statistics.attacks.confidence import log_odds_matrix
+from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
 
 __all__ = ["DEFAULT_A", "DEFAULT_GAMMA", "RmiaScores", "log_ratio", "rmia_offline"]
-
-#: The offline scaling's ``a`` (privacy meter's default is 0.3; the paper tunes it per data
-#: set on a reference model treated as a target).
-DEFAULT_A: Final[float] = 0.3
-#: The ratio γ a record must beat a population record by.
-DEFAULT_GAMMA: Final[float] = 1.0
 
 
 @dataclass(frozen=True, slots=True)
