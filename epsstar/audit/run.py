@@ -26,12 +26,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from epsstar import __version__
+from epsstar.audit.attack_run import with_attacks
+from epsstar.audit.attacks import LOSS_ONLY, AttackSettings
 from epsstar.audit.column_match import ColumnMatch, match_columns
 from epsstar.audit.data_checks import data_warnings, refuse_same_data, shared_rows
 from epsstar.audit.files import sha256_of
 from epsstar.audit.from_losses import AuditOptions, audit_losses
 from epsstar.audit.output_reading import OutputReading
 from epsstar.audit.plugins import LoadedModel, LoaderInfo, OutputKind
+from epsstar.audit.references import TableReading
 from epsstar.audit.result import AuditResult
 from epsstar.audit.streaming import Progress, StreamedTable, stream_table
 from epsstar.audit.tables import read_schema
@@ -241,6 +244,7 @@ def audit(
     progress: Progress | None = None,
     command: str | None = None,
     input_shape: Sequence[int] | None = None,
+    attack: AttackSettings = LOSS_ONLY,
 ) -> AuditResult:
     """Audit a saved model against its training data and population data.
 
@@ -263,14 +267,13 @@ def audit(
     One file (or two with the same content) as both data sets is refused. A single class,
     population rows also in the training data, or an ambiguous reading of the outputs raise
     a warning (``result.warnings``) that fails a gate (:mod:`epsstar.audit.data_checks`).
+    ``attack`` chooses the membership tests (``result.attacks``, :mod:`.attack_run`).
     """
     paths = _existing(model=model, train=train, population=population)
     options = AuditOptions(  # its fields in order
         delta, method, family, interval, n_bootstrap, max_epsilon, confidence, seed, gate
     )
-    size = check_positive_int("batch_size", batch_size)
-    shape = _shape(input_shape)
-    reading = _Reading(label_column, _feature_list(features), size, loss, outputs, shape)
+    reading = _reading(label_column, features, batch_size, loss, outputs, input_shape)
     _check_progress(progress)
     digests = _distinct_data(paths)
     clock = [time.perf_counter()]
@@ -279,9 +282,8 @@ def audit(
     )
     clock.append(time.perf_counter())
     train_side, population_side, match = _stream_both(loaded, paths, reading, progress)
-    checks = _check_data(
-        loaded, reading, (train_side, population_side), digests, match, paths["model"]
-    )
+    streamed = (train_side, population_side)
+    checks = _check_data(loaded, reading, streamed, digests, match, paths["model"])
     clock.append(time.perf_counter())
     utility = _utility(train_side, population_side)
     clock.append(time.perf_counter())
@@ -293,9 +295,62 @@ def audit(
     result = audit_losses(*losses, utility=utility, options=options, provenance=provenance)
     clock.append(time.perf_counter())
     result = checks.record(result, gate=options.max_epsilon is not None)
-    declared = getattr(loaded.model, "declared_privacy", None)
     timed = {**provenance, "seconds": _seconds(clock)}  # the statistics' time is known now
-    return dataclasses.replace(result, provenance=timed, declared_privacy=declared)
+    result = dataclasses.replace(result, provenance=timed, declared_privacy=_declared(loaded))
+    return _attacked(result, attack, loaded, paths, reading, streamed, options, trust, progress)
+
+
+def _reading(
+    label_column: str,
+    features: Sequence[str] | None,
+    batch_size: int,
+    loss: LossName,
+    outputs: OutputKind | None,
+    input_shape: Sequence[int] | None,
+) -> _Reading:
+    """The audit's settings for streaming, checked."""
+    size = check_positive_int("batch_size", batch_size)
+    return _Reading(label_column, _feature_list(features), size, loss, outputs, _shape(input_shape))
+
+
+def _declared(loaded: LoadedAuditModel) -> Any:
+    """The DP guarantee the model file declares (``None``: it declares none)."""
+    return getattr(loaded.model, "declared_privacy", None)
+
+
+def _attacked(
+    result: AuditResult,
+    attack: AttackSettings,
+    loaded: LoadedAuditModel,
+    paths: dict[str, Path],
+    reading: _Reading,
+    streamed: tuple[StreamedTable, StreamedTable],
+    options: AuditOptions,
+    trust: bool,
+    progress: Progress | None,
+) -> AuditResult:
+    """``result`` with the records of ``attack``'s membership tests (:mod:`.attack_run`)."""
+    train_side, population_side = streamed
+    logit = (train_side.losses, population_side.losses) if reading.loss == "logit" else None
+    return with_attacks(
+        result,
+        attack,
+        target=loaded.model,
+        target_path=paths["model"],
+        reading=TableReading(
+            paths["train"],
+            paths["population"],
+            reading.label_column,
+            reading.features,
+            reading.batch_size,
+            reading.input_shape,
+        ),
+        label_map=train_side.label_map,
+        options=options,
+        logit_losses=logit,
+        trust=trust,
+        progress=progress,
+    )
 
 
 def _distinct_data(paths: dict[str, Path]) -> dict[str, str]:

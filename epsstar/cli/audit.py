@@ -7,6 +7,12 @@ import math
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from epsstar.cli.attack_options import (
+    add_attack_options,
+    attack_inputs,
+    attack_lines,
+    attack_options,
+)
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
 from epsstar.cli.options import (
     OUTPUT_FILES,
@@ -169,6 +175,7 @@ def register(subparsers: Any) -> None:
         help=f"what the model outputs. {describe_choices(OUTPUT_KINDS)} (default: detected)",
     )
     add_model_options(parser)
+    add_attack_options(parser)
     add_json_option(parser)
     parser.add_argument(
         "--report",
@@ -288,6 +295,7 @@ def format_summary(result: AuditResult) -> str:
             f"{result.lower_bound.confidence:.0%} confidence (Clopper-Pearson, held-out split); "
             f"empirical Epsilon* {result.empirical.epsilon:.4f}",
             *_reading_lines(result.readings),
+            *attack_lines(result),
             f"  utility on population data: accuracy {utility.accuracy:.4f}{shown_auroc} "
             f"({utility.n:,} rows); training rows {result.epsilon.n_train:,}",
             *_note_lines(result.epsilon),
@@ -303,6 +311,7 @@ def run(args: argparse.Namespace) -> int:
     from epsstar.cli.progress import audit_progress
 
     inputs = [("MODEL", args.model), ("--train", args.train), ("--population", args.population)]
+    inputs += attack_inputs(args)
     with Outputs(inputs) as outputs:
         json_file = stage_json(outputs, args.json)
         report_file = None if args.report is None else outputs.file("--report", args.report)
@@ -317,6 +326,7 @@ def run(args: argparse.Namespace) -> int:
                 loader=args.loader,
                 outputs=args.outputs,
                 **model_options(args),
+                **attack_options(args),
                 progress=progress,
                 command=shlex.join(args.command_line),
             )
