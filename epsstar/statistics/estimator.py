@@ -226,9 +226,8 @@ def epsilon_star(
     interval, n_bootstrap
         A confidence level in (0, 1), e.g. 0.95, adds a bootstrap interval for
         Epsilon* (``result.interval``) from ``n_bootstrap`` resamples of both
-        loss sets (:mod:`epsstar.statistics.bootstrap`; the tails methods' replicates
-        also draw the tail size, see ``_tail_scales``); off by default (it costs
-        ``n_bootstrap`` more estimates).
+        loss sets (:mod:`epsstar.statistics.bootstrap`; tails replicates draw the tail
+        size, ``_tail_scales``); off by default (``n_bootstrap`` more estimates).
 
     An option given for a method it does not apply to is refused. A rejected
     goodness-of-fit test is recorded in the result (``poor_fit``) and raises a
