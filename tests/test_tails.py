@@ -143,3 +143,16 @@ def test_tail_supremum_is_finite_and_non_negative(seed: int, shift: float) -> No
     epsilon = parametric_supremum(train, population, 1e-5).epsilon
     assert np.isfinite(epsilon)
     assert epsilon >= 0.0
+
+
+@pytest.mark.parametrize("n", [100, 110, 300])
+def test_tied_excesses_fit_without_numerical_warnings(n: int) -> None:
+    # With every excess equal, one point of the Zhang-Stephens grid is theta = 0 exactly
+    # (30 + sqrt(n) = 40 for n = 100..120); its likelihood is the theta -> 0 limit.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fitted = fit_generalized_pareto(np.full(n, 0.5))
+    assert np.isfinite(fitted.xi)
+    assert fitted.sigma > 0

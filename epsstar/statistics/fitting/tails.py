@@ -132,7 +132,10 @@ def fit_generalized_pareto(excesses: ArrayLike) -> GeneralizedPareto:
     j = np.arange(1, m + 1, dtype=np.float64)
     theta = 1.0 / y[-1] + (1.0 - np.sqrt(m / (j - 0.5))) / (3.0 * quartile)
     k = -np.mean(np.log1p(-np.outer(theta, y)), axis=1)
-    log_likelihood = n * (np.log(theta / k) + k - 1.0)
+    # theta / k -> 1 / mean(y) as theta -> 0 (k ~ theta * mean(y)); a grid point can hit
+    # theta = 0 exactly when the excesses are tied (quartile = largest excess).
+    slope = np.divide(theta, k, out=np.full(m, 1.0 / float(np.mean(y))), where=k != 0)
+    log_likelihood = n * (np.log(slope) + k - 1.0)
     weights = np.exp(log_likelihood - log_likelihood.max())
     weights /= weights.sum()
     theta_hat = float(np.dot(theta, weights))
