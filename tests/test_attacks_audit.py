@@ -168,6 +168,10 @@ def test_an_attack_s_warnings_name_the_attack() -> None:
             "Found ['a', 'b', 'c'].",
         ),
         (["--attack", "lira", "lira", "--reference-models", "ref0.skops"], "'lira' twice"),
+        (
+            ["--reference-models", "ref0.skops"],
+            "reference models are used only by the lira and rmia attacks",
+        ),
         (["--attack", "strong"], "invalid choice: 'strong'"),
         (
             ["--attack", "rmia", "--reference-models", "ref0.skops", "--rmia-a", "1.5"],

@@ -100,6 +100,11 @@ def check_attacks(attacks: Sequence[str] | str, n_references: int) -> tuple[Atta
             f"the {needing[0]} attack needs reference models (--reference-models): models "
             f"trained like the target on data without the population records. Found none."
         )
+    if n_references and not needing:
+        raise InvalidInputError(
+            "reference models are used only by the lira and rmia attacks (--attack lira rmia). "
+            f"Found {n_references} reference model(s) and the attacks {', '.join(names)}."
+        )
     return names
 
 
