@@ -1,0 +1,256 @@
+"""``--engine dask``: audit-many on a local cluster and on a real scheduler with two workers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from epsstar.cli import main
+
+pytest.importorskip("distributed")
+pytest.importorskip("onnxruntime")
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "fixtures" / "models"
+
+
+def _invoke(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        code = main(args)
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _manifest(folder: Path, models: list[Path]) -> Path:
+    lines = ["model,train,population,label_column,strategy,repeat"]
+    for repeat, model in enumerate(models):
+        lines.append(
+            f"{model},{MODELS / 'binary_train.csv'},{MODELS / 'binary_population.parquet'},"
+            f"label,{model.stem},{repeat}"
+        )
+    path = folder / "manifest.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _comparable(document: dict[str, Any]) -> dict[str, Any]:
+    """An ``audit-many --json`` document without what may differ between engines: the engine,
+    the workers, the timings and the time of day (and the reports' folders)."""
+    document = json.loads(json.dumps(document))
+    document.pop("engine", None)
+    for model in document["models"]:
+        model.pop("worker", None)
+        model.pop("report", None)
+        if "result" in model:
+            model["result"]["provenance"].pop("seconds")
+            model["result"]["provenance"].pop("created")
+    return document
+
+
+def test_audit_many_on_a_local_cluster_gives_the_single_engine_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], validate_json: Any
+) -> None:
+    models = [MODELS / "binary_logreg.onnx", MODELS / "binary_mlp.onnx", tmp_path / "gone.onnx"]
+    manifest = _manifest(tmp_path, models)
+    documents = {}
+    for engine in ("single", "dask"):
+        out = tmp_path / f"{engine}.json"
+        reports = str(tmp_path / f"reports-{engine}")
+        argv = ["audit-many", str(manifest), "--engine", engine, "--json", str(out)]
+        code, _, err = _invoke([*argv, "--reports", reports], capsys)
+        assert code == 3, err  # the missing model fails, the others are kept
+        documents[engine] = json.loads(out.read_text())
+        validate_json("audit-many", documents[engine])
+    single, dask = documents["single"], documents["dask"]
+    assert single["engine"] == {"name": "single"}
+    assert dask["engine"] == {"name": "dask", "scheduler": "local"}
+    assert all(model["worker"].startswith("tcp://127.0.0.1:") for model in dask["models"])
+    assert not any("worker" in model for model in single["models"])
+    assert _comparable(single) == _comparable(dask)
+    assert "no such file" in dask["models"][2]["error"]
+    for index in (0, 1):  # the reports came back from the workers
+        assert dask["models"][index]["report"] == single["models"][index]["report"].replace(
+            "reports-single", "reports-dask"
+        )
+        report = tmp_path / dask["models"][index]["report"]
+        assert report.read_bytes().startswith(b"<!DOCTYPE html>")
+    assert "(worker tcp://127.0.0.1:" in err
+
+
+def test_engine_errors_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = _manifest(tmp_path, [MODELS / "binary_logreg.onnx"])
+    out = tmp_path / "out.json"
+    argv = ["audit-many", str(manifest), "--quiet", "--json", str(out)]
+    code, _, err = _invoke([*argv, "--scheduler", "tcp://127.0.0.1:1"], capsys)
+    assert code == 2
+    assert err.strip().endswith(
+        "a scheduler address needs the dask engine. Found engine "
+        "'single' with scheduler 'tcp://127.0.0.1:1'."
+    )
+    monkeypatch.setattr("epsstar.audit.dask_engine.CONNECT_TIMEOUT", 1.0)
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    code, _, err = _invoke([*argv, "--engine", "dask", "--scheduler", address], capsys)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert "--scheduler: cannot reach a Dask scheduler there" in err
+    assert err.strip().endswith(f"Found {address!r}.")
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    code, _, err = _invoke([*argv, "--engine", "dask"], capsys)
+    assert code == 2
+    assert "python -m pip install 'epsstar[dask]'" in err
+    assert not out.exists()
+
+
+# --- a real scheduler and two workers, each its own process ---------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class _Cluster:
+    """``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1 (no nannies, so that
+    a killed worker stays dead); the scheduler reports a task lost at its worker's first
+    death (``allowed-failures`` 0) instead of rerunning it elsewhere."""
+
+    def __init__(self, folder: Path) -> None:
+        environment = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0",
+        }
+        port = _free_port()
+        self.address = f"tcp://127.0.0.1:{port}"
+        self.processes = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "distributed.cli.dask_scheduler",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--dashboard-address",
+                    ":0",
+                ],
+                cwd=folder,
+                env=environment,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        ]
+        self.workers: dict[str, subprocess.Popen[bytes]] = {}
+        for _ in range(2):
+            worker_port = _free_port()
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "distributed.cli.dask_worker",
+                    self.address,
+                    "--host",
+                    "127.0.0.1",
+                    "--worker-port",
+                    str(worker_port),
+                    "--nthreads",
+                    "1",
+                    "--no-nanny",
+                    "--no-dashboard",
+                ],
+                cwd=folder,
+                env=environment,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            self.workers[f"tcp://127.0.0.1:{worker_port}"] = process
+            self.processes.append(process)
+        from distributed import Client
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with Client(self.address, timeout=5) as client:
+                    client.wait_for_workers(2, timeout=60)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+
+    def close(self) -> None:
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[_Cluster]:
+    started = _Cluster(tmp_path)
+    try:
+        yield started
+    finally:
+        started.close()
+
+
+@pytest.mark.slow
+def test_a_real_cluster_runs_audit_many_and_reports_a_model_whose_worker_died(
+    cluster: _Cluster, tmp_path: Path, capsys: pytest.CaptureFixture[str], validate_json: Any
+) -> None:
+    from epsstar.audit.dask_engine import Engine
+    from epsstar.audit.many import ModelAudit, audit_many, read_manifest
+
+    manifest = _manifest(tmp_path, [MODELS / "binary_logreg.onnx", MODELS / "binary_mlp.onnx"])
+    out = tmp_path / "many.json"
+    argv = ["audit-many", str(manifest), "--engine", "dask", "--scheduler", cluster.address]
+    code, _, err = _invoke([*argv, "--quiet", "--json", str(out)], capsys)
+    assert code == 0, err
+    document = json.loads(out.read_text())
+    validate_json("audit-many", document)
+    assert document["engine"] == {"name": "dask", "scheduler": cluster.address}
+    assert {model["worker"] for model in document["models"]} <= set(cluster.workers)
+
+    # A fleet of eight; one worker is killed as soon as the first model is done.
+    fleet = read_manifest(_manifest(tmp_path, [MODELS / "binary_mlp.onnx"] * 8))
+    killed: list[str] = []
+
+    def kill_the_other_worker(record: ModelAudit) -> None:
+        if not killed:
+            victim = next(address for address in cluster.workers if address != record.worker)
+            cluster.workers[victim].send_signal(signal.SIGKILL)
+            killed.append(victim)
+
+    records = audit_many(
+        fleet, engine=Engine("dask", cluster.address), on_done=kill_the_other_worker
+    )
+    assert [record.entry.repeat for record in records] == list(range(8))
+    lost = [record for record in records if record.failed]
+    assert lost, "the killed worker was running a model"
+    for record in lost:
+        assert record.error == f"lost: the worker {killed[0]} running it died"
+        assert record.worker == killed[0]
+    survivors = [record for record in records if not record.failed]
+    assert len(survivors) + len(lost) == 8
+    assert all(record.result is not None for record in survivors)
+    assert {record.worker for record in survivors} <= set(cluster.workers)
