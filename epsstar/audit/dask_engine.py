@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from epsstar.exceptions import InvalidInputError
+from epsstar.exceptions import EpsstarError, InvalidInputError
 from epsstar.statistics._validation import check_positive_int
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -94,18 +94,25 @@ def dask_client(engine: Engine) -> Iterator[Client]:
     """A client of ``engine``'s scheduler (or of a local cluster), closed on exit."""
     distributed = require_distributed()
     if engine.scheduler is None:
-        cluster = distributed.LocalCluster(
-            n_workers=engine.workers,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        )
+        # The local scheduler runs in this process: its log lines are not the command's output.
+        logger = logging.getLogger("distributed")
+        level = logger.level
+        logger.setLevel(logging.ERROR)
         try:
-            with distributed.Client(cluster) as client:
-                yield client
+            cluster = distributed.LocalCluster(
+                n_workers=engine.workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+                silence_logs=logging.ERROR,
+            )
+            try:
+                with distributed.Client(cluster) as client:
+                    yield client
+            finally:
+                cluster.close()
         finally:
-            cluster.close()
+            logger.setLevel(level)
         return
     try:
         client = distributed.Client(engine.scheduler, timeout=CONNECT_TIMEOUT)
@@ -152,6 +159,8 @@ def _failure(future: Any) -> tuple[str, str | None]:
         worker = getattr(last, "address", None)
         where = f" {worker}" if worker else ""
         return f"lost: the worker{where} running it died", worker
+    if isinstance(error, EpsstarError):
+        return str(error), None
     return f"unexpected {type(error).__name__} on a worker: {error}", None
 
 
