@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -13,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from epsstar.cli import main
@@ -68,7 +71,8 @@ def test_audit_many_on_a_local_cluster_gives_the_single_engine_json(
     for engine in ("single", "dask"):
         out = tmp_path / f"{engine}.json"
         reports = str(tmp_path / f"reports-{engine}")
-        argv = ["audit-many", str(manifest), "--engine", engine, "--json", str(out)]
+        jobs = "1" if engine == "single" else "2"  # (local Dask workers for dask)
+        argv = ["audit-many", str(manifest), "--engine", engine, "--jobs", jobs, "--json", str(out)]
         code, _, err = _invoke([*argv, "--reports", reports], capsys)
         assert code == 3, err  # the missing model fails, the others are kept
         documents[engine] = json.loads(out.read_text())
@@ -113,6 +117,92 @@ def test_engine_errors_are_one_line(
     assert code == 2
     assert "python -m pip install 'epsstar[dask]'" in err
     assert not out.exists()
+
+
+def _audit_document(path: Path) -> dict[str, Any]:
+    """An ``audit --json`` document without the timings, the time of day, the command line
+    and the engine."""
+    document = json.loads(path.read_text())
+    for key in ("seconds", "created", "command", "engine"):
+        document["provenance"].pop(key, None)
+    return dict(document)
+
+
+def _partitioned(source: Path, folder: Path, parts: int) -> Path:
+    """``source``'s rows in ``parts`` Parquet files ``part.0`` … (in row order)."""
+    frame = pd.read_parquet(source)
+    folder.mkdir()
+    for index, rows in enumerate(np.array_split(np.arange(len(frame)), parts)):
+        frame.iloc[rows].to_parquet(folder / f"part.{index}.parquet")
+    return folder
+
+
+AUDIT = ["audit", str(MODELS / "binary_mlp.onnx"), "--label-column", "label", "--seed", "3"]
+
+
+def test_audit_of_partitions_on_a_local_cluster_gives_the_single_engine_result(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], validate_json: Any
+) -> None:
+    train, population = MODELS / "binary_train.parquet", MODELS / "binary_population.parquet"
+    single = tmp_path / "single.json"
+    argv = [*AUDIT, "--train", str(train), "--population", str(population), "--quiet"]
+    code, _, err = _invoke([*argv, "--json", str(single)], capsys)
+    assert code == 0, err
+    # Twelve partitions (part.10 comes after part.9) and a file:// URL with storage options.
+    parts = _partitioned(train, tmp_path / "train", 12)
+    dask = tmp_path / "dask.json"
+    argv = [*AUDIT, "--train", str(parts), "--population", population.as_uri(), "--json"]
+    engine = ["--engine", "dask", "--storage-options", '{"auto_mkdir": false}']
+    code, _, err = _invoke([*argv, str(dask), *engine], capsys)
+    assert code == 0, err
+    assert "train: 12/12 partitions, 600 rows" in err
+    assert "population: 1/1 partitions, 400 rows" in err
+    written = json.loads(dask.read_text())
+    validate_json("audit", written)
+    assert written["provenance"]["engine"] == {
+        "name": "dask",
+        "scheduler": "local",
+        "partitions": {"train": 12, "population": 1},
+    }
+    expected, found = _audit_document(single), _audit_document(dask)
+    assert found["provenance"].pop("train") == str(parts)
+    assert found["provenance"].pop("population") == population.as_uri()
+    digests = [
+        hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(parts.iterdir(), key=lambda path: int(path.name.split(".")[1]))
+    ]
+    lines = "".join(f"part.{i}.parquet {digest}\n" for i, digest in enumerate(digests))
+    assert found["provenance"].pop("train_sha256") == hashlib.sha256(lines.encode()).hexdigest()
+    for key in ("train", "population", "train_sha256"):
+        expected["provenance"].pop(key)
+    assert found == expected
+
+
+def test_a_worker_refuses_a_model_file_other_than_the_audited_one(tmp_path: Path) -> None:
+    from epsstar.audit.dask_audit import ModelSpec, _checked_model
+    from epsstar.exceptions import InputFileError
+
+    model = MODELS / "binary_logreg.onnx"
+    spec = ModelSpec(str(model), "onnx", None, False, None, ((str(model), "0" * 64),))
+    with pytest.raises(InputFileError, match="a worker's copy of a model file differs"):
+        _checked_model(spec)
+
+
+def test_data_set_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    population = str(MODELS / "binary_population.parquet")
+    argv = [*AUDIT, "--engine", "dask", "--quiet", "--population", population]
+    code, _, err = _invoke([*argv, "--train", str(tmp_path / "nothing-*.parquet")], capsys)
+    assert code == 2
+    assert err.strip().endswith(f"Found nothing at {str(tmp_path / 'nothing-*.parquet')!r}.")
+    code, _, err = _invoke([*argv, "--train", population], capsys)
+    assert code == 2
+    assert "must be different data sets" in err
+    code, _, err = _invoke(
+        [*AUDIT, "--train", population, "--population", population, "--storage-options", "[1]"],
+        capsys,
+    )
+    assert code == 2
+    assert "--storage-options: must be a JSON object. Found '[1]'." in err
 
 
 # --- a real scheduler and two workers, each its own process ---------------------------------
@@ -220,6 +310,22 @@ def test_a_real_cluster_runs_audit_many_and_reports_a_model_whose_worker_died(
 ) -> None:
     from epsstar.audit.dask_engine import Engine
     from epsstar.audit.many import ModelAudit, audit_many, read_manifest
+
+    # An audit whose population is three partitions, against the single engine's.
+    train, population = MODELS / "binary_train.parquet", MODELS / "binary_population.parquet"
+    parts = _partitioned(population, tmp_path / "population", 3)
+    single, dask = tmp_path / "single.json", tmp_path / "dask.json"
+    argv = [*AUDIT, "--train", str(train), "--quiet", "--json"]
+    code, _, err = _invoke([*argv, str(single), "--population", str(population)], capsys)
+    assert code == 0, err
+    on_cluster = ["--engine", "dask", "--scheduler", cluster.address]
+    code, _, err = _invoke([*argv, str(dask), "--population", str(parts), *on_cluster], capsys)
+    assert code == 0, err
+    assert json.loads(dask.read_text())["provenance"]["engine"]["scheduler"] == cluster.address
+    expected, found = _audit_document(single), _audit_document(dask)
+    for document in (expected, found):
+        del document["provenance"]["population"], document["provenance"]["population_sha256"]
+    assert found == expected
 
     manifest = _manifest(tmp_path, [MODELS / "binary_logreg.onnx", MODELS / "binary_mlp.onnx"])
     out = tmp_path / "many.json"

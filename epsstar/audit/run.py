@@ -16,6 +16,7 @@ assembled here.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import time
 import warnings
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from epsstar import __version__
 from epsstar.audit.column_match import ColumnMatch, match_columns
@@ -46,6 +47,9 @@ from epsstar.exceptions import (
 from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.names import DEFAULT_GATE, Family, GateRule, LossName, Method
 from epsstar.statistics.utility import Utility
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.dask_engine import Engine
 
 __all__ = ["AuditResult", "LoadedAuditModel", "audit", "load_model", "sha256_of"]
 
@@ -172,7 +176,7 @@ def _stream_both(
 
 
 def _provenance(
-    paths: dict[str, Path],
+    paths: dict[str, Path | str],
     loaded: LoadedAuditModel,
     reading: _Reading,
     train: StreamedTable,
@@ -186,10 +190,11 @@ def _provenance(
     """
     checks: _Checks = run["checks"]  # type: ignore[assignment]
     match: ColumnMatch = run["match"]  # type: ignore[assignment]
-    files = [Path(f) for f in getattr(loaded.model, "files", (paths["model"],))]
+    model = Path(paths["model"])
+    files = [Path(f) for f in getattr(loaded.model, "files", (model,))]
     return {
-        "model": str(paths["model"]),
-        "model_sha256": sha256_of(paths["model"]),
+        "model": str(model),
+        "model_sha256": sha256_of(model),
         "model_files": [{"path": str(f), "sha256": sha256_of(f)} for f in files],
         "loader": loaded.loader.to_dict(),
         "output_kind": loaded.model.output_kind,
@@ -241,6 +246,8 @@ def audit(
     progress: Progress | None = None,
     command: str | None = None,
     input_shape: Sequence[int] | None = None,
+    engine: Engine | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> AuditResult:
     """Audit a saved model against its training data and population data.
 
@@ -263,22 +270,53 @@ def audit(
     One file (or two with the same content) as both data sets is refused. A single class,
     population rows also in the training data, or an ambiguous reading of the outputs raise
     a warning (``result.warnings``) that fails a gate (:mod:`epsstar.audit.data_checks`).
+
+    With a ``dask`` ``engine``, ``train`` and ``population`` may be partitioned data sets
+    (a directory of Parquet files or a glob, local or an fsspec URL read with
+    ``storage_options``), streamed one partition per task on the cluster
+    (:mod:`epsstar.audit.dask_audit`); the result is that of this process on the same rows,
+    with the engine and the partitions in ``provenance["engine"]``.
     """
-    paths = _existing(model=model, train=train, population=population)
+    on_dask = engine is not None and engine.name == "dask"
+    if on_dask:
+        paths = _existing(model=model)
+    else:
+        paths = _existing(model=model, train=train, population=population)
     options = AuditOptions(  # its fields in order
         delta, method, family, interval, n_bootstrap, max_epsilon, confidence, seed, gate
     )
     size = check_positive_int("batch_size", batch_size)
     shape = _shape(input_shape)
     reading = _Reading(label_column, _feature_list(features), size, loss, outputs, shape)
-    _check_progress(progress)
-    digests = _distinct_data(paths)
+    if not on_dask:
+        _check_progress(progress)
+    digests = {} if on_dask else _distinct_data(paths)
     clock = [time.perf_counter()]
     loaded = load_model(
         paths["model"], loader=loader, outputs=outputs, trust=trust, classes=classes
     )
     clock.append(time.perf_counter())
-    train_side, population_side, match = _stream_both(loaded, paths, reading, progress)
+    sources: dict[str, Path | str] = dict(paths)
+    ran_on: dict[str, Any] = {}
+    if engine is not None and on_dask:
+        from epsstar.audit.dask_audit import stream_on_dask
+
+        sources |= {"train": os.fspath(train), "population": os.fspath(population)}
+        streams = stream_on_dask(
+            loaded,
+            paths["model"],
+            (os.fspath(train), os.fspath(population)),
+            reading,
+            engine,
+            trust=trust,
+            storage_options=storage_options,
+            progress=progress,
+        )
+        train_side, population_side, match = streams.train, streams.population, streams.match
+        digests = streams.digests
+        ran_on = {"engine": {**engine.to_dict(), "partitions": streams.partitions}}
+    else:
+        train_side, population_side, match = _stream_both(loaded, paths, reading, progress)
     checks = _check_data(
         loaded, reading, (train_side, population_side), digests, match, paths["model"]
     )
@@ -286,8 +324,11 @@ def audit(
     utility = _utility(train_side, population_side)
     clock.append(time.perf_counter())
     run = {"seed": seed, "confidence": options.confidence, "command": command}
-    provenance = _provenance(
-        paths, loaded, reading, train_side, population_side, checks=checks, match=match, **run
+    provenance = (
+        _provenance(
+            sources, loaded, reading, train_side, population_side, checks=checks, match=match, **run
+        )
+        | ran_on
     )
     losses = (train_side.losses, population_side.losses)
     result = audit_losses(*losses, utility=utility, options=options, provenance=provenance)
