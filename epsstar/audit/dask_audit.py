@@ -209,6 +209,96 @@ def _columns(data: DataSet) -> tuple[str, ...]:
         return read_schema(path).columns
 
 
+def _matches(
+    loaded: LoadedAuditModel, model: Path, data: dict[str, DataSet], reading: Any
+) -> dict[str, ColumnMatch]:
+    """How each data set's columns reach the model (from its first partition's columns)."""
+    from epsstar.audit.column_match import match_columns
+
+    names = getattr(loaded.model, "feature_names", None)
+    return {
+        role: match_columns(
+            _columns(found),
+            reading.label_column,
+            model_names=None if names is None else tuple(names),
+            features=reading.features,
+            model=model,
+            data=Path(found.partitions[0]),
+        )
+        for role, found in data.items()
+    }
+
+
+def _tasks(
+    spec: ModelSpec, data: dict[str, DataSet], matches: dict[str, ColumnMatch], reading: Any
+) -> list[tuple[ModelSpec, str, Mapping[str, Any], str, StreamSpec]]:
+    """One :func:`stream_partition` task per partition, the training data's first."""
+    tasks = []
+    for role, found in data.items():
+        match = matches[role]
+        stream = StreamSpec(
+            label_column=reading.label_column,
+            features=tuple(match.file_columns),
+            model_names=tuple(match.model_names) if match.renamed else None,
+            batch_size=reading.batch_size,
+            loss=reading.loss,
+            outputs_requested=reading.outputs is not None,
+            input_shape=reading.input_shape,
+        )
+        tasks += [(spec, part, found.storage_options, role, stream) for part in found.partitions]
+    return tasks
+
+
+class _Counter:
+    """Partitions and rows done per side, told to a :class:`PartitionProgress`."""
+
+    def __init__(self, roles: list[str], progress: object) -> None:
+        self.roles = roles
+        self.totals = {role: roles.count(role) for role in roles}
+        self.done = dict.fromkeys(roles, 0)
+        self.rows = dict.fromkeys(roles, 0)
+        self.progress = progress if isinstance(progress, PartitionProgress) else None
+        self.started = time.perf_counter()
+
+    def __call__(self, outcome: TaskOutcome[tuple[StreamedTable, str]]) -> None:
+        role = self.roles[outcome.index]
+        self.done[role] += 1
+        if outcome.value is not None:
+            self.rows[role] += outcome.value[0].rows
+        if self.progress is not None:
+            seconds = time.perf_counter() - self.started
+            self.progress.partition_done(
+                role, self.done[role], self.totals[role], self.rows[role], seconds
+            )
+
+
+def _refuse_same(sources: tuple[str, str], digests: dict[str, str] | None = None) -> None:
+    """Refuse one data set, or two with the same content, as both sides."""
+    if digests is None and sources[0] == sources[1]:
+        raise InputFileError(
+            f"the training and population data must be different data sets: the same records "
+            f"on both sides give Epsilon* = 0 whatever the model leaks. Found {sources[0]!r} "
+            f"as both."
+        )
+    if digests is not None and digests["train"] == digests["population"]:
+        raise InputFileError(
+            f"the training and population data must differ: two data sets with the same "
+            f"content give Epsilon* = 0 whatever the model leaks. Found {sources[0]!r} and "
+            f"{sources[1]!r}, both with sha256 {digests['train'][:16]}..."
+        )
+
+
+def _side(
+    found: DataSet, results: list[tuple[StreamedTable, str]], role: str
+) -> tuple[StreamedTable, str]:
+    """One side's joined table and its data set's digest."""
+    named = [
+        (part.rsplit("/", 1)[-1], digest)
+        for part, (_, digest) in zip(found.partitions, results, strict=True)
+    ]
+    return _joined([streamed for streamed, _ in results], role), dataset_digest(named)
+
+
 def stream_on_dask(
     loaded: LoadedAuditModel,
     model: Path,
@@ -225,93 +315,38 @@ def stream_on_dask(
     ``reading`` holds the audit's streaming settings (``epsstar.audit.run``'s); ``progress``,
     if it is a :class:`PartitionProgress`, is told as partitions finish.
     """
-    from epsstar.audit.column_match import match_columns
     from epsstar.audit.dask_engine import dask_client, run_tasks
 
-    if sources[0] == sources[1]:
-        raise InputFileError(
-            f"the training and population data must be different data sets: the same records "
-            f"on both sides give Epsilon* = 0 whatever the model leaks. Found {sources[0]!r} "
-            f"as both."
-        )
+    _refuse_same(sources)
     data = {
         role: find_partitions(source, storage_options)
         for role, source in zip(("train", "population"), sources, strict=True)
     }
-    names = getattr(loaded.model, "feature_names", None)
-    matches = {
-        role: match_columns(
-            _columns(data[role]),
-            reading.label_column,
-            model_names=None if names is None else tuple(names),
-            features=reading.features,
-            model=model,
-            data=Path(data[role].partitions[0]),
-        )
-        for role in data
-    }
-    spec = _model_spec(loaded, model, reading, trust)
-    tasks = []
-    for role, found in data.items():
-        match = matches[role]
-        stream = StreamSpec(
-            label_column=reading.label_column,
-            features=tuple(match.file_columns),
-            model_names=tuple(match.model_names) if match.renamed else None,
-            batch_size=reading.batch_size,
-            loss=reading.loss,
-            outputs_requested=reading.outputs is not None,
-            input_shape=reading.input_shape,
-        )
-        tasks += [(spec, part, found.storage_options, role, stream) for part in found.partitions]
+    matches = _matches(loaded, model, data, reading)
+    tasks = _tasks(_model_spec(loaded, model, reading, trust), data, matches, reading)
     roles = [task[3] for task in tasks]
-    totals = {role: roles.count(role) for role in data}
-    done = dict.fromkeys(data, 0)
-    rows = dict.fromkeys(data, 0)
-    started = time.perf_counter()
-
-    def finished(outcome: TaskOutcome[tuple[StreamedTable, str]]) -> None:
-        role = roles[outcome.index]
-        done[role] += 1
-        if outcome.value is not None:
-            rows[role] += outcome.value[0].rows
-        if isinstance(progress, PartitionProgress):
-            seconds = time.perf_counter() - started
-            progress.partition_done(role, done[role], totals[role], rows[role], seconds)
-
     with dask_client(engine) as client:
-        outcomes = run_tasks(client, stream_partition, tasks, finished, name="epsstar-partition")
+        outcomes = run_tasks(
+            client, stream_partition, tasks, _Counter(roles, progress), name="epsstar-partition"
+        )
     failed = next((outcome for outcome in outcomes if outcome.value is None), None)
     if failed is not None:
         raise InvalidInputError(f"{tasks[failed.index][1]}: {failed.error}")
-    tables: dict[str, StreamedTable] = {}
-    digests: dict[str, str] = {}
-    for role in data:
-        mine = [o.value for o in outcomes if roles[o.index] == role and o.value is not None]
-        tables[role] = _joined([streamed for streamed, _ in mine], role)
-        parts = data[role].partitions
-        digests[role] = dataset_digest(
-            [
-                (part.rsplit("/", 1)[-1], digest)
-                for part, (_, digest) in zip(parts, mine, strict=True)
-            ]
+    sides = {
+        role: _side(
+            data[role],
+            [o.value for o in outcomes if roles[o.index] == role and o.value is not None],
+            role,
         )
-    if len(tables["population"].label_map) != len(tables["train"].label_map):
+        for role in data
+    }
+    train, population = sides["train"][0], sides["population"][0]
+    if len(population.label_map) != len(train.label_map):
         raise InvalidInputError(
             f"the model's predictions on the population data must stand for its "
-            f"{len(tables['train'].label_map)} classes, as before. Found "
-            f"{tables['population'].n_outputs}."
+            f"{len(train.label_map)} classes, as before. Found {population.n_outputs}."
         )
-    if digests["train"] == digests["population"]:
-        raise InputFileError(
-            f"the training and population data must differ: two data sets with the same "
-            f"content give Epsilon* = 0 whatever the model leaks. Found {sources[0]!r} and "
-            f"{sources[1]!r}, both with sha256 {digests['train'][:16]}..."
-        )
-    return DaskStreams(
-        tables["train"],
-        tables["population"],
-        matches["train"],
-        digests,
-        {role: len(found.partitions) for role, found in data.items()},
-    )
+    digests = {role: digest for role, (_, digest) in sides.items()}
+    _refuse_same(sources, digests)
+    partitions = {role: len(found.partitions) for role, found in data.items()}
+    return DaskStreams(train, population, matches["train"], digests, partitions)

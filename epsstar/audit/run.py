@@ -218,6 +218,7 @@ def _provenance(
         "python": sys.version.split()[0],
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": run["command"],
+        **({"engine": run["engine"]} if "engine" in run else {}),
     }
 
 
@@ -271,64 +272,64 @@ def audit(
     population rows also in the training data, or an ambiguous reading of the outputs raise
     a warning (``result.warnings``) that fails a gate (:mod:`epsstar.audit.data_checks`).
 
-    With a ``dask`` ``engine``, ``train`` and ``population`` may be partitioned data sets
-    (a directory of Parquet files or a glob, local or an fsspec URL read with
-    ``storage_options``), streamed one partition per task on the cluster
-    (:mod:`epsstar.audit.dask_audit`); the result is that of this process on the same rows,
-    with the engine and the partitions in ``provenance["engine"]``.
+    With a ``dask`` ``engine``, the data may be partitioned data sets streamed on a cluster
+    (:mod:`epsstar.audit.dask_audit`), for the same result as here on the same rows.
     """
     on_dask = engine is not None and engine.name == "dask"
-    if on_dask:
-        paths = _existing(model=model)
-    else:
-        paths = _existing(model=model, train=train, population=population)
+    paths = _existing(
+        model=model, **({} if on_dask else {"train": train, "population": population})
+    )
     options = AuditOptions(  # its fields in order
         delta, method, family, interval, n_bootstrap, max_epsilon, confidence, seed, gate
     )
     size = check_positive_int("batch_size", batch_size)
     shape = _shape(input_shape)
     reading = _Reading(label_column, _feature_list(features), size, loss, outputs, shape)
-    if not on_dask:
-        _check_progress(progress)
+    _check_progress(None if on_dask else progress)
     digests = {} if on_dask else _distinct_data(paths)
     clock = [time.perf_counter()]
     loaded = load_model(
         paths["model"], loader=loader, outputs=outputs, trust=trust, classes=classes
     )
     clock.append(time.perf_counter())
-    sources: dict[str, Path | str] = dict(paths)
-    ran_on: dict[str, Any] = {}
+    run = {"seed": seed, "confidence": options.confidence, "command": command}
     if engine is not None and on_dask:
-        from epsstar.audit.dask_audit import stream_on_dask
-
-        sources |= {"train": os.fspath(train), "population": os.fspath(population)}
-        streams = stream_on_dask(
-            loaded,
-            paths["model"],
-            (os.fspath(train), os.fspath(population)),
-            reading,
-            engine,
-            trust=trust,
-            storage_options=storage_options,
-            progress=progress,
+        sources: dict[str, Path | str] = {**paths, "train": train, "population": population}
+        streamed = _stream_on_dask(
+            loaded, sources, reading, (engine, trust, storage_options, progress)
         )
-        train_side, population_side, match = streams.train, streams.population, streams.match
-        digests = streams.digests
-        ran_on = {"engine": {**engine.to_dict(), "partitions": streams.partitions}}
-    else:
-        train_side, population_side, match = _stream_both(loaded, paths, reading, progress)
-    checks = _check_data(
-        loaded, reading, (train_side, population_side), digests, match, paths["model"]
-    )
+        return _finish(loaded, reading, streamed, sources, options, run, clock)
+    streamed = (*_stream_both(loaded, paths, reading, progress), digests, {})
+    return _finish(loaded, reading, streamed, dict(paths), options, run, clock)
+
+
+def _finish(
+    loaded: LoadedAuditModel,
+    reading: _Reading,
+    streamed: tuple[StreamedTable, StreamedTable, ColumnMatch, dict[str, str], dict[str, Any]],
+    sources: dict[str, Path | str],
+    options: AuditOptions,
+    run: dict[str, Any],
+    clock: list[float],
+) -> AuditResult:
+    """The audit of the streamed tables (``streamed``: both tables, the column match, the
+    data's digests and the ``engine`` record, if any): data checks, utility, statistics."""
+    train_side, population_side, match, digests, ran_on = streamed
+    model = Path(sources["model"])
+    checks = _check_data(loaded, reading, (train_side, population_side), digests, match, model)
     clock.append(time.perf_counter())
     utility = _utility(train_side, population_side)
     clock.append(time.perf_counter())
-    run = {"seed": seed, "confidence": options.confidence, "command": command}
-    provenance = (
-        _provenance(
-            sources, loaded, reading, train_side, population_side, checks=checks, match=match, **run
-        )
-        | ran_on
+    provenance = _provenance(
+        sources,
+        loaded,
+        reading,
+        train_side,
+        population_side,
+        checks=checks,
+        match=match,
+        **run,
+        **ran_on,
     )
     losses = (train_side.losses, population_side.losses)
     result = audit_losses(*losses, utility=utility, options=options, provenance=provenance)
@@ -337,6 +338,32 @@ def audit(
     declared = getattr(loaded.model, "declared_privacy", None)
     timed = {**provenance, "seconds": _seconds(clock)}  # the statistics' time is known now
     return dataclasses.replace(result, provenance=timed, declared_privacy=declared)
+
+
+def _stream_on_dask(
+    loaded: LoadedAuditModel,
+    sources: dict[str, Path | str],
+    reading: _Reading,
+    run: tuple[Engine, bool, dict[str, Any] | None, object],
+) -> tuple[StreamedTable, StreamedTable, ColumnMatch, dict[str, str], dict[str, Any]]:
+    """Both data sets streamed on a Dask cluster (``run``: the engine, whether to trust the
+    model file, the storage options, the progress): the tables, the column match, the data
+    sets' digests and the ``engine`` record of the provenance."""
+    from epsstar.audit.dask_audit import stream_on_dask
+
+    engine, trust, storage_options, progress = run
+    streams = stream_on_dask(
+        loaded,
+        Path(sources["model"]),
+        (os.fspath(sources["train"]), os.fspath(sources["population"])),
+        reading,
+        engine,
+        trust=trust,
+        storage_options=storage_options,
+        progress=progress,
+    )
+    ran_on = {"engine": {**engine.to_dict(), "partitions": streams.partitions}}
+    return streams.train, streams.population, streams.match, streams.digests, ran_on
 
 
 def _distinct_data(paths: dict[str, Path]) -> dict[str, str]:

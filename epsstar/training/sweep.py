@@ -562,6 +562,19 @@ def _train_task(
     return files, result.wall_time_seconds, epsilon
 
 
+def _plans(
+    pending: list[tuple[GridStrategy, int]], n_records: int, log: Callable[[str], None] | None
+) -> dict[str, PrivacyPlan | None]:
+    """The σ plan of each strategy with runs to train, chosen once here."""
+    plans: dict[str, PrivacyPlan | None] = {}
+    for strategy, _ in pending:
+        if strategy.label not in plans:
+            if strategy.config.target_epsilon is not None and log is not None:
+                log(f"{strategy.label}: choosing the noise multiplier for the target ε ...")
+            plans[strategy.label] = plan_privacy(strategy.config, n_records)
+    return plans
+
+
 def _sweep_on_dask(
     config: SweepConfig,
     target: Path,
@@ -633,10 +646,9 @@ def run_sweep(
     engine: Engine | None = None,
     threads: int | None = None,
 ) -> SweepOutcome:
-    """Train every unfinished model of the grid, rewriting the manifest after each one.
-
-    With a ``dask`` ``engine``, one task per model on its cluster (see the module's
-    description; ``on_epoch`` is not called, and each worker uses ``threads`` torch threads).
+    """Train every unfinished model of the grid, rewriting the manifest after each one
+    (with a ``dask`` ``engine``, one task per model using ``threads`` torch threads, and
+    no ``on_epoch``: see the module's description).
 
     Finished models made with other settings or data are refused unless ``overwrite``
     (see the module's description). ``on_epoch(strategy label, repeat, stats)`` is called
@@ -658,13 +670,10 @@ def run_sweep(
     runs = list(_runs(config))
     if engine is not None and engine.name == "dask":
         pending = [run for run in runs if (run[0].label, run[1]) not in finished]
-        for strategy, _ in pending:
-            if strategy.label not in plans:
-                if strategy.config.target_epsilon is not None and log is not None:
-                    log(f"{strategy.label}: choosing the noise multiplier for the target ε ...")
-                plans[strategy.label] = plan_privacy(strategy.config, data.n_records)
-        job = {"plans": plans, "data_part": data_part, "threads": threads}
-        done, failed = _sweep_on_dask(config, target, pending, engine, job, log)
+        job = {"plans": _plans(pending, data.n_records, log), "data_part": data_part}
+        done, failed = _sweep_on_dask(
+            config, target, pending, engine, job | {"threads": threads}, log
+        )
         manifest = write_manifest(config, target)
         return SweepOutcome(trained=done, skipped=len(finished), manifest=manifest, failed=failed)
     trained = 0
