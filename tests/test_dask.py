@@ -62,8 +62,23 @@ def _comparable(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
+@pytest.fixture(scope="module")
+def in_process() -> Iterator[str]:
+    """The address of a local cluster of two single-threaded workers in this process."""
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=False,
+        protocol="tcp://",
+        dashboard_address=":0",
+    ) as cluster:
+        yield str(cluster.scheduler_address)
+
+
 def test_audit_many_on_a_local_cluster_gives_the_single_engine_json(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], validate_json: Any
+    in_process: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], validate_json: Any
 ) -> None:
     models = [MODELS / "binary_logreg.onnx", MODELS / "binary_mlp.onnx", tmp_path / "gone.onnx"]
     manifest = _manifest(tmp_path, models)
@@ -71,15 +86,15 @@ def test_audit_many_on_a_local_cluster_gives_the_single_engine_json(
     for engine in ("single", "dask"):
         out = tmp_path / f"{engine}.json"
         reports = str(tmp_path / f"reports-{engine}")
-        jobs = "1" if engine == "single" else "2"  # (local Dask workers for dask)
-        argv = ["audit-many", str(manifest), "--engine", engine, "--jobs", jobs, "--json", str(out)]
-        code, _, err = _invoke([*argv, "--reports", reports], capsys)
+        argv = ["audit-many", str(manifest), "--engine", engine, "--jobs", "1", "--json", str(out)]
+        where = ["--scheduler", in_process] if engine == "dask" else []
+        code, _, err = _invoke([*argv, "--reports", reports, *where], capsys)
         assert code == 3, err  # the missing model fails, the others are kept
         documents[engine] = json.loads(out.read_text())
         validate_json("audit-many", documents[engine])
     single, dask = documents["single"], documents["dask"]
     assert single["engine"] == {"name": "single"}
-    assert dask["engine"] == {"name": "dask", "scheduler": "local"}
+    assert dask["engine"] == {"name": "dask", "scheduler": in_process}
     assert all(model["worker"].startswith("tcp://127.0.0.1:") for model in dask["models"])
     assert not any("worker" in model for model in single["models"])
     assert _comparable(single) == _comparable(dask)
@@ -141,7 +156,7 @@ AUDIT = ["audit", str(MODELS / "binary_mlp.onnx"), "--label-column", "label", "-
 
 
 def test_audit_of_partitions_on_a_local_cluster_gives_the_single_engine_result(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], validate_json: Any
+    in_process: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], validate_json: Any
 ) -> None:
     train, population = MODELS / "binary_train.parquet", MODELS / "binary_population.parquet"
     single = tmp_path / "single.json"
@@ -152,7 +167,8 @@ def test_audit_of_partitions_on_a_local_cluster_gives_the_single_engine_result(
     parts = _partitioned(train, tmp_path / "train", 12)
     dask = tmp_path / "dask.json"
     argv = [*AUDIT, "--train", str(parts), "--population", population.as_uri(), "--json"]
-    engine = ["--engine", "dask", "--storage-options", '{"auto_mkdir": false}']
+    engine = ["--engine", "dask", "--scheduler", in_process]
+    engine += ["--storage-options", '{"auto_mkdir": false}']
     code, _, err = _invoke([*argv, str(dask), *engine], capsys)
     assert code == 0, err
     assert "train: 12/12 partitions, 600 rows" in err
@@ -161,7 +177,7 @@ def test_audit_of_partitions_on_a_local_cluster_gives_the_single_engine_result(
     validate_json("audit", written)
     assert written["provenance"]["engine"] == {
         "name": "dask",
-        "scheduler": "local",
+        "scheduler": in_process,
         "partitions": {"train": 12, "population": 1},
     }
     expected, found = _audit_document(single), _audit_document(dask)

@@ -22,6 +22,7 @@ import csv
 import io
 import multiprocessing
 import tempfile
+import threading
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -379,6 +380,12 @@ def _audit_one(
         return replace(audited, error=_message(error))
 
 
+#: One audit at a time per worker process: an audit records its warnings with
+#: ``warnings.catch_warnings``, which is process-wide, so two threads of one worker would
+#: mix their models' warnings.
+_ONE_AUDIT = threading.Lock()
+
+
 def _audit_remote(
     entry: ManifestEntry,
     options: Mapping[str, Any],
@@ -388,7 +395,7 @@ def _audit_remote(
 ) -> tuple[ModelAudit, bytes | None]:
     """Dask task: audit one entry; its report travels back as bytes (no shared output
     folder is needed), for the client to write."""
-    with tempfile.TemporaryDirectory(prefix="epsstar-") as scratch:
+    with _ONE_AUDIT, tempfile.TemporaryDirectory(prefix="epsstar-") as scratch:
         folder = Path(scratch) if with_report else None
         record = _audit_one(entry, options, folder, write_report, keep_losses)
         html = None if record.report is None else record.report.read_bytes()
