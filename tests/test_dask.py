@@ -194,6 +194,31 @@ def test_audit_of_partitions_on_a_local_cluster_gives_the_single_engine_result(
     assert found == expected
 
 
+def test_partitions_are_listed_in_natural_order_without_hidden_files(tmp_path: Path) -> None:
+    from epsstar.audit.partitions import find_partitions
+
+    folder = tmp_path / "data"
+    (folder / "year=2024").mkdir(parents=True)
+    names = ["part.10.parquet", "part.2.parquet", "part.1.parquet", "year=2024/part.0.parquet"]
+    for name in [*names, "_metadata", "_common.parquet", ".part.3.parquet.crc", "notes.txt"]:
+        (folder / name).write_bytes(b"")
+    found = find_partitions(folder)
+    assert [Path(p).relative_to(folder).as_posix() for p in found.partitions] == [
+        "part.1.parquet",
+        "part.2.parquet",
+        "part.10.parquet",
+        "year=2024/part.0.parquet",
+    ]
+    assert found.local
+    url = find_partitions(f"file://{folder}/part.*.parquet", {"auto_mkdir": False})
+    assert [Path(p).name for p in url.partitions] == [
+        "part.1.parquet",
+        "part.2.parquet",
+        "part.10.parquet",
+    ]
+    assert url.storage_options == {"auto_mkdir": False}
+
+
 def test_a_worker_refuses_a_model_file_other_than_the_audited_one(tmp_path: Path) -> None:
     from epsstar.audit.dask_audit import ModelSpec, _checked_model
     from epsstar.exceptions import InputFileError
@@ -231,7 +256,8 @@ def _free_port() -> int:
 
 
 class _Cluster:
-    """``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1 (no nannies, so that
+    """``dask scheduler`` and two ``dask worker`` processes (``python -m dask …``, this
+    interpreter's) on 127.0.0.1 (no nannies, so that
     a killed worker stays dead); the scheduler reports a task lost at its worker's first
     death (``allowed-failures`` 0) instead of rerunning it elsewhere."""
 
@@ -248,7 +274,8 @@ class _Cluster:
                 [
                     sys.executable,
                     "-m",
-                    "distributed.cli.dask_scheduler",
+                    "dask",
+                    "scheduler",
                     "--host",
                     "127.0.0.1",
                     "--port",
@@ -269,7 +296,8 @@ class _Cluster:
                 [
                     sys.executable,
                     "-m",
-                    "distributed.cli.dask_worker",
+                    "dask",
+                    "worker",
                     self.address,
                     "--host",
                     "127.0.0.1",
