@@ -62,3 +62,16 @@ def test_no_interval_by_default() -> None:
 def test_bad_interval_level() -> None:
     with pytest.raises(InvalidInputError, match="interval"):
         epsilon_star(np.arange(100.0), np.arange(100.0), delta=1e-3, interval=1.5)
+
+
+def test_tails_replicates_draw_the_tail_size_unless_it_is_fixed() -> None:
+    from epsstar.statistics.estimator import TAIL_SCALE_LOW, _tail_scales
+    from epsstar.statistics.methods import Empirical, TailsCrossfit, TailsTested
+
+    drawn = _tail_scales(TailsTested(), 500, seed=1)
+    assert np.all((drawn >= TAIL_SCALE_LOW) & (drawn <= 1.0))
+    # log-uniform: about half the draws below the geometric middle of the range
+    assert 0.4 < np.mean(drawn < np.sqrt(TAIL_SCALE_LOW)) < 0.6
+    np.testing.assert_array_equal(drawn, _tail_scales(TailsTested(), 500, seed=1))
+    assert np.all(_tail_scales(TailsCrossfit(tail_size=30), 20, seed=1) == 1.0)
+    assert np.all(_tail_scales(Empirical(), 20, seed=1) == 1.0)

@@ -481,6 +481,8 @@ def test_summary_reads_the_result(loss_files: tuple[Path, Path], tmp_path: Path)
     )
     assert f"FPR = {result.fpr:.4g}, FNR = {result.fnr:.4g}" in text
     assert "90% bootstrap interval (percentile, 20 resamples)" in text
+    assert ("not the shape of the extrapolated tail" in text) == result.tail_extrapolated
+    assert ("sampling spread, not a calibrated bound" in text) != result.tail_extrapolated
     assert "records: 2,000 training, 2,000 population" in text
     assert text.count("hold-out KS p = ") == 2
     nothing = estimate(train, train.copy(), Empirical(), delta=1e-3)

@@ -12,6 +12,7 @@ from epsstar.cli.main import build_parser
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics import names
 from epsstar.statistics.names import (
+    ATTACKS,
     FAMILIES,
     GATES,
     LOSSES,
@@ -29,6 +30,7 @@ TABLES: dict[str, tuple[Names[Any], Any]] = {
     "outputs": (OUTPUT_KINDS, names.OutputKind),
     "loss": (LOSSES, names.LossName),
     "gate": (GATES, names.GateRule),
+    "attack": (ATTACKS, names.AttackName),
 }
 
 
@@ -111,6 +113,7 @@ def _choices(parser: argparse.ArgumentParser, command: str) -> dict[str, tuple[s
                 "--family": FAMILIES,
                 "--outputs": OUTPUT_KINDS,
                 "--loss": LOSSES,
+                "--attack": ATTACKS,
             },
         ),
         ("audit-many", {"--method": METHODS, "--family": FAMILIES, "--loss": LOSSES}),

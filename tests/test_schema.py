@@ -21,7 +21,7 @@ from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "fixtures" / "models"
 LOSSES = ROOT / "fixtures" / "losses"
-SCHEMAS = {"audit", "epsilon", "audit-many", "demo-results", "training"}
+SCHEMAS = {"audit", "epsilon", "audit-many", "demo-results", "training", "references"}
 
 Validate = Callable[[str, Any], None]
 
@@ -62,7 +62,11 @@ def test_schemas_are_draft_2020_12_and_versioned(name: str) -> None:
         required |= set(schema["$defs"]["result"]["required"])
         properties |= set(schema["$defs"]["result"]["properties"])
     assert required == properties
-    version = TRAINING_VERSION if name == "training" else SCHEMA_VERSION
+    from epsstar.training.references import SCHEMA_VERSION as REFERENCES_VERSION
+
+    version = {"training": TRAINING_VERSION, "references": REFERENCES_VERSION}.get(
+        name, SCHEMA_VERSION
+    )
     assert schema["properties"]["schema_version"] == {"const": version}
 
 

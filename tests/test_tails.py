@@ -55,6 +55,21 @@ def test_default_tail_size() -> None:
     assert default_tail_size(100) == 20
     assert default_tail_size(10_000) == 300
     assert default_tail_size(10) == 5
+    assert default_tail_size(10_000, 0.1) == 30
+    assert default_tail_size(10_000, 0.01) == 5  # never fewer than 5 excesses
+
+
+def test_tail_scale_moves_every_threshold_outwards() -> None:
+    rng = np.random.default_rng(3)
+    train, population = rng.gamma(2.0, 5.0, 4_000), rng.gamma(3.0, 5.0, 6_000)
+    fits = fit_relative_tails(train, population, tail_scale=0.25)
+    for fit, values in zip(fits, (train, population), strict=True):
+        k = default_tail_size(values.size, 0.25)
+        assert fit.tail_mass == k / values.size
+        assert fit.u_low == np.sort(values)[k]
+    assert fits[0].reference.tail_mass == default_tail_size(10_000, 0.25) / 10_000
+    fixed = fit_relative_tails(train, population, tail_size=40, tail_scale=0.25)
+    assert [fit.tail_mass for fit in fixed] == [40 / 4_000, 40 / 6_000]
 
 
 def _check_consistent(dist: TailedEmpirical | RelativeTailed) -> None:

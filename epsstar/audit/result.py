@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from epsstar import __version__
+from epsstar.audit.attack_result import AttackResult
 from epsstar.audit.declared_privacy import DeclaredPrivacy
 from epsstar.audit.output_reading import OutputReading
 from epsstar.statistics._validation import FloatArray
@@ -25,7 +26,7 @@ __all__ = ["SCHEMA_VERSION", "AuditResult"]
 #: Version of the JSON documents the CLI writes (``audit``, ``epsilon``, ``audit-many``,
 #: the demo's ``results.json``), stated by the schemas in ``epsstar/schemas/``. It changes
 #: when a key those schemas fix is added, removed or renamed, or changes meaning.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,13 @@ class AuditResult:
     delta_profile: tuple[DeltaPoint, ...] = ()
     #: The DP guarantee the model file declares (``None``: it declares nothing).
     declared_privacy: DeclaredPrivacy | None = None
+    #: One record per membership test audited (the loss attack, LiRA, RMIA), in order.
+    attacks: tuple[AttackResult, ...] = ()
+
+    @property
+    def strongest_attack(self) -> AttackResult | None:
+        """The attack with the largest Epsilon* (the first of equals); None without any."""
+        return max(self.attacks, key=lambda attack: attack.epsilon.epsilon, default=None)
 
     @property
     def above_declared_epsilon(self) -> bool:
@@ -159,5 +167,9 @@ class AuditResult:
             "output_reading": None
             if self.output_reading is None
             else self.output_reading.to_dict(),
+            "attacks": [attack.to_dict() for attack in self.attacks],
+            "strongest_attack": None
+            if self.strongest_attack is None
+            else self.strongest_attack.name,
             "epsstar_version": __version__,
         }

@@ -27,12 +27,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from epsstar import __version__
+from epsstar.audit.attack_run import with_attacks
+from epsstar.audit.attacks import LOSS_ONLY, AttackSettings
 from epsstar.audit.column_match import ColumnMatch, match_columns
 from epsstar.audit.data_checks import data_warnings, refuse_same_data, shared_rows
 from epsstar.audit.files import sha256_of
 from epsstar.audit.from_losses import AuditOptions, audit_losses
 from epsstar.audit.output_reading import OutputReading
 from epsstar.audit.plugins import LoadedModel, LoaderInfo, OutputKind
+from epsstar.audit.references import TableReading
 from epsstar.audit.result import AuditResult
 from epsstar.audit.streaming import Progress, StreamedTable, stream_table
 from epsstar.audit.tables import read_schema
@@ -249,6 +252,7 @@ def audit(
     input_shape: Sequence[int] | None = None,
     engine: Engine | None = None,
     storage_options: dict[str, Any] | None = None,
+    attack: AttackSettings = LOSS_ONLY,
 ) -> AuditResult:
     """Audit a saved model against its training data and population data.
 
@@ -271,6 +275,7 @@ def audit(
     One file (or two with the same content) as both data sets is refused. A single class,
     population rows also in the training data, or an ambiguous reading of the outputs raise
     a warning (``result.warnings``) that fails a gate (:mod:`epsstar.audit.data_checks`).
+    ``attack`` chooses the membership tests (``result.attacks``, :mod:`.attack_run`).
 
     With a ``dask`` ``engine``, the data may be partitioned data sets streamed on a cluster
     (:mod:`epsstar.audit.dask_audit`), for the same result as here on the same rows.
@@ -282,9 +287,7 @@ def audit(
     options = AuditOptions(  # its fields in order
         delta, method, family, interval, n_bootstrap, max_epsilon, confidence, seed, gate
     )
-    size = check_positive_int("batch_size", batch_size)
-    shape = _shape(input_shape)
-    reading = _Reading(label_column, _feature_list(features), size, loss, outputs, shape)
+    reading = _reading(label_column, features, batch_size, loss, outputs, input_shape)
     _check_progress(None if on_dask else progress)
     digests = {} if on_dask else _distinct_data(paths)
     clock = [time.perf_counter()]
@@ -293,14 +296,14 @@ def audit(
     )
     clock.append(time.perf_counter())
     run = {"seed": seed, "confidence": options.confidence, "command": command}
+    after = (attack, trust, progress)
     if engine is not None and on_dask:
         sources: dict[str, Path | str] = {**paths, "train": train, "population": population}
-        streamed = _stream_on_dask(
-            loaded, sources, reading, (engine, trust, storage_options, progress)
-        )
-        return _finish(loaded, reading, streamed, sources, options, run, clock)
+        dask_run = (engine, trust, storage_options, progress, attack)
+        streamed = _stream_on_dask(loaded, sources, reading, dask_run)
+        return _finish(loaded, reading, streamed, sources, options, run, clock, after)
     streamed = (*_stream_both(loaded, paths, reading, progress), digests, {})
-    return _finish(loaded, reading, streamed, dict(paths), options, run, clock)
+    return _finish(loaded, reading, streamed, dict(paths), options, run, clock, after)
 
 
 def _finish(
@@ -311,9 +314,11 @@ def _finish(
     options: AuditOptions,
     run: dict[str, Any],
     clock: list[float],
+    after: tuple[AttackSettings, bool, Progress | None],
 ) -> AuditResult:
     """The audit of the streamed tables (``streamed``: both tables, the column match, the
-    data's digests and the ``engine`` record, if any): data checks, utility, statistics."""
+    data's digests and the ``engine`` record, if any): data checks, utility, statistics,
+    then the attacks of ``after`` (with whether to trust model files, and the progress)."""
     train_side, population_side, match, digests, ran_on = streamed
     model = Path(sources["model"])
     checks = _check_data(loaded, reading, (train_side, population_side), digests, match, model)
@@ -335,23 +340,85 @@ def _finish(
     result = audit_losses(*losses, utility=utility, options=options, provenance=provenance)
     clock.append(time.perf_counter())
     result = checks.record(result, gate=options.max_epsilon is not None)
-    declared = getattr(loaded.model, "declared_privacy", None)
     timed = {**provenance, "seconds": _seconds(clock)}  # the statistics' time is known now
-    return dataclasses.replace(result, provenance=timed, declared_privacy=declared)
+    result = dataclasses.replace(result, provenance=timed, declared_privacy=_declared(loaded))
+    attack, trust, progress = after
+    paths = {role: Path(os.fspath(where)) for role, where in sources.items()}
+    tables = (train_side, population_side)
+    return _attacked(result, attack, loaded, paths, reading, tables, options, trust, progress)
+
+
+def _reading(
+    label_column: str,
+    features: Sequence[str] | None,
+    batch_size: int,
+    loss: LossName,
+    outputs: OutputKind | None,
+    input_shape: Sequence[int] | None,
+) -> _Reading:
+    """The audit's settings for streaming, checked."""
+    size = check_positive_int("batch_size", batch_size)
+    return _Reading(label_column, _feature_list(features), size, loss, outputs, _shape(input_shape))
+
+
+def _declared(loaded: LoadedAuditModel) -> Any:
+    """The DP guarantee the model file declares (``None``: it declares none)."""
+    return getattr(loaded.model, "declared_privacy", None)
+
+
+def _attacked(
+    result: AuditResult,
+    attack: AttackSettings,
+    loaded: LoadedAuditModel,
+    paths: dict[str, Path],
+    reading: _Reading,
+    streamed: tuple[StreamedTable, StreamedTable],
+    options: AuditOptions,
+    trust: bool,
+    progress: Progress | None,
+) -> AuditResult:
+    """``result`` with the records of ``attack``'s membership tests (:mod:`.attack_run`)."""
+    train_side, population_side = streamed
+    logit = (train_side.losses, population_side.losses) if reading.loss == "logit" else None
+    return with_attacks(
+        result,
+        attack,
+        target=loaded.model,
+        target_path=paths["model"],
+        reading=TableReading(
+            paths["train"],
+            paths["population"],
+            reading.label_column,
+            reading.features,
+            reading.batch_size,
+            reading.input_shape,
+        ),
+        label_map=train_side.label_map,
+        options=options,
+        logit_losses=logit,
+        trust=trust,
+        progress=progress,
+    )
 
 
 def _stream_on_dask(
     loaded: LoadedAuditModel,
     sources: dict[str, Path | str],
     reading: _Reading,
-    run: tuple[Engine, bool, dict[str, Any] | None, object],
+    run: tuple[Engine, bool, dict[str, Any] | None, object, AttackSettings],
 ) -> tuple[StreamedTable, StreamedTable, ColumnMatch, dict[str, str], dict[str, Any]]:
     """Both data sets streamed on a Dask cluster (``run``: the engine, whether to trust the
-    model file, the storage options, the progress): the tables, the column match, the data
-    sets' digests and the ``engine`` record of the provenance."""
+    model file, the storage options, the progress and the attacks, of which only the loss
+    attack is available there): the tables, the column match, the data sets' digests and
+    the ``engine`` record of the provenance."""
     from epsstar.audit.dask_audit import stream_on_dask
 
-    engine, trust, storage_options, progress = run
+    engine, trust, storage_options, progress, attack = run
+    others = [name for name in attack.attacks if name != "loss"]
+    if others:
+        raise InvalidInputError(
+            f"--engine dask audits with the loss attack only. Found --attack {others[0]}."
+        )
     streams = stream_on_dask(
         loaded,
         Path(sources["model"]),

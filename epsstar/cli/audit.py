@@ -7,6 +7,12 @@ import math
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from epsstar.cli.attack_options import (
+    add_attack_options,
+    attack_inputs,
+    attack_lines,
+    attack_options,
+)
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
 from epsstar.cli.options import (
     OUTPUT_FILES,
@@ -20,7 +26,7 @@ from epsstar.cli.options import (
     engine_option,
     stage_json,
 )
-from epsstar.cli.text_table import extrapolation_note
+from epsstar.cli.text_table import extrapolation_note, interval_lines
 from epsstar.statistics.names import DEFAULT_GATE, GATES, LOSSES, OUTPUT_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -197,6 +203,7 @@ def register(subparsers: Any) -> None:
         help="--engine dask: fsspec storage options of the data sets' URLs, as a JSON object "
         "(e.g. '{\"anon\": true}')",
     )
+    add_attack_options(parser)
     add_json_option(parser)
     parser.add_argument(
         "--report",
@@ -210,17 +217,6 @@ def register(subparsers: Any) -> None:
 def estimator_name(result: EpsilonStarResult) -> str:
     """``method`` or ``method, family`` of a result, as the summaries print it."""
     return result.method + (f", {result.family}" if result.family else "")
-
-
-def interval_lines(result: EpsilonStarResult) -> list[str]:
-    """The bootstrap interval line, when the result has one."""
-    interval = result.interval
-    if interval is None:
-        return []
-    return [
-        f"  {interval.level:.0%} bootstrap interval ({interval.kind}, "
-        f"{interval.n_bootstrap} resamples): [{interval.low:.4f}, {interval.high:.4f}]"
-    ]
 
 
 def _reading_lines(readings: Readings) -> list[str]:
@@ -327,6 +323,7 @@ def format_summary(result: AuditResult) -> str:
             f"{result.lower_bound.confidence:.0%} confidence (Clopper-Pearson, held-out split); "
             f"empirical Epsilon* {result.empirical.epsilon:.4f}",
             *_reading_lines(result.readings),
+            *attack_lines(result),
             f"  utility on population data: accuracy {utility.accuracy:.4f}{shown_auroc} "
             f"({utility.n:,} rows); training rows {result.epsilon.n_train:,}",
             *_note_lines(result.epsilon),
@@ -348,6 +345,7 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInputError(
             f"--storage-options needs --engine dask. Found engine {engine.name!r}."
         )
+    inputs += attack_inputs(args)
     with Outputs(inputs) as outputs:
         json_file = stage_json(outputs, args.json)
         report_file = None if args.report is None else outputs.file("--report", args.report)
@@ -362,6 +360,7 @@ def run(args: argparse.Namespace) -> int:
                 loader=args.loader,
                 outputs=args.outputs,
                 **model_options(args),
+                **attack_options(args),
                 progress=progress,
                 command=shlex.join(args.command_line),
                 engine=engine,

@@ -19,7 +19,7 @@ from epsstar.cli.options import (
     estimator_config,
     stage_json,
 )
-from epsstar.cli.text_table import extrapolation_note, rate_text
+from epsstar.cli.text_table import extrapolation_note, interval_lines, rate_text
 from epsstar.statistics.names import SEARCHES
 
 if TYPE_CHECKING:
@@ -101,13 +101,7 @@ def _format(result: EpsilonStarResult) -> str:
         lines.append("  no admissible threshold beats random guessing")
     if result.note:
         lines.append(f"  note: {result.note}")
-    interval = result.interval
-    if interval is not None:
-        lines.append(
-            f"  {interval.level:.0%} bootstrap interval ({interval.kind}, "
-            f"{interval.n_bootstrap} resamples): [{interval.low:.4f}, {interval.high:.4f}]"
-            " - sampling spread, not a calibrated bound"
-        )
+    lines.extend(interval_lines(result))
     lines.append(f"  records: {result.n_train:,} training, {result.n_population:,} population")
     for side, report in result.fits.items():
         gof = report.goodness_of_fit

@@ -35,6 +35,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "epsstar.cli.simulate",
     "epsstar.cli.train",
     "epsstar.cli.sweep",
+    "epsstar.cli.references",
 )
 
 Handler = Callable[[argparse.Namespace], int]

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.statistics.results import EpsilonStarResult
     from epsstar.statistics.simulation import Cell
 
 __all__ = ["aligned_table", "format_table"]
@@ -66,3 +67,20 @@ def extrapolation_note(rates: tuple[str, ...]) -> str:
         f"  note: the maximising test's {' and '.join(rates)} {verb} below one record's worth "
         "of data (extrapolated tail)"
     )
+
+
+def interval_lines(result: EpsilonStarResult) -> list[str]:
+    """The bootstrap interval line, when the result has one, with what it does not cover."""
+    interval = result.interval
+    if interval is None:
+        return []
+    caveat = (
+        "sampling spread and tail-size choice, not the shape of the extrapolated tail"
+        if result.tail_extrapolated
+        else "sampling spread, not a calibrated bound"
+    )
+    return [
+        f"  {interval.level:.0%} bootstrap interval ({interval.kind}, "
+        f"{interval.n_bootstrap} resamples): [{interval.low:.4f}, {interval.high:.4f}]"
+        f" - {caveat}"
+    ]

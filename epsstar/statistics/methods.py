@@ -210,8 +210,11 @@ class Bootstrap:
 
     Both loss sets are resampled with replacement ``n_bootstrap`` times, the
     estimator is rerun on each resample, and the interval is read off the
-    replicates' quantiles (:mod:`epsstar.statistics.bootstrap`). It shows
-    sampling spread; its coverage is measured, not guaranteed (docs/accuracy.md).
+    replicates' quantiles (:mod:`epsstar.statistics.bootstrap`); with the tails
+    methods' default tail size each replicate also draws its tail size, so the interval
+    carries the threshold choice. It shows that spread, not the error of a tail
+    extrapolated beyond the data; its coverage is measured, not guaranteed
+    (docs/accuracy.md).
     """
 
     level: float = 0.95

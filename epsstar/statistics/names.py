@@ -19,6 +19,8 @@ from typing import Final, Literal, TypeVar, cast
 from epsstar.exceptions import InvalidInputError
 
 __all__ = [
+    "ATTACKS",
+    "DEFAULT_ATTACK",
     "DEFAULT_GATE",
     "DEFAULT_METHOD",
     "FAMILIES",
@@ -27,6 +29,7 @@ __all__ = [
     "METHODS",
     "OUTPUT_KINDS",
     "SEARCHES",
+    "AttackName",
     "Family",
     "GateRule",
     "LossName",
@@ -257,3 +260,32 @@ GATES: Final[Names[GateRule]] = Names(
     ),
 )
 DEFAULT_GATE: Final[GateRule] = "significant"
+
+AttackName = Literal["loss", "lira", "rmia"]
+
+ATTACKS: Final[Names[AttackName]] = Names(
+    "attack",
+    (
+        Name(
+            "loss",
+            "global loss threshold (the Epsilon* paper's, default)",
+            "the Epsilon* paper's test: a record is called a member when the target model's "
+            "loss on it is below one threshold shared by all records",
+        ),
+        Name(
+            "lira",
+            "offline LiRA (Carlini et al. 2022), needs reference models",
+            "offline LiRA (Carlini et al. 2022): a record is called a member when the target "
+            "model is more confident on it than the reference models, which never saw it, "
+            "make plausible under a Gaussian fitted to their confidences on that record",
+        ),
+        Name(
+            "rmia",
+            "offline RMIA (Zarifzadeh et al. 2024), needs reference models",
+            "offline RMIA (Zarifzadeh et al. 2024): a record is called a member when the "
+            "target model's probability of its label, relative to the reference models', "
+            "beats that of most population records",
+        ),
+    ),
+)
+DEFAULT_ATTACK: Final[AttackName] = "loss"

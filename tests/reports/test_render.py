@@ -113,6 +113,14 @@ def test_other_estimators_and_the_interval_render(tmp_path: Path) -> None:
     assert 'id="interval-row"' in html
     assert f"[{interval.low:.4f}, {interval.high:.4f}]" in html
     assert "tails estimate, attained by" in html
+    # what the interval does not carry depends on whether Epsilon* is read beyond the data
+    text = " ".join(html.split())
+    carries_tail_error = "not the error of the tail's shape beyond the data" in text
+    assert carries_tail_error == tails.epsilon.tail_extrapolated
+    assert ("not the error of the extrapolated tail" in html) == tails.epsilon.tail_extrapolated
+    assert ("sampling spread of the estimate, not a guaranteed bound" in html) != (
+        tails.epsilon.tail_extrapolated
+    )
     assert html.count("<svg") == 2  # no transformed losses: the method fits no transform
 
     empirical = audit_fixture("binary", method="empirical")

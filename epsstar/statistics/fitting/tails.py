@@ -72,9 +72,15 @@ MIN_TAILED_RECORDS = 50
 SHAPE_RANGE = (-1.0, 1.0)
 
 
-def default_tail_size(n: int) -> int:
-    """Excesses per tail: ``min(0.2 n, 3 sqrt(n))``, at least 5."""
-    return int(max(5, min(math.floor(0.2 * n), math.ceil(3.0 * math.sqrt(n)))))
+def default_tail_size(n: int, scale: float = 1.0) -> int:
+    """Excesses per tail: ``scale * min(0.2 n, 3 sqrt(n))`` rounded, at least 5.
+
+    ``scale`` below 1 moves the tail threshold outwards (the bootstrap of
+    :mod:`epsstar.statistics.estimator` draws it to carry the threshold choice's
+    uncertainty into its interval).
+    """
+    base = max(5, min(math.floor(0.2 * n), math.ceil(3.0 * math.sqrt(n))))
+    return int(base) if scale == 1.0 else max(5, round(scale * base))
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +151,7 @@ def fit_generalized_pareto(excesses: ArrayLike) -> GeneralizedPareto:
 
 
 def _split(
-    values: ArrayLike, tail_size: int | None
+    values: ArrayLike, tail_size: int | None, tail_scale: float = 1.0
 ) -> tuple[FloatArray, int, FloatArray, FloatArray]:
     """Sorted sample, tail size k, and the knots and levels of its interpolated body.
 
@@ -159,7 +165,7 @@ def _split(
         raise InsufficientDataError(
             f"a tailed fit needs at least {MIN_TAILED_RECORDS} values. Found {n}."
         )
-    k = default_tail_size(n) if tail_size is None else int(tail_size)
+    k = default_tail_size(n, tail_scale) if tail_size is None else int(tail_size)
     if not 5 <= k <= (n - 2) // 2:
         raise InsufficientDataError(
             f"tail_size must be in [5, {(n - 2) // 2}] for {n} values. Found {k}."
@@ -254,9 +260,12 @@ class TailedEmpirical(_BodyWithTails):
     n: int
 
     @classmethod
-    def fit(cls, values: ArrayLike, *, tail_size: int | None = None) -> TailedEmpirical:
-        """Fit to a sample; ``tail_size`` (``k``) defaults to :func:`default_tail_size`."""
-        x, k, knots, levels = _split(values, tail_size)
+    def fit(
+        cls, values: ArrayLike, *, tail_size: int | None = None, tail_scale: float = 1.0
+    ) -> TailedEmpirical:
+        """Fit to a sample; ``tail_size`` (``k``) defaults to :func:`default_tail_size`
+        at ``tail_scale``."""
+        x, k, knots, levels = _split(values, tail_size, tail_scale)
         n = x.size
         lower = _tail_fit(x[k] - x[:k], x)
         upper = _tail_fit(x[n - k :] - x[n - k - 1], x)
@@ -309,27 +318,44 @@ class RelativeTailed(_BodyWithTails):
     gamma_high: float
     tail_mass: float
     n: int
+    #: ``log G(u_low)`` and ``log S(u_high)`` of the reference, fixed at the fit.
+    reference_at_low: float
+    reference_at_high: float
 
     @classmethod
     def fit(
-        cls, values: ArrayLike, reference: TailedEmpirical, *, tail_size: int | None = None
+        cls,
+        values: ArrayLike,
+        reference: TailedEmpirical,
+        *,
+        tail_size: int | None = None,
+        tail_scale: float = 1.0,
     ) -> RelativeTailed:
         """Fit one side against ``reference`` (a fit to the pooled sample)."""
-        x, k, knots, levels = _split(values, tail_size)
+        x, k, knots, levels = _split(values, tail_size, tail_scale)
         n = x.size
         u_low, u_high = x[k], x[n - k - 1]
-        excess_low = reference.logcdf(np.array([u_low]))[0] - reference.logcdf(x[:k])
-        excess_high = reference.logsf(np.array([u_high]))[0] - reference.logsf(x[n - k :])
+        at_low = float(reference.logcdf(np.array([u_low]))[0])
+        at_high = float(reference.logsf(np.array([u_high]))[0])
+        excess_low = at_low - reference.logcdf(x[:k])
+        excess_high = at_high - reference.logsf(x[n - k :])
         return cls(
-            reference, knots, levels, _exponent(excess_low), _exponent(excess_high), k / n, n
+            reference,
+            knots,
+            levels,
+            _exponent(excess_low),
+            _exponent(excess_high),
+            k / n,
+            n,
+            at_low,
+            at_high,
         )
 
     def _log_tails(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         """log F(x) from the lower-tail model and log(1 - F(x)) from the upper one."""
         ref = self.reference
         log_mass = math.log(self.tail_mass)
-        at_low = ref.logcdf(np.array([self.u_low]))[0]
-        at_high = ref.logsf(np.array([self.u_high]))[0]
+        at_low, at_high = self.reference_at_low, self.reference_at_high
         with np.errstate(invalid="ignore", over="ignore"):
             low = log_mass + self.gamma_low * (ref.logcdf(x) - at_low)
             high = log_mass + self.gamma_high * (ref.logsf(x) - at_high)
@@ -340,8 +366,7 @@ class RelativeTailed(_BodyWithTails):
     ) -> tuple[FloatArray, FloatArray]:
         ref = self.reference
         log_mass = math.log(self.tail_mass)
-        at_low = ref.logcdf(np.array([self.u_low]))[0]
-        at_high = ref.logsf(np.array([self.u_high]))[0]
+        at_low, at_high = self.reference_at_low, self.reference_at_high
         with np.errstate(divide="ignore", invalid="ignore"):
             # G(x) = G(u) (q / mass)^(1/gamma), solved on the reference's log scale.
             p_low = np.exp(at_low + (np.log(lower_q) - log_mass) / self.gamma_low)
@@ -364,15 +389,23 @@ class RelativeTailed(_BodyWithTails):
 
 
 def fit_relative_tails(
-    train: ArrayLike, population: ArrayLike, *, tail_size: int | None = None
+    train: ArrayLike,
+    population: ArrayLike,
+    *,
+    tail_size: int | None = None,
+    tail_scale: float = 1.0,
 ) -> tuple[RelativeTailed, RelativeTailed]:
-    """Both sides against one reference fitted to the pooled sample (see the module doc)."""
+    """Both sides against one reference fitted to the pooled sample (see the module doc).
+
+    ``tail_size`` fixes ``k`` of both sides; without it every fit (the pooled reference
+    and each side) takes :func:`default_tail_size` of its own size at ``tail_scale``.
+    """
     a = np.asarray(train, dtype=np.float64)
     b = np.asarray(population, dtype=np.float64)
-    reference = TailedEmpirical.fit(np.concatenate([a, b]))
+    reference = TailedEmpirical.fit(np.concatenate([a, b]), tail_scale=tail_scale)
     return (
-        RelativeTailed.fit(a, reference, tail_size=tail_size),
-        RelativeTailed.fit(b, reference, tail_size=tail_size),
+        RelativeTailed.fit(a, reference, tail_size=tail_size, tail_scale=tail_scale),
+        RelativeTailed.fit(b, reference, tail_size=tail_size, tail_scale=tail_scale),
     )
 
 

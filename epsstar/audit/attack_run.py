@@ -1,0 +1,61 @@
+"""The attacks of one audit: stream the reference models, score, and add the records.
+
+:func:`with_attacks` is the step :func:`epsstar.audit.run.audit` takes once the loss
+attack is audited: it reads the target's and each reference model's log-odds of the true
+label (:mod:`epsstar.audit.references`), audits every attack asked for
+(:mod:`epsstar.audit.attacks`) and returns the result with their records, the headline
+being the loss attack's unless only other attacks were asked for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from epsstar.audit.attacks import AttackSettings, attack_results, headline_from
+from epsstar.audit.from_losses import AuditOptions
+from epsstar.audit.plugins import LoadedModel
+from epsstar.audit.references import TableReading, log_odds_of, reference_confidences
+from epsstar.audit.result import AuditResult
+from epsstar.audit.streaming import Progress
+from epsstar.audit.tables import LabelMap
+from epsstar.statistics._validation import FloatArray
+
+__all__ = ["with_attacks"]
+
+
+def with_attacks(
+    base: AuditResult,
+    settings: AttackSettings,
+    *,
+    target: LoadedModel,
+    target_path: Path,
+    reading: TableReading,
+    label_map: LabelMap,
+    options: AuditOptions,
+    logit_losses: tuple[FloatArray, FloatArray] | None = None,
+    trust: bool = False,
+    progress: Progress | None = None,
+) -> AuditResult:
+    """``base`` (the loss attack's audit) with one record per attack of ``settings``.
+
+    ``logit_losses`` are the target's logit losses on both tables when the audit measured
+    them already (otherwise the target is streamed again); the reference model files
+    (``settings.reference_models``) are loaded only when an attack needs them.
+    """
+    needs = any(name != "loss" for name in settings.attacks)
+    target_log_odds = references = None
+    if needs:
+        if logit_losses is not None:
+            target_log_odds = (-logit_losses[0], -logit_losses[1])
+        else:
+            target_log_odds = log_odds_of(target, target_path, reading, label_map)
+        references = reference_confidences(
+            settings.reference_models, reading, label_map, trust=trust, progress=progress
+        )
+    results = attack_results(settings, base, target_log_odds, references, options)
+    result = headline_from(base, results)
+    if references is None:
+        return result
+    provenance = {**result.provenance, "reference_models": list(references.models)}
+    return dataclasses.replace(result, provenance=provenance)

@@ -1,0 +1,240 @@
+"""``epsstar audit --attack loss lira rmia --reference-models ...`` end to end.
+
+The shipped multi-class data (fixtures/models/multiclass_*.csv, 1,000 records) are split
+into the target's training records, population records and a reference pool; reference
+models are trained on random halves of the pool, so that no population record is in any
+reference model's training data.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from epsstar.audit.attacks import AttackSettings
+from epsstar.audit.run import audit
+from epsstar.cli import main
+from epsstar.exceptions import EpsstarWarning
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "models"
+N_REFERENCES = 6
+
+
+def _fit(frame: pd.DataFrame, seed: int) -> Any:
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.neural_network import MLPClassifier
+    from threadpoolctl import threadpool_limits
+
+    # One BLAS thread: on a busy machine more threads make these tiny fits ten times slower.
+    with warnings.catch_warnings(), threadpool_limits(1):
+        warnings.simplefilter("ignore", ConvergenceWarning)  # overfitting is the point
+        return MLPClassifier((32,), alpha=1.0, solver="lbfgs", max_iter=400, random_state=seed).fit(
+            frame.drop(columns="label").to_numpy(), frame["label"].to_numpy()
+        )
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """target.skops (trained on train.csv), ref0..ref5.skops (on halves of a reference pool
+    disjoint from population.csv) and three_classes.skops (a model of 3 of the 4 classes)."""
+    import skops.io
+
+    here = tmp_path_factory.mktemp("attacks")
+    pool = pd.concat(
+        [
+            pd.read_csv(FIXTURES / "multiclass_train.csv"),
+            pd.read_csv(FIXTURES / "multiclass_population.csv"),
+        ],
+        ignore_index=True,
+    )
+    order = np.random.default_rng(0).permutation(len(pool))
+    train, population, reference = (pool.iloc[part] for part in np.split(order, [300, 600]))
+    train.to_csv(here / "train.csv", index=False)
+    population.to_csv(here / "population.csv", index=False)
+    skops.io.dump(_fit(train, 0), here / "target.skops")
+    for k in range(N_REFERENCES):
+        half = reference.sample(n=len(reference) // 2, random_state=k)
+        skops.io.dump(_fit(half, k + 1), here / f"ref{k}.skops")
+    skops.io.dump(_fit(reference[reference["label"] != "d"], 9), here / "three_classes.skops")
+    return here
+
+
+def _references(folder: Path) -> list[str]:
+    return [str(folder / f"ref{k}.skops") for k in range(N_REFERENCES)]
+
+
+def _command(folder: Path, *more: str) -> list[str]:
+    return [
+        "audit",
+        str(folder / "target.skops"),
+        "--train",
+        str(folder / "train.csv"),
+        "--population",
+        str(folder / "population.csv"),
+        "--label-column",
+        "label",
+        "--features",
+        ",".join(f"x{i}" for i in range(8)),
+        "--quiet",
+        *more,
+    ]
+
+
+def test_three_attacks_end_to_end(
+    folder: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    validate_json: Any,
+) -> None:
+    out = tmp_path / "out.json"
+    args = ["--reference-models", *_references(folder), "--attack", "loss", "lira", "rmia"]
+    assert main(_command(folder, *args, "--json", str(out))) == 0
+    printed = capsys.readouterr().out
+    document = json.loads(out.read_text())
+    validate_json("audit", document)
+    attacks = {record["attack"]: record for record in document["attacks"]}
+    assert list(attacks) == ["loss", "lira", "rmia"]
+    # The headline is the loss attack's; its record repeats it.
+    assert attacks["loss"]["epsilon_star"] == document["epsilon_star"]
+    assert attacks["loss"]["epsilon_lower_bound"] == document["epsilon_lower_bound"]
+    # Every population record is scored by the loss attack and LiRA; RMIA sets z aside.
+    assert attacks["lira"]["n_nonmembers"] == attacks["loss"]["n_nonmembers"] == 300
+    rmia = attacks["rmia"]["settings"]
+    assert rmia["z_records"] + rmia["scored_population_records"] == 300
+    assert attacks["rmia"]["n_nonmembers"] == rmia["scored_population_records"] == 225
+    assert attacks["lira"]["settings"]["variance"] == "global"  # 6 < 64 reference models
+    assert len(document["provenance"]["reference_models"]) == N_REFERENCES
+    # Measured on these models: AUC loss 0.675, LiRA 0.722, RMIA 0.779 (the formulas
+    # themselves are checked against scipy and by hand in tests/test_attack_scores.py).
+    assert attacks["lira"]["auc"] > attacks["loss"]["auc"] + 0.02
+    assert attacks["rmia"]["auc"] > attacks["loss"]["auc"] + 0.02
+    for record in attacks.values():
+        assert [reading["fpr"] for reading in record["tpr_at_fpr"]] == [0.001, 0.01]
+        assert record["gate"]["rule"] == "significant"
+        assert record["gate"]["leak_found"]  # measured p-values: 3e-21, 5e-7, 2e-21
+    strongest = max(attacks.values(), key=lambda record: record["epsilon_star"])
+    assert document["strongest_attack"] == strongest["attack"]
+    assert f"strongest attack: {strongest['attack']}" in printed
+    for name in ("loss", "lira", "rmia"):
+        assert f"attack {name}: Epsilon* {attacks[name]['epsilon_star']:.4f}" in printed
+
+
+def test_only_reference_attacks_make_the_first_one_the_headline(folder: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EpsstarWarning)
+        result = audit(
+            folder / "target.skops",
+            folder / "train.csv",
+            folder / "population.csv",
+            label_column="label",
+            features=[f"x{i}" for i in range(8)],
+            attack=AttackSettings(("rmia", "lira"), tuple(_references(folder)[:2])),
+        )
+    assert [attack.name for attack in result.attacks] == ["rmia", "lira"]
+    assert result.epsilon == result.attacks[0].epsilon
+    assert result.epsilon.n_population == result.attacks[0].n_nonmembers
+    assert result.to_dict()["attacks"][1]["settings"]["reference_models"] == 2
+    from epsstar.cli.audit import format_summary
+
+    assert "the headline is the rmia attack's (no loss attack asked for)" in format_summary(result)
+
+
+def test_an_attack_s_warnings_name_the_attack() -> None:
+    from epsstar.audit.attacks import _named_warnings
+    from epsstar.exceptions import PoorFitWarning
+
+    expected = pytest.warns(PoorFitWarning, match="^the lira attack's scores: a poor fit$")
+    with expected, _named_warnings("lira"):
+        warnings.warn(PoorFitWarning("a poor fit"), stacklevel=1)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--attack", "lira"], "the lira attack needs reference models (--reference-models)"),
+        (
+            ["--attack", "rmia", "--reference-models", "missing.skops"],
+            "reference model: no such file. Found",
+        ),
+        (
+            ["--attack", "lira", "--reference-models", "three_classes.skops"],
+            "must stand for the target model's classes ['a', 'b', 'c', 'd'], in that order. "
+            "Found ['a', 'b', 'c'].",
+        ),
+        (["--attack", "lira", "lira", "--reference-models", "ref0.skops"], "'lira' twice"),
+        (["--attack", "strong"], "invalid choice: 'strong'"),
+        (
+            ["--attack", "rmia", "--reference-models", "ref0.skops", "--rmia-a", "1.5"],
+            "rmia_a must be in [0, 1]. Found 1.5.",
+        ),
+    ],
+)
+def test_bad_attack_input_is_one_line_exit_2_and_writes_nothing(
+    folder: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    options: list[str],
+    message: str,
+) -> None:
+    named = [str(folder / word) if word.endswith(".skops") else word for word in options]
+    out = tmp_path / "out.json"
+    try:
+        code = main(_command(folder, *named, "--json", str(out)))
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    err = capsys.readouterr().err
+    lines = [line for line in err.strip().splitlines() if not line.startswith("epsstar: warning")]
+    assert code == 2, err
+    assert message in lines[-1]
+    if "invalid choice" not in message:  # argparse prints its usage first
+        assert len(lines) == 1, err
+    assert not out.exists()
+
+
+def test_attacks_find_no_leak_where_the_members_were_never_seen(folder: Path) -> None:
+    """ "Members" and population records from the same pool, none seen by the target: under
+    the default gate (significant) each attack's statistic is 0 in most splits."""
+    pool = pd.read_csv(folder / "population.csv")
+    zeros = {"loss": 0, "lira": 0, "rmia": 0}
+    seeds = range(5)
+    for seed in seeds:
+        order = np.random.default_rng(100 + seed).permutation(len(pool))
+        split = folder / f"split{seed}"
+        split.mkdir(exist_ok=True)
+        pool.iloc[order[:150]].to_csv(split / "unseen.csv", index=False)
+        pool.iloc[order[150:]].to_csv(split / "population.csv", index=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EpsstarWarning)
+            result = audit(
+                folder / "target.skops",
+                split / "unseen.csv",
+                split / "population.csv",
+                label_column="label",
+                features=[f"x{i}" for i in range(8)],
+                attack=AttackSettings(("loss", "lira", "rmia"), tuple(_references(folder))),
+                seed=seed,
+            )
+        for attack in result.attacks:
+            assert attack.gate is not None
+            zeros[attack.name] += attack.gate.value == 0.0
+    assert all(count >= 4 for count in zeros.values()), zeros
+
+
+def test_reference_classes_are_matched_as_labels_are() -> None:
+    from epsstar.audit.references import _same_classes
+    from epsstar.audit.tables import LabelMap
+    from epsstar.exceptions import InvalidInputError
+
+    target = LabelMap((0, 1))
+    _same_classes(("0", "1"), target, Path("r.onnx"))  # the same classes, written as text
+    _same_classes(None, target, Path("r.onnx"))  # a model that states none: its width decides
+    with pytest.raises(InvalidInputError, match=r"in that order. Found \['1', '0'\]\.$"):
+        _same_classes((1, 0), target, Path("r.onnx"))
+    with pytest.raises(InvalidInputError, match=r"Found \['0', '1', '2'\]\.$"):
+        _same_classes((0, 1, 2), target, Path("r.onnx"))
