@@ -238,6 +238,13 @@ def test_data_set_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
     code, _, err = _invoke([*argv, "--train", population], capsys)
     assert code == 2
     assert "must be different data sets" in err
+    train = str(MODELS / "binary_train.parquet")
+    references = ["--reference-models", str(MODELS / "binary_mlp.onnx")]
+    code, _, err = _invoke([*argv, "--train", train, "--attack", "lira", *references], capsys)
+    assert code == 2
+    assert err.strip().endswith(
+        "--engine dask audits with the loss attack only. Found --attack lira."
+    )
     code, _, err = _invoke(
         [*AUDIT, "--train", population, "--population", population, "--storage-options", "[1]"],
         capsys,
