@@ -313,6 +313,7 @@ def test_a_model_record_needs_a_result_or_an_error(validate_json: Validate) -> N
         "manifest": "manifest.csv",
         "max_epsilon": None,
         "gate": "significant",
+        "engine": {"name": "single"},
         "n_models": 1,
         "n_failed": 1,
         "n_above_gate": 0,

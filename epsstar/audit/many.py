@@ -8,9 +8,10 @@ keys are defaults for every model. Any other column is a hyper-parameter of the
 strategy and is carried into the results (``epsstar train``'s sweep manifest is
 one such file). Relative paths are relative to the manifest's folder.
 
-Models are audited in parallel processes, each into a frozen :class:`ModelAudit`;
-a model that cannot be audited is reported with its error and does not lose the
-others' results. Per strategy,
+Models are audited in parallel processes, or one task per model on a Dask cluster
+(:mod:`epsstar.audit.dask_engine`), each into a frozen :class:`ModelAudit`;
+a model that cannot be audited (or whose worker died) is reported with its error
+and does not lose the others' results. Per strategy,
 the summary gives min/mean/max Epsilon* and the mechanism-level bound over its
 repeats, log mean exp(ε*) (Theorem 2 of ``epsilon-star-negoescu-2024.md``).
 """
@@ -20,6 +21,8 @@ from __future__ import annotations
 import csv
 import io
 import multiprocessing
+import tempfile
+import threading
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -34,6 +37,7 @@ from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.bounds import mechanism_epsilon
 
 if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.dask_engine import Engine, TaskOutcome
     from epsstar.audit.result import AuditResult
 
 __all__ = [
@@ -206,7 +210,9 @@ class ModelAudit:
 
     ``warnings`` are those the audit raised; ``report`` is the HTML report written for it.
     A report that could not be written makes the model failed (``error``) while its
-    ``result`` is kept. ``to_dict()`` is its record in ``epsstar audit-many --json``.
+    ``result`` is kept. ``worker`` is the address of the Dask worker that audited it
+    (``None`` on the single-process engine). ``to_dict()`` is its record in
+    ``epsstar audit-many --json``.
     """
 
     entry: ManifestEntry
@@ -214,6 +220,7 @@ class ModelAudit:
     error: str | None = None
     warnings: tuple[str, ...] = ()
     report: Path | None = None
+    worker: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -233,6 +240,8 @@ class ModelAudit:
             record["report"] = str(self.report)
         if self.error is not None:
             record["error"] = self.error
+        if self.worker is not None:
+            record["worker"] = self.worker
         return record
 
 
@@ -371,6 +380,70 @@ def _audit_one(
         return replace(audited, error=_message(error))
 
 
+#: One audit at a time per worker process: an audit records its warnings with
+#: ``warnings.catch_warnings``, which is process-wide, so two threads of one worker would
+#: mix their models' warnings.
+_ONE_AUDIT = threading.Lock()
+
+
+def _audit_remote(
+    entry: ManifestEntry,
+    options: Mapping[str, Any],
+    with_report: bool,
+    write_report: ReportWriter | None,
+    keep_losses: bool,
+) -> tuple[ModelAudit, bytes | None]:
+    """Dask task: audit one entry; its report travels back as bytes (no shared output
+    folder is needed), for the client to write."""
+    with _ONE_AUDIT, tempfile.TemporaryDirectory(prefix="epsstar-") as scratch:
+        folder = Path(scratch) if with_report else None
+        record = _audit_one(entry, options, folder, write_report, keep_losses)
+        html = None if record.report is None else record.report.read_bytes()
+    return replace(record, report=None), html
+
+
+def _audit_on_dask(
+    entries: Sequence[ManifestEntry],
+    engine: Engine,
+    folder: Path | None,
+    write_report: ReportWriter | None,
+    keep_losses: bool,
+    options: Mapping[str, Any],
+    on_done: Callable[[ModelAudit], None] | None,
+) -> list[ModelAudit]:
+    """One Dask task per entry; each record names the worker that ran it."""
+    from epsstar.audit.dask_engine import dask_client, run_tasks
+    from epsstar.audit.files import atomic_write_bytes
+
+    with_report = folder is not None and write_report is not None
+    tasks = [(entry, options, with_report, write_report, keep_losses) for entry in entries]
+    records: list[ModelAudit | None] = [None] * len(entries)
+
+    def finished(outcome: TaskOutcome[tuple[ModelAudit, bytes | None]]) -> None:
+        entry = entries[outcome.index]
+        if outcome.value is None:
+            record = ModelAudit(entry, error=outcome.error, worker=outcome.worker)
+        else:
+            record, html = outcome.value
+            record = replace(record, entry=entry, worker=outcome.worker)
+            if html is not None and folder is not None:
+                path = folder / _report_name(entry)
+                try:
+                    atomic_write_bytes(path, html)
+                    record = replace(record, report=path)
+                except OSError as error:
+                    record = replace(
+                        record, error=f"cannot write the report {str(path)!r}: {error}"
+                    )
+        records[outcome.index] = record
+        if on_done:
+            on_done(record)
+
+    with dask_client(engine) as client:
+        run_tasks(client, _audit_remote, tasks, finished, name="epsstar-audit")
+    return [record for record in records if record is not None]
+
+
 def _report_folder(report_dir: str | Path | None) -> Path | None:
     if report_dir is None:
         return None
@@ -390,6 +463,7 @@ def audit_many(
     report_dir: str | Path | None = None,
     write_report: ReportWriter | None = None,
     keep_losses: bool = False,
+    engine: Engine | None = None,
     **options: Any,
 ) -> list[ModelAudit]:
     """Audit every entry (``options`` go to :func:`epsstar.audit.audit`), in manifest order.
@@ -400,10 +474,14 @@ def audit_many(
     there by ``write_report`` (named ``<strategy>-<repeat>.html``). The results
     leave out the per-record losses, so that a long manifest does not hold every
     model's losses in memory; ``keep_losses=True`` keeps them (for
-    :meth:`AuditResult.curves` or a report drawn later).
+    :meth:`AuditResult.curves` or a report drawn later). With a ``dask`` ``engine``
+    each entry is one task on its cluster (``jobs`` is then unused) and each record names
+    the worker that audited it.
     """
     jobs = check_positive_int("jobs", jobs)
     folder = _report_folder(report_dir)
+    if engine is not None and engine.name == "dask":
+        return _audit_on_dask(entries, engine, folder, write_report, keep_losses, options, on_done)
     arguments = [(entry, options, folder, write_report, keep_losses) for entry in entries]
     records: list[ModelAudit | None] = [None] * len(entries)
     if jobs == 1:

@@ -16,6 +16,7 @@ assembled here.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import time
 import warnings
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from epsstar import __version__
 from epsstar.audit.attack_run import with_attacks
@@ -49,6 +50,9 @@ from epsstar.exceptions import (
 from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.names import DEFAULT_GATE, Family, GateRule, LossName, Method
 from epsstar.statistics.utility import Utility
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.dask_engine import Engine
 
 __all__ = ["AuditResult", "LoadedAuditModel", "audit", "load_model", "sha256_of"]
 
@@ -175,7 +179,7 @@ def _stream_both(
 
 
 def _provenance(
-    paths: dict[str, Path],
+    paths: dict[str, Path | str],
     loaded: LoadedAuditModel,
     reading: _Reading,
     train: StreamedTable,
@@ -189,10 +193,11 @@ def _provenance(
     """
     checks: _Checks = run["checks"]  # type: ignore[assignment]
     match: ColumnMatch = run["match"]  # type: ignore[assignment]
-    files = [Path(f) for f in getattr(loaded.model, "files", (paths["model"],))]
+    model = Path(paths["model"])
+    files = [Path(f) for f in getattr(loaded.model, "files", (model,))]
     return {
-        "model": str(paths["model"]),
-        "model_sha256": sha256_of(paths["model"]),
+        "model": str(model),
+        "model_sha256": sha256_of(model),
         "model_files": [{"path": str(f), "sha256": sha256_of(f)} for f in files],
         "loader": loaded.loader.to_dict(),
         "output_kind": loaded.model.output_kind,
@@ -216,6 +221,7 @@ def _provenance(
         "python": sys.version.split()[0],
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": run["command"],
+        **({"engine": run["engine"]} if "engine" in run else {}),
     }
 
 
@@ -244,6 +250,8 @@ def audit(
     progress: Progress | None = None,
     command: str | None = None,
     input_shape: Sequence[int] | None = None,
+    engine: Engine | None = None,
+    storage_options: dict[str, Any] | None = None,
     attack: AttackSettings = LOSS_ONLY,
 ) -> AuditResult:
     """Audit a saved model against its training data and population data.
@@ -268,28 +276,65 @@ def audit(
     population rows also in the training data, or an ambiguous reading of the outputs raise
     a warning (``result.warnings``) that fails a gate (:mod:`epsstar.audit.data_checks`).
     ``attack`` chooses the membership tests (``result.attacks``, :mod:`.attack_run`).
+
+    With a ``dask`` ``engine``, the data may be partitioned data sets streamed on a cluster
+    (:mod:`epsstar.audit.dask_audit`), for the same result as here on the same rows.
     """
-    paths = _existing(model=model, train=train, population=population)
+    on_dask = engine is not None and engine.name == "dask"
+    paths = _existing(
+        model=model, **({} if on_dask else {"train": train, "population": population})
+    )
     options = AuditOptions(  # its fields in order
         delta, method, family, interval, n_bootstrap, max_epsilon, confidence, seed, gate
     )
     reading = _reading(label_column, features, batch_size, loss, outputs, input_shape)
-    _check_progress(progress)
-    digests = _distinct_data(paths)
+    _check_progress(None if on_dask else progress)
+    digests = {} if on_dask else _distinct_data(paths)
     clock = [time.perf_counter()]
     loaded = load_model(
         paths["model"], loader=loader, outputs=outputs, trust=trust, classes=classes
     )
     clock.append(time.perf_counter())
-    train_side, population_side, match = _stream_both(loaded, paths, reading, progress)
-    streamed = (train_side, population_side)
-    checks = _check_data(loaded, reading, streamed, digests, match, paths["model"])
+    run = {"seed": seed, "confidence": options.confidence, "command": command}
+    after = (attack, trust, progress)
+    if engine is not None and on_dask:
+        sources: dict[str, Path | str] = {**paths, "train": train, "population": population}
+        dask_run = (engine, trust, storage_options, progress, attack)
+        streamed = _stream_on_dask(loaded, sources, reading, dask_run)
+        return _finish(loaded, reading, streamed, sources, options, run, clock, after)
+    streamed = (*_stream_both(loaded, paths, reading, progress), digests, {})
+    return _finish(loaded, reading, streamed, dict(paths), options, run, clock, after)
+
+
+def _finish(
+    loaded: LoadedAuditModel,
+    reading: _Reading,
+    streamed: tuple[StreamedTable, StreamedTable, ColumnMatch, dict[str, str], dict[str, Any]],
+    sources: dict[str, Path | str],
+    options: AuditOptions,
+    run: dict[str, Any],
+    clock: list[float],
+    after: tuple[AttackSettings, bool, Progress | None],
+) -> AuditResult:
+    """The audit of the streamed tables (``streamed``: both tables, the column match, the
+    data's digests and the ``engine`` record, if any): data checks, utility, statistics,
+    then the attacks of ``after`` (with whether to trust model files, and the progress)."""
+    train_side, population_side, match, digests, ran_on = streamed
+    model = Path(sources["model"])
+    checks = _check_data(loaded, reading, (train_side, population_side), digests, match, model)
     clock.append(time.perf_counter())
     utility = _utility(train_side, population_side)
     clock.append(time.perf_counter())
-    run = {"seed": seed, "confidence": options.confidence, "command": command}
     provenance = _provenance(
-        paths, loaded, reading, train_side, population_side, checks=checks, match=match, **run
+        sources,
+        loaded,
+        reading,
+        train_side,
+        population_side,
+        checks=checks,
+        match=match,
+        **run,
+        **ran_on,
     )
     losses = (train_side.losses, population_side.losses)
     result = audit_losses(*losses, utility=utility, options=options, provenance=provenance)
@@ -297,7 +342,10 @@ def audit(
     result = checks.record(result, gate=options.max_epsilon is not None)
     timed = {**provenance, "seconds": _seconds(clock)}  # the statistics' time is known now
     result = dataclasses.replace(result, provenance=timed, declared_privacy=_declared(loaded))
-    return _attacked(result, attack, loaded, paths, reading, streamed, options, trust, progress)
+    attack, trust, progress = after
+    paths = {role: Path(os.fspath(where)) for role, where in sources.items()}
+    tables = (train_side, population_side)
+    return _attacked(result, attack, loaded, paths, reading, tables, options, trust, progress)
 
 
 def _reading(
@@ -351,6 +399,38 @@ def _attacked(
         trust=trust,
         progress=progress,
     )
+
+
+def _stream_on_dask(
+    loaded: LoadedAuditModel,
+    sources: dict[str, Path | str],
+    reading: _Reading,
+    run: tuple[Engine, bool, dict[str, Any] | None, object, AttackSettings],
+) -> tuple[StreamedTable, StreamedTable, ColumnMatch, dict[str, str], dict[str, Any]]:
+    """Both data sets streamed on a Dask cluster (``run``: the engine, whether to trust the
+    model file, the storage options, the progress and the attacks, of which only the loss
+    attack is available there): the tables, the column match, the data sets' digests and
+    the ``engine`` record of the provenance."""
+    from epsstar.audit.dask_audit import stream_on_dask
+
+    engine, trust, storage_options, progress, attack = run
+    others = [name for name in attack.attacks if name != "loss"]
+    if others:
+        raise InvalidInputError(
+            f"--engine dask audits with the loss attack only. Found --attack {others[0]}."
+        )
+    streams = stream_on_dask(
+        loaded,
+        Path(sources["model"]),
+        (os.fspath(sources["train"]), os.fspath(sources["population"])),
+        reading,
+        engine,
+        trust=trust,
+        storage_options=storage_options,
+        progress=progress,
+    )
+    ran_on = {"engine": {**engine.to_dict(), "partitions": streams.partitions}}
+    return streams.train, streams.population, streams.match, streams.digests, ran_on
 
 
 def _distinct_data(paths: dict[str, Path]) -> dict[str, str]:

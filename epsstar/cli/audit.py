@@ -16,12 +16,14 @@ from epsstar.cli.attack_options import (
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
 from epsstar.cli.options import (
     OUTPUT_FILES,
+    add_engine_options,
     add_estimator_options,
     add_family_option,
     add_json_option,
     add_seed_option,
     describe_choices,
     emit,
+    engine_option,
     stage_json,
 )
 from epsstar.cli.text_table import extrapolation_note, interval_lines
@@ -127,6 +129,19 @@ def model_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _storage_options(text: str) -> dict[str, Any]:
+    """A ``--storage-options`` value: a JSON object."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object. Found {text!r}.")
+    return value
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "audit",
@@ -137,7 +152,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("model", metavar="MODEL", help="saved model (.onnx, .pt, .skops, ...)")
     parser.add_argument(
-        "--train", required=True, metavar="PATH", help="training data (.csv, .parquet, .npz, .npy)"
+        "--train",
+        required=True,
+        metavar="PATH",
+        help="training data (.csv, .parquet, .npz, .npy); with --engine dask also a directory "
+        "of .parquet files, a glob or an fsspec URL (s3://...)",
     )
     parser.add_argument(
         "--population",
@@ -175,6 +194,15 @@ def register(subparsers: Any) -> None:
         help=f"what the model outputs. {describe_choices(OUTPUT_KINDS)} (default: detected)",
     )
     add_model_options(parser)
+    add_engine_options(parser, "data partition")
+    parser.add_argument(
+        "--storage-options",
+        type=_storage_options,
+        default=None,
+        metavar="JSON",
+        help="--engine dask: fsspec storage options of the data sets' URLs, as a JSON object "
+        "(e.g. '{\"anon\": true}')",
+    )
     add_attack_options(parser)
     add_json_option(parser)
     parser.add_argument(
@@ -308,14 +336,20 @@ def format_summary(result: AuditResult) -> str:
 def run(args: argparse.Namespace) -> int:
     from epsstar.audit.outputs import Outputs
     from epsstar.audit.run import audit
-    from epsstar.cli.progress import audit_progress
 
     inputs = [("MODEL", args.model), ("--train", args.train), ("--population", args.population)]
+    engine = engine_option(args)
+    if engine.name != "dask" and args.storage_options is not None:
+        from epsstar.exceptions import InvalidInputError
+
+        raise InvalidInputError(
+            f"--storage-options needs --engine dask. Found engine {engine.name!r}."
+        )
     inputs += attack_inputs(args)
     with Outputs(inputs) as outputs:
         json_file = stage_json(outputs, args.json)
         report_file = None if args.report is None else outputs.file("--report", args.report)
-        with audit_progress(enabled=not args.quiet) as progress:
+        with _progress(engine.name, args.quiet) as progress:
             result = audit(
                 args.model,
                 args.train,
@@ -329,6 +363,8 @@ def run(args: argparse.Namespace) -> int:
                 **attack_options(args),
                 progress=progress,
                 command=shlex.join(args.command_line),
+                engine=engine,
+                storage_options=args.storage_options,
             )
         payload = result.to_dict()
         if json_file is not None:
@@ -341,3 +377,28 @@ def run(args: argparse.Namespace) -> int:
     files = [] if args.report is None else [("report", args.report)]
     emit(payload, args.json, format_summary(result), files=files)
     return EXIT_GATE_FAILED if result.passed is False else EXIT_OK
+
+
+class _PartitionLines:
+    """``--engine dask``'s progress: a line on standard error per finished partition."""
+
+    def partition_done(self, role: str, done: int, total: int, rows: int, seconds: float) -> None:
+        import sys
+
+        rate = rows / seconds if seconds > 0 else 0.0
+        print(
+            f"{role}: {done}/{total} partitions, {rows:,} rows, {rate:,.0f} rows/s",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _progress(engine: str, quiet: bool) -> Any:
+    """The progress bar of the single engine, or the partition lines of the dask engine."""
+    import contextlib
+
+    from epsstar.cli.progress import audit_progress
+
+    if engine == "dask":
+        return contextlib.nullcontext(None if quiet else _PartitionLines())
+    return audit_progress(enabled=not quiet)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL
-from epsstar.cli.options import OUTPUT_FILES
+from epsstar.cli.options import OUTPUT_FILES, add_engine_options, engine_option
 from epsstar.cli.text_table import aligned_table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,8 +41,10 @@ def register(subparsers: Any) -> None:
         "--jobs",
         type=int,
         default=min(2, os.cpu_count() or 1),
-        help="parallel processes (default: 2 or the number of CPUs if fewer)",
+        help="parallel processes, or local Dask workers with --engine dask and no "
+        "--scheduler (default: 2 or the number of CPUs if fewer)",
     )
+    add_engine_options(parser, "model")
     parser.add_argument(
         "--json",
         metavar="OUT",
@@ -87,7 +89,8 @@ def progress_line(done: int, total: int, record: ModelAudit) -> str:
         status = f"error: {record.error}"
     else:
         status = f"Epsilon* = {record.epsilon_star:.4f}"
-    return f"[{done}/{total}] {record.entry.strategy} #{record.entry.repeat}: {status}"
+    where = "" if record.worker is None else f" (worker {record.worker})"
+    return f"[{done}/{total}] {record.entry.strategy} #{record.entry.repeat}: {status}{where}"
 
 
 def _payload(
@@ -106,6 +109,7 @@ def _payload(
         "manifest": str(args.manifest),
         "max_epsilon": args.max_epsilon,
         "gate": args.gate,
+        "engine": engine_option(args, args.jobs).to_dict(),
         "n_models": len(records),
         "n_failed": sum(1 for r in records if r.failed),
         "n_above_gate": len(_above_gate(records)),
@@ -180,6 +184,7 @@ def run(args: argparse.Namespace) -> int:
     from epsstar.reports import render
 
     entries = read_manifest(args.manifest)
+    engine = engine_option(args, args.jobs)
     done = [0]
 
     def report(record: ModelAudit) -> None:
@@ -196,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
             on_done=report,
             report_dir=None if reports is None else reports.staging,
             write_report=render,
+            engine=engine,
             **model_options(args),
         )
         if reports is not None:  # where each report will be once the outputs are committed

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from epsstar.statistics.names import DEFAULT_METHOD, FAMILIES, METHODS, Names
 
 if TYPE_CHECKING:  # the estimator modules load scipy: imported when a command runs
+    from epsstar.audit.dask_engine import Engine
     from epsstar.audit.outputs import Outputs, StagedFile
     from epsstar.statistics.methods import Bootstrap, EstimatorConfig
 
@@ -141,3 +142,28 @@ def emit(
     written = [("JSON", json_path)] if json_path else []
     for what, path in [*written, *files]:
         print(f"  {what} written to {path}")
+
+
+def add_engine_options(parser: argparse.ArgumentParser, unit: str) -> None:
+    """``--engine`` and ``--scheduler``: where the work runs (docs/scale.md)."""
+    parser.add_argument(
+        "--engine",
+        choices=("single", "dask"),
+        default="single",
+        help=f"where the work runs: single (this machine's processes) or dask (one task per "
+        f"{unit} on a Dask cluster; needs the [dask] extra) (default: single)",
+    )
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="--engine dask: the Dask scheduler's address, e.g. tcp://10.0.0.5:8786 "
+        "(default: a local cluster started for the run)",
+    )
+
+
+def engine_option(args: argparse.Namespace, workers: int = 2) -> Engine:
+    """The engine ``--engine`` and ``--scheduler`` ask for (``workers`` for a local cluster)."""
+    from epsstar.audit.dask_engine import Engine
+
+    return Engine(args.engine, args.scheduler, workers)

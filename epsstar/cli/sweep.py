@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from epsstar.cli.exit_codes import EXIT_OK
+from epsstar.cli.exit_codes import EXIT_OK, EXIT_PARTIAL
+from epsstar.cli.options import add_engine_options, engine_option
 from epsstar.cli.train import add_threads_argument
 
 SUMMARY = "Train a grid of DP and non-private reference models (resumable) with a manifest"
@@ -29,6 +30,14 @@ def register(subparsers: Any) -> None:
         "config's (or that predate fingerprints); without it such a model stops the sweep",
     )
     add_threads_argument(parser)
+    add_engine_options(parser, "model")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="--engine dask without --scheduler: worker processes of the local cluster (default 2)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bars or log lines")
     parser.set_defaults(handler=run)
 
@@ -37,7 +46,9 @@ def run(args: argparse.Namespace) -> int:
     from epsstar.training.sweep import load_sweep_config, run_sweep
     from epsstar.training.threads import apply_threads, choose_threads
 
-    threads = choose_threads(1, args.threads)
+    engine = engine_option(args, args.workers)
+    on_dask = engine.name == "dask"
+    threads = choose_threads(args.workers if on_dask else 1, args.threads)
     config = load_sweep_config(args.config)
     apply_threads(threads)
 
@@ -50,10 +61,18 @@ def run(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         progress=False if args.quiet else None,
         log=None if args.quiet else log,
+        engine=engine,
+        # a remote cluster's workers choose their own threads unless --threads says
+        threads=threads if on_dask and args.scheduler is None else args.threads,
     )
+    for failure in outcome.failed:
+        print(f"FAILED {failure}", file=sys.stderr)
     if not args.quiet:
+        failed = (
+            f", {len(outcome.failed)} failed (run again to retry them)" if outcome.failed else ""
+        )
         print(
             f"Sweep finished: {outcome.trained} model(s) trained, {outcome.skipped} already "
-            f"done; manifest: {outcome.manifest}"
+            f"done{failed}; manifest: {outcome.manifest}"
         )
-    return EXIT_OK
+    return EXIT_PARTIAL if outcome.failed else EXIT_OK

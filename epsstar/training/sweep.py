@@ -17,6 +17,13 @@ unreadable ``training.json`` — stops the sweep before it trains anything,
 unless ``overwrite`` asks to train such models again. After every finished
 model ``<out>/manifest.csv`` is rewritten atomically from the ``training.json``
 files on disk; relative paths in it are relative to the manifest's directory.
+
+With a ``dask`` engine (:mod:`epsstar.audit.dask_engine`) every unfinished model is one
+task on the cluster: the worker reads the data (and checks that their fingerprint is the
+one the sweep computed here), trains into a scratch folder and sends the three files
+back; this process writes them, ``training.json`` last, with ``engine.json`` naming the
+worker beside them. A task that fails is reported and the others' models are kept; running
+the sweep again trains the missing ones.
 """
 
 from __future__ import annotations
@@ -26,12 +33,13 @@ import io
 import itertools
 import json
 import os
+import tempfile
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from epsstar.audit.files import atomic_write_bytes
 from epsstar.exceptions import InputFileError, InvalidInputError
@@ -39,6 +47,9 @@ from epsstar.training.export import MODEL_FILES
 from epsstar.training.fingerprint import data_fingerprint, fingerprint, fingerprint_change
 from epsstar.training.results import EpochStats
 from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.dask_engine import Engine, TaskOutcome
 
 __all__ = [
     "MANIFEST_COLUMNS",
@@ -136,11 +147,13 @@ class SweepConfig:
 
 @dataclass(frozen=True, slots=True)
 class SweepOutcome:
-    """How many models were trained now and how many were already finished."""
+    """How many models were trained now and how many were already finished; with a dask
+    engine, ``failed`` says which models could not be trained and why."""
 
     trained: int
     skipped: int
     manifest: Path
+    failed: tuple[str, ...] = ()
 
 
 def _fail(source: Path, message: str) -> InvalidInputError:
@@ -503,6 +516,124 @@ def _output_directory(config: SweepConfig, out: str | os.PathLike[str] | None) -
     return target
 
 
+#: The file beside a model trained on a Dask cluster that names the worker that trained it.
+ENGINE_FILE = "engine.json"
+
+
+def _train_task(
+    config: SweepConfig,
+    settings: TrainingConfig,
+    plan: PrivacyPlan | None,
+    data_part: dict[str, Any],
+    threads: int | None,
+) -> tuple[dict[str, bytes], float, float | None]:
+    """Dask task: train one model into a scratch folder; its files, seconds and ε.
+
+    The worker reads the data itself and refuses data whose fingerprint differs from
+    ``data_part``, the one the sweep computed where it started.
+    """
+    from epsstar.training.pipeline import load_inputs, train_to_directory
+    from epsstar.training.threads import apply_threads
+
+    if threads is not None:
+        apply_threads(threads)
+    data, population = load_inputs(
+        config.data, config.label_column, config.population, config.features
+    )
+    found = data_fingerprint(data, population)
+    if found != data_part:
+        raise InvalidInputError(
+            f"the data this worker read are not those the sweep started with (other files "
+            f"or contents at the same paths). Found {str(config.data)!r}."
+        )
+    with tempfile.TemporaryDirectory(prefix="epsstar-") as scratch:
+        folder = Path(scratch) / "model"
+        result = train_to_directory(
+            data,
+            settings,
+            folder,
+            population=population,
+            progress=False,
+            plan=plan,
+            data_part=data_part,
+        )
+        files = {name: (folder / name).read_bytes() for name in MODEL_FILES.values()}
+    epsilon = None if result.privacy is None else result.privacy.epsilon
+    return files, result.wall_time_seconds, epsilon
+
+
+def _plans(
+    pending: list[tuple[GridStrategy, int]], n_records: int, log: Callable[[str], None] | None
+) -> dict[str, PrivacyPlan | None]:
+    """The σ plan of each strategy with runs to train, chosen once here."""
+    plans: dict[str, PrivacyPlan | None] = {}
+    for strategy, _ in pending:
+        if strategy.label not in plans:
+            if strategy.config.target_epsilon is not None and log is not None:
+                log(f"{strategy.label}: choosing the noise multiplier for the target ε ...")
+            plans[strategy.label] = plan_privacy(strategy.config, n_records)
+    return plans
+
+
+def _sweep_on_dask(
+    config: SweepConfig,
+    target: Path,
+    pending: list[tuple[GridStrategy, int]],
+    engine: Engine,
+    job: dict[str, Any],
+    log: Callable[[str], None] | None,
+) -> tuple[int, tuple[str, ...]]:
+    """Train the ``pending`` runs as one Dask task each; (models trained, failures).
+
+    ``job`` holds the plans by strategy label, the data's fingerprint and the threads.
+    """
+    from epsstar.audit.dask_engine import dask_client, run_tasks
+
+    tasks = [
+        (
+            config,
+            replace(strategy.config, seed=config.seed + repeat),
+            job["plans"][strategy.label],
+            job["data_part"],
+            job["threads"],
+        )
+        for strategy, repeat in pending
+    ]
+    failures: list[str] = []
+    trained = [0]
+
+    def placed(outcome: TaskOutcome[tuple[dict[str, bytes], float, float | None]]) -> None:
+        strategy, repeat = pending[outcome.index]
+        where = f"{strategy.label} repeat {repeat}"
+        if outcome.value is None:
+            failures.append(f"{where}: {outcome.error}")
+            if log is not None:
+                log(f"[{outcome.index + 1}/{len(pending)}] {where}: failed: {outcome.error}")
+            return
+        files, seconds, epsilon = outcome.value
+        folder = target / strategy.label / str(repeat)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / MODEL_FILES["record"]).unlink(missing_ok=True)
+        for name, content in files.items():
+            if name != MODEL_FILES["record"]:
+                atomic_write_bytes(folder / name, content)
+        ran = {**engine.to_dict(), "worker": outcome.worker}
+        atomic_write_bytes(folder / ENGINE_FILE, (json.dumps(ran, indent=2) + "\n").encode())
+        atomic_write_bytes(folder / MODEL_FILES["record"], files[MODEL_FILES["record"]])
+        trained[0] += 1
+        write_manifest(config, target)
+        if log is not None:
+            said = "" if epsilon is None else f", epsilon {epsilon:.4g}"
+            log(
+                f"[{outcome.index + 1}/{len(pending)}] {where}: done in {seconds:.1f} s{said} "
+                f"(worker {outcome.worker})"
+            )
+
+    with dask_client(engine) as client:
+        run_tasks(client, _train_task, tasks, placed, name="epsstar-train")
+    return trained[0], tuple(failures)
+
+
 def run_sweep(
     config: SweepConfig,
     out: str | os.PathLike[str] | None = None,
@@ -512,8 +643,12 @@ def run_sweep(
     log: Callable[[str], None] | None = None,
     on_epoch: Callable[[str, int, EpochStats], None] | None = None,
     on_plan: Callable[[str], None] | None = None,
+    engine: Engine | None = None,
+    threads: int | None = None,
 ) -> SweepOutcome:
-    """Train every unfinished model of the grid, rewriting the manifest after each one.
+    """Train every unfinished model of the grid, rewriting the manifest after each one
+    (with a ``dask`` ``engine``, one task per model using ``threads`` torch threads, and
+    no ``on_epoch``: see the module's description).
 
     Finished models made with other settings or data are refused unless ``overwrite``
     (see the module's description). ``on_epoch(strategy label, repeat, stats)`` is called
@@ -533,6 +668,14 @@ def run_sweep(
     target.mkdir(parents=True, exist_ok=True)
     plans: dict[str, PrivacyPlan | None] = {}
     runs = list(_runs(config))
+    if engine is not None and engine.name == "dask":
+        pending = [run for run in runs if (run[0].label, run[1]) not in finished]
+        job = {"plans": _plans(pending, data.n_records, log), "data_part": data_part}
+        done, failed = _sweep_on_dask(
+            config, target, pending, engine, job | {"threads": threads}, log
+        )
+        manifest = write_manifest(config, target)
+        return SweepOutcome(trained=done, skipped=len(finished), manifest=manifest, failed=failed)
     trained = 0
     for index, (strategy, repeat) in enumerate(runs, start=1):
         folder = target / strategy.label / str(repeat)
@@ -548,6 +691,7 @@ def run_sweep(
         if folder.is_dir():
             for leftover in folder.glob(".*.tmp"):
                 leftover.unlink()
+            (folder / ENGINE_FILE).unlink(missing_ok=True)  # from an earlier run on a cluster
         result = train_to_directory(
             data,
             replace(strategy.config, seed=config.seed + repeat),

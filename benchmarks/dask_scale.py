@@ -1,0 +1,247 @@
+"""The dask engine against the single-process one: one large audit and a fleet of audits.
+
+1. For each population size (default 1,000,000 and 10,000,000 rows) writes the population
+   (the 8 features of the binary fixtures, resampled with jitter, as in
+   ``audit_memory.py``) once as one Parquet file and once as 20 Parquet partitions, and
+   audits ``fixtures/models/binary_logreg.onnx`` against it (training data: the fixture's
+   600 rows), each in a fresh process: with the single-process engine on the file, and with
+   ``--engine dask`` on a local cluster of 2 single-threaded workers on the partitions.
+   Prints ε* of both, the wall time, the rows per second, the peak resident memory of the
+   auditing process (the client, which also runs the local scheduler) and of the busiest
+   worker.
+2. Streams one partition of the largest population through the model in a fresh process,
+   as a worker does (``epsstar.audit.dask_audit.stream_partition``): rows per second per
+   worker thread and the peak memory, the figures docs/scale.md scales by.
+3. Computes the empirical Epsilon* of the dask run's losses exactly and from mergeable
+   per-partition sketches (``epsstar.statistics.loss_sketch``), at δ = 1e-6 and 1e-3.
+4. Audits a fleet of 20 small models (the fixtures' binary ONNX models, alternately)
+   with ``audit-many --jobs 2`` and with ``audit-many --engine dask`` (2 local workers).
+
+    python benchmarks/dask_scale.py
+    python benchmarks/dask_scale.py --rows 1000000 --fleet 6
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "fixtures" / "models"
+MODEL = MODELS / "binary_logreg.onnx"
+PARTITIONS = 20
+
+PEAK = (
+    "def peak():\n"
+    "    status = open('/proc/self/status').read().splitlines()\n"
+    "    return [int(l.split()[1]) for l in status if l.startswith('VmHWM')][0] / 1024\n"
+)
+
+SINGLE = PEAK + (
+    "import json, sys, time\n"
+    "from epsstar.audit.run import audit\n"
+    "start = time.perf_counter()\n"
+    "r = audit(sys.argv[1], sys.argv[2], sys.argv[3], label_column='label', delta=1e-6)\n"
+    "seconds = time.perf_counter() - start\n"
+    "print(json.dumps({'seconds': seconds, 'client_mib': peak(), 'worker_mib': None,\n"
+    "                  'eps': r.epsilon_star, 'rows': r.epsilon.n_population}))\n"
+)
+
+DASK = PEAK + (
+    "import json, logging, sys, time\n"
+    "from distributed import Client, LocalCluster\n"
+    "from epsstar.audit.dask_engine import Engine\n"
+    "from epsstar.audit.run import audit\n"
+    "cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=':0',\n"
+    "                       silence_logs=logging.ERROR)\n"
+    "client = Client(cluster)\n"
+    "start = time.perf_counter()\n"
+    "r = audit(sys.argv[1], sys.argv[2], sys.argv[3], label_column='label', delta=1e-6,\n"
+    "          engine=Engine('dask', cluster.scheduler_address))\n"
+    "seconds = time.perf_counter() - start\n"
+    "workers = client.run(peak)\n"
+    "client_mib = peak()\n"
+    "import numpy as np\n"
+    "from epsstar.statistics.empirical import empirical_supremum\n"
+    "from epsstar.statistics.loss_sketch import merge_sketches, sketch_losses, sketch_supremum\n"
+    "sides = ((r.train_losses, 1), (r.population_losses, 20))\n"
+    "sketches = [merge_sketches([sketch_losses(p, 10_000) for p in np.array_split(x, parts)])\n"
+    "            for x, parts in sides]\n"
+    "sketch = {str(d): [empirical_supremum(r.train_losses, r.population_losses, d).epsilon,\n"
+    "                   sketch_supremum(*sketches, d).epsilon] for d in (1e-6, 1e-3)}\n"
+    "print(json.dumps({'seconds': seconds, 'client_mib': client_mib,\n"
+    "                  'worker_mib': max(workers.values()), 'sketch': sketch,\n"
+    "                  'sketch_kib': sketches[1].nbytes / 1024,\n"
+    "                  'eps': r.epsilon_star, 'rows': r.epsilon.n_population}))\n"
+    "client.close(); cluster.close()\n"
+)
+
+PARTITION = PEAK + (
+    "import json, sys, time\n"
+    "from epsstar.audit.dask_audit import ModelSpec, StreamSpec, stream_partition\n"
+    "from epsstar.audit.files import sha256_of\n"
+    "from pathlib import Path\n"
+    "model = ModelSpec(sys.argv[1], 'onnx', None, False, None,\n"
+    "                  ((sys.argv[1], sha256_of(Path(sys.argv[1]))),))\n"
+    "reading = StreamSpec('label', None, None, 16384, 'logit', False, None)\n"
+    "start = time.perf_counter()\n"
+    "table, _ = stream_partition(model, sys.argv[2], {}, 'population', reading)\n"
+    "seconds = time.perf_counter() - start\n"
+    "print(json.dumps({'seconds': seconds, 'rows': table.rows, 'mib': peak()}))\n"
+)
+
+
+def _run(code: str, *arguments: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code, *arguments],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def write_population(folder: Path, rows: int, seed: int) -> tuple[Path, Path]:
+    """The population as one file and as ``PARTITIONS`` files of the same rows, in order."""
+    source = pq.read_table(MODELS / "binary_population.parquet").to_pandas()
+    features = source.drop(columns=["label"]).to_numpy(dtype=np.float64)
+    labels = source["label"].to_numpy()
+    rng = np.random.default_rng(seed)
+    single, parts = folder / "population.parquet", folder / "population"
+    parts.mkdir()
+    writer = None
+    try:
+        for index, block_rows in enumerate(np.array_split(np.arange(rows), PARTITIONS)):
+            size = len(block_rows)
+            pick = rng.integers(0, len(labels), size)
+            block = features[pick] + rng.normal(scale=0.05, size=(size, features.shape[1]))
+            columns = {name: block[:, i] for i, name in enumerate(source.columns[:-1])}
+            columns["label"] = labels[pick]
+            table = pa.table(columns)
+            if writer is None:
+                writer = pq.ParquetWriter(single, table.schema)
+            writer.write_table(table)
+            pq.write_table(table, parts / f"part.{index}.parquet")
+    finally:
+        if writer is not None:
+            writer.close()
+    return single, parts
+
+
+def _manifest(folder: Path, size: int) -> Path:
+    models = [MODELS / "binary_logreg.onnx", MODELS / "binary_mlp.onnx"]
+    lines = ["model,train,population,label_column,strategy,repeat"]
+    for repeat in range(size):
+        model = models[repeat % 2]
+        lines.append(
+            f"{model},{MODELS / 'binary_train.csv'},{MODELS / 'binary_population.parquet'},"
+            f"label,{model.stem},{repeat}"
+        )
+    path = folder / "fleet.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _fleet(manifest: Path, engine: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        [
+            sys.executable,
+            "-W",
+            "ignore",
+            "-m",
+            "epsstar.cli",
+            "audit-many",
+            str(manifest),
+            "--quiet",
+            *engine,
+        ],
+        capture_output=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument("--fleet", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    train = str(MODELS / "binary_train.parquet")
+    results = []
+    per_partition: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for rows in args.rows:
+            folder = Path(tmp) / str(rows)
+            folder.mkdir()
+            single, parts = write_population(folder, rows, args.seed)
+            one = _run(SINGLE, str(MODEL), train, str(single))
+            many = _run(DASK, str(MODEL), train, str(parts))
+            results.append((rows, one, many))
+            if rows == max(args.rows):
+                per_partition = _run(PARTITION, str(MODEL), str(parts / "part.0.parquet"))
+            single.unlink()
+        manifest = _manifest(Path(tmp), args.fleet)
+        fleet_jobs = _fleet(manifest, ["--jobs", "2"])
+        fleet_dask = _fleet(manifest, ["--engine", "dask", "--jobs", "2"])
+
+    print(
+        f"\nOne audit, population in {PARTITIONS} Parquet partitions (dask: LocalCluster of "
+        f"2 single-threaded workers)\n"
+    )
+    print(
+        "| population rows | engine | eps* | wall s | rows/s | client peak MiB "
+        "| worker peak MiB | |eps* - single| | throughput vs single |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for rows, one, many in results:
+        for name, m in (("single", one), ("dask", many)):
+            rate = (m["rows"] + 600) / m["seconds"]
+            worker = "-" if m["worker_mib"] is None else f"{m['worker_mib']:,.0f}"
+            gap = abs(m["eps"] - one["eps"])
+            ratio = one["seconds"] / m["seconds"]
+            print(
+                f"| {rows:,} | {name} | {m['eps']:.4f} | {m['seconds']:.1f} | {rate:,.0f} "
+                f"| {m['client_mib']:,.0f} | {worker} | {gap:.1e} | {ratio:.2f} |"
+            )
+    print(
+        "\nEmpirical Epsilon* of the same losses, exact and from per-partition sketches "
+        "(k = 10,000 extremes + 2^17-bin grid per side)\n"
+    )
+    print(
+        "| population rows | delta | exact | from sketches | difference | sketch KiB | losses MiB |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for rows, _, many in results:
+        for delta, (exact, sketched) in many["sketch"].items():
+            print(
+                f"| {rows:,} | {float(delta):g} | {exact:.4f} | {sketched:.4f} "
+                f"| {exact - sketched:.1e} | {many['sketch_kib']:,.0f} | {rows * 8 / 2**20:,.0f} |"
+            )
+    p = per_partition
+    print(
+        f"\nOne partition on one worker thread: {p['rows']:,} rows in {p['seconds']:.2f} s "
+        f"({p['rows'] / p['seconds']:,.0f} rows/s), peak {p['mib']:,.0f} MiB\n"
+    )
+    print(f"Fleet of {args.fleet} small models (audit-many)\n")
+    print("| engine | wall s | models/min |")
+    print("|---|---:|---:|")
+    for name, seconds in (("--jobs 2", fleet_jobs), ("--engine dask (2 workers)", fleet_dask)):
+        print(f"| {name} | {seconds:.1f} | {60 * args.fleet / seconds:.1f} |")
+
+
+if __name__ == "__main__":
+    main()

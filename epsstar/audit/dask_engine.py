@@ -1,0 +1,202 @@
+"""Work on a Dask cluster (``--engine dask``): the connection and one task per item.
+
+epsstar brings no scheduler of its own: :func:`dask_client` connects to the one at
+``Engine.scheduler`` (``tcp://host:port``, as ``dask scheduler`` prints it), or starts a
+``distributed.LocalCluster`` of ``Engine.workers`` single-threaded worker processes when
+none is given. :func:`run_tasks` submits one task per item and hands back each outcome as it
+finishes, with the address of the worker that ran it; a task that fails, or whose worker
+dies (after the scheduler's ``distributed.scheduler.allowed-failures`` retries on other
+workers), becomes an error message and does not lose the others.
+
+This module is imported only for ``--engine dask``; it needs the ``[dask]`` extra
+(``dask[distributed]``). Functions travel to the workers by reference, so the workers must
+have epsstar installed, and the files a task reads must be reachable from them (a shared
+file system, or fsspec URLs).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+
+from epsstar.exceptions import EpsstarError, InvalidInputError
+from epsstar.statistics._validation import check_positive_int
+
+if TYPE_CHECKING:  # pragma: no cover
+    from distributed import Client
+
+__all__ = [
+    "ENGINES",
+    "Engine",
+    "TaskOutcome",
+    "dask_client",
+    "require_distributed",
+    "run_tasks",
+]
+
+EngineName = Literal["single", "dask"]
+ENGINES: tuple[EngineName, ...] = ("single", "dask")
+#: Seconds to wait for a scheduler to answer before giving up on it.
+CONNECT_TIMEOUT = 10.0
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """Where the work runs: this machine's processes (``single``) or a Dask cluster.
+
+    With ``dask``, ``scheduler`` is the scheduler's address; ``None`` starts a local
+    cluster of ``workers`` processes for the run.
+    """
+
+    name: EngineName = "single"
+    scheduler: str | None = None
+    workers: int = 2
+
+    def __post_init__(self) -> None:
+        if self.name not in ENGINES:
+            raise InvalidInputError(
+                f"engine must be one of {', '.join(ENGINES)}. Found {self.name!r}."
+            )
+        if self.scheduler is not None and self.name != "dask":
+            raise InvalidInputError(
+                f"a scheduler address needs the dask engine. Found engine {self.name!r} with "
+                f"scheduler {self.scheduler!r}."
+            )
+        check_positive_int("workers", self.workers)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``engine`` record of the JSON outputs."""
+        if self.name == "single":
+            return {"name": "single"}
+        return {"name": "dask", "scheduler": self.scheduler or "local"}
+
+
+def require_distributed() -> Any:
+    """The ``distributed`` module, or a one-line error saying how to install it."""
+    try:
+        import distributed
+    except ImportError:
+        raise InvalidInputError(
+            "--engine dask needs Dask's distributed scheduler: python -m pip install "
+            "'epsstar[dask]'. Found no module 'distributed'."
+        ) from None
+    return distributed
+
+
+@contextmanager
+def dask_client(engine: Engine) -> Iterator[Client]:
+    """A client of ``engine``'s scheduler (or of a local cluster), closed on exit."""
+    distributed = require_distributed()
+    if engine.scheduler is None:
+        # The local scheduler runs in this process: its log lines are not the command's output.
+        logger = logging.getLogger("distributed")
+        level = logger.level
+        logger.setLevel(logging.ERROR)
+        try:
+            cluster = distributed.LocalCluster(
+                n_workers=engine.workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+                silence_logs=logging.ERROR,
+            )
+            try:
+                with distributed.Client(cluster) as client:
+                    yield client
+            finally:
+                cluster.close()
+        finally:
+            logger.setLevel(level)
+        return
+    try:
+        client = distributed.Client(engine.scheduler, timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError, ValueError, TypeError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise InvalidInputError(
+            f"--scheduler: cannot reach a Dask scheduler there ({reason}). "
+            f"Found {engine.scheduler!r}."
+        ) from None
+    with client:
+        yield client
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOutcome(Generic[T]):
+    """What became of the task of item ``index``: its ``value`` or its ``error``.
+
+    ``worker`` is the address of the worker that ran it (for a lost task, the last
+    worker it was on, when the scheduler says).
+    """
+
+    index: int
+    value: T | None
+    error: str | None
+    worker: str | None
+
+
+def _on_worker(function: Callable[..., T], *arguments: Any) -> tuple[T, str]:
+    """Run ``function`` on a worker; its value and the worker's address."""
+    from distributed import get_worker
+
+    return function(*arguments), str(get_worker().address)
+
+
+def _failure(future: Any) -> tuple[str, str | None]:
+    """The message and worker of a task that did not finish."""
+    from distributed import KilledWorker
+
+    if future.status == "cancelled":
+        return "lost: the scheduler cancelled the task (was the client disconnected?)", None
+    error = future.exception()
+    if isinstance(error, KilledWorker):
+        last = getattr(error, "last_worker", None)
+        worker = getattr(last, "address", None)
+        where = f" {worker}" if worker else ""
+        return f"lost: the worker{where} running it died", worker
+    if isinstance(error, EpsstarError):
+        return str(error), None
+    return f"unexpected {type(error).__name__} on a worker: {error}", None
+
+
+def run_tasks(
+    client: Client,
+    function: Callable[..., T],
+    arguments: Sequence[tuple[Any, ...]],
+    on_done: Callable[[TaskOutcome[T]], None] | None = None,
+    *,
+    name: str = "epsstar",
+) -> list[TaskOutcome[T]]:
+    """Run ``function(*arguments[i])`` as one task per item; outcomes in item order.
+
+    ``function`` must be importable by the workers (a module-level function). Each outcome
+    is given to ``on_done`` as it arrives, in this process. A task is never retried by
+    epsstar; the scheduler reruns a task whose worker died elsewhere, up to its
+    ``allowed-failures`` setting, and then reports it lost.
+    """
+    from distributed import as_completed
+
+    run = uuid.uuid4().hex[:8]
+    futures = {
+        client.submit(_on_worker, function, *task, key=f"{name}-{run}-{index}", pure=False): index
+        for index, task in enumerate(arguments)
+    }
+    outcomes: list[TaskOutcome[T] | None] = [None] * len(arguments)
+    for future in as_completed(futures):  # type: ignore[no-untyped-call]
+        index = futures[future]
+        if future.status == "finished":
+            value, worker = future.result()
+            outcome = TaskOutcome(index, value, None, worker)
+        else:
+            message, lost_on = _failure(future)
+            outcome = TaskOutcome(index, None, message, lost_on)
+        future.release()
+        outcomes[index] = outcome
+        if on_done is not None:
+            on_done(outcome)
+    return [outcome for outcome in outcomes if outcome is not None]

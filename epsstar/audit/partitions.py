@@ -1,0 +1,122 @@
+"""Data sets in partitions: a data file, a directory of Parquet files, or a glob, local or at
+any fsspec URL (``s3://bucket/train/``, ``gs://…/*.parquet``), with storage options.
+
+:func:`find_partitions` lists the partitions in their natural order (``part.2`` before
+``part.10``), which is the order of the data set's rows. :func:`local_partition` gives a
+local file to read a partition from: the file itself, or a temporary copy of a remote one.
+The digest of a data set is that of its only file, or else the SHA-256 of its partitions'
+names and digests, one ``name sha256`` line each.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from epsstar.exceptions import InputFileError
+
+__all__ = ["DataSet", "dataset_digest", "find_partitions", "local_partition"]
+
+_LOCAL = ("file", "local")
+
+
+@dataclass(frozen=True, slots=True)
+class DataSet:
+    """A data set's source as given, and its partitions (local paths or fsspec URLs)."""
+
+    source: str
+    partitions: tuple[str, ...]
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def local(self) -> bool:
+        return "://" not in self.partitions[0]
+
+
+def _natural(name: str) -> list[Any]:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def _filesystem(source: str, options: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    import fsspec  # type: ignore[import-untyped]
+
+    try:
+        fs, _, paths = fsspec.get_fs_token_paths(source, storage_options=dict(options))
+    except (ImportError, ValueError, OSError) as error:
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise InputFileError(f"cannot open the data set ({message}). Found {source!r}.") from None
+    return fs, list(paths)
+
+
+def find_partitions(
+    source: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+) -> DataSet:
+    """The partitions of ``source``: a file, a directory (its ``*.parquet`` files, at any
+    depth, leaving out hidden ones) or a glob."""
+    text = os.fspath(source)
+    options = dict(storage_options or {})
+    fs, paths = _filesystem(text, options)
+    files: list[str] = []
+    try:
+        for path in paths:
+            if fs.isdir(path):
+                files += [
+                    found
+                    for found in fs.find(path)
+                    if found.endswith(".parquet")
+                    and not any(
+                        part.startswith((".", "_"))
+                        for part in found[len(path.rstrip("/")) :].split("/")
+                    )
+                ]
+            elif fs.isfile(path):
+                files.append(path)
+    except OSError as error:
+        raise InputFileError(f"cannot list the data set ({error}). Found {text!r}.") from None
+    if not files:
+        raise InputFileError(
+            f"a data set must be a data file, a directory of .parquet files or a glob that "
+            f"matches files. Found nothing at {text!r}."
+        )
+    files = sorted(set(files), key=_natural)
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    if protocol not in _LOCAL:
+        files = [fs.unstrip_protocol(path) for path in files]
+    return DataSet(text, tuple(files), options)
+
+
+@contextmanager
+def local_partition(partition: str, storage_options: Mapping[str, Any]) -> Iterator[Path]:
+    """A local file holding ``partition``: itself, or a temporary copy while the block runs."""
+    if "://" not in partition:
+        yield Path(partition)
+        return
+    import fsspec
+
+    suffix = Path(partition.rsplit("/", 1)[-1]).suffix
+    with tempfile.TemporaryDirectory(prefix="epsstar-") as scratch:
+        copy = Path(scratch) / f"partition{suffix}"
+        try:
+            with fsspec.open(partition, "rb", **storage_options) as remote, copy.open("wb") as out:
+                shutil.copyfileobj(remote, out, 1 << 20)
+        except OSError as error:
+            raise InputFileError(
+                f"cannot read the partition ({error}). Found {partition!r}."
+            ) from None
+        yield copy
+
+
+def dataset_digest(digests: Sequence[tuple[str, str]]) -> str:
+    """The digest of a data set from its partitions' ``(name, sha256)``, in order."""
+    if len(digests) == 1:
+        return digests[0][1]
+    lines = "".join(f"{name} {digest}\n" for name, digest in digests)
+    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
