@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-__all__ = ["ColumnMatch", "ColumnsFrom", "match_columns", "sanitised"]
+__all__ = ["ColumnMatch", "ColumnsFrom", "match_columns", "match_model_columns", "sanitised"]
 
 ColumnsFrom = Literal["model names", "features option", "position"]
 
@@ -113,6 +113,28 @@ def _by_name(
             f"--features to name them. Found {repeated[0]!r} matching several inputs."
         )
     return tuple(found)
+
+
+def match_model_columns(
+    model: object,
+    available: Sequence[str],
+    label_column: str,
+    *,
+    features: Sequence[str] | None,
+    model_path: Path,
+    data: Path,
+) -> ColumnMatch:
+    """:func:`match_columns` with the input names a loaded ``model`` records (its
+    ``feature_names``, when it has them)."""
+    names = getattr(model, "feature_names", None)
+    return match_columns(
+        available,
+        label_column,
+        model_names=None if names is None else tuple(names),
+        features=features,
+        model=model_path,
+        data=data,
+    )
 
 
 def match_columns(

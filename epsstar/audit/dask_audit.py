@@ -213,16 +213,15 @@ def _matches(
     loaded: LoadedAuditModel, model: Path, data: dict[str, DataSet], reading: Any
 ) -> dict[str, ColumnMatch]:
     """How each data set's columns reach the model (from its first partition's columns)."""
-    from epsstar.audit.column_match import match_columns
+    from epsstar.audit.column_match import match_model_columns
 
-    names = getattr(loaded.model, "feature_names", None)
     return {
-        role: match_columns(
+        role: match_model_columns(
+            loaded.model,
             _columns(found),
             reading.label_column,
-            model_names=None if names is None else tuple(names),
             features=reading.features,
-            model=model,
+            model_path=model,
             data=Path(found.partitions[0]),
         )
         for role, found in data.items()

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from epsstar.audit.column_match import match_columns
+from epsstar.audit.column_match import match_model_columns
 from epsstar.audit.files import sha256_of
 from epsstar.audit.plugins import LoadedModel
 from epsstar.audit.streaming import Progress, stream_table
@@ -84,15 +84,14 @@ def log_odds_of(
 ) -> tuple[FloatArray, FloatArray]:
     """``model``'s log-odds of the true label on the training and the population table,
     labels encoded with ``label_map``."""
-    names = getattr(model, "feature_names", None)
     result = []
     for role, path in (("train", reading.train), ("population", reading.population)):
-        match = match_columns(
+        match = match_model_columns(
+            model,
             read_schema(path).columns,
             reading.label_column,
-            model_names=None if names is None else tuple(names),
             features=reading.features,
-            model=model_path,
+            model_path=model_path,
             data=path,
         )
         streamed = stream_table(

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from epsstar import __version__
 from epsstar.audit.attack_run import with_attacks
 from epsstar.audit.attacks import LOSS_ONLY, AttackSettings
-from epsstar.audit.column_match import ColumnMatch, match_columns
+from epsstar.audit.column_match import ColumnMatch, match_model_columns
 from epsstar.audit.data_checks import data_warnings, refuse_same_data, shared_rows
 from epsstar.audit.files import sha256_of
 from epsstar.audit.from_losses import AuditOptions, audit_losses
@@ -126,13 +126,12 @@ class _Reading:
 
 def _match(loaded: LoadedAuditModel, path: Path, model: Path, reading: _Reading) -> ColumnMatch:
     """The columns of the table at ``path`` the model receives (see column_match)."""
-    names = getattr(loaded.model, "feature_names", None)
-    return match_columns(
+    return match_model_columns(
+        loaded.model,
         read_schema(path).columns,
         reading.label_column,
-        model_names=None if names is None else tuple(names),
         features=reading.features,
-        model=model,
+        model_path=model,
         data=path,
     )
 
