@@ -16,7 +16,12 @@ import numpy as np
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.ratio_terms import RateWindow, Supremum, log_ratio_terms
 
-__all__ = ["PAPER_EMPIRICAL_WINDOW", "empirical_rates", "empirical_supremum"]
+__all__ = [
+    "PAPER_EMPIRICAL_WINDOW",
+    "empirical_rates",
+    "empirical_supremum",
+    "supremum_from_counts",
+]
 
 #: The rate window of the paper's empirical estimator (Appendix B).
 PAPER_EMPIRICAL_WINDOW = RateWindow(0.001, 0.999)
@@ -52,13 +57,37 @@ def empirical_supremum(
 ) -> Supremum:
     """Epsilon* from the empirical CDFs (inputs already validated, finite, 1-D)."""
     thresholds, pop_below, train_below = _counts(train_losses, population_losses)
-    n_pop, n_train = float(population_losses.size), float(train_losses.size)
+    return supremum_from_counts(
+        thresholds,
+        pop_below,
+        train_below,
+        n_train=train_losses.size,
+        n_population=population_losses.size,
+        delta=delta,
+        window=window,
+    )
+
+
+def supremum_from_counts(
+    thresholds: FloatArray,
+    pop_below: FloatArray,
+    train_below: FloatArray,
+    *,
+    n_train: int,
+    n_population: int,
+    delta: float,
+    window: RateWindow | None = None,
+) -> Supremum:
+    """Eq. 7 at each threshold from the counts of population and training losses at or
+    below it (``n_population`` and ``n_train`` records), rates in ``window`` (default
+    ``(δ, 1-δ)``)."""
+    n_pop, n_tr = float(n_population), float(n_train)
     with np.errstate(divide="ignore"):
         terms = log_ratio_terms(
             np.log(pop_below) - np.log(n_pop),
             np.log(n_pop - pop_below) - np.log(n_pop),
-            np.log(n_train - train_below) - np.log(n_train),
-            np.log(train_below) - np.log(n_train),
+            np.log(n_tr - train_below) - np.log(n_tr),
+            np.log(train_below) - np.log(n_tr),
             delta,
             window or RateWindow.for_delta(delta),
         )
@@ -72,6 +101,6 @@ def empirical_supremum(
         epsilon=value,
         threshold=float(thresholds[column]),
         fpr=float(pop_below[column] / n_pop),
-        fnr=float((n_train - train_below[column]) / n_train),
+        fnr=float((n_tr - train_below[column]) / n_tr),
         term=row + 1,
     )

@@ -29,7 +29,8 @@ from numpy.typing import NDArray
 
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray, check_positive_int
-from epsstar.statistics.ratio_terms import RateWindow, Supremum, log_ratio_terms
+from epsstar.statistics.empirical import supremum_from_counts
+from epsstar.statistics.ratio_terms import RateWindow, Supremum
 
 __all__ = ["LossSketch", "merge_sketches", "sketch_losses", "sketch_supremum"]
 
@@ -137,26 +138,12 @@ def sketch_supremum(
     train_below, train_exact = train.count_below(thresholds)
     keep = pop_exact & train_exact
     thresholds, pop_below, train_below = thresholds[keep], pop_below[keep], train_below[keep]
-    n_pop, n_train = float(population.n), float(train.n)
-    with np.errstate(divide="ignore"):
-        terms = log_ratio_terms(
-            np.log(pop_below) - np.log(n_pop),
-            np.log(n_pop - pop_below) - np.log(n_pop),
-            np.log(n_train - train_below) - np.log(n_train),
-            np.log(train_below) - np.log(n_train),
-            delta,
-            window or RateWindow.for_delta(delta),
-        )
-    flat = int(np.argmax(terms))
-    row, column = divmod(flat, terms.shape[1])
-    value = float(terms[row, column])
-    if not value > 0:
-        nan = float("nan")
-        return Supremum(epsilon=0.0, threshold=nan, fpr=nan, fnr=nan, term=0)
-    return Supremum(
-        epsilon=value,
-        threshold=float(thresholds[column]),
-        fpr=float(pop_below[column] / n_pop),
-        fnr=float((n_train - train_below[column]) / n_train),
-        term=row + 1,
+    return supremum_from_counts(
+        thresholds,
+        pop_below,
+        train_below,
+        n_train=train.n,
+        n_population=population.n,
+        delta=delta,
+        window=window,
     )
