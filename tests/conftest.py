@@ -106,3 +106,16 @@ def validate_json() -> Callable[[str, Any], None]:
         assert not errors, "\n".join(errors[:10])
 
     return validate
+
+
+def invoke(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run the CLI in this process (argparse usage errors exit through SystemExit):
+    the exit code, standard output and standard error."""
+    from epsstar.cli.main import main
+
+    try:
+        code = main(args)
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err

@@ -14,9 +14,9 @@ import pytest
 
 from epsstar.audit.plugins import register_loader
 from epsstar.audit.run import audit
-from epsstar.cli import main
 from epsstar.exceptions import PoorFitWarning
 from epsstar.statistics.held_out_bound import split_lower_bound
+from tests.conftest import invoke
 
 COLUMNS = [f"x{i}" for i in range(6)]
 
@@ -171,15 +171,6 @@ def test_split_lower_bound_detects_separated_distributions() -> None:
     rng = np.random.default_rng(2)
     bound = split_lower_bound(rng.normal(-3, 1, 5000), rng.normal(0, 1, 5000), delta=1e-5)
     assert bound.epsilon > 2.0
-
-
-def invoke(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(args)
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def audit_command(workdir: Path) -> list[str]:

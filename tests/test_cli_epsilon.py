@@ -32,6 +32,7 @@ from epsstar.statistics.methods import (
     Tails,
     TailsTested,
 )
+from tests.conftest import invoke
 
 
 @pytest.fixture
@@ -274,16 +275,6 @@ BAD_INPUTS = [
     ("no train", GOOD, "required"),
 ]
 FILE_OPTIONS = {"--train-losses", "--population-losses", "--json"}
-
-
-def invoke(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Run the CLI in this process (argparse usage errors exit through SystemExit)."""
-    try:
-        code = main(args)
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.mark.parametrize(

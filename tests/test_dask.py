@@ -18,22 +18,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from epsstar.cli import main
+from tests.conftest import invoke as _invoke
 
 pytest.importorskip("distributed")
 pytest.importorskip("onnxruntime")
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "fixtures" / "models"
-
-
-def _invoke(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(args)
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def _manifest(folder: Path, models: list[Path]) -> Path:

@@ -34,6 +34,7 @@ from epsstar.cli.exit_codes import (
     EXIT_USAGE,
 )
 from epsstar.exceptions import InputFileError
+from tests.conftest import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "fixtures" / "models"
@@ -41,16 +42,6 @@ LOSSES = ROOT / "fixtures" / "losses"
 
 
 # --- helpers -------------------------------------------------------------------------------------
-
-
-def invoke(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Run the CLI in this process (argparse usage errors exit through SystemExit)."""
-    try:
-        code = main(args)
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def one_line_error(err: str) -> str:

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from epsstar.cli import main
 from epsstar.exceptions import InvalidInputError
 from epsstar.training.references import DEFAULT_RECIPE, half_rows, read_recipe
+from tests.conftest import invoke as _run
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 
@@ -34,15 +34,6 @@ def split(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ):
         pool.iloc[part].to_csv(folder / f"{name}.csv", index=False)
     return folder
-
-
-def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(args)
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_halves_are_seeded_distinct_halves() -> None:
