@@ -75,6 +75,20 @@ def test_wheel_has_no_generic_top_level_names(wheel: Path) -> None:
 
 
 @pytest.mark.slow
+def test_wheel_holds_every_subpackage(wheel: Path) -> None:
+    """Every folder with an ``__init__.py`` is in the wheel (the package list is explicit)."""
+    folders = {
+        init.parent.relative_to(ROOT).as_posix()
+        for init in (ROOT / "epsstar").glob("**/__init__.py")
+        if not any(part in {"loaders", "reports"} for part in init.parts)
+    }
+    folders |= {"epsstar/loaders", "epsstar/reports"}
+    names = set(zipfile.ZipFile(wheel).namelist())
+    missing = sorted(folder for folder in folders if f"{folder}/__init__.py" not in names)
+    assert not missing, f"packages missing from pyproject's [tool.setuptools] packages: {missing}"
+
+
+@pytest.mark.slow
 def test_wheel_declares_the_console_script(wheel: Path) -> None:
     archive = zipfile.ZipFile(wheel)
     (entry_points,) = [n for n in archive.namelist() if n.endswith("entry_points.txt")]
