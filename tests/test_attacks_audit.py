@@ -9,6 +9,7 @@ reference model's training data.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -125,7 +126,9 @@ def test_three_attacks_end_to_end(
         assert f"attack {name}: Epsilon* {attacks[name]['epsilon_star']:.4f}" in printed
 
 
-def test_only_reference_attacks_make_the_first_one_the_headline(folder: Path) -> None:
+def test_only_reference_attacks_make_the_first_one_the_headline(
+    folder: Path, tmp_path: Path
+) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpsstarWarning)
         result = audit(
@@ -143,6 +146,18 @@ def test_only_reference_attacks_make_the_first_one_the_headline(folder: Path) ->
     from epsstar.cli.audit import format_summary
 
     assert "the headline is the rmia attack's (no loss attack asked for)" in format_summary(result)
+    from epsstar.reports import render
+
+    html = render(result, tmp_path / "report.html").read_text("utf-8")
+    table = html[html.index('<table id="attacks-table">') :]
+    table = table[: table.index("</table>")]
+    assert "the headline above is the rmia attack's" in " ".join(table.split())
+    rows = re.findall(r"<tr(?: class=\"strongest\")?><td>(\w+)", table)
+    assert rows == ["rmia", "lira"]
+    assert table.count("(strongest)") == 1
+    assert f"<td>{result.to_dict()['strongest_attack']} (strongest)</td>" in table
+    for attack in result.to_dict()["attacks"]:
+        assert f'<td class="num">{attack["auc"]:.4f}</td>' in table
 
 
 def test_an_attack_s_warnings_name_the_attack() -> None:

@@ -41,6 +41,7 @@ def test_report_of_fixture_models(
         assert f'id="{section}"' in html
     for table in ("headline", "readings", "tradeoff", "fit", "utility", "provenance"):
         assert f'id="{table}-table"' in html
+    assert 'id="attacks-table"' not in html  # the loss attack alone: its figures are above
     assert 'id="ks-grid-train"' in html
     assert 'id="ks-grid-population"' in html
     assert result.provenance["model_sha256"] in html
