@@ -418,7 +418,6 @@ def _parametric(
         population,
         delta=delta,
         method=config.method,
-        window=RateWindow.for_delta(delta),
         seed=seed,
         family=config.family,
         threshold=float(transform.inverse(phi_threshold)) if found.term else float("nan"),
@@ -483,7 +482,6 @@ def _tailed_at(
                 population,
                 delta=delta,
                 method=config.method,
-                window=RateWindow.for_delta(delta),
                 seed=seed,
                 tail_fits=tail_fits,
                 **extra,
@@ -523,7 +521,6 @@ def _tested(
                 population,
                 delta=delta,
                 method=config.method,
-                window=RateWindow.for_delta(delta),
                 seed=seed,
             )
             fields |= {
@@ -609,11 +606,14 @@ def _located(
     *,
     delta: float,
     method: str,
-    window: RateWindow,
     seed: int,
+    window: RateWindow | None = None,
     **details: Any,
 ) -> EpsilonStarResult:
-    """The result for a located supremum; ``details`` override or add fields."""
+    """The result for a located supremum; ``details`` override or add fields. The rate
+    window defaults to ``(δ, 1-δ)``."""
+    if window is None:
+        window = RateWindow.for_delta(delta)
     fields: dict[str, Any] = {
         "epsilon": found.epsilon,
         "delta": delta,

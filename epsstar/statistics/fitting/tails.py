@@ -80,7 +80,7 @@ def default_tail_size(n: int, scale: float = 1.0) -> int:
     uncertainty into its interval).
     """
     base = max(5, min(math.floor(0.2 * n), math.ceil(3.0 * math.sqrt(n))))
-    return int(base) if scale == 1.0 else max(5, round(scale * base))
+    return max(5, round(scale * base))
 
 
 @dataclass(frozen=True, slots=True)
