@@ -119,3 +119,18 @@ def invoke(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, st
         code = int(exit_.code or 0)
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def in_process() -> Iterator[str]:
+    """The address of a local cluster of two single-threaded workers in this process."""
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=False,
+        protocol="tcp://",
+        dashboard_address=":0",
+    ) as cluster:
+        yield str(cluster.scheduler_address)

@@ -53,21 +53,6 @@ def _comparable(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-@pytest.fixture(scope="module")
-def in_process() -> Iterator[str]:
-    """The address of a local cluster of two single-threaded workers in this process."""
-    from distributed import LocalCluster
-
-    with LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=False,
-        protocol="tcp://",
-        dashboard_address=":0",
-    ) as cluster:
-        yield str(cluster.scheduler_address)
-
-
 def test_audit_many_on_a_local_cluster_gives_the_single_engine_json(
     in_process: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], validate_json: Any
 ) -> None:

@@ -90,11 +90,9 @@ def test_sweep_on_a_local_cluster_resumes_and_trains_the_same_model(
 
 @pytest.mark.slow
 def test_a_model_that_fails_on_a_worker_is_reported_and_the_others_are_kept(
-    csv_files: tuple[Path, Path], tmp_path: Path
+    csv_files: tuple[Path, Path], tmp_path: Path, in_process: str
 ) -> None:
     from dataclasses import replace
-
-    from distributed import LocalCluster
 
     from epsstar.audit.dask_engine import Engine
     from epsstar.training.fingerprint import data_fingerprint
@@ -115,17 +113,8 @@ def test_a_model_that_fails_on_a_worker_is_reported_and_the_others_are_kept(
     said: list[str] = []
     out = tmp_path / "out"
     out.mkdir()
-    with LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=False,
-        protocol="tcp://",
-        dashboard_address=":0",
-    ) as cluster:  # in this process
-        engine = Engine("dask", str(cluster.scheduler_address))
-        trained, failed = _sweep_on_dask(
-            config, out, [(bad, 0), (good, 0)], engine, job, said.append
-        )
+    engine = Engine("dask", in_process)
+    trained, failed = _sweep_on_dask(config, out, [(bad, 0), (good, 0)], engine, job, said.append)
     assert trained == 1
     assert failed == (
         "too-large-batch repeat 0: batch_size must be at most the number of training records "
