@@ -119,7 +119,8 @@ def test_three_attacks_end_to_end(
         assert [reading["fpr"] for reading in record["tpr_at_fpr"]] == [0.001, 0.01]
         assert record["gate"]["rule"] == "significant"
         assert record["gate"]["leak_found"]  # measured p-values: 3e-21, 5e-7, 2e-21
-    strongest = max(attacks.values(), key=lambda record: record["epsilon_star"])
+    # The strongest has the largest lower bound, then the largest Epsilon*.
+    strongest = max(attacks.values(), key=lambda r: (r["epsilon_lower_bound"], r["epsilon_star"]))
     assert document["strongest_attack"] == strongest["attack"]
     assert f"strongest attack: {strongest['attack']}" in printed
     for name in ("loss", "lira", "rmia"):
@@ -161,11 +162,11 @@ def test_only_reference_attacks_make_the_first_one_the_headline(
 
 
 def test_an_attack_s_warnings_name_the_attack() -> None:
-    from epsstar.audit.attacks import _named_warnings
+    from epsstar.audit.prefixed_warnings import prefixed_warnings
     from epsstar.exceptions import PoorFitWarning
 
     expected = pytest.warns(PoorFitWarning, match="^the lira attack's scores: a poor fit$")
-    with expected, _named_warnings("lira"):
+    with expected, prefixed_warnings("the lira attack's scores: "):
         warnings.warn(PoorFitWarning("a poor fit"), stacklevel=1)
 
 
@@ -257,3 +258,21 @@ def test_reference_classes_are_matched_as_labels_are() -> None:
         _same_classes((1, 0), target, Path("r.onnx"))
     with pytest.raises(InvalidInputError, match=r"Found \['0', '1', '2'\]\.$"):
         _same_classes((0, 1, 2), target, Path("r.onnx"))
+
+
+def test_slices_of_rmia_count_only_the_records_it_scores(folder: Path, tmp_path: Path) -> None:
+    from epsstar.audit.attacks import z_split
+
+    out = tmp_path / "out.json"
+    args = ["--reference-models", *_references(folder), "--attack", "rmia", "--slice-by", "label"]
+    assert main(_command(folder, *args, "--json", str(out))) == 0
+    sliced = json.loads(out.read_text())["slices"]
+    assert sliced["attack"] == "rmia"
+    population = pd.read_csv(folder / "population.csv")["label"].to_numpy()
+    scored, _ = z_split(population.size, 0)
+    expected = pd.Series(population[scored]).value_counts()
+    members = pd.read_csv(folder / "train.csv")["label"].value_counts()
+    for row in sliced["slices"]:
+        assert row["n_nonmembers"] == expected[row["value"]]
+        assert row["n_members"] == members[row["value"]]
+    assert sum(row["n_nonmembers"] for row in sliced["slices"]) == 225

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds import EpsilonLowerBound
@@ -45,6 +46,9 @@ class AttackResult:
     nonmember_scores: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
     #: Epsilon* from δ = 10/n down to the audit's δ, as for the loss attack.
     delta_profile: tuple[DeltaPoint, ...] = ()
+    #: The population rows that ``nonmember_scores`` score, in order (``None``: every
+    #: row; RMIA sets its ``z`` records aside).
+    nonmember_rows: NDArray[np.int64] | None = field(default=None, repr=False)
 
     @property
     def n_members(self) -> int:

@@ -17,22 +17,22 @@ kind it used.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import inf
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
+from numpy.typing import NDArray
 
 from epsstar.audit.attack_result import AttackResult
 from epsstar.audit.from_losses import AuditOptions, audit_losses
+from epsstar.audit.prefixed_warnings import prefixed_warnings
 from epsstar.audit.references import ReferenceConfidences, check_reference_paths
 from epsstar.audit.result import AuditResult
-from epsstar.exceptions import EpsstarWarning, InvalidInputError
+from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray, check_in_range
 from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
 from epsstar.statistics.attacks.lira import lira_offline
@@ -153,8 +153,9 @@ def _scores(
     references: ReferenceConfidences,
     settings: AttackSettings,
     seed: int,
-) -> tuple[FloatArray, FloatArray, dict[str, Any]]:
-    """(member scores, non-member scores, settings) of a reference-model attack."""
+) -> tuple[FloatArray, FloatArray, dict[str, Any], NDArray[np.int64] | None]:
+    """(member scores, non-member scores, settings, the population rows scored: ``None``
+    for all) of a reference-model attack."""
     on_train, on_population = target
     common: dict[str, Any] = {"reference_models": references.count}
     if name == "lira":
@@ -166,6 +167,7 @@ def _scores(
             lira.scores[:n],
             lira.scores[n:],
             {**common, "score": "(mu_out - phi) / sigma_out", "variance": lira.variance},
+            None,
         )
     scored, z = z_split(on_population.size, seed)
     both = np.concatenate([on_train, on_population[scored]])
@@ -195,6 +197,7 @@ def _scores(
             "gamma": rmia.gamma,
             **split,
         },
+        scored,
     )
 
 
@@ -218,26 +221,11 @@ def attack_results(
             continue
         if target is None or references is None:
             raise InvalidInputError(f"the {name} attack needs reference models. Found none.")
-        members, others, recorded = _scores(name, target, references, settings, options.seed)
-        with _named_warnings(name):
+        members, others, recorded, rows = _scores(name, target, references, settings, options.seed)
+        with prefixed_warnings(f"the {name} attack's scores: "):
             audited = audit_losses(members, others, utility=base.utility, options=options)
-        results.append(_result(name, audited, recorded))
+        results.append(dataclasses.replace(_result(name, audited, recorded), nonmember_rows=rows))
     return tuple(results)
-
-
-@contextlib.contextmanager
-def _named_warnings(name: str) -> Iterator[None]:
-    """Warnings raised inside, raised again with the attack's name in front."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        yield
-    for warning in caught:
-        category = warning.category
-        message = f"the {name} attack's scores: {warning.message}"
-        if issubclass(category, EpsstarWarning):
-            warnings.warn(category(message), stacklevel=3)
-        else:
-            warnings.warn(message, category, stacklevel=3)
 
 
 def headline_from(base: AuditResult, results: Sequence[AttackResult]) -> AuditResult:

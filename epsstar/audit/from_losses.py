@@ -68,7 +68,7 @@ from epsstar.statistics.names import (
 from epsstar.statistics.readings import membership_readings
 from epsstar.statistics.utility import Utility
 
-__all__ = ["AuditOptions", "audit_losses"]
+__all__ = ["AuditOptions", "audit_losses", "minimum_records"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +122,8 @@ def _checked_losses(train: ArrayLike, population: ArrayLike, method: Method) -> 
 
     A refusal names the minimum and, for another method, what ``--method empirical`` needs.
     """
-    minimum = _minimum(method)
-    fewest = _minimum("empirical")
+    minimum = minimum_records(method)
+    fewest = minimum_records("empirical")
     checked = []
     for role, values in (("training", train), ("population", population)):
         array = finite_vector(f"{role} losses", values)
@@ -140,7 +140,7 @@ def _checked_losses(train: ArrayLike, population: ArrayLike, method: Method) -> 
     return checked[0], checked[1]
 
 
-def _minimum(method: Method) -> int:
+def minimum_records(method: Method) -> int:
     """Fewest rows per side an audit with ``method`` accepts (the goodness-of-fit split of
     the lower bound and readings needs :data:`MIN_PARAMETRIC_RECORDS`)."""
     return max(MIN_PARAMETRIC_RECORDS, MIN_RECORDS[method])

@@ -11,6 +11,7 @@ from epsstar import __version__
 from epsstar.audit.attack_result import AttackResult
 from epsstar.audit.declared_privacy import DeclaredPrivacy
 from epsstar.audit.output_reading import OutputReading
+from epsstar.audit.slice_result import SliceResult
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds import EpsilonLowerBound
 from epsstar.statistics.curves import TradeoffCurve, empirical_curve, parametric_curve
@@ -26,7 +27,7 @@ __all__ = ["SCHEMA_VERSION", "AuditResult"]
 #: Version of the JSON documents the CLI writes (``audit``, ``epsilon``, ``audit-many``,
 #: the demo's ``results.json``), stated by the schemas in ``epsstar/schemas/``. It changes
 #: when a key those schemas fix is added, removed or renamed, or changes meaning.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +61,23 @@ class AuditResult:
     declared_privacy: DeclaredPrivacy | None = None
     #: One record per membership test audited (the loss attack, LiRA, RMIA), in order.
     attacks: tuple[AttackResult, ...] = ()
+    #: Epsilon* per value of the ``--slice-by`` column (``None``: not sliced).
+    slices: SliceResult | None = None
 
     @property
     def strongest_attack(self) -> AttackResult | None:
-        """The attack with the largest Epsilon* (the first of equals); None without any."""
-        return max(self.attacks, key=lambda attack: attack.epsilon.epsilon, default=None)
+        """The attack with the largest held-out lower bound, then the largest Epsilon* (the
+        first of equals); None without any.
+
+        The lower bound ranks first: it is counted on records that played no part in
+        choosing the test, so it holds whatever the shape of the scores' tails, while an
+        attack's Epsilon* may rest on an extrapolated tail.
+        """
+        return max(
+            self.attacks,
+            key=lambda attack: (attack.lower_bound.epsilon, attack.epsilon.epsilon),
+            default=None,
+        )
 
     @property
     def above_declared_epsilon(self) -> bool:
@@ -171,5 +184,6 @@ class AuditResult:
             "strongest_attack": None
             if self.strongest_attack is None
             else self.strongest_attack.name,
+            "slices": None if self.slices is None else self.slices.to_dict(),
             "epsstar_version": __version__,
         }

@@ -37,6 +37,7 @@ from epsstar.audit.output_reading import OutputReading
 from epsstar.audit.plugins import LoadedModel, LoaderInfo, OutputKind
 from epsstar.audit.references import TableReading
 from epsstar.audit.result import AuditResult
+from epsstar.audit.slices import SliceKeys, audit_slices, read_slice_keys
 from epsstar.audit.streaming import Progress, StreamedTable, stream_table
 from epsstar.audit.tables import read_schema
 from epsstar.exceptions import (
@@ -252,12 +253,12 @@ def audit(
     engine: Engine | None = None,
     storage_options: dict[str, Any] | None = None,
     attack: AttackSettings = LOSS_ONLY,
+    slice_by: str | None = None,
 ) -> AuditResult:
     """Audit a saved model against its training data and population data.
 
-    ``delta`` defaults to 1/(n ln n) with n the number of training rows (the Epsilon*
-    paper's choice, §4.1); it is always reported. ``loader`` names a plugin from the
-    ``epsstar.loaders`` entry-point group (default: chosen by the model file's suffix);
+    ``delta`` defaults to 1/(n ln n), n the training rows (the paper's choice, §4.1).
+    ``loader`` names an ``epsstar.loaders`` plugin (default: by the file's suffix);
     ``outputs`` overrides its logits/probabilities detection; ``trust`` allows formats
     that can execute code when loaded. ``classes`` are the class labels of the model's
     outputs, in column order (default: those the model file states, else 0..K−1).
@@ -272,9 +273,10 @@ def audit(
     reshapes each record (e.g. 64 pixel columns into ``(1, 8, 8)``) for tensor models.
 
     One file (or two with the same content) as both data sets is refused. A single class,
-    population rows also in the training data, or an ambiguous reading of the outputs raise
-    a warning (``result.warnings``) that fails a gate (:mod:`epsstar.audit.data_checks`).
-    ``attack`` chooses the membership tests (``result.attacks``, :mod:`.attack_run`).
+    population rows also in the training data, or an ambiguous output reading raise a
+    warning (``result.warnings``) that fails a gate (:mod:`epsstar.audit.data_checks`).
+    ``attack`` chooses the membership tests (``result.attacks``, :mod:`.attack_run`),
+    ``slice_by`` a column to audit each value of (``result.slices``, :mod:`.slices`).
 
     With a ``dask`` ``engine``, the data may be partitioned data sets streamed on a cluster
     (:mod:`epsstar.audit.dask_audit`), for the same result as here on the same rows.
@@ -295,7 +297,7 @@ def audit(
     )
     clock.append(time.perf_counter())
     run = {"seed": seed, "confidence": options.confidence, "command": command}
-    after = (attack, trust, progress)
+    after = (attack, trust, progress, _slice_keys(slice_by, paths, on_dask))
     if engine is not None and on_dask:
         sources: dict[str, Path | str] = {**paths, "train": train, "population": population}
         dask_run = (engine, trust, storage_options, progress, attack)
@@ -313,11 +315,12 @@ def _finish(
     options: AuditOptions,
     run: dict[str, Any],
     clock: list[float],
-    after: tuple[AttackSettings, bool, Progress | None],
+    after: tuple[AttackSettings, bool, Progress | None, SliceKeys | None],
 ) -> AuditResult:
     """The audit of the streamed tables (``streamed``: both tables, the column match, the
     data's digests and the ``engine`` record, if any): data checks, utility, statistics,
-    then the attacks of ``after`` (with whether to trust model files, and the progress)."""
+    then the attacks of ``after`` (with whether to trust model files, the progress and
+    the slices of the records, if any)."""
     train_side, population_side, match, digests, ran_on = streamed
     model = Path(sources["model"])
     checks = _check_data(loaded, reading, (train_side, population_side), digests, match, model)
@@ -341,10 +344,30 @@ def _finish(
     result = checks.record(result, gate=options.max_epsilon is not None)
     timed = {**provenance, "seconds": _seconds(clock)}  # the statistics' time is known now
     result = dataclasses.replace(result, provenance=timed, declared_privacy=_declared(loaded))
-    attack, trust, progress = after
+    attack, trust, progress, keys = after
     paths = {role: Path(os.fspath(where)) for role, where in sources.items()}
     tables = (train_side, population_side)
-    return _attacked(result, attack, loaded, paths, reading, tables, options, trust, progress)
+    result = _attacked(result, attack, loaded, paths, reading, tables, options, trust, progress)
+    if keys is None:
+        return result
+    return dataclasses.replace(result, slices=audit_slices(result, keys, options))
+
+
+def _slice_keys(
+    column: str | None,
+    paths: dict[str, Path],
+    on_dask: bool,
+) -> SliceKeys | None:
+    """The slices of ``column`` (read now, so that a bad column fails before any model
+    runs), or ``None`` without one."""
+    if column is None:
+        return None
+    if on_dask:
+        raise InvalidInputError(
+            f"slice_by works with the single-process engine only. Found slice_by {column!r} "
+            f"with the dask engine."
+        )
+    return read_slice_keys(paths["train"], paths["population"], column)
 
 
 def _reading(

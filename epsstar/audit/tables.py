@@ -76,6 +76,7 @@ __all__ = [
     "TableSchema",
     "count_rows",
     "iter_batches",
+    "iter_column",
     "label_map_for",
     "read_column",
     "read_schema",
@@ -1082,6 +1083,24 @@ def _stream(
 
 
 # --------------------------------------------------------------------------- one column
+
+
+def iter_column(
+    path: str | os.PathLike[str], name: str, *, batch_size: int = 1 << 20
+) -> Iterator[NDArray[Any]]:
+    """The values of the column ``name`` as stored, in chunks of at most ``batch_size`` rows.
+
+    The file and the column are checked now, before the first chunk is asked for.
+    """
+    schema = read_schema(path)
+    if name not in schema.columns:
+        raise InputFileError(
+            f"{schema.path}: column {name!r} must be one of the file's columns. Found columns "
+            f"{_shown(schema.columns)}."
+        )
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InvalidInputError(f"batch_size must be an integer ≥ 1. Found {batch_size!r}.")
+    return (chunk[0] for chunk in _chunks(schema, [name], batch_size))
 
 
 def _only_column(schema: TableSchema) -> str:

@@ -1,4 +1,5 @@
-"""``--attack`` and ``--reference-models`` of ``epsstar audit``, and the attacks' summary."""
+"""``--attack``, ``--reference-models`` and ``--slice-by`` of ``epsstar audit``, and the
+summary lines of the attacks and of the slices."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from epsstar.statistics.names import ATTACKS, DEFAULT_ATTACK
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.result import AuditResult
 
-__all__ = ["add_attack_options", "attack_inputs", "attack_lines", "attack_options"]
+__all__ = [
+    "add_attack_options",
+    "attack_inputs",
+    "attack_lines",
+    "attack_options",
+    "slice_lines",
+]
 
 
 def add_attack_options(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +57,13 @@ def add_attack_options(parser: argparse.ArgumentParser) -> None:
         metavar="G",
         help=f"RMIA's ratio a record must beat a population record by (default {DEFAULT_GAMMA:g})",
     )
+    parser.add_argument(
+        "--slice-by",
+        metavar="COLUMN",
+        help="a column of both tables (the label column or any other, at most 50 distinct "
+        "values): Epsilon* within each of its values, with record counts, interval and lower "
+        "bounds that hold together; slices too small for the estimator say so",
+    )
 
 
 def attack_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -59,7 +73,7 @@ def attack_options(args: argparse.Namespace) -> dict[str, Any]:
     chosen = AttackSettings(
         tuple(args.attack), tuple(args.reference_models), args.rmia_a, args.rmia_gamma
     )
-    return {"attack": chosen}
+    return {"attack": chosen, "slice_by": args.slice_by}
 
 
 def attack_inputs(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -85,6 +99,46 @@ def attack_lines(result: AuditResult) -> list[str]:
     strongest = result.strongest_attack
     if strongest is not None:
         lines.append(
-            f"  strongest attack: {strongest.name} (Epsilon* {strongest.epsilon.epsilon:.4f})"
+            f"  strongest attack: {strongest.name} (largest lower bound "
+            f"{strongest.lower_bound.epsilon:.4f}, Epsilon* {strongest.epsilon.epsilon:.4f})"
+        )
+    return lines
+
+
+def slice_lines(result: AuditResult) -> list[str]:
+    """A heading, one line per estimated slice of ``--slice-by``, and one line naming the
+    slices too small to estimate (none without ``--slice-by``)."""
+    sliced = result.slices
+    if sliced is None:
+        return []
+    lines = [
+        f"  slices of {sliced.column!r} ({sliced.attack} attack, delta {sliced.delta:.3g}; the "
+        f"lower bounds hold together at {sliced.confidence:.0%}):"
+    ]
+    small = [
+        row.value
+        for row in sliced.rows
+        if min(row.estimate.n_members, row.estimate.n_nonmembers) < sliced.minimum
+    ]
+    shown = [row for row in sliced.rows if row.value not in small]
+    width = max((len(row.value) for row in shown), default=0)
+    for row in shown:
+        estimate = row.estimate
+        counts = f"{estimate.n_members:,} members, {estimate.n_nonmembers:,} non-members"
+        if estimate.epsilon is None or estimate.lower_bound is None:
+            why = estimate.unavailable
+            lines.append(f"    {row.value:<{width}}  no estimate: {why} ({counts})")
+            continue
+        interval = estimate.epsilon.interval
+        spread = "" if interval is None else f" [{interval.low:.3g}, {interval.high:.3g}]"
+        lines.append(
+            f"    {row.value:<{width}}  Epsilon* {estimate.epsilon.epsilon:.4f}{spread}, lower "
+            f"bound {estimate.lower_bound.epsilon:.4f} ({counts})"
+        )
+    if small:
+        named = ", ".join(small[:8]) + (f" and {len(small) - 8} more" if len(small) > 8 else "")
+        lines.append(
+            f"    no estimate for {len(small)} slice(s) with fewer than {sliced.minimum} "
+            f"records on a side: {named}"
         )
     return lines

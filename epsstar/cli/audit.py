@@ -12,6 +12,7 @@ from epsstar.cli.attack_options import (
     attack_inputs,
     attack_lines,
     attack_options,
+    slice_lines,
 )
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
 from epsstar.cli.options import (
@@ -324,6 +325,7 @@ def format_summary(result: AuditResult) -> str:
             f"empirical Epsilon* {result.empirical.epsilon:.4f}",
             *_reading_lines(result.readings),
             *attack_lines(result),
+            *slice_lines(result),
             f"  utility on population data: accuracy {utility.accuracy:.4f}{shown_auroc} "
             f"({utility.n:,} rows); training rows {result.epsilon.n_train:,}",
             *_note_lines(result.epsilon),
