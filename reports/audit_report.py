@@ -19,6 +19,7 @@ from epsstar.audit.figures import (
 )
 
 from .numbers import number, rate
+from .slice_chart import slice_chart
 from .svg import Chart
 
 if TYPE_CHECKING:
@@ -229,6 +230,18 @@ def _columns(result: AuditResult) -> dict[str, bool]:
     }
 
 
+def _small_slices(result: AuditResult) -> list[dict[str, Any]]:
+    """The slices with too few records on a side for an estimate, listed apart."""
+    if result.slices is None:
+        return []
+    fewest = result.slices.minimum
+    return [
+        row.to_dict()
+        for row in result.slices.rows
+        if min(row.estimate.n_members, row.estimate.n_nonmembers) < fewest
+    ]
+
+
 def audit_context(result: AuditResult, figures: AuditFigures) -> dict[str, Any]:
     """Everything the template shows: the result's fields, its figures drawn as SVG."""
     losses, transformed, tradeoff = figures.losses, figures.transformed, figures.tradeoff
@@ -241,6 +254,9 @@ def audit_context(result: AuditResult, figures: AuditFigures) -> dict[str, Any]:
             "loss": loss_chart(losses),
             "transformed": None if transformed is None else transformed_chart(transformed),
             "tradeoff": tradeoff_chart(result, tradeoff),
+            "slices": None
+            if result.slices is None
+            else slice_chart(result.slices, result.epsilon_star),
         },
         "histograms": {
             "loss": losses.histogram,
@@ -256,6 +272,7 @@ def audit_context(result: AuditResult, figures: AuditFigures) -> dict[str, Any]:
             "population": tradeoff.smallest_supported_fpr,
         },
         "ks_grid": _ks_context(figures.ks_grid),
+        "small_slices": _small_slices(result),
         "bins": losses.histogram.bins,
         "central_share": losses.histogram.central_share,
     }

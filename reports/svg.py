@@ -289,6 +289,11 @@ class Chart:
         """Already-escaped SVG (pixel coordinates)."""
         self._body.append(markup)
 
+    def legend_entry(self, kind: str, css: str, label: str) -> None:
+        """A legend entry (``kind`` ``"line"``, ``"dot"`` or ``"box"``) for marks drawn
+        without a label, such as one drawn once per row."""
+        self._legend.append((kind, css, label))
+
     # --- output --------------------------------------------------------------------------------
 
     def _ticks(self, bounds: tuple[float, float], scale: Scale, length: float) -> list[float]:

@@ -221,7 +221,8 @@ def test_slice_by_end_to_end(
 ) -> None:
     out = tmp_path / "out.json"
     args = _audit(leaky_group, "--slice-by", "g", "--interval", "0.9", "--n-bootstrap", "20")
-    code, printed, _ = invoke([*args, "--json", str(out)], capsys)
+    report = tmp_path / "report.html"
+    code, printed, _ = invoke([*args, "--json", str(out), "--report", str(report)], capsys)
     assert code == 0
     document = json.loads(out.read_text())
     validate_json("audit", document)
@@ -243,15 +244,38 @@ def test_slice_by_end_to_end(
     assert "slices of 'g' (loss attack" in printed
     assert "no estimate for 1 slice(s) with fewer than" in printed
     assert ": C" in printed
+    _check_report(report.read_text(), rows)
+
+
+def _check_report(html: str, rows: dict[str, Any]) -> None:
+    """The report's slice section: a chart row per estimated slice, the table, the small
+    slices listed apart."""
+    section = html[html.index('<section id="slices">') : html.index('<section id="losses">')]
+    chart = section[section.index('<figure id="fig-slices">') : section.index("</figure>")]
+    assert chart.count('class="slice-estimate"') == 2 + 1  # slices A and B, and the legend's
+    assert chart.count('class="slice-interval"') == 2 + 1
+    assert "NaN" not in chart
+    assert "inf" not in chart.replace("information", "")
+    assert "A · 600 members, 600 non-members" in chart
+    table = section[section.index('<table id="slices-table">') : section.index("</table>")]
+    for value in "AB":
+        assert f'<td class="num">{rows[value]["epsilon_star"]:.4f}</td>' in table
+        assert f'<td class="num">{rows[value]["epsilon_lower_bound"]:.4f}</td>' in table
+    assert "<td>C</td>" not in table
+    assert "No estimate for 1 slice with fewer than 100 records on a side" in section
+    assert "C (30 / 30)" in section
+    assert "all of them hold at once with 95 % confidence" in section
 
 
 def test_slice_by_without_it_is_null_and_with_dask_is_refused(
     leaky_group: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out.json"
-    code, _, _ = invoke([*_audit(leaky_group), "--json", str(out)], capsys)
+    report = tmp_path / "report.html"
+    code, _, _ = invoke([*_audit(leaky_group), "--json", str(out), "--report", str(report)], capsys)
     assert code == 0
     assert json.loads(out.read_text())["slices"] is None
+    assert 'id="slices"' not in report.read_text()
     refused = tmp_path / "refused.json"
     code, _, err = invoke(
         [*_audit(leaky_group, "--slice-by", "g", "--engine", "dask"), "--json", str(refused)],

@@ -31,6 +31,7 @@ class SliceRow:
             "n_members": estimate.n_members,
             "n_nonmembers": estimate.n_nonmembers,
             "epsilon_star": None if estimate.epsilon is None else estimate.epsilon.epsilon,
+            "method": None if headline is None else headline["method"],
             "epsilon_star_interval": None
             if headline is None
             else headline["epsilon_star_interval"],
