@@ -20,6 +20,7 @@ from epsstar.exceptions import (
 )
 from epsstar.statistics.estimator import default_delta
 from epsstar.statistics.fitting import LossDistribution
+from epsstar.statistics.names import Method
 
 
 def normal_losses(n: int, shift: float = 0.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -226,10 +227,34 @@ def test_bad_data() -> None:
         epsilon_star(np.full(100, 0.5), np.full(100, 0.5), delta=1e-3)
     with pytest.raises(DegenerateDataError, match="train losses: .*all equal"):
         epsilon_star(np.full(100, 0.5), population, delta=1e-3, method="parametric")
-    with pytest.raises(DegenerateDataError, match="population losses: all 200 values are equal"):
-        epsilon_star(train, np.full(200, 0.5), delta=1e-3)
     with pytest.raises(InvalidInputError, match="one-dimensional"):
         epsilon_star(np.ones((10, 10)), population, delta=1e-3)
+
+
+@pytest.mark.parametrize("method", ["tails", "tails-crossfit", "tails-tested"])
+def test_a_memorised_training_set_is_not_a_zero(method: Method) -> None:
+    # Every training loss at one value (a fully grown tree); 40 % of the population above.
+    # The test "loss <= 0.5" calls every member a member (FNR counted 0 of 1,000) and 60 %
+    # of non-members: eq. 7 is (1 - delta - 0.6) / FNR with FNR at its median-unbiased
+    # value 1 - 2^(-1/1000) (closed form below).
+    train = np.full(1_000, 0.5)
+    population = np.repeat([0.5, 2.0], [600, 400])
+    delta = 1e-4
+    result = epsilon_star(train, population, delta=delta, method=method)
+    fnr = 1.0 - 0.5 ** (1 / 1_000)
+    assert result.epsilon == pytest.approx(np.log((1 - delta - 0.6) / fnr), rel=1e-12)
+    assert result.method == "empirical"
+    assert result.fnr == pytest.approx(fnr)
+    assert result.tail_extrapolated  # the FNR is below one record's worth
+    assert result.note is not None
+    assert "median-unbiased" in result.note
+    # The plain empirical method leaves a rate counted 0 out, as the paper's does.
+    assert epsilon_star(train, population, delta=delta, method="empirical").epsilon == 0.0
+    # The same with the sides' roles swapped: every population loss at one value.
+    swapped = epsilon_star(
+        np.repeat([0.5, 2.0], [400, 600]), np.full(1_000, 2.0), delta=delta, method=method
+    )
+    assert swapped.epsilon == pytest.approx(np.log((1 - delta - 0.6) / fnr), rel=1e-12)
 
 
 def test_empirical_accepts_zero_delta_and_all_equal_losses() -> None:

@@ -49,7 +49,7 @@ from epsstar.statistics._validation import (
     finite_vector,
 )
 from epsstar.statistics.crossfit import CrossFit, crossfit_fits, crossfit_score
-from epsstar.statistics.empirical import empirical_supremum
+from epsstar.statistics.empirical import ZeroCounts, empirical_supremum
 from epsstar.statistics.fitting import FittedDistribution, GaussianMixtureFit, NormalFit, Reflected
 from epsstar.statistics.fitting.tails import RelativeTailed, fit_relative_tails
 from epsstar.statistics.goodness_of_fit import assess_fit
@@ -442,20 +442,25 @@ def _tailed_at(
     if isinstance(config, TailsTested):
         return _tested(train, population, deltas, config, seed, tail_scale)
     LossTransform.from_losses(train, population)  # refuses pooled losses that are all equal
-    for side, losses in (("train", train), ("population", population)):
-        if losses.min() == losses.max():
-            raise DegenerateDataError(
-                f"{side} losses: all {losses.size} values are equal, so no distribution "
-                f"can be fitted to them. Found every loss = {losses[0]:g}."
-            )
+    # One side's losses all equal (a model that memorised every record, such as a fully
+    # grown tree) is the most discrete case of all.
     discrete = _discrete_losses(train, population)
     if discrete is not None:
         note = (
             f"{discrete}; the {config.method} method needs continuous losses, so Epsilon* is "
-            "the empirical estimate, exact for losses with few distinct values"
+            "the empirical estimate, exact where both rates are observed (a rate observed "
+            "as 0 of n records is taken at its median-unbiased value 1 - 2^(-1/n))"
         )
         return [
-            _empirical(train, population, d, window=RateWindow.for_delta(d), seed=seed, note=note)
+            _empirical(
+                train,
+                population,
+                d,
+                window=RateWindow.for_delta(d),
+                seed=seed,
+                note=note,
+                zero_counts="median",
+            )
             for d in deltas
         ]
     train_fit, population_fit = fit_relative_tails(
@@ -555,9 +560,11 @@ def _empirical(
     window: RateWindow,
     seed: int,
     note: str | None = None,
+    zero_counts: ZeroCounts = "excluded",
 ) -> EpsilonStarResult:
-    """The empirical estimate (every observed loss a threshold), with an optional note."""
-    found = empirical_supremum(train, population, delta, window)
+    """The empirical estimate (every observed loss a threshold), with an optional note;
+    ``zero_counts`` says how a rate counted as 0 enters (:mod:`.empirical`)."""
+    found = empirical_supremum(train, population, delta, window, zero_counts=zero_counts)
     return _located(
         found,
         train,
