@@ -95,7 +95,7 @@ def test_three_attacks_end_to_end(
 ) -> None:
     out = tmp_path / "out.json"
     args = ["--reference-models", *_references(folder), "--attack", "loss", "lira", "rmia"]
-    assert main(_command(folder, *args, "--json", str(out))) == 0
+    assert main(_command(folder, *args, "--json", str(out), "--max-epsilon", "100")) == 0
     printed = capsys.readouterr().out
     document = json.loads(out.read_text())
     validate_json("audit", document)
@@ -125,6 +125,17 @@ def test_three_attacks_end_to_end(
     assert f"strongest attack: {strongest['attack']}" in printed
     for name in ("loss", "lira", "rmia"):
         assert f"attack {name}: Epsilon* {attacks[name]['epsilon_star']:.4f}" in printed
+    # The gate is over the three attacks, each leak test at level 0.05 / 3.
+    gate = document["gate"]
+    assert (gate["n_tests"], gate["level"]) == (3, pytest.approx(0.05 / 3))
+    counted = {
+        name: record["epsilon_star"] if record["gate"]["leak_p_value"] < 0.05 / 3 else 0.0
+        for name, record in attacks.items()
+    }
+    assert gate["statistic"] == max(counted.values())
+    assert counted[gate["test"]] == gate["statistic"]
+    assert document["passed"] is True
+    assert f"(the {gate['test']} attack's, the largest statistic of 3 attacks" in printed
 
 
 def test_only_reference_attacks_make_the_first_one_the_headline(

@@ -153,6 +153,42 @@ def test_each_rule_compares_its_statistic(rule: str, p_value: float, expected: f
     assert gate.to_dict()["leak_found"] is (p_value < 0.05)
 
 
+def _bound_of(confidence: float, epsilon: float) -> object:
+    bound = epsilon_lower_bound(0, 100, 30, 100, delta=1e-4, confidence=confidence)
+    return type(bound)(**{**bound.to_dict(), "epsilon": epsilon})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("rule", "expected_value", "expected_test"),
+    [
+        # p-values 0.02 and 0.01 at level 0.05/2 = 0.025: both leak; the larger Epsilon* wins.
+        ("significant", 2.5, "rmia"),
+        ("estimate", 2.5, "rmia"),
+        ("lower-bound", 0.9, "lira"),
+    ],
+)
+def test_a_gate_over_tests_takes_the_largest_statistic_at_the_bonferroni_level(
+    rule: str, expected_value: float, expected_test: str
+) -> None:
+    from epsstar.statistics.bounds import bonferroni_confidence
+    from epsstar.statistics.gate import TestedStatistic, gate_over_tests
+
+    each = bonferroni_confidence(0.95, 3)
+    tests = [
+        TestedStatistic("loss", 1.0, _leak(0.03), _bound_of(each, 0.2)),  # type: ignore[arg-type]
+        TestedStatistic("lira", 2.0, _leak(0.02), _bound_of(each, 0.9)),  # type: ignore[arg-type]
+        TestedStatistic("rmia", 2.5, _leak(0.01), _bound_of(each, 0.5)),  # type: ignore[arg-type]
+    ]
+    gate = gate_over_tests(rule, tests)  # type: ignore[arg-type]
+    assert gate.level == pytest.approx(0.05 / 3)
+    assert (gate.value, gate.test, gate.n_tests) == (expected_value, expected_test, 3)
+    assert gate.to_dict()["test"] == expected_test
+    # At 0.05/3 the loss attack's p = 0.03 is no leak, though it would be one alone.
+    assert gate_statistic("significant", 1.0, tests[0].bound, tests[0].leak).value == 0.0
+    with pytest.raises(InvalidInputError, match="at least one test"):
+        gate_over_tests("estimate", [])
+
+
 def test_an_unknown_rule_is_refused_with_its_name() -> None:
     bound = epsilon_lower_bound(0, 100, 30, 100)
     with pytest.raises(InvalidInputError, match="'lenient'"):

@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 
 from epsstar.audit.slices import MAX_SLICES, MISSING, read_slice_keys
 from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.statistics.bounds import bonferroni_confidence
 from epsstar.statistics.estimator import epsilon_star, estimate
 from epsstar.statistics.held_out_bound import split_lower_bound
 from epsstar.statistics.methods import Bootstrap, method_config
-from epsstar.statistics.slices import SlicedScores, bonferroni_confidence, slice_estimates
+from epsstar.statistics.slices import SlicedScores, slice_estimates
 from tests.conftest import invoke
 
 DELTA = 1e-4

@@ -4,7 +4,8 @@
 attack is audited: it reads the target's and each reference model's log-odds of the true
 label (:mod:`epsstar.audit.references`), audits every attack asked for
 (:mod:`epsstar.audit.attacks`) and returns the result with their records, the headline
-being the loss attack's unless only other attacks were asked for.
+being the loss attack's unless only other attacks were asked for, and the release gate
+over every attack (:mod:`epsstar.audit.attack_gate`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from epsstar.audit.attack_gate import gated_over_attacks
 from epsstar.audit.attacks import AttackSettings, attack_results, headline_from
 from epsstar.audit.from_losses import AuditOptions
 from epsstar.audit.plugins import LoadedModel
@@ -54,7 +56,7 @@ def with_attacks(
             settings.reference_models, reading, label_map, trust=trust, progress=progress
         )
     results = attack_results(settings, base, target_log_odds, references, options)
-    result = headline_from(base, results)
+    result = gated_over_attacks(headline_from(base, results), results, options)
     if references is None:
         return result
     provenance = {**result.provenance, "reference_models": list(references.models)}

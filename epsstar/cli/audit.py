@@ -283,6 +283,11 @@ def _gate_lines(result: AuditResult) -> list[str]:
     if statistic is None:
         return []
     test = f"held-out leak test p = {statistic.leak_p_value:.3g}"
+    if statistic.test is not None:
+        test = (
+            f"{test} (the {statistic.test} attack's, the largest statistic of "
+            f"{statistic.n_tests} attacks, each at level {statistic.level:.3g})"
+        )
     if statistic.rule == "significant":
         found = "finds a leak" if statistic.leak_found else "finds no leak"
         compared = (

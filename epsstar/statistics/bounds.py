@@ -31,6 +31,7 @@ from epsstar.statistics._validation import (
 
 __all__ = [
     "EpsilonLowerBound",
+    "bonferroni_confidence",
     "clopper_pearson_upper",
     "clopper_pearson_uppers",
     "epsilon_lower_bound",
@@ -192,3 +193,11 @@ def mechanism_epsilon(values: ArrayLike | Sequence[float]) -> float:
     pooled = float(logsumexp(array)) - math.log(array.size)
     # Rounding can push the result a hair outside [min, max]; the exact value cannot be.
     return min(max(pooled, float(array.min())), float(array.max()))
+
+
+def bonferroni_confidence(confidence: float, n_tests: int) -> float:
+    """The confidence ``1 - (1 - c)/m`` at which each of ``m`` bounds (or tests at level
+    ``1 - c``) is computed so that all of them hold at once with probability at least ``c``
+    (Bonferroni's inequality)."""
+    level = check_confidence(confidence)
+    return 1.0 - (1.0 - level) / max(1, n_tests)

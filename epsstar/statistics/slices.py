@@ -27,8 +27,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from epsstar.exceptions import DegenerateDataError, InsufficientDataError, InvalidInputError
-from epsstar.statistics._validation import FloatArray, check_confidence, check_positive_int
-from epsstar.statistics.bounds import EpsilonLowerBound
+from epsstar.statistics._validation import FloatArray, check_positive_int
+from epsstar.statistics.bounds import EpsilonLowerBound, bonferroni_confidence
 from epsstar.statistics.estimator import epsilon_star, estimate
 from epsstar.statistics.held_out_bound import split_lower_bound
 from epsstar.statistics.methods import Bootstrap, EstimatorConfig
@@ -38,7 +38,6 @@ __all__ = [
     "SliceEstimate",
     "SliceTable",
     "SlicedScores",
-    "bonferroni_confidence",
     "slice_estimates",
 ]
 
@@ -109,13 +108,6 @@ class SlicedScores:
         members = np.split(self.members[member_order], np.cumsum(self.counts()[0])[:-1])
         nonmembers = np.split(self.nonmembers[nonmember_order], np.cumsum(self.counts()[1])[:-1])
         yield from zip(members, nonmembers, strict=True)
-
-
-def bonferroni_confidence(confidence: float, n_tests: int) -> float:
-    """The confidence ``1 - (1 - c)/m`` at which each of ``m`` bounds is computed so that
-    all of them hold at once with probability at least ``c``."""
-    level = check_confidence(confidence)
-    return 1.0 - (1.0 - level) / max(1, n_tests)
 
 
 def slice_estimates(
