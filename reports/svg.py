@@ -285,6 +285,10 @@ class Chart:
             f'dominant-baseline="middle">{escape(value)}</text>'
         )
 
+    def legend(self, kind: Literal["line", "dot", "box"], css: str, label: str) -> None:
+        """A legend entry of its own (for elements drawn without a label)."""
+        self._legend.append((kind, css, label))
+
     def raw(self, markup: str) -> None:
         """Already-escaped SVG (pixel coordinates)."""
         self._body.append(markup)
