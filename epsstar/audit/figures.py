@@ -620,8 +620,9 @@ def roc_points(
     The test "member if score ≤ τ" at every distinct score τ (and below all of them)
     gives the empirical curve; points inside a horizontal or vertical run are
     dropped. Kept: every corner with at most ``low_counts`` flagged non-members
-    (the steps of the low end, exact), and the corners on either side of ``levels``
-    FPRs evenly spaced in log FPR from 1/n to 1 and of the FPRs in ``keep``. At
+    (the steps of the low end, exact), and the tops of the steps on either side of
+    ``levels`` FPRs evenly spaced in log FPR from 1/n to 1 and of the FPRs in
+    ``keep``, so that at every FPR kept the TPR is the largest observed there. At
     most ``2 (low_counts + 1) + 2 (levels + len(keep)) + 1`` corners, ascending.
     """
     members, others = np.sort(member_scores), np.sort(nonmember_scores)
@@ -635,13 +636,15 @@ def roc_points(
     flagged, found = flagged[corner], found[corner]
     n = others.size
     grid = np.concatenate([np.geomspace(1.0 / n, 1.0, levels), np.asarray(keep, dtype=float)])
+    # The top corner of the step at each level and of the next step after it.
     below = np.searchsorted(flagged, grid * n * (1.0 + 1e-12), side="right") - 1
+    after = flagged[np.minimum(below + 1, flagged.size - 1)]
     chosen = np.unique(
         np.concatenate(
             [
                 np.flatnonzero(flagged <= low_counts),
                 below,
-                np.minimum(below + 1, flagged.size - 1),
+                np.searchsorted(flagged, after, side="right") - 1,
                 [flagged.size - 1],
             ]
         )
