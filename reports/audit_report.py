@@ -288,7 +288,7 @@ def attacks_chart(figure: AttackCurvesFigure) -> Markup:
                 tooltip=f"{curve.name}: TPR {rate(mark.tpr, 4)} at {percent(mark.fpr)} FPR "
                 "(the attacks table)",
             )
-    chart.legend("dot", "mark-legend", "TPR at the table's FPRs (dot in the attack's colour)")
+    chart.legend("dot", "mark-legend", "TPR at 0.1 % and 1 % FPR (the table)")
     return chart.render()
 
 
