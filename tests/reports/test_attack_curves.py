@@ -43,7 +43,8 @@ MOST_CORNERS = 2 * (ROC_LOW_COUNTS + 1) + 2 * (ROC_LEVELS + len(READING_FPRS)) +
 
 def with_attacks(base: AuditResult, scores: Scores, epsilons: dict[str, float]) -> AuditResult:
     """``base`` with one attack per entry of ``scores`` (members, non-members), each read as
-    the audit reads it; Epsilon* is set to ``epsilons`` (the strongest is their largest)."""
+    the audit reads it; Epsilon* is set to ``epsilons`` and every lower bound is the same,
+    so the strongest is the one with the largest Epsilon*."""
     attacks = []
     for name, (members, others) in scores.items():
         epsilon = dataclasses.replace(
