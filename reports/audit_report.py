@@ -18,14 +18,20 @@ from epsstar.audit.figures import (
     KS_GRID_SAMPLE_SIZES,
 )
 
-from .numbers import number, rate
+from .numbers import number, percent, rate
 from .slice_chart import slice_chart
 from .svg import Chart
 
 if TYPE_CHECKING:
     from markupsafe import Markup
 
-    from epsstar.audit.figures import AuditFigures, HistogramFigure, KSGrid, TradeoffFigure
+    from epsstar.audit.figures import (
+        AttackCurvesFigure,
+        AuditFigures,
+        HistogramFigure,
+        KSGrid,
+        TradeoffFigure,
+    )
     from epsstar.audit.result import AuditResult
 
 __all__ = [
@@ -33,6 +39,7 @@ __all__ = [
     "KS_GRID_COMPONENTS",
     "KS_GRID_MAX_VALUES",
     "KS_GRID_SAMPLE_SIZES",
+    "attacks_chart",
     "audit_context",
     "loss_chart",
     "tradeoff_chart",
@@ -45,6 +52,7 @@ __all__ = [
 #: Pixel sizes of the charts' drawing (they scale to the page's width): histograms, trade-off.
 HISTOGRAM_SIZE = (960, 380)
 TRADEOFF_SIZE = (960, 700)
+ATTACKS_SIZE = (960, 640)
 
 
 def loss_chart(figure: HistogramFigure) -> Markup:
@@ -208,6 +216,82 @@ def tradeoff_chart(result: AuditResult, figure: TradeoffFigure) -> Markup:
     return chart.render()
 
 
+def attacks_chart(figure: AttackCurvesFigure) -> Markup:
+    """Every attack's observed ROC curve on log-log axes, the strongest drawn last.
+
+    Drawn bottom to top: the bands below one record, the diagonal, the strongest
+    attack's (ε*, δ) bound, the FPRs of the readings, the curves, the readings' TPRs.
+    """
+    low, high = figure.axis
+    width, height = ATTACKS_SIZE
+    chart = Chart(
+        "ROC curves of the membership attacks",
+        figure.axis,
+        figure.axis,
+        "FPR: share of non-members flagged as members (log scale)",
+        "TPR: share of members found (log scale)",
+        x_scale="log",
+        y_scale="log",
+        width=width,
+        height=height,
+    )
+    chart.region(
+        (low, figure.smallest_fpr),
+        (low, high),
+        css="unsupported",
+        label="below one record: counts of 0 drawn at 1",
+        tooltip=f"FPR below one non-member ({number(figure.smallest_fpr, '.3g')})",
+    )
+    chart.region(
+        (low, high),
+        (low, figure.smallest_tpr),
+        css="unsupported",
+        tooltip=f"TPR below one member ({number(figure.smallest_tpr, '.3g')})",
+    )
+    chart.line(
+        figure.axis,
+        figure.axis,
+        css="no-leak",
+        label="random guessing: TPR = FPR",
+        tooltip="a test that learns nothing about membership: TPR = FPR",
+    )
+    strongest = figure.strongest
+    if figure.bound is not None:
+        chart.line(
+            figure.bound.x,
+            figure.bound.y,
+            css="dp-boundary",
+            label=f"(ε*, δ) bound of {strongest.name}, ε* = {figure.bound_epsilon:.3g}",
+            tooltip=f"TPR ≤ e^ε*·FPR + δ with ε* = {figure.bound_epsilon:.4g}, "
+            f"δ = {figure.bound_delta:.3g}",
+        )
+    for mark in strongest.marks:
+        chart.segment(mark.fpr, low, mark.fpr, high, css="reading-fpr")
+        chart.text(mark.fpr, high, f"{percent(mark.fpr)} FPR", dy=10)
+    for curve in sorted(figure.curves, key=lambda curve: curve.strongest):
+        css = f"attack-{curve.name}" + (" strongest" if curve.strongest else "")
+        name = f"{curve.name} (strongest)" if curve.strongest else curve.name
+        chart.line(
+            curve.fpr,
+            curve.tpr,
+            css=css,
+            label=f"{name}: ε* = {curve.epsilon:.3g}, AUC = {curve.auc:.3f}",
+            tooltip=f"{name}: {curve.n_members:,} members, {curve.n_nonmembers:,} non-members",
+        )
+    for curve in figure.curves:
+        for mark in curve.marks:
+            chart.point(
+                mark.x,
+                mark.y,
+                css=f"mark-{curve.name}",
+                radius=4.5,
+                tooltip=f"{curve.name}: TPR {rate(mark.tpr, 4)} at {percent(mark.fpr)} FPR "
+                "(the attacks table)",
+            )
+    chart.legend("dot", "mark-legend", "TPR at 0.1 % and 1 % FPR (the table)")
+    return chart.render()
+
+
 def _ks_context(grid: KSGrid | None) -> dict[str, Any] | None:
     """The grid as the template walks it: sides by name, rows of (components, p-values)."""
     if grid is None:
@@ -257,7 +341,9 @@ def audit_context(result: AuditResult, figures: AuditFigures) -> dict[str, Any]:
             "slices": None
             if result.slices is None
             else slice_chart(result.slices, result.epsilon_star),
+            "attacks": None if figures.attacks is None else attacks_chart(figures.attacks),
         },
+        "attack_curves": figures.attacks,
         "histograms": {
             "loss": losses.histogram,
             "transformed": None if transformed is None else transformed.histogram,

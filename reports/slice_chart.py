@@ -97,9 +97,9 @@ def slice_chart(sliced: SliceResult, headline: float) -> Markup | None:
 
 def _legend(chart: Chart, sliced: SliceResult, headline: float, intervals: bool) -> None:
     """Legend entries (the chart's marks are added without labels, once per row)."""
-    chart.legend_entry("dot", "slice-estimate", "Epsilon* of the slice")
+    chart.legend("dot", "slice-estimate", "Epsilon* of the slice")
     if intervals:
-        chart.legend_entry("line", "slice-interval", "bootstrap interval")
+        chart.legend("line", "slice-interval", "bootstrap interval")
     together = number(sliced.confidence * 100, ".4g")
-    chart.legend_entry("dot", "slice-bound", f"lower bound (all hold together at {together} %)")
-    chart.legend_entry("line", "headline-line", f"headline Epsilon* {number(headline, '.4f')}")
+    chart.legend("dot", "slice-bound", f"lower bound (all hold together at {together} %)")
+    chart.legend("line", "headline-line", f"headline Epsilon* {number(headline, '.4f')}")

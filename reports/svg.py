@@ -285,14 +285,13 @@ class Chart:
             f'dominant-baseline="middle">{escape(value)}</text>'
         )
 
+    def legend(self, kind: Literal["line", "dot", "box"], css: str, label: str) -> None:
+        """A legend entry of its own (for elements drawn without a label)."""
+        self._legend.append((kind, css, label))
+
     def raw(self, markup: str) -> None:
         """Already-escaped SVG (pixel coordinates)."""
         self._body.append(markup)
-
-    def legend_entry(self, kind: str, css: str, label: str) -> None:
-        """A legend entry (``kind`` ``"line"``, ``"dot"`` or ``"box"``) for marks drawn
-        without a label, such as one drawn once per row."""
-        self._legend.append((kind, css, label))
 
     # --- output --------------------------------------------------------------------------------
 

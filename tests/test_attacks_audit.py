@@ -93,9 +93,10 @@ def test_three_attacks_end_to_end(
     capsys: pytest.CaptureFixture[str],
     validate_json: Any,
 ) -> None:
-    out = tmp_path / "out.json"
+    out, report = tmp_path / "out.json", tmp_path / "out.html"
     args = ["--reference-models", *_references(folder), "--attack", "loss", "lira", "rmia"]
-    assert main(_command(folder, *args, "--json", str(out), "--max-epsilon", "100")) == 0
+    more = ("--json", str(out), "--report", str(report), "--max-epsilon", "100")
+    assert main(_command(folder, *args, *more)) == 0
     printed = capsys.readouterr().out
     document = json.loads(out.read_text())
     validate_json("audit", document)
@@ -136,6 +137,25 @@ def test_three_attacks_end_to_end(
     assert counted[gate["test"]] == gate["statistic"]
     assert document["passed"] is True
     assert f"(the {gate['test']} attack's, the largest statistic of 3 attacks" in printed
+    _check_attack_chart(report.read_text("utf-8"), attacks, strongest["attack"])
+
+
+def _check_attack_chart(html: str, attacks: dict[str, Any], strongest: str) -> None:
+    """One ROC line per attack (the strongest marked), the table's TPRs as marks, the
+    records each attack used in the caption, and nothing drawn at NaN or infinity."""
+    start = html.index('<figure id="fig-attacks">')
+    figure = html[start : html.index("</figure>", start)]
+    assert html.index('<table id="attacks-table">') < start
+    for name, record in attacks.items():
+        css = f"attack-{name}" + (" strongest" if name == strongest else "")
+        assert figure.count(f'<polyline class="{css}"') == 1, name
+        for reading in record["tpr_at_fpr"]:
+            assert f"{name}: TPR {reading['tpr_observed']:.4g} at" in figure
+    assert figure.count("<polyline") == 3 + 2  # the attacks, the diagonal, the bound
+    assert re.search(r"\b(nan|inf|infinity)\b", figure, flags=re.IGNORECASE) is None
+    caption = " ".join(figure[figure.index("<figcaption>") :].split())
+    assert "rmia: 300 members and 225 non-members" in caption
+    assert "75 population records are set aside as its z records" in caption
 
 
 def test_only_reference_attacks_make_the_first_one_the_headline(

@@ -16,6 +16,11 @@ without computing anything:
   no-leak line ``f(x) = 1 - x``, the μ-GDP curve ``f(x) = Φ(-Φ^-1(x) - μ)``
   through the Epsilon* point (``gdp-and-auditing-lecture.md``), and the ranges of
   both axes;
+* every attack's observed ROC curve (TPR against FPR of "member if score ≤ τ") on
+  log-log axes, at a bounded set of corners (:func:`roc_points`), with the readings'
+  TPR at 0.1 % and 1 % FPR, the diagonal TPR = FPR and the (ε*, δ) bound of the
+  strongest attack, ``TPR ≤ e^ε FPR + δ``
+  (:class:`AttackCurvesFigure`, when the audit ran more than the loss attack);
 * Appendix 8.2's grid of hold-out KS p-values of Gaussian mixtures, on a seeded
   subsample of at most :data:`KS_GRID_MAX_VALUES` transformed losses per side;
 * how the headline Epsilon* was estimated, in words from the names table
@@ -45,8 +50,10 @@ from epsstar.statistics.fitting import GaussianMixtureFit, LossDistribution, Nor
 from epsstar.statistics.goodness_of_fit import ks_table
 from epsstar.statistics.losses import MAX_ABS_LOGIT, PROBABILITY_CLIP
 from epsstar.statistics.names import FAMILIES, METHODS
+from epsstar.statistics.readings import READING_FPRS
 
 if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.attack_result import AttackResult
     from epsstar.audit.result import AuditResult
     from epsstar.statistics.fitting.base import FittedDistribution
     from epsstar.statistics.results import EpsilonStarResult
@@ -58,7 +65,11 @@ __all__ = [
     "KS_GRID_COMPONENTS",
     "KS_GRID_MAX_VALUES",
     "KS_GRID_SAMPLE_SIZES",
+    "ROC_LEVELS",
+    "ROC_LOW_COUNTS",
     "TAIL_QUANTILE",
+    "AttackCurve",
+    "AttackCurvesFigure",
     "AuditFigures",
     "ClippedLosses",
     "Curve",
@@ -70,7 +81,9 @@ __all__ = [
     "KSGridSide",
     "RatePoint",
     "SideHistogram",
+    "TprMark",
     "TradeoffFigure",
+    "attack_curves",
     "audit_figures",
     "clip_values",
     "clipped_losses",
@@ -80,6 +93,7 @@ __all__ = [
     "histogram",
     "ks_grid",
     "observed_tradeoff",
+    "roc_points",
     "tradeoff_figure",
 ]
 
@@ -96,6 +110,10 @@ KS_GRID_SAMPLE_SIZES: tuple[int, ...] = (100, 400, 700, 1000)
 KS_GRID_MAX_VALUES = 2000
 #: Points per curve tail on the trade-off chart.
 CURVE_POINTS = 120
+#: ROC curves keep every corner up to this many flagged non-members (the exact low end) ...
+ROC_LOW_COUNTS = 40
+#: ... and the corners around this many FPRs evenly spaced in log FPR from 1/n to 1.
+ROC_LEVELS = 120
 #: Points of each fitted density curve.
 DENSITY_POINTS = 240
 #: Points per tail of the (ε*, δ) boundary and the μ-GDP curve.
@@ -251,6 +269,66 @@ class KSGrid:
 
 
 @dataclass(frozen=True, slots=True)
+class TprMark:
+    """A reading of the attacks table, the observed TPR at ``fpr``, and where it is drawn.
+
+    ``x = max(fpr, 1/n_nonmembers)`` and ``y = max(tpr, 1/n_members)``: below one
+    non-member the reading is the test that flags none (FPR 0), drawn, like the
+    curve's counts of 0, at one record's worth.
+    """
+
+    fpr: float
+    tpr: float
+    x: float
+    y: float
+
+
+@dataclass(frozen=True, slots=True)
+class AttackCurve:
+    """One attack's observed ROC curve: TPR against FPR of "member if score ≤ τ".
+
+    ``fpr`` and ``tpr`` trace the step function "the largest observed TPR of a test
+    with FPR ≤ x" through the corners of :func:`roc_points`: counts over
+    ``n_nonmembers`` and ``n_members``, a count of 0 drawn as 1. The readings' TPR
+    at an FPR (``marks``) lies on it.
+    """
+
+    name: str
+    fpr: FloatArray
+    tpr: FloatArray
+    strongest: bool
+    epsilon: float
+    auc: float
+    n_members: int
+    n_nonmembers: int
+    marks: tuple[TprMark, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AttackCurvesFigure:
+    """Every attack's ROC curve on log-log axes, with the diagonal and the strongest's bound."""
+
+    #: Range of both axes: (a power of ten at or below 1 / the largest set, 1).
+    axis: tuple[float, float]
+    curves: tuple[AttackCurve, ...]
+    #: The largest numbers of non-members and members any attack scored, and one record's
+    #: worth of them: rates below those were observed by no attack.
+    most_nonmembers: int
+    most_members: int
+    smallest_fpr: float
+    smallest_tpr: float
+    #: The strongest attack's (ε*, δ) bound ``TPR ≤ e^ε FPR + δ`` up to where it reaches 1;
+    #: None when it is 1 on the whole axis (or ε* is not finite).
+    bound: Curve | None
+    bound_epsilon: float
+    bound_delta: float
+
+    @property
+    def strongest(self) -> AttackCurve:
+        return next(curve for curve in self.curves if curve.strongest)
+
+
+@dataclass(frozen=True, slots=True)
 class AuditFigures:
     """Everything the report of one audit draws besides the result's own fields."""
 
@@ -262,6 +340,8 @@ class AuditFigures:
     ks_grid: KSGrid | None
     #: How the headline Epsilon* was estimated, in words (see :func:`estimator_description`).
     estimator: str
+    #: The attacks' ROC curves; None when only the loss attack ran.
+    attacks: AttackCurvesFigure | None = None
 
 
 # --- histograms ----------------------------------------------------------------------------------
@@ -524,6 +604,113 @@ def tradeoff_figure(result: AuditResult) -> TradeoffFigure:
     )
 
 
+# --- the attacks' ROC curves --------------------------------------------------------------------
+
+
+def roc_points(
+    member_scores: FloatArray,
+    nonmember_scores: FloatArray,
+    *,
+    low_counts: int = ROC_LOW_COUNTS,
+    levels: int = ROC_LEVELS,
+    keep: Sequence[float] = READING_FPRS,
+) -> tuple[IntArray, IntArray]:
+    """(flagged non-members, found members) at a bounded set of corners of the ROC curve.
+
+    The test "member if score ≤ τ" at every distinct score τ (and below all of them)
+    gives the empirical curve; points inside a horizontal or vertical run are
+    dropped. Kept: every corner with at most ``low_counts`` flagged non-members
+    (the steps of the low end, exact), and the tops of the steps on either side of
+    ``levels`` FPRs evenly spaced in log FPR from 1/n to 1 and of the FPRs in
+    ``keep``, so that at every FPR kept the TPR is the largest observed there. At
+    most ``2 (low_counts + 1) + 2 (levels + len(keep)) + 1`` corners, ascending.
+    """
+    members, others = np.sort(member_scores), np.sort(nonmember_scores)
+    thresholds = np.unique(np.concatenate([members, others]))
+    zero = np.zeros(1, dtype=np.int64)
+    flagged = np.concatenate([zero, np.searchsorted(others, thresholds, side="right")])
+    found = np.concatenate([zero, np.searchsorted(members, thresholds, side="right")])
+    corner = np.ones(flagged.size, dtype=bool)
+    for counts in (flagged, found):
+        corner[1:-1] &= ~((counts[1:-1] == counts[:-2]) & (counts[1:-1] == counts[2:]))
+    flagged, found = flagged[corner], found[corner]
+    n = others.size
+    grid = np.concatenate([np.geomspace(1.0 / n, 1.0, levels), np.asarray(keep, dtype=float)])
+    # The top corner of the step at each level and of the next step after it.
+    below = np.searchsorted(flagged, grid * n * (1.0 + 1e-12), side="right") - 1
+    after = flagged[np.minimum(below + 1, flagged.size - 1)]
+    chosen = np.unique(
+        np.concatenate(
+            [
+                np.flatnonzero(flagged <= low_counts),
+                below,
+                np.searchsorted(flagged, after, side="right") - 1,
+                [flagged.size - 1],
+            ]
+        )
+    )
+    return flagged[chosen].astype(np.int64), found[chosen].astype(np.int64)
+
+
+def _attack_curve(attack: AttackResult, strongest: bool) -> AttackCurve:
+    n, m = attack.nonmember_scores.size, attack.member_scores.size
+    flagged, found = roc_points(attack.member_scores, attack.nonmember_scores)
+    # The step function TPR(x) = the largest TPR of a test with FPR ≤ x: from each corner
+    # along to the next one's FPR, then up to its TPR (ties are steps, not chords).
+    flagged = np.concatenate([flagged[:1], np.repeat(flagged[1:], 2)])
+    found = np.concatenate([np.repeat(found[:-1], 2), found[-1:]])
+    fpr, tpr = np.maximum(flagged, 1) / n, np.maximum(found, 1) / m
+    # Clipping counts of 0 to 1, and the steps, repeat points; draw each once.
+    fresh = np.ones(fpr.size, dtype=bool)
+    fresh[1:] = (fpr[1:] != fpr[:-1]) | (tpr[1:] != tpr[:-1])
+    marks = tuple(
+        TprMark(r.fpr, r.tpr_observed, max(r.fpr, 1.0 / n), max(r.tpr_observed, 1.0 / m))
+        for r in attack.readings.tpr_at_fpr
+    )
+    return AttackCurve(
+        name=attack.name,
+        fpr=fpr[fresh],
+        tpr=tpr[fresh],
+        strongest=strongest,
+        epsilon=float(attack.epsilon.epsilon),
+        auc=float(attack.auc),
+        n_members=m,
+        n_nonmembers=n,
+        marks=marks,
+    )
+
+
+def attack_curves(result: AuditResult) -> AttackCurvesFigure | None:
+    """The ROC curves of every attack; None when the loss attack alone ran (its trade-off
+    has its own chart) or an attack's scores are not at hand."""
+    attacks, strongest = result.attacks, result.strongest_attack
+    if strongest is None or [a.name for a in attacks] == ["loss"]:
+        return None
+    if any(not (a.member_scores.size and a.nonmember_scores.size) for a in attacks):
+        return None
+    curves = tuple(_attack_curve(a, a is strongest) for a in attacks)
+    n = max(curve.n_nonmembers for curve in curves)
+    m = max(curve.n_members for curve in curves)
+    low = float(10.0 ** math.floor(math.log10(min(1.0 / n, 1.0 / m)) + 1e-9))
+    e, d = float(strongest.epsilon.epsilon), float(strongest.epsilon.delta)
+    bound = None
+    if math.isfinite(e) and math.exp(min(e, 700.0)) * low + d < 1.0:
+        # A straight line of slope 1 on log-log axes once e^ε x ≫ δ; it ends at TPR = 1.
+        x = np.geomspace(low, (1.0 - d) * math.exp(-e), BOUNDARY_POINTS)
+        bound = Curve(x, np.minimum(1.0, math.exp(e) * x + d))
+    return AttackCurvesFigure(
+        axis=(low, 1.0),
+        curves=curves,
+        most_nonmembers=n,
+        most_members=m,
+        smallest_fpr=1.0 / n,
+        smallest_tpr=1.0 / m,
+        bound=bound,
+        bound_epsilon=e,
+        bound_delta=d,
+    )
+
+
 # --- goodness of fit -----------------------------------------------------------------------------
 
 
@@ -609,4 +796,5 @@ def audit_figures(
             max_values=ks_max_values,
         ),
         estimator=estimator_description(result.epsilon.method, result.epsilon.family),
+        attacks=attack_curves(result),
     )

@@ -124,6 +124,34 @@ def test_tails_report_with_interval_in_browser(browser: Any, tmp_path: Path) -> 
     page.close()
 
 
+def test_attack_curves_in_browser(
+    browser: Any, make_synthetic: Callable[..., AuditResult], tmp_path: Path
+) -> None:
+    """The attacks' ROC chart fills the page's width at screen and print widths, and each
+    attack's line is drawn inside the plot (at the print width too)."""
+    from tests.reports.test_attack_curves import scores, with_attacks
+
+    pairs = {"loss": scores(1, 500, 500, 0.5), "lira": scores(2, 500, 500, 1.5)}
+    result = with_attacks(make_synthetic(1_000), pairs, {"loss": 1.0, "lira": 2.0})
+    path = render(result, tmp_path / "report-attacks.html", ks_components=())
+    page = check_page(browser, path, n_charts=4)
+    for width in (1280, 794):
+        page.set_viewport_size({"width": width, "height": 900})
+        chart = page.locator("#fig-attacks svg").bounding_box()
+        assert chart["width"] >= 0.97 * page.locator("#readings").bounding_box()["width"]
+        frame = page.locator("#fig-attacks svg .frame").bounding_box()
+        box = "element => { const b = element.getBBox(); return [b.x, b.width]; }"
+        frame_x, frame_width = page.locator("#fig-attacks svg .frame").evaluate(box)
+        for name in pairs:
+            line = page.locator(f"#fig-attacks polyline.attack-{name}")
+            assert line.bounding_box()["width"] > 0.5 * frame["width"], name
+            # The line's geometry (without its stroke) stays within the frame.
+            x, line_width = line.evaluate(box)
+            assert frame_x <= x
+            assert x + line_width <= frame_x + frame_width
+    page.close()
+
+
 def test_landscape_in_browser(
     browser: Any, make_synthetic: Callable[..., AuditResult], tmp_path: Path
 ) -> None:

@@ -42,6 +42,7 @@ def test_report_of_fixture_models(
     for table in ("headline", "readings", "tradeoff", "fit", "utility", "provenance"):
         assert f'id="{table}-table"' in html
     assert 'id="attacks-table"' not in html  # the loss attack alone: its figures are above
+    assert 'id="fig-attacks"' not in html
     assert 'id="ks-grid-train"' in html
     assert 'id="ks-grid-population"' in html
     assert result.provenance["model_sha256"] in html
