@@ -226,3 +226,14 @@ def test_regular_install_holds_the_linked_folders(installed: Path) -> None:
     files = [line.split(",")[0] for line in record.read_text().splitlines()]
     top_level = {name.split("/")[0] for name in files if not name.startswith("../")}
     assert {name for name in top_level if not name.endswith(".dist-info")} == {"epsstar"}
+
+
+@pytest.mark.parametrize("module", ["epsstar", "epsstar.cli"])
+def test_python_m_runs_the_command(module: str) -> None:
+    from epsstar import __version__
+
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--version"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"epsstar {__version__}"
