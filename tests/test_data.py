@@ -640,3 +640,17 @@ def test_labels_outside_the_models_classes_name_the_file_and_the_column() -> Non
     message = str(caught.value)
     assert message.startswith("adult.test: label column 'income': labels must be classes")
     assert "'>50K.'" in message
+
+
+def test_a_pandas_index_in_parquet_is_not_a_column(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"x": np.arange(10.0), "y": np.arange(10) % 2})
+    frame = frame.sample(frac=1.0, random_state=0)  # an index that is no range
+    frame.to_parquet(tmp_path / "shuffled.parquet")  # writes __index_level_0__
+    named = frame.set_index(pd.Index([3, 1, 4, 15, 9, 2, 6, 5, 35, 8], name="row"))
+    named.to_parquet(tmp_path / "named.parquet")
+    for file in ("shuffled.parquet", "named.parquet"):
+        assert len(pq.read_schema(tmp_path / file).names) == 3  # the index is stored
+        assert read_schema(tmp_path / file).columns == ("x", "y")
+        (batch,) = iter_batches(tmp_path / file, label_column="y")
+        assert batch.features.names == ("x",)
+        assert batch.labels.tolist() == frame["y"].tolist()

@@ -22,7 +22,8 @@ Conventions per format:
   comma ("1,5") cannot shift the values of a row. The number of rows is unknown
   without reading the file (:attr:`TableSchema.n_rows` is ``None``;
   :func:`count_rows` streams through it).
-* **Parquet**: top-level columns; the row count comes from the footer.
+* **Parquet**: top-level columns, except those that hold a pandas index (the file's
+  pandas metadata names them); the row count comes from the footer.
 * **NPZ**, either layout:
 
   - one 1-D array per column, all of one length; the array names are the
@@ -682,6 +683,16 @@ def _parquet_chunks(
 # --------------------------------------------------------------------------- schema
 
 
+def _pandas_index_columns(schema: Any) -> frozenset[str]:
+    """The columns that hold a pandas DataFrame's index (``__index_level_0__`` after
+    ``df.sample(...).to_parquet(...)``): row labels, not data, so not columns of the table."""
+    try:
+        metadata = schema.pandas_metadata or {}
+    except (ValueError, TypeError):  # pandas metadata that is not JSON
+        return frozenset()
+    return frozenset(name for name in metadata.get("index_columns", ()) if isinstance(name, str))
+
+
 def read_schema(path: str | os.PathLike[str]) -> TableSchema:
     """The format, column names and (except for CSV) row count of a data file."""
     file, kind = _locate(path)
@@ -689,7 +700,8 @@ def read_schema(path: str | os.PathLike[str]) -> TableSchema:
         schema = TableSchema(file, kind, _csv_columns(file), None)
     elif kind == "parquet":
         with _open_parquet(file) as parquet:
-            names = tuple(str(name) for name in parquet.schema_arrow.names)
+            index = _pandas_index_columns(parquet.schema_arrow)
+            names = tuple(str(name) for name in parquet.schema_arrow.names if name not in index)
             schema = TableSchema(file, kind, names, int(parquet.metadata.num_rows))
     else:
         with _ArrayFile(file, kind) as arrays:
