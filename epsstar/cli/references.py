@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from epsstar.cli.exit_codes import EXIT_OK
+from epsstar.cli.train import add_threads_argument
 
 SUMMARY = "train reference models for --attack lira/rmia on a reference split of the data"
 
@@ -52,6 +53,7 @@ def register(subparsers: Any) -> None:
         "--seed", type=int, default=0, help="seed of halves and training (default 0)"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress or summary")
+    add_threads_argument(parser)
     parser.set_defaults(handler=run)
 
 
@@ -76,7 +78,9 @@ def summarise(document: dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     from epsstar.training.data import load_table
     from epsstar.training.references import read_recipe, train_references
+    from epsstar.training.threads import apply_threads, choose_threads
 
+    threads = choose_threads(1, args.threads)
     recipe = read_recipe(args.recipe)
     data = load_table(
         args.data, args.label_column, features=recipe.feature_names, classes=recipe.classes
@@ -86,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         population = load_table(
             args.population, args.label_column, features=data.feature_names, classes=data.classes
         )
+    apply_threads(threads)
     result = train_references(
         data,
         recipe,

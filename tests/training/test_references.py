@@ -73,6 +73,8 @@ def test_trained_target_references_and_audit(
             str(split / "population.csv"),
             "--out",
             str(tmp_path / "refs"),
+            "--threads",
+            "1",
             *common,
         ],
         capsys,
