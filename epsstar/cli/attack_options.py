@@ -105,6 +105,11 @@ def attack_lines(result: AuditResult) -> list[str]:
     return lines
 
 
+def _clipped(value: str, width: int = 40) -> str:
+    """A slice's value, cut to ``width`` characters for the summary."""
+    return value if len(value) <= width else value[: width - 1] + "…"
+
+
 def slice_lines(result: AuditResult) -> list[str]:
     """A heading, one line per estimated slice of ``--slice-by``, and one line naming the
     slices too small to estimate (none without ``--slice-by``)."""
@@ -121,22 +126,24 @@ def slice_lines(result: AuditResult) -> list[str]:
         if min(row.estimate.n_members, row.estimate.n_nonmembers) < sliced.minimum
     ]
     shown = [row for row in sliced.rows if row.value not in small]
-    width = max((len(row.value) for row in shown), default=0)
+    width = max((len(_clipped(row.value)) for row in shown), default=0)
     for row in shown:
         estimate = row.estimate
+        name = _clipped(row.value)
         counts = f"{estimate.n_members:,} members, {estimate.n_nonmembers:,} non-members"
         if estimate.epsilon is None or estimate.lower_bound is None:
             why = estimate.unavailable
-            lines.append(f"    {row.value:<{width}}  no estimate: {why} ({counts})")
+            lines.append(f"    {name:<{width}}  no estimate: {why} ({counts})")
             continue
         interval = estimate.epsilon.interval
         spread = "" if interval is None else f" [{interval.low:.3g}, {interval.high:.3g}]"
         lines.append(
-            f"    {row.value:<{width}}  Epsilon* {estimate.epsilon.epsilon:.4f}{spread}, lower "
+            f"    {name:<{width}}  Epsilon* {estimate.epsilon.epsilon:.4f}{spread}, lower "
             f"bound {estimate.lower_bound.epsilon:.4f} ({counts})"
         )
     if small:
-        named = ", ".join(small[:8]) + (f" and {len(small) - 8} more" if len(small) > 8 else "")
+        listed = ", ".join(_clipped(value) for value in small[:8])
+        named = listed + (f" and {len(small) - 8} more" if len(small) > 8 else "")
         lines.append(
             f"    no estimate for {len(small)} slice(s) with fewer than {sliced.minimum} "
             f"records on a side: {named}"
