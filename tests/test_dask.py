@@ -170,6 +170,39 @@ def test_audit_of_partitions_on_a_local_cluster_gives_the_single_engine_result(
     assert found == expected
 
 
+def test_reference_attacks_on_a_local_cluster_give_the_single_engine_result(
+    in_process: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], validate_json: Any
+) -> None:
+    # Models of the binary task in three formats stand in for reference models (none was
+    # trained on a population record); what matters here is that both engines agree.
+    references = [
+        str(MODELS / name)
+        for name in ("binary_logreg.onnx", "binary_mlp_torch.onnx", "binary_logreg.pt")
+    ]
+    attacks = ["--attack", "loss", "lira", "rmia", "--reference-models", *references]
+    train, population = MODELS / "binary_train.parquet", MODELS / "binary_population.parquet"
+    single = tmp_path / "single.json"
+    argv = [*AUDIT, "--train", str(train), "--population", str(population), "--quiet", *attacks]
+    code, _, err = _invoke([*argv, "--json", str(single), "--max-epsilon", "50"], capsys)
+    assert code == 0, err
+    parts = _partitioned(population, tmp_path / "population", 5)
+    dask = tmp_path / "dask.json"
+    argv = [*AUDIT, "--train", str(train), "--population", str(parts), "--quiet", *attacks]
+    engine = ["--engine", "dask", "--scheduler", in_process, "--max-epsilon", "50"]
+    code, _, err = _invoke([*argv, "--json", str(dask), *engine], capsys)
+    assert code == 0, err
+    written = json.loads(dask.read_text())
+    validate_json("audit", written)
+    expected, found = _audit_document(single), _audit_document(dask)
+    assert [a["attack"] for a in found["attacks"]] == ["loss", "lira", "rmia"]
+    assert found["gate"]["n_tests"] == 3
+    assert len(found["provenance"]["reference_models"]) == 3
+    for key in ("population", "population_sha256"):
+        expected["provenance"].pop(key)
+        found["provenance"].pop(key)
+    assert found == expected
+
+
 def test_partitions_are_listed_in_natural_order_without_hidden_files(tmp_path: Path) -> None:
     from epsstar.audit.partitions import find_partitions
 

@@ -14,6 +14,7 @@ import dataclasses
 from pathlib import Path
 
 from epsstar.audit.attack_gate import gated_over_attacks
+from epsstar.audit.attack_inputs import AttackInputs
 from epsstar.audit.attacks import AttackSettings, attack_results, headline_from
 from epsstar.audit.from_losses import AuditOptions
 from epsstar.audit.plugins import LoadedModel
@@ -38,16 +39,20 @@ def with_attacks(
     logit_losses: tuple[FloatArray, FloatArray] | None = None,
     trust: bool = False,
     progress: Progress | None = None,
+    inputs: AttackInputs | None = None,
 ) -> AuditResult:
     """``base`` (the loss attack's audit) with one record per attack of ``settings``.
 
     ``logit_losses`` are the target's logit losses on both tables when the audit measured
     them already (otherwise the target is streamed again); the reference model files
-    (``settings.reference_models``) are loaded only when an attack needs them.
+    (``settings.reference_models``) are loaded only when an attack needs them, and not at
+    all when ``inputs`` holds their log-odds already (an audit on a Dask cluster).
     """
     needs = any(name != "loss" for name in settings.attacks)
     target_log_odds = references = None
-    if needs:
+    if needs and inputs is not None:
+        target_log_odds, references = inputs.target, inputs.references
+    elif needs:
         if logit_losses is not None:
             target_log_odds = (-logit_losses[0], -logit_losses[1])
         else:

@@ -9,6 +9,11 @@ correct predictions, the row hashes and class counts of the data checks, and the
 SHA-256. :func:`stream_on_dask` joins the partitions in data-set order, so that the tables,
 and hence the audit, are those of the single-process engine on the same rows.
 
+For the reference-model attacks (``--attack lira rmia``) the same task also runs each
+reference model over its partition, loaded by path and checked like the target, and sends
+back every model's log-odds of the true label (8 bytes per row and model; the target's too
+when the audit's loss is not the logit loss, whose negative they are).
+
 What travels back is about 8 bytes per row for the losses, 8 for the row hashes and, below
 :data:`~epsstar.audit.streaming.MAX_AUROC_VALUES`, 16 (binary) or 8·(K+1) (K classes) for
 the AUROC; the data themselves never reach this process.
@@ -18,17 +23,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from epsstar.audit.attack_inputs import AttackInputs
 from epsstar.audit.data_checks import TableScan
 from epsstar.audit.files import sha256_of
 from epsstar.audit.partitions import DataSet, dataset_digest, find_partitions, local_partition
+from epsstar.audit.references import ReferenceConfidences, check_stated_classes
 from epsstar.audit.streaming import StreamedTable, stream_table
+from epsstar.audit.tables import LabelMap
 from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.statistics._validation import FloatArray
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.column_match import ColumnMatch
@@ -36,6 +45,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.run import LoadedAuditModel
 
 __all__ = ["DaskStreams", "PartitionProgress", "stream_on_dask"]
+
+#: Models one worker process keeps loaded (the target and its reference models).
+MAX_LOADED = 64
 
 
 @runtime_checkable
@@ -83,6 +95,9 @@ class DaskStreams:
     match: ColumnMatch
     digests: dict[str, str]
     partitions: dict[str, int]
+    #: The reference models' log-odds of the true label and the target's (``None``
+    #: without reference models).
+    attack_inputs: AttackInputs | None = None
 
 
 #: The models this worker process loaded, by everything that defines them.
@@ -114,9 +129,29 @@ def _checked_model(spec: ModelSpec) -> LoadedAuditModel:
         trust=spec.trust,
         classes=spec.classes,
     )
-    _LOADED.clear()  # one model at a time per worker process
+    if len(_LOADED) >= MAX_LOADED:
+        _LOADED.clear()
     _LOADED[spec] = loaded
     return loaded
+
+
+def _log_odds(
+    model: LoadedAuditModel, path: Path, role: str, reading: StreamSpec, label_map: LabelMap
+) -> FloatArray:
+    """``model``'s log-odds of the true label on one partition (minus its logit loss)."""
+    streamed = stream_table(
+        model.model,
+        path,
+        role=role,
+        label_column=reading.label_column,
+        features=reading.features,
+        batch_size=reading.batch_size,
+        loss="logit",
+        label_map=label_map,
+        model_names=reading.model_names,
+        input_shape=reading.input_shape,
+    )
+    return -streamed.losses
 
 
 def stream_partition(
@@ -125,8 +160,11 @@ def stream_partition(
     storage_options: Mapping[str, Any],
     role: str,
     reading: StreamSpec,
-) -> tuple[StreamedTable, str]:
-    """Dask task: one partition through the model; what it gave and the partition's SHA-256."""
+    references: tuple[tuple[ModelSpec, StreamSpec], ...] = (),
+) -> tuple[StreamedTable, str, FloatArray | None]:
+    """Dask task: one partition through the model; what it gave, the partition's SHA-256
+    and, with ``references``, the log-odds of the true label of the target (row 0) and of
+    each reference model (rows 1..K)."""
     loaded = _checked_model(model)
     with local_partition(partition, storage_options) as path:
         digest = sha256_of(path)
@@ -143,7 +181,19 @@ def stream_partition(
             model_names=reading.model_names,
             input_shape=reading.input_shape,
         )
-    return streamed, digest
+        if not references:
+            return streamed, digest, None
+        label_map = streamed.label_map
+        target = (
+            -streamed.losses
+            if reading.loss == "logit"
+            else _log_odds(loaded, path, role, reading, label_map)
+        )
+        rows = [target] + [
+            _log_odds(_checked_model(spec), path, role, stream, label_map)
+            for spec, stream in references
+        ]
+    return streamed, digest, np.vstack(rows)
 
 
 def _joined(parts: Sequence[StreamedTable], role: str) -> StreamedTable:
@@ -228,23 +278,84 @@ def _matches(
     }
 
 
+def _stream_spec(match: ColumnMatch, reading: Any) -> StreamSpec:
+    """How a partition is streamed through a model whose columns ``match`` found."""
+    return StreamSpec(
+        label_column=reading.label_column,
+        features=tuple(match.file_columns),
+        model_names=tuple(match.model_names) if match.renamed else None,
+        batch_size=reading.batch_size,
+        loss=reading.loss,
+        outputs_requested=reading.outputs is not None,
+        input_shape=reading.input_shape,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _References:
+    """The reference models as the client loaded them (for their classes), how a worker
+    loads each, and how each reads each side's partitions."""
+
+    loaded: tuple[tuple[Any, Path], ...] = ()
+    specs: tuple[ModelSpec, ...] = ()
+    streams: Mapping[str, tuple[StreamSpec, ...]] = field(default_factory=dict)
+
+    def for_role(self, role: str) -> tuple[tuple[ModelSpec, StreamSpec], ...]:
+        return tuple(zip(self.specs, self.streams.get(role, ()), strict=True))
+
+
+def _references(
+    paths: Sequence[Path], data: dict[str, DataSet], reading: Any, trust: bool
+) -> _References:
+    """Load every reference model here (its classes are checked once the label map is
+    known) and say how a worker loads it and reads each side with it."""
+    from epsstar.audit.column_match import match_model_columns
+    from epsstar.audit.plugins import loader_for_path
+
+    loaded, specs = [], []
+    streams: dict[str, list[StreamSpec]] = {role: [] for role in data}
+    for path in paths:
+        try:
+            plugin, info = loader_for_path(path)
+            model = plugin.load(path, outputs=None, trust=trust)
+            for role, found in data.items():
+                match = match_model_columns(
+                    model,
+                    _columns(found),
+                    reading.label_column,
+                    features=reading.features,
+                    model_path=path,
+                    data=Path(found.partitions[0]),
+                )
+                streams[role].append(_stream_spec(match, reading))
+        except InvalidInputError as error:
+            raise type(error)(f"reference model {str(path)!r}: {error}") from None
+        files = [Path(f) for f in getattr(model, "files", (path,))]
+        if path not in files:
+            files.insert(0, path)
+        sha256 = tuple((str(f), sha256_of(f)) for f in files)
+        specs.append(ModelSpec(str(path), info.name, None, trust, None, sha256))
+        loaded.append((model, path))
+    frozen = {role: tuple(found) for role, found in streams.items()}
+    return _References(tuple(loaded), tuple(specs), frozen)
+
+
 def _tasks(
-    spec: ModelSpec, data: dict[str, DataSet], matches: dict[str, ColumnMatch], reading: Any
-) -> list[tuple[ModelSpec, str, Mapping[str, Any], str, StreamSpec]]:
+    spec: ModelSpec,
+    data: dict[str, DataSet],
+    matches: dict[str, ColumnMatch],
+    reading: Any,
+    references: _References,
+) -> list[tuple[Any, ...]]:
     """One :func:`stream_partition` task per partition, the training data's first."""
-    tasks = []
+    tasks: list[tuple[Any, ...]] = []
     for role, found in data.items():
-        match = matches[role]
-        stream = StreamSpec(
-            label_column=reading.label_column,
-            features=tuple(match.file_columns),
-            model_names=tuple(match.model_names) if match.renamed else None,
-            batch_size=reading.batch_size,
-            loss=reading.loss,
-            outputs_requested=reading.outputs is not None,
-            input_shape=reading.input_shape,
-        )
-        tasks += [(spec, part, found.storage_options, role, stream) for part in found.partitions]
+        stream = _stream_spec(matches[role], reading)
+        with_references = references.for_role(role)
+        tasks += [
+            (spec, part, found.storage_options, role, stream, with_references)
+            for part in found.partitions
+        ]
     return tasks
 
 
@@ -259,7 +370,7 @@ class _Counter:
         self.progress = progress if isinstance(progress, PartitionProgress) else None
         self.started = time.perf_counter()
 
-    def __call__(self, outcome: TaskOutcome[tuple[StreamedTable, str]]) -> None:
+    def __call__(self, outcome: TaskOutcome[tuple[StreamedTable, str, Any]]) -> None:
         role = self.roles[outcome.index]
         self.done[role] += 1
         if outcome.value is not None:
@@ -288,14 +399,38 @@ def _refuse_same(sources: tuple[str, str], digests: dict[str, str] | None = None
 
 
 def _side(
-    found: DataSet, results: list[tuple[StreamedTable, str]], role: str
-) -> tuple[StreamedTable, str]:
-    """One side's joined table and its data set's digest."""
+    found: DataSet, results: list[tuple[StreamedTable, str, FloatArray | None]], role: str
+) -> tuple[StreamedTable, str, FloatArray | None]:
+    """One side's joined table, its data set's digest and its log-odds (target, then each
+    reference model; ``None`` without reference models)."""
     named = [
         (part.rsplit("/", 1)[-1], digest)
-        for part, (_, digest) in zip(found.partitions, results, strict=True)
+        for part, (_, digest, _) in zip(found.partitions, results, strict=True)
     ]
-    return _joined([streamed for streamed, _ in results], role), dataset_digest(named)
+    rows = [log_odds for _, _, log_odds in results]
+    joined = None if any(r is None for r in rows) else np.hstack(rows)  # type: ignore[arg-type]
+    table = _joined([streamed for streamed, _, _ in results], role)
+    return table, dataset_digest(named), joined
+
+
+def _attack_inputs(
+    sides: Mapping[str, tuple[StreamedTable, str, FloatArray | None]],
+    references: _References,
+    label_map: LabelMap,
+) -> AttackInputs | None:
+    """The log-odds the reference-model attacks take, the reference models' classes
+    checked against the target's."""
+    train, population = sides["train"][2], sides["population"][2]
+    if train is None or population is None or not references.specs:
+        return None
+    for model, path in references.loaded:
+        check_stated_classes(getattr(model, "classes", None), label_map, path)
+    models = tuple(
+        {"path": spec.path, "sha256": dict(spec.sha256)[spec.path], "loader": spec.loader}
+        for spec in references.specs
+    )
+    confidences = ReferenceConfidences(train[1:], population[1:], models)
+    return AttackInputs((train[0], population[0]), confidences)
 
 
 def stream_on_dask(
@@ -308,11 +443,13 @@ def stream_on_dask(
     trust: bool = False,
     storage_options: Mapping[str, Any] | None = None,
     progress: object = None,
+    reference_models: Sequence[Path] = (),
 ) -> DaskStreams:
     """Stream the training and population data sets (``sources``) on ``engine``'s cluster.
 
     ``reading`` holds the audit's streaming settings (``epsstar.audit.run``'s); ``progress``,
-    if it is a :class:`PartitionProgress`, is told as partitions finish.
+    if it is a :class:`PartitionProgress`, is told as partitions finish; the
+    ``reference_models`` run over every partition too (``attack_inputs``).
     """
     from epsstar.audit.dask_engine import dask_client, run_tasks
 
@@ -322,7 +459,8 @@ def stream_on_dask(
         for role, source in zip(("train", "population"), sources, strict=True)
     }
     matches = _matches(loaded, model, data, reading)
-    tasks = _tasks(_model_spec(loaded, model, reading, trust), data, matches, reading)
+    references = _references(reference_models, data, reading, trust)
+    tasks = _tasks(_model_spec(loaded, model, reading, trust), data, matches, reading, references)
     roles = [task[3] for task in tasks]
     with dask_client(engine) as client:
         outcomes = run_tasks(
@@ -340,12 +478,13 @@ def stream_on_dask(
         for role in data
     }
     train, population = sides["train"][0], sides["population"][0]
+    attack_inputs = _attack_inputs(sides, references, train.label_map)
     if len(population.label_map) != len(train.label_map):
         raise InvalidInputError(
             f"the model's predictions on the population data must stand for its "
             f"{len(train.label_map)} classes, as before. Found {population.n_outputs}."
         )
-    digests = {role: digest for role, (_, digest) in sides.items()}
+    digests = {role: digest for role, (_, digest, _) in sides.items()}
     _refuse_same(sources, digests)
     partitions = {role: len(found.partitions) for role, found in data.items()}
-    return DaskStreams(train, population, matches["train"], digests, partitions)
+    return DaskStreams(train, population, matches["train"], digests, partitions, attack_inputs)

@@ -28,7 +28,13 @@ from epsstar.audit.tables import LabelMap, read_schema
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics._validation import FloatArray
 
-__all__ = ["ReferenceConfidences", "TableReading", "check_reference_paths", "log_odds_of"]
+__all__ = [
+    "ReferenceConfidences",
+    "TableReading",
+    "check_reference_paths",
+    "check_stated_classes",
+    "log_odds_of",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +117,7 @@ def log_odds_of(
     return result[0], result[1]
 
 
-def _same_classes(stated: Sequence[object] | None, label_map: LabelMap, path: Path) -> None:
+def check_stated_classes(stated: Sequence[object] | None, label_map: LabelMap, path: Path) -> None:
     """Refuse a reference model whose stated classes are not the target's, in order (each
     matched as the target's labels are: ``1``, ``1.0`` and ``"1"`` are one class)."""
     if stated is None:
@@ -150,7 +156,7 @@ def reference_confidences(
             model = plugin.load(path, outputs=None, trust=trust)
         except InvalidInputError as error:
             raise type(error)(f"reference model {str(path)!r}: {error}") from None
-        _same_classes(getattr(model, "classes", None), label_map, path)
+        check_stated_classes(getattr(model, "classes", None), label_map, path)
         try:
             on_train, on_population = log_odds_of(
                 model, path, reading, label_map, progress=progress

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from epsstar import __version__
+from epsstar.audit.attack_inputs import AttackInputs
 from epsstar.audit.attack_run import with_attacks
 from epsstar.audit.attacks import LOSS_ONLY, AttackSettings
 from epsstar.audit.column_match import ColumnMatch, match_model_columns
@@ -100,6 +101,20 @@ def load_model(
     if model.classes is not None:
         return LoadedAuditModel(model, info, tuple(model.classes), "model")
     return LoadedAuditModel(model, info, None, "column order")
+
+
+@dataclass(frozen=True, slots=True)
+class _Streamed:
+    """Both tables as streamed, the column match, the data's digests, the ``engine``
+    record of the provenance (empty in one process) and, when the reference models ran
+    where the tables were streamed, their log-odds and the target's."""
+
+    train: StreamedTable
+    population: StreamedTable
+    match: ColumnMatch
+    digests: dict[str, str]
+    ran_on: dict[str, Any]
+    attack_inputs: AttackInputs | None = None
 
 
 def _existing(**paths: str | Path) -> dict[str, Path]:
@@ -303,14 +318,14 @@ def audit(
         dask_run = (engine, trust, storage_options, progress, attack)
         streamed = _stream_on_dask(loaded, sources, reading, dask_run)
         return _finish(loaded, reading, streamed, sources, options, run, clock, after)
-    streamed = (*_stream_both(loaded, paths, reading, progress), digests, {})
+    streamed = _Streamed(*_stream_both(loaded, paths, reading, progress), digests, {})
     return _finish(loaded, reading, streamed, dict(paths), options, run, clock, after)
 
 
 def _finish(
     loaded: LoadedAuditModel,
     reading: _Reading,
-    streamed: tuple[StreamedTable, StreamedTable, ColumnMatch, dict[str, str], dict[str, Any]],
+    streamed: _Streamed,
     sources: dict[str, Path | str],
     options: AuditOptions,
     run: dict[str, Any],
@@ -321,7 +336,8 @@ def _finish(
     data's digests and the ``engine`` record, if any): data checks, utility, statistics,
     then the attacks of ``after`` (with whether to trust model files, the progress and
     the slices of the records, if any)."""
-    train_side, population_side, match, digests, ran_on = streamed
+    train_side, population_side, match = streamed.train, streamed.population, streamed.match
+    digests, ran_on = streamed.digests, streamed.ran_on
     model = Path(sources["model"])
     checks = _check_data(loaded, reading, (train_side, population_side), digests, match, model)
     clock.append(time.perf_counter())
@@ -346,8 +362,7 @@ def _finish(
     result = dataclasses.replace(result, provenance=timed, declared_privacy=_declared(loaded))
     attack, trust, progress, keys = after
     paths = {role: Path(os.fspath(where)) for role, where in sources.items()}
-    tables = (train_side, population_side)
-    result = _attacked(result, attack, loaded, paths, reading, tables, options, trust, progress)
+    result = _attacked(result, attack, loaded, paths, reading, streamed, options, trust, progress)
     if keys is None:
         return result
     return dataclasses.replace(result, slices=audit_slices(result, keys, options))
@@ -394,13 +409,13 @@ def _attacked(
     loaded: LoadedAuditModel,
     paths: dict[str, Path],
     reading: _Reading,
-    streamed: tuple[StreamedTable, StreamedTable],
+    streamed: _Streamed,
     options: AuditOptions,
     trust: bool,
     progress: Progress | None,
 ) -> AuditResult:
     """``result`` with the records of ``attack``'s membership tests (:mod:`.attack_run`)."""
-    train_side, population_side = streamed
+    train_side, population_side = streamed.train, streamed.population
     logit = (train_side.losses, population_side.losses) if reading.loss == "logit" else None
     return with_attacks(
         result,
@@ -420,6 +435,7 @@ def _attacked(
         logit_losses=logit,
         trust=trust,
         progress=progress,
+        inputs=streamed.attack_inputs,
     )
 
 
@@ -428,19 +444,15 @@ def _stream_on_dask(
     sources: dict[str, Path | str],
     reading: _Reading,
     run: tuple[Engine, bool, dict[str, Any] | None, object, AttackSettings],
-) -> tuple[StreamedTable, StreamedTable, ColumnMatch, dict[str, str], dict[str, Any]]:
+) -> _Streamed:
     """Both data sets streamed on a Dask cluster (``run``: the engine, whether to trust the
-    model file, the storage options, the progress and the attacks, of which only the loss
-    attack is available there): the tables, the column match, the data sets' digests and
-    the ``engine`` record of the provenance."""
+    model file, the storage options, the progress and the attacks, whose reference models
+    run on the workers too): the tables, the column match, the data sets' digests, the
+    ``engine`` record of the provenance and the attacks' log-odds."""
     from epsstar.audit.dask_audit import stream_on_dask
 
     engine, trust, storage_options, progress, attack = run
-    others = [name for name in attack.attacks if name != "loss"]
-    if others:
-        raise InvalidInputError(
-            f"--engine dask audits with the loss attack only. Found --attack {others[0]}."
-        )
+    needs = any(name != "loss" for name in attack.attacks)
     streams = stream_on_dask(
         loaded,
         Path(sources["model"]),
@@ -450,9 +462,17 @@ def _stream_on_dask(
         trust=trust,
         storage_options=storage_options,
         progress=progress,
+        reference_models=attack.reference_models if needs else (),
     )
     ran_on = {"engine": {**engine.to_dict(), "partitions": streams.partitions}}
-    return streams.train, streams.population, streams.match, streams.digests, ran_on
+    return _Streamed(
+        streams.train,
+        streams.population,
+        streams.match,
+        streams.digests,
+        ran_on,
+        streams.attack_inputs,
+    )
 
 
 def _distinct_data(paths: dict[str, Path]) -> dict[str, str]:
