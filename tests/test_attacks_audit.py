@@ -278,17 +278,17 @@ def test_attacks_find_no_leak_where_the_members_were_never_seen(folder: Path) ->
 
 
 def test_reference_classes_are_matched_as_labels_are() -> None:
-    from epsstar.audit.references import _same_classes
+    from epsstar.audit.references import check_stated_classes
     from epsstar.audit.tables import LabelMap
     from epsstar.exceptions import InvalidInputError
 
     target = LabelMap((0, 1))
-    _same_classes(("0", "1"), target, Path("r.onnx"))  # the same classes, written as text
-    _same_classes(None, target, Path("r.onnx"))  # a model that states none: its width decides
+    check_stated_classes(("0", "1"), target, Path("r.onnx"))  # the same classes, written as text
+    check_stated_classes(None, target, Path("r.onnx"))  # states none: its width decides
     with pytest.raises(InvalidInputError, match=r"in that order. Found \['1', '0'\]\.$"):
-        _same_classes((1, 0), target, Path("r.onnx"))
+        check_stated_classes((1, 0), target, Path("r.onnx"))
     with pytest.raises(InvalidInputError, match=r"Found \['0', '1', '2'\]\.$"):
-        _same_classes((0, 1, 2), target, Path("r.onnx"))
+        check_stated_classes((0, 1, 2), target, Path("r.onnx"))
 
 
 def test_slices_of_rmia_count_only_the_records_it_scores(folder: Path, tmp_path: Path) -> None:

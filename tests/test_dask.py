@@ -247,19 +247,26 @@ def test_data_set_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
     code, _, err = _invoke([*argv, "--train", population], capsys)
     assert code == 2
     assert "must be different data sets" in err
-    train = str(MODELS / "binary_train.parquet")
-    references = ["--reference-models", str(MODELS / "binary_mlp.onnx")]
-    code, _, err = _invoke([*argv, "--train", train, "--attack", "lira", *references], capsys)
-    assert code == 2
-    assert err.strip().endswith(
-        "--engine dask audits with the loss attack only. Found --attack lira."
-    )
     code, _, err = _invoke(
         [*AUDIT, "--train", population, "--population", population, "--storage-options", "[1]"],
         capsys,
     )
     assert code == 2
     assert "--storage-options: must be a JSON object. Found '[1]'." in err
+
+
+def test_a_reference_model_of_other_classes_is_one_line_on_a_cluster(
+    in_process: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train, population = MODELS / "binary_train.parquet", MODELS / "binary_population.parquet"
+    out = tmp_path / "out.json"
+    argv = [*AUDIT, "--train", str(train), "--population", str(population), "--quiet"]
+    argv += ["--attack", "lira", "--reference-models", str(MODELS / "multiclass_mlp.onnx")]
+    code, _, err = _invoke([*argv, "--engine", "dask", "--scheduler", in_process], capsys)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert "multiclass_mlp.onnx" in err
+    assert not out.exists()
 
 
 # --- a real scheduler and two workers, each its own process ---------------------------------

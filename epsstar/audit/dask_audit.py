@@ -189,10 +189,12 @@ def stream_partition(
             if reading.loss == "logit"
             else _log_odds(loaded, path, role, reading, label_map)
         )
-        rows = [target] + [
-            _log_odds(_checked_model(spec), path, role, stream, label_map)
-            for spec, stream in references
-        ]
+        rows = [target]
+        for spec, stream in references:
+            try:
+                rows.append(_log_odds(_checked_model(spec), path, role, stream, label_map))
+            except InvalidInputError as error:
+                raise type(error)(f"reference model {spec.path!r}: {error}") from None
     return streamed, digest, np.vstack(rows)
 
 
