@@ -307,3 +307,39 @@ def test_slices_of_rmia_count_only_the_records_it_scores(folder: Path, tmp_path:
         assert row["n_nonmembers"] == expected[row["value"]]
         assert row["n_members"] == members[row["value"]]
     assert sum(row["n_nonmembers"] for row in sliced["slices"]) == 225
+
+
+def test_references_read_each_table_once_for_the_same_log_odds(folder: Path) -> None:
+    """The reference models share one read of each table; every model's log-odds are, bit
+    for bit, those it gives streamed on its own (small batches: several per table)."""
+    from epsstar.audit.plugins import loader_for_path
+    from epsstar.audit.references import TableReading, log_odds_of, reference_confidences
+    from epsstar.audit.streaming import stream_table
+
+    paths = [Path(path) for path in _references(folder)[:3]]
+    reading = TableReading(
+        folder / "train.csv",
+        folder / "population.csv",
+        "label",
+        features=[f"x{i}" for i in range(8)],
+        batch_size=64,
+    )
+    target = loader_for_path(folder / "target.skops")[0].load(
+        folder / "target.skops", outputs=None, trust=False
+    )
+    label_map = stream_table(
+        target,
+        reading.train,
+        role="train",
+        label_column="label",
+        features=reading.features,
+        classes=target.classes,
+    ).label_map
+    together = reference_confidences(paths, reading, label_map)
+    for k, path in enumerate(paths):
+        model = loader_for_path(path)[0].load(path, outputs=None, trust=False)
+        alone = log_odds_of(model, path, reading, label_map)
+        np.testing.assert_array_equal(together.train[k], alone[0])
+        np.testing.assert_array_equal(together.population[k], alone[1])
+    assert together.train.shape == (3, 300)
+    assert not np.array_equal(together.train[0], together.train[1])

@@ -20,13 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from epsstar.audit.column_match import match_model_columns
+from epsstar.audit.column_match import ColumnMatch, match_model_columns
 from epsstar.audit.files import sha256_of
 from epsstar.audit.plugins import LoadedModel
 from epsstar.audit.streaming import Progress, stream_table
-from epsstar.audit.tables import LabelMap, read_schema
+from epsstar.audit.tables import LabelMap, iter_batches, read_schema
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.losses import compute_losses
 
 __all__ = [
     "ReferenceConfidences",
@@ -144,12 +145,17 @@ def reference_confidences(
     trust: bool = False,
     progress: Progress | None = None,
 ) -> ReferenceConfidences:
-    """Load every reference model and stream both tables through it (see the module
+    """Load every reference model and stream both tables through them (see the module
     docstring). A model that cannot be loaded, states other classes or outputs another
-    number of classes is refused, its file named."""
+    number of classes is refused, its file named.
+
+    Each table is read once for all the models that take the same columns (usually all
+    of them) and every batch is handed to each model in turn, so K models cost K model
+    calls but one read; the log-odds are those of :func:`log_odds_of`, model by model.
+    """
     from epsstar.audit.plugins import loader_for_path
 
-    train, population, models = [], [], []
+    loaded, models = [], []
     for path in paths:
         try:
             plugin, info = loader_for_path(path)
@@ -157,13 +163,85 @@ def reference_confidences(
         except InvalidInputError as error:
             raise type(error)(f"reference model {str(path)!r}: {error}") from None
         check_stated_classes(getattr(model, "classes", None), label_map, path)
+        loaded.append((model, path))
+        models.append({"path": str(path), "sha256": sha256_of(path), "loader": info.name})
+    train = _log_odds_together(loaded, reading, label_map, "train", progress)
+    population = _log_odds_together(loaded, reading, label_map, "population", progress)
+    return ReferenceConfidences(np.vstack(train), np.vstack(population), tuple(models))
+
+
+def _log_odds_together(
+    loaded: Sequence[tuple[LoadedModel, Path]],
+    reading: TableReading,
+    label_map: LabelMap,
+    role: str,
+    progress: Progress | None,
+) -> list[FloatArray]:
+    """Each model's log-odds of the true label on one table (``role``), in order: the
+    models that take the same columns (and input type) share one read of the table."""
+    from epsstar.audit.streaming import _as_model_inputs, _handed, _n_outputs, _refused
+
+    path = reading.train if role == "train" else reading.population
+    columns = read_schema(path).columns
+    groups: dict[tuple[Any, ...], list[tuple[int, ColumnMatch]]] = {}
+    for index, (model, model_path) in enumerate(loaded):
         try:
-            on_train, on_population = log_odds_of(
-                model, path, reading, label_map, progress=progress
+            match = match_model_columns(
+                model,
+                columns,
+                reading.label_column,
+                features=reading.features,
+                model_path=model_path,
+                data=path,
             )
         except InvalidInputError as error:
-            raise InvalidInputError(f"reference model {str(path)!r}: {error}") from None
-        train.append(on_train)
-        population.append(on_population)
-        models.append({"path": str(path), "sha256": sha256_of(path), "loader": info.name})
-    return ReferenceConfidences(np.vstack(train), np.vstack(population), tuple(models))
+            raise InvalidInputError(f"reference model {str(model_path)!r}: {error}") from None
+        key = (
+            match.file_columns,
+            str(getattr(model, "input_dtype", None)),
+            bool(getattr(model, "takes_text", False)),
+        )
+        groups.setdefault(key, []).append((index, match))
+    chunks: list[list[FloatArray]] = [[] for _ in loaded]
+    for (file_columns, _, _), members in groups.items():
+        first = loaded[members[0][0]][0]
+        if progress is not None:
+            progress.start(role, path)
+        for batch in iter_batches(
+            path,
+            label_column=reading.label_column,
+            features=file_columns,
+            batch_size=reading.batch_size,
+            progress=None if progress is None else progress.advance,
+            input_dtype=getattr(first, "input_dtype", None),
+            text=bool(getattr(first, "takes_text", False)),
+        ):
+            labels = label_map.encode(
+                batch.labels, source=f"{path}: label column {reading.label_column!r}"
+            )
+            for index, match in members:
+                model, model_path = loaded[index]
+                names = match.model_names if match.renamed else None
+                inputs = _as_model_inputs(batch.features, names, reading.input_shape)
+                try:
+                    predictions = np.asarray(
+                        model.predict(_handed(model, inputs)), dtype=np.float64
+                    )
+                    n_outputs = _n_outputs(predictions)
+                    if len(label_map) != n_outputs:
+                        raise InvalidInputError(
+                            f"the model's predictions on the {role} data must stand for its "
+                            f"{len(label_map)} classes, as before. Found {n_outputs}."
+                        )
+                    try:
+                        losses = compute_losses(
+                            labels, predictions, loss="logit", outputs=model.output_kind
+                        )
+                    except InvalidInputError as error:
+                        raise _refused(role, model.output_kind, False, error) from None
+                except InvalidInputError as error:
+                    raise InvalidInputError(
+                        f"reference model {str(model_path)!r}: {error}"
+                    ) from None
+                chunks[index].append(-losses)
+    return [np.concatenate(parts) for parts in chunks]
