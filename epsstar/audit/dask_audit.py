@@ -232,17 +232,22 @@ def _joined(parts: Sequence[StreamedTable], role: str) -> StreamedTable:
     )
 
 
+def _file_digests(model: object, path: Path) -> tuple[tuple[str, str], ...]:
+    """(file, SHA-256) of the model file and of every file the loader read beside it."""
+    files = [Path(f) for f in getattr(model, "files", (path,))]
+    if path not in files:
+        files.insert(0, path)
+    return tuple((str(f), sha256_of(f)) for f in files)
+
+
 def _model_spec(loaded: LoadedAuditModel, model: Path, reading: Any, trust: bool) -> ModelSpec:
-    files = [Path(f) for f in getattr(loaded.model, "files", (model,))]
-    if model not in files:
-        files.insert(0, model)
     return ModelSpec(
         path=str(model),
         loader=loaded.loader.name,
         outputs=reading.outputs,
         trust=trust,
         classes=loaded.classes if loaded.classes_from == "argument" else None,
-        sha256=tuple((str(f), sha256_of(f)) for f in files),
+        sha256=_file_digests(loaded.model, model),
     )
 
 
@@ -332,10 +337,7 @@ def _references(
                 streams[role].append(_stream_spec(match, reading))
         except InvalidInputError as error:
             raise type(error)(f"reference model {str(path)!r}: {error}") from None
-        files = [Path(f) for f in getattr(model, "files", (path,))]
-        if path not in files:
-            files.insert(0, path)
-        sha256 = tuple((str(f), sha256_of(f)) for f in files)
+        sha256 = _file_digests(model, path)
         specs.append(ModelSpec(str(path), info.name, None, trust, None, sha256))
         loaded.append((model, path))
     frozen = {role: tuple(found) for role, found in streams.items()}
