@@ -134,6 +134,9 @@ def test_three_attacks_end_to_end(
         for name, record in attacks.items()
     }
     assert gate["statistic"] == max(counted.values())
+    seconds = document["provenance"]["seconds"]
+    assert 0 < seconds["attacks"] <= seconds["total"]
+    assert "slices" not in seconds
     assert counted[gate["test"]] == gate["statistic"]
     assert document["passed"] is True
     assert f"(the {gate['test']} attack's, the largest statistic of 3 attacks" in printed

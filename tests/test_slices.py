@@ -242,6 +242,9 @@ def test_slice_by_end_to_end(
     assert rows["C"]["epsilon_star"] is None
     assert "at least" in rows["C"]["unavailable"]
     assert sliced["confidence_each"] == pytest.approx(1 - 0.05 / 2)
+    seconds = document["provenance"]["seconds"]
+    assert "attacks" not in seconds  # the loss attack alone
+    assert 0 < seconds["slices"] <= seconds["total"]
     assert "slices of 'g' (loss attack" in printed
     assert "no estimate for 1 slice(s) with fewer than" in printed
     assert ": C" in printed

@@ -362,10 +362,26 @@ def _finish(
     result = dataclasses.replace(result, provenance=timed, declared_privacy=_declared(loaded))
     attack, trust, progress, keys = after
     paths = {role: Path(os.fspath(where)) for role, where in sources.items()}
+    started = time.perf_counter()
     result = _attacked(result, attack, loaded, paths, reading, streamed, options, trust, progress)
-    if keys is None:
+    others = any(attack.name != "loss" for attack in result.attacks)
+    extra = {"attacks": time.perf_counter() - started} if others else {}
+    if keys is not None:
+        started = time.perf_counter()
+        result = dataclasses.replace(result, slices=audit_slices(result, keys, options))
+        extra["slices"] = time.perf_counter() - started
+    return _with_seconds(result, extra)
+
+
+def _with_seconds(result: AuditResult, extra: dict[str, float]) -> AuditResult:
+    """``result`` with the seconds of the steps after the statistics (the attacks beyond
+    the loss attack, the slices) in ``provenance.seconds``, and in its total."""
+    if not extra:
         return result
-    return dataclasses.replace(result, slices=audit_slices(result, keys, options))
+    seconds = dict(result.provenance["seconds"])
+    seconds.update({step: round(value, 3) for step, value in extra.items()})
+    seconds["total"] = round(seconds["total"] + sum(extra.values()), 3)
+    return dataclasses.replace(result, provenance={**result.provenance, "seconds": seconds})
 
 
 def _slice_keys(
