@@ -23,11 +23,17 @@ import numpy as np
 from epsstar.audit.column_match import ColumnMatch, match_model_columns
 from epsstar.audit.files import sha256_of
 from epsstar.audit.plugins import LoadedModel
-from epsstar.audit.streaming import Progress, stream_table
+from epsstar.audit.streaming import (
+    BatchReading,
+    Progress,
+    batch_losses,
+    check_width,
+    predict_batch,
+    stream_table,
+)
 from epsstar.audit.tables import LabelMap, iter_batches, read_schema
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.losses import compute_losses
 
 __all__ = [
     "ReferenceConfidences",
@@ -179,8 +185,6 @@ def _log_odds_together(
 ) -> list[FloatArray]:
     """Each model's log-odds of the true label on one table (``role``), in order: the
     models that take the same columns (and input type) share one read of the table."""
-    from epsstar.audit.streaming import _as_model_inputs, _handed, _n_outputs, _refused
-
     path = reading.train if role == "train" else reading.population
     columns = read_schema(path).columns
     groups: dict[tuple[Any, ...], list[tuple[int, ColumnMatch]]] = {}
@@ -222,23 +226,11 @@ def _log_odds_together(
             for index, match in members:
                 model, model_path = loaded[index]
                 names = match.model_names if match.renamed else None
-                inputs = _as_model_inputs(batch.features, names, reading.input_shape)
+                batch_reading = BatchReading(role, "logit", names, reading.input_shape)
                 try:
-                    predictions = np.asarray(
-                        model.predict(_handed(model, inputs)), dtype=np.float64
-                    )
-                    n_outputs = _n_outputs(predictions)
-                    if len(label_map) != n_outputs:
-                        raise InvalidInputError(
-                            f"the model's predictions on the {role} data must stand for its "
-                            f"{len(label_map)} classes, as before. Found {n_outputs}."
-                        )
-                    try:
-                        losses = compute_losses(
-                            labels, predictions, loss="logit", outputs=model.output_kind
-                        )
-                    except InvalidInputError as error:
-                        raise _refused(role, model.output_kind, False, error) from None
+                    predictions = predict_batch(model, batch.features, batch_reading)
+                    check_width(predictions, label_map, role)
+                    losses = batch_losses(model, labels, predictions, batch_reading)
                 except InvalidInputError as error:
                     raise InvalidInputError(
                         f"reference model {str(model_path)!r}: {error}"

@@ -34,7 +34,16 @@ from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.losses import LossName, compute_losses
 from epsstar.statistics.utility import Utility, auroc
 
-__all__ = ["MAX_AUROC_VALUES", "Progress", "StreamedTable", "stream_table"]
+__all__ = [
+    "MAX_AUROC_VALUES",
+    "BatchReading",
+    "Progress",
+    "StreamedTable",
+    "batch_losses",
+    "check_width",
+    "predict_batch",
+    "stream_table",
+]
 
 MAX_AUROC_VALUES = 50_000_000
 """AUROC needs every class score; past this many numbers per table they are dropped."""
@@ -173,6 +182,52 @@ def _handed(model: LoadedModel, features: Features) -> Features | NDArray[Any]:
     return features.columns[0] if features.is_tensor else features.matrix()
 
 
+@dataclass(frozen=True, slots=True)
+class BatchReading:
+    """How one batch reaches a model and what its outputs must be: the names the model
+    receives the columns under, the shape each record is reshaped to, the loss, the table's
+    role (for messages) and whether the caller chose the model's output kind."""
+
+    role: str
+    loss: LossName = "logit"
+    model_names: Sequence[str] | None = None
+    input_shape: Sequence[int] | None = None
+    outputs_requested: bool = False
+
+
+def predict_batch(
+    model: LoadedModel, features: Features, reading: BatchReading
+) -> NDArray[np.float64]:
+    """``model``'s predictions on one batch, as float64."""
+    inputs = _as_model_inputs(features, reading.model_names, reading.input_shape)
+    return np.asarray(model.predict(_handed(model, inputs)), dtype=np.float64)
+
+
+def check_width(predictions: NDArray[np.float64], label_map: LabelMap, role: str) -> None:
+    """Refuse predictions that do not stand for the ``label_map``'s classes."""
+    n_outputs = _n_outputs(predictions)
+    if len(label_map) != n_outputs:
+        raise InvalidInputError(
+            f"the model's predictions on the {role} data must stand for its "
+            f"{len(label_map)} classes, as before. Found {n_outputs}."
+        )
+
+
+def batch_losses(
+    model: LoadedModel,
+    labels: NDArray[np.int64],
+    predictions: NDArray[np.float64],
+    reading: BatchReading,
+) -> FloatArray:
+    """The per-record losses of one batch (every prediction checked), refused in one line
+    that says how the outputs were read."""
+    kind = model.output_kind
+    try:
+        return compute_losses(labels, predictions, loss=reading.loss, outputs=kind)
+    except InvalidInputError as error:
+        raise _refused(reading.role, kind, reading.outputs_requested, error) from None
+
+
 def stream_table(
     model: LoadedModel,
     path: Path,
@@ -204,6 +259,7 @@ def stream_table(
         progress.start(role, path)
     collected = _Collected()
     n_outputs = 0
+    reading = BatchReading(role, loss, model_names, input_shape, outputs_requested)
     for batch in iter_batches(
         path,
         label_column=label_column,
@@ -213,23 +269,14 @@ def stream_table(
         input_dtype=getattr(model, "input_dtype", None),
         text=bool(getattr(model, "takes_text", False)),
     ):
-        inputs = _as_model_inputs(batch.features, model_names, input_shape)
-        predictions = np.asarray(model.predict(_handed(model, inputs)), dtype=np.float64)
+        predictions = predict_batch(model, batch.features, reading)
         n_outputs = _n_outputs(predictions)
         if label_map is None:
             label_map = label_map_for(classes, n_outputs)
-        elif len(label_map) != n_outputs:
-            raise InvalidInputError(
-                f"the model's predictions on the {role} data must stand for its "
-                f"{len(label_map)} classes, as before. Found {n_outputs}."
-            )
+        check_width(predictions, label_map, role)
         labels = label_map.encode(batch.labels, source=f"{path}: label column {label_column!r}")
-        kind = model.output_kind
-        try:
-            losses = compute_losses(labels, predictions, loss=loss, outputs=kind)
-        except InvalidInputError as error:
-            raise _refused(role, kind, outputs_requested, error) from None
-        predicted, scores = _class_scores(predictions, kind)
+        losses = batch_losses(model, labels, predictions, reading)
+        predicted, scores = _class_scores(predictions, model.output_kind)
         collected.add(losses, labels, predicted)
         collected.keep_scores(labels, scores)
         collected.scan(batch.features, labels, len(label_map))
