@@ -267,18 +267,23 @@ def _columns(data: DataSet) -> tuple[str, ...]:
 
 
 def _matches(
-    loaded: LoadedAuditModel, model: Path, data: dict[str, DataSet], reading: Any
+    model: object,
+    path: Path,
+    data: dict[str, DataSet],
+    columns: Mapping[str, tuple[str, ...]],
+    reading: Any,
 ) -> dict[str, ColumnMatch]:
-    """How each data set's columns reach the model (from its first partition's columns)."""
+    """How each data set's ``columns`` (its first partition's) reach the model loaded from
+    ``path``."""
     from epsstar.audit.column_match import match_model_columns
 
     return {
         role: match_model_columns(
-            loaded.model,
-            _columns(found),
+            model,
+            columns[role],
             reading.label_column,
             features=reading.features,
-            model_path=model,
+            model_path=path,
             data=Path(found.partitions[0]),
         )
         for role, found in data.items()
@@ -312,11 +317,14 @@ class _References:
 
 
 def _references(
-    paths: Sequence[Path], data: dict[str, DataSet], reading: Any, trust: bool
+    paths: Sequence[Path],
+    data: dict[str, DataSet],
+    columns: Mapping[str, tuple[str, ...]],
+    reading: Any,
+    trust: bool,
 ) -> _References:
     """Load every reference model here (its classes are checked once the label map is
     known) and say how a worker loads it and reads each side with it."""
-    from epsstar.audit.column_match import match_model_columns
     from epsstar.audit.plugins import loader_for_path
 
     loaded, specs = [], []
@@ -325,15 +333,7 @@ def _references(
         try:
             plugin, info = loader_for_path(path)
             model = plugin.load(path, outputs=None, trust=trust)
-            for role, found in data.items():
-                match = match_model_columns(
-                    model,
-                    _columns(found),
-                    reading.label_column,
-                    features=reading.features,
-                    model_path=path,
-                    data=Path(found.partitions[0]),
-                )
+            for role, match in _matches(model, path, data, columns, reading).items():
                 streams[role].append(_stream_spec(match, reading))
         except InvalidInputError as error:
             raise type(error)(f"reference model {str(path)!r}: {error}") from None
@@ -462,8 +462,10 @@ def stream_on_dask(
         role: find_partitions(source, storage_options)
         for role, source in zip(("train", "population"), sources, strict=True)
     }
-    matches = _matches(loaded, model, data, reading)
-    references = _references(reference_models, data, reading, trust)
+    # Each side's columns are read once (from its first partition, maybe over the network).
+    columns = {role: _columns(found) for role, found in data.items()}
+    matches = _matches(loaded.model, model, data, columns, reading)
+    references = _references(reference_models, data, columns, reading, trust)
     tasks = _tasks(_model_spec(loaded, model, reading, trust), data, matches, reading, references)
     roles = [task[3] for task in tasks]
     with dask_client(engine) as client:
