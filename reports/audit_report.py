@@ -316,14 +316,7 @@ def _columns(result: AuditResult) -> dict[str, bool]:
 
 def _small_slices(result: AuditResult) -> list[dict[str, Any]]:
     """The slices with too few records on a side for an estimate, listed apart."""
-    if result.slices is None:
-        return []
-    fewest = result.slices.minimum
-    return [
-        row.to_dict()
-        for row in result.slices.rows
-        if min(row.estimate.n_members, row.estimate.n_nonmembers) < fewest
-    ]
+    return [] if result.slices is None else [row.to_dict() for row in result.slices.too_small]
 
 
 def audit_context(result: AuditResult, figures: AuditFigures) -> dict[str, Any]:

@@ -20,10 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = ["slice_chart"]
 
-#: Width of the drawing, pixels per slice row, and the longest slice name drawn in full.
+#: Width of the drawing and pixels per slice row.
 WIDTH = 960
 ROW_HEIGHT = 44
-LONGEST_NAME = 40
 
 
 def _reach(row: SliceRow) -> float:
@@ -37,10 +36,6 @@ def _reach(row: SliceRow) -> float:
     if estimate.lower_bound is not None:
         values.append(estimate.lower_bound.epsilon)
     return max(values)
-
-
-def _name(value: str) -> str:
-    return value if len(value) <= LONGEST_NAME else value[: LONGEST_NAME - 1] + "…"
 
 
 def slice_chart(sliced: SliceResult, headline: float) -> Markup | None:
@@ -71,7 +66,7 @@ def slice_chart(sliced: SliceResult, headline: float) -> Markup | None:
         if estimate.epsilon is None or estimate.lower_bound is None:  # not in `estimated`
             continue
         counts = f"{count(estimate.n_members)} members, {count(estimate.n_nonmembers)} non-members"
-        chart.text(0.0, y, f"{_name(row.value)} · {counts}", css="slice-label", dx=6, dy=-15)
+        chart.text(0.0, y, f"{row.shown()} · {counts}", css="slice-label", dx=6, dy=-15)
         interval = estimate.epsilon.interval
         if interval is not None:
             chart.segment(interval.low, y, interval.high, y, css="slice-interval")

@@ -23,6 +23,11 @@ class SliceRow:
     value: str
     estimate: SliceEstimate
 
+    def shown(self, width: int = 40) -> str:
+        """The value cut to ``width`` characters (an ellipsis marks the cut), for display."""
+        value = self.value
+        return value if len(value) <= width else value[: width - 1] + "…"
+
     def to_dict(self) -> dict[str, Any]:
         estimate = self.estimate
         headline = None if estimate.epsilon is None else estimate.epsilon.to_dict()
@@ -70,6 +75,15 @@ class SliceResult:
     def estimated(self) -> tuple[SliceRow, ...]:
         """The slices that hold an estimate."""
         return tuple(row for row in self.rows if row.estimate.epsilon is not None)
+
+    @property
+    def too_small(self) -> tuple[SliceRow, ...]:
+        """The slices with fewer than ``minimum`` records on a side (never estimated)."""
+        return tuple(
+            row
+            for row in self.rows
+            if min(row.estimate.n_members, row.estimate.n_nonmembers) < self.minimum
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -105,11 +105,6 @@ def attack_lines(result: AuditResult) -> list[str]:
     return lines
 
 
-def _clipped(value: str, width: int = 40) -> str:
-    """A slice's value, cut to ``width`` characters for the summary."""
-    return value if len(value) <= width else value[: width - 1] + "…"
-
-
 def slice_lines(result: AuditResult) -> list[str]:
     """A heading, one line per estimated slice of ``--slice-by``, and one line naming the
     slices too small to estimate (none without ``--slice-by``)."""
@@ -120,16 +115,13 @@ def slice_lines(result: AuditResult) -> list[str]:
         f"  slices of {sliced.column!r} ({sliced.attack} attack, delta {sliced.delta:.3g}; the "
         f"lower bounds hold together at {sliced.confidence:.0%}):"
     ]
-    small = [
-        row.value
-        for row in sliced.rows
-        if min(row.estimate.n_members, row.estimate.n_nonmembers) < sliced.minimum
-    ]
-    shown = [row for row in sliced.rows if row.value not in small]
-    width = max((len(_clipped(row.value)) for row in shown), default=0)
+    small = sliced.too_small
+    small_values = {row.value for row in small}
+    shown = [row for row in sliced.rows if row.value not in small_values]
+    width = max((len(row.shown()) for row in shown), default=0)
     for row in shown:
         estimate = row.estimate
-        name = _clipped(row.value)
+        name = row.shown()
         counts = f"{estimate.n_members:,} members, {estimate.n_nonmembers:,} non-members"
         if estimate.epsilon is None or estimate.lower_bound is None:
             why = estimate.unavailable
@@ -142,7 +134,7 @@ def slice_lines(result: AuditResult) -> list[str]:
             f"bound {estimate.lower_bound.epsilon:.4f} ({counts})"
         )
     if small:
-        listed = ", ".join(_clipped(value) for value in small[:8])
+        listed = ", ".join(row.shown() for row in small[:8])
         named = listed + (f" and {len(small) - 8} more" if len(small) > 8 else "")
         lines.append(
             f"    no estimate for {len(small)} slice(s) with fewer than {sliced.minimum} "
