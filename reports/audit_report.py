@@ -352,6 +352,7 @@ def audit_context(result: AuditResult, figures: AuditFigures) -> dict[str, Any]:
         },
         "ks_grid": _ks_context(figures.ks_grid),
         "small_slices": _small_slices(result),
+        "headline_attack": None if result.headline_attack is None else result.headline_attack.name,
         "bins": losses.histogram.bins,
         "central_share": losses.histogram.central_share,
     }

@@ -231,11 +231,12 @@ def attack_results(
 def headline_from(base: AuditResult, results: Sequence[AttackResult]) -> AuditResult:
     """``base`` with the first attack's figures as its headline when the loss attack was
     not asked for (otherwise ``base`` itself), and the attacks' records."""
-    if not results or any(result.name == "loss" for result in results):
-        return dataclasses.replace(base, attacks=tuple(results))
-    first = results[0]
+    attacked = dataclasses.replace(base, attacks=tuple(results))
+    first = attacked.headline_attack
+    if first is None or first.name == "loss":
+        return attacked
     return dataclasses.replace(
-        base,
+        attacked,
         epsilon=first.epsilon,
         empirical=first.empirical,
         lower_bound=first.lower_bound,
@@ -244,5 +245,4 @@ def headline_from(base: AuditResult, results: Sequence[AttackResult]) -> AuditRe
         train_losses=first.member_scores,
         population_losses=first.nonmember_scores,
         delta_profile=first.delta_profile,
-        attacks=tuple(results),
     )

@@ -65,6 +65,13 @@ class AuditResult:
     slices: SliceResult | None = None
 
     @property
+    def headline_attack(self) -> AttackResult | None:
+        """The attack whose figures are the headline: the loss attack when it ran, else the
+        first one asked for; None without any record."""
+        attacks = self.attacks
+        return next((a for a in attacks if a.name == "loss"), attacks[0] if attacks else None)
+
+    @property
     def strongest_attack(self) -> AttackResult | None:
         """The attack with the largest held-out lower bound, then the largest Epsilon* (the
         first of equals); None without any.

@@ -131,8 +131,7 @@ def _headline_scores(
 ) -> tuple[AttackName, NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | None]:
     """(attack, member scores, non-member scores, the population rows they score) of the
     attack whose figures are the headline: the loss attack's unless it did not run."""
-    attacks = result.attacks
-    headline = next((a for a in attacks if a.name == "loss"), attacks[0] if attacks else None)
+    headline = result.headline_attack
     if headline is None:
         return "loss", result.train_losses, result.population_losses, None
     return (

@@ -103,10 +103,11 @@ class SlicedScores:
 
     def groups(self) -> Iterator[tuple[FloatArray, FloatArray]]:
         """Each slice's (member scores, non-member scores), in code order."""
+        n_members, n_nonmembers = self.counts()
         member_order = np.argsort(self.member_codes, kind="stable")
         nonmember_order = np.argsort(self.nonmember_codes, kind="stable")
-        members = np.split(self.members[member_order], np.cumsum(self.counts()[0])[:-1])
-        nonmembers = np.split(self.nonmembers[nonmember_order], np.cumsum(self.counts()[1])[:-1])
+        members = np.split(self.members[member_order], np.cumsum(n_members)[:-1])
+        nonmembers = np.split(self.nonmembers[nonmember_order], np.cumsum(n_nonmembers)[:-1])
         yield from zip(members, nonmembers, strict=True)
 
 
