@@ -38,6 +38,7 @@ from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
 from epsstar.statistics.attacks.lira import lira_offline
 from epsstar.statistics.attacks.power import attack_auc
 from epsstar.statistics.attacks.rmia import rmia_offline
+from epsstar.statistics.loss_sketch import pooled_parts, sketch_auc
 from epsstar.statistics.names import ATTACKS, DEFAULT_ATTACK, AttackName
 
 __all__ = [
@@ -126,6 +127,17 @@ def _result(
     settings: dict[str, Any],
 ) -> AttackResult:
     members, others = audited.train_losses, audited.population_losses
+    if audited.summaries:  # from the whole sketches, not the figures' samples
+        train = audited.summaries.get("train")
+        population = audited.summaries.get("population")
+        auc = sketch_auc(
+            *pooled_parts(
+                members if train is None else train.whole,
+                others if population is None else population.whole,
+            )
+        )
+    else:
+        auc = attack_auc(members, others)
     return AttackResult(
         name=name,
         epsilon=audited.epsilon,
@@ -133,7 +145,7 @@ def _result(
         lower_bound=audited.lower_bound,
         gate=audited.gate,
         readings=audited.readings,
-        auc=attack_auc(members, others),
+        auc=auc,
         settings=settings,
         member_scores=members,
         nonmember_scores=others,

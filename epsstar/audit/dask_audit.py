@@ -21,6 +21,7 @@ the AUROC; the data themselves never reach this process.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,14 +31,21 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from epsstar.audit.attack_inputs import AttackInputs
-from epsstar.audit.data_checks import TableScan
 from epsstar.audit.files import sha256_of
-from epsstar.audit.partitions import DataSet, dataset_digest, find_partitions, local_partition
+from epsstar.audit.partitions import (
+    DataSet,
+    dataset_digest,
+    find_partitions,
+    local_partition,
+    partition_rows,
+)
 from epsstar.audit.references import ReferenceConfidences, check_stated_classes
 from epsstar.audit.streaming import StreamedTable, stream_table
+from epsstar.audit.summaries import SummaryPlans, join_tables, summarise_table
 from epsstar.audit.tables import LabelMap
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.loss_summary import LossSummary, SummaryPlan, merge_summaries
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.column_match import ColumnMatch
@@ -154,6 +162,16 @@ def _log_odds(
     return -streamed.losses
 
 
+@dataclass(frozen=True, slots=True)
+class Summarised:
+    """How a worker summarises its partition: the side's plan (``None``: losses kept
+    whole), the share of row hashes kept, and the partition's first row in its data set."""
+
+    plan: SummaryPlan | None
+    hash_rate: float
+    offset: int
+
+
 def stream_partition(
     model: ModelSpec,
     partition: str,
@@ -161,10 +179,30 @@ def stream_partition(
     role: str,
     reading: StreamSpec,
     references: tuple[tuple[ModelSpec, StreamSpec], ...] = (),
+    summarised: Summarised | None = None,
 ) -> tuple[StreamedTable, str, FloatArray | None]:
-    """Dask task: one partition through the model; what it gave, the partition's SHA-256
-    and, with ``references``, the log-odds of the true label of the target (row 0) and of
-    each reference model (rows 1..K)."""
+    """Dask task: one partition through the model; what it gave (summarised as
+    ``summarised`` says, if given), the partition's SHA-256 and, with ``references``, the
+    log-odds of the true label of the target (row 0) and of each reference model (rows
+    1..K)."""
+    streamed, digest, log_odds = _streamed_partition(
+        model, partition, storage_options, role, reading, references
+    )
+    if summarised is not None:
+        streamed = summarise_table(
+            streamed, summarised.plan, summarised.hash_rate, offset=summarised.offset
+        )
+    return streamed, digest, log_odds
+
+
+def _streamed_partition(
+    model: ModelSpec,
+    partition: str,
+    storage_options: Mapping[str, Any],
+    role: str,
+    reading: StreamSpec,
+    references: tuple[tuple[ModelSpec, StreamSpec], ...],
+) -> tuple[StreamedTable, str, FloatArray | None]:
     loaded = _checked_model(model)
     with local_partition(partition, storage_options) as path:
         digest = sha256_of(path)
@@ -196,40 +234,6 @@ def stream_partition(
             except InvalidInputError as error:
                 raise type(error)(f"reference model {spec.path!r}: {error}") from None
     return streamed, digest, np.vstack(rows)
-
-
-def _joined(parts: Sequence[StreamedTable], role: str) -> StreamedTable:
-    """The partitions of one table as one, in order (the AUROC's scores kept within the
-    same budget as a single stream's)."""
-    from epsstar.audit import streaming
-
-    first = parts[0]
-    for part in parts[1:]:
-        if part.n_outputs != first.n_outputs or part.label_map != first.label_map:
-            raise InvalidInputError(
-                f"the model's predictions on the {role} data must stand for its "
-                f"{len(first.label_map)} classes, as before. Found {part.n_outputs}."
-            )
-    rows = sum(part.rows for part in parts)
-    labels = scores = None
-    if all(part.labels is not None and part.scores is not None for part in parts):
-        width = 1 if first.scores is None or first.scores.ndim == 1 else first.scores.shape[1]
-        if rows * width <= streaming.MAX_AUROC_VALUES:
-            labels = np.concatenate([part.labels for part in parts])
-            scores = np.concatenate([part.scores for part in parts])
-    return StreamedTable(
-        losses=np.concatenate([part.losses for part in parts]),
-        labels=labels,
-        scores=scores,
-        correct=sum(part.correct for part in parts),
-        rows=rows,
-        n_outputs=first.n_outputs,
-        label_map=first.label_map,
-        scan=TableScan(
-            np.concatenate([part.scan.hashes for part in parts]),
-            np.sum([part.scan.class_counts for part in parts], axis=0),
-        ),
-    )
 
 
 def _file_digests(model: object, path: Path) -> tuple[tuple[str, str], ...]:
@@ -350,27 +354,39 @@ def _tasks(
     matches: dict[str, ColumnMatch],
     reading: Any,
     references: _References,
+    summarising: tuple[SummaryPlans, dict[str, tuple[int, ...]]] | None,
 ) -> list[tuple[Any, ...]]:
-    """One :func:`stream_partition` task per partition, the training data's first."""
+    """One :func:`stream_partition` task per partition, the training data's first (each
+    told how to summarise its partition when ``summarising`` gives the plans and every
+    partition's rows)."""
     tasks: list[tuple[Any, ...]] = []
     for role, found in data.items():
         stream = _stream_spec(matches[role], reading)
         with_references = references.for_role(role)
+        how: list[Summarised | None] = [None] * len(found.partitions)
+        if summarising is not None:
+            plans, rows = summarising
+            starts = np.cumsum((0, *rows[role][:-1]))
+            how = [Summarised(plans.for_role(role), plans.hash_rate, int(at)) for at in starts]
         tasks += [
-            (spec, part, found.storage_options, role, stream, with_references)
-            for part in found.partitions
+            (spec, part, found.storage_options, role, stream, with_references, summarised)
+            for part, summarised in zip(found.partitions, how, strict=True)
         ]
     return tasks
 
 
-class _Counter:
-    """Partitions and rows done per side, told to a :class:`PartitionProgress`."""
+class _Collected:
+    """The partitions' results as they arrive: progress told to a
+    :class:`PartitionProgress`, each partition's summary merged into its side's at once
+    (the partition kept without it), its rows checked against its footer's."""
 
-    def __init__(self, roles: list[str], progress: object) -> None:
-        self.roles = roles
-        self.totals = {role: roles.count(role) for role in roles}
-        self.done = dict.fromkeys(roles, 0)
-        self.rows = dict.fromkeys(roles, 0)
+    def __init__(self, tasks: list[tuple[Any, ...]], progress: object) -> None:
+        self.roles = [task[3] for task in tasks]
+        self.totals = {role: self.roles.count(role) for role in self.roles}
+        self.done = dict.fromkeys(self.roles, 0)
+        self.rows = dict.fromkeys(self.roles, 0)
+        self.parts: dict[int, tuple[StreamedTable, str, FloatArray | None]] = {}
+        self.summaries: dict[str, LossSummary] = {}
         self.progress = progress if isinstance(progress, PartitionProgress) else None
         self.started = time.perf_counter()
 
@@ -378,7 +394,14 @@ class _Counter:
         role = self.roles[outcome.index]
         self.done[role] += 1
         if outcome.value is not None:
-            self.rows[role] += outcome.value[0].rows
+            table, digest, log_odds = outcome.value
+            self.rows[role] += table.rows
+            if table.summary is not None:
+                running = self.summaries.get(role)
+                both = [table.summary] if running is None else [running, table.summary]
+                self.summaries[role] = merge_summaries(both)
+                table = dataclasses.replace(table, summary=None)
+            self.parts[outcome.index] = (table, digest, log_odds)
         if self.progress is not None:
             seconds = time.perf_counter() - self.started
             self.progress.partition_done(
@@ -403,18 +426,59 @@ def _refuse_same(sources: tuple[str, str], digests: dict[str, str] | None = None
 
 
 def _side(
-    found: DataSet, results: list[tuple[StreamedTable, str, FloatArray | None]], role: str
+    found: DataSet,
+    results: list[tuple[StreamedTable, str, FloatArray | None]],
+    role: str,
+    summary: LossSummary | None,
 ) -> tuple[StreamedTable, str, FloatArray | None]:
-    """One side's joined table, its data set's digest and its log-odds (target, then each
-    reference model; ``None`` without reference models)."""
+    """One side's joined table (with its merged ``summary``, whose sample is put in
+    partition order), its data set's digest and its log-odds (target, then each reference
+    model; ``None`` without reference models)."""
     named = [
         (part.rsplit("/", 1)[-1], digest)
         for part, (_, digest, _) in zip(found.partitions, results, strict=True)
     ]
     rows = [log_odds for _, _, log_odds in results]
     joined = None if any(r is None for r in rows) else np.hstack(rows)  # type: ignore[arg-type]
-    table = _joined([streamed for streamed, _, _ in results], role)
+    table = join_tables([streamed for streamed, _, _ in results], role)
+    if summary is not None:
+        summary = dataclasses.replace(summary, sample=table.losses)
+        table = dataclasses.replace(table, summary=summary)
     return table, dataset_digest(named), joined
+
+
+def _check_rows(
+    tasks: list[tuple[Any, ...]],
+    collected: _Collected,
+    summarising: tuple[SummaryPlans, dict[str, tuple[int, ...]]] | None,
+) -> None:
+    """Refuse a partition that streamed other rows than its Parquet footer says (the
+    positions that choose each record's halves would be wrong)."""
+    if summarising is None:
+        return
+    footers = [n for role in ("train", "population") for n in summarising[1][role]]
+    for index, expected in enumerate(footers):
+        found = collected.parts[index][0].rows
+        if found != expected:
+            raise InvalidInputError(
+                f"{tasks[index][1]}: a partition must stream the {expected:,} rows its "
+                f"Parquet footer records. Found {found:,}."
+            )
+
+
+def _summarising(
+    data: dict[str, DataSet], seed: int | None
+) -> tuple[SummaryPlans, dict[str, tuple[int, ...]]] | None:
+    """The summary plans and each partition's rows, when the audit summarises (``seed``
+    given), a side is large enough and every partition's rows are in its Parquet footer."""
+    if seed is None:
+        return None
+    rows = {role: partition_rows(found) for role, found in data.items()}
+    if rows["train"] is None or rows["population"] is None:
+        return None
+    known = {role: found for role, found in rows.items() if found is not None}
+    plans = SummaryPlans.for_rows(sum(known["train"]), sum(known["population"]), seed=seed)
+    return None if plans is None else (plans, known)
 
 
 def _attack_inputs(
@@ -448,12 +512,15 @@ def stream_on_dask(
     storage_options: Mapping[str, Any] | None = None,
     progress: object = None,
     reference_models: Sequence[Path] = (),
+    summarise_seed: int | None = None,
 ) -> DaskStreams:
     """Stream the training and population data sets (``sources``) on ``engine``'s cluster.
 
     ``reading`` holds the audit's streaming settings (``epsstar.audit.run``'s); ``progress``,
     if it is a :class:`PartitionProgress`, is told as partitions finish; the
-    ``reference_models`` run over every partition too (``attack_inputs``).
+    ``reference_models`` run over every partition too (``attack_inputs``). With
+    ``summarise_seed`` (the audit's statistics can be computed from summaries), a side
+    too large to hold whole is summarised on the workers (:mod:`epsstar.audit.summaries`).
     """
     from epsstar.audit.dask_engine import dask_client, run_tasks
 
@@ -466,20 +533,24 @@ def stream_on_dask(
     columns = {role: _columns(found) for role, found in data.items()}
     matches = _matches(loaded.model, model, data, columns, reading)
     references = _references(reference_models, data, columns, reading, trust)
-    tasks = _tasks(_model_spec(loaded, model, reading, trust), data, matches, reading, references)
-    roles = [task[3] for task in tasks]
+    summarising = _summarising(data, summarise_seed)
+    spec = _model_spec(loaded, model, reading, trust)
+    tasks = _tasks(spec, data, matches, reading, references, summarising)
+    collected = _Collected(tasks, progress)
     with dask_client(engine) as client:
         outcomes = run_tasks(
-            client, stream_partition, tasks, _Counter(roles, progress), name="epsstar-partition"
+            client, stream_partition, tasks, collected, name="epsstar-partition", keep=False
         )
-    failed = next((outcome for outcome in outcomes if outcome.value is None), None)
+    failed = next((outcome for outcome in outcomes if outcome.error is not None), None)
     if failed is not None:
         raise InvalidInputError(f"{tasks[failed.index][1]}: {failed.error}")
+    _check_rows(tasks, collected, summarising)
     sides = {
         role: _side(
             data[role],
-            [o.value for o in outcomes if roles[o.index] == role and o.value is not None],
+            [collected.parts[i] for i in range(len(tasks)) if collected.roles[i] == role],
             role,
+            collected.summaries.get(role),
         )
         for role in data
     }

@@ -16,6 +16,7 @@ file system, or fsspec URLs).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -171,13 +172,15 @@ def run_tasks(
     on_done: Callable[[TaskOutcome[T]], None] | None = None,
     *,
     name: str = "epsstar",
+    keep: bool = True,
 ) -> list[TaskOutcome[T]]:
     """Run ``function(*arguments[i])`` as one task per item; outcomes in item order.
 
     ``function`` must be importable by the workers (a module-level function). Each outcome
-    is given to ``on_done`` as it arrives, in this process. A task is never retried by
-    epsstar; the scheduler reruns a task whose worker died elsewhere, up to its
-    ``allowed-failures`` setting, and then reports it lost.
+    is given to ``on_done`` as it arrives, in this process; without ``keep`` the outcomes
+    returned hold no value (``on_done`` took it), so values need not all be held at once.
+    A task is never retried by epsstar; the scheduler reruns a task whose worker died
+    elsewhere, up to its ``allowed-failures`` setting, and then reports it lost.
     """
     from distributed import as_completed
 
@@ -196,7 +199,7 @@ def run_tasks(
             message, lost_on = _failure(future)
             outcome = TaskOutcome(index, None, message, lost_on)
         future.release()
-        outcomes[index] = outcome
         if on_done is not None:
             on_done(outcome)
+        outcomes[index] = outcome if keep else dataclasses.replace(outcome, value=None)
     return [outcome for outcome in outcomes if outcome is not None]

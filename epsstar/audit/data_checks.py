@@ -25,6 +25,7 @@ Valid-looking data can still make Epsilon* meaningless:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,14 +58,39 @@ MIX_SIGNIFICANCE = 1e-3
 
 @dataclass(frozen=True, slots=True)
 class TableScan:
-    """One table's row hashes and its number of rows per class (in class-index order)."""
+    """One table's row hashes and its number of rows per class (in class-index order).
+
+    A table too large to hold a hash per row keeps those of a random ``hash_rate`` of its
+    rows (:meth:`sampled`), chosen by the hash itself, so that a row occurring in both
+    tables is kept in both or in neither; ``n_rows`` is then the table's rows.
+    """
 
     hashes: NDArray[np.uint64]
     class_counts: NDArray[np.int64]
+    n_rows: int | None = None
+    hash_rate: float = 1.0
 
     @property
     def rows(self) -> int:
-        return int(self.hashes.size)
+        return int(self.hashes.size) if self.n_rows is None else self.n_rows
+
+    def sampled(self, rate: float) -> TableScan:
+        """This scan with the hashes of a random ``rate`` of its rows."""
+        kept = self.hashes[_hash_sample(self.hashes, rate)]
+        return TableScan(kept, self.class_counts, self.rows, rate)
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _hash_sample(hashes: NDArray[np.uint64], rate: float) -> NDArray[np.bool_]:
+    """Rows kept in a ``rate`` sample: those whose remixed hash falls below ``rate``·2⁶⁴."""
+    if rate >= 1:
+        return np.ones(hashes.size, dtype=bool)
+    with np.errstate(over="ignore"):
+        mixed = hashes * _MIX
+        mixed ^= mixed >> np.uint64(29)
+    return np.asarray(mixed < np.uint64(min(math.floor(rate * 2.0**64), 2**64 - 1)))
 
 
 def refuse_same_data(train: Path, population: Path, digests: dict[str, str]) -> None:
@@ -168,8 +194,11 @@ def _class_mix(train: TableScan, population: TableScan, classes: Sequence[object
 
 
 def shared_rows(train: TableScan, population: TableScan) -> int:
-    """Population rows whose features and label also occur in the training data."""
-    return int(np.count_nonzero(np.isin(population.hashes, train.hashes)))
+    """Population rows whose features and label also occur in the training data (estimated
+    as the count among the sampled rows over the rate when the scans keep a sample)."""
+    found = int(np.count_nonzero(np.isin(population.hashes, train.hashes)))
+    rate = min(train.hash_rate, population.hash_rate)
+    return found if rate >= 1 else round(found / rate)
 
 
 def data_warnings(
@@ -191,12 +220,14 @@ def data_warnings(
         found += [] if mix is None else [(mix, False)]
     shared = shared_rows(train, population)
     fraction = shared / population.rows
+    about = "about " if min(train.hash_rate, population.hash_rate) < 1 else ""
     if fraction > MAX_SHARED_FRACTION:
         found.append(
             (
-                f"{shared:,} of the {population.rows:,} population rows ({fraction:.1%}) also "
-                f"occur in the training data (more than {MAX_SHARED_FRACTION:.0%}): members "
-                f"among the non-members bias Epsilon* towards 0 (to at most about "
+                f"{about}{shared:,} of the {population.rows:,} population rows "
+                f"({fraction:.1%}) also occur in the training data (more than "
+                f"{MAX_SHARED_FRACTION:.0%}): members among the non-members bias Epsilon* "
+                f"towards 0 (to at most about "
                 f"ln(1/{fraction:.3g}) = {np.log(1.0 / fraction):.2f})",
                 True,
             )

@@ -55,6 +55,8 @@ from epsstar.statistics.estimator import (
 from epsstar.statistics.gate import gate_statistic
 from epsstar.statistics.held_out_bound import split_lower_bound
 from epsstar.statistics.leak_test import held_out_leak_test
+from epsstar.statistics.loss_sketch import size_of
+from epsstar.statistics.loss_summary import LossSummary
 from epsstar.statistics.methods import Bootstrap, method_config
 from epsstar.statistics.names import (
     DEFAULT_GATE,
@@ -117,24 +119,31 @@ class AuditOptions:
         return DEFAULT_METHOD if self.method is None else self.method
 
 
-def _checked_losses(train: ArrayLike, population: ArrayLike, method: Method) -> tuple[Any, Any]:
-    """Both loss arrays as finite 1-D float64, with enough records for every estimate.
+def _checked_losses(
+    train: ArrayLike | LossSummary, population: ArrayLike | LossSummary, method: Method
+) -> tuple[Any, Any]:
+    """Both loss arrays as finite 1-D float64 (or their summaries), with enough records for
+    every estimate.
 
     A refusal names the minimum and, for another method, what ``--method empirical`` needs.
     """
     minimum = minimum_records(method)
     fewest = minimum_records("empirical")
-    checked = []
+    checked: list[Any] = []
     for role, values in (("training", train), ("population", population)):
-        array = finite_vector(f"{role} losses", values)
-        if array.size < minimum:
+        if isinstance(values, LossSummary):
+            array: Any = values
+        else:
+            array = finite_vector(f"{role} losses", values)
+        size = size_of(array)
+        if size < minimum:
             hint = ""
             if method != "empirical":
-                runs = ", which these rows allow" if array.size >= fewest else ""
+                runs = ", which these rows allow" if size >= fewest else ""
                 hint = f"; --method empirical needs {fewest}{runs}"
             raise InsufficientDataError(
                 f"the {role} data need at least {minimum} rows for the {method} "
-                f"estimate and the lower bound{hint}. Found {array.size}."
+                f"estimate and the lower bound{hint}. Found {size}."
             )
         checked.append(array)
     return checked[0], checked[1]
@@ -147,8 +156,8 @@ def minimum_records(method: Method) -> int:
 
 
 def audit_losses(
-    train_losses: ArrayLike,
-    population_losses: ArrayLike,
+    train_losses: ArrayLike | LossSummary,
+    population_losses: ArrayLike | LossSummary,
     *,
     utility: Mapping[str, Utility],
     options: AuditOptions | None = None,
@@ -159,13 +168,16 @@ def audit_losses(
     ``utility`` holds the model's :class:`~epsstar.statistics.utility.Utility` per data
     set (``"population"``, ``"train"``), as computed by the caller, who ran the model;
     ``provenance`` (files, checksums, timings, command line) is recorded as given.
+    Either side may be a :class:`~epsstar.statistics.loss_summary.LossSummary` (a data set
+    too large to hold every loss) for the tails methods and the empirical one, without
+    an interval; the result then keeps that side's random sample for its figures.
     """
     options = AuditOptions() if options is None else options
     method = options.headline_method
     train, population = _checked_losses(train_losses, population_losses, method)
-    delta = default_delta(train.size) if options.delta is None else options.delta
+    delta = default_delta(size_of(train)) if options.delta is None else options.delta
     config = method_config(method, family=options.family)
-    grid = delta_grid(delta, train.size)
+    grid = delta_grid(delta, size_of(train))
     # One pass over the grid fits the tails (and runs tails-tested's leak test) once for the
     # whole profile; its last point, at the audit's δ, is the headline. A bootstrap interval
     # is the headline's own, so then the headline is estimated apart.
@@ -198,6 +210,16 @@ def audit_losses(
         utility=dict(utility),
         provenance=dict(provenance or {}),
         max_epsilon=options.max_epsilon,
-        train_losses=np.asarray(train),
-        population_losses=np.asarray(population),
+        train_losses=_values(train),
+        population_losses=_values(population),
+        summaries={
+            side: losses
+            for side, losses in (("train", train), ("population", population))
+            if isinstance(losses, LossSummary)
+        },
     )
+
+
+def _values(losses: Any) -> Any:
+    """The losses an audit keeps for its figures: all of them, or a summary's sample."""
+    return losses.sample if isinstance(losses, LossSummary) else np.asarray(losses)

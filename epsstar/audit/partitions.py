@@ -23,7 +23,7 @@ from typing import Any
 
 from epsstar.exceptions import InputFileError
 
-__all__ = ["DataSet", "dataset_digest", "find_partitions", "local_partition"]
+__all__ = ["DataSet", "dataset_digest", "find_partitions", "local_partition", "partition_rows"]
 
 _LOCAL = ("file", "local")
 
@@ -120,3 +120,23 @@ def dataset_digest(digests: Sequence[tuple[str, str]]) -> str:
         return digests[0][1]
     lines = "".join(f"{name} {digest}\n" for name, digest in digests)
     return hashlib.sha256(lines.encode("utf-8")).hexdigest()
+
+
+def partition_rows(data: DataSet) -> tuple[int, ...] | None:
+    """The rows of each partition from the Parquet footers (one small read each, local or
+    remote), or ``None`` when a partition is not a Parquet file or its footer cannot be
+    read (its rows are then known only once it is streamed)."""
+    if not all(part.endswith(".parquet") for part in data.partitions):
+        return None
+    import fsspec
+    import pyarrow
+    import pyarrow.parquet as pq
+
+    rows = []
+    for part in data.partitions:
+        try:
+            with fsspec.open(part, "rb", **data.storage_options) as stream:
+                rows.append(int(pq.ParquetFile(stream).metadata.num_rows))
+        except (OSError, pyarrow.ArrowException):
+            return None
+    return tuple(rows)

@@ -18,6 +18,7 @@ from epsstar.statistics.curves import TradeoffCurve, empirical_curve, parametric
 from epsstar.statistics.delta_profile import DeltaPoint
 from epsstar.statistics.fitting import LossDistribution
 from epsstar.statistics.gate import GateStatistic
+from epsstar.statistics.loss_summary import LossSummary
 from epsstar.statistics.readings import Readings
 from epsstar.statistics.results import EpsilonStarResult
 from epsstar.statistics.utility import Utility
@@ -63,6 +64,10 @@ class AuditResult:
     attacks: tuple[AttackResult, ...] = ()
     #: Epsilon* per value of the ``--slice-by`` column (``None``: not sliced).
     slices: SliceResult | None = None
+    #: The summaries of the sides too large to hold every loss, by side (``"train"``,
+    #: ``"population"``); ``train_losses``/``population_losses`` then hold a random
+    #: sample of that side's losses, for figures.
+    summaries: dict[str, LossSummary] = field(default_factory=dict, repr=False)
 
     @property
     def headline_attack(self) -> AttackResult | None:

@@ -40,6 +40,7 @@ from epsstar.audit.references import TableReading
 from epsstar.audit.result import AuditResult
 from epsstar.audit.slices import SliceKeys, audit_slices, read_slice_keys
 from epsstar.audit.streaming import Progress, StreamedTable, stream_table
+from epsstar.audit.summaries import SummaryPlans, can_summarise, losses_of, summarise_table
 from epsstar.audit.tables import read_schema
 from epsstar.exceptions import (
     ColumnOrderWarning,
@@ -315,7 +316,7 @@ def audit(
     after = (attack, trust, progress, _slice_keys(slice_by, paths, on_dask))
     if engine is not None and on_dask:
         sources: dict[str, Path | str] = {**paths, "train": train, "population": population}
-        dask_run = (engine, trust, storage_options, progress, attack)
+        dask_run = (engine, trust, storage_options, progress, attack, options)
         streamed = _stream_on_dask(loaded, sources, reading, dask_run)
         return _finish(loaded, reading, streamed, sources, options, run, clock, after)
     streamed = _Streamed(*_stream_both(loaded, paths, reading, progress), digests, {})
@@ -336,6 +337,7 @@ def _finish(
     data's digests and the ``engine`` record, if any): data checks, utility, statistics,
     then the attacks of ``after`` (with whether to trust model files, the progress and
     the slices of the records, if any)."""
+    streamed, plans = _summarised(streamed, options, after)
     train_side, population_side, match = streamed.train, streamed.population, streamed.match
     digests, ran_on = streamed.digests, streamed.ran_on
     model = Path(sources["model"])
@@ -354,7 +356,9 @@ def _finish(
         **run,
         **ran_on,
     )
-    losses = (train_side.losses, population_side.losses)
+    if plans is not None:
+        provenance["summaries"] = plans.to_dict()
+    losses = (losses_of(train_side), losses_of(population_side))
     result = audit_losses(*losses, utility=utility, options=options, provenance=provenance)
     clock.append(time.perf_counter())
     result = checks.record(result, gate=options.max_epsilon is not None)
@@ -371,6 +375,31 @@ def _finish(
         result = dataclasses.replace(result, slices=audit_slices(result, keys, options))
         extra["slices"] = time.perf_counter() - started
     return _with_seconds(result, extra)
+
+
+def _summarised(
+    streamed: _Streamed,
+    options: AuditOptions,
+    after: tuple[AttackSettings, bool, Progress | None, SliceKeys | None],
+) -> tuple[_Streamed, SummaryPlans | None]:
+    """Both tables with the sides too large to hold whole summarised, as a Dask cluster's
+    workers summarise them (:mod:`epsstar.audit.summaries`), and the plans (``None``: every
+    loss kept)."""
+    attack, _, _, keys = after
+    if not can_summarise(
+        options.headline_method, options.interval, attack.attacks, keys is not None
+    ):
+        return streamed, None
+    plans = SummaryPlans.for_rows(streamed.train.rows, streamed.population.rows, seed=options.seed)
+    if plans is None:
+        return streamed, None
+    train, population = (
+        table
+        if table.summary is not None or table.scan.hash_rate < 1
+        else summarise_table(table, plans.for_role(role), plans.hash_rate)
+        for role, table in (("train", streamed.train), ("population", streamed.population))
+    )
+    return dataclasses.replace(streamed, train=train, population=population), plans
 
 
 def _with_seconds(result: AuditResult, extra: dict[str, float]) -> AuditResult:
@@ -459,7 +488,7 @@ def _stream_on_dask(
     loaded: LoadedAuditModel,
     sources: dict[str, Path | str],
     reading: _Reading,
-    run: tuple[Engine, bool, dict[str, Any] | None, object, AttackSettings],
+    run: tuple[Engine, bool, dict[str, Any] | None, object, AttackSettings, AuditOptions],
 ) -> _Streamed:
     """Both data sets streamed on a Dask cluster (``run``: the engine, whether to trust the
     model file, the storage options, the progress and the attacks, whose reference models
@@ -467,8 +496,9 @@ def _stream_on_dask(
     ``engine`` record of the provenance and the attacks' log-odds."""
     from epsstar.audit.dask_audit import stream_on_dask
 
-    engine, trust, storage_options, progress, attack = run
+    engine, trust, storage_options, progress, attack, options = run
     needs = any(name != "loss" for name in attack.attacks)
+    summarises = can_summarise(options.headline_method, options.interval, attack.attacks, False)
     streams = stream_on_dask(
         loaded,
         Path(sources["model"]),
@@ -479,6 +509,7 @@ def _stream_on_dask(
         storage_options=storage_options,
         progress=progress,
         reference_models=attack.reference_models if needs else (),
+        summarise_seed=options.seed if summarises else None,
     )
     ran_on = {"engine": {**engine.to_dict(), "partitions": streams.partitions}}
     return _Streamed(

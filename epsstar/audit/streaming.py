@@ -31,6 +31,7 @@ from epsstar.audit.plugins import LoadedModel
 from epsstar.audit.tables import LabelMap, iter_batches, label_map_for
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.loss_summary import LossSummary
 from epsstar.statistics.losses import LossName, compute_losses
 from epsstar.statistics.utility import Utility, auroc
 
@@ -82,15 +83,23 @@ class StreamedTable:
     label_map: LabelMap
     #: Row hashes and rows per class, for the checks of :mod:`epsstar.audit.data_checks`.
     scan: TableScan = field(repr=False)
+    #: The losses' summary when the table is too large to hold one per row
+    #: (:mod:`epsstar.audit.summaries`); ``losses``, ``labels`` and ``scores`` then hold
+    #: those of a random sample of the rows.
+    summary: LossSummary | None = field(default=None, repr=False)
 
     def utility(self, *, with_auroc: bool = True) -> Utility:
-        """Accuracy and (unless ``with_auroc`` is false, or the scores were dropped) AUROC."""
+        """Accuracy and (unless ``with_auroc`` is false, or the scores were dropped) AUROC;
+        of a summarised table, the AUROC of its random sample of rows."""
         accuracy = self.correct / self.rows
         if not with_auroc:
             return Utility(self.rows, accuracy, None, "not computed for training data")
         if self.labels is None or self.scores is None:
             return Utility(self.rows, accuracy, None, "too many rows x classes to keep for AUROC")
         value, note = auroc(self.labels, self.scores, self.n_outputs)
+        if self.summary is not None and value is not None:
+            sample = f"on a random sample of {self.labels.size:,} rows"
+            note = sample if note is None else f"{note}, {sample}"
         return Utility(self.rows, accuracy, value, note)
 
 

@@ -30,11 +30,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray, check_positive_int
 from epsstar.statistics.fitting.base import ContinuousDistribution
+from epsstar.statistics.loss_sketch import Sample
+from epsstar.statistics.loss_summary import LossSummary
 from epsstar.statistics.optimizer import evaluate_terms, zoom_maximum
 from epsstar.statistics.ratio_terms import Supremum
 
@@ -48,9 +52,9 @@ __all__ = [
 ]
 
 #: Fits both sides (training, population losses) to loss-ordered distributions.
-PairFitter = Callable[
-    [FloatArray, FloatArray], tuple[ContinuousDistribution, ContinuousDistribution]
-]
+PairFitter = Callable[[Any, Any], tuple[ContinuousDistribution, ContinuousDistribution]]
+#: One side's losses: every value, or their summary.
+Losses = FloatArray | LossSummary
 
 #: Ratios of eq. 7 (1-based, as in ``Supremum.term``) whose denominator is a
 #: function of the FPR ``t``: ``(1-δ-η)/t`` and ``(η-δ)/(1-t)``.
@@ -158,8 +162,8 @@ HalfFits = tuple[
 
 
 def crossfit_fits(
-    train: FloatArray,
-    population: FloatArray,
+    train: Losses,
+    population: Losses,
     fit: PairFitter,
     *,
     n_splits: int = 1,
@@ -167,18 +171,30 @@ def crossfit_fits(
 ) -> list[HalfFits]:
     """``fit`` applied to both halves of ``n_splits`` seeded random halvings (module doc).
 
-    The fits do not depend on δ, so one set serves Epsilon* at every δ.
+    Losses given as an array are shuffled (seeded) and halved; a
+    :class:`~epsstar.statistics.loss_summary.LossSummary` brings the sketches of its
+    halves. The fits do not depend on δ, so one set serves Epsilon* at every δ.
     """
     n_splits = check_positive_int("n_splits", n_splits)
     rng = np.random.default_rng([seed, 0xC0F1])
     found: list[HalfFits] = []
-    for _ in range(n_splits):
-        a = rng.permutation(train)
-        b = rng.permutation(population)
-        first = fit(a[: a.size // 2], b[: b.size // 2])
-        second = fit(a[a.size // 2 :], b[b.size // 2 :])
-        found.append((first, second))
+    for index in range(n_splits):
+        a = _halves(train, rng, index)
+        b = _halves(population, rng, index)
+        found.append((fit(a[0], b[0]), fit(a[1], b[1])))
     return found
+
+
+def _halves(losses: Losses, rng: np.random.Generator, index: int) -> tuple[Sample, Sample]:
+    if isinstance(losses, LossSummary):
+        if index >= len(losses.crossfit):
+            raise InvalidInputError(
+                f"the summary holds {len(losses.crossfit)} cross-fitting halvings. Found a "
+                f"request for halving {index + 1}."
+            )
+        return losses.crossfit[index]
+    shuffled = rng.permutation(losses)
+    return shuffled[: shuffled.size // 2], shuffled[shuffled.size // 2 :]
 
 
 def crossfit_score(halvings: list[HalfFits], delta: float) -> CrossFit:
@@ -199,8 +215,8 @@ def crossfit_score(halvings: list[HalfFits], delta: float) -> CrossFit:
 
 
 def crossfit_epsilon(
-    train: FloatArray,
-    population: FloatArray,
+    train: Losses,
+    population: Losses,
     delta: float,
     fit: PairFitter,
     *,

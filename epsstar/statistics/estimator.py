@@ -34,7 +34,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from epsstar.exceptions import (
     DegenerateDataError,
@@ -49,11 +49,20 @@ from epsstar.statistics._validation import (
     finite_vector,
 )
 from epsstar.statistics.crossfit import CrossFit, crossfit_fits, crossfit_score
-from epsstar.statistics.empirical import ZeroCounts, empirical_supremum
+from epsstar.statistics.empirical import ZeroCounts, empirical_supremum, supremum_from_counts
 from epsstar.statistics.fitting import FittedDistribution, GaussianMixtureFit, NormalFit, Reflected
 from epsstar.statistics.fitting.tails import RelativeTailed, fit_relative_tails
 from epsstar.statistics.goodness_of_fit import assess_fit
+from epsstar.statistics.held_out_bound import Losses
 from epsstar.statistics.leak_test import held_out_leak_test
+from epsstar.statistics.loss_sketch import (
+    LossSketch,
+    Sample,
+    pooled_parts,
+    size_of,
+    sketch_supremum,
+)
+from epsstar.statistics.loss_summary import LossSummary
 from epsstar.statistics.methods import (
     CONFIG_TYPES,
     MIN_PARAMETRIC_RECORDS,
@@ -122,8 +131,8 @@ def default_delta(n_train: int) -> float:
 
 
 def estimate(
-    train_losses: ArrayLike,
-    population_losses: ArrayLike,
+    train_losses: ArrayLike | LossSummary,
+    population_losses: ArrayLike | LossSummary,
     config: EstimatorConfig,
     *,
     delta: float | None = None,
@@ -145,8 +154,8 @@ def estimate(
 
 
 def estimate_at_deltas(
-    train_losses: ArrayLike,
-    population_losses: ArrayLike,
+    train_losses: ArrayLike | LossSummary,
+    population_losses: ArrayLike | LossSummary,
     config: EstimatorConfig,
     deltas: tuple[float, ...],
     *,
@@ -168,8 +177,8 @@ def estimate_at_deltas(
 
 
 def epsilon_star(
-    train_losses: ArrayLike,
-    population_losses: ArrayLike,
+    train_losses: ArrayLike | LossSummary,
+    population_losses: ArrayLike | LossSummary,
     *,
     delta: float,
     method: Method = DEFAULT_METHOD,
@@ -250,8 +259,8 @@ def epsilon_star(
 
 
 def _estimate(
-    train_losses: ArrayLike,
-    population_losses: ArrayLike,
+    train_losses: ArrayLike | LossSummary,
+    population_losses: ArrayLike | LossSummary,
     config: EstimatorConfig,
     delta: float | None,
     seed: int,
@@ -268,7 +277,7 @@ def _estimate(
     train = _losses("train_losses", train_losses, config)
     population = _losses("population_losses", population_losses, config)
     if delta is None:
-        delta = default_delta(train.size)
+        delta = default_delta(size_of(train))
     delta = check_delta(delta, allow_zero=isinstance(config, Empirical))
     result = _point(train, population, delta, config, seed)
     for side, report in result.fits.items():
@@ -284,6 +293,11 @@ def _estimate(
             )
     if interval is None:
         return result
+    if isinstance(train, LossSummary) or isinstance(population, LossSummary):
+        raise InvalidInputError(
+            "a bootstrap interval resamples every loss; it is not available for summarised "
+            "losses. Found an interval asked for."
+        )
     from epsstar.statistics.bootstrap import bootstrap_interval
 
     # tails-tested: the leak test decides once, on the original records (resampling with
@@ -321,23 +335,32 @@ def _estimate(
     return dataclasses.replace(result, interval=found)
 
 
-def _losses(name: str, values: ArrayLike, config: EstimatorConfig) -> FloatArray:
-    """Finite losses, at least ``config.min_records``; a refusal names the empirical method's
-    minimum when it is lower."""
-    losses = finite_vector(name, values, min_size=0)
+def _losses(name: str, values: ArrayLike | LossSummary, config: EstimatorConfig) -> Losses:
+    """Finite losses (or their summary, for the tails methods and the empirical one), at
+    least ``config.min_records``; a refusal names the empirical method's minimum when it
+    is lower."""
+    if isinstance(values, LossSummary):
+        if not isinstance(config, Empirical | Tails | TailsCrossfit | TailsTested):
+            raise InvalidInputError(
+                f"the {config.method} method needs every loss; summarised losses serve the "
+                f"tails methods and the empirical one. Found {name} summarised."
+            )
+        losses: Losses = values
+    else:
+        losses = finite_vector(name, values, min_size=0)
     fewest = Empirical.min_records
-    if losses.size < config.min_records:
+    if size_of(losses) < config.min_records:
         hint = "" if config.min_records <= fewest else f" (--method empirical needs {fewest})"
         raise InsufficientDataError(
             f"{name} needs at least {config.min_records} value{'s' * (config.min_records > 1)} "
-            f"for the {config.method} method{hint}. Found {losses.size}."
+            f"for the {config.method} method{hint}. Found {size_of(losses)}."
         )
     return losses
 
 
 def _point(
-    train: FloatArray,
-    population: FloatArray,
+    train: Losses,
+    population: Losses,
     delta: float,
     config: EstimatorConfig,
     seed: int,
@@ -346,6 +369,8 @@ def _point(
 ) -> EpsilonStarResult:
     """One point estimate from validated inputs (``tail_scale``: see :func:`_tail_scales`)."""
     if isinstance(config, Parametric):
+        assert not isinstance(train, LossSummary)
+        assert not isinstance(population, LossSummary)
         return _parametric(train, population, delta, config, seed)
     if isinstance(config, Empirical):
         return _empirical(train, population, delta, window=config.window(delta), seed=seed)
@@ -428,8 +453,8 @@ def _parametric(
 
 
 def _tailed_at(
-    train: FloatArray,
-    population: FloatArray,
+    train: Losses,
+    population: Losses,
     deltas: tuple[float, ...],
     config: Tails | TailsCrossfit | TailsTested,
     seed: int,
@@ -441,7 +466,7 @@ def _tailed_at(
     default tail sizes are scaled by ``tail_scale``."""
     if isinstance(config, TailsTested):
         return _tested(train, population, deltas, config, seed, tail_scale)
-    LossTransform.from_losses(train, population)  # refuses pooled losses that are all equal
+    _refuse_all_equal(train, population)
     # One side's losses all equal (a model that memorised every record, such as a fully
     # grown tree) is the most discrete case of all.
     discrete = _discrete_losses(train, population)
@@ -464,7 +489,7 @@ def _tailed_at(
             for d in deltas
         ]
     train_fit, population_fit = fit_relative_tails(
-        train, population, tail_size=config.tail_size, tail_scale=tail_scale
+        _sample(train), _sample(population), tail_size=config.tail_size, tail_scale=tail_scale
     )
     halvings = None
     if isinstance(config, TailsCrossfit):
@@ -496,8 +521,8 @@ def _tailed_at(
 
 
 def _tested(
-    train: FloatArray,
-    population: FloatArray,
+    train: Losses,
+    population: Losses,
     deltas: tuple[float, ...],
     config: TailsTested,
     seed: int,
@@ -553,8 +578,8 @@ def _crossfitted(plug_in: Supremum, cross: CrossFit) -> tuple[Supremum, dict[str
 
 
 def _empirical(
-    train: FloatArray,
-    population: FloatArray,
+    train: Losses,
+    population: Losses,
     delta: float,
     *,
     window: RateWindow,
@@ -564,7 +589,7 @@ def _empirical(
 ) -> EpsilonStarResult:
     """The empirical estimate (every observed loss a threshold), with an optional note;
     ``zero_counts`` says how a rate counted as 0 enters (:mod:`.empirical`)."""
-    found = empirical_supremum(train, population, delta, window, zero_counts=zero_counts)
+    found = _empirical_supremum(train, population, delta, window, zero_counts)
     return _located(
         found,
         train,
@@ -577,7 +602,7 @@ def _empirical(
     )
 
 
-def _discrete_losses(train: FloatArray, population: FloatArray) -> str | None:
+def _discrete_losses(train: Losses, population: Losses) -> str | None:
     """Why the losses are too discrete for a tail model, or ``None`` if they are not.
 
     A tail holds up to 3·sqrt(n) records. A side with fewer distinct values than
@@ -586,30 +611,100 @@ def _discrete_losses(train: FloatArray, population: FloatArray) -> str | None:
     would smear into a continuous CDF, inventing ratios between them. Saturated
     probabilities, clipped to the same loss at both ends, are the usual cause; an
     atom at one end only (confident correct predictions) leaves the other tail to
-    model and is kept.
+    model and is kept. A summary knows its distinct values up to its ``k`` (at least
+    3·sqrt(n)) and its ``k`` most extreme values on each side, which decide both.
     """
     for side, losses in (("train", train), ("population", population)):
-        limit = 3.0 * np.sqrt(losses.size)
-        distinct = np.unique(losses).size
-        if distinct < limit:
+        n = size_of(losses)
+        limit = 3.0 * np.sqrt(n)
+        atoms = _atoms(losses)
+        distinct = atoms[0].size if atoms is not None else None
+        if distinct is not None and distinct < limit:
             return (
-                f"the {side} losses take {distinct} distinct values among {losses.size:,} "
+                f"the {side} losses take {distinct} distinct values among {n:,} "
                 f"(fewer than 3·sqrt(n) = {limit:.0f})"
             )
-        low = int(np.count_nonzero(losses == losses.min()))
-        high = int(np.count_nonzero(losses == losses.max()))
+        low, high = _end_repeats(losses)
         if min(low, high) >= limit:
             return (
                 f"the {side} losses repeat their smallest value {low:,} times and their largest "
-                f"{high:,} times among {losses.size:,} (both tails are single values)"
+                f"{high:,} times among {n:,} (both tails are single values)"
             )
     return None
 
 
+def _atoms(losses: Losses) -> tuple[FloatArray, NDArray[np.int64]] | None:
+    """The distinct values and their counts (``None`` for a summary of too many values)."""
+    if isinstance(losses, LossSummary):
+        return losses.atoms
+    values, counts = np.unique(losses, return_counts=True)
+    return values, counts.astype(np.int64)
+
+
+def _end_repeats(losses: Losses) -> tuple[int, int]:
+    """How often the smallest and the largest value occur (a summary counts up to its k)."""
+    if isinstance(losses, LossSummary):
+        whole = losses.whole
+        low, high = whole.lowest(min(whole.k, whole.n)), whole.highest(min(whole.k, whole.n))
+        return int(np.count_nonzero(low == low[0])), int(np.count_nonzero(high == high[-1]))
+    return (
+        int(np.count_nonzero(losses == losses.min())),
+        int(np.count_nonzero(losses == losses.max())),
+    )
+
+
+def _sample(losses: Losses) -> Sample:
+    """What the tail fits read: every loss, or the summary's sketch of them."""
+    return losses.whole if isinstance(losses, LossSummary) else losses
+
+
+def _refuse_all_equal(train: Losses, population: Losses) -> None:
+    """Refuse pooled losses that are all equal (no test tells anything apart)."""
+    if not (isinstance(train, LossSummary) or isinstance(population, LossSummary)):
+        LossTransform.from_losses(train, population)
+        return
+    ends = [_sample(side) for side in (train, population)]
+    lows = [s.lowest(1)[0] if isinstance(s, LossSketch) else s.min() for s in ends]
+    highs = [s.highest(1)[0] if isinstance(s, LossSketch) else s.max() for s in ends]
+    if min(lows) == max(highs):
+        raise DegenerateDataError(
+            f"all training and population losses are equal; no test tells them apart. "
+            f"Found every loss {min(lows)}."
+        )
+
+
+def _empirical_supremum(
+    train: Losses, population: Losses, delta: float, window: RateWindow, zero_counts: ZeroCounts
+) -> Supremum:
+    """The empirical supremum: of every loss, of the distinct values' counts when both sides
+    have them, else at the thresholds where both sketches count exactly."""
+    if not (isinstance(train, LossSummary) or isinstance(population, LossSummary)):
+        return empirical_supremum(train, population, delta, window, zero_counts=zero_counts)
+    train_atoms, pop_atoms = _atoms(train), _atoms(population)
+    if train_atoms is not None and pop_atoms is not None:
+        thresholds = np.union1d(train_atoms[0], pop_atoms[0])
+        below = [
+            np.concatenate([[0], np.cumsum(counts)])[np.searchsorted(values, thresholds, "right")]
+            for values, counts in (pop_atoms, train_atoms)
+        ]
+        return supremum_from_counts(
+            thresholds,
+            below[0].astype(np.float64),
+            below[1].astype(np.float64),
+            n_train=size_of(train),
+            n_population=size_of(population),
+            delta=delta,
+            window=window,
+            zero_counts=zero_counts,
+        )
+    sketches = pooled_parts(_sample(train), _sample(population))
+    return sketch_supremum(sketches[0], sketches[1], delta, window, zero_counts)
+
+
 def _located(
     found: Supremum,
-    train: FloatArray,
-    population: FloatArray,
+    train: Losses,
+    population: Losses,
     *,
     delta: float,
     method: str,
@@ -631,8 +726,8 @@ def _located(
         "threshold": found.threshold,
         "threshold_transformed": None,
         "attained_by": found.term_name,
-        "n_train": train.size,
-        "n_population": population.size,
+        "n_train": size_of(train),
+        "n_population": size_of(population),
         "rate_window": (window.low, window.high),
         "seed": seed,
     }

@@ -8,20 +8,29 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.exceptions import InsufficientDataError
+from epsstar.exceptions import InsufficientDataError, InvalidInputError
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds import (
     EpsilonLowerBound,
     clopper_pearson_uppers,
     epsilon_lower_bound,
 )
+from epsstar.statistics.loss_sketch import LossSketch, Sample, size_of
+from epsstar.statistics.loss_summary import LossSummary
+
+#: One side's losses: every value, or their summary.
+Losses = FloatArray | LossSummary
 
 __all__ = [
     "DIRECTIONS",
     "Direction",
+    "Losses",
+    "at_or_below",
     "candidate_thresholds",
     "error_counts",
     "held_out_halves",
+    "on_grid",
+    "sorted_half",
     "split_lower_bound",
 ]
 
@@ -33,8 +42,8 @@ DIRECTIONS: tuple[Direction, Direction] = ("members_lower", "members_higher")
 def _bound_at(
     thresholds: FloatArray,
     direction: Direction,
-    members: FloatArray,
-    others: FloatArray,
+    members: Sample,
+    others: Sample,
     delta: float,
     confidence: float,
 ) -> FloatArray:
@@ -44,68 +53,102 @@ def _bound_at(
     :func:`epsilon_lower_bound` (:func:`~epsstar.statistics.bounds.clopper_pearson_uppers`).
     """
     fp, fn = error_counts(thresholds, direction, members, others)
-    fp_up = clopper_pearson_uppers(fp, others.size, confidence)
-    fn_up = clopper_pearson_uppers(fn, members.size, confidence)
+    fp_up = clopper_pearson_uppers(fp, size_of(others), confidence)
+    fn_up = clopper_pearson_uppers(fn, size_of(members), confidence)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.maximum((1.0 - delta - fp_up) / fn_up, (1.0 - delta - fn_up) / fp_up)
         return np.where(ratios > 1.0, np.log(ratios), 0.0)
 
 
 def held_out_halves(
-    train_losses: FloatArray, population_losses: FloatArray, *, seed: int
-) -> tuple[tuple[FloatArray, FloatArray], tuple[FloatArray, FloatArray]]:
+    train_losses: Losses, population_losses: Losses, *, seed: int
+) -> tuple[tuple[Sample, Sample], tuple[Sample, Sample]]:
     """((selection train, selection population), (evaluation train, evaluation population)).
 
-    Each side is shuffled (seeded) and halved; the selection halves come sorted.
+    Each side given as an array is shuffled (seeded) and halved, its selection half sorted;
+    a :class:`~epsstar.statistics.loss_summary.LossSummary` brings the sketches of its
+    held-out halves.
     """
     rng = np.random.default_rng([seed, 7])
-    train = rng.permutation(train_losses)
-    population = rng.permutation(population_losses)
-    half_train, half_pop = train.size // 2, population.size // 2
-    if min(half_train, half_pop) < 1:
+    sides = [_halved(losses, rng) for losses in (train_losses, population_losses)]
+    half_train, half_pop = size_of(sides[0][0]), size_of(sides[1][0])
+    if min(half_train, half_pop, size_of(sides[0][1]), size_of(sides[1][1])) < 1:
         raise InsufficientDataError(
-            "the held-out tests need at least 2 records per data set. "
-            f"Found {train.size} training and {population.size} population records."
+            "the held-out tests need at least 2 records per data set. Found "
+            f"{half_train + size_of(sides[0][1])} training and "
+            f"{half_pop + size_of(sides[1][1])} population records."
         )
-    return (
-        (np.sort(train[:half_train]), np.sort(population[:half_pop])),
-        (train[half_train:], population[half_pop:]),
-    )
+    return (sides[0][0], sides[1][0]), (sides[0][1], sides[1][1])
 
 
-def candidate_thresholds(members: FloatArray, others: FloatArray, per_tail: int = 64) -> FloatArray:
-    """Both sides' quantiles at geometrically spaced rates 1/n … 1/2, in both tails."""
-    levels = np.geomspace(1.0 / max(members.size, others.size), 0.5, per_tail)
+def _halved(losses: Losses, rng: np.random.Generator) -> tuple[Sample, Sample]:
+    if isinstance(losses, LossSummary):
+        return losses.held_out
+    shuffled = rng.permutation(losses)
+    half = shuffled.size // 2
+    return np.sort(shuffled[:half]), shuffled[half:]
+
+
+def on_grid(*halves: Sample) -> LossSketch | None:
+    """A half that puts the tests' thresholds on the sketches' grid: a sketch that does not
+    hold every value, whose counts are exact at the grid's edges (``None``: no such half)."""
+    return next((h for h in halves if isinstance(h, LossSketch) and not h.complete), None)
+
+
+def candidate_thresholds(
+    members: Sample, others: Sample, per_tail: int = 64, *, grid: LossSketch | None = None
+) -> FloatArray:
+    """Both sides' quantiles at geometrically spaced rates 1/n … 1/2, in both tails; with
+    ``grid``, each moved down to the sketches' grid edge at or below it."""
+    levels = np.geomspace(1.0 / max(size_of(members), size_of(others)), 0.5, per_tail)
     both_tails = np.concatenate([levels, 1.0 - levels])
-    return np.unique(
-        np.concatenate(
-            [
-                np.quantile(others, both_tails, method="inverted_cdf"),
-                np.quantile(members, both_tails, method="inverted_cdf"),
-            ]
-        )
-    )
+    found = np.concatenate([_quantiles(others, both_tails), _quantiles(members, both_tails)])
+    if grid is not None:
+        found = grid.floor_edges(found)
+    return np.unique(found)
+
+
+def _quantiles(side: Sample, levels: FloatArray) -> FloatArray:
+    if isinstance(side, LossSketch):
+        return side.quantiles(levels)
+    return np.quantile(side, levels, method="inverted_cdf")
+
+
+def at_or_below(side: Sample, thresholds: FloatArray) -> NDArray[np.int64]:
+    """``#{l ≤ τ}`` of a sorted array or a sketch at each threshold (a sketch's must be
+    exact there: a grid edge, or in its tails)."""
+    if not isinstance(side, LossSketch):
+        return np.searchsorted(side, thresholds, side="right")
+    counts, exact = side.count_below(thresholds)
+    if not exact.all():
+        raise InvalidInputError("a sketch counts exactly at its grid's edges and in its tails.")
+    return counts.astype(np.int64)
 
 
 def error_counts(
-    thresholds: FloatArray, direction: Direction, members: FloatArray, others: FloatArray
+    thresholds: FloatArray, direction: Direction, members: Sample, others: Sample
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """(false positives, false negatives) of the test ``direction`` at each threshold.
 
-    ``members`` and ``others`` are sorted. ``members_lower`` calls a record a member
-    when its loss is ≤ the threshold: a non-member at or below it is a false positive,
-    a member above it a false negative; ``members_higher`` is the mirrored test.
+    ``members`` and ``others`` are sorted (or sketches). ``members_lower`` calls a record a
+    member when its loss is ≤ the threshold: a non-member at or below it is a false
+    positive, a member above it a false negative; ``members_higher`` is the mirrored test.
     """
-    others_at_or_below = np.searchsorted(others, thresholds, side="right")
-    members_at_or_below = np.searchsorted(members, thresholds, side="right")
+    others_at_or_below = at_or_below(others, thresholds)
+    members_at_or_below = at_or_below(members, thresholds)
     if direction == "members_lower":
-        return others_at_or_below, members.size - members_at_or_below
-    return others.size - others_at_or_below, members_at_or_below
+        return others_at_or_below, size_of(members) - members_at_or_below
+    return size_of(others) - others_at_or_below, members_at_or_below
+
+
+def sorted_half(half: Sample) -> Sample:
+    """An evaluation half ready for :func:`error_counts` (arrays sorted)."""
+    return half if isinstance(half, LossSketch) else np.sort(half)
 
 
 def split_lower_bound(
-    train_losses: FloatArray,
-    population_losses: FloatArray,
+    train_losses: Losses,
+    population_losses: Losses,
     *,
     delta: float,
     confidence: float = 0.95,
@@ -127,7 +170,8 @@ def split_lower_bound(
     (select_train, select_pop), (eval_train, eval_pop) = held_out_halves(
         train_losses, population_losses, seed=seed
     )
-    thresholds = candidate_thresholds(select_train, select_pop, candidates_per_tail)
+    grid = on_grid(select_train, select_pop, eval_train, eval_pop)
+    thresholds = candidate_thresholds(select_train, select_pop, candidates_per_tail, grid=grid)
     scores = [
         _bound_at(thresholds, direction, select_train, select_pop, delta, confidence)
         for direction in DIRECTIONS
@@ -135,10 +179,9 @@ def split_lower_bound(
     which, column = np.unravel_index(int(np.argmax(np.vstack(scores))), (2, thresholds.size))
     best_tau, best_direction = float(thresholds[column]), DIRECTIONS[int(which)]
     fp_counts, fn_counts = error_counts(
-        np.array([best_tau]), best_direction, np.sort(eval_train), np.sort(eval_pop)
+        np.array([best_tau]), best_direction, sorted_half(eval_train), sorted_half(eval_pop)
     )
     fp, fn = int(fp_counts[0]), int(fn_counts[0])
-    bound = epsilon_lower_bound(
-        fp, eval_pop.size, fn, eval_train.size, delta=delta, confidence=confidence
-    )
+    n_pop, n_train = size_of(eval_pop), size_of(eval_train)
+    bound = epsilon_lower_bound(fp, n_pop, fn, n_train, delta=delta, confidence=confidence)
     return dataclasses.replace(bound, threshold=best_tau, direction=best_direction)

@@ -32,10 +32,14 @@ from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.held_out_bound import (
     DIRECTIONS,
     Direction,
+    Losses,
     candidate_thresholds,
     error_counts,
     held_out_halves,
+    on_grid,
+    sorted_half,
 )
+from epsstar.statistics.loss_sketch import Sample, size_of
 
 __all__ = ["LeakTest", "held_out_leak_test"]
 
@@ -65,22 +69,23 @@ class LeakTest:
 
 
 def _z_scores(
-    thresholds: FloatArray, direction: Direction, members: FloatArray, others: FloatArray
+    thresholds: FloatArray, direction: Direction, members: Sample, others: Sample
 ) -> FloatArray:
     """Two-proportion z statistic of TPR − FPR of each test (0 where undefined)."""
     fp, fn = error_counts(thresholds, direction, members, others)
-    tpr = (members.size - fn) / members.size
-    fpr = fp / others.size
-    pooled = (members.size - fn + fp) / (members.size + others.size)
-    spread = np.sqrt(pooled * (1.0 - pooled) * (1.0 / members.size + 1.0 / others.size))
+    n_members, n_others = size_of(members), size_of(others)
+    tpr = (n_members - fn) / n_members
+    fpr = fp / n_others
+    pooled = (n_members - fn + fp) / (n_members + n_others)
+    spread = np.sqrt(pooled * (1.0 - pooled) * (1.0 / n_members + 1.0 / n_others))
     with np.errstate(divide="ignore", invalid="ignore"):
         z = (tpr - fpr) / spread
     return np.where(spread > 0, z, 0.0)
 
 
 def held_out_leak_test(
-    train_losses: FloatArray,
-    population_losses: FloatArray,
+    train_losses: Losses,
+    population_losses: Losses,
     *,
     seed: int = 0,
     candidates_per_tail: int = 64,
@@ -89,16 +94,20 @@ def held_out_leak_test(
     (select_train, select_pop), (eval_train, eval_pop) = held_out_halves(
         train_losses, population_losses, seed=seed
     )
-    thresholds = candidate_thresholds(select_train, select_pop, candidates_per_tail)
+    grid = on_grid(select_train, select_pop, eval_train, eval_pop)
+    thresholds = candidate_thresholds(select_train, select_pop, candidates_per_tail, grid=grid)
     scores = np.vstack([_z_scores(thresholds, d, select_train, select_pop) for d in DIRECTIONS])
     which, column = np.unravel_index(int(np.argmax(scores)), scores.shape)
     threshold, direction = float(thresholds[column]), DIRECTIONS[int(which)]
-    fp, fn = error_counts(np.array([threshold]), direction, np.sort(eval_train), np.sort(eval_pop))
-    false_positives, true_positives = int(fp[0]), eval_train.size - int(fn[0])
+    positives, negatives = size_of(eval_train), size_of(eval_pop)
+    fp, fn = error_counts(
+        np.array([threshold]), direction, sorted_half(eval_train), sorted_half(eval_pop)
+    )
+    false_positives, true_positives = int(fp[0]), positives - int(fn[0])
     table = np.array(
         [
-            [true_positives, eval_train.size - true_positives],
-            [false_positives, eval_pop.size - false_positives],
+            [true_positives, positives - true_positives],
+            [false_positives, negatives - false_positives],
         ]
     )
     p_value = float(stats.fisher_exact(table, alternative="greater").pvalue)
@@ -107,7 +116,7 @@ def held_out_leak_test(
         threshold=threshold,
         direction=direction,
         true_positives=true_positives,
-        positives=int(eval_train.size),
+        positives=positives,
         false_positives=false_positives,
-        negatives=int(eval_pop.size),
+        negatives=negatives,
     )

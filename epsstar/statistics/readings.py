@@ -15,8 +15,10 @@ import numpy as np
 
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.conversions import advantage_bound_dp, posterior_belief_bound, tpr_bound_dp
-from epsstar.statistics.empirical import empirical_rates
 from epsstar.statistics.fitting import LossDistribution
+from epsstar.statistics.held_out_bound import Losses
+from epsstar.statistics.loss_sketch import exact_counts, pooled_parts, size_of
+from epsstar.statistics.loss_summary import LossSummary
 from epsstar.statistics.results import EpsilonStarResult, json_number
 
 __all__ = ["READING_FPRS", "Readings", "TprReading", "membership_readings"]
@@ -61,21 +63,39 @@ class Readings:
         }
 
 
-def _observed_tpr_at(fpr: float, sorted_train: FloatArray, sorted_pop: FloatArray) -> float:
-    """TPR of the largest loss threshold whose observed FPR is at most ``fpr``."""
-    k = int(np.floor(fpr * sorted_pop.size))
-    if k >= sorted_pop.size:
-        return 1.0
-    # Thresholds strictly below the (k+1)-th smallest population loss keep FPR <= k/n.
-    return float(np.searchsorted(sorted_train, sorted_pop[k], side="left") / sorted_train.size)
+def _observed_tpr_at(level: float, fpr: FloatArray, tpr: FloatArray) -> float:
+    """TPR of the largest loss threshold whose observed FPR is at most ``level`` (0 when
+    every threshold's FPR is above it: the test calling nobody a member)."""
+    within = fpr <= level
+    return float(tpr[within].max()) if within.any() else 0.0
+
+
+def _rates(train: Losses, population: Losses) -> tuple[FloatArray, FloatArray]:
+    """FPR and TPR of the loss attack at every threshold where both sides' counts are
+    exact: every observed loss, or, for summarised losses, each value their sketches hold
+    and each grid edge (:func:`~epsstar.statistics.loss_sketch.exact_counts`)."""
+    if not (isinstance(train, LossSummary) or isinstance(population, LossSummary)):
+        train, population = np.sort(train), np.sort(population)
+        thresholds = np.unique(np.concatenate([train, population]))
+        pop_below = np.searchsorted(population, thresholds, side="right")
+        train_below = np.searchsorted(train, thresholds, side="right")
+        return pop_below / population.size, train_below / train.size
+    sketches = pooled_parts(
+        train.whole if isinstance(train, LossSummary) else train,
+        population.whole if isinstance(population, LossSummary) else population,
+    )
+    _, pop_counts, train_counts = exact_counts(*sketches)
+    return pop_counts / size_of(population), train_counts / size_of(train)
 
 
 def membership_readings(
-    train_losses: FloatArray, population_losses: FloatArray, result: EpsilonStarResult
+    train_losses: Losses, population_losses: Losses, result: EpsilonStarResult
 ) -> Readings:
-    sorted_train, sorted_pop = np.sort(train_losses), np.sort(population_losses)
-    _, fpr, fnr = empirical_rates(sorted_train, sorted_pop)
-    advantage = float(max(0.0, np.max((1.0 - fnr) - fpr)))
+    """The readings of ``result`` (module doc); observed rates at the thresholds of
+    :func:`_rates` (for summarised losses, the grid's edges stand for the thresholds
+    inside one bin of the body)."""
+    fpr, tpr = _rates(train_losses, population_losses)
+    advantage = float(max(0.0, np.max(tpr - fpr)))
     train_fit = pop_fit = None
     if result.transform is not None and result.fits:
         train_fit = LossDistribution(result.fits["train"].fit, result.transform)
@@ -88,7 +108,7 @@ def membership_readings(
         readings.append(
             TprReading(
                 fpr=level,
-                tpr_observed=_observed_tpr_at(level, sorted_train, sorted_pop),
+                tpr_observed=_observed_tpr_at(level, fpr, tpr),
                 tpr_fitted=fitted,
                 tpr_bound=tpr_bound_dp(level, result.epsilon, result.delta),
             )

@@ -56,6 +56,7 @@ from numpy.typing import ArrayLike
 
 from epsstar.exceptions import InsufficientDataError
 from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.loss_sketch import LossSketch, Sample, pooled
 
 __all__ = [
     "GeneralizedPareto",
@@ -153,17 +154,34 @@ def fit_generalized_pareto(excesses: ArrayLike) -> GeneralizedPareto:
     return GeneralizedPareto(xi, float(sigma))
 
 
-def _split(
-    values: ArrayLike, tail_size: int | None, tail_scale: float = 1.0
-) -> tuple[FloatArray, int, FloatArray, FloatArray]:
-    """Sorted sample, tail size k, and the knots and levels of its interpolated body.
+@dataclass(frozen=True, slots=True)
+class _Ends:
+    """What a tailed fit reads of a sample of ``n`` values with tail size ``k``: its
+    ``k + 1`` smallest and largest values (sorted) and the knots and levels of its body."""
+
+    lowest: FloatArray
+    highest: FloatArray
+    k: int
+    n: int
+    knots: FloatArray
+    levels: FloatArray
+
+
+def _split(values: Sample, tail_size: int | None, tail_scale: float = 1.0) -> _Ends:
+    """Tail size k, both ends and the knots and levels of the interpolated body.
 
     The body is the sample without its k smallest and k largest values; its
     empirical CDF runs linearly from k/n to 1 - k/n, keeping one knot per
-    distinct value (the last level reached at it) when values tie.
+    distinct value (the last level reached at it) when values tie. A sketch
+    (:class:`~epsstar.statistics.loss_sketch.LossSketch`) that does not hold every
+    value gives its body at the grid's edges instead (``LossSketch.body``).
     """
-    x = np.sort(np.asarray(values, dtype=np.float64))
-    n = x.size
+    sketch = values if isinstance(values, LossSketch) and not values.complete else None
+    if sketch is None:
+        x = np.sort(np.asarray(values.low if isinstance(values, LossSketch) else values, float))
+        n = x.size
+    else:
+        n = sketch.n
     if n < MIN_TAILED_RECORDS:
         raise InsufficientDataError(
             f"a tailed fit needs at least {MIN_TAILED_RECORDS} values. Found {n}."
@@ -173,14 +191,21 @@ def _split(
         raise InsufficientDataError(
             f"tail_size must be in [5, {(n - 2) // 2}] for {n} values. Found {k}."
         )
-    if not x[n - k - 1] > x[k]:
+    if sketch is not None:
+        lowest, highest = sketch.lowest(k + 1), sketch.highest(k + 1)
+    else:
+        lowest, highest = x[: k + 1], x[n - k - 1 :]
+    if not highest[0] > lowest[-1]:
         raise InsufficientDataError(
             "the central part of the sample is a single value; no CDF can be fitted to it. "
-            f"Found {x[k]}."
+            f"Found {lowest[-1]}."
         )
+    if sketch is not None:
+        knots, levels = sketch.body(k)
+        return _Ends(lowest, highest, k, n, knots, levels)
     levels = np.linspace(k / n, 1.0 - k / n, n - 2 * k)
     knots, last = np.unique(x[k : n - k][::-1], return_index=True)
-    return x, k, knots, levels[::-1][last]
+    return _Ends(lowest, highest, k, n, knots, levels[::-1][last])
 
 
 class _BodyWithTails:
@@ -264,15 +289,16 @@ class TailedEmpirical(_BodyWithTails):
 
     @classmethod
     def fit(
-        cls, values: ArrayLike, *, tail_size: int | None = None, tail_scale: float = 1.0
+        cls, values: Sample, *, tail_size: int | None = None, tail_scale: float = 1.0
     ) -> TailedEmpirical:
         """Fit to a sample; ``tail_size`` (``k``) defaults to :func:`default_tail_size`
         at ``tail_scale``."""
-        x, k, knots, levels = _split(values, tail_size, tail_scale)
-        n = x.size
-        lower = _tail_fit(x[k] - x[:k], x)
-        upper = _tail_fit(x[n - k :] - x[n - k - 1], x)
-        return cls(knots, levels, lower, upper, k / n, n)
+        ends = _split(values, tail_size, tail_scale)
+        low, high, k = ends.lowest, ends.highest, ends.k
+        spread = float(high[-1] - low[0]) or 1.0
+        lower = _tail_fit(low[k] - low[:k], spread)
+        upper = _tail_fit(high[1:] - high[0], spread)
+        return cls(ends.knots, ends.levels, lower, upper, k / ends.n, ends.n)
 
     def _log_tails(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         log_mass = math.log(self.tail_mass)
@@ -302,11 +328,11 @@ class TailedEmpirical(_BodyWithTails):
         }
 
 
-def _tail_fit(excesses: FloatArray, sample: FloatArray) -> GeneralizedPareto:
-    """GPD of one tail's excesses; an all-tied tail becomes a negligibly thin one."""
+def _tail_fit(excesses: FloatArray, spread: float) -> GeneralizedPareto:
+    """GPD of one tail's excesses; an all-tied tail becomes a negligibly thin one (scale
+    1e-9 of the sample's ``spread``)."""
     if excesses.max() > 0:
         return fit_generalized_pareto(excesses)
-    spread = float(sample[-1] - sample[0]) or 1.0
     return GeneralizedPareto(0.0, 1e-9 * spread)
 
 
@@ -328,28 +354,28 @@ class RelativeTailed(_BodyWithTails):
     @classmethod
     def fit(
         cls,
-        values: ArrayLike,
+        values: Sample,
         reference: TailedEmpirical,
         *,
         tail_size: int | None = None,
         tail_scale: float = 1.0,
     ) -> RelativeTailed:
         """Fit one side against ``reference`` (a fit to the pooled sample)."""
-        x, k, knots, levels = _split(values, tail_size, tail_scale)
-        n = x.size
-        u_low, u_high = x[k], x[n - k - 1]
+        ends = _split(values, tail_size, tail_scale)
+        k = ends.k
+        u_low, u_high = ends.lowest[k], ends.highest[0]
         at_low = float(reference.logcdf(np.array([u_low]))[0])
         at_high = float(reference.logsf(np.array([u_high]))[0])
-        excess_low = at_low - reference.logcdf(x[:k])
-        excess_high = at_high - reference.logsf(x[n - k :])
+        excess_low = at_low - reference.logcdf(ends.lowest[:k])
+        excess_high = at_high - reference.logsf(ends.highest[1:])
         return cls(
             reference,
-            knots,
-            levels,
+            ends.knots,
+            ends.levels,
             _exponent(excess_low),
             _exponent(excess_high),
-            k / n,
-            n,
+            k / ends.n,
+            ends.n,
             at_low,
             at_high,
         )
@@ -392,8 +418,8 @@ class RelativeTailed(_BodyWithTails):
 
 
 def fit_relative_tails(
-    train: ArrayLike,
-    population: ArrayLike,
+    train: Sample,
+    population: Sample,
     *,
     tail_size: int | None = None,
     tail_scale: float = 1.0,
@@ -403,12 +429,10 @@ def fit_relative_tails(
     ``tail_size`` fixes ``k`` of both sides; without it every fit (the pooled reference
     and each side) takes :func:`default_tail_size` of its own size at ``tail_scale``.
     """
-    a = np.asarray(train, dtype=np.float64)
-    b = np.asarray(population, dtype=np.float64)
-    reference = TailedEmpirical.fit(np.concatenate([a, b]), tail_scale=tail_scale)
+    reference = TailedEmpirical.fit(pooled(train, population), tail_scale=tail_scale)
     return (
-        RelativeTailed.fit(a, reference, tail_size=tail_size, tail_scale=tail_scale),
-        RelativeTailed.fit(b, reference, tail_size=tail_size, tail_scale=tail_scale),
+        RelativeTailed.fit(train, reference, tail_size=tail_size, tail_scale=tail_scale),
+        RelativeTailed.fit(population, reference, tail_size=tail_size, tail_scale=tail_scale),
     )
 
 
