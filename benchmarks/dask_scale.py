@@ -12,8 +12,11 @@
 2. Streams one partition of the largest population through the model in a fresh process,
    as a worker does (``epsstar.audit.dask_audit.stream_partition``): rows per second per
    worker thread and the peak memory, the figures docs/scale.md scales by.
-3. Computes the empirical Epsilon* of the dask run's losses exactly and from mergeable
-   per-partition sketches (``epsstar.statistics.loss_sketch``), at δ = 1e-6 and 1e-3.
+3. Audits the same rows in one process keeping every loss (``EXACT_ROWS`` raised above the
+   rows), and compares Epsilon* (tails-tested, tails, empirical) and the held-out lower
+   bound at δ = 1e-6 from the summaries both engines use with the estimates from every
+   loss: with the summaries' halves (each sketch holding every value), which isolates
+   the summaries' error, and with the halves shuffled as for data held whole.
 4. Audits a fleet of 20 small models (the fixtures' binary ONNX models, alternately)
    with ``audit-many --jobs 2`` and with ``audit-many --engine dask`` (2 local workers).
 
@@ -71,17 +74,10 @@ DASK = PEAK + (
     "seconds = time.perf_counter() - start\n"
     "workers = client.run(peak)\n"
     "client_mib = peak()\n"
-    "import numpy as np\n"
-    "from epsstar.statistics.empirical import empirical_supremum\n"
-    "from epsstar.statistics.loss_sketch import merge_sketches, sketch_losses, sketch_supremum\n"
-    "sides = ((r.train_losses, 1), (r.population_losses, 20))\n"
-    "sketches = [merge_sketches([sketch_losses(p, 10_000) for p in np.array_split(x, parts)])\n"
-    "            for x, parts in sides]\n"
-    "sketch = {str(d): [empirical_supremum(r.train_losses, r.population_losses, d).epsilon,\n"
-    "                   sketch_supremum(*sketches, d).epsilon] for d in (1e-6, 1e-3)}\n"
+    "summary = r.summaries['population']\n"
     "print(json.dumps({'seconds': seconds, 'client_mib': client_mib,\n"
-    "                  'worker_mib': max(workers.values()), 'sketch': sketch,\n"
-    "                  'sketch_kib': sketches[1].nbytes / 1024,\n"
+    "                  'worker_mib': max(workers.values()),\n"
+    "                  'summary_kib': summary.nbytes / 1024,\n"
     "                  'eps': r.epsilon_star, 'rows': r.epsilon.n_population}))\n"
     "client.close(); cluster.close()\n"
 )
@@ -95,9 +91,38 @@ PARTITION = PEAK + (
     "                  ((sys.argv[1], sha256_of(Path(sys.argv[1]))),))\n"
     "reading = StreamSpec('label', None, None, 16384, 'logit', False, None)\n"
     "start = time.perf_counter()\n"
-    "table, _ = stream_partition(model, sys.argv[2], {}, 'population', reading)\n"
+    "table, _, _ = stream_partition(model, sys.argv[2], {}, 'population', reading)\n"
     "seconds = time.perf_counter() - start\n"
     "print(json.dumps({'seconds': seconds, 'rows': table.rows, 'mib': peak()}))\n"
+)
+
+
+EXACT = (
+    "import dataclasses, json, sys\n"
+    "import epsstar.audit.summaries as summaries\n"
+    "from epsstar.audit.run import audit\n"
+    "from epsstar.statistics.estimator import estimate_at_deltas\n"
+    "from epsstar.statistics.held_out_bound import split_lower_bound\n"
+    "from epsstar.statistics.loss_summary import summarise_losses\n"
+    "from epsstar.statistics.methods import method_config\n"
+    "limit, summaries.EXACT_ROWS = summaries.EXACT_ROWS, 10**15\n"
+    "r = audit(sys.argv[1], sys.argv[2], sys.argv[3], label_column='label', delta=1e-6)\n"
+    "summaries.EXACT_ROWS = limit\n"
+    "t, p = r.train_losses, r.population_losses\n"
+    "plans = summaries.SummaryPlans.for_rows(t.size, p.size, seed=0)\n"
+    "def side(x, plan, whole):\n"
+    "    if plan is None: return x\n"
+    "    return summarise_losses(x, dataclasses.replace(plan, k=x.size) if whole else plan)\n"
+    "inputs = {'summaries': (side(t, plans.train, False), side(p, plans.population, False)),\n"
+    "          'same halves': (side(t, plans.train, True), side(p, plans.population, True)),\n"
+    "          'shuffled halves': (t, p)}\n"
+    "out = {}\n"
+    "for m in ('tails-tested', 'tails', 'empirical'):\n"
+    "    out[m] = {k: estimate_at_deltas(a, b, method_config(m), (1e-6,), seed=0)[0].epsilon\n"
+    "              for k, (a, b) in inputs.items()}\n"
+    "out['lower bound'] = {k: split_lower_bound(a, b, delta=1e-6).epsilon\n"
+    "                      for k, (a, b) in inputs.items()}\n"
+    "print(json.dumps(out))\n"
 )
 
 
@@ -190,7 +215,8 @@ def main() -> None:
             single, parts = write_population(folder, rows, args.seed)
             one = _run(SINGLE, str(MODEL), train, str(single))
             many = _run(DASK, str(MODEL), train, str(parts))
-            results.append((rows, one, many))
+            exact = _run(EXACT, str(MODEL), train, str(single))
+            results.append((rows, one, many, exact))
             if rows == max(args.rows):
                 per_partition = _run(PARTITION, str(MODEL), str(parts / "part.0.parquet"))
             single.unlink()
@@ -207,7 +233,7 @@ def main() -> None:
         "| worker peak MiB | |eps* - single| | throughput vs single |"
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
-    for rows, one, many in results:
+    for rows, one, many, _ in results:
         for name, m in (("single", one), ("dask", many)):
             rate = (m["rows"] + 600) / m["seconds"]
             worker = "-" if m["worker_mib"] is None else f"{m['worker_mib']:,.0f}"
@@ -218,18 +244,21 @@ def main() -> None:
                 f"| {m['client_mib']:,.0f} | {worker} | {gap:.1e} | {ratio:.2f} |"
             )
     print(
-        "\nEmpirical Epsilon* of the same losses, exact and from per-partition sketches "
-        "(k = 10,000 extremes + 2^17-bin grid per side)\n"
+        "\nEpsilon* at delta = 1e-6 from the summaries (population side; training side held "
+        "whole) and from every loss\n"
     )
     print(
-        "| population rows | delta | exact | from sketches | difference | sketch KiB | losses MiB |"
+        "| population rows | statistic | from summaries | every loss, same halves "
+        "| difference | every loss, shuffled halves | summary KiB | losses MiB |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for rows, _, many in results:
-        for delta, (exact, sketched) in many["sketch"].items():
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    for rows, _, many, exact in results:
+        for statistic, found in exact.items():
+            summarised, same = found["summaries"], found["same halves"]
             print(
-                f"| {rows:,} | {float(delta):g} | {exact:.4f} | {sketched:.4f} "
-                f"| {exact - sketched:.1e} | {many['sketch_kib']:,.0f} | {rows * 8 / 2**20:,.0f} |"
+                f"| {rows:,} | {statistic} | {summarised:.4f} | {same:.4f} "
+                f"| {abs(summarised - same):.1e} | {found['shuffled halves']:.4f} "
+                f"| {many['summary_kib']:,.0f} | {rows * 8 / 2**20:,.0f} |"
             )
     p = per_partition
     print(

@@ -427,3 +427,40 @@ def test_a_real_cluster_runs_audit_many_and_reports_a_model_whose_worker_died(
     assert len(survivors) + len(lost) == 8
     assert all(record.result is not None for record in survivors)
     assert {record.worker for record in survivors} <= set(cluster.workers)
+
+
+def test_a_summarised_audit_gives_the_same_json_on_both_engines(
+    in_process: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    validate_json: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Sides above EXACT_ROWS are summarised: by this process in the single engine, by the
+    # workers (one summary per partition, merged here) on the cluster.
+    monkeypatch.setattr("epsstar.audit.summaries.EXACT_ROWS", 300)
+    monkeypatch.setattr("epsstar.audit.summaries.HASH_SAMPLE", 350)
+    monkeypatch.setattr("epsstar.statistics.loss_summary.SAMPLE_SIZE", 250)
+    train, population = MODELS / "binary_train.parquet", MODELS / "binary_population.parquet"
+    single = tmp_path / "single.json"
+    argv = [*AUDIT, "--train", str(train), "--population", str(population), "--quiet"]
+    code, _, err = _invoke([*argv, "--json", str(single)], capsys)
+    assert code == 0, err
+    parts = _partitioned(train, tmp_path / "train", 7)
+    dask = tmp_path / "dask.json"
+    argv = [*AUDIT, "--train", str(parts), "--population", str(population), "--quiet"]
+    engine = ["--engine", "dask", "--scheduler", in_process]
+    code, _, err = _invoke([*argv, "--json", str(dask), *engine], capsys)
+    assert code == 0, err
+    written = json.loads(dask.read_text())
+    validate_json("audit", written)
+    expected, found = _audit_document(single), _audit_document(dask)
+    summaries = expected["provenance"]["summaries"]
+    assert summaries["train"] == {"tail_values": 382, "sample_rate": 250 / 600, "bins": 2**18}
+    assert summaries["population"] is not None
+    assert summaries["row_hash_rate"] == 350 / 600
+    for key in ("train", "train_sha256"):
+        expected["provenance"].pop(key)
+        found["provenance"].pop(key)
+    assert found == expected
+    assert expected["method"] == "tails-tested"

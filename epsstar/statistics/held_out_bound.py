@@ -27,9 +27,10 @@ __all__ = [
     "Losses",
     "at_or_below",
     "candidate_thresholds",
+    "countable",
     "error_counts",
+    "evaluated",
     "held_out_halves",
-    "on_grid",
     "sorted_half",
     "split_lower_bound",
 ]
@@ -89,23 +90,49 @@ def _halved(losses: Losses, rng: np.random.Generator) -> tuple[Sample, Sample]:
     return np.sort(shuffled[:half]), shuffled[half:]
 
 
-def on_grid(*halves: Sample) -> LossSketch | None:
-    """A half that puts the tests' thresholds on the sketches' grid: a sketch that does not
-    hold every value, whose counts are exact at the grid's edges (``None``: no such half)."""
-    return next((h for h in halves if isinstance(h, LossSketch) and not h.complete), None)
+def _sketches(*halves: Sample) -> list[LossSketch]:
+    """The halves that are sketches not holding every value."""
+    return [h for h in halves if isinstance(h, LossSketch) and not h.complete]
 
 
-def candidate_thresholds(
-    members: Sample, others: Sample, per_tail: int = 64, *, grid: LossSketch | None = None
-) -> FloatArray:
-    """Both sides' quantiles at geometrically spaced rates 1/n … 1/2, in both tails; with
-    ``grid``, each moved down to the sketches' grid edge at or below it."""
+def countable(thresholds: FloatArray, *halves: Sample) -> FloatArray:
+    """Thresholds at which every half counts exactly, chosen from the halves of selection:
+    each threshold is kept where it lies well inside the kept tails of every sketch among
+    ``halves`` (at most half their ``k`` values beyond it), else moved down to the grid edge
+    at or below it (where every sketch counts exactly).
+
+    The rule reads the selection halves only, so the test stays fixed before the
+    evaluation halves are seen; a kept threshold lies within the evaluation sketches'
+    tails too, unless a half's count beyond it more than doubles by chance (probability
+    about ``exp(-k/6)``; :func:`evaluated` then takes the grid edge).
+    """
+    sketches = _sketches(*halves)
+    if not sketches:
+        return thresholds
+    keep = np.ones(thresholds.size, dtype=bool)
+    for sketch in sketches:
+        counts, exact = sketch.count_below(thresholds)
+        margin = sketch.k / 2
+        keep &= exact & ((counts <= margin) | (counts >= sketch.n - margin))
+    return np.where(keep, thresholds, sketches[0].floor_edges(thresholds))
+
+
+def evaluated(threshold: float, *halves: Sample) -> float:
+    """``threshold`` if every evaluation half counts exactly there, else the grid edge at or
+    below it (see :func:`countable`)."""
+    sketches = _sketches(*halves)
+    if all(bool(s.count_below(np.array([threshold]))[1][0]) for s in sketches):
+        return threshold
+    return float(sketches[0].floor_edges(np.array([threshold]))[0])
+
+
+def candidate_thresholds(members: Sample, others: Sample, per_tail: int = 64) -> FloatArray:
+    """Both sides' quantiles at geometrically spaced rates 1/n … 1/2, in both tails (where
+    a side is a sketch, at thresholds every half counts exactly: :func:`countable`)."""
     levels = np.geomspace(1.0 / max(size_of(members), size_of(others)), 0.5, per_tail)
     both_tails = np.concatenate([levels, 1.0 - levels])
     found = np.concatenate([_quantiles(others, both_tails), _quantiles(members, both_tails)])
-    if grid is not None:
-        found = grid.floor_edges(found)
-    return np.unique(found)
+    return np.unique(countable(found, members, others))
 
 
 def _quantiles(side: Sample, levels: FloatArray) -> FloatArray:
@@ -170,14 +197,14 @@ def split_lower_bound(
     (select_train, select_pop), (eval_train, eval_pop) = held_out_halves(
         train_losses, population_losses, seed=seed
     )
-    grid = on_grid(select_train, select_pop, eval_train, eval_pop)
-    thresholds = candidate_thresholds(select_train, select_pop, candidates_per_tail, grid=grid)
+    thresholds = candidate_thresholds(select_train, select_pop, candidates_per_tail)
     scores = [
         _bound_at(thresholds, direction, select_train, select_pop, delta, confidence)
         for direction in DIRECTIONS
     ]
     which, column = np.unravel_index(int(np.argmax(np.vstack(scores))), (2, thresholds.size))
-    best_tau, best_direction = float(thresholds[column]), DIRECTIONS[int(which)]
+    best_direction = DIRECTIONS[int(which)]
+    best_tau = evaluated(float(thresholds[column]), eval_train, eval_pop)
     fp_counts, fn_counts = error_counts(
         np.array([best_tau]), best_direction, sorted_half(eval_train), sorted_half(eval_pop)
     )

@@ -35,8 +35,8 @@ from epsstar.statistics.held_out_bound import (
     Losses,
     candidate_thresholds,
     error_counts,
+    evaluated,
     held_out_halves,
-    on_grid,
     sorted_half,
 )
 from epsstar.statistics.loss_sketch import Sample, size_of
@@ -94,11 +94,11 @@ def held_out_leak_test(
     (select_train, select_pop), (eval_train, eval_pop) = held_out_halves(
         train_losses, population_losses, seed=seed
     )
-    grid = on_grid(select_train, select_pop, eval_train, eval_pop)
-    thresholds = candidate_thresholds(select_train, select_pop, candidates_per_tail, grid=grid)
+    thresholds = candidate_thresholds(select_train, select_pop, candidates_per_tail)
     scores = np.vstack([_z_scores(thresholds, d, select_train, select_pop) for d in DIRECTIONS])
     which, column = np.unravel_index(int(np.argmax(scores)), scores.shape)
-    threshold, direction = float(thresholds[column]), DIRECTIONS[int(which)]
+    direction = DIRECTIONS[int(which)]
+    threshold = evaluated(float(thresholds[column]), eval_train, eval_pop)
     positives, negatives = size_of(eval_train), size_of(eval_pop)
     fp, fn = error_counts(
         np.array([threshold]), direction, sorted_half(eval_train), sorted_half(eval_pop)
