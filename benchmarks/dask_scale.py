@@ -122,7 +122,15 @@ EXACT = (
     "              for k, (a, b) in inputs.items()}\n"
     "out['lower bound'] = {k: split_lower_bound(a, b, delta=1e-6).epsilon\n"
     "                      for k, (a, b) in inputs.items()}\n"
-    "print(json.dumps(out))\n"
+    "from epsstar.statistics.leak_test import held_out_leak_test\n"
+    "seeds = {'shuffled halves': [], 'summaries': []}\n"
+    "for seed in range(10):\n"
+    "    plans = summaries.SummaryPlans.for_rows(t.size, p.size, seed=seed)\n"
+    "    summarised = side(p, plans.population, False)\n"
+    "    for k, b in (('shuffled halves', p), ('summaries', summarised)):\n"
+    "        seeds[k].append((held_out_leak_test(t, b, seed=seed).p_value,\n"
+    "                         split_lower_bound(t, b, delta=1e-6, seed=seed).epsilon))\n"
+    "print(json.dumps({'statistics': out, 'seeds': seeds}))\n"
 )
 
 
@@ -253,13 +261,21 @@ def main() -> None:
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|")
     for rows, _, many, exact in results:
-        for statistic, found in exact.items():
+        for statistic, found in exact["statistics"].items():
             summarised, same = found["summaries"], found["same halves"]
             print(
                 f"| {rows:,} | {statistic} | {summarised:.4f} | {same:.4f} "
                 f"| {abs(summarised - same):.1e} | {found['shuffled halves']:.4f} "
                 f"| {many['summary_kib']:,.0f} | {rows * 8 / 2**20:,.0f} |"
             )
+    print("\nThe held-out leak test and lower bound in seeds 0-9 (each seed its own halves)\n")
+    print("| population rows | halves | leak found (p < 0.05) | mean lower bound |")
+    print("|---:|---|---:|---:|")
+    for rows, _, _, exact in results:
+        for halves, found in exact["seeds"].items():
+            leaks = sum(p_value < 0.05 for p_value, _ in found)
+            mean = sum(bound for _, bound in found) / len(found)
+            print(f"| {rows:,} | {halves} | {leaks} of {len(found)} | {mean:.3f} |")
     p = per_partition
     print(
         f"\nOne partition on one worker thread: {p['rows']:,} rows in {p['seconds']:.2f} s "
