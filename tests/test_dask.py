@@ -464,3 +464,57 @@ def test_a_summarised_audit_gives_the_same_json_on_both_engines(
         found["provenance"].pop(key)
     assert found == expected
     assert expected["method"] == "tails-tested"
+
+
+def test_an_audit_reads_its_partitions_from_s3(
+    in_process: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    validate_json: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A local S3 server (moto): the client reads the footers' row counts over S3, the
+    # workers copy their partitions from it, and the summarised audit is the single engine's.
+    s3fs = pytest.importorskip("s3fs")
+    server_module = pytest.importorskip("moto.server")
+    monkeypatch.setattr("epsstar.audit.summaries.EXACT_ROWS", 300)
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    port = _free_port()
+    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=port)
+    server.start()
+    try:
+        options = {
+            "key": "testing",
+            "secret": "testing",
+            "client_kwargs": {"endpoint_url": f"http://127.0.0.1:{port}", "region_name": "x"},
+        }
+        s3 = s3fs.S3FileSystem(skip_instance_cache=True, **options)
+        s3.mkdir("audit-data")
+        train, population = MODELS / "binary_train.parquet", MODELS / "binary_population.parquet"
+        parts = _partitioned(train, tmp_path / "train", 5)
+        s3.put(str(parts) + "/", "audit-data/train/", recursive=True)
+        s3.put(str(population), "audit-data/population.parquet")
+        single = tmp_path / "single.json"
+        argv = [*AUDIT, "--train", str(train), "--population", str(population), "--quiet"]
+        code, _, err = _invoke([*argv, "--json", str(single)], capsys)
+        assert code == 0, err
+        dask = tmp_path / "dask.json"
+        remote = ["--train", "s3://audit-data/train/", "--population"]
+        remote += ["s3://audit-data/population.parquet", "--storage-options", json.dumps(options)]
+        engine = ["--engine", "dask", "--scheduler", in_process, "--quiet"]
+        code, _, err = _invoke([*AUDIT, *remote, *engine, "--json", str(dask)], capsys)
+        assert code == 0, err
+    finally:
+        server.stop()
+    written = json.loads(dask.read_text())
+    validate_json("audit", written)
+    assert written["provenance"]["engine"]["partitions"] == {"train": 5, "population": 1}
+    expected, found = _audit_document(single), _audit_document(dask)
+    assert found["provenance"].pop("train") == "s3://audit-data/train/"
+    assert found["provenance"].pop("population") == "s3://audit-data/population.parquet"
+    for key in ("train", "population", "train_sha256"):
+        expected["provenance"].pop(key)
+    found["provenance"].pop("train_sha256")
+    assert expected["provenance"]["summaries"]["train"] is not None
+    assert found == expected

@@ -303,6 +303,21 @@ def _gate_lines(result: AuditResult) -> list[str]:
     ]
 
 
+def _summarised_lines(result: AuditResult) -> list[str]:
+    """Which sides were summarised (docs/scale.md), if any."""
+    sides = [
+        f"{'training' if side == 'train' else side} ({result.summaries[side].n:,} rows)"
+        for side in ("train", "population")
+        if side in result.summaries
+    ]
+    if not sides:
+        return []
+    return [
+        f"  losses summarised: {' and '.join(sides)}, as exact tails and a fine histogram; "
+        "the charts and the AUROC from a random sample (docs/scale.md)"
+    ]
+
+
 def format_summary(result: AuditResult) -> str:
     """A few lines a person reads first."""
     gate = ""
@@ -333,6 +348,7 @@ def format_summary(result: AuditResult) -> str:
             *slice_lines(result),
             f"  utility on population data: accuracy {utility.accuracy:.4f}{shown_auroc} "
             f"({utility.n:,} rows); training rows {result.epsilon.n_train:,}",
+            *_summarised_lines(result),
             *_note_lines(result.epsilon),
             f"  model sha256 {result.provenance['model_sha256'][:16]}..., loader {loader['name']} "
             f"({loader['distribution']} {loader['version']})",
