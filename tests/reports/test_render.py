@@ -395,3 +395,28 @@ def test_a_declared_guarantee_is_shown_beside_epsilon_star(
     html = render(result, tmp_path / "report.html").read_text(encoding="utf-8")
     assert 'id="declared-privacy"' in html
     assert shown in html
+
+
+def test_a_summarised_audit_says_what_its_charts_draw(
+    audit_arguments: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from epsstar.cli import main
+
+    monkeypatch.setattr("epsstar.audit.summaries.EXACT_ROWS", 300)
+    monkeypatch.setattr("epsstar.statistics.loss_summary.SAMPLE_SIZE", 200)
+    out = tmp_path / "audit.html"
+    assert main([*audit_arguments, "--report", str(out)]) == 0
+    html = out.read_text("utf-8")
+    assert_self_contained(html)
+    row = re.search(r'<tr id="summaries">.*?</tr>', html)
+    assert row is not None
+    assert "the 382 smallest and largest losses exact" in row.group(0)
+    assert "from a random 33.3 % of them" in row.group(0)  # 200 of the 600 training rows
+    assert "Shared rows counted on a random" not in row.group(0)  # every row compared
+    assert html.count('class="sampled-note"') == 2  # the losses and the trade-off charts
+    assert "losses summarised: training (600 rows) and population (400 rows)" in (
+        capsys.readouterr().out.replace("\n", " ")
+    )
