@@ -466,19 +466,37 @@ def _check_rows(
             )
 
 
+def _without_empty(
+    data: dict[str, DataSet],
+) -> tuple[dict[str, DataSet], dict[str, tuple[int, ...]] | None]:
+    """The data sets without the partitions whose Parquet footer records no row (writers of
+    partitioned data sets leave such files), and every partition's rows when each side's
+    footers can be read (``None`` otherwise). A side whose partitions are all empty keeps
+    them, to be refused as empty when streamed."""
+    rows = {role: partition_rows(found) for role, found in data.items()}
+    if any(found is None for found in rows.values()):
+        return data, None
+    kept: dict[str, DataSet] = {}
+    known: dict[str, tuple[int, ...]] = {}
+    for role, found in data.items():
+        counts = rows[role]
+        assert counts is not None
+        chosen = [i for i, n in enumerate(counts) if n > 0] or list(range(len(counts)))
+        parts = tuple(found.partitions[i] for i in chosen)
+        kept[role] = dataclasses.replace(found, partitions=parts)
+        known[role] = tuple(counts[i] for i in chosen)
+    return kept, known
+
+
 def _summarising(
-    data: dict[str, DataSet], seed: int | None
+    rows: dict[str, tuple[int, ...]] | None, seed: int | None
 ) -> tuple[SummaryPlans, dict[str, tuple[int, ...]]] | None:
     """The summary plans and each partition's rows, when the audit summarises (``seed``
     given), a side is large enough and every partition's rows are in its Parquet footer."""
-    if seed is None:
+    if seed is None or rows is None:
         return None
-    rows = {role: partition_rows(found) for role, found in data.items()}
-    if rows["train"] is None or rows["population"] is None:
-        return None
-    known = {role: found for role, found in rows.items() if found is not None}
-    plans = SummaryPlans.for_rows(sum(known["train"]), sum(known["population"]), seed=seed)
-    return None if plans is None else (plans, known)
+    plans = SummaryPlans.for_rows(sum(rows["train"]), sum(rows["population"]), seed=seed)
+    return None if plans is None else (plans, rows)
 
 
 def _attack_inputs(
@@ -525,15 +543,16 @@ def stream_on_dask(
     from epsstar.audit.dask_engine import dask_client, run_tasks
 
     _refuse_same(sources)
-    data = {
+    found = {
         role: find_partitions(source, storage_options)
         for role, source in zip(("train", "population"), sources, strict=True)
     }
+    data, rows = _without_empty(found)
     # Each side's columns are read once (from its first partition, maybe over the network).
     columns = {role: _columns(found) for role, found in data.items()}
     matches = _matches(loaded.model, model, data, columns, reading)
     references = _references(reference_models, data, columns, reading, trust)
-    summarising = _summarising(data, summarise_seed)
+    summarising = _summarising(rows, summarise_seed)
     spec = _model_spec(loaded, model, reading, trust)
     tasks = _tasks(spec, data, matches, reading, references, summarising)
     collected = _Collected(tasks, progress)
@@ -543,7 +562,8 @@ def stream_on_dask(
         )
     failed = next((outcome for outcome in outcomes if outcome.error is not None), None)
     if failed is not None:
-        raise InvalidInputError(f"{tasks[failed.index][1]}: {failed.error}")
+        where, error = tasks[failed.index][1], str(failed.error)
+        raise InvalidInputError(error if error.startswith(where) else f"{where}: {error}")
     _check_rows(tasks, collected, summarising)
     sides = {
         role: _side(

@@ -95,17 +95,18 @@ def dask_client(engine: Engine) -> Iterator[Client]:
     """A client of ``engine``'s scheduler (or of a local cluster), closed on exit."""
     distributed = require_distributed()
     if engine.scheduler is None:
-        # The local scheduler runs in this process: its log lines are not the command's output.
+        # The local scheduler runs in this process and its workers beside it: their log lines
+        # are not the command's output (a task's error reaches the command as one line).
         logger = logging.getLogger("distributed")
         level = logger.level
-        logger.setLevel(logging.ERROR)
+        logger.setLevel(logging.CRITICAL)
         try:
             cluster = distributed.LocalCluster(
                 n_workers=engine.workers,
                 threads_per_worker=1,
                 processes=True,
                 dashboard_address=":0",
-                silence_logs=logging.ERROR,
+                silence_logs=logging.CRITICAL,
             )
             try:
                 with distributed.Client(cluster) as client:
