@@ -148,7 +148,10 @@ def estimate(
     ``interval`` adds a bootstrap interval (``result.interval``) at the cost of
     ``interval.n_bootstrap`` more estimates. A rejected goodness-of-fit test is
     recorded in the result (``poor_fit``) and raises a
-    :class:`~epsstar.exceptions.PoorFitWarning`.
+    :class:`~epsstar.exceptions.PoorFitWarning`. Either side may be a
+    :class:`~epsstar.statistics.loss_summary.LossSummary` of losses too many to hold, for
+    the tails methods and the empirical one, without an interval: its halves are its own
+    and the body of its distribution is read on its grid.
     """
     return _estimate(train_losses, population_losses, config, delta, seed, interval)
 
