@@ -441,6 +441,7 @@ def test_a_summarised_audit_gives_the_same_json_on_both_engines(
     monkeypatch.setattr("epsstar.audit.summaries.EXACT_ROWS", 300)
     monkeypatch.setattr("epsstar.audit.summaries.HASH_SAMPLE", 350)
     monkeypatch.setattr("epsstar.statistics.loss_summary.SAMPLE_SIZE", 250)
+    monkeypatch.setattr("epsstar.statistics.loss_summary.EXACT_TAIL_FACTOR", 2)
     train, population = MODELS / "binary_train.parquet", MODELS / "binary_population.parquet"
     single = tmp_path / "single.json"
     argv = [*AUDIT, "--train", str(train), "--population", str(population), "--quiet"]
@@ -457,7 +458,7 @@ def test_a_summarised_audit_gives_the_same_json_on_both_engines(
     validate_json("audit", written)
     expected, found = _audit_document(single), _audit_document(dask)
     summaries = expected["provenance"]["summaries"]
-    assert summaries["train"] == {"tail_values": 382, "sample_rate": 250 / 600, "bins": 2**18}
+    assert summaries["train"] == {"tail_values": 192, "sample_rate": 250 / 600, "bins": 2**18}
     assert summaries["population"] is not None
     assert summaries["row_hash_rate"] == 350 / 600
     for key in ("train", "train_sha256"):
@@ -479,6 +480,7 @@ def test_an_audit_reads_its_partitions_from_s3(
     s3fs = pytest.importorskip("s3fs")
     server_module = pytest.importorskip("moto.server")
     monkeypatch.setattr("epsstar.audit.summaries.EXACT_ROWS", 300)
+    monkeypatch.setattr("epsstar.statistics.loss_summary.EXACT_TAIL_FACTOR", 2)
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
     port = _free_port()

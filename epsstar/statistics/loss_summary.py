@@ -49,7 +49,7 @@ CROSSFIT_STREAM: Final = 0xC0F1
 HELD_OUT_STREAM: Final = 7
 SAMPLE_STREAM: Final = 0x5A
 #: Values a summary's sketches hold exactly per tail, in tail sizes of the pooled fit.
-EXACT_TAIL_FACTOR: Final = 4
+EXACT_TAIL_FACTOR: Final = 8
 #: Losses per side a summary keeps as its random sample (for figures), about.
 SAMPLE_SIZE: Final = 100_000
 

@@ -407,13 +407,14 @@ def test_a_summarised_audit_says_what_its_charts_draw(
 
     monkeypatch.setattr("epsstar.audit.summaries.EXACT_ROWS", 300)
     monkeypatch.setattr("epsstar.statistics.loss_summary.SAMPLE_SIZE", 200)
+    monkeypatch.setattr("epsstar.statistics.loss_summary.EXACT_TAIL_FACTOR", 2)
     out = tmp_path / "audit.html"
     assert main([*audit_arguments, "--report", str(out)]) == 0
     html = out.read_text("utf-8")
     assert_self_contained(html)
     row = re.search(r'<tr id="summaries">.*?</tr>', html)
     assert row is not None
-    assert "the 382 smallest and largest losses exact" in row.group(0)
+    assert "the 192 smallest and largest losses exact" in row.group(0)
     assert "from a random 33.3 % of them" in row.group(0)  # 200 of the 600 training rows
     assert "Shared rows counted on a random" not in row.group(0)  # every row compared
     assert html.count('class="sampled-note"') == 2  # the losses and the trade-off charts
