@@ -31,7 +31,13 @@ from numpy.typing import NDArray
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.fitting.tails import default_tail_size
-from epsstar.statistics.loss_sketch import LossSketch, merge_sketches, sketch_losses
+from epsstar.statistics.loss_sketch import (
+    BINS,
+    HALF_WIDTH,
+    LossSketch,
+    merge_sketches,
+    sketch_losses,
+)
 
 __all__ = [
     "CROSSFIT_STREAM",
@@ -138,8 +144,6 @@ def _sketch(values: FloatArray, plan: SummaryPlan) -> LossSketch:
 
 
 def _empty(plan: SummaryPlan) -> LossSketch:
-    from epsstar.statistics.loss_sketch import BINS, HALF_WIDTH
-
     none = np.empty(0)
     return LossSketch(0, plan.k, none, none, np.zeros(BINS + 2, np.int64), BINS, HALF_WIDTH)
 
