@@ -127,10 +127,17 @@ class LossSummary:
     atoms: tuple[FloatArray, NDArray[np.int64]] | None
     sample: FloatArray = field(repr=False)
     plan: SummaryPlan
-    whole: LossSketch = field(init=False, repr=False)
+    #: The sketch of every loss, merged from the halves when first read (so a partition's
+    #: summary is sent without it).
+    _whole: LossSketch | None = field(default=None, init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "whole", merge_sketches(list(self.held_out)))
+    @property
+    def whole(self) -> LossSketch:
+        """The sketch of all ``n`` losses (the merge of the held-out halves' sketches)."""
+        if self._whole is None:
+            object.__setattr__(self, "_whole", merge_sketches(list(self.held_out)))
+        assert self._whole is not None
+        return self._whole
 
     @property
     def nbytes(self) -> int:
