@@ -28,6 +28,7 @@ import numpy as np
 from epsstar.audit.data_checks import TableScan
 from epsstar.audit.streaming import MAX_AUROC_VALUES, StreamedTable
 from epsstar.exceptions import InvalidInputError
+from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.loss_sketch import BINS
 from epsstar.statistics.loss_summary import (
     LossSummary,
@@ -42,6 +43,7 @@ __all__ = [
     "SummaryPlans",
     "can_summarise",
     "join_tables",
+    "losses_of",
     "summarise_table",
 ]
 
@@ -157,6 +159,6 @@ def join_tables(parts: Sequence[StreamedTable], role: str) -> StreamedTable:
     )
 
 
-def losses_of(table: StreamedTable) -> LossSummary | Any:
+def losses_of(table: StreamedTable) -> LossSummary | FloatArray:
     """What the statistics take of a table: its summary, or its losses."""
     return table.summary if table.summary is not None else table.losses
