@@ -31,6 +31,7 @@ from epsstar.statistics.ratio_terms import RateWindow, Supremum, log_ratio_terms
 __all__ = [
     "PAPER_EMPIRICAL_WINDOW",
     "ZeroCounts",
+    "empirical_counts",
     "empirical_rates",
     "empirical_supremum",
     "median_unbiased_zero_rate",
@@ -49,7 +50,7 @@ def median_unbiased_zero_rate(n: int) -> float:
     return float(-np.expm1(np.log(0.5) / n))
 
 
-def _counts(
+def empirical_counts(
     train_losses: FloatArray, population_losses: FloatArray
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Distinct losses ascending, with #population ≤ τ and #train ≤ τ at each."""
@@ -65,7 +66,7 @@ def empirical_rates(
     train_losses: FloatArray, population_losses: FloatArray
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Thresholds (distinct losses, ascending) with their empirical FPR and FNR."""
-    thresholds, pop_below, train_below = _counts(train_losses, population_losses)
+    thresholds, pop_below, train_below = empirical_counts(train_losses, population_losses)
     fpr = pop_below / population_losses.size
     fnr = 1.0 - train_below / train_losses.size
     return thresholds, fpr, fnr
@@ -79,7 +80,7 @@ def empirical_supremum(
     zero_counts: ZeroCounts = "excluded",
 ) -> Supremum:
     """Epsilon* from the empirical CDFs (inputs already validated, finite, 1-D)."""
-    thresholds, pop_below, train_below = _counts(train_losses, population_losses)
+    thresholds, pop_below, train_below = empirical_counts(train_losses, population_losses)
     return supremum_from_counts(
         thresholds,
         pop_below,

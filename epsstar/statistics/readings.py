@@ -15,6 +15,7 @@ import numpy as np
 
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.conversions import advantage_bound_dp, posterior_belief_bound, tpr_bound_dp
+from epsstar.statistics.empirical import empirical_counts
 from epsstar.statistics.fitting import LossDistribution
 from epsstar.statistics.held_out_bound import Losses
 from epsstar.statistics.loss_sketch import exact_counts, pooled_parts, size_of
@@ -75,10 +76,7 @@ def _rates(train: Losses, population: Losses) -> tuple[FloatArray, FloatArray]:
     exact: every observed loss, or, for summarised losses, each value their sketches hold
     and each grid edge (:func:`~epsstar.statistics.loss_sketch.exact_counts`)."""
     if not (isinstance(train, LossSummary) or isinstance(population, LossSummary)):
-        train, population = np.sort(train), np.sort(population)
-        thresholds = np.unique(np.concatenate([train, population]))
-        pop_below = np.searchsorted(population, thresholds, side="right")
-        train_below = np.searchsorted(train, thresholds, side="right")
+        _, pop_below, train_below = empirical_counts(train, population)
         return pop_below / population.size, train_below / train.size
     sketches = pooled_parts(
         train.whole if isinstance(train, LossSummary) else train,
