@@ -397,8 +397,11 @@ class _Collected:
             table, digest, log_odds = outcome.value
             self.rows[role] += table.rows
             if table.summary is not None:
+                # The sample is the partition's sampled losses, kept with it (table.losses)
+                # and joined in partition order at the end, not merged here.
+                arrived = dataclasses.replace(table.summary, sample=np.empty(0))
                 running = self.summaries.get(role)
-                both = [table.summary] if running is None else [running, table.summary]
+                both = [arrived] if running is None else [running, arrived]
                 self.summaries[role] = merge_summaries(both)
                 table = dataclasses.replace(table, summary=None)
             self.parts[outcome.index] = (table, digest, log_odds)
