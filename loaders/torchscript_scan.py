@@ -6,8 +6,12 @@ read or write files (``aten::from_file`` maps a file into memory and creates it,
 ``aten::save`` writes one). Without trust (``--trust-model``) the loader therefore checks
 the archive in two steps, before anything of it runs:
 
-1. Before loading, the archive's serialised code (``code/**/*.py`` inside the zip) must
-   define no ``__setstate__``: it would run during ``torch.jit.load``, before step 2.
+1. Before loading, the zip is read entry by entry, as torch's reader would find them:
+   two entries whose names differ at most in ASCII case are refused (torch's zip reader
+   matches names without regard to case and takes the first of two equal names, Python's
+   ``zipfile`` the last, so a scan by name could read other code than torch runs); then
+   no entry whose name ends in ``.py`` (any case: the serialised code, ``code/**/*.py``)
+   may mention ``__setstate__``, which would run during ``torch.jit.load``, before step 2.
 2. After loading, before any call: every method of every submodule is inlined
    (``torch._C._jit_pass_inline``, which resolves ``prim::CallFunction`` and
    ``prim::CallMethod`` on known types into their bodies) and every node, including those
@@ -55,7 +59,7 @@ _PROCESS_OPERATORS: Final = frozenset(
     }
 )
 _UNRESOLVED_CALLS: Final = frozenset({"prim::CallFunction"})
-_SETSTATE = re.compile(r"\bdef\s+__setstate__\s*\(")
+_SETSTATE = re.compile(rb"__setstate__")
 TRUST_FLAG: Final = "--trust-model"
 
 
@@ -78,25 +82,46 @@ def _refusal(path: Path, what: str, found: str) -> InvalidInputError:
     )
 
 
+def _duplicate(names: list[str]) -> str | None:
+    """The first name that equals an earlier one up to ASCII case, if any."""
+    seen: set[str] = set()
+    for name in names:
+        folded = name.lower()
+        if folded in seen:
+            return name
+        seen.add(folded)
+    return None
+
+
 def check_archive_code(path: Path) -> None:
-    """Step 1: refuse an archive whose serialised code defines ``__setstate__``."""
+    """Step 1: refuse duplicate entries, and code that mentions ``__setstate__``."""
     try:
         with zipfile.ZipFile(path) as archive:
-            for name in archive.namelist():
-                if "/code/" not in f"/{name}" or not name.endswith(".py"):
+            entries = archive.infolist()
+            repeated = _duplicate([entry.filename for entry in entries])
+            if repeated is not None:
+                raise _refusal(
+                    path,
+                    "holds two zip entries of the same name (up to case), of which torch and "
+                    "a scan could read different ones",
+                    f"{repeated!r} twice",
+                )
+            for entry in entries:
+                if not entry.filename.lower().endswith(".py"):
                     continue
-                text = archive.read(name).decode("utf-8", errors="replace")
-                if _SETSTATE.search(text):
+                if _SETSTATE.search(archive.read(entry)):
                     raise _refusal(
                         path,
                         "defines __setstate__, which torch.jit.load runs before the model "
                         "can be checked",
-                        f"__setstate__ in {name}",
+                        f"__setstate__ in {entry.filename}",
                     )
-    except (zipfile.BadZipFile, OSError) as error:
+    except InvalidInputError:
+        raise
+    except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError, ValueError) as error:
         raise InputFileError(
-            f"the model file must be a TorchScript archive (torch.jit.save, a zip file). "
-            f"Found {path} ({type(error).__name__}: {error})."
+            f"the model file must be a TorchScript archive (torch.jit.save, a zip file that "
+            f"Python's zipfile reads). Found {path} ({type(error).__name__}: {error})."
         ) from None
 
 

@@ -3,7 +3,9 @@ before any of its code runs; with trust it loads and runs as it is."""
 
 from __future__ import annotations
 
+import re
 import warnings
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -197,6 +199,54 @@ def test_setstate_is_refused_before_torch_loads_the_archive(tmp_path: Path) -> N
     assert not target.exists()
     TorchScriptLoader().load(path, trust=True)
     assert target.exists()  # torch.jit.load ran it: the refusal is real
+
+
+def _rewritten(source: Path, path: Path, hide: str) -> Path:
+    """``source`` with its ``__setstate__`` code hidden from a scan by name: behind a clean
+    duplicate entry read last by Python's zipfile (torch reads the first), or under a name
+    in other case (torch's reader ignores case)."""
+    with zipfile.ZipFile(source) as archive, zipfile.ZipFile(path, "w") as out:
+        for entry in archive.infolist():
+            data = archive.read(entry)
+            if entry.filename.endswith(".py") and b"__setstate__" in data:
+                if hide == "duplicate":
+                    out.writestr(entry.filename, data)
+                    clean = re.sub(rb"(?s)  def __setstate__.*?(?=\n  def |\Z)", b"", data)
+                    assert b"__setstate__" not in clean
+                    out.writestr(entry.filename, clean)
+                    continue
+                out.writestr(entry.filename.replace("/code/", "/CODE/").upper(), data)
+                continue
+            out.writestr(entry.filename, data)
+    return path
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name:UserWarning")
+@pytest.mark.parametrize("hide", ["duplicate", "case"])
+def test_setstate_hidden_from_a_scan_by_name_is_refused_before_it_runs(
+    tmp_path: Path, hide: str
+) -> None:
+    target = tmp_path / "written.bin"
+    saved = save(_SetState(str(target)), tmp_path / "setstate.pt")
+    path = _rewritten(saved, tmp_path / f"{hide}.pt", hide)
+    target.unlink(missing_ok=True)
+    expected = "two zip entries of the same name" if hide == "duplicate" else "__setstate__ in"
+    with pytest.raises(InvalidInputError, match=expected):
+        TorchScriptLoader().load(path)
+    assert not target.exists()
+    TorchScriptLoader().load(path, trust=True)
+    assert target.exists()  # torch.jit.load ran the hidden code: the refusal is real
+
+
+def test_names_equal_up_to_case_are_refused(tmp_path: Path) -> None:
+    saved = save(torch.nn.Linear(3, 1), tmp_path / "plain.pt")
+    path = tmp_path / "cased.pt"
+    with zipfile.ZipFile(saved) as archive, zipfile.ZipFile(path, "w") as out:
+        for entry in archive.infolist():
+            out.writestr(entry.filename, archive.read(entry))
+        out.writestr(archive.infolist()[0].filename.upper(), b"")
+    with pytest.raises(InvalidInputError, match=r"the same name \(up to case\)"):
+        TorchScriptLoader().load(path)
 
 
 class _Printing(torch.nn.Module):
