@@ -7,6 +7,13 @@ for them in the current directory, so an audit of one run's model could silently
 another run's weights. Here every location is resolved against the model's folder,
 refused when it is absolute or leads outside that folder (symlinks resolved), the
 sidecars are read into the proto, and the files are listed so that the audit hashes them.
+
+Every tensor the model holds counts, wherever the format puts it: the graph's dense and
+sparse initializers (a sparse tensor's values and indices are tensors of their own), node
+attributes (dense or sparse, single or lists), subgraphs, local functions and training
+graphs. They are found by walking the whole protocol-buffer message, not a list of known
+fields, so a tensor kind the format adds later is found too; once they are read, no tensor
+of the proto that reaches onnxruntime points at a file.
 """
 
 from __future__ import annotations
@@ -24,31 +31,36 @@ __all__ = ["SIDECAR_REMEDY", "external_files", "read_model"]
 SIDECAR_REMEDY = "export with external_data=False, or keep model.onnx.data beside model.onnx"
 
 
-def _tensors(graph: Any) -> Iterator[Any]:
-    """Every tensor of ``graph`` and its subgraphs: initializers and node attributes."""
-    yield from graph.initializer
-    for node in graph.node:
-        for attribute in node.attribute:
-            if attribute.HasField("t"):
-                yield attribute.t
-            yield from attribute.tensors
-            if attribute.HasField("g"):
-                yield from _tensors(attribute.g)
-            for subgraph in attribute.graphs:
-                yield from _tensors(subgraph)
+def _tensors(message: Any) -> Iterator[Any]:
+    """Every ``TensorProto`` inside ``message``, at any depth (see the module)."""
+    from google.protobuf.message import Message
+
+    for field, value in message.ListFields():
+        if field.type != field.TYPE_MESSAGE:
+            continue
+        children = (value,) if isinstance(value, Message) else value
+        if field.message_type.full_name == "onnx.TensorProto":
+            yield from children
+            continue
+        if field.message_type.GetOptions().map_entry:
+            continue  # maps of onnx.proto hold strings only
+        for child in children:
+            yield from _tensors(child)
+
+
+def _external(proto: Any) -> list[Any]:
+    """The tensors of ``proto`` stored outside the model file, in message order."""
+    from onnx import TensorProto
+
+    return [tensor for tensor in _tensors(proto) if tensor.data_location == TensorProto.EXTERNAL]
 
 
 def _external_locations(proto: Any) -> list[str]:
-    """The ``location`` of every tensor stored outside the model file, in graph order."""
-    from onnx import TensorProto
-
-    locations: list[str] = []
-    for tensor in _tensors(proto.graph):
-        if tensor.data_location != TensorProto.EXTERNAL:
-            continue
-        entries = {entry.key: entry.value for entry in tensor.external_data}
-        locations.append(entries.get("location", ""))
-    return locations
+    """The ``location`` of every tensor stored outside the model file."""
+    return [
+        {entry.key: entry.value for entry in tensor.external_data}.get("location", "")
+        for tensor in _external(proto)
+    ]
 
 
 def external_files(proto: Any, path: Path) -> tuple[Path, ...]:
@@ -87,7 +99,6 @@ def read_model(path: Path) -> tuple[Any, tuple[Path, ...]]:
     The files are the model file first, then the distinct sidecars.
     """
     import onnx
-    from onnx.external_data_helper import load_external_data_for_model
 
     try:
         proto = onnx.load(str(path), load_external_data=False)
@@ -103,12 +114,27 @@ def read_model(path: Path) -> tuple[Any, tuple[Path, ...]]:
         ) from None
     sidecars = external_files(proto, path)
     if sidecars:
-        try:
-            load_external_data_for_model(proto, str(path.resolve().parent))
-        except Exception as error:
-            first = first_line(error)
-            raise InputFileError(
-                f"{path}: the external data must be readable and hold every tensor the graph "
-                f"names; {SIDECAR_REMEDY}. Found {type(error).__name__}: {first}."
-            ) from None
+        _load_external(proto, path)
     return proto, (path, *sidecars)
+
+
+def _load_external(proto: Any, path: Path) -> None:
+    """Read every external tensor of ``proto`` from the model's folder, into the proto."""
+    from onnx.external_data_helper import load_external_data_for_tensor
+
+    folder = str(path.resolve().parent)
+    try:
+        for tensor in _external(proto):
+            load_external_data_for_tensor(tensor, folder)
+    except Exception as error:
+        first = first_line(error)
+        raise InputFileError(
+            f"{path}: the external data must be readable and hold every tensor the graph "
+            f"names; {SIDECAR_REMEDY}. Found {type(error).__name__}: {first}."
+        ) from None
+    left = _external(proto)
+    if left:  # pragma: no cover - onnx's reader clears the location of what it reads
+        raise InputFileError(
+            f"{path}: every external tensor must be read from the model's folder. Found "
+            f"{len(left)} tensor(s) still external, the first {left[0].name!r}."
+        )
