@@ -33,12 +33,10 @@ SIDECAR_REMEDY = "export with external_data=False, or keep model.onnx.data besid
 
 def _tensors(message: Any) -> Iterator[Any]:
     """Every ``TensorProto`` inside ``message``, at any depth (see the module)."""
-    from google.protobuf.message import Message
-
     for field, value in message.ListFields():
         if field.type != field.TYPE_MESSAGE:
             continue
-        children = (value,) if isinstance(value, Message) else value
+        children = (value,) if hasattr(value, "ListFields") else value  # one message, or a list
         if field.message_type.full_name == "onnx.TensorProto":
             yield from children
             continue

@@ -521,3 +521,20 @@ def test_an_audit_reads_its_partitions_from_s3(
     found["provenance"].pop("train_sha256")
     assert expected["provenance"]["summaries"]["train"] is not None
     assert found == expected
+
+
+def test_no_output_replaces_a_partition_behind_a_folder_or_glob(
+    in_process: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parts = _partitioned(MODELS / "binary_train.parquet", tmp_path / "train", 3)
+    before = {path.name: path.read_bytes() for path in parts.iterdir()}
+    population = str(MODELS / "binary_population.parquet")
+    engine = ["--engine", "dask", "--scheduler", in_process, "--quiet"]
+    for source in (str(parts), f"{parts}/part.*.parquet"):
+        for option in ("--json", "--report"):
+            argv = [*AUDIT, "--train", source, "--population", population, *engine]
+            code, _, err = _invoke([*argv, option, str(parts / "part.1.parquet")], capsys)
+            assert code == 2, err
+            assert "Traceback" not in err
+            assert f"{option} would overwrite --train, an input of this run" in err
+    assert {path.name: path.read_bytes() for path in parts.iterdir()} == before

@@ -515,7 +515,12 @@ def _attack_inputs(
     for model, path in references.loaded:
         check_stated_classes(getattr(model, "classes", None), label_map, path)
     models = tuple(
-        {"path": spec.path, "sha256": dict(spec.sha256)[spec.path], "loader": spec.loader}
+        {
+            "path": spec.path,
+            "sha256": dict(spec.sha256)[spec.path],
+            "loader": spec.loader,
+            "files": [{"path": path, "sha256": digest} for path, digest in spec.sha256],
+        }
         for spec in references.specs
     )
     confidences = ReferenceConfidences(train[1:], population[1:], models)

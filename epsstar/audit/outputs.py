@@ -22,6 +22,7 @@ the option and ends with the path given.
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import shutil
 import signal
@@ -37,7 +38,7 @@ from typing import Any
 from epsstar.audit.files import json_text
 from epsstar.exceptions import InputFileError
 
-__all__ = ["Outputs", "StagedFile", "StagedFolder"]
+__all__ = ["Outputs", "StagedFile", "StagedFolder", "input_files"]
 
 #: Characters of a target's name kept in its temporary's name (the rest is dropped so that
 #: the temporary of a long name still fits the file system's limit).
@@ -170,8 +171,52 @@ class StagedFolder:
         return Path(self.shown) / name
 
 
+_GLOB_CHARACTERS = frozenset("*?[")
+
+
+def input_files(option: str, path: PathLike) -> list[tuple[str, Path]]:
+    """The local files an input given as ``path`` stands for, as ``(option, file)``: the file
+    itself, every file under a folder (a partitioned data set, a model folder), every match
+    of a glob. A remote URL stands for no local file."""
+    text = os.fspath(path)
+    if "://" in text and not text.startswith("file://"):
+        return []
+    text = text.removeprefix("file://")
+    try:
+        if os.path.isdir(text):
+            found = _files_under(text)
+        elif not os.path.lexists(text) and _GLOB_CHARACTERS & set(text):
+            found = [Path(match) for match in glob.glob(text, recursive=True)]
+            found = [
+                file
+                for match in found
+                for _, file in (input_files(option, match) if match.is_dir() else [(option, match)])
+            ]
+        else:
+            found = [Path(text)]
+        return [(option, Path(os.path.realpath(file))) for file in found]
+    except (ValueError, OSError):  # a path no file can have
+        return []
+
+
+def _files_under(folder: str) -> list[Path]:
+    """Every file under ``folder``, through linked folders, each folder visited once."""
+    seen: set[str] = set()
+    found: list[Path] = []
+    for where, folders, names in os.walk(folder, followlinks=True):
+        real = os.path.realpath(where)
+        if real in seen:
+            folders.clear()
+            continue
+        seen.add(real)
+        found += [Path(where) / name for name in names]
+    return found
+
+
 class Outputs:
-    """The outputs of one run; ``inputs`` are ``(option, path)`` pairs no output may replace.
+    """The outputs of one run; ``inputs`` are ``(option, path)`` pairs no output may replace
+    (each path standing for the files of :func:`input_files`). Inputs known only once the
+    work is done, such as a model's sidecar files, are added by :meth:`add_inputs`.
 
     Use it as a context manager: leaving the block without :meth:`commit` (an error, an
     interrupt) removes every temporary and every folder made for the outputs.
@@ -180,8 +225,7 @@ class Outputs:
     def __init__(self, inputs: Iterable[tuple[str, PathLike]] = ()) -> None:
         self._inputs: list[tuple[str, Path]] = []
         for name, path in inputs:
-            with contextlib.suppress(ValueError, OSError):  # a path no file can have
-                self._inputs.append((name, Path(os.path.realpath(path))))
+            self._inputs += input_files(name, path)
         self._files: list[StagedFile] = []
         self._folders: list[StagedFolder] = []
         #: Every output path -> (option, "file" or "folder").
@@ -253,10 +297,29 @@ class Outputs:
             raise InputFileError(
                 f"{option} must name a regular file, not a device, pipe or socket. Found {shown!r}."
             )
-        for name, source in self._inputs:
+        self._refuse_inputs(option, shown, target, self._inputs)
+
+    @staticmethod
+    def _refuse_inputs(
+        option: str, shown: str, target: Path, inputs: Sequence[tuple[str, Path]]
+    ) -> None:
+        for name, source in inputs:
             if _same_file(target, source):
                 raise InputFileError(
                     f"{option} would overwrite {name}, an input of this run. Found {shown!r}."
+                )
+
+    def add_inputs(self, inputs: Iterable[tuple[str, PathLike]]) -> None:
+        """More inputs of the run (files it read, known once it has read them): refused if an
+        output named so far would replace one of them."""
+        added = [pair for name, path in inputs for pair in input_files(name, path)]
+        self._inputs += added
+        for staged in self._files:
+            self._refuse_inputs(staged.option, staged.shown, staged.target, added)
+        for folder in self._folders:
+            for name in folder.names:
+                self._refuse_inputs(
+                    folder.option, str(folder.path(name)), folder.target / name, added
                 )
 
     def _claim(self, option: str, shown: str, target: Path, kind: str) -> None:

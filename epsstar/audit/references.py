@@ -170,7 +170,15 @@ def reference_confidences(
             raise type(error)(f"reference model {str(path)!r}: {error}") from None
         check_stated_classes(getattr(model, "classes", None), label_map, path)
         loaded.append((model, path))
-        models.append({"path": str(path), "sha256": sha256_of(path), "loader": info.name})
+        files = [Path(f) for f in getattr(model, "files", (path,))]
+        models.append(
+            {
+                "path": str(path),
+                "sha256": sha256_of(path),
+                "loader": info.name,
+                "files": [{"path": str(f), "sha256": sha256_of(f)} for f in files],
+            }
+        )
     train = _log_odds_together(loaded, reading, label_map, "train", progress)
     population = _log_odds_together(loaded, reading, label_map, "population", progress)
     return ReferenceConfidences(np.vstack(train), np.vstack(population), tuple(models))

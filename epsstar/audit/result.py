@@ -28,7 +28,7 @@ __all__ = ["SCHEMA_VERSION", "AuditResult"]
 #: Version of the JSON documents the CLI writes (``audit``, ``epsilon``, ``audit-many``,
 #: the demo's ``results.json``), stated by the schemas in ``epsstar/schemas/``. It changes
 #: when a key those schemas fix is added, removed or renamed, or changes meaning.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +68,16 @@ class AuditResult:
     #: ``"population"``); ``train_losses``/``population_losses`` then hold a random
     #: sample of that side's losses, for figures.
     summaries: dict[str, LossSummary] = field(default_factory=dict, repr=False)
+
+    @property
+    def files_read(self) -> tuple[tuple[str, str], ...]:
+        """Every model file the audit read, as ``(what, path)``: the target's files (with
+        sidecars such as ONNX external data) and each reference model's."""
+        read = [("the model's file", record["path"]) for record in self.provenance["model_files"]]
+        for model in self.provenance.get("reference_models", ()):
+            for record in model.get("files", ({"path": model["path"]},)):
+                read.append((f"reference model {model['path']!r}", record["path"]))
+        return tuple(read)
 
     @property
     def headline_attack(self) -> AttackResult | None:

@@ -389,6 +389,7 @@ def run(args: argparse.Namespace) -> int:
                 engine=engine,
                 storage_options=args.storage_options,
             )
+        outputs.add_inputs(result.files_read)
         payload = result.to_dict()
         if json_file is not None:
             json_file.write_json(payload)

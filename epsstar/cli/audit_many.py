@@ -204,6 +204,8 @@ def run(args: argparse.Namespace) -> int:
             engine=engine,
             **model_options(args),
         )
+        audited = [record.result for record in records if record.result is not None]
+        outputs.add_inputs(pair for result in audited for pair in result.files_read)
         if reports is not None:  # where each report will be once the outputs are committed
             records = [
                 replace(r, report=reports.path(r.report.name)) if r.report else r for r in records

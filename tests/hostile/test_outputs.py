@@ -224,6 +224,69 @@ def test_no_output_replaces_an_input_under_any_name(tmp_path: Path) -> None:
     assert data.read_text() == "label\n1\n"
 
 
+def test_folders_and_globs_stand_for_every_file_they_hold(tmp_path: Path) -> None:
+    parts = tmp_path / "parts"
+    (parts / "deep").mkdir(parents=True)
+    for name in ("part.0.parquet", "deep/part.1.parquet"):
+        (parts / name).write_bytes(b"rows")
+    (parts / "loop").symlink_to(parts)  # a linked folder is visited once
+    for given in (parts, f"{parts}/*.parquet", f"{parts}/**/*.parquet", parts.as_uri()):
+        for name in ("part.0.parquet", "deep/part.1.parquet"):
+            if "*" in str(given) and "**" not in str(given) and "deep" in name:
+                continue
+            with (
+                pytest.raises(InputFileError, match="would overwrite --train, an input"),
+                Outputs([("--train", given)]) as outputs,
+            ):
+                outputs.file("--json", parts / name)
+    assert (parts / "part.0.parquet").read_bytes() == b"rows"
+    with Outputs([("--train", "s3://bucket/train/")]) as outputs:  # no local file
+        outputs.file("--json", tmp_path / "out.json")
+
+
+def test_inputs_known_after_the_work_are_checked_before_the_commit(tmp_path: Path) -> None:
+    sidecar = tmp_path / "model.onnx.data"
+    sidecar.write_bytes(b"weights")
+    with Outputs([("MODEL", tmp_path / "model.onnx")]) as outputs:
+        outputs.file("--json", sidecar)
+        folder = outputs.folder("--reports", tmp_path / "reports", ["a.html"])
+        with pytest.raises(InputFileError, match="--json would overwrite the model's file"):
+            outputs.add_inputs([("the model's file", sidecar)])
+        assert folder.staging.is_dir()
+    assert sidecar.read_bytes() == b"weights"
+    assert listing(tmp_path) == ["model.onnx.data"]
+
+
+def test_audit_never_overwrites_the_models_external_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import onnx
+    from onnx import numpy_helper
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    model = folder / "model.onnx"
+    proto = onnx.load(str(MODELS / "binary_mlp.onnx"))
+    for tensor in proto.graph.initializer:  # as raw bytes, which onnx can store outside
+        tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor), tensor.name))
+    onnx.save(
+        proto, str(model), save_as_external_data=True, all_tensors_to_one_file=True,
+        location="model.onnx.data", size_threshold=0,
+    )  # fmt: skip
+    weights = (folder / "model.onnx.data").read_bytes()
+    argv = ["audit", str(model), "--label-column", "label", "--quiet"]
+    argv += ["--train", str(MODELS / "binary_train.csv")]
+    argv += ["--population", str(MODELS / "binary_population.csv")]
+    for option in ("--json", "--report"):
+        code, _, err = invoke([*argv, option, str(folder / "model.onnx.data")], capsys)
+        assert code == EXIT_USAGE
+        assert "Traceback" not in err
+        line = err.strip().splitlines()[-1]  # after the warning that columns go by position
+        assert f"{option} would overwrite the model's file, an input of this run" in line
+        assert (folder / "model.onnx.data").read_bytes() == weights
+        assert listing(folder) == ["model.onnx", "model.onnx.data"]
+
+
 def test_two_outputs_cannot_share_a_path(tmp_path: Path) -> None:
     cases: list[tuple[Callable[[Outputs], object], str]] = [
         (
