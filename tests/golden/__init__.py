@@ -1,0 +1,1 @@
+"""Golden outputs of every command on the fixtures (see ``cases.py``)."""
