@@ -122,6 +122,11 @@ def _references(out: Path) -> None:
     assert main(argv) == 0
 
 
+def _slices_and_references(out: Path) -> None:
+    _slice_data(out)
+    _references(out)
+
+
 AUDIT_BINARY = (
     "--train",
     str(MODELS / "binary_train.csv"),
@@ -246,7 +251,7 @@ CASES: tuple[Case, ...] = (
             "--quiet",
         ),
         ("audit.json", "audit.html"),
-        prepare=lambda out: (_slice_data(out), _references(out)) and None,
+        prepare=_slices_and_references,
         drop=TRAINED,
     ),
     Case(
