@@ -21,10 +21,10 @@ import warnings
 import numpy as np
 
 from epsstar import __version__, epsilon_star
-from epsstar.cli.text_table import aligned_table, format_table
+from epsstar.cli.common.text_table import aligned_table, format_table
 from epsstar.exceptions import PoorFitWarning
+from epsstar.statistics.estimators.optimizer import grid_supremum, parametric_supremum
 from epsstar.statistics.fitting import Reflected
-from epsstar.statistics.optimizer import grid_supremum, parametric_supremum
 from epsstar.statistics.simulation import ESTIMATORS, Cell, run_appendix_b
 
 DEFAULT_COLUMNS = (

@@ -23,7 +23,7 @@ rmia`` and the first K ∈ {1, 2, 4, 8} reference models:
   with ``input_shape=(1, 8, 8)``); 600 training, 600 population images, reference split of
   the other 597 (each reference CNN on 298).
 
-The MLP references are trained by :func:`epsstar.training.references.train_references` (the
+The MLP references are trained by :func:`epsstar.training.runs.references.train_references` (the
 code behind ``epsstar references``) with the target's ``training.json`` as recipe.
 
 Tables printed:
@@ -68,7 +68,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from epsstar import __version__
-from epsstar.cli.text_table import aligned_table
+from epsstar.cli.common.text_table import aligned_table
 from epsstar.statistics.names import AttackName
 
 TARGETS = ("purchase-10", "purchase-50", "adult", "adult-dp3", "digits-cnn")
@@ -119,7 +119,7 @@ def data_tables(dataset: str, cache: Path) -> dict[str, Path]:
     if all(path.is_file() for path in paths.values()):
         return paths
     if dataset == "purchase":
-        from epsstar.training.datasets import purchase_like
+        from epsstar.training.data.datasets import purchase_like
 
         total = sum(PURCHASE_ROWS.values())
         generated = purchase_like(total, seed=DATA_SEED)
@@ -130,7 +130,7 @@ def data_tables(dataset: str, cache: Path) -> dict[str, Path]:
             _write(paths[role], x, y, generated.columns)
             start = stop
     elif dataset == "adult":
-        from epsstar.training.datasets import adult
+        from epsstar.training.data.datasets import adult
 
         data = adult()
         order = np.random.default_rng(DATA_SEED).permutation(data.n_train)
@@ -184,7 +184,7 @@ class Target:
 
 
 def _mlp_config(name: str) -> Any:
-    from epsstar.cli import demo
+    from epsstar.cli.commands import demo
     from epsstar.training.trainer import TrainingConfig
 
     if name.startswith("purchase"):
@@ -208,9 +208,9 @@ def _timed_json(folder: Path) -> dict[str, Any]:
 
 
 def _mlp_target(name: str, cache: Path) -> Target:
-    from epsstar.training.data import load_table
-    from epsstar.training.pipeline import train_to_directory
-    from epsstar.training.references import read_recipe, train_references
+    from epsstar.training.data.tables import load_table
+    from epsstar.training.runs.pipeline import train_to_directory
+    from epsstar.training.runs.references import read_recipe, train_references
 
     dataset = "purchase" if name.startswith("purchase") else "adult"
     tables = data_tables(dataset, cache)
@@ -317,7 +317,7 @@ def train_cnn(features: Floats, labels: NDArray[np.int64], seed: int, path: Path
 def _cnn_target(cache: Path) -> Target:
     import pandas as pd
 
-    from epsstar.training.references import half_rows
+    from epsstar.training.runs.references import half_rows
 
     tables = data_tables("digits", cache)
     folder = cache / "models" / "digits-cnn"
@@ -377,7 +377,7 @@ CAPTURED = Captured()
 
 def _instrument() -> None:
     """Time (and keep the output of) the audit's reference step, ``reference_confidences``."""
-    from epsstar.audit import attack_run
+    from epsstar.audit.attacks import run as attack_run
 
     original: Callable[..., Any] = attack_run.reference_confidences  # type: ignore[attr-defined]
 
@@ -395,7 +395,7 @@ def _instrument() -> None:
 def run_audit(target: Target, k: int, *, train: Path | None = None, seed: int = 0) -> Any:
     """The audit of ``target`` with the first ``k`` reference models (0: the loss attack only)."""
     from epsstar.audit import audit
-    from epsstar.audit.attacks import AttackSettings
+    from epsstar.audit.attacks.scoring import AttackSettings
 
     settings = (
         AttackSettings(ATTACK_NAMES, target.references[:k]) if k else AttackSettings(("loss",))
@@ -444,9 +444,9 @@ def read_per_model() -> float:
     """Seconds to load the reference models of the last audit and stream both tables
     through each one separately (each model re-reads the tables: the audit's reference
     step before it shared one read), with the same reading and label map."""
-    from epsstar.audit.files import sha256_of
-    from epsstar.audit.plugins import loader_for_path
-    from epsstar.audit.references import log_odds_of
+    from epsstar.audit.attacks.references import log_odds_of
+    from epsstar.audit.data.files import sha256_of
+    from epsstar.audit.model.plugins import loader_for_path
 
     paths, reading, label_map = CAPTURED.arguments[:3]
     start = time.perf_counter()
@@ -522,7 +522,7 @@ def compare_meter(
     the audit's scored population records, its ``z`` records, K = all reference rows."""
     from scipy.special import expit
 
-    from epsstar.audit.attacks import z_split
+    from epsstar.audit.attacks.scoring import z_split
     from epsstar.statistics.attacks.rmia import rmia_offline
 
     on_train, on_population = phi
@@ -585,9 +585,9 @@ class ValidityRow:
 def validity(target: Target, repeats: int) -> list[ValidityRow]:
     """Disjoint sets of fresh records as "members", each audited with the K = 8 references
     (same statistics as the audit, on the log-odds read once for the whole fresh table)."""
-    from epsstar.audit.attacks import AttackSettings, attack_results
-    from epsstar.audit.from_losses import AuditOptions, audit_losses
-    from epsstar.audit.references import ReferenceConfidences
+    from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+    from epsstar.audit.attacks.references import ReferenceConfidences
+    from epsstar.audit.attacks.scoring import AttackSettings, attack_results
 
     whole = run_audit(target, N_REFERENCES, train=target.tables["fresh"])
     assert CAPTURED.train is not None
@@ -647,7 +647,7 @@ def gain_knobs(
 ) -> list[list[str]]:
     """TPR at 0.1 % FPR and AUC of RMIA for several ``a`` and of LiRA with either variance,
     on the K = 8 log-odds of the audit (members against the RMIA-scored population)."""
-    from epsstar.audit.attacks import z_split
+    from epsstar.audit.attacks.scoring import z_split
     from epsstar.statistics.attacks.lira import LiraVariance, lira_offline
     from epsstar.statistics.attacks.rmia import rmia_offline
 

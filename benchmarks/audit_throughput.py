@@ -1,7 +1,7 @@
 """Throughput of a whole audit on Purchase-100-like data, per model format.
 
 Generates a Purchase-100-like data set (600 binary features, 100 classes;
-``epsstar.training.datasets.purchase_like``), split 2:1 into training and population
+``epsstar.training.data.datasets.purchase_like``), split 2:1 into training and population
 Parquet files, trains the paper's 3x100 MLP briefly, exports it to ONNX and
 TorchScript, and audits each export in a fresh process. Prints rows per second
 of the whole audit, the split between streaming inference (read + model +
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from epsstar.cli.text_table import aligned_table
+from epsstar.cli.common.text_table import aligned_table
 
 
 def build(workdir: Path, records: int, epochs: int, seed: int) -> None:
@@ -42,9 +42,9 @@ def build(workdir: Path, records: int, epochs: int, seed: int) -> None:
     import pyarrow.parquet as pq
     import torch
 
-    from epsstar.training.datasets import purchase_like
-    from epsstar.training.export import export_onnx, export_torchscript
+    from epsstar.training.data.datasets import purchase_like
     from epsstar.training.models import MLP, ExportedModel, Standardiser
+    from epsstar.training.runs.export import export_onnx, export_torchscript
 
     data = purchase_like(records, seed=seed)
     n_train = records * 2 // 3
@@ -102,7 +102,7 @@ def inference_in_child(workdir: Path, model: str, batch_size: int) -> float:
     code = (
         "import time, numpy as np, pyarrow.parquet as pq\n"
         "from pathlib import Path\n"
-        "from epsstar.audit.plugins import loader_for_path\n"
+        "from epsstar.audit.model.plugins import loader_for_path\n"
         "start = time.perf_counter()\n"
         f"path = Path({str(workdir / model)!r})\n"
         "loader, _ = loader_for_path(path)\n"

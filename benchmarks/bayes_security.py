@@ -25,11 +25,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from epsstar.cli.demo import strategies
-from epsstar.statistics.conversions import bayes_security_dpsgd
-from epsstar.statistics.subsampled_gaussian import advantage_monte_carlo
-from epsstar.training import datasets
+from epsstar.cli.commands.demo import strategies
+from epsstar.statistics.readings.conversions import bayes_security_dpsgd
+from epsstar.statistics.readings.subsampled_gaussian import advantage_monte_carlo
 from epsstar.training.accounting import membership_advantage
+from epsstar.training.data import datasets
 from epsstar.training.trainer import _bayes_security, plan_privacy
 
 

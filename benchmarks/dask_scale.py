@@ -10,7 +10,7 @@
    auditing process (the client, which also runs the local scheduler) and of the busiest
    worker.
 2. Streams one partition of the largest population through the model in a fresh process,
-   as a worker does (``epsstar.audit.dask_audit.stream_partition``): rows per second per
+   as a worker does (``epsstar.audit.engines.dask_audit.stream_partition``): rows per second per
    worker thread and the peak memory, the figures docs/scale.md scales by.
 3. Audits the same rows in one process keeping every loss (``EXACT_ROWS`` raised above the
    rows), and compares Epsilon* (tails-tested, tails, empirical) and the held-out lower
@@ -63,7 +63,7 @@ SINGLE = PEAK + (
 DASK = PEAK + (
     "import json, logging, sys, time\n"
     "from distributed import Client, LocalCluster\n"
-    "from epsstar.audit.dask_engine import Engine\n"
+    "from epsstar.audit.engines.dask_engine import Engine\n"
     "from epsstar.audit.run import audit\n"
     "cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=':0',\n"
     "                       silence_logs=logging.ERROR)\n"
@@ -84,8 +84,8 @@ DASK = PEAK + (
 
 PARTITION = PEAK + (
     "import json, sys, time\n"
-    "from epsstar.audit.dask_audit import ModelSpec, StreamSpec, stream_partition\n"
-    "from epsstar.audit.files import sha256_of\n"
+    "from epsstar.audit.engines.dask_audit import ModelSpec, StreamSpec, stream_partition\n"
+    "from epsstar.audit.data.files import sha256_of\n"
     "from pathlib import Path\n"
     "model = ModelSpec(sys.argv[1], 'onnx', None, False, None,\n"
     "                  ((sys.argv[1], sha256_of(Path(sys.argv[1]))),))\n"
@@ -99,12 +99,12 @@ PARTITION = PEAK + (
 
 EXACT = (
     "import dataclasses, json, sys\n"
-    "import epsstar.audit.summaries as summaries\n"
+    "import epsstar.audit.engines.summaries as summaries\n"
     "from epsstar.audit.run import audit\n"
-    "from epsstar.statistics.estimator import estimate_at_deltas\n"
-    "from epsstar.statistics.held_out_bound import split_lower_bound\n"
-    "from epsstar.statistics.loss_summary import summarise_losses\n"
-    "from epsstar.statistics.methods import method_config\n"
+    "from epsstar.statistics.estimators.estimator import estimate_at_deltas\n"
+    "from epsstar.statistics.bounds.held_out_bound import split_lower_bound\n"
+    "from epsstar.statistics.summaries.loss_summary import summarise_losses\n"
+    "from epsstar.statistics.estimators.methods import method_config\n"
     "limit, summaries.EXACT_ROWS = summaries.EXACT_ROWS, 10**15\n"
     "r = audit(sys.argv[1], sys.argv[2], sys.argv[3], label_column='label', delta=1e-6)\n"
     "summaries.EXACT_ROWS = limit\n"
@@ -122,7 +122,7 @@ EXACT = (
     "              for k, (a, b) in inputs.items()}\n"
     "out['lower bound'] = {k: split_lower_bound(a, b, delta=1e-6).epsilon\n"
     "                      for k, (a, b) in inputs.items()}\n"
-    "from epsstar.statistics.leak_test import held_out_leak_test\n"
+    "from epsstar.statistics.bounds.leak_test import held_out_leak_test\n"
     "seeds = {'shuffled halves': [], 'summaries': []}\n"
     "for seed in range(10):\n"
     "    plans = summaries.SummaryPlans.for_rows(t.size, p.size, seed=seed)\n"

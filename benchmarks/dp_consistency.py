@@ -5,7 +5,7 @@ Models are trained with the project's DP-SGD trainer to a target ε ∈ {1, 3} a
 seeds each:
 
 - UCI Adult (32,561 training and 16,281 population rows): the demo's DP recipe
-  (:mod:`epsstar.cli.demo`: 3×100 MLP, 5 epochs, batch 64, clip 1, SGD lr 0.01,
+  (:mod:`epsstar.cli.commands.demo`: 3×100 MLP, 5 epochs, batch 64, clip 1, SGD lr 0.01,
   momentum 0.9);
 - Purchase-like (``purchase_like``: 600 binary features, 100 classes; 10,000
   training and 10,000 population records, data seed 0): the Epsilon* paper's 3×100
@@ -15,7 +15,7 @@ seeds each:
 
 Each model's logit losses (exact, from its logits) on its training and population
 rows go through the audit's statistics at the default settings
-(:func:`epsstar.audit.from_losses.audit_losses` with ``AuditOptions()``: the
+(:func:`epsstar.audit.attacks.from_losses.audit_losses` with ``AuditOptions()``: the
 default estimator, the held-out lower bound and leak test, the ``significant``
 gate, δ = 1/(n ln n), the trainer's δ). The tables count the models whose headline
 Epsilon*, gate statistic and held-out lower bound exceed the accounted ε.
@@ -55,8 +55,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from epsstar import __version__
-from epsstar.cli import demo
-from epsstar.cli.text_table import aligned_table
+from epsstar.cli.commands import demo
+from epsstar.cli.common.text_table import aligned_table
 
 DATASETS = ("adult", "purchase-like")
 #: Purchase-like sizes and data seed (the population rows follow the training rows).
@@ -184,8 +184,8 @@ def _init_worker() -> None:
 @cache
 def _records(dataset: str) -> tuple[Any, Any]:
     """The training and population rows of ``dataset`` as :class:`TabularData`."""
-    from epsstar.training.data import TabularData
-    from epsstar.training.datasets import adult, purchase_like
+    from epsstar.training.data.datasets import adult, purchase_like
+    from epsstar.training.data.tables import TabularData
 
     if dataset == "adult":
         data = adult()
@@ -304,7 +304,7 @@ def _train_or_load(job: Job) -> dict[str, Any]:
 
 def run_job(job: Job) -> ModelRow:
     """Train (or load) one model and audit its losses at the default settings."""
-    from epsstar.audit.from_losses import AuditOptions, audit_losses
+    from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
     from epsstar.statistics.utility import Utility
 
     cached = _cache_path(job).is_file()

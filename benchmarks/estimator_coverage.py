@@ -17,7 +17,7 @@ the mean error of the point estimate and of its bootstrap bias correction
     python benchmarks/estimator_coverage.py --ds 3 --ns 10000 --deltas 1e-5 --fixed-tail-size
 
 ``--fixed-tail-size`` keeps every replicate at the default tail size (the interval
-without the tail-size draws of ``epsstar.statistics.estimator._tail_scales``), for
+without the tail-size draws of ``epsstar.statistics.estimators.estimator._tail_scales``), for
 comparison.
 """
 
@@ -34,10 +34,10 @@ from pathlib import Path
 import numpy as np
 
 from epsstar import __version__
-from epsstar.cli.text_table import aligned_table
+from epsstar.cli.common.text_table import aligned_table
 from epsstar.exceptions import PoorFitWarning
-from epsstar.statistics import estimator
-from epsstar.statistics.estimator import epsilon_star
+from epsstar.statistics.estimators import estimator
+from epsstar.statistics.estimators.estimator import epsilon_star
 from epsstar.statistics.names import DEFAULT_METHOD, METHODS
 from epsstar.statistics.simulation import true_epsilon
 

@@ -19,8 +19,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from epsstar import __version__
-from epsstar.cli.text_table import aligned_table
-from epsstar.statistics.estimator import default_delta
+from epsstar.cli.common.text_table import aligned_table
+from epsstar.statistics.estimators.estimator import default_delta
 from epsstar.statistics.simulation import COMPARED_ESTIMATORS, ESTIMATORS
 
 LAWS: dict[str, Callable[[np.random.Generator, int], NDArray[np.float64]]] = {

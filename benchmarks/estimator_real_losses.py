@@ -29,12 +29,12 @@ import numpy as np
 import torch
 
 from epsstar import __version__, epsilon_star
-from epsstar.cli.text_table import aligned_table
+from epsstar.cli.common.text_table import aligned_table
 from epsstar.exceptions import PoorFitWarning
 from epsstar.statistics.losses import compute_losses
 from epsstar.statistics.names import METHODS
-from epsstar.training.data import TabularData
-from epsstar.training.datasets import purchase_like
+from epsstar.training.data.datasets import purchase_like
+from epsstar.training.data.tables import TabularData
 from epsstar.training.trainer import TrainingConfig, train
 
 #: Columns of the error table: label -> keyword arguments of ``epsilon_star``.

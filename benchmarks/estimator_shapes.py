@@ -16,7 +16,7 @@ import time
 from scipy import stats
 
 from epsstar import __version__
-from epsstar.cli.text_table import aligned_table
+from epsstar.cli.common.text_table import aligned_table
 from epsstar.statistics.simulation import COMPARED_ESTIMATORS, ESTIMATORS, run_pairs
 
 PAIRS = {

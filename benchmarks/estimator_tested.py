@@ -1,7 +1,7 @@
 """tails-tested against tails-crossfit: the estimate where nothing leaks, and where something does.
 
 ``tails-tested`` is the ``tails-crossfit`` estimate when the held-out exact leak test
-(``epsstar/statistics/leak_test.py``) finds a leak at level 0.05, else 0. Each cell draws
+(``epsstar/statistics/bounds/leak_test.py``) finds a leak at level 0.05, else 0. Each cell draws
 ``n`` training and ``n`` population losses ``--repeats`` times and prints the truth, the
 mean of both estimators, their mean error, and how often the leak test rejects:
 
@@ -25,10 +25,10 @@ import numpy as np
 from scipy import stats
 
 from epsstar import __version__
-from epsstar.cli.text_table import aligned_table
+from epsstar.cli.common.text_table import aligned_table
 from epsstar.exceptions import PoorFitWarning
-from epsstar.statistics.estimator import default_delta, epsilon_star
-from epsstar.statistics.optimizer import parametric_supremum
+from epsstar.statistics.estimators.estimator import default_delta, epsilon_star
+from epsstar.statistics.estimators.optimizer import parametric_supremum
 from epsstar.statistics.simulation import true_epsilon
 
 Cell = tuple[str, float, int, float]  # (law, shift, n, delta)

@@ -38,14 +38,14 @@ from numpy.typing import NDArray
 from scipy import optimize, stats
 
 from epsstar import __version__
-from epsstar.cli.text_table import aligned_table
+from epsstar.cli.common.text_table import aligned_table
 from epsstar.exceptions import PoorFitWarning
-from epsstar.statistics.estimator import default_delta, epsilon_star
-from epsstar.statistics.gate import gate_statistic
-from epsstar.statistics.held_out_bound import split_lower_bound
-from epsstar.statistics.leak_test import held_out_leak_test
+from epsstar.statistics.bounds.gate import gate_statistic
+from epsstar.statistics.bounds.held_out_bound import split_lower_bound
+from epsstar.statistics.bounds.leak_test import held_out_leak_test
+from epsstar.statistics.estimators.estimator import default_delta, epsilon_star
+from epsstar.statistics.estimators.optimizer import parametric_supremum
 from epsstar.statistics.names import GATES
-from epsstar.statistics.optimizer import parametric_supremum
 
 Draw = Callable[[np.random.Generator, int], NDArray[np.float64]]
 
@@ -58,7 +58,7 @@ def adult_pool() -> NDArray[np.float64]:
     from sklearn.preprocessing import StandardScaler
 
     from epsstar.statistics.losses import compute_losses
-    from epsstar.training.datasets import adult
+    from epsstar.training.data.datasets import adult
 
     data = adult()
     model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))

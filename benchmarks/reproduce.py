@@ -3,7 +3,7 @@
 For one data set, this script
 
 1. writes the training and population data as Parquet files (UCI Adult: the shipped
-   32,561 / 16,281 split; Purchase-100-like: ``epsstar.training.datasets.purchase_like`` records
+   32,561 / 16,281 split; Purchase-100-like: ``epsstar.training.data.datasets.purchase_like`` records
    split 208,731 / 102,809 like the paper's),
 2. trains the paper's grid with ``epsstar sweep`` (non-private baselines for several epoch
    counts; DP-SGD to each target ε for every clip × batch size × microbatches combination,
@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from epsstar.cli.common.text_table import aligned_table
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL
-from epsstar.cli.text_table import aligned_table
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,13 +78,13 @@ def write_data(dataset: str, folder: Path, seed: int) -> tuple[Path, Path]:
         return train, population
     folder.mkdir(parents=True, exist_ok=True)
     if dataset == "adult":
-        from epsstar.training.datasets import adult
+        from epsstar.training.data.datasets import adult
 
         return adult().write_parquet(folder)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from epsstar.training.datasets import purchase_like
+    from epsstar.training.data.datasets import purchase_like
 
     n_train, n_population = PURCHASE_SPLIT
     data = purchase_like(n_train + n_population, seed=seed)

@@ -32,8 +32,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from epsstar.training import datasets
 from epsstar.training.clipping import clipped_gradient_sum_vmap
+from epsstar.training.data import datasets
 from epsstar.training.models import MLP
 from epsstar.training.trainer import noisy_gradient
 
@@ -48,7 +48,7 @@ class Outcome:
 
 
 def purchase_like(n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Purchase-100-like records (``epsstar.training.datasets.purchase_like``), standardised."""
+    """Purchase-100-like records (``epsstar.training.data.datasets.purchase_like``), standardised."""
     data = datasets.purchase_like(n, seed=seed)
     features = data.features.astype(np.float32)
     features = (features - features.mean(0)) / (features.std(0) + 1e-6)

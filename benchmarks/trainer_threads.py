@@ -16,7 +16,7 @@ import argparse
 import multiprocessing
 import statistics
 
-from epsstar.cli.text_table import aligned_table
+from epsstar.cli.common.text_table import aligned_table
 
 
 def _epoch_seconds(threads: int | None, epochs: int) -> list[float]:
@@ -24,8 +24,8 @@ def _epoch_seconds(threads: int | None, epochs: int) -> list[float]:
     import numpy as np
     import torch
 
-    from epsstar.training.data import TabularData
-    from epsstar.training.datasets import adult
+    from epsstar.training.data.datasets import adult
+    from epsstar.training.data.tables import TabularData
     from epsstar.training.trainer import TrainingConfig, train
 
     if threads is not None:

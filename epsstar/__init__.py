@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
-    "epsilon_star": "epsstar.statistics.estimator",
+    "epsilon_star": "epsstar.statistics.estimators.estimator",
     "EpsilonStarResult": "epsstar.statistics.results",
-    "epsilon_lower_bound": "epsstar.statistics.bounds",
-    "EpsilonLowerBound": "epsstar.statistics.bounds",
-    "mechanism_epsilon": "epsstar.statistics.bounds",
+    "epsilon_lower_bound": "epsstar.statistics.bounds.from_counts",
+    "EpsilonLowerBound": "epsstar.statistics.bounds.from_counts",
+    "mechanism_epsilon": "epsstar.statistics.bounds.from_counts",
     "compute_losses": "epsstar.statistics.losses",
 }
 
@@ -30,8 +30,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from epsstar.statistics.bounds import EpsilonLowerBound, epsilon_lower_bound, mechanism_epsilon
-    from epsstar.statistics.estimator import epsilon_star
+    from epsstar.statistics.bounds.from_counts import (
+        EpsilonLowerBound,
+        epsilon_lower_bound,
+        mechanism_epsilon,
+    )
+    from epsstar.statistics.estimators.estimator import epsilon_star
     from epsstar.statistics.losses import compute_losses
     from epsstar.statistics.results import EpsilonStarResult
 

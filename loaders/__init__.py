@@ -6,9 +6,9 @@ predictions; losses are computed from those predictions in core
 
 The built-in loaders (:mod:`epsstar.loaders.onnx`, :mod:`epsstar.loaders.torchscript`,
 :mod:`epsstar.loaders.sklearn`) are found through the ``epsstar.loaders`` entry-point
-group like any plugin (:mod:`epsstar.audit.plugins`). This package holds what they share and
+group like any plugin (:mod:`epsstar.audit.model.plugins`). This package holds what they share and
 what a third-party loader may reuse: :class:`BatchedModel`, a
-:class:`~epsstar.audit.plugins.LoadedModel` that checks the input width, casts the features,
+:class:`~epsstar.audit.model.plugins.LoadedModel` that checks the input width, casts the features,
 predicts in chunks, checks that there is one prediction per record and detects logits vs
 probabilities. The values of the predictions (finite; probabilities in ``[0, 1]``, rows
 summing to 1) are checked once, where the losses are computed
@@ -25,7 +25,7 @@ probabilities, which the ×100 rows make unlikely for any model whose output dep
 its input. If it does happen, the audit refuses the later predictions on real data that
 leave ``[0, 1]`` with an error that says to pass ``outputs="logits"``. The reading and its
 reason are kept (:attr:`BatchedModel.output_reading`, an
-:class:`~epsstar.audit.output_reading.OutputReading`); the audit records them and warns
+:class:`~epsstar.audit.model.output_reading.OutputReading`); the audit records them and warns
 when the rule's evidence is ambiguous.
 """
 
@@ -37,10 +37,10 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
-from epsstar.audit.declared_privacy import DeclaredPrivacy
-from epsstar.audit.features import Features, as_features
-from epsstar.audit.output_reading import OutputReading, detect_reading
-from epsstar.audit.plugins import OutputKind
+from epsstar.audit.model.declared_privacy import DeclaredPrivacy
+from epsstar.audit.model.features import Features, as_features
+from epsstar.audit.model.output_reading import OutputReading, detect_reading
+from epsstar.audit.model.plugins import OutputKind
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.names import OUTPUT_KINDS
 
@@ -107,7 +107,7 @@ def probe_features(width: int, dtype: DTypeLike = np.float64) -> NDArray[Any]:
 
 
 class BatchedModel:
-    """A :class:`~epsstar.audit.plugins.LoadedModel` built from a function on one batch.
+    """A :class:`~epsstar.audit.model.plugins.LoadedModel` built from a function on one batch.
 
     Subclasses set their own state first, then call ``super().__init__`` (which may run
     the detection probe), and implement :meth:`_run_batch` (features already checked and
@@ -119,7 +119,7 @@ class BatchedModel:
     """
 
     accepts_features = True
-    """:meth:`predict` takes :class:`~epsstar.audit.features.Features` (typed, named columns)."""
+    """:meth:`predict` takes :class:`~epsstar.audit.model.features.Features` (typed, named columns)."""
 
     @property
     def takes_text(self) -> bool:

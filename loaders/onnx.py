@@ -12,7 +12,7 @@ Covers the two common producers:
   train``) with one float output: logits or probabilities, detected by the rule of
   :mod:`epsstar.loaders` unless ``outputs=`` says. Their class labels, if the exporter
   recorded them, come from the ``metadata_props`` entry
-  :data:`epsstar.audit.class_labels.CLASSES_KEY` (a JSON array, in output-column order).
+  :data:`epsstar.audit.model.class_labels.CLASSES_KEY` (a JSON array, in output-column order).
 
 The model is opened by path: external data (``model.onnx.data``) are resolved beside the
 model file, never in the working directory, and hashed with it (:mod:`.onnx_files`). Its
@@ -38,16 +38,16 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.class_labels import (
+from epsstar.audit.model.class_labels import (
     CLASSES_KEY,
     FEATURES_KEY,
     classes_from_text,
     features_from_text,
 )
-from epsstar.audit.declared_privacy import PRIVACY_KEY, DeclaredPrivacy, privacy_from_text
-from epsstar.audit.features import Features, as_features
-from epsstar.audit.output_reading import OutputReading
-from epsstar.audit.plugins import OutputKind, import_optional
+from epsstar.audit.model.declared_privacy import PRIVACY_KEY, DeclaredPrivacy, privacy_from_text
+from epsstar.audit.model.features import Features, as_features
+from epsstar.audit.model.output_reading import OutputReading
+from epsstar.audit.model.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 from . import DEFAULT_BATCH_SIZE, BatchedModel, check_outputs_argument, first_line

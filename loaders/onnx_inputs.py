@@ -21,7 +21,7 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.features import Features
+from epsstar.audit.model.features import Features
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 __all__ = ["DTYPES", "InputLayout", "InputSpec", "layout_of"]

@@ -52,9 +52,9 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.features import Features, as_features
-from epsstar.audit.output_reading import OutputReading
-from epsstar.audit.plugins import OutputKind, import_optional
+from epsstar.audit.model.features import Features, as_features
+from epsstar.audit.model.output_reading import OutputReading
+from epsstar.audit.model.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 from . import BatchedModel, check_outputs_argument, first_line

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import expit, softmax
 
-from epsstar.audit.output_reading import OutputReading
+from epsstar.audit.model.output_reading import OutputReading
 from epsstar.statistics.names import OutputKind
 
 __all__ = ["RELATIVE_TOLERANCE", "Method", "choose_method"]

@@ -13,9 +13,9 @@ matrix of their scalar columns; either is cast to the dtype of the module's firs
 floating-point parameter (float32 if it has none).
 
 The archive's extra files, if the exporter wrote them, give the class labels of the
-output columns (:data:`~epsstar.audit.class_labels.CLASSES_KEY`, read into
+output columns (:data:`~epsstar.audit.model.class_labels.CLASSES_KEY`, read into
 :attr:`classes`) and the names of the input columns
-(:data:`~epsstar.audit.class_labels.FEATURES_KEY`, read into :attr:`feature_names`, and
+(:data:`~epsstar.audit.model.class_labels.FEATURES_KEY`, read into :attr:`feature_names`, and
 ``n_features`` is their number). Without recorded names the input width is unknown
 (``n_features`` is ``None``; a module's layers do not say what it takes), a wrong width
 surfaces as the module's own error, reported as
@@ -35,16 +35,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.class_labels import (
+from epsstar.audit.model.class_labels import (
     CLASSES_KEY,
     FEATURES_KEY,
     classes_from_text,
     features_from_text,
 )
-from epsstar.audit.declared_privacy import PRIVACY_KEY, DeclaredPrivacy, privacy_from_text
-from epsstar.audit.features import Features
-from epsstar.audit.output_reading import OutputReading
-from epsstar.audit.plugins import OutputKind, import_optional
+from epsstar.audit.model.declared_privacy import PRIVACY_KEY, DeclaredPrivacy, privacy_from_text
+from epsstar.audit.model.features import Features
+from epsstar.audit.model.output_reading import OutputReading
+from epsstar.audit.model.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 from . import OUTPUT_KINDS, BatchedModel, check_outputs_argument, first_line

@@ -30,7 +30,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.plugins import OutputKind, import_optional
+from epsstar.audit.model.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 from . import BatchedModel, check_outputs_argument, first_line, probabilities_from_logits

@@ -12,13 +12,13 @@ Their size does not grow with the number of records (see
 :data:`~epsstar.reports.MAX_REPORT_BYTES`).
 
 The reports compute nothing: they draw frozen records of the audit layer.
-:func:`render` draws an :class:`~epsstar.audit.result.AuditResult` with its
-:class:`~epsstar.audit.figures.AuditFigures` (histograms, fitted densities,
+:func:`render` draws an :class:`~epsstar.audit.output.result.AuditResult` with its
+:class:`~epsstar.audit.output.figures.AuditFigures` (histograms, fitted densities,
 trade-off curves, axis ranges, the goodness-of-fit grid); given only the result,
-it builds them first with :func:`epsstar.audit.figures.audit_figures`.
-:func:`render_landscape` draws a :class:`~epsstar.audit.landscape_data.Landscape`;
+it builds them first with :func:`epsstar.audit.output.figures.audit_figures`.
+:func:`render_landscape` draws a :class:`~epsstar.audit.output.landscape_data.Landscape`;
 given audit records, it builds one first with
-:func:`epsstar.audit.landscape_data.landscape`. Either way the same file results.
+:func:`epsstar.audit.output.landscape_data.landscape`. Either way the same file results.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import jinja2
 
-    from epsstar.audit.figures import AuditFigures
-    from epsstar.audit.landscape_data import Landscape
-    from epsstar.audit.result import AuditResult
+    from epsstar.audit.output.figures import AuditFigures
+    from epsstar.audit.output.landscape_data import Landscape
+    from epsstar.audit.output.result import AuditResult
 
 __all__ = ["MAX_REPORT_BYTES", "render", "render_landscape"]
 
@@ -61,7 +61,7 @@ def environment() -> jinja2.Environment:
 
 
 def _write(html: str, path: str | Path) -> Path:
-    from epsstar.audit.files import atomic_write_bytes
+    from epsstar.audit.data.files import atomic_write_bytes
 
     target = Path(path)
     atomic_write_bytes(target, html.encode("utf-8"))
@@ -80,7 +80,7 @@ def render(
     """Write the HTML report of one audit to ``path`` (atomically); returns the path.
 
     The report draws ``result``'s fields and its ``figures``
-    (:func:`epsstar.audit.figures.audit_figures` of the same result). Without
+    (:func:`epsstar.audit.output.figures.audit_figures` of the same result). Without
     ``figures`` they are built here: the goodness-of-fit grid of Appendix 8.2
     uses mixtures of 1-10 components and 100-1,000 held-out values on a seeded
     subsample of at most 2,000 transformed losses per side; the ``ks_*``
@@ -99,7 +99,7 @@ def render(
         if value is not None
     }
     if figures is None:
-        from epsstar.audit.figures import audit_figures
+        from epsstar.audit.output.figures import audit_figures
 
         figures = audit_figures(result, **options)
     elif options:
@@ -124,15 +124,15 @@ def render_landscape(
 
     ``records`` have the form of ``epsstar audit-many --json``'s ``models``:
     ``{"entry": {"strategy", "repeat", "params"}, "result": {...}, "report": path?}``;
-    they go through :func:`epsstar.audit.landscape_data.landscape` first (a
+    they go through :func:`epsstar.audit.output.landscape_data.landscape` first (a
     malformed record, or none with both an Epsilon* and the utility, is an
     :class:`~epsstar.exceptions.InputFileError`). A
-    :class:`~epsstar.audit.landscape_data.Landscape` is drawn as it is
+    :class:`~epsstar.audit.output.landscape_data.Landscape` is drawn as it is
     (``utility`` is then its own). ``utility`` is ``"auroc"`` or ``"accuracy"``
     on the population data. Report paths are linked relative to the landscape's
     folder.
     """
-    from epsstar.audit.landscape_data import Landscape, landscape
+    from epsstar.audit.output.landscape_data import Landscape, landscape
     from epsstar.reports.landscape import landscape_context
 
     data = records if isinstance(records, Landscape) else landscape(records, utility=utility)

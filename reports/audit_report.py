@@ -1,9 +1,9 @@
 """The HTML report of one audit: verdict, readings, charts, goodness of fit, provenance.
 
-Render only: every number drawn comes from the :class:`~epsstar.audit.result.AuditResult`
-(its own fields) or from its :class:`~epsstar.audit.figures.AuditFigures` (histograms,
+Render only: every number drawn comes from the :class:`~epsstar.audit.output.result.AuditResult`
+(its own fields) or from its :class:`~epsstar.audit.output.figures.AuditFigures` (histograms,
 densities, curves, axis ranges, the goodness-of-fit grid), which
-:func:`epsstar.audit.figures.audit_figures` computes. This module turns them into inline
+:func:`epsstar.audit.output.figures.audit_figures` computes. This module turns them into inline
 SVG and the template's context; it computes nothing.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from epsstar.audit.figures import (
+from epsstar.audit.output.figures import (
     HISTOGRAM_BINS,
     KS_GRID_COMPONENTS,
     KS_GRID_MAX_VALUES,
@@ -25,14 +25,14 @@ from .svg import Chart
 if TYPE_CHECKING:
     from markupsafe import Markup
 
-    from epsstar.audit.figures import (
+    from epsstar.audit.output.figures import (
         AttackCurvesFigure,
         AuditFigures,
         HistogramFigure,
         KSGrid,
         TradeoffFigure,
     )
-    from epsstar.audit.result import AuditResult
+    from epsstar.audit.output.result import AuditResult
 
 __all__ = [
     "HISTOGRAM_BINS",

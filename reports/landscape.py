@@ -1,14 +1,14 @@
 """The privacy–utility landscape of many audited models (Figures 1-2 of the Epsilon* paper).
 
-Render only: :func:`epsstar.audit.landscape_data.landscape` computes every number
+Render only: :func:`epsstar.audit.output.landscape_data.landscape` computes every number
 drawn (per-strategy means and min–max bars, the Pareto frontier, the densities per
-category, the axis ranges) into a :class:`~epsstar.audit.landscape_data.Landscape`;
+category, the axis ranges) into a :class:`~epsstar.audit.output.landscape_data.Landscape`;
 this module draws it as inline SVG and fills the template's context. One point per
 strategy at the mean Epsilon* and mean utility over its repeats, with min–max bars
 on both axes; the Pareto frontier (lower Epsilon*, higher utility); and marginal
 densities of Epsilon* and utility per category: DP or baseline.
 
-``load_results`` is :func:`epsstar.audit.landscape_data.read_results`, under the
+``load_results`` is :func:`epsstar.audit.output.landscape_data.read_results`, under the
 name it has always had here.
 """
 
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from epsstar.audit.landscape_data import MIN_DENSITY_VALUES
-from epsstar.audit.landscape_data import read_results as load_results
+from epsstar.audit.output.landscape_data import MIN_DENSITY_VALUES
+from epsstar.audit.output.landscape_data import read_results as load_results
 
 from .numbers import number
 from .svg import Anchor, Chart
@@ -30,7 +30,7 @@ from .svg import Anchor, Chart
 if TYPE_CHECKING:
     from markupsafe import Markup
 
-    from epsstar.audit.landscape_data import Landscape, Spread, StrategyPoint
+    from epsstar.audit.output.landscape_data import Landscape, Spread, StrategyPoint
 
 __all__ = ["landscape_context", "load_results", "main_chart", "marginal_charts", "place_labels"]
 

@@ -1,7 +1,7 @@
 """The chart of Epsilon* per slice (``--slice-by``): one row per slice with an estimate.
 
 Render only: each row draws the slice's Epsilon* (a dot), its bootstrap interval (a bar)
-and its lower bound (an open marker) from :class:`~epsstar.audit.slice_result.SliceResult`,
+and its lower bound (an open marker) from :class:`~epsstar.audit.output.slice_result.SliceResult`,
 against the headline Epsilon* (a dashed line); the slice's name and record counts sit
 above its row. Slices without an estimate are left to the table.
 """
@@ -16,7 +16,7 @@ from .svg import Chart
 if TYPE_CHECKING:
     from markupsafe import Markup
 
-    from epsstar.audit.slice_result import SliceResult, SliceRow
+    from epsstar.audit.output.slice_result import SliceResult, SliceRow
 
 __all__ = ["slice_chart"]
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from epsstar.audit.attacks import AttackSettings
+from epsstar.audit.attacks.scoring import AttackSettings
 from epsstar.audit.run import audit
 from epsstar.cli import main
 from epsstar.exceptions import EpsstarWarning
@@ -178,7 +178,7 @@ def test_only_reference_attacks_make_the_first_one_the_headline(
     assert result.epsilon == result.attacks[0].epsilon
     assert result.epsilon.n_population == result.attacks[0].n_nonmembers
     assert result.to_dict()["attacks"][1]["settings"]["reference_models"] == 2
-    from epsstar.cli.audit import format_summary
+    from epsstar.cli.commands.audit import format_summary
 
     assert "the headline is the rmia attack's (no loss attack asked for)" in format_summary(result)
     from epsstar.reports import render
@@ -198,7 +198,7 @@ def test_only_reference_attacks_make_the_first_one_the_headline(
 
 
 def test_an_attack_s_warnings_name_the_attack() -> None:
-    from epsstar.audit.prefixed_warnings import prefixed_warnings
+    from epsstar.audit.attacks.prefixed_warnings import prefixed_warnings
     from epsstar.exceptions import PoorFitWarning
 
     expected = pytest.warns(PoorFitWarning, match="^the lira attack's scores: a poor fit$")
@@ -283,8 +283,8 @@ def test_attacks_find_no_leak_where_the_members_were_never_seen(folder: Path) ->
 
 
 def test_reference_classes_are_matched_as_labels_are() -> None:
-    from epsstar.audit.references import check_stated_classes
-    from epsstar.audit.tables import LabelMap
+    from epsstar.audit.attacks.references import check_stated_classes
+    from epsstar.audit.data.tables import LabelMap
     from epsstar.exceptions import InvalidInputError
 
     target = LabelMap((0, 1))
@@ -297,7 +297,7 @@ def test_reference_classes_are_matched_as_labels_are() -> None:
 
 
 def test_slices_of_rmia_count_only_the_records_it_scores(folder: Path, tmp_path: Path) -> None:
-    from epsstar.audit.attacks import z_split
+    from epsstar.audit.attacks.scoring import z_split
 
     out = tmp_path / "out.json"
     args = ["--reference-models", *_references(folder), "--attack", "rmia", "--slice-by", "label"]
@@ -317,9 +317,9 @@ def test_slices_of_rmia_count_only_the_records_it_scores(folder: Path, tmp_path:
 def test_references_read_each_table_once_for_the_same_log_odds(folder: Path) -> None:
     """The reference models share one read of each table; every model's log-odds are, bit
     for bit, those it gives streamed on its own (small batches: several per table)."""
-    from epsstar.audit.plugins import loader_for_path
-    from epsstar.audit.references import TableReading, log_odds_of, reference_confidences
-    from epsstar.audit.streaming import stream_table
+    from epsstar.audit.attacks.references import TableReading, log_odds_of, reference_confidences
+    from epsstar.audit.engines.streaming import stream_table
+    from epsstar.audit.model.plugins import loader_for_path
 
     paths = [Path(path) for path in _references(folder)[:3]]
     reading = TableReading(

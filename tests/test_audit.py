@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from epsstar.audit.plugins import register_loader
+from epsstar.audit.model.plugins import register_loader
 from epsstar.audit.run import audit
 from epsstar.exceptions import PoorFitWarning
-from epsstar.statistics.held_out_bound import split_lower_bound
+from epsstar.statistics.bounds.held_out_bound import split_lower_bound
 from tests.conftest import invoke
 
 COLUMNS = [f"x{i}" for i in range(6)]
@@ -208,7 +208,7 @@ def test_cli_gate_exit_codes(
 def test_headline_method_and_bootstrap_interval(
     workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from epsstar.statistics.estimator import epsilon_star
+    from epsstar.statistics.estimators.estimator import epsilon_star
 
     result = run_audit(workdir, method="tails", interval=0.9, n_bootstrap=20, seed=3)
     payload = result.to_dict()
@@ -296,7 +296,7 @@ class _FakeLoader:
 
 @pytest.fixture
 def fake_loader() -> Iterator[None]:
-    from epsstar.audit import plugins
+    from epsstar.audit.model import plugins
 
     register_loader("fake", _FakeLoader(), force=True)
     yield
@@ -498,9 +498,9 @@ def test_audit_many(workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 def test_auroc_scores_beyond_the_budget_are_dropped_not_the_audit(
     workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import epsstar.audit.streaming
+    import epsstar.audit.engines.streaming
 
-    monkeypatch.setattr(epsstar.audit.streaming, "MAX_AUROC_VALUES", 250)
+    monkeypatch.setattr(epsstar.audit.engines.streaming, "MAX_AUROC_VALUES", 250)
     result = quiet_audit(workdir)
     # Both sides exceed 250 scores (600 and 300 rows): accuracy stays, AUROC is skipped.
     for side in ("population", "train"):
@@ -563,8 +563,8 @@ def test_progress_is_told_each_table_and_its_rows(workdir: Path) -> None:
 def test_cli_progress_counts_rows_only_for_a_visible_bar(
     workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import epsstar.audit.tables
-    from epsstar.cli.progress import RichAuditProgress, audit_progress
+    import epsstar.audit.data.tables
+    from epsstar.cli.common.progress import RichAuditProgress, audit_progress
 
     with audit_progress(enabled=False) as nothing:
         assert nothing is None
@@ -572,7 +572,7 @@ def test_cli_progress_counts_rows_only_for_a_visible_bar(
     def refuse(path: Path) -> int:
         raise AssertionError("rows counted for a hidden bar")
 
-    monkeypatch.setattr(epsstar.audit.tables, "count_rows", refuse)
+    monkeypatch.setattr(epsstar.audit.data.tables, "count_rows", refuse)
     with audit_progress(enabled=True) as hidden:  # pytest's output is not a terminal
         assert hidden is not None
         hidden.start("train", workdir / "train.csv")
@@ -589,7 +589,7 @@ def test_cli_progress_counts_rows_only_for_a_visible_bar(
         def advance(self, task: int, rows: int) -> None:
             self.tasks[task][2] += rows  # type: ignore[operator]
 
-    monkeypatch.setattr(epsstar.audit.tables, "count_rows", lambda path: 600)
+    monkeypatch.setattr(epsstar.audit.data.tables, "count_rows", lambda path: 600)
     bar = Bar()
     visible = RichAuditProgress(bar, count_totals=True)
     visible.start("train", workdir / "train.csv")
@@ -664,8 +664,8 @@ def test_audit_losses_needs_enough_losses() -> None:
 
 
 def test_streaming_returns_the_label_map_for_the_second_table(workdir: Path) -> None:
-    from epsstar.audit.plugins import get_loader
-    from epsstar.audit.streaming import stream_table
+    from epsstar.audit.engines.streaming import stream_table
+    from epsstar.audit.model.plugins import get_loader
 
     model = get_loader("onnx")[0].load(workdir / "model.onnx")
     train = stream_table(model, workdir / "train.csv", role="train", label_column="label")
@@ -693,8 +693,8 @@ def test_streaming_returns_the_label_map_for_the_second_table(workdir: Path) -> 
 
 
 def test_the_second_table_must_match_the_label_map(workdir: Path) -> None:
-    from epsstar.audit.streaming import stream_table
-    from epsstar.audit.tables import LabelMap
+    from epsstar.audit.data.tables import LabelMap
+    from epsstar.audit.engines.streaming import stream_table
     from epsstar.exceptions import InvalidInputError
 
     with pytest.raises(

@@ -1,4 +1,4 @@
-"""The figures of one audit's report (epsstar.audit.figures): histograms, curves, KS grid."""
+"""The figures of one audit's report (epsstar.audit.output.figures): histograms, curves, KS grid."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis.extra.numpy import arrays
 from scipy import integrate, stats
 from scipy.special import ndtr, ndtri
 
-from epsstar.audit.figures import (
+from epsstar.audit.output.figures import (
     CURVE_POINTS,
     HISTOGRAM_BINS,
     TAIL_QUANTILE,
@@ -27,8 +27,8 @@ from epsstar.audit.figures import (
     loss_figure,
     observed_tradeoff,
 )
-from epsstar.audit.result import AuditResult
-from epsstar.statistics.estimator import epsilon_star
+from epsstar.audit.output.result import AuditResult
+from epsstar.statistics.estimators.estimator import epsilon_star
 from epsstar.statistics.fitting import GaussianMixtureFit, NormalFit
 from epsstar.statistics.losses import compute_losses
 from tests.reports.conftest import synthetic_result

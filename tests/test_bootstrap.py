@@ -10,7 +10,7 @@ import pytest
 
 from epsstar import epsilon_star
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.bootstrap import bootstrap_replicates, interval_from_replicates
+from epsstar.statistics.estimators.bootstrap import bootstrap_replicates, interval_from_replicates
 
 
 def test_interval_kinds() -> None:
@@ -65,8 +65,8 @@ def test_bad_interval_level() -> None:
 
 
 def test_tails_replicates_draw_the_tail_size_unless_it_is_fixed() -> None:
-    from epsstar.statistics.estimator import TAIL_SCALE_LOW, _tail_scales
-    from epsstar.statistics.methods import Empirical, TailsCrossfit, TailsTested
+    from epsstar.statistics.estimators.estimator import TAIL_SCALE_LOW, _tail_scales
+    from epsstar.statistics.estimators.methods import Empirical, TailsCrossfit, TailsTested
 
     drawn = _tail_scales(TailsTested(), 500, seed=1)
     assert np.all((drawn >= TAIL_SCALE_LOW) & (drawn <= 1.0))

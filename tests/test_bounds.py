@@ -1,4 +1,4 @@
-"""epsstar.statistics.bounds: Clopper–Pearson bounds, ε lower bound, pooling over models."""
+"""epsstar.statistics.bounds.from_counts: Clopper–Pearson bounds, ε lower bound, pooling over models."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
-from epsstar.statistics.bounds import (
+from epsstar.statistics.bounds.from_counts import (
     EpsilonLowerBound,
     clopper_pearson_upper,
     epsilon_lower_bound,

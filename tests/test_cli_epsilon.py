@@ -22,9 +22,9 @@ import pytest
 
 import epsstar
 from epsstar.cli import main
+from epsstar.cli.common.options import bootstrap_option, estimator_config
 from epsstar.cli.main import build_parser
-from epsstar.cli.options import bootstrap_option, estimator_config
-from epsstar.statistics.methods import (
+from epsstar.statistics.estimators.methods import (
     Bootstrap,
     Empirical,
     EstimatorConfig,
@@ -461,8 +461,8 @@ def test_arguments_become_the_configuration(
 
 def test_summary_reads_the_result(loss_files: tuple[Path, Path], tmp_path: Path) -> None:
     """The printed summary is the result's, field by field (to_dict only feeds the JSON)."""
-    from epsstar.cli.epsilon import _format
-    from epsstar.statistics.estimator import estimate
+    from epsstar.cli.commands.epsilon import _format
+    from epsstar.statistics.estimators.estimator import estimate
 
     train, population = (np.load(path) for path in loss_files)
     result = estimate(train, population, Parametric(), delta=1e-3, interval=Bootstrap(0.9, 20))

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from epsstar.audit.column_match import match_columns, sanitised
-from epsstar.audit.result import AuditResult
+from epsstar.audit.data.column_match import match_columns, sanitised
+from epsstar.audit.output.result import AuditResult
 from epsstar.audit.run import audit
 from epsstar.cli.main import main
 from epsstar.exceptions import (

@@ -1,4 +1,4 @@
-"""Tests for epsstar.statistics.conversions, checked against mpmath and against each other."""
+"""Tests for epsstar.statistics.readings.conversions, checked against mpmath and against each other."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.bounds import clopper_pearson_upper
-from epsstar.statistics.conversions import (
+from epsstar.statistics.bounds.from_counts import clopper_pearson_upper
+from epsstar.statistics.readings.conversions import (
     NEIGHBOURING_RELATIONS,
     BayesSecurity,
     advantage_bound_dp,

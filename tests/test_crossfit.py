@@ -1,4 +1,4 @@
-"""Cross-fitted Epsilon* (``method="tails-crossfit"``, :mod:`epsstar.statistics.crossfit`)."""
+"""Cross-fitted Epsilon* (``method="tails-crossfit"``, :mod:`epsstar.statistics.estimators.crossfit`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from scipy import stats
 
 from epsstar import epsilon_star
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
-from epsstar.statistics.crossfit import crossfit_epsilon, ratio_maximisers, score_on
-from epsstar.statistics.optimizer import parametric_supremum
-from epsstar.statistics.ratio_terms import Supremum
+from epsstar.statistics.estimators.crossfit import crossfit_epsilon, ratio_maximisers, score_on
+from epsstar.statistics.estimators.optimizer import parametric_supremum
+from epsstar.statistics.estimators.ratio_terms import Supremum
 
 
 def eq7_ratio(term: int, fpr: float, fnr: float, delta: float) -> float:
@@ -160,7 +160,7 @@ def test_no_leak_bias_is_smaller_than_the_plug_in() -> None:
 
 def test_discrete_losses_fall_back_to_the_exact_empirical_estimate() -> None:
     """Saturated probabilities leave two loss values; a tail model would invent ratios."""
-    from epsstar.statistics.estimator import epsilon_star
+    from epsstar.statistics.estimators.estimator import epsilon_star
 
     rng = np.random.default_rng(4)
     train = np.where(rng.random(30_000) < 0.76, -36.04, 36.04)
@@ -183,7 +183,7 @@ def test_discrete_losses_fall_back_to_the_exact_empirical_estimate() -> None:
 
 
 def test_atoms_at_both_ends_fall_back_but_one_end_does_not() -> None:
-    from epsstar.statistics.estimator import epsilon_star
+    from epsstar.statistics.estimators.estimator import epsilon_star
 
     rng = np.random.default_rng(5)
 

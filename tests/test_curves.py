@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from epsstar.statistics.conversions import gdp_mu_from_rates
-from epsstar.statistics.curves import empirical_curve, parametric_curve
+from epsstar.statistics.estimators.curves import empirical_curve, parametric_curve
 from epsstar.statistics.fitting import NormalFit
+from epsstar.statistics.readings.conversions import gdp_mu_from_rates
 
 
 def test_parametric_curve_of_equal_variance_normals_is_a_gdp_curve() -> None:

@@ -96,7 +96,7 @@ def test_engine_errors_are_one_line(
         "a scheduler address needs the dask engine. Found engine "
         "'single' with scheduler 'tcp://127.0.0.1:1'."
     )
-    monkeypatch.setattr("epsstar.audit.dask_engine.CONNECT_TIMEOUT", 1.0)
+    monkeypatch.setattr("epsstar.audit.engines.dask_engine.CONNECT_TIMEOUT", 1.0)
     address = f"tcp://127.0.0.1:{_free_port()}"
     code, _, err = _invoke([*argv, "--engine", "dask", "--scheduler", address], capsys)
     assert code == 2
@@ -204,7 +204,7 @@ def test_reference_attacks_on_a_local_cluster_give_the_single_engine_result(
 
 
 def test_partitions_are_listed_in_natural_order_without_hidden_files(tmp_path: Path) -> None:
-    from epsstar.audit.partitions import find_partitions
+    from epsstar.audit.data.partitions import find_partitions
 
     folder = tmp_path / "data"
     (folder / "year=2024").mkdir(parents=True)
@@ -229,7 +229,7 @@ def test_partitions_are_listed_in_natural_order_without_hidden_files(tmp_path: P
 
 
 def test_a_worker_refuses_a_model_file_other_than_the_audited_one(tmp_path: Path) -> None:
-    from epsstar.audit.dask_audit import ModelSpec, _checked_model
+    from epsstar.audit.engines.dask_audit import ModelSpec, _checked_model
     from epsstar.exceptions import InputFileError
 
     model = MODELS / "binary_logreg.onnx"
@@ -375,7 +375,7 @@ def cluster(tmp_path: Path) -> Iterator[_Cluster]:
 def test_a_real_cluster_runs_audit_many_and_reports_a_model_whose_worker_died(
     cluster: _Cluster, tmp_path: Path, capsys: pytest.CaptureFixture[str], validate_json: Any
 ) -> None:
-    from epsstar.audit.dask_engine import Engine
+    from epsstar.audit.engines.dask_engine import Engine
     from epsstar.audit.many import ModelAudit, audit_many, read_manifest
 
     # An audit whose population is three partitions, against the single engine's.
@@ -438,10 +438,10 @@ def test_a_summarised_audit_gives_the_same_json_on_both_engines(
 ) -> None:
     # Sides above EXACT_ROWS are summarised: by this process in the single engine, by the
     # workers (one summary per partition, merged here) on the cluster.
-    monkeypatch.setattr("epsstar.audit.summaries.EXACT_ROWS", 300)
-    monkeypatch.setattr("epsstar.audit.summaries.HASH_SAMPLE", 350)
-    monkeypatch.setattr("epsstar.statistics.loss_summary.SAMPLE_SIZE", 250)
-    monkeypatch.setattr("epsstar.statistics.loss_summary.EXACT_TAIL_FACTOR", 2)
+    monkeypatch.setattr("epsstar.audit.engines.summaries.EXACT_ROWS", 300)
+    monkeypatch.setattr("epsstar.audit.engines.summaries.HASH_SAMPLE", 350)
+    monkeypatch.setattr("epsstar.statistics.summaries.loss_summary.SAMPLE_SIZE", 250)
+    monkeypatch.setattr("epsstar.statistics.summaries.loss_summary.EXACT_TAIL_FACTOR", 2)
     train, population = MODELS / "binary_train.parquet", MODELS / "binary_population.parquet"
     single = tmp_path / "single.json"
     argv = [*AUDIT, "--train", str(train), "--population", str(population), "--quiet"]
@@ -479,8 +479,8 @@ def test_an_audit_reads_its_partitions_from_s3(
     # workers copy their partitions from it, and the summarised audit is the single engine's.
     s3fs = pytest.importorskip("s3fs")
     server_module = pytest.importorskip("moto.server")
-    monkeypatch.setattr("epsstar.audit.summaries.EXACT_ROWS", 300)
-    monkeypatch.setattr("epsstar.statistics.loss_summary.EXACT_TAIL_FACTOR", 2)
+    monkeypatch.setattr("epsstar.audit.engines.summaries.EXACT_ROWS", 300)
+    monkeypatch.setattr("epsstar.statistics.summaries.loss_summary.EXACT_TAIL_FACTOR", 2)
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
     port = _free_port()

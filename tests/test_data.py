@@ -1,4 +1,4 @@
-"""Tests for the streaming tabular reader and label maps (epsstar.audit.tables)."""
+"""Tests for the streaming tabular reader and label maps (epsstar.audit.data.tables)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from epsstar.audit.tables import (
+from epsstar.audit.data.tables import (
     Batch,
     LabelMap,
     TableSchema,
@@ -630,7 +630,7 @@ def test_read_column_errors_of_arrays_and_paths(tmp_path: Path) -> None:
 
 def test_labels_outside_the_models_classes_name_the_file_and_the_column() -> None:
     """adult.test writes '>50K.' where adult.data writes '>50K'."""
-    from epsstar.audit.tables import label_map_for
+    from epsstar.audit.data.tables import label_map_for
 
     label_map = label_map_for(("<=50K", ">50K"), 2)
     with pytest.raises(InvalidInputError) as caught:

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.training.datasets import (
+from epsstar.training.data.datasets import (
     ADULT_CATEGORICAL,
     ADULT_NUMERIC,
     ADULT_SHA256,
@@ -125,7 +125,7 @@ def test_subsample_refuses_more_rows_than_the_split(data: AdultData) -> None:
 
 
 def test_a_category_unseen_in_training_sets_no_column() -> None:
-    from epsstar.training.datasets import ADULT_ATTRIBUTES, _one_hot
+    from epsstar.training.data.datasets import ADULT_ATTRIBUTES, _one_hot
 
     row = {name: 1.0 if name in ADULT_NUMERIC else "a" for name in ADULT_ATTRIBUTES}
     frame = pd.DataFrame([row, {**row, "race": "unseen"}])

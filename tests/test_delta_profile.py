@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from epsstar.audit.from_losses import AuditOptions, audit_losses
-from epsstar.statistics.delta_profile import delta_grid, epsilon_by_delta
-from epsstar.statistics.estimator import default_delta, epsilon_star
+from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.statistics.estimators.delta_profile import delta_grid, epsilon_by_delta
+from epsstar.statistics.estimators.estimator import default_delta, epsilon_star
 from epsstar.statistics.utility import Utility
 
 
@@ -58,8 +58,8 @@ def test_each_point_is_the_method_at_that_delta() -> None:
 @pytest.mark.filterwarnings("ignore::epsstar.exceptions.PoorFitWarning")
 @pytest.mark.parametrize("method", ["tails", "tails-crossfit", "parametric", "empirical"])
 def test_fitting_once_for_every_delta_equals_separate_estimates(method: str) -> None:
-    from epsstar.statistics.estimator import estimate_at_deltas
-    from epsstar.statistics.methods import method_config
+    from epsstar.statistics.estimators.estimator import estimate_at_deltas
+    from epsstar.statistics.estimators.methods import method_config
 
     rng = np.random.default_rng(6)
     train, population = rng.gamma(2, 5, 1500), rng.gamma(2.8, 5, 1500)

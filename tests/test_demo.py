@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from epsstar.cli import demo, main
+from epsstar.cli import main
+from epsstar.cli.commands import demo
 
 pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
@@ -189,7 +190,7 @@ def test_overwrite_in_one_process(
 def test_a_model_that_cannot_be_trained_exits_3_and_keeps_the_others(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from epsstar.training.sweep import GridStrategy
+    from epsstar.training.runs.sweep import GridStrategy
     from epsstar.training.trainer import TrainingConfig
 
     good = GridStrategy("nonprivate-e1", TrainingConfig(epochs=1, batch_size=64, hidden=(4,)))

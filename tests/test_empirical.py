@@ -8,8 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from epsstar import epsilon_star
-from epsstar.statistics.empirical import PAPER_EMPIRICAL_WINDOW, empirical_rates, empirical_supremum
-from epsstar.statistics.ratio_terms import RateWindow
+from epsstar.statistics.estimators.empirical import (
+    PAPER_EMPIRICAL_WINDOW,
+    empirical_rates,
+    empirical_supremum,
+)
+from epsstar.statistics.estimators.ratio_terms import RateWindow
 
 
 def brute_force(

@@ -18,7 +18,7 @@ from epsstar.exceptions import (
     InvalidInputError,
     PoorFitWarning,
 )
-from epsstar.statistics.estimator import default_delta
+from epsstar.statistics.estimators.estimator import default_delta
 from epsstar.statistics.fitting import LossDistribution
 from epsstar.statistics.names import Method
 
@@ -339,7 +339,7 @@ def test_methods_and_default() -> None:
     import inspect
     import typing
 
-    from epsstar.statistics.estimator import DEFAULT_METHOD, METHODS, Method
+    from epsstar.statistics.estimators.estimator import DEFAULT_METHOD, METHODS, Method
 
     assert set(typing.get_args(Method)) == set(METHODS)
     assert DEFAULT_METHOD in METHODS

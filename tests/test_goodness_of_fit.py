@@ -8,7 +8,7 @@ from scipy import stats
 
 from epsstar.exceptions import InsufficientDataError
 from epsstar.statistics.fitting import NormalFit
-from epsstar.statistics.goodness_of_fit import (
+from epsstar.statistics.fitting.goodness_of_fit import (
     assess_fit,
     holdout_ks_test,
     ks_table,

@@ -9,16 +9,16 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.bounds import epsilon_lower_bound
-from epsstar.statistics.gate import gate_statistic
-from epsstar.statistics.held_out_bound import (
+from epsstar.statistics.bounds.from_counts import epsilon_lower_bound
+from epsstar.statistics.bounds.gate import gate_statistic
+from epsstar.statistics.bounds.held_out_bound import (
     _bound_at,
     candidate_thresholds,
     error_counts,
     held_out_halves,
     split_lower_bound,
 )
-from epsstar.statistics.leak_test import held_out_leak_test
+from epsstar.statistics.bounds.leak_test import held_out_leak_test
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -129,7 +129,7 @@ def test_the_leak_test_finds_a_shift_and_a_memorised_tail(sign: float) -> None:
 
 
 def _leak(p_value: float) -> object:
-    from epsstar.statistics.leak_test import LeakTest
+    from epsstar.statistics.bounds.leak_test import LeakTest
 
     return LeakTest(p_value, 0.0, "members_lower", 1, 10, 1, 10)
 
@@ -170,8 +170,8 @@ def _bound_of(confidence: float, epsilon: float) -> object:
 def test_a_gate_over_tests_takes_the_largest_statistic_at_the_bonferroni_level(
     rule: str, expected_value: float, expected_test: str
 ) -> None:
-    from epsstar.statistics.bounds import bonferroni_confidence
-    from epsstar.statistics.gate import TestedStatistic, gate_over_tests
+    from epsstar.statistics.bounds.from_counts import bonferroni_confidence
+    from epsstar.statistics.bounds.gate import TestedStatistic, gate_over_tests
 
     each = bonferroni_confidence(0.95, 3)
     tests = [
@@ -242,6 +242,6 @@ def test_each_corner_is_checked_against_the_side_that_counts_it(
     ],
 )
 def test_rates_near_one_show_their_distance_from_one(rate: float, shown: str) -> None:
-    from epsstar.cli.text_table import rate_text
+    from epsstar.cli.common.text_table import rate_text
 
     assert rate_text(rate) == shown

@@ -1,4 +1,4 @@
-"""The landscape's numbers (epsstar.audit.landscape_data): reading, strategies, frontier."""
+"""The landscape's numbers (epsstar.audit.output.landscape_data): reading, strategies, frontier."""
 
 from __future__ import annotations
 
@@ -13,16 +13,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from epsstar.audit.landscape_data import (
+from epsstar.audit.many import read_manifest
+from epsstar.audit.output.landscape_data import (
     MIN_DENSITY_VALUES,
     landscape,
     pareto_front,
     read_results,
     training_privacy,
 )
-from epsstar.audit.many import read_manifest
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.training.sweep import MANIFEST_COLUMNS
+from epsstar.training.runs.sweep import MANIFEST_COLUMNS
 
 
 def record(

@@ -70,8 +70,8 @@ def test_the_contracts_can_fail(tmp_path: Path) -> None:
     # A contract that forbids what the statistics really import must break.
     broken = config + (
         '\n[[tool.importlinter.contracts]]\nname = "must break"\ntype = "forbidden"\n'
-        'source_modules = ["epsstar.statistics.estimator"]\n'
-        'forbidden_modules = ["epsstar.statistics.empirical"]\n'
+        'source_modules = ["epsstar.statistics.estimators.estimator"]\n'
+        'forbidden_modules = ["epsstar.statistics.estimators.empirical"]\n'
     )
     path = tmp_path / "pyproject.toml"
     path.write_text(broken, encoding="utf-8")

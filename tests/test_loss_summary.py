@@ -9,18 +9,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from epsstar.audit.data_checks import TableScan, shared_rows
+from epsstar.audit.data.checks import TableScan, shared_rows
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.estimator import estimate, estimate_at_deltas
-from epsstar.statistics.held_out_bound import split_lower_bound
-from epsstar.statistics.leak_test import held_out_leak_test
-from epsstar.statistics.loss_summary import (
+from epsstar.statistics.bounds.held_out_bound import split_lower_bound
+from epsstar.statistics.bounds.leak_test import held_out_leak_test
+from epsstar.statistics.estimators.estimator import estimate, estimate_at_deltas
+from epsstar.statistics.estimators.methods import Bootstrap, method_config
+from epsstar.statistics.summaries.loss_summary import (
     HELD_OUT_STREAM,
     SummaryPlan,
     merge_summaries,
     summarise_losses,
 )
-from epsstar.statistics.methods import Bootstrap, method_config
 
 
 def _summaries(

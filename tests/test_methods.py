@@ -11,8 +11,8 @@ import pytest
 
 from epsstar import epsilon_star
 from epsstar.exceptions import InvalidInputError, PoorFitWarning
-from epsstar.statistics.estimator import MIN_RECORDS, default_delta, estimate
-from epsstar.statistics.methods import (
+from epsstar.statistics.estimators.estimator import MIN_RECORDS, default_delta, estimate
+from epsstar.statistics.estimators.methods import (
     CONFIG_TYPES,
     Bootstrap,
     Empirical,

@@ -133,7 +133,7 @@ def test_command_line_choices_are_the_table(command: str, expected: dict[str, Na
 
 
 def test_report_wording_comes_from_the_table() -> None:
-    from epsstar.audit.figures import estimator_description
+    from epsstar.audit.output.figures import estimator_description
 
     for name, entry in METHODS.items():
         assert estimator_description(name, None) == entry.description

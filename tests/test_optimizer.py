@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from epsstar.statistics.crossfit import ratio_maximisers
+from epsstar.statistics.estimators.crossfit import ratio_maximisers
+from epsstar.statistics.estimators.optimizer import grid_supremum, parametric_supremum
 from epsstar.statistics.fitting import GaussianMixtureFit, NormalFit, Reflected
-from epsstar.statistics.optimizer import grid_supremum, parametric_supremum
 
 mpmath.mp.dps = 40
 

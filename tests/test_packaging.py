@@ -193,7 +193,7 @@ def test_installed_package_finds_its_loaders_and_templates(installed: Path, tmp_
     site_packages = venv_site_packages(installed)
     code = (
         "import pathlib, epsstar, epsstar.reports\n"
-        "from epsstar.audit.plugins import get_loader\n"
+        "from epsstar.audit.model.plugins import get_loader\n"
         "print(epsstar.__file__)\n"
         "print(type(get_loader('sklearn')[0]).__module__)\n"
         "templates = pathlib.Path(epsstar.reports.__file__).parent / 'templates'\n"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from epsstar.audit.result import SCHEMA_VERSION
+from epsstar.audit.output.result import SCHEMA_VERSION
 from epsstar.cli import main
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL
 
@@ -62,7 +62,7 @@ def test_schemas_are_draft_2020_12_and_versioned(name: str) -> None:
         required |= set(schema["$defs"]["result"]["required"])
         properties |= set(schema["$defs"]["result"]["properties"])
     assert required == properties
-    from epsstar.training.references import SCHEMA_VERSION as REFERENCES_VERSION
+    from epsstar.training.runs.references import SCHEMA_VERSION as REFERENCES_VERSION
 
     version = {"training": TRAINING_VERSION, "references": REFERENCES_VERSION}.get(
         name, SCHEMA_VERSION

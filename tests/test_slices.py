@@ -12,13 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from epsstar.audit.slices import MAX_SLICES, MISSING, read_slice_keys
+from epsstar.audit.attacks.slices import MAX_SLICES, MISSING, read_slice_keys
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.statistics.bounds import bonferroni_confidence
-from epsstar.statistics.estimator import epsilon_star, estimate
-from epsstar.statistics.held_out_bound import split_lower_bound
-from epsstar.statistics.methods import Bootstrap, method_config
-from epsstar.statistics.slices import SlicedScores, slice_estimates
+from epsstar.statistics.bounds.from_counts import bonferroni_confidence
+from epsstar.statistics.bounds.held_out_bound import split_lower_bound
+from epsstar.statistics.bounds.slices import SlicedScores, slice_estimates
+from epsstar.statistics.estimators.estimator import epsilon_star, estimate
+from epsstar.statistics.estimators.methods import Bootstrap, method_config
 from tests.conftest import invoke
 
 DELTA = 1e-4

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from epsstar.exceptions import InsufficientDataError
+from epsstar.statistics.estimators.optimizer import parametric_supremum
 from epsstar.statistics.fitting.tails import (
     GeneralizedPareto,
     RelativeTailed,
@@ -17,7 +18,6 @@ from epsstar.statistics.fitting.tails import (
     fit_generalized_pareto,
     fit_relative_tails,
 )
-from epsstar.statistics.optimizer import parametric_supremum
 
 
 @pytest.mark.parametrize("xi", [-0.4, 0.0, 0.3])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from epsstar.statistics.estimator import epsilon_star
-from epsstar.statistics.leak_test import held_out_leak_test
-from epsstar.statistics.methods import TailsTested, method_config
+from epsstar.statistics.bounds.leak_test import held_out_leak_test
+from epsstar.statistics.estimators.estimator import epsilon_star
+from epsstar.statistics.estimators.methods import TailsTested, method_config
 
 
 def test_a_leak_keeps_the_cross_fitted_estimate() -> None:

@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
     "audit": "epsstar.audit.run",
-    "audit_losses": "epsstar.audit.from_losses",
-    "AuditOptions": "epsstar.audit.from_losses",
-    "AuditResult": "epsstar.audit.result",
+    "audit_losses": "epsstar.audit.attacks.from_losses",
+    "AuditOptions": "epsstar.audit.attacks.from_losses",
+    "AuditResult": "epsstar.audit.output.result",
 }
 
 __all__ = ["AuditOptions", "AuditResult", "audit", "audit_losses"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from epsstar.audit.from_losses import AuditOptions, audit_losses
-    from epsstar.audit.result import AuditResult
+    from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+    from epsstar.audit.output.result import AuditResult
     from epsstar.audit.run import audit
 
 

@@ -9,7 +9,7 @@ strategy and is carried into the results (``epsstar train``'s sweep manifest is
 one such file). Relative paths are relative to the manifest's folder.
 
 Models are audited in parallel processes, or one task per model on a Dask cluster
-(:mod:`epsstar.audit.dask_engine`), each into a frozen :class:`ModelAudit`;
+(:mod:`epsstar.audit.engines.dask_engine`), each into a frozen :class:`ModelAudit`;
 a model that cannot be audited (or whose worker died) is reported with its error
 and does not lose the others' results. Per strategy,
 the summary gives min/mean/max Epsilon* and the mechanism-level bound over its
@@ -34,11 +34,11 @@ import numpy as np
 
 from epsstar.exceptions import EpsstarError, InputFileError
 from epsstar.statistics._validation import check_positive_int
-from epsstar.statistics.bounds import mechanism_epsilon
+from epsstar.statistics.bounds.from_counts import mechanism_epsilon
 
 if TYPE_CHECKING:  # pragma: no cover
-    from epsstar.audit.dask_engine import Engine, TaskOutcome
-    from epsstar.audit.result import AuditResult
+    from epsstar.audit.engines.dask_engine import Engine, TaskOutcome
+    from epsstar.audit.output.result import AuditResult
 
 __all__ = [
     "ManifestEntry",
@@ -412,8 +412,8 @@ def _audit_on_dask(
     on_done: Callable[[ModelAudit], None] | None,
 ) -> list[ModelAudit]:
     """One Dask task per entry; each record names the worker that ran it."""
-    from epsstar.audit.dask_engine import dask_client, run_tasks
-    from epsstar.audit.files import atomic_write_bytes
+    from epsstar.audit.data.files import atomic_write_bytes
+    from epsstar.audit.engines.dask_engine import dask_client, run_tasks
 
     with_report = folder is not None and write_report is not None
     tasks = [(entry, options, with_report, write_report, keep_losses) for entry in entries]

@@ -2,11 +2,11 @@
 
 :func:`audit` is a composition of three steps, each usable on its own:
 
-1. :func:`load_model` resolves the loader plugin (:mod:`epsstar.audit.plugins`) and loads
+1. :func:`load_model` resolves the loader plugin (:mod:`epsstar.audit.model.plugins`) and loads
    the model file, with the class labels of its outputs;
-2. :func:`epsstar.audit.streaming.stream_table` runs the model over the training and then
+2. :func:`epsstar.audit.engines.streaming.stream_table` runs the model over the training and then
    the population table in batches: per-record losses, accuracy and AUROC inputs;
-3. :func:`epsstar.audit.from_losses.audit_losses` turns the two loss arrays into Epsilon*,
+3. :func:`epsstar.audit.attacks.from_losses.audit_losses` turns the two loss arrays into Epsilon*,
    its empirical value, the held-out lower bound and the readings, with no I/O.
 
 Provenance (files, the model's SHA-256, the loader, timings, the command line) is
@@ -27,21 +27,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from epsstar import __version__
-from epsstar.audit.attack_inputs import AttackInputs
-from epsstar.audit.attack_run import with_attacks
-from epsstar.audit.attacks import LOSS_ONLY, AttackSettings
-from epsstar.audit.column_match import ColumnMatch, match_model_columns
-from epsstar.audit.data_checks import data_warnings, refuse_same_data, shared_rows
-from epsstar.audit.files import sha256_of
-from epsstar.audit.from_losses import AuditOptions, audit_losses
-from epsstar.audit.output_reading import OutputReading
-from epsstar.audit.plugins import LoadedModel, LoaderInfo, OutputKind
-from epsstar.audit.references import TableReading
-from epsstar.audit.result import AuditResult
-from epsstar.audit.slices import SliceKeys, audit_slices, read_slice_keys
-from epsstar.audit.streaming import Progress, StreamedTable, stream_table
-from epsstar.audit.summaries import SummaryPlans, can_summarise, losses_of, summarise_table
-from epsstar.audit.tables import read_schema
+from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.audit.attacks.inputs import AttackInputs
+from epsstar.audit.attacks.references import TableReading
+from epsstar.audit.attacks.run import with_attacks
+from epsstar.audit.attacks.scoring import LOSS_ONLY, AttackSettings
+from epsstar.audit.attacks.slices import SliceKeys, audit_slices, read_slice_keys
+from epsstar.audit.data.checks import data_warnings, refuse_same_data, shared_rows
+from epsstar.audit.data.column_match import ColumnMatch, match_model_columns
+from epsstar.audit.data.files import sha256_of
+from epsstar.audit.data.tables import read_schema
+from epsstar.audit.engines.streaming import Progress, StreamedTable, stream_table
+from epsstar.audit.engines.summaries import SummaryPlans, can_summarise, losses_of, summarise_table
+from epsstar.audit.model.output_reading import OutputReading
+from epsstar.audit.model.plugins import LoadedModel, LoaderInfo, OutputKind
+from epsstar.audit.output.result import AuditResult
 from epsstar.exceptions import (
     ColumnOrderWarning,
     EpsstarWarning,
@@ -55,7 +55,7 @@ from epsstar.statistics.names import DEFAULT_GATE, Family, GateRule, LossName, M
 from epsstar.statistics.utility import Utility
 
 if TYPE_CHECKING:  # pragma: no cover
-    from epsstar.audit.dask_engine import Engine
+    from epsstar.audit.engines.dask_engine import Engine
 
 __all__ = ["AuditResult", "LoadedAuditModel", "audit", "load_model", "sha256_of"]
 
@@ -89,7 +89,7 @@ def load_model(
 
     The class labels are ``classes`` when given, else those the model file states.
     """
-    from epsstar.audit.plugins import get_loader, loader_for_path
+    from epsstar.audit.model.plugins import get_loader, loader_for_path
 
     plugin, info = get_loader(loader) if loader else loader_for_path(path)
     model = plugin.load(path, outputs=outputs, trust=trust)
@@ -281,21 +281,21 @@ def audit(
     ``method`` chooses the headline estimator (default: the estimator's default);
     ``interval`` (a level such as 0.95) adds a bootstrap interval from ``n_bootstrap``
     resamples. ``max_epsilon`` is the release gate's limit, ``gate`` its rule
-    (:mod:`epsstar.statistics.gate`). ``progress`` (:class:`epsstar.audit.streaming.Progress`)
+    (:mod:`epsstar.statistics.bounds.gate`). ``progress`` (:class:`epsstar.audit.engines.streaming.Progress`)
     is told as the rows are read. The result is deterministic for a given ``seed``.
 
     Columns reach the model by the names it records, else as ``features`` names them, else
-    by position, with a warning (:mod:`epsstar.audit.column_match`); ``input_shape``
+    by position, with a warning (:mod:`epsstar.audit.data.column_match`); ``input_shape``
     reshapes each record (e.g. 64 pixel columns into ``(1, 8, 8)``) for tensor models.
 
     One file (or two with the same content) as both data sets is refused. A single class,
     population rows also in the training data, or an ambiguous output reading raise a
-    warning (``result.warnings``) that fails a gate (:mod:`epsstar.audit.data_checks`).
+    warning (``result.warnings``) that fails a gate (:mod:`epsstar.audit.data.checks`).
     ``attack`` chooses the membership tests (``result.attacks``, :mod:`.attack_run`),
     ``slice_by`` a column to audit each value of (``result.slices``, :mod:`.slices`).
 
     With a ``dask`` ``engine``, the data may be partitioned data sets streamed on a cluster
-    (:mod:`epsstar.audit.dask_audit`), for the same result as here on the same rows.
+    (:mod:`epsstar.audit.engines.dask_audit`), for the same result as here on the same rows.
     """
     on_dask = engine is not None and engine.name == "dask"
     paths = _existing(
@@ -383,7 +383,7 @@ def _summarised(
     after: tuple[AttackSettings, bool, Progress | None, SliceKeys | None],
 ) -> tuple[_Streamed, SummaryPlans | None]:
     """Both tables with the sides too large to hold whole summarised, as a Dask cluster's
-    workers summarise them (:mod:`epsstar.audit.summaries`), and the plans (``None``: every
+    workers summarise them (:mod:`epsstar.audit.engines.summaries`), and the plans (``None``: every
     loss kept)."""
     attack, _, _, keys = after
     if not can_summarise(
@@ -494,7 +494,7 @@ def _stream_on_dask(
     model file, the storage options, the progress and the attacks, whose reference models
     run on the workers too): the tables, the column match, the data sets' digests, the
     ``engine`` record of the provenance and the attacks' log-odds."""
-    from epsstar.audit.dask_audit import stream_on_dask
+    from epsstar.audit.engines.dask_audit import stream_on_dask
 
     engine, trust, storage_options, progress, attack, options = run
     needs = any(name != "loss" for name in attack.attacks)

@@ -27,15 +27,15 @@ from epsstar.exceptions import EpsstarError, EpsstarWarning
 
 #: Modules that contribute subcommands, in the order ``--help`` lists them.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
-    "epsstar.cli.audit",
-    "epsstar.cli.audit_many",
-    "epsstar.cli.landscape",
-    "epsstar.cli.epsilon",
-    "epsstar.cli.demo",
-    "epsstar.cli.simulate",
-    "epsstar.cli.train",
-    "epsstar.cli.sweep",
-    "epsstar.cli.references",
+    "epsstar.cli.commands.audit",
+    "epsstar.cli.commands.audit_many",
+    "epsstar.cli.commands.landscape",
+    "epsstar.cli.commands.epsilon",
+    "epsstar.cli.commands.demo",
+    "epsstar.cli.commands.simulate",
+    "epsstar.cli.commands.train",
+    "epsstar.cli.commands.sweep",
+    "epsstar.cli.commands.references",
 )
 
 Handler = Callable[[argparse.Namespace], int]

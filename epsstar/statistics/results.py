@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from epsstar.statistics.bootstrap import BootstrapInterval
+from epsstar.statistics.bounds.leak_test import LeakTest
+from epsstar.statistics.estimators.bootstrap import BootstrapInterval
 from epsstar.statistics.fitting.base import FittedDistribution
-from epsstar.statistics.goodness_of_fit import GoodnessOfFit
-from epsstar.statistics.leak_test import LeakTest
+from epsstar.statistics.fitting.goodness_of_fit import GoodnessOfFit
 from epsstar.statistics.transform import LossTransform
 
 __all__ = ["EpsilonStarResult", "FitReport", "json_number"]

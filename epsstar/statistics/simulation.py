@@ -19,9 +19,9 @@ from scipy import stats
 
 from epsstar.exceptions import PoorFitWarning
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.empirical import PAPER_EMPIRICAL_WINDOW
-from epsstar.statistics.estimator import estimate
-from epsstar.statistics.methods import (
+from epsstar.statistics.estimators.empirical import PAPER_EMPIRICAL_WINDOW
+from epsstar.statistics.estimators.estimator import estimate
+from epsstar.statistics.estimators.methods import (
     Empirical,
     EstimatorConfig,
     Parametric,
@@ -29,7 +29,7 @@ from epsstar.statistics.methods import (
     TailsCrossfit,
     TailsTested,
 )
-from epsstar.statistics.optimizer import parametric_supremum
+from epsstar.statistics.estimators.optimizer import parametric_supremum
 
 __all__ = [
     "DEMO_ESTIMATORS",
@@ -192,7 +192,7 @@ def run_pairs(
 
     Each law is a ``scipy.stats`` frozen distribution (``rvs``, ``logcdf``,
     ``logsf``, ``ppf``, ``isf``); the truth is their Epsilon* by
-    :func:`~epsstar.statistics.optimizer.parametric_supremum`. ``Cell.d`` is the pair's index.
+    :func:`~epsstar.statistics.estimators.optimizer.parametric_supremum`. ``Cell.d`` is the pair's index.
     """
     names = tuple(estimators)
     deltas = tuple(deltas)

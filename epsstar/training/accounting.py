@@ -35,7 +35,7 @@ from typing import Any
 
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_delta, check_in_range, check_positive_int
-from epsstar.statistics.conversions import NEIGHBOURING_RELATIONS
+from epsstar.statistics.readings.conversions import NEIGHBOURING_RELATIONS
 
 __all__ = [
     "ACCOUNTANTS",

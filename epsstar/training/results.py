@@ -134,7 +134,7 @@ class EpochStats:
 class TrainingResult:
     """Everything ``training.json`` holds about one trained model.
 
-    ``fingerprint`` (:mod:`epsstar.training.fingerprint`) is set when the model is written
+    ``fingerprint`` (:mod:`epsstar.training.runs.fingerprint`) is set when the model is written
     to a directory; None for a model trained in memory.
     """
 

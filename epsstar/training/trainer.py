@@ -49,7 +49,7 @@ from epsstar.training.accounting import (
     membership_advantage,
 )
 from epsstar.training.clipping import ClippedSum, clipped_gradient_sum, gradient_sum
-from epsstar.training.data import TabularData
+from epsstar.training.data.tables import TabularData
 from epsstar.training.models import MLP, ExportedModel, Standardiser, output_width
 from epsstar.training.results import (
     DataSummary,
@@ -301,7 +301,7 @@ _CLOSED_FORM_SOURCE = (
 
 def _bayes_security(plan: PrivacyPlan) -> dict[str, dict[str, object]]:
     """Per neighbouring relation: the exact β* from the PLD beside Corollary 7's closed form."""
-    from epsstar.statistics.conversions import (
+    from epsstar.statistics.readings.conversions import (
         bayes_security_dpsgd,
         bayes_security_from_delta_at_zero,
     )
@@ -346,7 +346,10 @@ def _bayes_security(plan: PrivacyPlan) -> dict[str, dict[str, object]]:
 
 
 def _privacy_summary(config: TrainingConfig, plan: PrivacyPlan, epsilon: float) -> PrivacySummary:
-    from epsstar.statistics.conversions import advantage_bound_gaussian, posterior_belief_bound
+    from epsstar.statistics.readings.conversions import (
+        advantage_bound_gaussian,
+        posterior_belief_bound,
+    )
 
     finite = math.isfinite(epsilon)
     return PrivacySummary(

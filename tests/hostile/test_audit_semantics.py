@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from epsstar.audit.class_labels import FEATURES_KEY, features_to_text
+from epsstar.audit.model.class_labels import FEATURES_KEY, features_to_text
 from epsstar.cli import main
 
 onnx = pytest.importorskip("onnx")

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from epsstar.audit.outputs import Outputs
+from epsstar.audit.output.staging import Outputs
 from epsstar.cli import main
 from epsstar.cli.exit_codes import (
     EXIT_BROKEN_PIPE,
@@ -624,9 +624,11 @@ def test_epsilon_refuses_bad_locations_before_reading(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import epsstar.statistics.estimator
+    import epsstar.statistics.estimators.estimator
 
-    monkeypatch.setattr(epsstar.statistics.estimator, "estimate", must_not_run("the estimate"))
+    monkeypatch.setattr(
+        epsstar.statistics.estimators.estimator, "estimate", must_not_run("the estimate")
+    )
     (tmp_path / "folder").mkdir()
     before = listing(tmp_path)
     located = target if target.startswith("/") else str(tmp_path / target)

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from epsstar.audit.data.tables import read_column, read_schema, read_table
 from epsstar.audit.many import read_manifest
-from epsstar.audit.tables import read_column, read_schema, read_table
 from epsstar.cli import main
 
 COLUMNS = [f"x{i}" for i in range(6)]

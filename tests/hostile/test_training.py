@@ -20,7 +20,7 @@ import pytest
 from epsstar.cli import main
 from epsstar.exceptions import InvalidInputError
 from epsstar.training import trainer
-from epsstar.training.sweep import load_sweep_config, run_sweep
+from epsstar.training.runs.sweep import load_sweep_config, run_sweep
 from epsstar.training.threads import THREADS_ENV, available_cores, choose_threads
 
 SWEEP = """
@@ -380,7 +380,7 @@ def test_bad_demo_arguments(
 def test_demo_says_when_it_chooses_a_noise_multiplier(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from epsstar.cli.demo import _Display, strategies
+    from epsstar.cli.commands.demo import _Display, strategies
 
     configs = {s.label: s.config for s in strategies(quick=True)}
     with _Display(configs, 3, quiet=False) as display:

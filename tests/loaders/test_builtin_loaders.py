@@ -18,9 +18,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 from sklearn.svm import LinearSVC
 
-from epsstar.audit.class_labels import FEATURES_KEY, features_to_text
-from epsstar.audit.plugins import loader_for_path
-from epsstar.audit.streaming import stream_table
+from epsstar.audit.engines.streaming import stream_table
+from epsstar.audit.model.class_labels import FEATURES_KEY, features_to_text
+from epsstar.audit.model.plugins import loader_for_path
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 from epsstar.loaders import looks_like_probabilities, probe_features
 from epsstar.loaders.onnx import OnnxLoader

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import epsstar.audit.contract
-from epsstar.audit.plugins import get_loader
+import epsstar.audit.model.contract
+from epsstar.audit.model.plugins import get_loader
 from epsstar.loaders.onnx import OnnxLoader
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
@@ -24,12 +24,12 @@ def table(task: str, part: str) -> tuple[np.ndarray, np.ndarray]:
     return frame[[f"x{i}" for i in range(8)]].to_numpy(dtype=np.float64), frame["label"].to_numpy()
 
 
-@pytest.mark.parametrize("check", epsstar.audit.contract.CHECKS)
+@pytest.mark.parametrize("check", epsstar.audit.model.contract.CHECKS)
 @pytest.mark.models
 def test_builtin_loaders_meet_the_contract(fixture_model: Any, check: str) -> None:
     loader, _ = get_loader({"skops": "sklearn"}.get(fixture_model.format, fixture_model.format))
     features, _ = table(fixture_model.task, "population")
-    checks = dict(epsstar.audit.contract.loader_checks(loader, fixture_model.path, features))
+    checks = dict(epsstar.audit.model.contract.loader_checks(loader, fixture_model.path, features))
     # A loader that cannot know the output kind before it sees records (no input width, or a
     # scikit-learn model choosing its method) detects it on the first predict().
     checks["model_protocol"]()
@@ -37,7 +37,7 @@ def test_builtin_loaders_meet_the_contract(fixture_model: Any, check: str) -> No
 
 
 # The one-line form a third party writes for its own loader.
-test_one_line_contract = epsstar.audit.contract.loader_contract_test(
+test_one_line_contract = epsstar.audit.model.contract.loader_contract_test(
     OnnxLoader(), MODELS / "binary_mlp.onnx", table("binary", "population")[0]
 )
 
@@ -46,11 +46,11 @@ def test_check_loader_runs_everything_and_compares_expected() -> None:
     loader, _ = get_loader("torchscript")
     features, _ = table("multiclass", "population")
     expected = loader.load(MODELS / "multiclass_logreg.pt").predict(features)
-    epsstar.audit.contract.check_loader(
+    epsstar.audit.model.contract.check_loader(
         loader, MODELS / "multiclass_logreg.pt", features, expected=expected
     )
     with pytest.raises(AssertionError, match=r"'expected_predictions' failed"):
-        epsstar.audit.contract.check_loader(
+        epsstar.audit.model.contract.check_loader(
             loader, MODELS / "multiclass_logreg.pt", features, expected=expected + 1e-3
         )
 
@@ -85,7 +85,7 @@ class _SloppyModel:
 )
 def test_contract_catches_a_broken_loader(check: str, message: str) -> None:
     checks = dict(
-        epsstar.audit.contract.loader_checks(
+        epsstar.audit.model.contract.loader_checks(
             _Sloppy(), MODELS / "binary_mlp.onnx", table("binary", "population")[0]
         )
     )
@@ -95,6 +95,6 @@ def test_contract_catches_a_broken_loader(check: str, message: str) -> None:
 
 def test_contract_refuses_too_few_rows() -> None:
     with pytest.raises(ValueError, match=r"at least 10 rows"):
-        epsstar.audit.contract.loader_checks(
+        epsstar.audit.model.contract.loader_checks(
             OnnxLoader(), MODELS / "binary_mlp.onnx", np.ones((3, 8))
         )

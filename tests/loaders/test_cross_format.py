@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 import epsstar
-from epsstar.audit.plugins import loader_for_path
+from epsstar.audit.model.plugins import loader_for_path
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import epsstar.audit.contract
-from epsstar.audit.features import Features
-from epsstar.audit.plugins import loader_for_path
+import epsstar.audit.model.contract
+from epsstar.audit.model.features import Features
+from epsstar.audit.model.plugins import loader_for_path
 from epsstar.audit.run import audit
 from epsstar.cli import main
 from epsstar.exceptions import InputFileError, InvalidInputError
@@ -52,12 +52,12 @@ def raw_scores_float64(path: Path, rows: np.ndarray) -> np.ndarray:
     return scores[:, 0] if per_iteration == 1 else scores
 
 
-@pytest.mark.parametrize("check", epsstar.audit.contract.CHECKS)
+@pytest.mark.parametrize("check", epsstar.audit.model.contract.CHECKS)
 @pytest.mark.parametrize("task", TASKS)
 def test_lightgbm_meets_the_loader_contract(task: str, check: str) -> None:
     features, _ = table(task, "population")
     checks = dict(
-        epsstar.audit.contract.loader_checks(
+        epsstar.audit.model.contract.loader_checks(
             LightGBMLoader(), KINDS / f"{task}_lightgbm.txt", features
         )
     )

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import epsstar.audit.contract
-from epsstar.audit.plugins import loader_for_path
+import epsstar.audit.model.contract
+from epsstar.audit.model.plugins import loader_for_path
 from epsstar.audit.run import audit
 from epsstar.cli import main
 from epsstar.exceptions import InputFileError, InvalidInputError
@@ -65,11 +65,13 @@ def margins_float64(path: Path, rows: np.ndarray) -> np.ndarray:
     return scores[:, 0] if groups == 1 else scores
 
 
-@pytest.mark.parametrize("check", epsstar.audit.contract.CHECKS)
+@pytest.mark.parametrize("check", epsstar.audit.model.contract.CHECKS)
 @pytest.mark.parametrize("file", FILES)
 def test_xgboost_meets_the_loader_contract(file: str, check: str) -> None:
     features, _ = table(task_of(file), "population")
-    checks = dict(epsstar.audit.contract.loader_checks(XGBoostLoader(), KINDS / file, features))
+    checks = dict(
+        epsstar.audit.model.contract.loader_checks(XGBoostLoader(), KINDS / file, features)
+    )
     checks[check]()
 
 

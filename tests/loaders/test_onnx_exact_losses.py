@@ -15,7 +15,7 @@ import torch
 from onnx import TensorProto, helper
 from scipy.special import expit, softmax
 
-from epsstar.audit.features import Features
+from epsstar.audit.model.features import Features
 from epsstar.loaders.onnx import OnnxLoader
 from epsstar.loaders.onnx_graph import logits_matching
 from epsstar.statistics.losses import compute_losses

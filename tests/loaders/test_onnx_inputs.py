@@ -10,8 +10,8 @@ import pytest
 import torch
 from onnx import TensorProto, helper
 
-from epsstar.audit.class_labels import FEATURES_KEY, features_to_text
-from epsstar.audit.features import Features
+from epsstar.audit.model.class_labels import FEATURES_KEY, features_to_text
+from epsstar.audit.model.features import Features
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.loaders.onnx import OnnxLoader
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from epsstar.audit.features import Features
+from epsstar.audit.model.features import Features
 from epsstar.audit.run import audit
 from epsstar.loaders.onnx import OnnxLoader
 

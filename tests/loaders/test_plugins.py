@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import epsstar
-from epsstar.audit import plugins
-from epsstar.audit.plugins import (
+from epsstar.audit.model import plugins
+from epsstar.audit.model.plugins import (
     LoaderInfo,
     ModelLoader,
     available_loaders,
@@ -259,7 +259,7 @@ def test_import_of_plugins_module_is_light() -> None:
     import sys
 
     code = (
-        "import sys, epsstar.audit.plugins as p; p.available_loaders(); "
+        "import sys, epsstar.audit.model.plugins as p; p.available_loaders(); "
         "print(','.join(m for m in ('torch', 'onnxruntime', 'skops', 'numpy') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -19,7 +19,7 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from epsstar.audit.features import Features
+from epsstar.audit.model.features import Features
 from epsstar.audit.run import audit
 from epsstar.exceptions import EpsstarWarning, InvalidInputError
 from epsstar.loaders.sklearn import SklearnLoader

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from epsstar.audit.class_labels import FEATURES_KEY, features_to_text
-from epsstar.audit.features import Features
+from epsstar.audit.model.class_labels import FEATURES_KEY, features_to_text
+from epsstar.audit.model.features import Features
 from epsstar.audit.run import audit
 from epsstar.exceptions import EpsstarWarning, InputFileError, InvalidInputError
 from epsstar.loaders.torchscript import OUTPUTS_KEY, TorchScriptLoader

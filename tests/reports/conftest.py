@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from epsstar.audit.result import AuditResult
+from epsstar.audit.output.result import AuditResult
 from epsstar.audit.run import audit
-from epsstar.statistics.estimator import epsilon_star
-from epsstar.statistics.held_out_bound import split_lower_bound
-from epsstar.statistics.readings import membership_readings
+from epsstar.statistics.bounds.held_out_bound import split_lower_bound
+from epsstar.statistics.estimators.estimator import epsilon_star
+from epsstar.statistics.readings.readings import membership_readings
 from epsstar.statistics.utility import Utility
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"

@@ -1,6 +1,6 @@
 """The attacks' ROC curves: their numbers against scikit-learn's ROC, their size, the chart.
 
-The chart's numbers come from :func:`epsstar.audit.figures.attack_curves`; they are checked
+The chart's numbers come from :func:`epsstar.audit.output.figures.attack_curves`; they are checked
 against :func:`sklearn.metrics.roc_curve` of the same scores (every point drawn is a test
 that scikit-learn's curve has, or the step just before one), and against the readings that
 the attacks table prints.
@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from numpy.typing import NDArray
 from sklearn.metrics import roc_curve
 
-from epsstar.audit.attack_result import AttackResult
-from epsstar.audit.figures import (
+from epsstar.audit.output.attack_result import AttackResult
+from epsstar.audit.output.figures import (
     ROC_LEVELS,
     ROC_LOW_COUNTS,
     AttackCurve,
@@ -30,9 +30,9 @@ from epsstar.audit.figures import (
     audit_figures,
     roc_points,
 )
-from epsstar.audit.result import AuditResult
+from epsstar.audit.output.result import AuditResult
 from epsstar.reports import render
-from epsstar.statistics.readings import READING_FPRS, membership_readings
+from epsstar.statistics.readings.readings import READING_FPRS, membership_readings
 
 Synthetic = Callable[..., AuditResult]
 Scores = dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]]

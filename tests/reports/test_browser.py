@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from epsstar.audit.result import AuditResult
+from epsstar.audit.output.result import AuditResult
 from epsstar.reports import render, render_landscape
 
 CHROMIUM = Path("/usr/bin/chromium")

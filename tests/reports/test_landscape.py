@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from epsstar.audit.landscape_data import landscape
+from epsstar.audit.output.landscape_data import landscape
 from epsstar.cli import main
 from epsstar.reports import render_landscape
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from epsstar.audit.result import AuditResult
+from epsstar.audit.output.result import AuditResult
 from epsstar.reports import MAX_REPORT_BYTES, render
 
 Synthetic = Callable[..., AuditResult]
@@ -180,7 +180,7 @@ def test_audit_command_writes_report(audit_arguments: list[str], tmp_path: Path)
 
 
 def test_render_draws_given_figures(make_synthetic: Synthetic, tmp_path: Path) -> None:
-    from epsstar.audit.figures import audit_figures
+    from epsstar.audit.output.figures import audit_figures
     from epsstar.exceptions import InvalidInputError
 
     result = make_synthetic(2_000)
@@ -235,7 +235,7 @@ TRADEOFF = "Trade-off between false positives and false negatives"
 def test_the_tradeoff_chart_draws_the_no_leak_line_and_the_boundary_on_top(
     make_synthetic: Synthetic, tmp_path: Path
 ) -> None:
-    from epsstar.audit.figures import audit_figures
+    from epsstar.audit.output.figures import audit_figures
 
     result = make_synthetic(2_000)
     figures = audit_figures(result, ks_components=())
@@ -384,7 +384,7 @@ def test_a_declared_guarantee_is_shown_beside_epsilon_star(
 ) -> None:
     import dataclasses
 
-    from epsstar.audit.declared_privacy import DeclaredPrivacy
+    from epsstar.audit.model.declared_privacy import DeclaredPrivacy
 
     declared = (
         DeclaredPrivacy(private=False)
@@ -405,9 +405,9 @@ def test_a_summarised_audit_says_what_its_charts_draw(
 ) -> None:
     from epsstar.cli import main
 
-    monkeypatch.setattr("epsstar.audit.summaries.EXACT_ROWS", 300)
-    monkeypatch.setattr("epsstar.statistics.loss_summary.SAMPLE_SIZE", 200)
-    monkeypatch.setattr("epsstar.statistics.loss_summary.EXACT_TAIL_FACTOR", 2)
+    monkeypatch.setattr("epsstar.audit.engines.summaries.EXACT_ROWS", 300)
+    monkeypatch.setattr("epsstar.statistics.summaries.loss_summary.SAMPLE_SIZE", 200)
+    monkeypatch.setattr("epsstar.statistics.summaries.loss_summary.EXACT_TAIL_FACTOR", 2)
     out = tmp_path / "audit.html"
     assert main([*audit_arguments, "--report", str(out)]) == 0
     html = out.read_text("utf-8")

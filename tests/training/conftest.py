@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from epsstar.training.data import TabularData
+from epsstar.training.data.tables import TabularData
 
 
 def make_table(n: int, d: int, n_classes: int, seed: int) -> TabularData:

@@ -8,8 +8,11 @@ import pytest
 from scipy.stats import norm
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.conversions import bayes_security_dpsgd, bayes_security_from_delta_at_zero
-from epsstar.statistics.subsampled_gaussian import advantage_monte_carlo
+from epsstar.statistics.readings.conversions import (
+    bayes_security_dpsgd,
+    bayes_security_from_delta_at_zero,
+)
+from epsstar.statistics.readings.subsampled_gaussian import advantage_monte_carlo
 from epsstar.training.accounting import (
     MembershipAdvantage,
     advantage_interval,

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
-from epsstar.training.data import load_table
-from epsstar.training.pipeline import load_inputs
+from epsstar.training.data.tables import load_table
+from epsstar.training.runs.pipeline import load_inputs
 
 
 def test_csv_and_parquet_share_the_encoding(csv_files: tuple[Path, Path]) -> None:

@@ -9,18 +9,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from epsstar.audit.declared_privacy import (
+from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.audit.model.declared_privacy import (
     DeclaredPrivacy,
     privacy_from_text,
     privacy_to_text,
 )
-from epsstar.audit.from_losses import AuditOptions, audit_losses
-from epsstar.audit.plugins import get_loader
-from epsstar.cli.audit import format_summary
+from epsstar.audit.model.plugins import get_loader
+from epsstar.cli.commands.audit import format_summary
 from epsstar.exceptions import InputFileError
 from epsstar.statistics.utility import Utility
-from epsstar.training.data import TabularData
-from epsstar.training.export import write_model_dir
+from epsstar.training.data.tables import TabularData
+from epsstar.training.runs.export import write_model_dir
 from epsstar.training.trainer import TrainingConfig, train
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -12,13 +12,13 @@ import pandas as pd
 import pytest
 import torch
 
-from epsstar.audit.class_labels import CLASSES_KEY, classes_from_text, classes_to_text
-from epsstar.audit.plugins import get_loader
+from epsstar.audit.model.class_labels import CLASSES_KEY, classes_from_text, classes_to_text
+from epsstar.audit.model.plugins import get_loader
 from epsstar.audit.run import audit
 from epsstar.exceptions import InputFileError, InvalidInputError, PoorFitWarning
-from epsstar.training.data import TabularData
-from epsstar.training.export import export_onnx, export_torchscript, write_model_dir
-from epsstar.training.pipeline import load_inputs
+from epsstar.training.data.tables import TabularData
+from epsstar.training.runs.export import export_onnx, export_torchscript, write_model_dir
+from epsstar.training.runs.pipeline import load_inputs
 from epsstar.training.trainer import TrainedModel, TrainingConfig, train
 
 # Sorted ("ant", "bee", "cat", "dog"), which is not the order of first appearance.

@@ -10,10 +10,10 @@ import onnxruntime
 import pytest
 import torch
 
-from epsstar.audit.plugins import get_loader
+from epsstar.audit.model.plugins import get_loader
 from epsstar.statistics.losses import MAX_ABS_LOGIT, compute_losses
-from epsstar.training.data import TabularData
-from epsstar.training.export import export_onnx, export_torchscript, write_model_dir
+from epsstar.training.data.tables import TabularData
+from epsstar.training.runs.export import export_onnx, export_torchscript, write_model_dir
 from epsstar.training.trainer import TrainingConfig, train
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

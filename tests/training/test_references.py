@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.training.references import DEFAULT_RECIPE, half_rows, read_recipe
+from epsstar.training.runs.references import DEFAULT_RECIPE, half_rows, read_recipe
 from tests.conftest import invoke as _run
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "models"

@@ -13,7 +13,7 @@ import pytest
 
 from epsstar.cli import main
 from epsstar.exceptions import InvalidInputError
-from epsstar.training.sweep import MANIFEST_COLUMNS, load_sweep_config, run_sweep
+from epsstar.training.runs.sweep import MANIFEST_COLUMNS, load_sweep_config, run_sweep
 
 CONFIG = """
 data = "{train}"

@@ -94,10 +94,10 @@ def test_a_model_that_fails_on_a_worker_is_reported_and_the_others_are_kept(
 ) -> None:
     from dataclasses import replace
 
-    from epsstar.audit.dask_engine import Engine
-    from epsstar.training.fingerprint import data_fingerprint
-    from epsstar.training.pipeline import load_inputs
-    from epsstar.training.sweep import GridStrategy, _sweep_on_dask, load_sweep_config
+    from epsstar.audit.engines.dask_engine import Engine
+    from epsstar.training.runs.fingerprint import data_fingerprint
+    from epsstar.training.runs.pipeline import load_inputs
+    from epsstar.training.runs.sweep import GridStrategy, _sweep_on_dask, load_sweep_config
 
     config_file = tmp_path / "sweep.toml"
     config_file.write_text(CONFIG.format(train=csv_files[0], population=csv_files[1]))

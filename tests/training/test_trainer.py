@@ -12,7 +12,7 @@ from opacus.accountants import PRVAccountant
 
 from epsstar.exceptions import InvalidInputError
 from epsstar.training.accounting import membership_advantage
-from epsstar.training.data import TabularData
+from epsstar.training.data.tables import TabularData
 from epsstar.training.trainer import TrainingConfig, plan_privacy, train
 
 

@@ -3,7 +3,7 @@
 ``AUC = P(s_member < s_non-member) + ½ P(s_member = s_non-member)`` over all pairs of a
 member and a non-member (the Mann–Whitney statistic; lower scores are more member-like),
 by ranks (:func:`epsstar.statistics.utility.auroc`). TPR at fixed FPRs comes with the
-readings (:mod:`epsstar.statistics.readings`).
+readings (:mod:`epsstar.statistics.readings.readings`).
 """
 
 from __future__ import annotations

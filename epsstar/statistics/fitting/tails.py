@@ -42,7 +42,7 @@ tails, ``F_side ~ c x^a`` and ``G ~ c' x^b``, satisfy it exactly with
 and differ only by an exponent estimated from k records each.
 
 Every object is loss-ordered and offers ``logcdf``/``logsf``/``ppf``/``isf``,
-so :func:`epsstar.statistics.optimizer.parametric_supremum` takes them directly.
+so :func:`epsstar.statistics.estimators.optimizer.parametric_supremum` takes them directly.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from numpy.typing import ArrayLike
 
 from epsstar.exceptions import InsufficientDataError
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.loss_sketch import LossSketch, Sample, pooled
+from epsstar.statistics.summaries.loss_sketch import LossSketch, Sample, pooled
 
 __all__ = [
     "GeneralizedPareto",
@@ -77,7 +77,7 @@ def default_tail_size(n: int, scale: float = 1.0) -> int:
     """Excesses per tail: ``scale * min(0.2 n, 3 sqrt(n))`` rounded, at least 5.
 
     ``scale`` below 1 moves the tail threshold outwards (the bootstrap of
-    :mod:`epsstar.statistics.estimator` draws it to carry the threshold choice's
+    :mod:`epsstar.statistics.estimators.estimator` draws it to carry the threshold choice's
     uncertainty into its interval).
     """
     base = max(5, min(math.floor(0.2 * n), math.ceil(3.0 * math.sqrt(n))))
@@ -173,7 +173,7 @@ def _split(values: Sample, tail_size: int | None, tail_scale: float = 1.0) -> _E
     The body is the sample without its k smallest and k largest values; its
     empirical CDF runs linearly from k/n to 1 - k/n, keeping one knot per
     distinct value (the last level reached at it) when values tie. A sketch
-    (:class:`~epsstar.statistics.loss_sketch.LossSketch`) that does not hold every
+    (:class:`~epsstar.statistics.summaries.loss_sketch.LossSketch`) that does not hold every
     value gives its body at the grid's edges instead (``LossSketch.body``).
     """
     sketch = values if isinstance(values, LossSketch) and not values.complete else None

@@ -1,0 +1,25 @@
+"""What the reference-model attacks take from the streaming of an audit.
+
+The single-process audit streams the reference models itself
+(:func:`epsstar.audit.attacks.references.reference_confidences`); an audit on a Dask cluster
+computes the same log-odds on the workers, partition by partition
+(:mod:`epsstar.audit.engines.dask_audit`), and hands them over in this record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from epsstar.audit.attacks.references import ReferenceConfidences
+from epsstar.statistics._validation import FloatArray
+
+__all__ = ["AttackInputs"]
+
+
+@dataclass(frozen=True, slots=True)
+class AttackInputs:
+    """The target's log-odds of the true label on the training and population records,
+    and the reference models'."""
+
+    target: tuple[FloatArray, FloatArray] = field(repr=False)
+    references: ReferenceConfidences

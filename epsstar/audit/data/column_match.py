@@ -1,0 +1,164 @@
+"""Which columns of a data file a model receives, in which order and under which names.
+
+A model that records the names of its inputs (a scikit-learn estimator's
+``feature_names_in_``, per-column ONNX inputs, the names an exporter stored under
+:data:`epsstar.audit.model.class_labels.FEATURES_KEY`) gets the file's columns **by name**, in
+its own order, whatever the file's order: handing them over by position would audit a
+different function of the data without any error (a column swap once turned an Epsilon*
+of 7.2 into 0.05). The rules, in order:
+
+1. ``features`` given (``--features``): those file columns, in that order; when the model
+   records names there must be one per name, and they are handed over under the
+   model's names (the explicit override for files whose names differ);
+2. the model records names: each is looked up in the file exactly, else as the one
+   column whose name is the same once every character other than a letter or digit is
+   replaced by ``_`` (skl2onnx turns ``education-num`` into ``education_num``), else the
+   same ignoring case; a name with no such column is refused, naming it;
+3. neither: every column but the label, in file order, **by position**; the audit says so
+   in its result and warns when there are two or more columns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from epsstar.exceptions import InputFileError, InvalidInputError
+
+__all__ = ["ColumnMatch", "ColumnsFrom", "match_columns", "match_model_columns", "sanitised"]
+
+ColumnsFrom = Literal["model names", "features option", "position"]
+
+_SHOWN = 8
+
+
+def sanitised(name: str) -> str:
+    """``name`` with every character other than an ASCII letter or digit replaced by ``_``."""
+    return re.sub(r"[^0-9A-Za-z]", "_", name)
+
+
+def _shown(items: Sequence[str]) -> str:
+    text = ", ".join(repr(item) for item in items[:_SHOWN])
+    return text + (f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else "")
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnMatch:
+    """The file's columns a model receives (``file_columns``, in the model's order), the
+    names it receives them under (``model_names``) and how they were matched."""
+
+    file_columns: tuple[str, ...]
+    model_names: tuple[str, ...]
+    source: ColumnsFrom
+
+    @property
+    def renamed(self) -> bool:
+        """Whether any column reaches the model under another name than the file's."""
+        return self.file_columns != self.model_names
+
+    def position_warning(self, model: Path) -> str | None:
+        """The warning for columns matched by position (None when it does not apply)."""
+        if self.source != "position" or len(self.file_columns) < 2:
+            return None
+        return (
+            f"columns are matched by position: {model.name} records no column names, so "
+            f"its inputs get the data's {len(self.file_columns)} columns in file order "
+            f"({_shown(self.file_columns)}); if that is not the order it was trained on, "
+            f"Epsilon* is wrong. Pass --features to state the order"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready ``{"columns_from", "columns": [{"file", "model"}, ...]}``."""
+        return {
+            "columns_from": self.source,
+            "columns": [
+                {"file": file, "model": model}
+                for file, model in zip(self.file_columns, self.model_names, strict=True)
+            ],
+        }
+
+
+def _by_name(
+    wanted: Sequence[str], available: Sequence[str], model: Path, data: Path
+) -> tuple[str, ...]:
+    """The file column for each of the model's names (exact, sanitised, then any case)."""
+    exact = set(available)
+    keys = (sanitised, lambda name: sanitised(name).lower())
+    found: list[str] = []
+    missing: list[str] = []
+    for name in wanted:
+        if name in exact:
+            found.append(name)
+            continue
+        for key in keys:
+            candidates = [column for column in available if key(column) == key(name)]
+            if len(candidates) == 1:
+                found.append(candidates[0])
+                break
+        else:
+            missing.append(name)
+    if missing:
+        raise InputFileError(
+            f"{data}: must have the columns {model.name} takes as its inputs (by name), or "
+            f"--features must name the file's columns in the model's order; missing "
+            f"{_shown(missing)}. Found columns {_shown(list(available))}."
+        )
+    repeated = [column for column in found if found.count(column) > 1]
+    if repeated:
+        raise InputFileError(
+            f"{data}: each of {model.name}'s inputs must match its own column; pass "
+            f"--features to name them. Found {repeated[0]!r} matching several inputs."
+        )
+    return tuple(found)
+
+
+def match_model_columns(
+    model: object,
+    available: Sequence[str],
+    label_column: str,
+    *,
+    features: Sequence[str] | None,
+    model_path: Path,
+    data: Path,
+) -> ColumnMatch:
+    """:func:`match_columns` with the input names a loaded ``model`` records (its
+    ``feature_names``, when it has them)."""
+    names = getattr(model, "feature_names", None)
+    return match_columns(
+        available,
+        label_column,
+        model_names=None if names is None else tuple(names),
+        features=features,
+        model=model_path,
+        data=data,
+    )
+
+
+def match_columns(
+    available: Sequence[str],
+    label_column: str,
+    *,
+    model_names: Sequence[str] | None,
+    features: Sequence[str] | None,
+    model: Path,
+    data: Path,
+) -> ColumnMatch:
+    """Match the columns of a file (``available``) to a model's inputs by the rules of the
+    module docstring. The label column is never a feature."""
+    candidates = [column for column in available if column != label_column]
+    if features is not None:
+        chosen = tuple(str(name) for name in features)
+        if model_names is not None and len(chosen) != len(model_names):
+            raise InvalidInputError(
+                f"--features must name one column per input of {model.name}, which takes "
+                f"{len(model_names)} ({_shown(list(model_names))}). Found {len(chosen)}."
+            )
+        names = tuple(model_names) if model_names is not None else chosen
+        return ColumnMatch(chosen, names, "features option")
+    if model_names is not None:
+        names = tuple(str(name) for name in model_names)
+        return ColumnMatch(_by_name(names, candidates, model, data), names, "model names")
+    return ColumnMatch(tuple(candidates), tuple(candidates), "position")

@@ -1,0 +1,1 @@
+"""Where the records are streamed through the model: one process, or a Dask cluster."""

@@ -1,0 +1,303 @@
+"""Streaming one table through a loaded model: per-record losses and what utility needs.
+
+:func:`stream_table` reads a table in batches (:func:`epsstar.audit.data.tables.iter_batches`),
+asks the model for its predictions, encodes the labels with the model's classes
+(:class:`~epsstar.audit.data.tables.LabelMap`) and turns predictions into losses with
+:func:`epsstar.statistics.losses.compute_losses`, which also checks every prediction
+(finite; probabilities in [0, 1], rows summing to 1). A model that says its
+``input_dtype`` (as the built-in loaders do) has every feature checked to fit
+that type before it sees it, the column and row named. It keeps, per table, the losses,
+the number of correct predictions and, for the AUROC, the encoded labels and the class
+scores, up to :data:`MAX_AUROC_VALUES` numbers.
+
+The label map is built from the model's classes and the width of its first prediction;
+it is returned with the result, so that a second table is encoded the same way
+(``label_map=first.label_map``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from epsstar.audit.data.checks import TableScan, row_hashes
+from epsstar.audit.data.tables import LabelMap, iter_batches, label_map_for
+from epsstar.audit.model.features import Features
+from epsstar.audit.model.plugins import LoadedModel
+from epsstar.exceptions import InvalidInputError
+from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.losses import LossName, compute_losses
+from epsstar.statistics.summaries.loss_summary import LossSummary
+from epsstar.statistics.utility import Utility, auroc
+
+__all__ = [
+    "MAX_AUROC_VALUES",
+    "BatchReading",
+    "Progress",
+    "StreamedTable",
+    "batch_losses",
+    "check_width",
+    "predict_batch",
+    "stream_table",
+]
+
+MAX_AUROC_VALUES = 50_000_000
+"""AUROC needs every class score; past this many numbers per table they are dropped."""
+
+
+@runtime_checkable
+class Progress(Protocol):
+    """Told when a table starts streaming and how many rows each batch held."""
+
+    def start(self, role: str, path: Path) -> None:
+        """A table starts: ``role`` is ``"train"`` or ``"population"``."""
+        ...
+
+    def advance(self, rows: int) -> None:
+        """``rows`` more rows of the current table went through the model."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class StreamedTable:
+    """What streaming one table through a model gave.
+
+    ``losses`` has one loss per row. ``labels`` (class indices) and ``scores`` (one score
+    per row for binary models, one column of class probabilities per class otherwise) are
+    kept for the AUROC; both are ``None`` when they would exceed
+    :data:`MAX_AUROC_VALUES`. ``n_outputs`` is the number of classes the model's output
+    stands for (2 for a binary model returning one value per record).
+    """
+
+    losses: FloatArray = field(repr=False)
+    labels: NDArray[np.int64] | None = field(repr=False)
+    scores: NDArray[np.float64] | None = field(repr=False)
+    correct: int
+    rows: int
+    n_outputs: int
+    label_map: LabelMap
+    #: Row hashes and rows per class, for the checks of :mod:`epsstar.audit.data.checks`.
+    scan: TableScan = field(repr=False)
+    #: The losses' summary when the table is too large to hold one per row
+    #: (:mod:`epsstar.audit.engines.summaries`); ``losses``, ``labels`` and ``scores`` then hold
+    #: those of a random sample of the rows.
+    summary: LossSummary | None = field(default=None, repr=False)
+
+    def utility(self, *, with_auroc: bool = True) -> Utility:
+        """Accuracy and (unless ``with_auroc`` is false, or the scores were dropped) AUROC;
+        of a summarised table, the AUROC of its random sample of rows."""
+        accuracy = self.correct / self.rows
+        if not with_auroc:
+            return Utility(self.rows, accuracy, None, "not computed for training data")
+        if self.labels is None or self.scores is None:
+            return Utility(self.rows, accuracy, None, "too many rows x classes to keep for AUROC")
+        value, note = auroc(self.labels, self.scores, self.n_outputs)
+        if self.summary is not None and value is not None:
+            sample = f"on a random sample of {self.labels.size:,} rows"
+            note = sample if note is None else f"{note}, {sample}"
+        return Utility(self.rows, accuracy, value, note)
+
+
+def _n_outputs(predictions: NDArray[Any]) -> int:
+    return 2 if predictions.ndim == 1 or predictions.shape[1] == 1 else int(predictions.shape[1])
+
+
+def _class_scores(
+    predictions: NDArray[np.float64], output_kind: str
+) -> tuple[NDArray[Any], NDArray[np.float64]]:
+    """(predicted class index, AUROC scores) of one batch of checked predictions."""
+    if predictions.ndim == 1 or predictions.shape[1] == 1:
+        column = predictions.reshape(-1)
+        cut = 0.5 if output_kind == "probabilities" else 0.0
+        return (column >= cut).astype(np.int64), column
+    if predictions.shape[1] == 2:
+        return np.argmax(predictions, axis=1), predictions[:, 1] - predictions[:, 0]
+    if output_kind == "logits":
+        from scipy.special import softmax
+
+        probabilities: NDArray[np.float64] = softmax(predictions, axis=1)
+    else:
+        probabilities = predictions
+    return np.argmax(predictions, axis=1), probabilities
+
+
+@dataclass(slots=True)
+class _Collected:
+    """The running totals of one table (mutable; frozen into a :class:`StreamedTable`)."""
+
+    losses: list[FloatArray] = field(default_factory=list)
+    labels: list[NDArray[np.int64]] | None = field(default_factory=list)
+    scores: list[NDArray[np.float64]] | None = field(default_factory=list)
+    correct: int = 0
+    rows: int = 0
+    hashes: list[NDArray[np.uint64]] = field(default_factory=list)
+    class_counts: NDArray[np.int64] | None = None
+
+    def add(self, losses: FloatArray, labels: NDArray[np.int64], predicted: NDArray[Any]) -> None:
+        self.losses.append(losses)
+        self.correct += int(np.count_nonzero(predicted == labels))
+        self.rows += labels.size
+
+    def scan(self, features: Features, labels: NDArray[np.int64], n_classes: int) -> None:
+        """Hash the batch's rows and count its classes (see :class:`TableScan`)."""
+        self.hashes.append(row_hashes(features, labels))
+        counts = np.bincount(labels, minlength=n_classes)
+        self.class_counts = counts if self.class_counts is None else self.class_counts + counts
+
+    def keep_scores(self, labels: NDArray[np.int64], scores: NDArray[np.float64]) -> None:
+        if self.labels is None or self.scores is None:
+            return
+        width = scores.shape[1] if scores.ndim == 2 else 1
+        if self.rows * width > MAX_AUROC_VALUES:  # drop the scores, not the audit
+            self.labels = self.scores = None
+            return
+        self.labels.append(labels)
+        self.scores.append(scores)
+
+
+def _refused(role: str, kind: str, requested: bool, error: InvalidInputError) -> InvalidInputError:
+    """The statistics layer's refusal of the predictions, said of the model and the table."""
+    how = "as requested" if requested else "as detected"
+    advice = (
+        "; pass outputs='logits' if the model returns logits"
+        if kind == "probabilities" and not requested
+        else ""
+    )
+    return InvalidInputError(
+        f"the model's predictions on the {role} data ({kind}, {how}{advice}): {error}"
+    )
+
+
+def _as_model_inputs(
+    features: Features, names: Sequence[str] | None, shape: Sequence[int] | None
+) -> Features:
+    """The batch's columns under the model's names, or reshaped into one tensor column."""
+    if shape is not None:
+        name = names[0] if names is not None and len(names) == 1 else "X"
+        return Features((name,), (features.tensor(shape),))
+    return features if names is None else features.rename(names)
+
+
+def _handed(model: LoadedModel, features: Features) -> Features | NDArray[Any]:
+    """What ``model.predict`` is given: :class:`Features` when the model says it takes them
+    (``accepts_features``), else a numeric array, ``(rows, d)`` or a tensor column as is."""
+    if getattr(model, "accepts_features", False):
+        return features
+    return features.columns[0] if features.is_tensor else features.matrix()
+
+
+@dataclass(frozen=True, slots=True)
+class BatchReading:
+    """How one batch reaches a model and what its outputs must be: the names the model
+    receives the columns under, the shape each record is reshaped to, the loss, the table's
+    role (for messages) and whether the caller chose the model's output kind."""
+
+    role: str
+    loss: LossName = "logit"
+    model_names: Sequence[str] | None = None
+    input_shape: Sequence[int] | None = None
+    outputs_requested: bool = False
+
+
+def predict_batch(
+    model: LoadedModel, features: Features, reading: BatchReading
+) -> NDArray[np.float64]:
+    """``model``'s predictions on one batch, as float64."""
+    inputs = _as_model_inputs(features, reading.model_names, reading.input_shape)
+    return np.asarray(model.predict(_handed(model, inputs)), dtype=np.float64)
+
+
+def check_width(predictions: NDArray[np.float64], label_map: LabelMap, role: str) -> None:
+    """Refuse predictions that do not stand for the ``label_map``'s classes."""
+    n_outputs = _n_outputs(predictions)
+    if len(label_map) != n_outputs:
+        raise InvalidInputError(
+            f"the model's predictions on the {role} data must stand for its "
+            f"{len(label_map)} classes, as before. Found {n_outputs}."
+        )
+
+
+def batch_losses(
+    model: LoadedModel,
+    labels: NDArray[np.int64],
+    predictions: NDArray[np.float64],
+    reading: BatchReading,
+) -> FloatArray:
+    """The per-record losses of one batch (every prediction checked), refused in one line
+    that says how the outputs were read."""
+    kind = model.output_kind
+    try:
+        return compute_losses(labels, predictions, loss=reading.loss, outputs=kind)
+    except InvalidInputError as error:
+        raise _refused(reading.role, kind, reading.outputs_requested, error) from None
+
+
+def stream_table(
+    model: LoadedModel,
+    path: Path,
+    *,
+    role: str,
+    label_column: str,
+    features: Sequence[str] | None = None,
+    batch_size: int = 16_384,
+    loss: LossName = "logit",
+    classes: Sequence[object] | None = None,
+    label_map: LabelMap | None = None,
+    outputs_requested: bool = False,
+    progress: Progress | None = None,
+    model_names: Sequence[str] | None = None,
+    input_shape: Sequence[int] | None = None,
+) -> StreamedTable:
+    """Run ``model`` over the table at ``path`` in batches of ``batch_size`` rows.
+
+    Labels are encoded with ``label_map`` if given, else with a map built from
+    ``classes`` (the model's classes in output-column order; ``None`` means 0..K−1) and
+    the width of the first prediction. ``role`` names the table in messages and to
+    ``progress``; ``outputs_requested`` says whether the caller chose the model's output
+    kind (rather than the loader detecting it), for the message refusing predictions.
+    ``features`` are the file's columns in the model's order and ``model_names`` the names
+    the model receives them under (:mod:`epsstar.audit.data.column_match`); ``input_shape``, if
+    given, reshapes each record into one tensor column of that shape.
+    """
+    if progress is not None:
+        progress.start(role, path)
+    collected = _Collected()
+    n_outputs = 0
+    reading = BatchReading(role, loss, model_names, input_shape, outputs_requested)
+    for batch in iter_batches(
+        path,
+        label_column=label_column,
+        features=features,
+        batch_size=batch_size,
+        progress=None if progress is None else progress.advance,
+        input_dtype=getattr(model, "input_dtype", None),
+        text=bool(getattr(model, "takes_text", False)),
+    ):
+        predictions = predict_batch(model, batch.features, reading)
+        n_outputs = _n_outputs(predictions)
+        if label_map is None:
+            label_map = label_map_for(classes, n_outputs)
+        check_width(predictions, label_map, role)
+        labels = label_map.encode(batch.labels, source=f"{path}: label column {label_column!r}")
+        losses = batch_losses(model, labels, predictions, reading)
+        predicted, scores = _class_scores(predictions, model.output_kind)
+        collected.add(losses, labels, predicted)
+        collected.keep_scores(labels, scores)
+        collected.scan(batch.features, labels, len(label_map))
+    assert label_map is not None  # iter_batches yields at least one batch or raises
+    assert collected.class_counts is not None
+    return StreamedTable(
+        losses=np.concatenate(collected.losses),
+        labels=None if collected.labels is None else np.concatenate(collected.labels),
+        scores=None if collected.scores is None else np.concatenate(collected.scores),
+        correct=collected.correct,
+        rows=collected.rows,
+        n_outputs=n_outputs,
+        label_map=label_map,
+        scan=TableScan(np.concatenate(collected.hashes), collected.class_counts),
+    )

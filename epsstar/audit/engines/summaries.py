@@ -1,0 +1,164 @@
+"""Tables too large to hold a loss per row: which sides an audit summarises, and how.
+
+A side of more than :data:`EXACT_ROWS` rows is held as a
+:class:`~epsstar.statistics.summaries.loss_summary.LossSummary` (exact tails, a fine histogram of the
+body, each halving's halves, a random sample) instead of one loss per row, when every
+statistic the audit reports can be computed from it: the headline method is a tails
+method or the empirical one, with no bootstrap interval, no attack but the loss attack and
+no slices (:func:`can_summarise`). Then both sides also keep the row hashes of the
+shared-row check for a random share of their rows only (:data:`HASH_SAMPLE` rows of the
+larger side, chosen by the hash itself, so a row in both tables is kept in both or in
+neither), and the AUROC is that of each summarised side's random sample.
+
+The rule is the same in both engines: the single-process engine summarises the tables it
+streamed; on a Dask cluster each worker summarises its partition (at the positions the
+Parquet footers' row counts give it) and the client merges the summaries, so the client
+holds O(sqrt(rows)) per side, and both engines write the same JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from epsstar.audit.data.checks import TableScan
+from epsstar.audit.engines.streaming import MAX_AUROC_VALUES, StreamedTable
+from epsstar.exceptions import InvalidInputError
+from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.summaries.loss_sketch import BINS
+from epsstar.statistics.summaries.loss_summary import (
+    LossSummary,
+    SummaryPlan,
+    merge_summaries,
+    summarise_losses,
+)
+
+__all__ = [
+    "EXACT_ROWS",
+    "HASH_SAMPLE",
+    "SummaryPlans",
+    "can_summarise",
+    "join_tables",
+    "losses_of",
+    "summarise_table",
+]
+
+#: Rows of a side above which it is summarised (when the audit's statistics allow it).
+EXACT_ROWS: Final = 1 << 18
+#: Row hashes kept for the shared-row check, about, of the larger side once summarised.
+HASH_SAMPLE: Final = 1 << 20
+
+#: The headline methods whose statistics summaries serve.
+SUMMARISED_METHODS: Final = frozenset({"tails-tested", "tails-crossfit", "tails", "empirical"})
+
+
+def can_summarise(
+    method: str, interval: float | None, attacks: Sequence[str], sliced: bool
+) -> bool:
+    """Whether every statistic of an audit with these settings can be computed from
+    summaries (see the module doc)."""
+    loss_only = all(name == "loss" for name in attacks)
+    return method in SUMMARISED_METHODS and interval is None and loss_only and not sliced
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryPlans:
+    """How each side is summarised (``None``: held whole) and the share of rows whose
+    hashes the shared-row check keeps."""
+
+    train: SummaryPlan | None
+    population: SummaryPlan | None
+    hash_rate: float
+
+    @classmethod
+    def for_rows(cls, n_train: int, n_population: int, *, seed: int) -> SummaryPlans | None:
+        """The plans for sides of these sizes, or ``None`` when both are held whole."""
+        if max(n_train, n_population) <= EXACT_ROWS:
+            return None
+        plans = SummaryPlan.for_rows(n_train, n_population, seed=seed)
+        train, population = (
+            plan if rows > EXACT_ROWS else None
+            for plan, rows in zip(plans, (n_train, n_population), strict=True)
+        )
+        return cls(train, population, min(1.0, HASH_SAMPLE / max(n_train, n_population)))
+
+    def for_role(self, role: str) -> SummaryPlan | None:
+        return self.train if role == "train" else self.population
+
+    def to_dict(self) -> dict[str, Any]:
+        """The provenance record: per side, its tail values and sample rate (``None``: held
+        whole), the grid's bins and the share of rows hashed for the shared-row check."""
+        return {
+            **{
+                role: None
+                if plan is None
+                else {"tail_values": plan.k, "sample_rate": plan.sample_rate, "bins": BINS}
+                for role, plan in (("train", self.train), ("population", self.population))
+            },
+            "row_hash_rate": self.hash_rate,
+        }
+
+
+def summarise_table(
+    table: StreamedTable, plan: SummaryPlan | None, hash_rate: float, *, offset: int = 0
+) -> StreamedTable:
+    """``table`` (rows ``offset …`` of its data set) summarised by ``plan`` (``None``: its
+    losses kept whole), its row hashes sampled at ``hash_rate``."""
+    scan = table.scan.sampled(hash_rate)
+    if plan is None:
+        return dataclasses.replace(table, scan=scan)
+    kept = plan.sampled(offset, table.rows)
+    return dataclasses.replace(
+        table,
+        losses=table.losses[kept],
+        labels=None if table.labels is None else table.labels[kept],
+        scores=None if table.scores is None else table.scores[kept],
+        scan=scan,
+        summary=summarise_losses(table.losses, plan, offset=offset),
+    )
+
+
+def join_tables(parts: Sequence[StreamedTable], role: str) -> StreamedTable:
+    """The partitions of one table as one, in order (their summaries merged; the AUROC's
+    scores kept within the same budget as a single stream's)."""
+    first = parts[0]
+    for part in parts[1:]:
+        if part.n_outputs != first.n_outputs or part.label_map != first.label_map:
+            raise InvalidInputError(
+                f"the model's predictions on the {role} data must stand for its "
+                f"{len(first.label_map)} classes, as before. Found {part.n_outputs}."
+            )
+    rows = sum(part.rows for part in parts)
+    labels = scores = None
+    if all(part.labels is not None and part.scores is not None for part in parts):
+        width = 1 if first.scores is None or first.scores.ndim == 1 else first.scores.shape[1]
+        kept = sum(part.labels.size for part in parts if part.labels is not None)
+        if kept * width <= MAX_AUROC_VALUES:
+            labels = np.concatenate([part.labels for part in parts])
+            scores = np.concatenate([part.scores for part in parts])
+    summaries = [part.summary for part in parts if part.summary is not None]
+    return StreamedTable(
+        losses=np.concatenate([part.losses for part in parts]),
+        labels=labels,
+        scores=scores,
+        correct=sum(part.correct for part in parts),
+        rows=rows,
+        n_outputs=first.n_outputs,
+        label_map=first.label_map,
+        scan=TableScan(
+            np.concatenate([part.scan.hashes for part in parts]),
+            np.sum([part.scan.class_counts for part in parts], axis=0),
+            rows if first.scan.hash_rate < 1 else None,
+            first.scan.hash_rate,
+        ),
+        summary=merge_summaries(summaries) if summaries else None,
+    )
+
+
+def losses_of(table: StreamedTable) -> LossSummary | FloatArray:
+    """What the statistics take of a table: its summary, or its losses."""
+    return table.summary if table.summary is not None else table.losses

@@ -1,0 +1,414 @@
+"""Model-loader plugins: discovery, lookup and the protocol a loader meets.
+
+A *loader* turns a saved model file into a :class:`LoadedModel`, an object that
+returns per-record predictions; losses are computed from those predictions in core
+(:mod:`epsstar.statistics.losses`), the same way for every loader.
+
+Loaders are found through one path only: the entry-point group ``epsstar.loaders``.
+The built-in ones (``onnx``, ``torchscript``, ``sklearn``) are declared in epsstar's
+own ``pyproject.toml`` exactly like a third-party plugin::
+
+    [project.entry-points."epsstar.loaders"]
+    myformat = "my_package.loader:MyLoader"
+
+The group is read once, on first use, and each entry point is imported only when its
+loader is asked for. The distribution and version that supplied each entry point are
+kept in :class:`LoaderInfo`, so results can say which plugin produced them. An entry
+point may name a class (instantiated with no arguments) or a ready loader object.
+
+This module imports nothing heavy: numpy, onnxruntime, torch and skops are imported
+by the loaders themselves, when a file is loaded.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
+from types import MappingProxyType, ModuleType
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+
+from epsstar.exceptions import InvalidInputError
+from epsstar.statistics.names import OutputKind
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from epsstar.audit.model.features import Features
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "INSTALL_HINTS",
+    "LoadedModel",
+    "LoaderInfo",
+    "ModelLoader",
+    "OutputKind",
+    "available_loaders",
+    "get_loader",
+    "import_optional",
+    "loader_for_path",
+    "register_loader",
+]
+
+ENTRY_POINT_GROUP: Final = "epsstar.loaders"
+
+INSTALL_HINTS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "onnxruntime": 'pip install "epsstar[onnx]"',
+        "onnx": 'pip install "epsstar[onnx]"',
+        "torch": 'pip install "epsstar[torch]"',
+        "skops": 'pip install "epsstar[sklearn]"',
+        "lightgbm": 'pip install "epsstar[lightgbm]"',
+        "xgboost": 'pip install "epsstar[xgboost]"',
+    }
+)
+"""How to install the optional package a built-in loader needs, by import name."""
+
+
+@runtime_checkable
+class LoadedModel(Protocol):
+    """A model ready to predict, as returned by :meth:`ModelLoader.load`.
+
+    Besides the members below, the audit reads six optional attributes when a model has
+    them (:class:`epsstar.loaders.BatchedModel` has all six):
+
+    * ``accepts_features`` — true when :meth:`predict` takes
+      :class:`~epsstar.audit.model.features.Features` (typed, named columns: text for a pipeline
+      that encodes categories, one tensor column for an image model); otherwise it is given
+      a numeric array, ``(n, d)`` or ``(n, *shape)``;
+
+    * ``feature_names`` — the names of the columns the model takes, in order, when the file
+      records them (``feature_names_in_``, per-column ONNX inputs, an exporter's metadata);
+      the audit then hands the data's columns over by these names, not by position;
+    * ``takes_text`` — true when the model takes text columns; otherwise text in the data
+      is refused before the model sees it;
+    * ``files`` — every file the model is read from (the model file first, then e.g. ONNX
+      external data), each hashed into the result's provenance;
+    * ``input_dtype`` — the numeric type the features are cast to; every value is checked
+      to fit it;
+    * ``declared_privacy`` — the DP guarantee the file says the model was trained under
+      (:class:`~epsstar.audit.model.declared_privacy.DeclaredPrivacy`), shown beside Epsilon*.
+    """
+
+    @property
+    def n_features(self) -> int | None:
+        """Input width the model expects, if the file says; else ``None``."""
+        ...
+
+    @property
+    def classes(self) -> tuple[object, ...] | None:
+        """Class labels in output-column order, if known; ``None`` means ``0 … K−1``.
+
+        For a binary model returning one value per record, ``classes[1]`` is the class
+        whose probability (or log-odds) is returned.
+        """
+        ...
+
+    @property
+    def output_kind(self) -> OutputKind:
+        """``"probabilities"`` or ``"logits"``: what :meth:`predict` returns."""
+        ...
+
+    def predict(self, features: Features | np.ndarray) -> np.ndarray:
+        """Predictions for ``n`` records: :class:`~epsstar.audit.model.features.Features` (typed,
+        named columns, as the audit passes them) or an ``(n, d)`` array.
+
+        Returns float64: shape ``(n,)`` (``P(y = classes[1])`` or its log-odds) for a
+        binary model, ``(n, K)`` class probabilities or logits for ``K`` classes. A wrong
+        width raises :class:`~epsstar.exceptions.InvalidInputError` naming the expected
+        and the found width; the features are cast to the dtype the model takes.
+        """
+        ...
+
+
+@runtime_checkable
+class ModelLoader(Protocol):
+    """What an ``epsstar.loaders`` entry point supplies."""
+
+    name: str
+    suffixes: tuple[str, ...]
+
+    def load(
+        self, path: Path, *, outputs: OutputKind | None = None, trust: bool = False
+    ) -> LoadedModel:
+        """Read ``path``.
+
+        ``outputs`` overrides the detection of logits vs probabilities (``None``:
+        detect). ``trust=True`` accepts formats or types that run code when loaded
+        (pickle, joblib, skops types outside its trusted list); without it such files
+        are refused with :class:`~epsstar.exceptions.InvalidInputError`. Unreadable or
+        corrupt files raise :class:`~epsstar.exceptions.InputFileError`.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class LoaderInfo:
+    """Where a loader comes from: its entry point and the distribution that declared it.
+
+    ``distribution`` and ``version`` are ``None`` for loaders registered with
+    :func:`register_loader` rather than through an entry point.
+    """
+
+    name: str
+    value: str
+    distribution: str | None
+    version: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready ``{"name", "value", "distribution", "version"}``."""
+        return {
+            "name": self.name,
+            "value": self.value,
+            "distribution": self.distribution,
+            "version": self.version,
+        }
+
+    def __str__(self) -> str:
+        if self.distribution is None:
+            return f"{self.name} ({self.value})"
+        return f"{self.name} ({self.distribution} {self.version})"
+
+
+@dataclass(slots=True)
+class _Entry:
+    info: LoaderInfo
+    entry_point: EntryPoint | None = None
+    loader: ModelLoader | None = None
+    duplicates: tuple[LoaderInfo, ...] = ()
+
+
+_lock = threading.RLock()
+_entries: dict[str, _Entry] = {}
+_infos: dict[str, LoaderInfo] = {}
+_view: Mapping[str, LoaderInfo] = MappingProxyType(_infos)
+_discovered = False
+
+
+def _info_of(entry_point: EntryPoint) -> LoaderInfo:
+    dist = entry_point.dist
+    return LoaderInfo(
+        name=entry_point.name,
+        value=entry_point.value,
+        distribution=None if dist is None else dist.name,
+        version=None if dist is None else dist.version,
+    )
+
+
+def _discover() -> None:
+    """Read the entry-point group once; later calls do nothing."""
+    global _discovered
+    with _lock:
+        if _discovered:
+            return
+        for entry_point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            info = _info_of(entry_point)
+            known = _entries.get(entry_point.name)
+            if known is None:
+                _entries[entry_point.name] = _Entry(info, entry_point)
+                _infos[entry_point.name] = info
+            elif known.entry_point is not None and info != known.info:
+                known.duplicates += (info,)
+        _discovered = True
+
+
+def _reset() -> None:
+    """Forget every loader so the entry points are read again (for tests)."""
+    global _discovered
+    with _lock:
+        _entries.clear()
+        _infos.clear()
+        _discovered = False
+
+
+def available_loaders() -> Mapping[str, LoaderInfo]:
+    """Read-only view of the known loaders, by name (entry points plus registered ones).
+
+    Discovery happens on the first call; no plugin is imported.
+    """
+    _discover()
+    return _view
+
+
+def _names() -> str:
+    return ", ".join(sorted(_infos)) or "(none installed)"
+
+
+def _install_hint(error: ImportError) -> str:
+    missing = (error.name or "").split(".")[0]
+    hint = INSTALL_HINTS.get(missing)
+    return f" Install it with: {hint}." if hint else ""
+
+
+def import_optional(module: str, *, loader: str) -> ModuleType:
+    """Import ``module`` for ``loader``, or raise an InvalidInputError with the install hint."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        hint = INSTALL_HINTS.get(module.split(".")[0])
+        how = f" Install it with: {hint}." if hint else ""
+        raise InvalidInputError(
+            f"the {loader} loader needs the {module} package.{how} Found {type(error).__name__}: "
+            f"{error}."
+        ) from error
+
+
+def _check_protocol(name: str, value: str, loader: Any) -> ModelLoader:
+    """Return ``loader`` if it meets :class:`ModelLoader`, else say what is wrong."""
+    problems: list[str] = []
+    own_name = getattr(loader, "name", None)
+    if not isinstance(own_name, str) or not own_name:
+        problems.append(f"a non-empty str attribute 'name' (found {own_name!r})")
+    elif own_name != name:
+        problems.append(f"the name it is registered under, {name!r} (found name {own_name!r})")
+    suffixes = getattr(loader, "suffixes", None)
+    if not (
+        isinstance(suffixes, tuple)
+        and suffixes
+        and all(isinstance(s, str) and s.startswith(".") and len(s) > 1 for s in suffixes)
+    ):
+        problems.append(
+            f"a non-empty tuple 'suffixes' of file suffixes such as '.onnx' (found {suffixes!r})"
+        )
+    if not callable(getattr(loader, "load", None)):
+        problems.append("a callable 'load(path, *, outputs=None, trust=False)'")
+    if problems:
+        raise InvalidInputError(
+            f"loader plugin {name!r} ({value}) must have " + "; ".join(problems) + "."
+        )
+    return loader  # type: ignore[no-any-return]
+
+
+def _instantiate(name: str, entry: _Entry) -> ModelLoader:
+    """Import the entry point (once) and check the loader it names."""
+    if entry.loader is not None:
+        return entry.loader
+    if entry.duplicates:
+        sources = ", ".join(str(info) for info in (entry.info, *entry.duplicates))
+        raise InvalidInputError(
+            f"loader {name!r} must be supplied by one installed distribution; uninstall all "
+            f"but one. Found {sources}."
+        )
+    assert entry.entry_point is not None
+    value = entry.info.value
+    try:
+        target = entry.entry_point.load()
+    except ImportError as error:
+        hint = _install_hint(error)
+        if not hint and entry.info.distribution:
+            hint = f" Reinstall it with: pip install {entry.info.distribution}."
+        raise InvalidInputError(
+            f"loader plugin {name!r} ({value}) could not be imported.{hint} "
+            f"Found {type(error).__name__}: {error}."
+        ) from error
+    except Exception as error:
+        raise InvalidInputError(
+            f"loader plugin {name!r} ({value}) could not be imported. "
+            f"Found {type(error).__name__}: {error}."
+        ) from error
+    if isinstance(target, type):
+        try:
+            target = target()
+        except Exception as error:
+            raise InvalidInputError(
+                f"loader plugin {name!r} ({value}) must be a class that takes no arguments "
+                f"or a loader object. Found {type(error).__name__}: {error}."
+            ) from error
+    entry.loader = _check_protocol(name, value, target)
+    return entry.loader
+
+
+def get_loader(name: str) -> tuple[ModelLoader, LoaderInfo]:
+    """The loader called ``name`` and where it comes from; imports the plugin on first use."""
+    _discover()
+    with _lock:
+        entry = _entries.get(name)
+        if entry is None:
+            raise InvalidInputError(
+                f"loader must be one of the installed loaders: {_names()}. Found {name!r}."
+            )
+        return _instantiate(name, entry), entry.info
+
+
+def _matches(path: Path, suffixes: tuple[str, ...]) -> int:
+    """Length of the longest of ``suffixes`` that ends the file name (0 if none)."""
+    file_name = path.name.lower()
+    return max((len(s) for s in suffixes if file_name.endswith(s.lower())), default=0)
+
+
+def loader_for_path(path: Path) -> tuple[ModelLoader, LoaderInfo]:
+    """The one loader whose suffixes match ``path`` (the longest matching suffix wins).
+
+    Every plugin is imported to read its suffixes; plugins that fail to import are left
+    out and named in the error if no loader matches.
+    """
+    path = Path(path)
+    _discover()
+    with _lock:
+        claims: list[str] = []
+        broken: list[str] = []
+        best: list[tuple[ModelLoader, LoaderInfo]] = []
+        best_length = 0
+        for name in sorted(_entries):
+            entry = _entries[name]
+            try:
+                loader = _instantiate(name, entry)
+            except InvalidInputError:
+                broken.append(name)
+                continue
+            claims.append(f"{name} ({', '.join(loader.suffixes)})")
+            length = _matches(path, loader.suffixes)
+            if length > best_length:
+                best, best_length = [(loader, entry.info)], length
+            elif length and length == best_length:
+                best.append((loader, entry.info))
+        if len(best) == 1:
+            return best[0]
+        listing = "; ".join(claims) or "(none installed)"
+        if broken:
+            listing += f"; not importable: {', '.join(broken)}"
+        if best:
+            names = ", ".join(info.name for _, info in best)
+            raise InvalidInputError(
+                f"the model file's suffix must match exactly one loader; name the loader "
+                f"to use. Found {path.name!r}, claimed by {names}. Loaders: {listing}."
+            )
+        raise InvalidInputError(
+            f"the model file's suffix must match a loader ({listing}); name the loader to "
+            f"use otherwise. Found {path.name!r}."
+        )
+
+
+def register_loader(name: str, loader: Any, *, force: bool = False) -> LoaderInfo:
+    """Add ``loader`` (a loader object or a class taking no arguments) under ``name``.
+
+    Refuses to replace a known loader, an entry point included, unless ``force=True``.
+    Returns the :class:`LoaderInfo` recorded for it (no distribution).
+    """
+    if not isinstance(name, str) or not name:
+        raise InvalidInputError(f"name must be a non-empty string. Found {name!r}.")
+    kind = loader if isinstance(loader, type) else type(loader)
+    value = f"{kind.__module__}:{kind.__qualname__}"
+    _discover()
+    with _lock:
+        if name in _entries and not force:
+            raise InvalidInputError(
+                f"loader {name!r} is already registered ({_entries[name].info}); pass "
+                f"force=True to replace it. Found a second loader {value}."
+            )
+        if isinstance(loader, type):
+            try:
+                loader = loader()
+            except Exception as error:
+                raise InvalidInputError(
+                    f"loader plugin {name!r} ({value}) must be a class that takes no "
+                    f"arguments or a loader object. Found {type(error).__name__}: {error}."
+                ) from error
+        checked = _check_protocol(name, value, loader)
+        info = LoaderInfo(name=name, value=value, distribution=None, version=None)
+        _entries[name] = _Entry(info, None, checked)
+        _infos[name] = info
+        return info

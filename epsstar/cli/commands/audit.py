@@ -1,0 +1,428 @@
+"""``epsstar audit``: audit one saved model, optionally as a release gate."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+from typing import TYPE_CHECKING, Any
+
+from epsstar.cli.common.attack_options import (
+    add_attack_options,
+    attack_inputs,
+    attack_lines,
+    attack_options,
+    slice_lines,
+)
+from epsstar.cli.common.options import (
+    OUTPUT_FILES,
+    add_engine_options,
+    add_estimator_options,
+    add_family_option,
+    add_json_option,
+    add_seed_option,
+    describe_choices,
+    emit,
+    engine_option,
+    stage_json,
+)
+from epsstar.cli.common.text_table import extrapolation_note, interval_lines
+from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
+from epsstar.statistics.names import DEFAULT_GATE, GATES, LOSSES, OUTPUT_KINDS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.output.result import AuditResult
+    from epsstar.statistics.readings.readings import Readings
+    from epsstar.statistics.results import EpsilonStarResult
+
+SUMMARY = "audit a saved model against its training and population data"
+
+
+def _columns(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected comma-separated column names. Found {text!r}")
+    return names
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(part) for part in text.replace("x", ",").split(","))
+    except ValueError:
+        shape = ()
+    if not shape or any(n < 1 for n in shape):
+        raise argparse.ArgumentTypeError(
+            f"expected positive whole numbers separated by commas, e.g. 1,8,8. Found {text!r}"
+        )
+    return shape
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """Options shared by ``audit`` and ``audit-many``."""
+    parser.add_argument(
+        "--delta",
+        type=float,
+        default=None,
+        metavar="D",
+        help="delta of the (epsilon, delta) statement; default 1/(n ln n), n = training rows",
+    )
+    parser.add_argument(
+        "--max-epsilon",
+        type=float,
+        default=None,
+        metavar="X",
+        help="release gate: exit 1 when the --gate statistic exceeds X",
+    )
+    parser.add_argument(
+        "--gate",
+        choices=GATES.names,
+        default=DEFAULT_GATE,
+        help=f"what --max-epsilon is compared with. {describe_choices(GATES)} "
+        f"(default: {DEFAULT_GATE})",
+    )
+    add_estimator_options(parser)
+    add_family_option(parser)
+    parser.add_argument(
+        "--loss",
+        choices=LOSSES.names,
+        default="logit",
+        help=f"per-record loss. {describe_choices(LOSSES)} (default: logit)",
+    )
+    parser.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        help="confidence of the Clopper-Pearson lower bound; 1 - confidence is the level of "
+        "the gate's leak test (default 0.95)",
+    )
+    parser.add_argument(
+        "--trust-model",
+        action="store_true",
+        help="allow model files that can run code when loaded (pickle/joblib, "
+        "untrusted skops types)",
+    )
+    add_seed_option(parser, "seed of fits, goodness-of-fit tests and the lower-bound split")
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=16_384,
+        metavar="ROWS",
+        help="rows per model call while streaming the data (default 16384)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def model_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The :func:`epsstar.audit.audit` keywords that :func:`add_model_options` declares."""
+    return {
+        "delta": args.delta,
+        "loss": args.loss,
+        "method": args.method,
+        "family": args.family,
+        "interval": args.interval,
+        "n_bootstrap": args.n_bootstrap,
+        "max_epsilon": args.max_epsilon,
+        "gate": args.gate,
+        "confidence": args.confidence,
+        "trust": args.trust_model,
+        "seed": args.seed,
+        "batch_size": args.batch_size,
+    }
+
+
+def _storage_options(text: str) -> dict[str, Any]:
+    """A ``--storage-options`` value: a JSON object."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object. Found {text!r}.")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "audit",
+        help=SUMMARY,
+        description=SUMMARY + ". " + OUTPUT_FILES + " Exit code: "
+        "0 audited and within the gate (or no gate), 1 Epsilon* above "
+        "--max-epsilon, 2 usage or input error.",
+    )
+    parser.add_argument("model", metavar="MODEL", help="saved model (.onnx, .pt, .skops, ...)")
+    parser.add_argument(
+        "--train",
+        required=True,
+        metavar="PATH",
+        help="training data (.csv, .parquet, .npz, .npy); with --engine dask also a directory "
+        "of .parquet files, a glob or an fsspec URL (s3://...)",
+    )
+    parser.add_argument(
+        "--population",
+        required=True,
+        metavar="PATH",
+        help="non-training data from the same distribution",
+    )
+    parser.add_argument("--label-column", required=True, metavar="NAME", help="label column")
+    parser.add_argument(
+        "--features",
+        type=_columns,
+        default=None,
+        metavar="A,B,...",
+        help="the file's columns in model input order (default: by the names the model "
+        "records, else all but the label, by position)",
+    )
+    parser.add_argument(
+        "--input-shape",
+        type=_shape,
+        default=None,
+        metavar="D1,D2,...",
+        help="reshape each record into this shape for models taking tensors (e.g. 1,8,8 for "
+        "64 pixel columns)",
+    )
+    parser.add_argument(
+        "--loader",
+        default=None,
+        metavar="NAME",
+        help="loader plugin (default: chosen by the model file's suffix)",
+    )
+    parser.add_argument(
+        "--outputs",
+        choices=OUTPUT_KINDS.names,
+        default=None,
+        help=f"what the model outputs. {describe_choices(OUTPUT_KINDS)} (default: detected)",
+    )
+    add_model_options(parser)
+    add_engine_options(parser, "data partition")
+    parser.add_argument(
+        "--storage-options",
+        type=_storage_options,
+        default=None,
+        metavar="JSON",
+        help="--engine dask: fsspec storage options of the data sets' URLs, as a JSON object "
+        "(e.g. '{\"anon\": true}')",
+    )
+    add_attack_options(parser)
+    add_json_option(parser)
+    parser.add_argument(
+        "--report",
+        metavar="OUT.html",
+        default=None,
+        help="write a self-contained HTML report to OUT.html",
+    )
+    parser.set_defaults(handler=run)
+
+
+def estimator_name(result: EpsilonStarResult) -> str:
+    """``method`` or ``method, family`` of a result, as the summaries print it."""
+    return result.method + (f", {result.family}" if result.family else "")
+
+
+def _reading_lines(readings: Readings) -> list[str]:
+    lines = [
+        f"  at (Epsilon*, delta) an attacker's posterior belief in membership can reach "
+        f"{readings.posterior_belief_bound:.1%}; membership advantage observed "
+        f"{readings.advantage_observed:.4f} (allowed {readings.advantage_bound:.4f})"
+    ]
+    for reading in readings.tpr_at_fpr:
+        fitted = reading.tpr_fitted
+        lines.append(
+            f"  TPR at {reading.fpr:.1%} FPR: observed {reading.tpr_observed:.4f}"
+            + (f", fitted {fitted:.4f}" if fitted is not None and math.isfinite(fitted) else "")
+            + f", allowed {reading.tpr_bound:.4f}"
+        )
+    return lines
+
+
+def _note_lines(result: EpsilonStarResult) -> list[str]:
+    lines = []
+    if result.poor_fit:
+        lines.append("  warning: a goodness-of-fit test rejected a fitted distribution")
+    if result.note:
+        lines.append(f"  note: {result.note}")
+    if result.tail_extrapolated:
+        lines.append(extrapolation_note(result.unsupported_rates))
+    return lines
+
+
+def _declared_lines(result: AuditResult) -> list[str]:
+    """The DP guarantee the model file declares, beside Epsilon*."""
+    declared = result.declared_privacy
+    if declared is None:
+        return []
+    if not declared.private or declared.epsilon is None:
+        return ["  trained without differential privacy (as the model file declares)"]
+    stated = f"DP-SGD at epsilon = {declared.epsilon:.4g}, delta = {declared.delta:.3g}"
+    if result.above_declared_epsilon:
+        return [
+            f"  declared: {stated}; Epsilon* is above it, which an (epsilon, delta)-DP model's "
+            "true Epsilon* cannot be: the excess is estimation error, not a finding"
+        ]
+    if declared.delta is not None and result.delta < declared.delta:
+        return [f"  declared: {stated}; it does not bound Epsilon* at the smaller audit delta"]
+    return [f"  declared: {stated}; Epsilon* is within it"]
+
+
+def _profile_lines(result: AuditResult) -> list[str]:
+    """Epsilon* from a well-supported δ down to the chosen one; * marks extrapolation."""
+    points = result.delta_profile
+    if len(points) < 2:
+        return []
+    shown = " | ".join(
+        f"{p.delta:.2g}: {p.epsilon:.3f}{'' if p.supported else '*'}" for p in points
+    )
+    marked = any(not p.supported for p in points)
+    return [f"  by delta {shown}{'  (* extrapolated tail)' if marked else ''}"]
+
+
+def _gate_lines(result: AuditResult) -> list[str]:
+    """What the gate compared with its limit, under which rule."""
+    statistic = result.gate
+    if statistic is None:
+        return []
+    test = f"held-out leak test p = {statistic.leak_p_value:.3g}"
+    if statistic.test is not None:
+        test = (
+            f"{test} (the {statistic.test} attack's, the largest statistic of "
+            f"{statistic.n_tests} attacks, each at level {statistic.level:.3g})"
+        )
+    if statistic.rule == "significant":
+        found = "finds a leak" if statistic.leak_found else "finds no leak"
+        compared = (
+            f"Epsilon* {statistic.value:.4f}" if statistic.leak_found else "0 (no leak found)"
+        )
+        return [
+            f"  gate ({statistic.rule}): compared {compared} with the limit; the {test} "
+            f"{found} at level {statistic.level:.3g}"
+        ]
+    named = "Epsilon*" if statistic.rule == "estimate" else "the lower bound"
+    return [
+        f"  gate ({statistic.rule}): compared {named} {statistic.value:.4f} with the limit; {test}"
+    ]
+
+
+def _summarised_lines(result: AuditResult) -> list[str]:
+    """Which sides were summarised (docs/scale.md), if any."""
+    sides = [
+        f"{'training' if side == 'train' else side} ({result.summaries[side].n:,} rows)"
+        for side in ("train", "population")
+        if side in result.summaries
+    ]
+    if not sides:
+        return []
+    return [
+        f"  losses summarised: {' and '.join(sides)}, as exact tails and a fine histogram; "
+        "the charts and the AUROC from a random sample (docs/scale.md)"
+    ]
+
+
+def format_summary(result: AuditResult) -> str:
+    """A few lines a person reads first."""
+    gate = ""
+    if result.max_epsilon is not None:
+        verdict = "PASS" if result.passed else "FAIL"
+        why = "; warnings about the inputs" if result.gate_blocked else ""
+        gate = f"  [{verdict}: limit {result.max_epsilon:g}{why}]"
+        gate_lines = _gate_lines(result)
+    else:
+        gate_lines = []
+    utility = result.utility["population"]
+    auroc = utility.auroc
+    shown_auroc = f", AUROC {auroc:.4f}" if auroc is not None and math.isfinite(auroc) else ""
+    loader = result.provenance["loader"]
+    return "\n".join(
+        [
+            f"Epsilon* = {result.epsilon_star:.4f}  (delta = {result.delta:.3g}, "
+            f"{estimator_name(result.epsilon)}){gate}",
+            *interval_lines(result.epsilon),
+            *gate_lines,
+            *_profile_lines(result),
+            *_declared_lines(result),
+            f"  lower bound {result.lower_bound.epsilon:.4f} at "
+            f"{result.lower_bound.confidence:.0%} confidence (Clopper-Pearson, held-out split); "
+            f"empirical Epsilon* {result.empirical.epsilon:.4f}",
+            *_reading_lines(result.readings),
+            *attack_lines(result),
+            *slice_lines(result),
+            f"  utility on population data: accuracy {utility.accuracy:.4f}{shown_auroc} "
+            f"({utility.n:,} rows); training rows {result.epsilon.n_train:,}",
+            *_summarised_lines(result),
+            *_note_lines(result.epsilon),
+            f"  model sha256 {result.provenance['model_sha256'][:16]}..., loader {loader['name']} "
+            f"({loader['distribution']} {loader['version']})",
+        ]
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from epsstar.audit.output.staging import Outputs
+    from epsstar.audit.run import audit
+
+    inputs = [("MODEL", args.model), ("--train", args.train), ("--population", args.population)]
+    engine = engine_option(args)
+    if engine.name != "dask" and args.storage_options is not None:
+        from epsstar.exceptions import InvalidInputError
+
+        raise InvalidInputError(
+            f"--storage-options needs --engine dask. Found engine {engine.name!r}."
+        )
+    inputs += attack_inputs(args)
+    with Outputs(inputs) as outputs:
+        json_file = stage_json(outputs, args.json)
+        report_file = None if args.report is None else outputs.file("--report", args.report)
+        with _progress(engine.name, args.quiet) as progress:
+            result = audit(
+                args.model,
+                args.train,
+                args.population,
+                label_column=args.label_column,
+                features=args.features,
+                input_shape=args.input_shape,
+                loader=args.loader,
+                outputs=args.outputs,
+                **model_options(args),
+                **attack_options(args),
+                progress=progress,
+                command=shlex.join(args.command_line),
+                engine=engine,
+                storage_options=args.storage_options,
+            )
+        outputs.add_inputs(result.files_read)
+        payload = result.to_dict()
+        if json_file is not None:
+            json_file.write_json(payload)
+        if report_file is not None:
+            from epsstar.reports import render
+
+            report_file.write_with(lambda path: render(result, path))
+        outputs.commit()
+    files = [] if args.report is None else [("report", args.report)]
+    emit(payload, args.json, format_summary(result), files=files)
+    return EXIT_GATE_FAILED if result.passed is False else EXIT_OK
+
+
+class _PartitionLines:
+    """``--engine dask``'s progress: a line on standard error per finished partition."""
+
+    def partition_done(self, role: str, done: int, total: int, rows: int, seconds: float) -> None:
+        import sys
+
+        rate = rows / seconds if seconds > 0 else 0.0
+        print(
+            f"{role}: {done}/{total} partitions, {rows:,} rows, {rate:,.0f} rows/s",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _progress(engine: str, quiet: bool) -> Any:
+    """The progress bar of the single engine, or the partition lines of the dask engine."""
+    import contextlib
+
+    from epsstar.cli.common.progress import audit_progress
+
+    if engine == "dask":
+        return contextlib.nullcontext(None if quiet else _PartitionLines())
+    return audit_progress(enabled=not quiet)

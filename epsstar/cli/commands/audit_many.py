@@ -1,0 +1,219 @@
+"""``epsstar audit-many``: audit the models of a manifest, summarised per strategy."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from epsstar.cli.common.options import OUTPUT_FILES, add_engine_options, engine_option
+from epsstar.cli.common.text_table import aligned_table
+from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.many import ManifestEntry, ModelAudit, StrategySummary
+    from epsstar.audit.output.staging import Outputs, StagedFolder
+
+SUMMARY = "audit many models from a CSV or TOML manifest, with per-strategy summaries"
+
+
+def register(subparsers: Any) -> None:
+    from epsstar.cli.commands.audit import add_model_options
+
+    parser = subparsers.add_parser(
+        "audit-many",
+        help=SUMMARY,
+        description=SUMMARY + ". Relative paths in the manifest are read from the "
+        "manifest's folder, not the current one. " + OUTPUT_FILES + " Exit code: 0 all "
+        "audited and within the gate, 1 some Epsilon* above --max-epsilon, 2 usage or input "
+        "error (nothing audited or written), 3 some model could not be audited (the others' "
+        "results are still written).",
+    )
+    parser.add_argument(
+        "manifest",
+        metavar="MANIFEST",
+        help="manifest file (.csv or .toml); relative paths in it are relative to its folder",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="parallel processes, or local Dask workers with --engine dask and no "
+        "--scheduler (default: 2 or the number of CPUs if fewer)",
+    )
+    add_engine_options(parser, "model")
+    parser.add_argument(
+        "--json",
+        metavar="OUT",
+        default=None,
+        help="write every result and the summaries as JSON to OUT",
+    )
+    parser.add_argument(
+        "--reports",
+        metavar="DIR",
+        default=None,
+        help="write each audited model's HTML report to DIR (named strategy-repeat.html)",
+    )
+    add_model_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _table(summaries: list[StrategySummary]) -> str:
+    header = ["strategy", "audited", "failed", "min eps*", "mean eps*", "max eps*", "mechanism"]
+    rows = [header]
+    for s in summaries:
+        rows.append(
+            [
+                s.strategy,
+                str(s.n_models - s.n_failed),
+                str(s.n_failed),
+                _number(s.epsilon_min),
+                _number(s.epsilon_mean),
+                _number(s.epsilon_max),
+                _number(s.mechanism_epsilon),
+            ]
+        )
+    return aligned_table(rows, left_columns=1)
+
+
+def progress_line(done: int, total: int, record: ModelAudit) -> str:
+    """``[3/10] strategy #repeat: Epsilon* = x`` (or the error) for a finished model."""
+    if record.error is not None:
+        status = f"error: {record.error}"
+    else:
+        status = f"Epsilon* = {record.epsilon_star:.4f}"
+    where = "" if record.worker is None else f" (worker {record.worker})"
+    return f"[{done}/{total}] {record.entry.strategy} #{record.entry.repeat}: {status}{where}"
+
+
+def _payload(
+    args: argparse.Namespace, records: list[ModelAudit], summaries: list[StrategySummary]
+) -> dict[str, Any]:
+    """The ``--json`` document; report paths relative to it, so that the two can move together."""
+    from epsstar.audit.output.result import SCHEMA_VERSION
+
+    folder = Path(args.json).resolve().parent
+    models = [
+        replace(r, report=Path(os.path.relpath(r.report.resolve(), folder))) if r.report else r
+        for r in records
+    ]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "manifest": str(args.manifest),
+        "max_epsilon": args.max_epsilon,
+        "gate": args.gate,
+        "engine": engine_option(args, args.jobs).to_dict(),
+        "n_models": len(records),
+        "n_failed": sum(1 for r in records if r.failed),
+        "n_above_gate": len(_above_gate(records)),
+        "strategies": [s.to_dict() for s in summaries],
+        "models": [r.to_dict() for r in models],
+    }
+
+
+def _above_gate(records: list[ModelAudit]) -> list[ModelAudit]:
+    return [r for r in records if r.result is not None and r.result.passed is False]
+
+
+def _inputs(args: argparse.Namespace, entries: list[ManifestEntry]) -> list[tuple[str, Path]]:
+    """The run's input files, which no output may replace: the manifest and what it lists."""
+    inputs = [("MANIFEST", Path(args.manifest))]
+    for entry in entries:
+        where = f"{entry.strategy!r} #{entry.repeat}"
+        inputs += [
+            (f"the model of {where}", entry.model),
+            (f"the training data of {where}", entry.train),
+            (f"the population data of {where}", entry.population),
+        ]
+    return inputs
+
+
+def _stage_reports(outputs: Outputs, folder: str, entries: list[ManifestEntry]) -> StagedFolder:
+    """The ``--reports`` folder, with the name of each model's report checked up front."""
+    from epsstar.audit.many import _report_name  # the name audit_many gives a model's report
+    from epsstar.exceptions import InputFileError
+
+    names: dict[str, ManifestEntry] = {}
+    for entry in entries:
+        name = _report_name(entry)
+        if name in names:
+            first = names[name]
+            raise InputFileError(
+                f"--reports: models {first.strategy!r} #{first.repeat} and {entry.strategy!r} "
+                f"#{entry.repeat} would write the same report. Found {name!r} twice."
+            )
+        names[name] = entry
+    return outputs.folder("--reports", folder, list(names))
+
+
+def _print_summary(args: argparse.Namespace, records: list[ModelAudit]) -> None:
+    """The table and the totals; each failure once (on its progress line, or here if --quiet)."""
+    from epsstar.audit.many import summarise
+
+    print(_table(summarise(records)))
+    failed = [r for r in records if r.failed]
+    if args.quiet:
+        for record in failed:
+            print(f"FAILED {record.entry.model}: {record.error}", file=sys.stderr)
+    audited = len(records) - len(failed)
+    print(f"{len(records)} models: {audited} audited, {len(failed)} failed")
+    if args.max_epsilon is not None:
+        above = len(_above_gate(records))
+        print(
+            f"{above} of {audited} audited models above the limit {args.max_epsilon:g} "
+            f"(gate: {args.gate})"
+        )
+    if args.json:
+        print(f"JSON written to {args.json}")
+    if args.reports:
+        n_reports = sum(1 for r in records if r.report is not None)
+        print(f"{n_reports} reports written to {args.reports}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from epsstar.audit.many import audit_many, read_manifest, summarise
+    from epsstar.audit.output.staging import Outputs
+    from epsstar.cli.commands.audit import model_options
+    from epsstar.reports import render
+
+    entries = read_manifest(args.manifest)
+    engine = engine_option(args, args.jobs)
+    done = [0]
+
+    def report(record: ModelAudit) -> None:
+        done[0] += 1
+        if not args.quiet:
+            print(progress_line(done[0], len(entries), record), file=sys.stderr, flush=True)
+
+    with Outputs(_inputs(args, entries)) as outputs:
+        json_file = None if args.json is None else outputs.file("--json", args.json)
+        reports = None if args.reports is None else _stage_reports(outputs, args.reports, entries)
+        records = audit_many(
+            entries,
+            jobs=args.jobs,
+            on_done=report,
+            report_dir=None if reports is None else reports.staging,
+            write_report=render,
+            engine=engine,
+            **model_options(args),
+        )
+        audited = [record.result for record in records if record.result is not None]
+        outputs.add_inputs(pair for result in audited for pair in result.files_read)
+        if reports is not None:  # where each report will be once the outputs are committed
+            records = [
+                replace(r, report=reports.path(r.report.name)) if r.report else r for r in records
+            ]
+        if json_file is not None:
+            json_file.write_json(_payload(args, records, summarise(records)))
+        outputs.commit()
+    _print_summary(args, records)
+    if any(r.failed for r in records):
+        return EXIT_PARTIAL
+    return EXIT_GATE_FAILED if _above_gate(records) else EXIT_OK

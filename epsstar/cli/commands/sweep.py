@@ -1,0 +1,78 @@
+"""``epsstar sweep``: train a resumable grid of reference models and write a manifest."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from epsstar.cli.commands.train import add_threads_argument
+from epsstar.cli.common.options import add_engine_options, engine_option
+from epsstar.cli.exit_codes import EXIT_OK, EXIT_PARTIAL
+
+SUMMARY = "Train a grid of DP and non-private reference models (resumable) with a manifest"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("sweep", help=SUMMARY, description=SUMMARY + ".")
+    parser.add_argument("config", metavar="CONFIG", help="sweep description (TOML)")
+    parser.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="output directory (default: 'out' in the config); re-running with "
+        "the same directory resumes the sweep",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="train again the finished models whose settings or data differ from the "
+        "config's (or that predate fingerprints); without it such a model stops the sweep",
+    )
+    add_threads_argument(parser)
+    add_engine_options(parser, "model")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="--engine dask without --scheduler: worker processes of the local cluster (default 2)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bars or log lines")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from epsstar.training.runs.sweep import load_sweep_config, run_sweep
+    from epsstar.training.threads import apply_threads, choose_threads
+
+    engine = engine_option(args, args.workers)
+    on_dask = engine.name == "dask"
+    threads = choose_threads(args.workers if on_dask else 1, args.threads)
+    config = load_sweep_config(args.config)
+    apply_threads(threads)
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    outcome = run_sweep(
+        config,
+        args.out,
+        overwrite=args.overwrite,
+        progress=False if args.quiet else None,
+        log=None if args.quiet else log,
+        engine=engine,
+        # a remote cluster's workers choose their own threads unless --threads says
+        threads=threads if on_dask and args.scheduler is None else args.threads,
+    )
+    for failure in outcome.failed:
+        print(f"FAILED {failure}", file=sys.stderr)
+    if not args.quiet:
+        failed = (
+            f", {len(outcome.failed)} failed (run again to retry them)" if outcome.failed else ""
+        )
+        print(
+            f"Sweep finished: {outcome.trained} model(s) trained, {outcome.skipped} already "
+            f"done{failed}; manifest: {outcome.manifest}"
+        )
+    return EXIT_PARTIAL if outcome.failed else EXIT_OK

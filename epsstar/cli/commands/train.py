@@ -1,0 +1,249 @@
+"""``epsstar train``: train one reference model (DP-SGD or non-private) into a directory."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from epsstar.cli.exit_codes import EXIT_OK
+
+SUMMARY = "Train a reference model with DP-SGD (or without privacy) on a feature table"
+
+
+def _microbatches(text: str) -> int | None:
+    if text.strip().lower() in {"per-example", "none"}:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer or 'per-example'. Found {text!r}"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer. Found {text!r}")
+    return value
+
+
+def add_threads_argument(parser: argparse.ArgumentParser) -> None:
+    """``--threads``: torch's intra-op threads (the choice is explained in its help)."""
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="torch threads per training process (default: $EPSSTAR_THREADS, else the cores "
+        "this process may use that are not busy, shared among the worker processes; never "
+        "more than the cores)",
+    )
+
+
+def add_training_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options shared by ``train``: optimisation and privacy settings."""
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        required=True,
+        metavar="E",
+        help="passes over the data (round(n/B) Poisson-sampled steps each)",
+    )
+    parser.add_argument(
+        "--target-epsilon",
+        type=float,
+        default=None,
+        metavar="EPS",
+        help="train with DP-SGD and choose the noise so that epsilon <= EPS; "
+        "without this (and --noise-multiplier) the model is not private",
+    )
+    parser.add_argument(
+        "--noise-multiplier",
+        type=float,
+        default=None,
+        metavar="SIGMA",
+        help="train with DP-SGD at this fixed noise multiplier instead of a target",
+    )
+    parser.add_argument(
+        "--delta",
+        type=float,
+        default=None,
+        metavar="D",
+        help="delta of the DP guarantee; default 1/(n ln n), n = training records",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=64,
+        metavar="B",
+        help="expected batch size; sampling rate q = B/n (default 64)",
+    )
+    parser.add_argument(
+        "--clip",
+        type=float,
+        default=1.0,
+        metavar="C",
+        help="L2 clipping norm per example or microbatch (default 1)",
+    )
+    parser.add_argument(
+        "--microbatches",
+        type=_microbatches,
+        default=None,
+        metavar="M",
+        help="clip the mean gradient of M random groups per batch instead of each "
+        "example (default: per-example); doubles the sensitivity to 2C",
+    )
+    parser.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
+    parser.add_argument("--momentum", type=float, default=0.9, help="SGD momentum (default 0.9)")
+    parser.add_argument(
+        "--hidden",
+        default="",
+        metavar="W1,W2,...",
+        help="hidden layer widths, e.g. 100,100,100; empty (default) trains logistic regression",
+    )
+    parser.add_argument(
+        "--accountant",
+        choices=("pld", "rdp"),
+        default="pld",
+        help="privacy accountant (dp_accounting): pld (default) or rdp",
+    )
+    parser.add_argument(
+        "--max-noise-multiplier",
+        type=float,
+        default=1000.0,
+        metavar="SIGMA",
+        help="largest noise multiplier the target-epsilon search tries (default 1000)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("train", help=SUMMARY, description=SUMMARY + ".")
+    parser.add_argument(
+        "--data", required=True, metavar="PATH", help="training table (.csv, .parquet or .npz)"
+    )
+    parser.add_argument(
+        "--label-column",
+        required=True,
+        metavar="NAME",
+        help="name of the label column; every other column is a feature",
+    )
+    parser.add_argument(
+        "--population",
+        default=None,
+        metavar="PATH",
+        help="held-out table from the same distribution, for utility",
+    )
+    parser.add_argument(
+        "--features",
+        default=None,
+        metavar="A,B,...",
+        help="feature columns to use, in this order (default: all but the label)",
+    )
+    add_training_arguments(parser)
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="directory for model.onnx, model.pt and training.json",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into a non-empty output directory (model.onnx, model.pt and "
+        "training.json are replaced; other files are left alone)",
+    )
+    add_threads_argument(parser)
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress (a bar on a terminal, a line per epoch otherwise) or summary",
+    )
+    parser.set_defaults(handler=run)
+
+
+def config_from_args(args: argparse.Namespace) -> Any:
+    """A :class:`~epsstar.training.trainer.TrainingConfig` from parsed options."""
+    from epsstar.training.models import parse_hidden
+    from epsstar.training.trainer import TrainingConfig
+
+    return TrainingConfig(
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        hidden=parse_hidden(args.hidden),
+        lr=args.lr,
+        momentum=args.momentum,
+        clip=args.clip,
+        target_epsilon=args.target_epsilon,
+        noise_multiplier=args.noise_multiplier,
+        delta=args.delta,
+        microbatches=args.microbatches,
+        accountant=args.accountant,
+        max_noise_multiplier=args.max_noise_multiplier,
+        seed=args.seed,
+    )
+
+
+def summarise(record: dict[str, Any], out: str) -> str:
+    """A few lines describing a finished run (from its ``training.json`` document)."""
+    model = record["model"]
+    architecture = (
+        "logistic regression"
+        if not model["hidden"]
+        else "MLP " + "x".join(str(width) for width in model["hidden"])
+    )
+    lines = []
+    privacy = record["privacy"]
+    if privacy is None:
+        lines.append(
+            f"Trained a non-private {architecture} model "
+            f"({record['hyperparameters']['epochs']} epochs)."
+        )
+    else:
+        target = privacy["target_epsilon"]
+        epsilon = privacy["epsilon"]
+        lines.append(
+            f"Trained {'an' if model['hidden'] else 'a'} {architecture} with DP-SGD: epsilon = "
+            f"{'inf' if epsilon is None else f'{epsilon:.5g}'}"
+            f"{'' if target is None else f' (target {target:g})'}, "
+            f"delta = {privacy['delta']:.3g}, {privacy['accountant']['name']} accountant; "
+            f"sigma = {privacy['noise_multiplier']:.4g}, q = {privacy['sampling_rate']:.4g}, "
+            f"{privacy['steps']} steps."
+        )
+    utility = record["utility"]
+    for name in ("train", "population"):
+        entry = utility[name]
+        if entry is None:
+            continue
+        auroc = "" if entry["auroc"] is None else f", AUROC {entry['auroc']:.4f}"
+        lines.append(f"  {name}: accuracy {entry['accuracy']:.4f}{auroc}")
+    seconds = record["wall_time_seconds"]
+    lines.append(
+        f"  wrote model.onnx, model.pt, training.json to {out} ({seconds:.1f} s of training)"
+        if math.isfinite(seconds)
+        else f"  wrote {out}"
+    )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from epsstar.training.runs.pipeline import load_inputs, train_to_directory
+    from epsstar.training.threads import apply_threads, choose_threads
+
+    threads = choose_threads(1, args.threads)
+
+    features = None
+    if args.features is not None:
+        features = [name.strip() for name in args.features.split(",") if name.strip()]
+    data, population = load_inputs(args.data, args.label_column, args.population, features)
+    apply_threads(threads)
+    result = train_to_directory(
+        data,
+        config_from_args(args),
+        args.out,
+        population=population,
+        overwrite=args.overwrite,
+        progress=False if args.quiet else None,
+        description="train",
+    )
+    if not args.quiet:
+        print(summarise(result.to_dict(), args.out))
+    return EXIT_OK

@@ -1,0 +1,1 @@
+"""What several subcommands share: options, progress bars, text tables."""

@@ -1,0 +1,741 @@
+"""Epsilon* of one model instance from its training and population losses.
+
+:func:`estimate` runs one method, described by its frozen configuration
+(:mod:`epsstar.statistics.estimators.methods`), and :func:`epsilon_star` is the convenient
+entry point that builds the configuration from a method's name and options.
+
+``TailsCrossfit`` (:mod:`epsstar.statistics.estimators.crossfit`): the tails fits, but the
+maximising test is chosen on one random half of the data and its ratio of
+eq. 7 scored with the fits to the other half (both ways, averaged), which
+removes the upward selection bias of the supremum when little or nothing leaks.
+
+``Tails`` (:mod:`epsstar.statistics.fitting.tails`): each side's interpolated
+empirical CDF in the body, and beyond its ``k``-th most extreme loss on each
+side a power of a generalised-Pareto-tailed fit to the pooled losses; the
+supremum of eq. 7 over thresholds with FPR and FNR in ``(δ, 1-δ)`` is taken as
+for the parametric method. It extrapolates the tails that decide Epsilon* at
+δ ≪ 1/n (``docs/accuracy.md`` measures it against the other two).
+
+``Parametric`` (``epsilon-star-negoescu-2024.md`` §3.1, Appendix B):
+transform the losses (:mod:`epsstar.statistics.transform`), fit a distribution to each
+side in the transformed space (``family="normal"``, the paper's estimator, or
+``"gmm"``), check both fits (:mod:`epsstar.statistics.fitting.goodness_of_fit`), and take the
+supremum of eq. 7 over all thresholds with FPR and FNR in ``(δ, 1-δ)``
+(:mod:`epsstar.statistics.estimators.optimizer`). ``Empirical``: eq. 7 at every observed
+loss with rates from the empirical CDFs (:mod:`epsstar.statistics.estimators.empirical`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Final
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from epsstar.exceptions import (
+    DegenerateDataError,
+    InsufficientDataError,
+    InvalidInputError,
+    PoorFitWarning,
+)
+from epsstar.statistics._validation import (
+    FloatArray,
+    check_delta,
+    check_positive_int,
+    finite_vector,
+)
+from epsstar.statistics.bounds.held_out_bound import Losses
+from epsstar.statistics.bounds.leak_test import held_out_leak_test
+from epsstar.statistics.estimators.crossfit import CrossFit, crossfit_fits, crossfit_score
+from epsstar.statistics.estimators.empirical import (
+    ZeroCounts,
+    empirical_supremum,
+    supremum_from_counts,
+)
+from epsstar.statistics.estimators.methods import (
+    CONFIG_TYPES,
+    MIN_PARAMETRIC_RECORDS,
+    Bootstrap,
+    Empirical,
+    EstimatorConfig,
+    Parametric,
+    Tails,
+    TailsCrossfit,
+    TailsTested,
+    method_config,
+)
+from epsstar.statistics.estimators.optimizer import grid_supremum, parametric_supremum
+from epsstar.statistics.estimators.ratio_terms import RateWindow, Supremum
+from epsstar.statistics.fitting import FittedDistribution, GaussianMixtureFit, NormalFit, Reflected
+from epsstar.statistics.fitting.goodness_of_fit import assess_fit
+from epsstar.statistics.fitting.tails import RelativeTailed, fit_relative_tails
+from epsstar.statistics.names import (
+    DEFAULT_METHOD,
+    FAMILIES,
+    METHODS,
+    SEARCHES,
+    Family,
+    Method,
+    Search,
+)
+from epsstar.statistics.results import EpsilonStarResult, FitReport
+from epsstar.statistics.summaries.loss_sketch import (
+    LossSketch,
+    Sample,
+    pooled_parts,
+    size_of,
+    sketch_supremum,
+)
+from epsstar.statistics.summaries.loss_summary import LossSummary
+from epsstar.statistics.transform import LossTransform
+
+__all__ = [
+    "DEFAULT_METHOD",
+    "FAMILIES",
+    "METHODS",
+    "MIN_PARAMETRIC_RECORDS",
+    "MIN_RECORDS",
+    "SEARCHES",
+    "Bootstrap",
+    "Empirical",
+    "EstimatorConfig",
+    "Family",
+    "Method",
+    "Parametric",
+    "Search",
+    "Tails",
+    "TailsCrossfit",
+    "TailsTested",
+    "default_delta",
+    "epsilon_star",
+    "estimate",
+    "estimate_at_deltas",
+]
+
+#: Smallest scale of the default tail size a bootstrap replicate draws (see ``_tail_scales``).
+TAIL_SCALE_LOW: Final = 0.1
+
+#: Fewest losses per side each method accepts.
+MIN_RECORDS: Final[Mapping[str, int]] = MappingProxyType(
+    {config.method: config.min_records for config in CONFIG_TYPES}
+)
+
+
+def default_delta(n_train: int) -> float:
+    """δ = 1/(n ln n), the paper's choice for a training set of n records (§4.1)."""
+    if n_train < 3:
+        raise InvalidInputError(
+            f"the default delta needs at least 3 training records. Found {n_train}."
+        )
+    return float(1.0 / (n_train * np.log(n_train)))
+
+
+def estimate(
+    train_losses: ArrayLike | LossSummary,
+    population_losses: ArrayLike | LossSummary,
+    config: EstimatorConfig,
+    *,
+    delta: float | None = None,
+    seed: int = 0,
+    interval: Bootstrap | None = None,
+) -> EpsilonStarResult:
+    """Epsilon* by the method ``config`` describes, e.g. ``estimate(a, b, Tails(), delta=1e-5)``.
+
+    ``delta`` defaults to :func:`default_delta` of the number of training losses
+    (``[0, 0.5)`` is accepted for :class:`Empirical`, ``(0, 0.5)`` otherwise).
+    ``seed`` seeds the mixture fits, the goodness-of-fit split and draws, the
+    cross-fitting halves and the bootstrap; it is recorded in the result.
+    ``interval`` adds a bootstrap interval (``result.interval``) at the cost of
+    ``interval.n_bootstrap`` more estimates. A rejected goodness-of-fit test is
+    recorded in the result (``poor_fit``) and raises a
+    :class:`~epsstar.exceptions.PoorFitWarning`. Either side may be a
+    :class:`~epsstar.statistics.summaries.loss_summary.LossSummary` of losses too many to hold, for
+    the tails methods and the empirical one, without an interval: its halves are its own
+    and the body of its distribution is read on its grid.
+    """
+    return _estimate(train_losses, population_losses, config, delta, seed, interval)
+
+
+def estimate_at_deltas(
+    train_losses: ArrayLike | LossSummary,
+    population_losses: ArrayLike | LossSummary,
+    config: EstimatorConfig,
+    deltas: tuple[float, ...],
+    *,
+    seed: int = 0,
+) -> list[EpsilonStarResult]:
+    """:func:`estimate` at each of ``deltas`` (no interval), equal to separate calls.
+
+    The tails methods fit their distributions once for every δ (the fits do not depend
+    on δ; only the supremum and the cross-fitted scores do); the other methods are
+    rerun per δ.
+    """
+    if not isinstance(config, Tails | TailsCrossfit | TailsTested):
+        return [_estimate(train_losses, population_losses, config, d, seed, None) for d in deltas]
+    seed = check_positive_int("seed", seed, minimum=0)
+    train = _losses("train_losses", train_losses, config)
+    population = _losses("population_losses", population_losses, config)
+    checked = tuple(check_delta(d) for d in deltas)
+    return _tailed_at(train, population, checked, config, seed)
+
+
+def epsilon_star(
+    train_losses: ArrayLike | LossSummary,
+    population_losses: ArrayLike | LossSummary,
+    *,
+    delta: float,
+    method: Method = DEFAULT_METHOD,
+    family: Family = "normal",
+    seed: int = 0,
+    alpha: float = 1.0,
+    max_components: int = 20,
+    gof_samples: int = 1000,
+    significance: float = 0.05,
+    rate_window: tuple[float, float] | None = None,
+    search: Search = "refine",
+    tail_size: int | None = None,
+    n_splits: int = 1,
+    interval: float | None = None,
+    n_bootstrap: int = 200,
+) -> EpsilonStarResult:
+    """Epsilon*, the empirical lower bound on the (ε, δ) of one model instance.
+
+    Parameters
+    ----------
+    train_losses, population_losses
+        Per-record losses of the model on its training data and on non-training
+        data from the same distribution (members are expected to have lower loss).
+    delta
+        The δ of the (ε, δ) statement, in (0, 0.5) (``[0, 0.5)`` for the empirical
+        method). The paper recommends δ ≪ 1/n; :func:`default_delta` gives 1/(n ln n).
+    method
+        ``"parametric"`` (fitted CDFs), ``"empirical"`` (empirical CDFs),
+        ``"tails"`` (empirical body, extrapolated tails) or ``"tails-crossfit"``
+        (the same fits, test chosen and scored on different halves);
+        :data:`DEFAULT_METHOD` if not given (:func:`estimate` takes their configurations).
+    family
+        Parametric family fitted to the transformed losses: ``"normal"`` (the
+        paper's) or ``"gmm"`` (Gaussian mixture, components chosen by BIC).
+    seed
+        Seeds the mixture fits, goodness-of-fit draws, cross-fitting halves and bootstrap.
+    alpha
+        Parametric method only: shift of the loss transform (Appendix B, step 2).
+    max_components, gof_samples, significance
+        Parametric method only: mixture size limit; evaluation-set size and level
+        of the goodness-of-fit tests.
+    rate_window
+        Empirical method only: admissible (FPR, FNR) interval instead of
+        ``(δ, 1-δ)``; ``(0.001, 0.999)`` reproduces the paper's clipping.
+    search
+        Parametric method: ``"refine"`` locates the supremum by bracketing
+        and refinement; ``"grid"`` is the paper's procedure (2 million quantile
+        points), slower and never higher.
+    tail_size
+        ``"tails"`` and ``"tails-crossfit"`` only: records per tail and side
+        (default ``min(0.2 m, 3 sqrt(m))`` for m records per fit).
+    n_splits
+        ``"tails-crossfit"`` only: independent random halvings averaged.
+    interval, n_bootstrap
+        A confidence level in (0, 1), e.g. 0.95, adds a bootstrap interval for
+        Epsilon* (``result.interval``) from ``n_bootstrap`` resamples of both
+        loss sets (:mod:`epsstar.statistics.estimators.bootstrap`; tails replicates draw the tail
+        size, ``_tail_scales``); off by default (``n_bootstrap`` more estimates).
+
+    An option given for a method it does not apply to is refused. A rejected
+    goodness-of-fit test is recorded in the result (``poor_fit``) and raises a
+    :class:`~epsstar.exceptions.PoorFitWarning`.
+    """
+    config = method_config(
+        method,
+        family=family,
+        search=search,
+        alpha=alpha,
+        max_components=max_components,
+        gof_samples=gof_samples,
+        significance=significance,
+        rate_window=rate_window,
+        tail_size=tail_size,
+        n_splits=n_splits,
+    )
+    bootstrap = None if interval is None else Bootstrap(interval, n_bootstrap)
+    return _estimate(train_losses, population_losses, config, delta, seed, bootstrap)
+
+
+def _estimate(
+    train_losses: ArrayLike | LossSummary,
+    population_losses: ArrayLike | LossSummary,
+    config: EstimatorConfig,
+    delta: float | None,
+    seed: int,
+    interval: Bootstrap | None,
+) -> EpsilonStarResult:
+    """:func:`estimate`; both public functions call it directly, so that the stack level of
+    a :class:`~epsstar.exceptions.PoorFitWarning` points at their caller."""
+    if not isinstance(config, CONFIG_TYPES):
+        kinds = ", ".join(kind.__name__ for kind in CONFIG_TYPES)
+        raise InvalidInputError(f"config must be one of {kinds}. Found {config!r}.")
+    if interval is not None and not isinstance(interval, Bootstrap):
+        raise InvalidInputError(f"interval must be a Bootstrap or None. Found {interval!r}.")
+    seed = check_positive_int("seed", seed, minimum=0)
+    train = _losses("train_losses", train_losses, config)
+    population = _losses("population_losses", population_losses, config)
+    if delta is None:
+        delta = default_delta(size_of(train))
+    delta = check_delta(delta, allow_zero=isinstance(config, Empirical))
+    result = _point(train, population, delta, config, seed)
+    for side, report in result.fits.items():
+        gof = report.goodness_of_fit
+        if gof.poor_fit:
+            warnings.warn(
+                PoorFitWarning(
+                    f"the {gof.family} fit to the {side} losses is poor at level "
+                    f"{gof.significance:g} ({'; '.join(gof.describe_rejections())}); "
+                    "Epsilon* rests on its tails"
+                ),
+                stacklevel=3,
+            )
+    if interval is None:
+        return result
+    if isinstance(train, LossSummary) or isinstance(population, LossSummary):
+        raise InvalidInputError(
+            "a bootstrap interval resamples every loss; it is not available for summarised "
+            "losses. Found an interval asked for."
+        )
+    from epsstar.statistics.estimators.bootstrap import bootstrap_interval
+
+    # tails-tested: the leak test decides once, on the original records (resampling with
+    # replacement duplicates records, and a duplicate on both sides of the test's split
+    # would read as a leak); the replicates measure the cross-fitted estimate's spread.
+    tested = isinstance(config, TailsTested)
+    resampled: EstimatorConfig = (
+        TailsCrossfit(config.tail_size, config.n_splits)
+        if isinstance(config, TailsTested)
+        else config
+    )
+    point = (
+        result.untested_epsilon
+        if tested and result.untested_epsilon is not None
+        else result.epsilon
+    )
+
+    scales = iter(_tail_scales(resampled, interval.n_bootstrap, seed))
+
+    def replicate(a: FloatArray, b: FloatArray) -> float:
+        return _point(a, b, delta, resampled, seed, tail_scale=next(scales)).epsilon
+
+    found = bootstrap_interval(
+        train,
+        population,
+        replicate,
+        point,
+        level=interval.level,
+        n_bootstrap=interval.n_bootstrap,
+        seed=seed,
+    )
+    if tested and result.epsilon == 0.0:
+        # No leak found: 0 is consistent with the data, so the interval reaches down to it.
+        found = dataclasses.replace(found, low=0.0)
+    return dataclasses.replace(result, interval=found)
+
+
+def _losses(name: str, values: ArrayLike | LossSummary, config: EstimatorConfig) -> Losses:
+    """Finite losses (or their summary, for the tails methods and the empirical one), at
+    least ``config.min_records``; a refusal names the empirical method's minimum when it
+    is lower."""
+    if isinstance(values, LossSummary):
+        if not isinstance(config, Empirical | Tails | TailsCrossfit | TailsTested):
+            raise InvalidInputError(
+                f"the {config.method} method needs every loss; summarised losses serve the "
+                f"tails methods and the empirical one. Found {name} summarised."
+            )
+        losses: Losses = values
+    else:
+        losses = finite_vector(name, values, min_size=0)
+    fewest = Empirical.min_records
+    if size_of(losses) < config.min_records:
+        hint = "" if config.min_records <= fewest else f" (--method empirical needs {fewest})"
+        raise InsufficientDataError(
+            f"{name} needs at least {config.min_records} value{'s' * (config.min_records > 1)} "
+            f"for the {config.method} method{hint}. Found {size_of(losses)}."
+        )
+    return losses
+
+
+def _point(
+    train: Losses,
+    population: Losses,
+    delta: float,
+    config: EstimatorConfig,
+    seed: int,
+    *,
+    tail_scale: float = 1.0,
+) -> EpsilonStarResult:
+    """One point estimate from validated inputs (``tail_scale``: see :func:`_tail_scales`)."""
+    if isinstance(config, Parametric):
+        assert not isinstance(train, LossSummary)
+        assert not isinstance(population, LossSummary)
+        return _parametric(train, population, delta, config, seed)
+    if isinstance(config, Empirical):
+        return _empirical(train, population, delta, window=config.window(delta), seed=seed)
+    return _tailed_at(train, population, (delta,), config, seed, tail_scale=tail_scale)[0]
+
+
+def _tail_scales(config: EstimatorConfig, n_bootstrap: int, seed: int) -> FloatArray:
+    """The scale of the default tail size ``k`` in each bootstrap replicate.
+
+    A tails fit extrapolates beyond its ``k``-th most extreme loss, and where Epsilon*
+    is read at rates below 1/n the choice of ``k`` moves the estimate by more than
+    resampling does (a power tail fitted where the loss shapes are not yet powers is
+    biased). Each replicate of a tails method with the default ``k`` therefore draws
+    ``k`` log-uniformly between ``TAIL_SCALE_LOW`` times the default and the default
+    (threshold uncertainty of peaks-over-threshold fits; Northrop, Attalides and
+    Jonathan 2017, JRSS C 66:93-120), so the interval carries it; a fixed
+    ``tail_size`` is kept. ``docs/accuracy.md`` measures the coverage this gives.
+    """
+    if isinstance(config, Parametric | Empirical) or config.tail_size is not None:
+        return np.ones(n_bootstrap)
+    rng = np.random.default_rng([seed, 0x7A11])
+    return np.exp(rng.uniform(np.log(TAIL_SCALE_LOW), 0.0, n_bootstrap))
+
+
+def _fitter(
+    family: str, max_components: int, seed: int
+) -> Callable[[FloatArray], FittedDistribution]:
+    if family == "normal":
+        return NormalFit.fit
+
+    def fit_mixture(values: FloatArray) -> FittedDistribution:
+        return GaussianMixtureFit.fit(values, max_components=max_components, seed=seed)
+
+    return fit_mixture
+
+
+def _fit_side(phi: FloatArray, config: Parametric, seed: int, gof_seed: int) -> FitReport:
+    """A fit to one side's transformed losses, with its goodness of fit."""
+    fitter = _fitter(config.family, config.max_components, seed)
+    fit = fitter(phi)
+    gof = assess_fit(
+        phi,
+        config.family,
+        fitter,
+        n_samples=config.gof_samples,
+        significance=config.significance,
+        seed=gof_seed,
+    )
+    return FitReport(fit=fit, goodness_of_fit=gof)
+
+
+def _parametric(
+    train: FloatArray, population: FloatArray, delta: float, config: Parametric, seed: int
+) -> EpsilonStarResult:
+    """:class:`Parametric`: fits in the transformed space, supremum of the fitted curves."""
+    transform = LossTransform.from_losses(train, population, alpha=config.alpha)
+    reports: dict[str, FitReport] = {}
+    for index, (side, losses) in enumerate((("train", train), ("population", population))):
+        try:
+            reports[side] = _fit_side(transform.forward(losses), config, seed, seed + index)
+        except DegenerateDataError as error:
+            raise DegenerateDataError(f"{side} losses: {error}") from None
+    # phi decreases with the loss; its reflection is loss-ordered (members below the threshold).
+    supremum = parametric_supremum if config.search == "refine" else grid_supremum
+    found = supremum(Reflected(reports["train"].fit), Reflected(reports["population"].fit), delta)
+    phi_threshold = -found.threshold
+    return _located(
+        found,
+        train,
+        population,
+        delta=delta,
+        method=config.method,
+        seed=seed,
+        family=config.family,
+        threshold=float(transform.inverse(phi_threshold)) if found.term else float("nan"),
+        threshold_transformed=phi_threshold if found.term else None,
+        transform=transform,
+        fits=reports,
+    )
+
+
+def _tailed_at(
+    train: Losses,
+    population: Losses,
+    deltas: tuple[float, ...],
+    config: Tails | TailsCrossfit | TailsTested,
+    seed: int,
+    *,
+    tail_scale: float = 1.0,
+) -> list[EpsilonStarResult]:
+    """:class:`Tails`, :class:`TailsCrossfit`, :class:`TailsTested` at each of ``deltas``
+    (empirical for too discrete losses), fitting the tails once for all of them; the
+    default tail sizes are scaled by ``tail_scale``."""
+    if isinstance(config, TailsTested):
+        return _tested(train, population, deltas, config, seed, tail_scale)
+    _refuse_all_equal(train, population)
+    # One side's losses all equal (a model that memorised every record, such as a fully
+    # grown tree) is the most discrete case of all.
+    discrete = _discrete_losses(train, population)
+    if discrete is not None:
+        note = (
+            f"{discrete}; the {config.method} method needs continuous losses, so Epsilon* is "
+            "the empirical estimate, exact where both rates are observed (a rate observed "
+            "as 0 of n records is taken at its median-unbiased value 1 - 2^(-1/n))"
+        )
+        return [
+            _empirical(
+                train,
+                population,
+                d,
+                window=RateWindow.for_delta(d),
+                seed=seed,
+                note=note,
+                zero_counts="median",
+            )
+            for d in deltas
+        ]
+    train_fit, population_fit = fit_relative_tails(
+        _sample(train), _sample(population), tail_size=config.tail_size, tail_scale=tail_scale
+    )
+    halvings = None
+    if isinstance(config, TailsCrossfit):
+
+        def fit_half(a: FloatArray, b: FloatArray) -> tuple[RelativeTailed, RelativeTailed]:
+            return fit_relative_tails(a, b, tail_size=config.tail_size, tail_scale=tail_scale)
+
+        halvings = crossfit_fits(train, population, fit_half, n_splits=config.n_splits, seed=seed)
+    tail_fits = {"train": train_fit.to_dict(), "population": population_fit.to_dict()}
+    results = []
+    for delta in deltas:
+        found = parametric_supremum(train_fit, population_fit, delta)
+        extra: dict[str, Any] = {}
+        if halvings is not None:
+            found, extra = _crossfitted(found, crossfit_score(halvings, delta))
+        results.append(
+            _located(
+                found,
+                train,
+                population,
+                delta=delta,
+                method=config.method,
+                seed=seed,
+                tail_fits=tail_fits,
+                **extra,
+            )
+        )
+    return results
+
+
+def _tested(
+    train: Losses,
+    population: Losses,
+    deltas: tuple[float, ...],
+    config: TailsTested,
+    seed: int,
+    tail_scale: float,
+) -> list[EpsilonStarResult]:
+    """:class:`TailsTested`: the cross-fitted estimates, kept only if the leak test rejects."""
+    crossfit = TailsCrossfit(config.tail_size, config.n_splits)
+    estimates = _tailed_at(train, population, deltas, crossfit, seed, tail_scale=tail_scale)
+    leak = held_out_leak_test(train, population, seed=seed)
+    found = leak.p_value < config.level
+    results = []
+    for delta, result in zip(deltas, estimates, strict=True):
+        if result.method != crossfit.method:  # too discrete: the exact empirical estimate
+            results.append(result)
+            continue
+        fields: dict[str, Any] = {
+            "method": config.method,
+            "leak_test": leak,
+            "untested_epsilon": result.epsilon,
+        }
+        if not found and result.epsilon > 0:
+            nan = float("nan")
+            zero = _located(
+                Supremum(0.0, nan, nan, nan, 0),
+                train,
+                population,
+                delta=delta,
+                method=config.method,
+                seed=seed,
+            )
+            fields |= {
+                name: getattr(zero, name)
+                for name in ("epsilon", "fpr", "fnr", "threshold", "attained_by")
+            }
+            fields["note"] = (
+                f"the held-out exact leak test found no leak (p = {leak.p_value:.3g} ≥ "
+                f"{config.level:g}), so Epsilon* is 0; the cross-fitted estimate was "
+                f"{result.epsilon:.4g}"
+            )
+        results.append(dataclasses.replace(result, **fields))
+    return results
+
+
+def _crossfitted(plug_in: Supremum, cross: CrossFit) -> tuple[Supremum, dict[str, Any]]:
+    """The full-sample supremum with the cross-fitted Epsilon*, and the extra result fields.
+
+    The full-sample fit still locates the test; Epsilon* is the cross-fitted score.
+    """
+    extra = {"plug_in_epsilon": plug_in.epsilon, "crossfit_scores": cross.ratio_scores}
+    if not cross.epsilon > 0:
+        return Supremum(0.0, float("nan"), float("nan"), float("nan"), 0), extra
+    return dataclasses.replace(plug_in, epsilon=cross.epsilon), extra
+
+
+def _empirical(
+    train: Losses,
+    population: Losses,
+    delta: float,
+    *,
+    window: RateWindow,
+    seed: int,
+    note: str | None = None,
+    zero_counts: ZeroCounts = "excluded",
+) -> EpsilonStarResult:
+    """The empirical estimate (every observed loss a threshold), with an optional note;
+    ``zero_counts`` says how a rate counted as 0 enters (:mod:`.empirical`)."""
+    found = _empirical_supremum(train, population, delta, window, zero_counts)
+    return _located(
+        found,
+        train,
+        population,
+        delta=delta,
+        method="empirical",
+        window=window,
+        seed=seed,
+        note=note,
+    )
+
+
+def _discrete_losses(train: Losses, population: Losses) -> str | None:
+    """Why the losses are too discrete for a tail model, or ``None`` if they are not.
+
+    A tail holds up to 3·sqrt(n) records. A side with fewer distinct values than
+    that, or whose smallest and largest values each repeat at least that often (both
+    tails are single values), has atoms the interpolated body of the tail model
+    would smear into a continuous CDF, inventing ratios between them. Saturated
+    probabilities, clipped to the same loss at both ends, are the usual cause; an
+    atom at one end only (confident correct predictions) leaves the other tail to
+    model and is kept. A summary knows its distinct values up to its ``k`` (at least
+    3·sqrt(n)) and its ``k`` most extreme values on each side, which decide both.
+    """
+    for side, losses in (("train", train), ("population", population)):
+        n = size_of(losses)
+        limit = 3.0 * np.sqrt(n)
+        atoms = _atoms(losses)
+        distinct = atoms[0].size if atoms is not None else None
+        if distinct is not None and distinct < limit:
+            return (
+                f"the {side} losses take {distinct} distinct values among {n:,} "
+                f"(fewer than 3·sqrt(n) = {limit:.0f})"
+            )
+        low, high = _end_repeats(losses)
+        if min(low, high) >= limit:
+            return (
+                f"the {side} losses repeat their smallest value {low:,} times and their largest "
+                f"{high:,} times among {n:,} (both tails are single values)"
+            )
+    return None
+
+
+def _atoms(losses: Losses) -> tuple[FloatArray, NDArray[np.int64]] | None:
+    """The distinct values and their counts (``None`` for a summary of too many values)."""
+    if isinstance(losses, LossSummary):
+        return losses.atoms
+    values, counts = np.unique(losses, return_counts=True)
+    return values, counts.astype(np.int64)
+
+
+def _end_repeats(losses: Losses) -> tuple[int, int]:
+    """How often the smallest and the largest value occur (a summary counts up to its k)."""
+    if isinstance(losses, LossSummary):
+        whole = losses.whole
+        low, high = whole.lowest(min(whole.k, whole.n)), whole.highest(min(whole.k, whole.n))
+        return int(np.count_nonzero(low == low[0])), int(np.count_nonzero(high == high[-1]))
+    return (
+        int(np.count_nonzero(losses == losses.min())),
+        int(np.count_nonzero(losses == losses.max())),
+    )
+
+
+def _sample(losses: Losses) -> Sample:
+    """What the tail fits read: every loss, or the summary's sketch of them."""
+    return losses.whole if isinstance(losses, LossSummary) else losses
+
+
+def _refuse_all_equal(train: Losses, population: Losses) -> None:
+    """Refuse pooled losses that are all equal (no test tells anything apart)."""
+    if not (isinstance(train, LossSummary) or isinstance(population, LossSummary)):
+        LossTransform.from_losses(train, population)
+        return
+    ends = [_sample(side) for side in (train, population)]
+    lows = [s.lowest(1)[0] if isinstance(s, LossSketch) else s.min() for s in ends]
+    highs = [s.highest(1)[0] if isinstance(s, LossSketch) else s.max() for s in ends]
+    if min(lows) == max(highs):
+        raise DegenerateDataError(
+            f"all training and population losses are equal; no test tells them apart. "
+            f"Found every loss {min(lows)}."
+        )
+
+
+def _empirical_supremum(
+    train: Losses, population: Losses, delta: float, window: RateWindow, zero_counts: ZeroCounts
+) -> Supremum:
+    """The empirical supremum: of every loss, of the distinct values' counts when both sides
+    have them, else at the thresholds where both sketches count exactly."""
+    if not (isinstance(train, LossSummary) or isinstance(population, LossSummary)):
+        return empirical_supremum(train, population, delta, window, zero_counts=zero_counts)
+    train_atoms, pop_atoms = _atoms(train), _atoms(population)
+    if train_atoms is not None and pop_atoms is not None:
+        thresholds = np.union1d(train_atoms[0], pop_atoms[0])
+        below = [
+            np.concatenate([[0], np.cumsum(counts)])[np.searchsorted(values, thresholds, "right")]
+            for values, counts in (pop_atoms, train_atoms)
+        ]
+        return supremum_from_counts(
+            thresholds,
+            below[0].astype(np.float64),
+            below[1].astype(np.float64),
+            n_train=size_of(train),
+            n_population=size_of(population),
+            delta=delta,
+            window=window,
+            zero_counts=zero_counts,
+        )
+    sketches = pooled_parts(_sample(train), _sample(population))
+    return sketch_supremum(sketches[0], sketches[1], delta, window, zero_counts)
+
+
+def _located(
+    found: Supremum,
+    train: Losses,
+    population: Losses,
+    *,
+    delta: float,
+    method: str,
+    seed: int,
+    window: RateWindow | None = None,
+    **details: Any,
+) -> EpsilonStarResult:
+    """The result for a located supremum; ``details`` override or add fields. The rate
+    window defaults to ``(δ, 1-δ)``."""
+    if window is None:
+        window = RateWindow.for_delta(delta)
+    fields: dict[str, Any] = {
+        "epsilon": found.epsilon,
+        "delta": delta,
+        "method": method,
+        "family": None,
+        "fpr": found.fpr,
+        "fnr": found.fnr,
+        "threshold": found.threshold,
+        "threshold_transformed": None,
+        "attained_by": found.term_name,
+        "n_train": size_of(train),
+        "n_population": size_of(population),
+        "rate_window": (window.low, window.high),
+        "seed": seed,
+    }
+    return EpsilonStarResult(**(fields | details))

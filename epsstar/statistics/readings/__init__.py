@@ -1,0 +1,1 @@
+"""Plain-language readings of ε and conversions between privacy parameters."""

@@ -1,0 +1,123 @@
+"""Plain-language readings of Epsilon* for one model's losses.
+
+The posterior-belief bound ρ_β = 1/(1+e^-ε) (``identifiability-bernau-2021.md``),
+the membership advantage of the loss-threshold attack (observed max TPR - FPR,
+and the bound (e^ε - 1 + 2δ)/(e^ε + 1) implied by (ε*, δ)), and the attack's TPR
+at fixed low FPRs: observed, from the fitted distributions, and the (ε*, δ) bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.bounds.held_out_bound import Losses
+from epsstar.statistics.estimators.empirical import empirical_counts
+from epsstar.statistics.fitting import LossDistribution
+from epsstar.statistics.readings.conversions import (
+    advantage_bound_dp,
+    posterior_belief_bound,
+    tpr_bound_dp,
+)
+from epsstar.statistics.results import EpsilonStarResult, json_number
+from epsstar.statistics.summaries.loss_sketch import exact_counts, pooled_parts, size_of
+from epsstar.statistics.summaries.loss_summary import LossSummary
+
+__all__ = ["READING_FPRS", "Readings", "TprReading", "membership_readings"]
+
+#: FPRs at which the readings report the loss attack's TPR.
+READING_FPRS: tuple[float, ...] = (0.001, 0.01)
+
+
+@dataclass(frozen=True, slots=True)
+class TprReading:
+    """The loss attack's TPR at a fixed FPR: observed, from the fits, and the (ε*, δ) bound."""
+
+    fpr: float
+    tpr_observed: float
+    tpr_fitted: float | None
+    tpr_bound: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fpr": self.fpr,
+            "tpr_observed": self.tpr_observed,
+            "tpr_fitted": json_number(self.tpr_fitted),
+            "tpr_bound": self.tpr_bound,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Readings:
+    """What Epsilon* means for a person whose record might be in the training set."""
+
+    posterior_belief_bound: float
+    advantage_observed: float
+    advantage_bound: float
+    tpr_at_fpr: tuple[TprReading, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "posterior_belief_bound": self.posterior_belief_bound,
+            "membership_advantage_observed": self.advantage_observed,
+            "membership_advantage_bound": self.advantage_bound,
+            "tpr_at_fpr": [reading.to_dict() for reading in self.tpr_at_fpr],
+        }
+
+
+def _observed_tpr_at(level: float, fpr: FloatArray, tpr: FloatArray) -> float:
+    """TPR of the largest loss threshold whose observed FPR is at most ``level`` (0 when
+    every threshold's FPR is above it: the test calling nobody a member)."""
+    within = fpr <= level
+    return float(tpr[within].max()) if within.any() else 0.0
+
+
+def _rates(train: Losses, population: Losses) -> tuple[FloatArray, FloatArray]:
+    """FPR and TPR of the loss attack at every threshold where both sides' counts are
+    exact: every observed loss, or, for summarised losses, each value their sketches hold
+    and each grid edge (:func:`~epsstar.statistics.summaries.loss_sketch.exact_counts`)."""
+    if not (isinstance(train, LossSummary) or isinstance(population, LossSummary)):
+        _, pop_below, train_below = empirical_counts(train, population)
+        return pop_below / population.size, train_below / train.size
+    sketches = pooled_parts(
+        train.whole if isinstance(train, LossSummary) else train,
+        population.whole if isinstance(population, LossSummary) else population,
+    )
+    _, pop_counts, train_counts = exact_counts(*sketches)
+    return pop_counts / size_of(population), train_counts / size_of(train)
+
+
+def membership_readings(
+    train_losses: Losses, population_losses: Losses, result: EpsilonStarResult
+) -> Readings:
+    """The readings of ``result`` (module doc); observed rates at the thresholds of
+    :func:`_rates` (for summarised losses, the grid's edges stand for the thresholds
+    inside one bin of the body)."""
+    fpr, tpr = _rates(train_losses, population_losses)
+    advantage = float(max(0.0, np.max(tpr - fpr)))
+    train_fit = pop_fit = None
+    if result.transform is not None and result.fits:
+        train_fit = LossDistribution(result.fits["train"].fit, result.transform)
+        pop_fit = LossDistribution(result.fits["population"].fit, result.transform)
+    readings = []
+    for level in READING_FPRS:
+        fitted = None
+        if train_fit is not None and pop_fit is not None:
+            fitted = float(train_fit.cdf(pop_fit.ppf(np.array([level])))[0])
+        readings.append(
+            TprReading(
+                fpr=level,
+                tpr_observed=_observed_tpr_at(level, fpr, tpr),
+                tpr_fitted=fitted,
+                tpr_bound=tpr_bound_dp(level, result.epsilon, result.delta),
+            )
+        )
+    return Readings(
+        posterior_belief_bound=posterior_belief_bound(result.epsilon),
+        advantage_observed=advantage,
+        advantage_bound=advantage_bound_dp(result.epsilon, result.delta),
+        tpr_at_fpr=tuple(readings),
+    )

@@ -1,0 +1,1 @@
+"""Losses too many to hold: mergeable sketches and per-side summaries."""

@@ -1,0 +1,1 @@
+"""Tables for the trainer and the shipped and generated data sets."""

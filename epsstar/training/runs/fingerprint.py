@@ -1,0 +1,90 @@
+"""What defines a trained model, recorded in its ``training.json`` as ``fingerprint``.
+
+A model is the product of its full training configuration (every
+:class:`~epsstar.training.trainer.TrainingConfig` setting, the seed included) and of its
+data: the training file's content (SHA-256 of its bytes), the feature columns it used,
+the label column, and the population file's content (the utility in ``training.json``
+and the manifest's population column refer to it). A resumed sweep reuses a finished
+model only when the fingerprint recorded with it equals the one of the run it would
+replace (:func:`fingerprint_change` names the first difference).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from epsstar.audit.data.files import sha256_of
+from epsstar.exceptions import InputFileError
+from epsstar.training.data.tables import TabularData
+from epsstar.training.trainer import TrainingConfig
+
+__all__ = ["data_fingerprint", "fingerprint", "fingerprint_change"]
+
+
+def _content_sha256(table: TabularData) -> str:
+    """SHA-256 of the table's file, or of its arrays when it was built in memory."""
+    path = Path(table.source)
+    if path.is_file():
+        try:
+            return sha256_of(path)
+        except OSError as error:
+            raise InputFileError(
+                f"cannot read {table.source!r}: {error.strerror or error}."
+            ) from None
+    digest = hashlib.sha256()
+    digest.update(np.ascontiguousarray(table.features).tobytes())
+    digest.update(np.ascontiguousarray(table.labels).tobytes())
+    digest.update(json.dumps([table.feature_names, table.classes]).encode("utf-8"))
+    return digest.hexdigest()
+
+
+def data_fingerprint(data: TabularData, population: TabularData | None) -> dict[str, Any]:
+    """The data part: content hashes, label column and feature columns (in order)."""
+    return {
+        "train_sha256": _content_sha256(data),
+        "population_sha256": None if population is None else _content_sha256(population),
+        "label_column": data.label_column,
+        "features": list(data.feature_names),
+    }
+
+
+def fingerprint(config: TrainingConfig, data_part: dict[str, Any]) -> dict[str, Any]:
+    """The fingerprint of one run: its settings, its data and a SHA-256 of both."""
+    settings = dataclasses.asdict(config)
+    settings["hidden"] = list(config.hidden)
+    body = {"training": settings, "data": dict(data_part)}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return {"sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), **body}
+
+
+_DATA_NAMES = {
+    "train_sha256": "the training data (content hash)",
+    "population_sha256": "the population data (content hash)",
+    "label_column": "the label column",
+    "features": "the feature columns",
+}
+
+
+def fingerprint_change(recorded: Any, expected: dict[str, Any]) -> str | None:
+    """None when ``recorded`` equals ``expected``; otherwise what differs, in a few words."""
+    if not isinstance(recorded, dict):
+        return "the model has no fingerprint (it was trained by an older epsstar)"
+    if recorded.get("sha256") == expected["sha256"]:
+        return None
+    for part in ("data", "training"):
+        old = recorded.get(part)
+        if not isinstance(old, dict):
+            return f"its recorded fingerprint has no {part!r} part"
+        for key, now in expected[part].items():
+            if old.get(key, "<absent>") != now:
+                name = _DATA_NAMES.get(key, key) if part == "data" else key
+                if key.endswith("sha256"):
+                    return f"{name} changed"
+                return f"{name} changed from {old.get(key)!r} to {now!r}"
+    return "its recorded fingerprint does not match its settings"

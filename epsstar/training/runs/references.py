@@ -1,0 +1,269 @@
+"""Reference models for offline LiRA and RMIA: K models trained like the target, on halves
+of a reference split.
+
+The data split. The user's data are cut into three disjoint parts: the target's training
+records (the members), the population records (the non-members the audit scores, RMIA's
+``z`` among them) and a *reference split*. Reference model k is trained by the trainer's
+non-private loop on a random half of the reference split (rows drawn without replacement,
+seeded by ``(seed, k)``), so every population record is OUT for every reference model, as
+the attacks need (:mod:`epsstar.statistics.attacks`). :func:`shared_rows` refuses a
+reference split that holds a population row.
+
+The recipe. With the target's ``training.json`` (as ``epsstar train`` writes it) the
+reference models get its architecture (hidden widths), epochs, expected batch size,
+learning rate and momentum, its feature columns in order and its classes in order; without
+it they get :data:`DEFAULT_RECIPE`, and the result says that they are a proxy for a target
+trained some other way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.statistics._validation import check_positive_int
+from epsstar.training.data.tables import TabularData
+from epsstar.training.trainer import TrainingConfig
+
+__all__ = [
+    "DEFAULT_RECIPE",
+    "SCHEMA_VERSION",
+    "Recipe",
+    "ReferenceModel",
+    "ReferencesResult",
+    "half_rows",
+    "read_recipe",
+    "shared_rows",
+    "train_references",
+]
+
+#: Version of ``references.json`` (``epsstar/schemas/references.schema.json``).
+SCHEMA_VERSION: Final[int] = 1
+
+#: The recipe without a ``training.json``: an MLP with one hidden layer of 64 units,
+#: 20 epochs of SGD (expected batch 64, learning rate 0.01, momentum 0.9).
+DEFAULT_RECIPE: Final[TrainingConfig] = TrainingConfig(epochs=20, hidden=(64,))
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    """How the reference models are trained, and where that came from.
+
+    ``source`` is the ``training.json`` read, or ``None`` for :data:`DEFAULT_RECIPE`
+    (then ``proxy`` is true). ``feature_names`` and ``classes`` are the target's, if known.
+    """
+
+    config: TrainingConfig
+    source: str | None
+    feature_names: tuple[str, ...] | None = None
+    classes: tuple[str, ...] | None = None
+
+    @property
+    def proxy(self) -> bool:
+        return self.source is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "proxy": self.proxy,
+            "hidden": list(self.config.hidden),
+            "epochs": self.config.epochs,
+            "batch_size": self.config.batch_size,
+            "lr": self.config.lr,
+            "momentum": self.config.momentum,
+            "private": False,
+        }
+
+
+def _field(document: Mapping[str, Any], *keys: str) -> Any:
+    value: Any = document
+    for key in keys:
+        if not isinstance(value, Mapping) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def read_recipe(path: str | Path | None) -> Recipe:
+    """The recipe of the target's ``training.json`` at ``path`` (``None``: the default)."""
+    if path is None:
+        return Recipe(DEFAULT_RECIPE, None)
+    file = Path(path)
+    try:
+        document = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputFileError(f"--recipe: no such file. Found {str(file)!r}.") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InputFileError(
+            f"--recipe must be a training.json file ({error}). Found {str(file)!r}."
+        ) from None
+    wanted = {
+        "hidden": ("model", "hidden"),
+        "epochs": ("hyperparameters", "epochs"),
+        "batch_size": ("hyperparameters", "batch_size"),
+        "lr": ("hyperparameters", "lr"),
+        "momentum": ("hyperparameters", "momentum"),
+    }
+    found = {name: _field(document, *keys) for name, keys in wanted.items()}
+    missing = [".".join(wanted[name]) for name, value in found.items() if value is None]
+    if missing or not isinstance(document, Mapping):
+        raise InputFileError(
+            f"--recipe must be a training.json of epsstar train, with {', '.join(missing)}. "
+            f"Found {str(file)!r}."
+        )
+    config = TrainingConfig(
+        epochs=int(found["epochs"]),
+        batch_size=int(found["batch_size"]),
+        hidden=tuple(int(width) for width in found["hidden"]),
+        lr=float(found["lr"]),
+        momentum=float(found["momentum"]),
+    )
+    names = _field(document, "data", "feature_names")
+    classes = _field(document, "data", "classes")
+    return Recipe(
+        config,
+        str(file),
+        None if names is None else tuple(str(name) for name in names),
+        None if classes is None else tuple(str(name) for name in classes),
+    )
+
+
+def half_rows(n_records: int, count: int, seed: int) -> list[np.ndarray]:
+    """Row indices of each reference model's training half: ⌊n/2⌋ rows drawn without
+    replacement, model k's by a generator seeded with ``(seed, k)``; sorted."""
+    check_positive_int("count", count)
+    if n_records < 2:
+        raise InvalidInputError(f"the reference split needs at least 2 rows. Found {n_records}.")
+    return [
+        np.sort(np.random.default_rng([seed, k]).choice(n_records, n_records // 2, replace=False))
+        for k in range(count)
+    ]
+
+
+def half_of(data: TabularData, rows: np.ndarray, k: int) -> TabularData:
+    """The rows of ``data`` that reference model ``k`` is trained on (classes kept)."""
+    return dataclasses.replace(
+        data,
+        features=np.ascontiguousarray(data.features[rows]),
+        labels=np.ascontiguousarray(data.labels[rows]),
+        source=f"{data.source} (reference half {k}, {rows.size} rows)",
+    )
+
+
+def shared_rows(reference: TabularData, population: TabularData) -> tuple[int, int | None]:
+    """How many reference rows equal a population row (features and label), and the first."""
+    seen = {
+        row.tobytes()
+        for row in np.column_stack([population.features, population.labels.astype(np.float64)])
+    }
+    rows = np.column_stack([reference.features, reference.labels.astype(np.float64)])
+    hits = [i for i, row in enumerate(rows) if row.tobytes() in seen]
+    return len(hits), (hits[0] if hits else None)
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceModel:
+    """One trained reference model: its folder, model file and training rows."""
+
+    directory: str
+    model: str
+    n_records: int
+    seed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class ReferencesResult:
+    """What ``epsstar references`` trained (``references.json``)."""
+
+    recipe: Recipe
+    data: str
+    n_reference_rows: int
+    population_checked: str | None
+    seed: int
+    models: tuple[ReferenceModel, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "recipe": self.recipe.to_dict(),
+            "data": self.data,
+            "n_reference_rows": self.n_reference_rows,
+            "split": "each model on a random half of the reference rows, drawn without "
+            "replacement with the seed (seed, k); no reference row may be a population row",
+            "population_checked": self.population_checked,
+            "seed": self.seed,
+            "models": [model.to_dict() for model in self.models],
+        }
+
+
+def train_references(
+    data: TabularData,
+    recipe: Recipe,
+    out: str | Path,
+    *,
+    count: int,
+    seed: int = 0,
+    population: TabularData | None = None,
+    overwrite: bool = False,
+    progress: bool | None = None,
+) -> ReferencesResult:
+    """Train ``count`` reference models into ``out/ref-01``, ``out/ref-02``, ... (each
+    with model.onnx, model.pt and training.json) and write ``out/references.json``.
+
+    ``data`` is the reference split; ``population``, when given, is checked to share no
+    row with it. Model k is trained by the non-private loop on :func:`half_rows` ``[k]``
+    with the recipe's settings and the seed ``seed + k``.
+    """
+    from epsstar.audit.data.files import atomic_write_json
+    from epsstar.training.runs.export import MODEL_FILES, check_output_dir
+    from epsstar.training.runs.pipeline import train_to_directory
+
+    if population is not None:
+        count_shared, first = shared_rows(data, population)
+        if count_shared:
+            raise InvalidInputError(
+                f"the reference data must hold no population record, or LiRA and RMIA are "
+                f"not valid tests; {count_shared} row(s) are also in {population.source}, the "
+                f"first at row {first}. Found {data.source!r}."
+            )
+    check_output_dir(out, overwrite)
+    halves = half_rows(data.n_records, count, seed)
+    config = dataclasses.replace(recipe.config, target_epsilon=None, noise_multiplier=None)
+    config.validate(halves[0].size)
+    folder = Path(out)
+    models = []
+    for k, rows in enumerate(halves):
+        directory = folder / f"ref-{k + 1:02d}"
+        train_to_directory(
+            half_of(data, rows, k),
+            dataclasses.replace(config, seed=seed + k),
+            directory,
+            overwrite=overwrite,
+            progress=progress,
+            description=f"reference {k + 1}/{count}",
+        )
+        models.append(
+            ReferenceModel(
+                str(directory), str(directory / MODEL_FILES["onnx"]), rows.size, seed + k
+            )
+        )
+    result = ReferencesResult(
+        recipe=recipe,
+        data=data.source,
+        n_reference_rows=data.n_records,
+        population_checked=None if population is None else population.source,
+        seed=seed,
+        models=tuple(models),
+    )
+    atomic_write_json(folder / "references.json", result.to_dict())
+    return result

@@ -1,0 +1,716 @@
+"""Resumable grids of training runs, like §4.1 of ``epsilon-star-negoescu-2024.md``.
+
+A sweep is described by a TOML file (see ``docs/training.md``): the data, a
+list of non-private baselines (one per epoch count) and a DP grid
+(target ε × clip × batch size × microbatches × epochs), each repeated
+``repeats`` times. Model r of strategy S goes to ``<out>/<S>/<r>/`` and is
+trained with seed ``seed + r``.
+
+A model directory counts as finished only when its ``training.json`` exists
+(written last, atomically), so a sweep killed at any point restarts where it
+stopped: an unfinished directory is trained again from scratch, and a finished
+model is skipped untouched when the fingerprint in its ``training.json``
+(:mod:`epsstar.training.runs.fingerprint`: every setting, the seed, the data's content
+hashes, label and feature columns) equals the one the sweep would train now.
+Any other finished model — other settings or data, no fingerprint, an
+unreadable ``training.json`` — stops the sweep before it trains anything,
+unless ``overwrite`` asks to train such models again. After every finished
+model ``<out>/manifest.csv`` is rewritten atomically from the ``training.json``
+files on disk; relative paths in it are relative to the manifest's directory.
+
+With a ``dask`` engine (:mod:`epsstar.audit.engines.dask_engine`) every unfinished model is one
+task on the cluster: the worker reads the data (and checks that their fingerprint is the
+one the sweep computed here), trains into a scratch folder and sends the three files
+back; this process writes them, ``training.json`` last, with ``engine.json`` naming the
+worker beside them. A task that fails is reported and the others' models are kept; running
+the sweep again trains the missing ones.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import json
+import os
+import tempfile
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from epsstar.audit.data.files import atomic_write_bytes
+from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.training.results import EpochStats
+from epsstar.training.runs.export import MODEL_FILES
+from epsstar.training.runs.fingerprint import data_fingerprint, fingerprint, fingerprint_change
+from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.engines.dask_engine import Engine, TaskOutcome
+
+__all__ = [
+    "MANIFEST_COLUMNS",
+    "MANIFEST_NAME",
+    "GridStrategy",
+    "SweepConfig",
+    "SweepOutcome",
+    "load_sweep_config",
+    "manifest_rows",
+    "run_sweep",
+    "write_manifest",
+]
+
+MANIFEST_NAME = "manifest.csv"
+#: The most models one sweep may describe (strategies × repeats).
+MAX_MODELS = 100_000
+MANIFEST_COLUMNS: tuple[str, ...] = (
+    "model",
+    "torchscript",
+    "train_data",
+    "population_data",
+    "label_column",
+    "features",
+    "strategy",
+    "repeat",
+    "private",
+    "epochs",
+    "batch_size",
+    "clip",
+    "microbatches",
+    "target_epsilon",
+    "epsilon",
+    "delta",
+    "noise_multiplier",
+    "accountant",
+    "hidden",
+    "lr",
+    "momentum",
+    "seed",
+    "train_accuracy",
+    "population_accuracy",
+    "population_auroc",
+)
+
+_TOP_KEYS = {
+    "data",
+    "label_column",
+    "population",
+    "features",
+    "out",
+    "repeats",
+    "seed",
+    "model",
+    "baseline",
+    "dp",
+}
+_MODEL_KEYS = {"hidden", "lr", "momentum"}
+_BASELINE_KEYS = {"epochs", "batch_size"}
+_DP_KEYS = {
+    "target_epsilons",
+    "clips",
+    "batch_sizes",
+    "microbatches",
+    "epochs",
+    "delta",
+    "accountant",
+    "max_noise_multiplier",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GridStrategy:
+    """One strategy of the sweep's grid: a label (also its directory name) and its settings.
+
+    The settings have seed 0; repeat r of the sweep trains with ``seed + r``.
+    """
+
+    label: str
+    config: TrainingConfig
+
+
+@dataclass(frozen=True, slots=True)
+class SweepConfig:
+    """A parsed sweep file; paths are resolved against the file's directory."""
+
+    data: Path
+    label_column: str
+    population: Path | None
+    features: tuple[str, ...] | None
+    out: Path | None
+    repeats: int
+    seed: int
+    strategies: tuple[GridStrategy, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SweepOutcome:
+    """How many models were trained now and how many were already finished; with a dask
+    engine, ``failed`` says which models could not be trained and why."""
+
+    trained: int
+    skipped: int
+    manifest: Path
+    failed: tuple[str, ...] = ()
+
+
+def _fail(source: Path, message: str) -> InvalidInputError:
+    return InvalidInputError(f"{source}: {message}")
+
+
+def _check_keys(source: Path, table: Any, allowed: set[str], where: str) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise _fail(source, f"{where} must be a table. Found {type(table).__name__}.")
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise _fail(
+            source, f"unknown key {unknown[0]!r} in {where}; allowed: {', '.join(sorted(allowed))}."
+        )
+    return table
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _number_list(
+    source: Path, table: dict[str, Any], key: str, kind: type, default: Any = None
+) -> list[Any]:
+    if key not in table:
+        if default is None:
+            raise _fail(source, f"missing key {key!r}.")
+        return _as_list(default)
+    values = _as_list(table[key])
+    if not values:
+        raise _fail(source, f"{key} must not be empty.")
+    for value in values:
+        ok = isinstance(value, (int, float)) if kind is float else isinstance(value, int)
+        if isinstance(value, bool) or not ok:
+            raise _fail(source, f"{key} must hold {kind.__name__}s. Found {value!r}.")
+    return values
+
+
+def _number(source: Path, table: dict[str, Any], key: str, default: float) -> float:
+    """A single number setting (``default`` when absent)."""
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _fail(source, f"{key} must be a number. Found {value!r}.")
+    return float(value)
+
+
+def _microbatch_list(source: Path, table: dict[str, Any]) -> list[int | None]:
+    values = _as_list(table.get("microbatches", "per-example"))
+    parsed: list[int | None] = []
+    for value in values:
+        if value == "per-example":
+            parsed.append(None)
+        elif isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            parsed.append(value)
+        else:
+            raise _fail(
+                source, f"microbatches must be positive integers or 'per-example'. Found {value!r}."
+            )
+    return parsed
+
+
+def _resolve(base: Path, value: Any, key: str, source: Path) -> Path:
+    if not isinstance(value, str) or not value:
+        raise _fail(source, f"{key} must be a path. Found {value!r}.")
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else (base / path)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}"
+
+
+def _read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
+    try:
+        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputFileError(f"sweep config does not exist. Found {str(path)!r}.") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise InputFileError(f"could not read sweep config {str(path)!r}: {error}") from None
+
+
+def _data_settings(source: Path, top: dict[str, Any]) -> tuple[str, tuple[str, ...] | None]:
+    """The label column and the optional feature columns (``data`` must be present too)."""
+    for key in ("data", "label_column"):
+        if key not in top:
+            raise _fail(source, f"missing key {key!r}.")
+    label_column = top["label_column"]
+    if not isinstance(label_column, str):
+        raise _fail(source, f"label_column must be a string. Found {label_column!r}.")
+    features = top.get("features")
+    if features is not None and (
+        not isinstance(features, list) or not all(isinstance(f, str) for f in features)
+    ):
+        raise _fail(source, f"features must be a list of column names. Found {features!r}.")
+    return label_column, None if features is None else tuple(features)
+
+
+def _repeats_and_seed(source: Path, top: dict[str, Any]) -> tuple[int, int]:
+    repeats = top.get("repeats", 1)
+    seed = top.get("seed", 0)
+    for key, value in (("repeats", repeats), ("seed", seed)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < (key == "repeats"):
+            raise _fail(
+                source, f"{key} must be an integer ≥ {int(key == 'repeats')}. Found {value!r}."
+            )
+    return repeats, seed
+
+
+def _model_settings(source: Path, top: dict[str, Any]) -> TrainingConfig:
+    """The [model] table as the settings every strategy starts from."""
+    model = _check_keys(source, top.get("model", {}), _MODEL_KEYS, "[model]")
+    hidden = model.get("hidden", [])
+    if not isinstance(hidden, list) or not all(
+        isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in hidden
+    ):
+        raise _fail(source, f"hidden must be a list of positive integers. Found {hidden!r}.")
+    return TrainingConfig(
+        epochs=1,
+        hidden=tuple(hidden),
+        lr=_number(source, model, "lr", 0.01),
+        momentum=_number(source, model, "momentum", 0.9),
+    )
+
+
+def _baseline_strategies(source: Path, table: Any, common: TrainingConfig) -> list[GridStrategy]:
+    """One non-private strategy per epoch count of the [baseline] table."""
+    baseline = _check_keys(source, table, _BASELINE_KEYS, "[baseline]")
+    batch = _number_list(source, baseline, "batch_size", int, default=64)
+    if len(batch) != 1:
+        raise _fail(source, "[baseline] batch_size must be a single integer.")
+    return [
+        GridStrategy(f"nonprivate-e{epochs}", replace(common, epochs=epochs, batch_size=batch[0]))
+        for epochs in _number_list(source, baseline, "epochs", int)
+    ]
+
+
+def _dp_strategies(source: Path, table: Any, common: TrainingConfig) -> list[GridStrategy]:
+    """The [dp] grid: target ε × clip × batch size × microbatches × epochs, in that order."""
+    dp = _check_keys(source, table, _DP_KEYS, "[dp]")
+    accountant = dp.get("accountant", "pld")
+    if not isinstance(accountant, str):
+        raise _fail(source, f"accountant must be a name. Found {accountant!r}.")
+    shared = replace(
+        common,
+        delta=None if "delta" not in dp else _number(source, dp, "delta", 0.0),
+        accountant=accountant,
+        max_noise_multiplier=_number(source, dp, "max_noise_multiplier", 1000.0),
+    )
+    grid = itertools.product(
+        _number_list(source, dp, "target_epsilons", float),
+        _number_list(source, dp, "clips", float, default=1.0),
+        _number_list(source, dp, "batch_sizes", int, default=64),
+        _microbatch_list(source, dp),
+        _number_list(source, dp, "epochs", int),
+    )
+    return [
+        GridStrategy(
+            f"dp-eps{_fmt(epsilon)}-C{_fmt(clip)}-B{batch_size}-"
+            f"m{'ex' if groups is None else groups}-e{epochs}",
+            replace(
+                shared,
+                epochs=epochs,
+                batch_size=batch_size,
+                clip=float(clip),
+                target_epsilon=float(epsilon),
+                microbatches=groups,
+            ),
+        )
+        for epsilon, clip, batch_size, groups, epochs in grid
+    ]
+
+
+def _grid(source: Path, top: dict[str, Any]) -> tuple[GridStrategy, ...]:
+    """Every strategy of the [baseline] and [dp] tables; labels must be distinct."""
+    common = _model_settings(source, top)
+    strategies: list[GridStrategy] = []
+    if "baseline" in top:
+        strategies += _baseline_strategies(source, top["baseline"], common)
+    if "dp" in top:
+        strategies += _dp_strategies(source, top["dp"], common)
+    if not strategies:
+        raise _fail(source, "the sweep needs a [baseline] or a [dp] table.")
+    labels = [strategy.label for strategy in strategies]
+    duplicate = next((label for label in labels if labels.count(label) > 1), None)
+    if duplicate is not None:
+        raise _fail(source, f"strategy {duplicate!r} appears twice in the grid.")
+    return tuple(strategies)
+
+
+def load_sweep_config(path: str | os.PathLike[str]) -> SweepConfig:
+    """Parse and validate a sweep TOML file (errors name the file and the key)."""
+    source = Path(path)
+    top = _check_keys(source, _read_document(path), _TOP_KEYS, "the top level")
+    base = source.resolve().parent
+    label_column, features = _data_settings(source, top)
+    repeats, seed = _repeats_and_seed(source, top)
+    strategies = _grid(source, top)
+    if len(strategies) * repeats > MAX_MODELS:
+        raise _fail(
+            source,
+            f"the sweep describes too many models ({len(strategies)} strategies × {repeats} "
+            f"repeats); at most {MAX_MODELS:,} are allowed. Found {len(strategies) * repeats:,}.",
+        )
+    return SweepConfig(
+        data=_resolve(base, top["data"], "data", source),
+        label_column=label_column,
+        population=None
+        if top.get("population") is None
+        else _resolve(base, top["population"], "population", source),
+        features=features,
+        out=None if top.get("out") is None else _resolve(base, top["out"], "out", source),
+        repeats=repeats,
+        seed=seed,
+        strategies=strategies,
+    )
+
+
+def _runs(config: SweepConfig) -> Iterator[tuple[GridStrategy, int]]:
+    for strategy in config.strategies:
+        for repeat in range(config.repeats):
+            yield strategy, repeat
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(item) for item in value)
+    return value
+
+
+def _row(config: SweepConfig, label: str, repeat: int, record: dict[str, Any]) -> dict[str, Any]:
+    """The manifest row of one finished model from its ``training.json`` document."""
+    privacy = record["privacy"] or {}
+    hyper = record["hyperparameters"]
+    population = record["utility"]["population"] or {}
+    relative = Path(label) / str(repeat)
+    return {
+        "model": (relative / MODEL_FILES["onnx"]).as_posix(),
+        "torchscript": (relative / MODEL_FILES["torchscript"]).as_posix(),
+        "train_data": str(config.data.resolve()),
+        "population_data": "" if config.population is None else str(config.population.resolve()),
+        "label_column": config.label_column,
+        "features": config.features,
+        "strategy": label,
+        "repeat": repeat,
+        "private": record["private"],
+        "epochs": hyper["epochs"],
+        "batch_size": hyper["batch_size"],
+        "clip": hyper["clip"],
+        "microbatches": hyper["microbatches"],
+        "target_epsilon": privacy.get("target_epsilon"),
+        "epsilon": privacy.get("epsilon"),
+        "delta": privacy.get("delta"),
+        "noise_multiplier": privacy.get("noise_multiplier"),
+        "accountant": (privacy.get("accountant") or {}).get("name"),
+        "hidden": record["model"]["hidden"],
+        "lr": hyper["lr"],
+        "momentum": hyper["momentum"],
+        "seed": hyper["seed"],
+        "train_accuracy": record["utility"]["train"]["accuracy"],
+        "population_accuracy": population.get("accuracy"),
+        "population_auroc": population.get("auroc"),
+    }
+
+
+def _row_problem(config: SweepConfig, label: str, repeat: int, record: Any) -> str | None:
+    """Why ``record`` gives no manifest row (a key missing or of the wrong type), if it does not."""
+    try:
+        _row(config, label, repeat, record)
+    except KeyError as error:
+        return f"its {MODEL_FILES['record']} has no key {error}"
+    except (TypeError, AttributeError):
+        return f"its {MODEL_FILES['record']} does not have the layout epsstar writes"
+    return None
+
+
+def manifest_rows(config: SweepConfig, out: Path) -> list[dict[str, Any]]:
+    """One row per finished model of the sweep, in grid order."""
+    rows: list[dict[str, Any]] = []
+    for strategy, repeat in _runs(config):
+        record_path = out / strategy.label / str(repeat) / MODEL_FILES["record"]
+        if not record_path.is_file():
+            continue
+        try:
+            record = json.loads(record_path.read_text(encoding="utf-8"))
+            rows.append(_row(config, strategy.label, repeat, record))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+            raise InputFileError(
+                f"cannot list a finished model in the manifest ({type(error).__name__}: "
+                f"{error}); pass --overwrite to train it again. Found {str(record_path)!r}."
+            ) from None
+    return rows
+
+
+def write_manifest(config: SweepConfig, out: Path) -> Path:
+    """Rewrite ``<out>/manifest.csv`` (atomically) from the finished models on disk."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(MANIFEST_COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    for row in manifest_rows(config, out):
+        writer.writerow({key: _cell(value) for key, value in row.items()})
+    path = out / MANIFEST_NAME
+    atomic_write_bytes(path, buffer.getvalue().encode("utf-8"))
+    return path
+
+
+def _record_problem(config: SweepConfig, folder: Path, expected: dict[str, Any]) -> str | None:
+    """Why the finished model in ``folder`` is not the one ``expected`` describes, if it is not."""
+    try:
+        document = json.loads((folder / MODEL_FILES["record"]).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        return f"its {MODEL_FILES['record']} cannot be read ({error})"
+    if not isinstance(document, dict):
+        return f"its {MODEL_FILES['record']} is not a JSON object"
+    for kind in ("onnx", "torchscript"):
+        if not (folder / MODEL_FILES[kind]).is_file():
+            return f"its {MODEL_FILES[kind]} is missing"
+    return fingerprint_change(document.get("fingerprint"), expected) or _row_problem(
+        config, folder.parent.name, int(folder.name), document
+    )
+
+
+def _finished_runs(
+    config: SweepConfig, target: Path, data_part: dict[str, Any], overwrite: bool
+) -> set[tuple[str, int]]:
+    """The runs whose finished model can be kept; refuses any other finished model.
+
+    With ``overwrite`` such a model's ``training.json`` is removed instead, so that it
+    counts as unfinished (and is not listed in the manifest) until it is trained again.
+    """
+    finished: set[tuple[str, int]] = set()
+    for strategy, repeat in _runs(config):
+        folder = target / strategy.label / str(repeat)
+        if not (folder / MODEL_FILES["record"]).is_file():
+            continue
+        expected = fingerprint(replace(strategy.config, seed=config.seed + repeat), data_part)
+        problem = _record_problem(config, folder, expected)
+        if problem is None:
+            finished.add((strategy.label, repeat))
+        elif overwrite:
+            (folder / MODEL_FILES["record"]).unlink()
+        else:
+            raise InvalidInputError(
+                f"the sweep output holds a model that is not the one this sweep would train: "
+                f"{problem}; pass --overwrite to train it again. "
+                f"Found {str(folder / MODEL_FILES['record'])!r}."
+            )
+    return finished
+
+
+def _output_directory(config: SweepConfig, out: str | os.PathLike[str] | None) -> Path:
+    target = Path(out) if out is not None else config.out
+    if target is None:
+        raise InvalidInputError(
+            "the sweep needs an output directory: give --out or 'out' in the config."
+        )
+    if target.exists() and not target.is_dir():
+        raise InputFileError(f"sweep output is not a directory. Found {str(target)!r}.")
+    return target
+
+
+#: The file beside a model trained on a Dask cluster that names the worker that trained it.
+ENGINE_FILE = "engine.json"
+
+
+def _train_task(
+    config: SweepConfig,
+    settings: TrainingConfig,
+    plan: PrivacyPlan | None,
+    data_part: dict[str, Any],
+    threads: int | None,
+) -> tuple[dict[str, bytes], float, float | None]:
+    """Dask task: train one model into a scratch folder; its files, seconds and ε.
+
+    The worker reads the data itself and refuses data whose fingerprint differs from
+    ``data_part``, the one the sweep computed where it started.
+    """
+    from epsstar.training.runs.pipeline import load_inputs, train_to_directory
+    from epsstar.training.threads import apply_threads
+
+    if threads is not None:
+        apply_threads(threads)
+    data, population = load_inputs(
+        config.data, config.label_column, config.population, config.features
+    )
+    found = data_fingerprint(data, population)
+    if found != data_part:
+        raise InvalidInputError(
+            f"the data this worker read are not those the sweep started with (other files "
+            f"or contents at the same paths). Found {str(config.data)!r}."
+        )
+    with tempfile.TemporaryDirectory(prefix="epsstar-") as scratch:
+        folder = Path(scratch) / "model"
+        result = train_to_directory(
+            data,
+            settings,
+            folder,
+            population=population,
+            progress=False,
+            plan=plan,
+            data_part=data_part,
+        )
+        files = {name: (folder / name).read_bytes() for name in MODEL_FILES.values()}
+    epsilon = None if result.privacy is None else result.privacy.epsilon
+    return files, result.wall_time_seconds, epsilon
+
+
+def _plans(
+    pending: list[tuple[GridStrategy, int]], n_records: int, log: Callable[[str], None] | None
+) -> dict[str, PrivacyPlan | None]:
+    """The σ plan of each strategy with runs to train, chosen once here."""
+    plans: dict[str, PrivacyPlan | None] = {}
+    for strategy, _ in pending:
+        if strategy.label not in plans:
+            if strategy.config.target_epsilon is not None and log is not None:
+                log(f"{strategy.label}: choosing the noise multiplier for the target ε ...")
+            plans[strategy.label] = plan_privacy(strategy.config, n_records)
+    return plans
+
+
+def _sweep_on_dask(
+    config: SweepConfig,
+    target: Path,
+    pending: list[tuple[GridStrategy, int]],
+    engine: Engine,
+    job: dict[str, Any],
+    log: Callable[[str], None] | None,
+) -> tuple[int, tuple[str, ...]]:
+    """Train the ``pending`` runs as one Dask task each; (models trained, failures).
+
+    ``job`` holds the plans by strategy label, the data's fingerprint and the threads.
+    """
+    from epsstar.audit.engines.dask_engine import dask_client, run_tasks
+
+    tasks = [
+        (
+            config,
+            replace(strategy.config, seed=config.seed + repeat),
+            job["plans"][strategy.label],
+            job["data_part"],
+            job["threads"],
+        )
+        for strategy, repeat in pending
+    ]
+    failures: list[str] = []
+    trained = [0]
+
+    def placed(outcome: TaskOutcome[tuple[dict[str, bytes], float, float | None]]) -> None:
+        strategy, repeat = pending[outcome.index]
+        where = f"{strategy.label} repeat {repeat}"
+        if outcome.value is None:
+            failures.append(f"{where}: {outcome.error}")
+            if log is not None:
+                log(f"[{outcome.index + 1}/{len(pending)}] {where}: failed: {outcome.error}")
+            return
+        files, seconds, epsilon = outcome.value
+        folder = target / strategy.label / str(repeat)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / MODEL_FILES["record"]).unlink(missing_ok=True)
+        for name, content in files.items():
+            if name != MODEL_FILES["record"]:
+                atomic_write_bytes(folder / name, content)
+        ran = {**engine.to_dict(), "worker": outcome.worker}
+        atomic_write_bytes(folder / ENGINE_FILE, (json.dumps(ran, indent=2) + "\n").encode())
+        atomic_write_bytes(folder / MODEL_FILES["record"], files[MODEL_FILES["record"]])
+        trained[0] += 1
+        write_manifest(config, target)
+        if log is not None:
+            said = "" if epsilon is None else f", epsilon {epsilon:.4g}"
+            log(
+                f"[{outcome.index + 1}/{len(pending)}] {where}: done in {seconds:.1f} s{said} "
+                f"(worker {outcome.worker})"
+            )
+
+    with dask_client(engine) as client:
+        run_tasks(client, _train_task, tasks, placed, name="epsstar-train")
+    return trained[0], tuple(failures)
+
+
+def run_sweep(
+    config: SweepConfig,
+    out: str | os.PathLike[str] | None = None,
+    *,
+    overwrite: bool = False,
+    progress: bool | None = None,
+    log: Callable[[str], None] | None = None,
+    on_epoch: Callable[[str, int, EpochStats], None] | None = None,
+    on_plan: Callable[[str], None] | None = None,
+    engine: Engine | None = None,
+    threads: int | None = None,
+) -> SweepOutcome:
+    """Train every unfinished model of the grid, rewriting the manifest after each one
+    (with a ``dask`` ``engine``, one task per model using ``threads`` torch threads, and
+    no ``on_epoch``: see the module's description).
+
+    Finished models made with other settings or data are refused unless ``overwrite``
+    (see the module's description). ``on_epoch(strategy label, repeat, stats)`` is called
+    after every epoch, ``on_plan(strategy label)`` before the noise multiplier of a
+    target ε is searched.
+    """
+    from epsstar.training.runs.pipeline import load_inputs, train_to_directory
+
+    target = _output_directory(config, out)
+    data, population = load_inputs(
+        config.data, config.label_column, config.population, config.features
+    )
+    for strategy in config.strategies:
+        strategy.config.validate(data.n_records)
+    data_part = data_fingerprint(data, population)
+    finished = _finished_runs(config, target, data_part, overwrite) if target.is_dir() else set()
+    target.mkdir(parents=True, exist_ok=True)
+    plans: dict[str, PrivacyPlan | None] = {}
+    runs = list(_runs(config))
+    if engine is not None and engine.name == "dask":
+        pending = [run for run in runs if (run[0].label, run[1]) not in finished]
+        job = {"plans": _plans(pending, data.n_records, log), "data_part": data_part}
+        done, failed = _sweep_on_dask(
+            config, target, pending, engine, job | {"threads": threads}, log
+        )
+        manifest = write_manifest(config, target)
+        return SweepOutcome(trained=done, skipped=len(finished), manifest=manifest, failed=failed)
+    trained = 0
+    for index, (strategy, repeat) in enumerate(runs, start=1):
+        folder = target / strategy.label / str(repeat)
+        if (strategy.label, repeat) in finished:
+            continue
+        if strategy.label not in plans:
+            if strategy.config.target_epsilon is not None:
+                if log is not None:
+                    log(f"{strategy.label}: choosing the noise multiplier for the target ε ...")
+                if on_plan is not None:
+                    on_plan(strategy.label)
+            plans[strategy.label] = plan_privacy(strategy.config, data.n_records)
+        if folder.is_dir():
+            for leftover in folder.glob(".*.tmp"):
+                leftover.unlink()
+            (folder / ENGINE_FILE).unlink(missing_ok=True)  # from an earlier run on a cluster
+        result = train_to_directory(
+            data,
+            replace(strategy.config, seed=config.seed + repeat),
+            folder,
+            population=population,
+            overwrite=True,
+            progress=progress,
+            description=f"[{index}/{len(runs)}] {strategy.label} #{repeat}",
+            plan=plans[strategy.label],
+            on_epoch=None if on_epoch is None else partial(on_epoch, strategy.label, repeat),
+            data_part=data_part,
+        )
+        trained += 1
+        write_manifest(config, target)
+        if log is not None:
+            epsilon = "" if result.privacy is None else f", epsilon {result.privacy.epsilon:.4g}"
+            log(
+                f"[{index}/{len(runs)}] {strategy.label} repeat {repeat}: done in "
+                f"{result.wall_time_seconds:.1f} s{epsilon}"
+            )
+    manifest = write_manifest(config, target)
+    return SweepOutcome(trained=trained, skipped=len(finished), manifest=manifest)
