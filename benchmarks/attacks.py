@@ -444,8 +444,8 @@ def read_per_model() -> float:
     """Seconds to load the reference models of the last audit and stream both tables
     through each one separately (each model re-reads the tables: the audit's reference
     step before it shared one read), with the same reading and label map."""
-    from epsstar.audit.attacks.references import log_odds_of
     from epsstar.audit.data.files import sha256_of
+    from epsstar.audit.engines.references import log_odds_of
     from epsstar.audit.model.plugins import loader_for_path
 
     paths, reading, label_map = CAPTURED.arguments[:3]

@@ -3,7 +3,8 @@
 For one data set, this script
 
 1. writes the training and population data as Parquet files (UCI Adult: the shipped
-   32,561 / 16,281 split; Purchase-100-like: ``epsstar.training.data.datasets.purchase_like`` records
+   32,561 / 16,281 split; Purchase-100-like: ``epsstar.training.data.datasets.purchase_like``
+   records
    split 208,731 / 102,809 like the paper's),
 2. trains the paper's grid with ``epsstar sweep`` (non-private baselines for several epoch
    counts; DP-SGD to each target ε for every clip × batch size × microbatches combination,

@@ -48,7 +48,8 @@ class Outcome:
 
 
 def purchase_like(n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Purchase-100-like records (``epsstar.training.data.datasets.purchase_like``), standardised."""
+    """Purchase-100-like records (``epsstar.training.data.datasets.purchase_like``),
+    standardised."""
     data = datasets.purchase_like(n, seed=seed)
     features = data.features.astype(np.float32)
     features = (features - features.mean(0)) / (features.std(0) + 1e-6)

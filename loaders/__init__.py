@@ -119,7 +119,8 @@ class BatchedModel:
     """
 
     accepts_features = True
-    """:meth:`predict` takes :class:`~epsstar.audit.model.features.Features` (typed, named columns)."""
+    """:meth:`predict` takes :class:`~epsstar.audit.model.features.Features` (typed, named
+    columns)."""
 
     @property
     def takes_text(self) -> bool:

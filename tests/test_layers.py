@@ -49,13 +49,20 @@ def test_import_linter_contracts_are_kept() -> None:
     assert code == 0, output.getvalue()
 
 
-def test_every_subpackage_is_in_a_layer() -> None:
-    (layers,) = [c for c in _contracts() if c["type"] == "layers"]
-    assert isinstance(layers["layers"], list)
-    named = {name.strip() for layer in layers["layers"] for name in layer.split("|")}
+@pytest.mark.parametrize(
+    "contract",
+    [c for c in _contracts() if c["type"] == "layers"],
+    ids=lambda c: str(c["name"]),
+)
+def test_every_room_of_a_layered_package_is_in_a_layer(contract: dict[str, object]) -> None:
+    layers, (container,) = contract["layers"], contract["containers"]
+    assert isinstance(layers, list)
+    assert isinstance(container, str)
+    named = {name.strip() for layer in layers for name in layer.split("|")}
+    folder = ROOT.joinpath(*container.split("."))
     modules = {
         path.stem
-        for path in (ROOT / "epsstar").iterdir()
+        for path in folder.iterdir()
         if (path / "__init__.py").is_file()
         or (path.suffix == ".py" and not path.name.startswith("__"))
     }

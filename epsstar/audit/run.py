@@ -24,23 +24,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from epsstar import __version__
 from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
 from epsstar.audit.attacks.inputs import AttackInputs
-from epsstar.audit.attacks.references import TableReading
 from epsstar.audit.attacks.run import with_attacks
 from epsstar.audit.attacks.scoring import LOSS_ONLY, AttackSettings
 from epsstar.audit.attacks.slices import SliceKeys, audit_slices, read_slice_keys
 from epsstar.audit.data.checks import data_warnings, refuse_same_data, shared_rows
 from epsstar.audit.data.column_match import ColumnMatch, match_model_columns
 from epsstar.audit.data.files import sha256_of
+from epsstar.audit.data.progress import Progress
+from epsstar.audit.data.reading import TableReading
 from epsstar.audit.data.tables import read_schema
-from epsstar.audit.engines.streaming import Progress, StreamedTable, stream_table
+from epsstar.audit.engines.references import attack_inputs
+from epsstar.audit.engines.streaming import StreamedTable, stream_table
 from epsstar.audit.engines.summaries import SummaryPlans, can_summarise, losses_of, summarise_table
+from epsstar.audit.model.loading import LoadedAuditModel, load_model
 from epsstar.audit.model.output_reading import OutputReading
-from epsstar.audit.model.plugins import LoadedModel, LoaderInfo, OutputKind
+from epsstar.audit.model.plugins import OutputKind
 from epsstar.audit.output.result import AuditResult
 from epsstar.exceptions import (
     ColumnOrderWarning,
@@ -58,50 +61,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.engines.dask_engine import Engine
 
 __all__ = ["AuditResult", "LoadedAuditModel", "audit", "load_model", "sha256_of"]
-
-ClassesFrom = Literal["model", "argument", "column order"]
-
-
-@dataclass(frozen=True, slots=True)
-class LoadedAuditModel:
-    """A loaded model, the plugin that loaded it, and the class labels of its outputs.
-
-    ``classes`` are in output-column order (``None``: 0..K−1, the column order);
-    ``classes_from`` says where they come from: ``"argument"``, ``"model"`` or
-    ``"column order"``.
-    """
-
-    model: LoadedModel
-    loader: LoaderInfo
-    classes: tuple[object, ...] | None
-    classes_from: ClassesFrom
-
-
-def load_model(
-    path: Path,
-    *,
-    loader: str | None = None,
-    outputs: OutputKind | None = None,
-    trust: bool = False,
-    classes: Sequence[object] | None = None,
-) -> LoadedAuditModel:
-    """Load ``path`` with the loader called ``loader`` (default: chosen by its suffix).
-
-    The class labels are ``classes`` when given, else those the model file states.
-    """
-    from epsstar.audit.model.plugins import get_loader, loader_for_path
-
-    plugin, info = get_loader(loader) if loader else loader_for_path(path)
-    model = plugin.load(path, outputs=outputs, trust=trust)
-    if classes is not None:
-        if isinstance(classes, (str, bytes)) or not len(classes):
-            raise InvalidInputError(
-                f"classes must be a non-empty sequence of class labels. Found {classes!r}."
-            )
-        return LoadedAuditModel(model, info, tuple(classes), "argument")
-    if model.classes is not None:
-        return LoadedAuditModel(model, info, tuple(model.classes), "model")
-    return LoadedAuditModel(model, info, None, "column order")
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,7 +240,7 @@ def audit(
     ``method`` chooses the headline estimator (default: the estimator's default);
     ``interval`` (a level such as 0.95) adds a bootstrap interval from ``n_bootstrap``
     resamples. ``max_epsilon`` is the release gate's limit, ``gate`` its rule
-    (:mod:`epsstar.statistics.bounds.gate`). ``progress`` (:class:`epsstar.audit.engines.streaming.Progress`)
+    (:mod:`epsstar.statistics.bounds.gate`). ``progress`` (:class:`.data.progress.Progress`)
     is told as the rows are read. The result is deterministic for a given ``seed``.
 
     Columns reach the model by the names it records, else as ``features`` names them, else
@@ -459,29 +418,30 @@ def _attacked(
     trust: bool,
     progress: Progress | None,
 ) -> AuditResult:
-    """``result`` with the records of ``attack``'s membership tests (:mod:`.attack_run`)."""
-    train_side, population_side = streamed.train, streamed.population
-    logit = (train_side.losses, population_side.losses) if reading.loss == "logit" else None
-    return with_attacks(
-        result,
-        attack,
-        target=loaded.model,
-        target_path=paths["model"],
-        reading=TableReading(
-            paths["train"],
-            paths["population"],
-            reading.label_column,
-            reading.features,
-            reading.batch_size,
-            reading.input_shape,
-        ),
-        label_map=train_side.label_map,
-        options=options,
-        logit_losses=logit,
-        trust=trust,
-        progress=progress,
-        inputs=streamed.attack_inputs,
-    )
+    """``result`` with the records of ``attack``'s membership tests (:mod:`.attacks.run`);
+    the log-odds the reference-model attacks need are read here unless the engine that
+    streamed the tables read them already."""
+    inputs = streamed.attack_inputs
+    if inputs is None and any(name != "loss" for name in attack.attacks):
+        train_side, population_side = streamed.train, streamed.population
+        logit = (train_side.losses, population_side.losses) if reading.loss == "logit" else None
+        inputs = attack_inputs(
+            (loaded.model, paths["model"]),
+            attack.reference_models,
+            TableReading(
+                paths["train"],
+                paths["population"],
+                reading.label_column,
+                reading.features,
+                reading.batch_size,
+                reading.input_shape,
+            ),
+            train_side.label_map,
+            logit_losses=logit,
+            trust=trust,
+            progress=progress,
+        )
+    return with_attacks(result, attack, inputs, options)
 
 
 def _stream_on_dask(

@@ -192,7 +192,8 @@ def run_pairs(
 
     Each law is a ``scipy.stats`` frozen distribution (``rvs``, ``logcdf``,
     ``logsf``, ``ppf``, ``isf``); the truth is their Epsilon* by
-    :func:`~epsstar.statistics.estimators.optimizer.parametric_supremum`. ``Cell.d`` is the pair's index.
+    :func:`~epsstar.statistics.estimators.optimizer.parametric_supremum`. ``Cell.d`` is the pair's
+    index.
     """
     names = tuple(estimators)
     deltas = tuple(deltas)

@@ -6,7 +6,8 @@ Given the per-record losses of a model on its training data and on population da
 * the headline Epsilon* (by default the estimator's default method; any of
   :data:`epsstar.statistics.names.METHODS` by name, with an optional bootstrap
   interval) and the empirical Epsilon* (:mod:`epsstar.statistics.estimators.estimator`);
-* a Clopper-Pearson lower bound on ε (:func:`epsstar.statistics.bounds.from_counts.epsilon_lower_bound`)
+* a Clopper-Pearson lower bound on ε
+  (:func:`epsstar.statistics.bounds.from_counts.epsilon_lower_bound`)
   that is statistically valid: each side is split in two at random (seeded); the
   test (threshold and direction) is chosen on one half and the errors are counted on
   the other, so the choice does not bias the counts

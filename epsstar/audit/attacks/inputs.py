@@ -1,9 +1,9 @@
 """What the reference-model attacks take from the streaming of an audit.
 
-The single-process audit streams the reference models itself
-(:func:`epsstar.audit.attacks.references.reference_confidences`); an audit on a Dask cluster
+The single-process engine streams the reference models
+(:func:`epsstar.audit.engines.references.attack_inputs`); an audit on a Dask cluster
 computes the same log-odds on the workers, partition by partition
-(:mod:`epsstar.audit.engines.dask_audit`), and hands them over in this record.
+(:mod:`epsstar.audit.engines.dask_audit`). Both hand them over in this record.
 """
 
 from __future__ import annotations

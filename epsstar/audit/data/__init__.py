@@ -1,1 +1,9 @@
-"""Tables: reading records by column name, matching columns to a model's inputs, checks of the data, partitions, loss files and digests."""
+"""Tables: the records an audit reads.
+
+Lives here: reading CSV, Parquet, NPZ and NPY tables by column name (:mod:`.tables`),
+matching a table's columns to a model's inputs (:mod:`.column_match`), the checks of the
+data (:mod:`.checks`), partitioned data sets (:mod:`.partitions`), loss files and digests
+(:mod:`.files`).
+
+May import: :mod:`epsstar.audit.model`, :mod:`epsstar.statistics`.
+"""

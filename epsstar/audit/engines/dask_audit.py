@@ -50,7 +50,7 @@ from epsstar.statistics.summaries.loss_summary import LossSummary, SummaryPlan, 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.data.column_match import ColumnMatch
     from epsstar.audit.engines.dask_engine import Engine, TaskOutcome
-    from epsstar.audit.run import LoadedAuditModel
+    from epsstar.audit.model.loading import LoadedAuditModel
 
 __all__ = ["DaskStreams", "PartitionProgress", "stream_on_dask"]
 
@@ -116,7 +116,7 @@ def _checked_model(spec: ModelSpec) -> LoadedAuditModel:
     """The model of ``spec``, loaded once per process, its files checked against the client's."""
     if spec in _LOADED:
         return _LOADED[spec]
-    from epsstar.audit.run import load_model
+    from epsstar.audit.model.loading import load_model
 
     for path, expected in spec.sha256:
         try:

@@ -20,12 +20,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from epsstar.audit.data.checks import TableScan, row_hashes
+from epsstar.audit.data.progress import Progress
 from epsstar.audit.data.tables import LabelMap, iter_batches, label_map_for
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.plugins import LoadedModel
@@ -48,19 +49,6 @@ __all__ = [
 
 MAX_AUROC_VALUES = 50_000_000
 """AUROC needs every class score; past this many numbers per table they are dropped."""
-
-
-@runtime_checkable
-class Progress(Protocol):
-    """Told when a table starts streaming and how many rows each batch held."""
-
-    def start(self, role: str, path: Path) -> None:
-        """A table starts: ``role`` is ``"train"`` or ``"population"``."""
-        ...
-
-    def advance(self, rows: int) -> None:
-        """``rows`` more rows of the current table went through the model."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """Tables too large to hold a loss per row: which sides an audit summarises, and how.
 
 A side of more than :data:`EXACT_ROWS` rows is held as a
-:class:`~epsstar.statistics.summaries.loss_summary.LossSummary` (exact tails, a fine histogram of the
+:class:`~epsstar.statistics.summaries.loss_summary.LossSummary` (exact tails, a fine histogram of
+the
 body, each halving's halves, a random sample) instead of one loss per row, when every
 statistic the audit reports can be computed from it: the headline method is a tails
 method or the empirical one, with no bootstrap interval, no attack but the loss attack and

@@ -1,1 +1,11 @@
-"""Models: loader plugins and their contract, what a model file records (class labels, feature names, a declared DP guarantee), and how its outputs are read."""
+"""Models, the lowest room of the audit layer.
+
+Lives here: the loader plugins' discovery and protocol (:mod:`.plugins`) and their contract
+suite (:mod:`.contract`), the typed feature columns a model receives (:mod:`.features`), and
+what a model file records: class labels and feature names (:mod:`.class_labels`), a
+declared DP guarantee (:mod:`.declared_privacy`), how its outputs are read
+(:mod:`.output_reading`).
+
+May import: :mod:`epsstar.statistics`, :mod:`epsstar.exceptions`; nothing else of the
+audit layer.
+"""

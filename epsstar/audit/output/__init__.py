@@ -1,1 +1,9 @@
-"""The typed results of an audit, the numbers the reports draw, and the staged writing of output files."""
+"""What an audit produces: typed results and the files that carry them.
+
+Lives here: the frozen records of an audit (:mod:`.result`, :mod:`.attack_result`,
+:mod:`.slice_result`), the numbers the reports draw (:mod:`.figures`,
+:mod:`.landscape_data`), and the staged, all-or-nothing writing of output files
+(:mod:`.staging`).
+
+May import: :mod:`epsstar.audit.data`, :mod:`epsstar.audit.model`, :mod:`epsstar.statistics`.
+"""

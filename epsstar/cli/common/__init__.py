@@ -1,1 +1,4 @@
-"""What several subcommands share: options, progress bars, text tables."""
+"""What several subcommands share: options, progress bars, plain-text tables.
+
+May import: every layer below the command line; not :mod:`epsstar.cli.commands`.
+"""

@@ -1,6 +1,6 @@
 """The progress bar of ``epsstar audit``: rich, on standard error, one task per table.
 
-:func:`audit_progress` gives an :class:`epsstar.audit.engines.streaming.Progress` for
+:func:`audit_progress` gives an :class:`epsstar.audit.data.progress.Progress` for
 :func:`epsstar.audit.audit`, or ``None`` when the bar is off (``--quiet``). The bar is
 drawn only on a terminal; only then are a table's rows counted for its total, as
 counting can mean reading a CSV file once more.

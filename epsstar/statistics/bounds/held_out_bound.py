@@ -51,7 +51,8 @@ def _bound_at(
     """:func:`epsilon_lower_bound` of the test ``direction`` at each threshold, vectorised.
 
     ``members`` and ``others`` are sorted; the error rates' upper bounds are those of
-    :func:`epsilon_lower_bound` (:func:`~epsstar.statistics.bounds.from_counts.clopper_pearson_uppers`).
+    :func:`epsilon_lower_bound`
+    (:func:`~epsstar.statistics.bounds.from_counts.clopper_pearson_uppers`).
     """
     fp, fn = error_counts(thresholds, direction, members, others)
     fp_up = clopper_pearson_uppers(fp, size_of(others), confidence)

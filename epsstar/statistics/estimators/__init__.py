@@ -1,1 +1,10 @@
-"""Epsilon* estimators: the methods, the supremum of eq. 7, cross-fitting, the empirical estimate, bootstrap intervals, the δ profile and trade-off curves."""
+"""Epsilon* estimators (``epsilon-star-negoescu-2024.md`` Definition 2, eq. 7).
+
+Lives here: the methods as small frozen records (:mod:`.methods`), :func:`.estimator.estimate`
+and :func:`.estimator.epsilon_star`, the supremum over thresholds (:mod:`.optimizer`,
+:mod:`.ratio_terms`), the empirical and cross-fitted estimates, bootstrap intervals, the
+δ profile and the trade-off curves.
+
+May import: :mod:`epsstar.statistics.fitting`, :mod:`epsstar.statistics.summaries`,
+:mod:`epsstar.statistics.bounds`, the statistics' root modules, numpy and scipy.
+"""

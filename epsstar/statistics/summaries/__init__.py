@@ -1,1 +1,5 @@
-"""Losses too many to hold: mergeable sketches and per-side summaries."""
+"""Losses too many to hold: mergeable sketches (:mod:`.loss_sketch`) and a side's summary
+(:mod:`.loss_summary`), which the estimators read in place of an array of losses.
+
+May import: the statistics' root modules and numpy.
+"""

@@ -3,7 +3,8 @@
 A :class:`LossSummary` of ``n`` losses holds what the estimator reads of them, in a size
 that grows with ``sqrt(n)`` (the tails) and not with ``n``:
 
-* the :class:`~epsstar.statistics.summaries.loss_sketch.LossSketch` of each half of the cross-fitting
+* the :class:`~epsstar.statistics.summaries.loss_sketch.LossSketch` of each half of the
+  cross-fitting
   halving(s) and of the held-out tests' halving, whose merge is the sketch of the whole;
 * the distinct values with their counts while there are at most ``k`` of them (losses on a
   few values are audited by the exact empirical estimate, which these counts give);

@@ -1,1 +1,5 @@
-"""Tables for the trainer and the shipped and generated data sets."""
+"""Data for the trainer: feature tables with a label column (:mod:`.tables`), and the shipped
+UCI Adult and generated data sets (:mod:`.datasets`).
+
+May import: :mod:`epsstar.audit`, :mod:`epsstar.statistics`; not the rest of the trainer.
+"""

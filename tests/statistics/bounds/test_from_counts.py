@@ -1,4 +1,5 @@
-"""epsstar.statistics.bounds.from_counts: Clopper–Pearson bounds, ε lower bound, pooling over models."""
+"""epsstar.statistics.bounds.from_counts: Clopper–Pearson bounds, ε lower bound, pooling over
+models."""
 
 from __future__ import annotations
 

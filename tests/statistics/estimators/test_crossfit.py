@@ -1,4 +1,5 @@
-"""Cross-fitted Epsilon* (``method="tails-crossfit"``, :mod:`epsstar.statistics.estimators.crossfit`)."""
+"""Cross-fitted Epsilon* (``method="tails-crossfit"``,
+:mod:`epsstar.statistics.estimators.crossfit`)."""
 
 from __future__ import annotations
 

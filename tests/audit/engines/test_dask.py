@@ -23,7 +23,7 @@ from tests.conftest import invoke as _invoke
 pytest.importorskip("distributed")
 pytest.importorskip("onnxruntime")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 MODELS = ROOT / "fixtures" / "models"
 
 

@@ -1,4 +1,5 @@
-"""Tests for epsstar.statistics.readings.conversions, checked against mpmath and against each other."""
+"""Tests for epsstar.statistics.readings.conversions, checked against mpmath and against each
+other."""
 
 from __future__ import annotations
 

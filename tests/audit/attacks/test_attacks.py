@@ -23,7 +23,7 @@ from epsstar.audit.run import audit
 from epsstar.cli import main
 from epsstar.exceptions import EpsstarWarning
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "models"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "models"
 N_REFERENCES = 6
 
 
@@ -113,7 +113,8 @@ def test_three_attacks_end_to_end(
     assert attacks["lira"]["settings"]["variance"] == "global"  # 6 < 64 reference models
     assert len(document["provenance"]["reference_models"]) == N_REFERENCES
     # Measured on these models: AUC loss 0.675, LiRA 0.722, RMIA 0.779 (the formulas
-    # themselves are checked against scipy and by hand in tests/test_attack_scores.py).
+    # themselves are checked against scipy and by hand in
+    # tests/statistics/attacks/test_attack_scores.py).
     assert attacks["lira"]["auc"] > attacks["loss"]["auc"] + 0.02
     assert attacks["rmia"]["auc"] > attacks["loss"]["auc"] + 0.02
     for record in attacks.values():
@@ -317,7 +318,8 @@ def test_slices_of_rmia_count_only_the_records_it_scores(folder: Path, tmp_path:
 def test_references_read_each_table_once_for_the_same_log_odds(folder: Path) -> None:
     """The reference models share one read of each table; every model's log-odds are, bit
     for bit, those it gives streamed on its own (small batches: several per table)."""
-    from epsstar.audit.attacks.references import TableReading, log_odds_of, reference_confidences
+    from epsstar.audit.data.reading import TableReading
+    from epsstar.audit.engines.references import log_odds_of, reference_confidences
     from epsstar.audit.engines.streaming import stream_table
     from epsstar.audit.model.plugins import loader_for_path
 

@@ -716,7 +716,7 @@ def test_cli_gate_rules_compare_their_own_statistic(
 ) -> None:
     """The README's 4-class MLP: the estimate (2.52) and a found leak fail a gate at 1; the
     held-out lower bound (about 0.26) passes it."""
-    models = Path(__file__).resolve().parent.parent / "fixtures" / "models"
+    models = Path(__file__).resolve().parents[2] / "fixtures" / "models"
     base = [
         "audit",
         str(models / "multiclass_mlp.onnx"),

@@ -1,0 +1,21 @@
+"""What is told as a table is read: the protocol of a progress display."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+__all__ = ["Progress"]
+
+
+@runtime_checkable
+class Progress(Protocol):
+    """Told when a table starts streaming and how many rows each batch held."""
+
+    def start(self, role: str, path: Path) -> None:
+        """A table starts: ``role`` is ``"train"`` or ``"population"``."""
+        ...
+
+    def advance(self, rows: int) -> None:
+        """``rows`` more rows of the current table went through the model."""
+        ...
