@@ -377,9 +377,9 @@ CAPTURED = Captured()
 
 def _instrument() -> None:
     """Time (and keep the output of) the audit's reference step, ``reference_confidences``."""
-    from epsstar.audit.attacks import run as attack_run
+    from epsstar.audit.engines import references as reference_engine
 
-    original: Callable[..., Any] = attack_run.reference_confidences  # type: ignore[attr-defined]
+    original: Callable[..., Any] = reference_engine.reference_confidences
 
     def timed(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
@@ -389,12 +389,12 @@ def _instrument() -> None:
         CAPTURED.arguments = args
         return result
 
-    attack_run.reference_confidences = timed  # type: ignore[attr-defined]
+    reference_engine.reference_confidences = timed
 
 
 def run_audit(target: Target, k: int, *, train: Path | None = None, seed: int = 0) -> Any:
     """The audit of ``target`` with the first ``k`` reference models (0: the loss attack only)."""
-    from epsstar.audit import audit
+    from epsstar.audit import AuditOptions, ModelFile, Tables, audit
     from epsstar.audit.attacks.scoring import AttackSettings
 
     settings = (
@@ -403,13 +403,14 @@ def run_audit(target: Target, k: int, *, train: Path | None = None, seed: int = 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return audit(
-            target.model,
-            train or target.tables["train"],
-            target.tables["population"],
-            label_column=LABEL,
-            input_shape=target.input_shape,
-            outputs="logits" if target.input_shape else None,
-            seed=seed,
+            ModelFile(target.model, outputs="logits" if target.input_shape else None),
+            Tables(
+                train or target.tables["train"],
+                target.tables["population"],
+                LABEL,
+                input_shape=target.input_shape,
+            ),
+            AuditOptions(seed=seed),
             attack=settings,
         )
 
@@ -522,7 +523,7 @@ def compare_meter(
     the audit's scored population records, its ``z`` records, K = all reference rows."""
     from scipy.special import expit
 
-    from epsstar.audit.attacks.scoring import z_split
+    from epsstar.audit.attacks.kinds.rmia import z_split
     from epsstar.statistics.attacks.rmia import rmia_offline
 
     on_train, on_population = phi
@@ -586,6 +587,7 @@ def validity(target: Target, repeats: int) -> list[ValidityRow]:
     """Disjoint sets of fresh records as "members", each audited with the K = 8 references
     (same statistics as the audit, on the log-odds read once for the whole fresh table)."""
     from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+    from epsstar.audit.attacks.inputs import AttackInputs
     from epsstar.audit.attacks.references import ReferenceConfidences
     from epsstar.audit.attacks.scoring import AttackSettings, attack_results
 
@@ -610,13 +612,11 @@ def validity(target: Target, repeats: int) -> list[ValidityRow]:
             base = audit_losses(
                 fresh_losses[rows], pop_losses, utility=whole.utility, options=options
             )
-            results = attack_results(
-                settings,
-                base,
+            inputs = AttackInputs(
                 (-fresh_losses[rows], -pop_losses),
                 ReferenceConfidences(ref_fresh[:, rows], ref_pop, ()),
-                options,
             )
+            results = attack_results(settings, base, inputs, options)
         for result in results:
             assert result.gate is not None
             outcomes[result.name].append((result.gate.value, result.epsilon.epsilon))
@@ -647,7 +647,7 @@ def gain_knobs(
 ) -> list[list[str]]:
     """TPR at 0.1 % FPR and AUC of RMIA for several ``a`` and of LiRA with either variance,
     on the K = 8 log-odds of the audit (members against the RMIA-scored population)."""
-    from epsstar.audit.attacks.scoring import z_split
+    from epsstar.audit.attacks.kinds.rmia import z_split
     from epsstar.statistics.attacks.lira import LiraVariance, lira_offline
     from epsstar.statistics.attacks.rmia import rmia_offline
 

@@ -169,8 +169,9 @@ class BatchedModel:
         return self._classes
 
     @property
-    def input_dtype(self) -> np.dtype[Any]:
-        """The type the features are cast to; the audit checks every value fits it."""
+    def input_dtype(self) -> np.dtype[Any] | None:
+        """The type the features are cast to (the audit checks every value fits it), or
+        ``None`` when the model's inputs have different types, each cast on its own."""
         return self._input_dtype
 
     @property

@@ -179,7 +179,7 @@ class OnnxModel(BatchedModel):
             )
 
     @property
-    def input_dtype(self) -> np.dtype[Any] | None:  # type: ignore[override]
+    def input_dtype(self) -> np.dtype[Any] | None:
         """The one type every input takes, or None when the inputs differ (each is cast and
         checked column by column)."""
         return self._input_dtype if self._single_dtype else None

@@ -251,7 +251,7 @@ class SklearnLoader:
             )
         try:
             if suffix == ".joblib":
-                import joblib  # type: ignore[import-untyped]
+                import joblib
 
                 return joblib.load(path)
             with path.open("rb") as stream:

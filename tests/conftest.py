@@ -134,3 +134,72 @@ def in_process() -> Iterator[str]:
         dashboard_address=":0",
     ) as cluster:
         yield str(cluster.scheduler_address)
+
+
+#: Which record of :func:`epsstar.audit.audit` each flat keyword of :func:`audit_files` fills.
+_MODEL_KEYS = frozenset({"loader", "outputs", "trust", "classes"})
+_TABLE_KEYS = frozenset({"features", "input_shape", "batch_size", "loss", "storage_options"})
+_OPTION_KEYS = frozenset(
+    {"delta", "method", "family", "interval", "n_bootstrap", "max_epsilon", "gate", "confidence"}
+    | {"seed"}
+)
+
+
+def audit_files(
+    model: str | os.PathLike[str],
+    train: str | os.PathLike[str],
+    population: str | os.PathLike[str],
+    label_column: str,
+    **keywords: Any,
+) -> Any:
+    """:func:`epsstar.audit.audit` of three files with flat keywords, each put in the record
+    it belongs to (:class:`ModelFile`, :class:`Tables`, :class:`AuditOptions`); the others
+    (``attack``, ``slice_by``, ``engine``, ``progress``, ``command``) are passed as they are."""
+    from epsstar.audit import AuditOptions, ModelFile, Tables, audit
+
+    def take(keys: frozenset[str]) -> dict[str, Any]:
+        return {key: keywords.pop(key) for key in list(keywords) if key in keys}
+
+    file = ModelFile(Path(model), **take(_MODEL_KEYS))
+    tables = Tables(train, population, label_column, **take(_TABLE_KEYS))
+    return audit(file, tables, AuditOptions(**take(_OPTION_KEYS)), **keywords)
+
+
+def made_up_provenance(n_train: int, n_population: int, *, seed: int = 0, **changes: Any) -> Any:
+    """A :class:`~epsstar.audit.output.provenance.Provenance` of a synthetic audit (made-up
+    files and digests), with ``changes`` applied, for tests that build results by hand."""
+    import dataclasses
+
+    from epsstar.audit.data.column_match import ColumnMatch
+    from epsstar.audit.data.files import FileDigest
+    from epsstar.audit.model.plugins import LoaderInfo
+    from epsstar.audit.output.provenance import Provenance, Timings
+
+    made_up = Provenance(
+        model="synthetic <model>.onnx",
+        model_files=(FileDigest("synthetic <model>.onnx", "0" * 64),),
+        loader=LoaderInfo("onnx", "x:Y", "epsstar", "0"),
+        output_kind="probabilities",
+        loss="logit",
+        label_column="label",
+        features=None,
+        columns=ColumnMatch(("x0", "x1"), ("x0", "x1"), "model names"),
+        input_shape=None,
+        classes=("0", "1"),
+        classes_from="model",
+        train="train.csv",
+        population="population.csv",
+        train_sha256="1" * 64,
+        population_sha256="2" * 64,
+        shared_rows=0,
+        n_train=n_train,
+        n_population=n_population,
+        seed=seed,
+        confidence=0.95,
+        epsstar_version="0",
+        python="3",
+        created="2024-01-01T00:00:00+00:00",
+        command=None,
+        seconds=Timings(0.1, 0.5, 0.3, 0.1, 1.0),
+    )
+    return dataclasses.replace(made_up, **changes)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import re
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,3 +122,89 @@ def test_library_functions_are_short(path: Path) -> None:
         and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
     ]
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+# --- the numbers the structure keeps -------------------------------------------------------------
+
+#: Most modules a folder of the library may hold (its ``__init__.py`` aside).
+MAX_MODULES_PER_FOLDER = 12
+#: Most parameters a public function or method may take (``self``/``cls`` aside).
+MAX_PUBLIC_PARAMETERS = 10
+#: Most ``dict[str, Any]``-like annotations the library may hold.
+MAX_UNTYPED_DICTS = 30
+#: Most ``# type: ignore`` comments the library may hold, each with its reason.
+MAX_TYPE_IGNORES = 5
+#: Most test files at the root of ``tests/``.
+MAX_ROOT_TEST_FILES = 10
+
+_UNTYPED_DICT = re.compile(r"\b(?:dict|Mapping|MutableMapping)\[str, (?:Any|object)\]")
+
+
+def _strongly_connected(edges: dict[str, list[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of a directed graph, iteratively."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(edges[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(edges.get(child, []))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                found.append(component)
+    return found
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    edges = {"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}
+    assert sorted(sorted(c) for c in _strongly_connected(edges) if len(c) > 1) == [["a", "b", "c"]]
+
+
+def test_no_folder_holds_more_than_a_dozen_modules() -> None:
+    crowded = {}
+    for folder in {path.parent for path in _library_files()}:
+        modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+        if len(modules) > MAX_MODULES_PER_FOLDER:
+            crowded[str(folder.relative_to(ROOT))] = len(modules)
+    assert not crowded, f"folders over {MAX_MODULES_PER_FOLDER} modules: {crowded}"
+
+
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    arguments = node.args
+    names = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
+    count = len(names) + (arguments.vararg is not None) + (arguments.kwarg is not None)
+    return count - (1 if names and names[0] in ("self", "cls") else 0)
+
+
+def test_the_tests_mirror_the_packages() -> None:
+    root_files = sorted(p.name for p in (ROOT / "tests").glob("test_*.py"))
+    assert len(root_files) <= MAX_ROOT_TEST_FILES, root_files

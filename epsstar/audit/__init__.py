@@ -1,6 +1,7 @@
 """The audit pipeline: tables, loader discovery, streaming a model over data, ``audit()``.
 
-``audit(model, train, population, ...)`` loads a model through its loader plugin,
+``audit(model, Tables(train, population, label_column), AuditOptions(...))`` loads a
+model (a path, or a :class:`ModelFile` saying how to load it) through its loader plugin,
 streams both tables through it, and turns the per-record losses into a frozen
 :class:`AuditResult`; ``audit_losses(train_losses, population_losses, ...)`` is its
 statistics step alone, for losses computed elsewhere; ``audit_many`` audits every model
@@ -15,15 +16,29 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
     "audit": "epsstar.audit.run",
+    "ModelFile": "epsstar.audit.model.loading",
+    "Tables": "epsstar.audit.data.reading",
+    "AttackSettings": "epsstar.audit.attacks.scoring",
     "audit_losses": "epsstar.audit.attacks.from_losses",
     "AuditOptions": "epsstar.audit.attacks.from_losses",
     "AuditResult": "epsstar.audit.output.result",
 }
 
-__all__ = ["AuditOptions", "AuditResult", "audit", "audit_losses"]
+__all__ = [
+    "AttackSettings",
+    "AuditOptions",
+    "AuditResult",
+    "ModelFile",
+    "Tables",
+    "audit",
+    "audit_losses",
+]
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+    from epsstar.audit.attacks.scoring import AttackSettings
+    from epsstar.audit.data.reading import Tables
+    from epsstar.audit.model.loading import ModelFile
     from epsstar.audit.output.result import AuditResult
     from epsstar.audit.run import audit
 

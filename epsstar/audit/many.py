@@ -32,15 +32,20 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from epsstar.audit.attacks.from_losses import AuditOptions
+from epsstar.audit.data.reading import DEFAULT_BATCH_SIZE, Tables
+from epsstar.audit.model.loading import ModelFile
 from epsstar.exceptions import EpsstarError, InputFileError
 from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.bounds.from_counts import mechanism_epsilon
+from epsstar.statistics.names import OUTPUT_KINDS, LossName
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.engines.dask_engine import Engine, TaskOutcome
     from epsstar.audit.output.result import AuditResult
 
 __all__ = [
+    "FleetSettings",
     "ManifestEntry",
     "ModelAudit",
     "StrategySummary",
@@ -340,9 +345,37 @@ def _without_losses(result: AuditResult) -> AuditResult:
     return replace(result, train_losses=np.empty(0), population_losses=np.empty(0))
 
 
+@dataclass(frozen=True, slots=True)
+class FleetSettings:
+    """What every model of a manifest is audited with: the statistical options, the loss,
+    the rows per model call, and whether model files that can run code may be loaded (each
+    entry gives its own model, data, columns, loader and output reading)."""
+
+    options: AuditOptions = field(default_factory=AuditOptions)
+    loss: LossName = "logit"
+    batch_size: int = DEFAULT_BATCH_SIZE
+    trust: bool = False
+
+    def model(self, entry: ManifestEntry) -> ModelFile:
+        """How the model of ``entry`` is loaded."""
+        outputs = None if entry.outputs is None else OUTPUT_KINDS.check(entry.outputs)
+        return ModelFile(entry.model, entry.loader, outputs, self.trust)
+
+    def tables(self, entry: ManifestEntry) -> Tables:
+        """What the audit of ``entry`` reads."""
+        return Tables(
+            entry.train,
+            entry.population,
+            entry.label_column,
+            features=entry.features,
+            batch_size=self.batch_size,
+            loss=self.loss,
+        )
+
+
 def _audit_one(
     entry: ManifestEntry,
-    options: Mapping[str, Any],
+    settings: FleetSettings,
     report_dir: Path | None = None,
     write_report: ReportWriter | None = None,
     keep_losses: bool = False,
@@ -355,16 +388,7 @@ def _audit_one(
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result = audit(
-                entry.model,
-                entry.train,
-                entry.population,
-                label_column=entry.label_column,
-                features=entry.features,
-                loader=entry.loader,
-                outputs=entry.outputs,  # type: ignore[arg-type]
-                **options,
-            )
+            result = audit(settings.model(entry), settings.tables(entry), settings.options)
     except Exception as error:  # one broken model must not stop the others
         return ModelAudit(entry, error=_message(error))
     audited = ModelAudit(
@@ -388,7 +412,7 @@ _ONE_AUDIT = threading.Lock()
 
 def _audit_remote(
     entry: ManifestEntry,
-    options: Mapping[str, Any],
+    settings: FleetSettings,
     with_report: bool,
     write_report: ReportWriter | None,
     keep_losses: bool,
@@ -397,7 +421,7 @@ def _audit_remote(
     folder is needed), for the client to write."""
     with _ONE_AUDIT, tempfile.TemporaryDirectory(prefix="epsstar-") as scratch:
         folder = Path(scratch) if with_report else None
-        record = _audit_one(entry, options, folder, write_report, keep_losses)
+        record = _audit_one(entry, settings, folder, write_report, keep_losses)
         html = None if record.report is None else record.report.read_bytes()
     return replace(record, report=None), html
 
@@ -408,7 +432,7 @@ def _audit_on_dask(
     folder: Path | None,
     write_report: ReportWriter | None,
     keep_losses: bool,
-    options: Mapping[str, Any],
+    settings: FleetSettings,
     on_done: Callable[[ModelAudit], None] | None,
 ) -> list[ModelAudit]:
     """One Dask task per entry; each record names the worker that ran it."""
@@ -416,7 +440,7 @@ def _audit_on_dask(
     from epsstar.audit.engines.dask_engine import dask_client, run_tasks
 
     with_report = folder is not None and write_report is not None
-    tasks = [(entry, options, with_report, write_report, keep_losses) for entry in entries]
+    tasks = [(entry, settings, with_report, write_report, keep_losses) for entry in entries]
     records: list[ModelAudit | None] = [None] * len(entries)
 
     def finished(outcome: TaskOutcome[tuple[ModelAudit, bytes | None]]) -> None:
@@ -457,6 +481,7 @@ def _report_folder(report_dir: str | Path | None) -> Path | None:
 
 def audit_many(
     entries: Sequence[ManifestEntry],
+    settings: FleetSettings | None = None,
     *,
     jobs: int = 2,
     on_done: Callable[[ModelAudit], None] | None = None,
@@ -464,9 +489,9 @@ def audit_many(
     write_report: ReportWriter | None = None,
     keep_losses: bool = False,
     engine: Engine | None = None,
-    **options: Any,
 ) -> list[ModelAudit]:
-    """Audit every entry (``options`` go to :func:`epsstar.audit.audit`), in manifest order.
+    """Audit every entry with ``settings`` (:func:`epsstar.audit.audit` per entry), in
+    manifest order.
 
     Entries are audited in ``jobs`` processes (in this one for ``jobs=1``);
     ``on_done`` is called in this process with each record as it finishes. With
@@ -479,10 +504,11 @@ def audit_many(
     the worker that audited it.
     """
     jobs = check_positive_int("jobs", jobs)
+    settings = FleetSettings() if settings is None else settings
     folder = _report_folder(report_dir)
     if engine is not None and engine.name == "dask":
-        return _audit_on_dask(entries, engine, folder, write_report, keep_losses, options, on_done)
-    arguments = [(entry, options, folder, write_report, keep_losses) for entry in entries]
+        return _audit_on_dask(entries, engine, folder, write_report, keep_losses, settings, on_done)
+    arguments = [(entry, settings, folder, write_report, keep_losses) for entry in entries]
     records: list[ModelAudit | None] = [None] * len(entries)
     if jobs == 1:
         for index, task in enumerate(arguments):

@@ -13,10 +13,9 @@ import pandas as pd
 import pytest
 
 from epsstar.audit.model.plugins import register_loader
-from epsstar.audit.run import audit
 from epsstar.exceptions import PoorFitWarning
 from epsstar.statistics.bounds.held_out_bound import split_lower_bound
-from tests.conftest import invoke
+from tests.conftest import audit_files, invoke
 
 COLUMNS = [f"x{i}" for i in range(6)]
 
@@ -53,7 +52,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run_audit(workdir: Path, **options):  # type: ignore[no-untyped-def]
     with pytest.warns(PoorFitWarning) if options.pop("expect_poor", False) else _nothing():
-        return audit(
+        return audit_files(
             workdir / options.pop("model", "model.onnx"),
             workdir / "train.csv",
             workdir / "population.parquet",
@@ -269,7 +268,7 @@ def test_unknown_method_is_refused_before_the_data_are_read(workdir: Path) -> No
     # The "data" are the model file: reading them would fail with another message.
     model = workdir / "model.onnx"
     with pytest.raises(InvalidInputError, match="'bogus'"):
-        audit(model, model, model, label_column="label", method="bogus")  # type: ignore[arg-type]
+        audit_files(model, model, model, label_column="label", method="bogus")  # type: ignore[arg-type]
 
 
 @dataclass
@@ -522,7 +521,7 @@ def test_refused_predictions_are_said_once_with_the_advice(
         r"outputs='logits' if the model returns logits\): predictions must be probabilities in "
         r"\[0, 1\]; 600 value\(s\) are not, the first at index 0\. Found 1\.5\.$",
     ):
-        audit(
+        audit_files(
             tmp_path / "above.fake",
             workdir / "train.csv",
             workdir / "population.parquet",
@@ -611,9 +610,8 @@ def test_audit_losses_is_the_audit_without_the_model(workdir: Path) -> None:
             audited.population_losses,
             utility=audited.utility,
             options=AuditOptions(seed=4, max_epsilon=3.0),
-            provenance={"source": "test"},
         )
-    assert again.provenance == {"source": "test"}
+    assert again.provenance is None
     first, second = audited.to_dict(), again.to_dict()
     assert second["loader"] is None
     assert second["model_sha256"] is None
@@ -664,11 +662,12 @@ def test_audit_losses_needs_enough_losses() -> None:
 
 
 def test_streaming_returns_the_label_map_for_the_second_table(workdir: Path) -> None:
+    from epsstar.audit.data.reading import TableRead
     from epsstar.audit.engines.streaming import stream_table
     from epsstar.audit.model.plugins import get_loader
 
     model = get_loader("onnx")[0].load(workdir / "model.onnx")
-    train = stream_table(model, workdir / "train.csv", role="train", label_column="label")
+    train = stream_table(model, TableRead(workdir / "train.csv", "train", "label"))
     assert train.rows == 600
     assert train.losses.shape == (600,)
     assert train.n_outputs == 2
@@ -678,11 +677,8 @@ def test_streaming_returns_the_label_map_for_the_second_table(workdir: Path) -> 
     assert train.labels.shape == train.scores.shape == (600,)
     population = stream_table(
         model,
-        workdir / "population.parquet",
-        role="population",
-        label_column="label",
+        TableRead(workdir / "population.parquet", "population", "label", batch_size=7),
         label_map=train.label_map,
-        batch_size=7,
     )
     assert population.label_map is train.label_map
     assert population.rows == 300
@@ -693,6 +689,7 @@ def test_streaming_returns_the_label_map_for_the_second_table(workdir: Path) -> 
 
 
 def test_the_second_table_must_match_the_label_map(workdir: Path) -> None:
+    from epsstar.audit.data.reading import TableRead
     from epsstar.audit.data.tables import LabelMap
     from epsstar.audit.engines.streaming import stream_table
     from epsstar.exceptions import InvalidInputError
@@ -704,9 +701,7 @@ def test_the_second_table_must_match_the_label_map(workdir: Path) -> None:
     ):
         stream_table(
             _FakeModel(0.5),
-            workdir / "population.parquet",
-            role="population",
-            label_column="label",
+            TableRead(workdir / "population.parquet", "population", "label"),
             label_map=LabelMap((0, 1, 2)),
         )
 

@@ -18,6 +18,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 from sklearn.svm import LinearSVC
 
+from epsstar.audit.data.reading import TableRead
 from epsstar.audit.engines.streaming import stream_table
 from epsstar.audit.model.class_labels import FEATURES_KEY, features_to_text
 from epsstar.audit.model.plugins import loader_for_path
@@ -87,12 +88,14 @@ def test_outputs_override_wins(fixture_model: Any) -> None:
         ):
             stream_table(
                 model,
-                MODELS / f"{fixture_model.task}_population.parquet",
-                role="population",
-                label_column="label",
-                features=FEATURES,
+                TableRead(
+                    MODELS / f"{fixture_model.task}_population.parquet",
+                    "population",
+                    "label",
+                    tuple(FEATURES),
+                    outputs_requested=True,
+                ),
                 classes=fixture_model.classes,
-                outputs_requested=True,
             )
 
 
@@ -220,9 +223,7 @@ def test_onnx_nan_output_is_returned_and_refused_once_by_the_audit(tmp_path: Pat
         r"predictions must be finite logits; 1 value\(s\) are not, the first at index 1\. "
         r"Found nan\.$",
     ):
-        stream_table(
-            model, tmp_path / "rows.csv", role="train", label_column="y", outputs_requested=True
-        )
+        stream_table(model, TableRead(tmp_path / "rows.csv", "train", "y", outputs_requested=True))
 
 
 # --------------------------------------------------------------- TorchScript

@@ -13,10 +13,10 @@ import pytest
 import epsstar.audit.model.contract
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.plugins import loader_for_path
-from epsstar.audit.run import audit
 from epsstar.cli import main
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics.losses import compute_losses
+from tests.conftest import audit_files
 
 lgb = pytest.importorskip("lightgbm")
 from epsstar.loaders.lightgbm import LightGBMLoader  # noqa: E402
@@ -88,7 +88,7 @@ def test_logits_are_the_raw_scores_and_match_a_float64_tree_sum(task: str) -> No
 @pytest.mark.parametrize("task", TASKS)
 def test_audit_losses_agree_with_lightgbm_probabilities(task: str) -> None:
     path = KINDS / f"{task}_lightgbm.txt"
-    result = audit(
+    result = audit_files(
         path,
         KINDS / f"{task}_numeric_train.csv",
         KINDS / f"{task}_numeric_population.csv",

@@ -13,10 +13,10 @@ import pytest
 
 import epsstar.audit.model.contract
 from epsstar.audit.model.plugins import loader_for_path
-from epsstar.audit.run import audit
 from epsstar.cli import main
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics.losses import compute_losses
+from tests.conftest import audit_files
 
 xgb = pytest.importorskip("xgboost")
 from epsstar.loaders.xgboost import XGBoostLoader  # noqa: E402
@@ -103,7 +103,7 @@ def test_logits_are_the_margins_and_match_a_float64_tree_sum(file: str) -> None:
 @pytest.mark.parametrize("file", ["adult_xgboost.ubj", "wine_xgboost.json"])
 def test_audit_losses_agree_with_xgboost_predict_proba(file: str) -> None:
     task = task_of(file)
-    result = audit(
+    result = audit_files(
         KINDS / file,
         KINDS / f"{task}_numeric_train.csv",
         KINDS / f"{task}_numeric_population.csv",

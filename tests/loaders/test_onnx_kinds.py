@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from epsstar.audit.model.features import Features
-from epsstar.audit.run import audit
 from epsstar.loaders.onnx import OnnxLoader
+from tests.conftest import audit_files
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ROOT / "fixtures" / "models" / "kinds"
@@ -73,7 +73,7 @@ def test_the_external_data_model_lists_its_sidecar() -> None:
 
 def _audit(file: str, train: str, population: str, label: str) -> float:
     """Epsilon* of one audit, after checking its losses come from unsaturated logits."""
-    result = audit(KINDS / file, KINDS / train, KINDS / population, label_column=label)
+    result = audit_files(KINDS / file, KINDS / train, KINDS / population, label_column=label)
     losses = np.concatenate([result.train_losses, result.population_losses])
     assert np.isfinite(losses).all()
     assert np.abs(losses).max() < 36.0

@@ -20,10 +20,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from epsstar.audit.model.features import Features
-from epsstar.audit.run import audit
 from epsstar.exceptions import EpsstarWarning, InvalidInputError
 from epsstar.loaders.sklearn import SklearnLoader
 from epsstar.statistics.losses import MAX_ABS_LOGIT, compute_losses
+from tests.conftest import audit_files
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ROOT / "fixtures" / "models" / "kinds"
@@ -225,8 +225,8 @@ def test_auditing_the_adult_pipeline_on_raw_csv_files(
     train_path, population_path = fixture_builder("sklearn_models").write_adult_csvs(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpsstarWarning)
-        result = audit(
+        result = audit_files(
             KINDS / "adult_pipeline.skops", train_path, population_path, label_column="income"
         )
-    assert result.provenance["output_kind"] == "logits"
+    assert result.provenance.output_kind == "logits"
     assert np.isfinite(result.epsilon_star)

@@ -13,9 +13,9 @@ import torch
 
 from epsstar.audit.model.class_labels import FEATURES_KEY, features_to_text
 from epsstar.audit.model.features import Features
-from epsstar.audit.run import audit
 from epsstar.exceptions import EpsstarWarning, InputFileError, InvalidInputError
 from epsstar.loaders.torchscript import OUTPUTS_KEY, TorchScriptLoader
+from tests.conftest import audit_files
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ROOT / "fixtures" / "models" / "kinds"
@@ -104,6 +104,6 @@ def test_auditing_the_digits_cnn_on_npz_files(
     train_path, population_path = fixture_builder("sklearn_models").write_digits_npz(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpsstarWarning)
-        result = audit(KINDS / "digits_cnn.pt", train_path, population_path, label_column="y")
-    assert result.provenance["output_kind"] == "logits"
+        result = audit_files(KINDS / "digits_cnn.pt", train_path, population_path, label_column="y")
+    assert result.provenance.output_kind == "logits"
     assert np.isfinite(result.epsilon_star)

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from epsstar.audit.output.result import AuditResult
-from epsstar.audit.run import audit
 from epsstar.statistics.bounds.held_out_bound import split_lower_bound
 from epsstar.statistics.estimators.estimator import epsilon_star
 from epsstar.statistics.readings.readings import membership_readings
 from epsstar.statistics.utility import Utility
+from tests.conftest import audit_files, made_up_provenance
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 
@@ -29,7 +29,7 @@ def audit_fixture(case: str, **options: Any) -> AuditResult:
     """Audit a fixture model; the paper's parametric estimator unless ``method`` is given."""
     options.setdefault("method", "parametric")
     model, train, population = CASES[case]
-    return audit(
+    return audit_files(
         MODELS / model, MODELS / train, MODELS / population, label_column="label", **options
     )
 
@@ -54,27 +54,7 @@ def synthetic_result(n: int, *, seed: int = 0, shift: float = 1.0) -> AuditResul
         warnings.simplefilter("ignore")
         parametric = epsilon_star(train, population, delta=delta, seed=seed, method="parametric")
     empirical = epsilon_star(train, population, delta=delta, method="empirical")
-    provenance = {
-        "model": "synthetic <model>.onnx",
-        "model_sha256": "0" * 64,
-        "loader": {"name": "onnx", "value": "x:Y", "distribution": "epsstar", "version": "0"},
-        "output_kind": "probabilities",
-        "loss": "logit",
-        "label_column": "label",
-        "classes": ["0", "1"],
-        "classes_from": "model",
-        "train": "train.csv",
-        "population": "population.csv",
-        "n_train": n,
-        "n_population": n,
-        "seed": seed,
-        "confidence": 0.95,
-        "epsstar_version": "0",
-        "python": "3",
-        "created": "2024-01-01T00:00:00+00:00",
-        "seconds": {"total": 1.0},
-        "command": None,
-    }
+    provenance = made_up_provenance(n, n, seed=seed)
     return AuditResult(
         epsilon=parametric,
         empirical=empirical,

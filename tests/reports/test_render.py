@@ -45,7 +45,7 @@ def test_report_of_fixture_models(
     assert 'id="fig-attacks"' not in html
     assert 'id="ks-grid-train"' in html
     assert 'id="ks-grid-population"' in html
-    assert result.provenance["model_sha256"] in html
+    assert result.provenance.model_sha256 in html
     assert "not supported by the data (extrapolated)" in html
     assert f"{result.lower_bound.epsilon:.4f}" in html
     assert f"{result.readings.advantage_observed:.4f}" in html
@@ -405,7 +405,7 @@ def test_a_summarised_audit_says_what_its_charts_draw(
 ) -> None:
     from epsstar.cli import main
 
-    monkeypatch.setattr("epsstar.audit.engines.summaries.EXACT_ROWS", 300)
+    monkeypatch.setattr("epsstar.audit.data.summary_plans.EXACT_ROWS", 300)
     monkeypatch.setattr("epsstar.statistics.summaries.loss_summary.SAMPLE_SIZE", 200)
     monkeypatch.setattr("epsstar.statistics.summaries.loss_summary.EXACT_TAIL_FACTOR", 2)
     out = tmp_path / "audit.html"

@@ -22,6 +22,7 @@ from epsstar.statistics.utility import Utility
 from epsstar.training.data.tables import TabularData
 from epsstar.training.runs.export import write_model_dir
 from epsstar.training.trainer import TrainingConfig, train
+from tests.conftest import made_up_provenance
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -83,10 +84,7 @@ def _result(declared: DeclaredPrivacy | None, delta: float = 1e-4) -> object:
     result = audit_losses(
         train_losses, population_losses, utility=utility, options=AuditOptions(delta=delta)
     )
-    provenance = {
-        "model_sha256": "0" * 64,
-        "loader": {"name": "x", "distribution": "d", "version": "1"},
-    }
+    provenance = made_up_provenance(2000, 2000)
     return dataclasses.replace(result, declared_privacy=declared, provenance=provenance)
 
 

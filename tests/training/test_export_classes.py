@@ -14,12 +14,12 @@ import torch
 
 from epsstar.audit.model.class_labels import CLASSES_KEY, classes_from_text, classes_to_text
 from epsstar.audit.model.plugins import get_loader
-from epsstar.audit.run import audit
 from epsstar.exceptions import InputFileError, InvalidInputError, PoorFitWarning
 from epsstar.training.data.tables import TabularData
 from epsstar.training.runs.export import export_onnx, export_torchscript, write_model_dir
 from epsstar.training.runs.pipeline import load_inputs
 from epsstar.training.trainer import TrainedModel, TrainingConfig, train
+from tests.conftest import audit_files
 
 # Sorted ("ant", "bee", "cat", "dog"), which is not the order of first appearance.
 ANIMALS = np.array(["dog", "ant", "cat", "bee"], dtype=object)
@@ -46,7 +46,7 @@ def _train_and_export(train_path: Path, population_path: Path, out: Path) -> Tra
 def _quiet_audit(model: Path, train_path: Path, population_path: Path, **options: object):  # type: ignore[no-untyped-def]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PoorFitWarning)
-        return audit(model, train_path, population_path, label_column="label", **options)  # type: ignore[arg-type]
+        return audit_files(model, train_path, population_path, label_column="label", **options)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("task", ["binary", "multiclass"])
@@ -64,8 +64,8 @@ def test_trained_model_classes_round_trip_through_both_loaders(
         assert plugin.load(tmp_path / "model" / file).classes == expected
         result = _quiet_audit(tmp_path / "model" / file, train_path, population_path)
         provenance = result.provenance
-        assert provenance["classes"] == list(expected)
-        assert provenance["classes_from"] == "model"
+        assert provenance.classes == tuple(expected)
+        assert provenance.classes_from == "model"
         # The string labels reach the right output columns: the audit's accuracy is the
         # trainer's own (a swapped mapping would give a very different figure).
         train_utility, population_utility = result.utility["train"], result.utility["population"]
@@ -107,15 +107,15 @@ def test_classes_argument_and_column_order(tmp_path: Path, binary_table: Tabular
     with pytest.raises(InvalidInputError, match="labels must be classes of the model"):
         _quiet_audit(tmp_path / "bare.onnx", train_path, population_path)
     given = _quiet_audit(tmp_path / "bare.onnx", train_path, population_path, classes=["no", "yes"])
-    assert given.provenance["classes"] == ["no", "yes"]
-    assert given.provenance["classes_from"] == "argument"
+    assert given.provenance.classes == ("no", "yes")
+    assert given.provenance.classes_from == "argument"
     (tmp_path / "numeric").mkdir()
     numeric_train, numeric_population = _tables(
         binary_table, tmp_path / "numeric", np.array([0, 1], dtype=object)
     )
     plain = _quiet_audit(tmp_path / "bare.onnx", numeric_train, numeric_population)
-    assert plain.provenance["classes_from"] == "column order"
-    assert plain.provenance["classes"] == ["0", "1"]
+    assert plain.provenance.classes_from == "column order"
+    assert plain.provenance.classes == ("0", "1")
     assert plain.utility["train"].accuracy == given.utility["train"].accuracy
     with pytest.raises(InvalidInputError, match="classes must be a non-empty sequence"):
         _quiet_audit(tmp_path / "bare.onnx", train_path, population_path, classes="ny")

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from epsstar.audit.output.provenance import Provenance
 from epsstar.audit.output.result import AuditResult
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
 from epsstar.statistics._validation import (
@@ -162,7 +163,7 @@ def audit_losses(
     *,
     utility: Mapping[str, Utility],
     options: AuditOptions | None = None,
-    provenance: Mapping[str, Any] | None = None,
+    provenance: Provenance | None = None,
 ) -> AuditResult:
     """The :class:`AuditResult` of two loss arrays (see the module docstring).
 
@@ -209,7 +210,7 @@ def audit_losses(
         readings=membership_readings(train, population, headline),
         delta_profile=epsilon_by_delta(along),
         utility=dict(utility),
-        provenance=dict(provenance or {}),
+        provenance=provenance,
         max_epsilon=options.max_epsilon,
         train_losses=_values(train),
         population_losses=_values(population),

@@ -27,14 +27,15 @@ def gated_over_attacks(
     result: AuditResult, attacks: Sequence[AttackResult], options: AuditOptions
 ) -> AuditResult:
     """``result`` with its gate over every attack of ``attacks`` (unchanged for one)."""
-    if len(attacks) < 2 or any(attack.gate is None for attack in attacks):
+    gates = [attack.gate for attack in attacks if attack.gate is not None]
+    if len(attacks) < 2 or len(gates) < len(attacks):
         return result
     each = bonferroni_confidence(options.confidence, len(attacks))
     tests = [
         TestedStatistic(
             name=attack.name,
             estimate=attack.epsilon.epsilon,
-            leak=attack.gate.leak,  # type: ignore[union-attr]
+            leak=gate.leak,
             bound=split_lower_bound(
                 attack.member_scores,
                 attack.nonmember_scores,
@@ -43,6 +44,6 @@ def gated_over_attacks(
                 seed=options.seed,
             ),
         )
-        for attack in attacks
+        for attack, gate in zip(attacks, gates, strict=True)
     ]
     return dataclasses.replace(result, gate=gate_over_tests(options.gate, tests))

@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from epsstar.audit.data.tables import LabelMap
+from epsstar.audit.output.provenance import ReferenceModel
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics._validation import FloatArray
 
@@ -34,7 +34,7 @@ class ReferenceConfidences:
 
     train: FloatArray = field(repr=False)
     population: FloatArray = field(repr=False)
-    models: tuple[dict[str, Any], ...]
+    models: tuple[ReferenceModel, ...]
 
     @property
     def count(self) -> int:

@@ -32,14 +32,12 @@ def with_attacks(
     ``inputs`` are the target's and the reference models' log-odds on both tables, which
     every attack but the loss attack needs (``None`` when only the loss attack runs).
     """
-    needs = any(name != "loss" for name in settings.attacks)
-    if needs and inputs is None:
-        raise ValueError("the attacks beyond the loss attack need the models' log-odds")
-    target_log_odds = None if inputs is None else inputs.target
-    references = None if inputs is None else inputs.references
-    results = attack_results(settings, base, target_log_odds, references, options)
+    results = attack_results(settings, base, inputs, options)
     result = gated_over_attacks(headline_from(base, results), results, options)
-    if references is None:
+    if inputs is None:
         return result
-    provenance = {**result.provenance, "reference_models": list(references.models)}
+    references = inputs.references
+    if result.provenance is None:
+        return result
+    provenance = dataclasses.replace(result.provenance, reference_models=references.models)
     return dataclasses.replace(result, provenance=provenance)

@@ -6,59 +6,45 @@ the members' and non-members' scores into the same estimates as for the loss: th
 headline Epsilon* (same estimator, interval and gate rule), the empirical Epsilon*, the
 held-out lower bound and the TPR at 0.1 % and 1 % FPR; :func:`attack_auc` adds the AUC.
 
-The data split. Members are the training table's records. Non-members are population
-records, which must be OUT for every reference model (the user asserts it). The loss
-attack and LiRA score every population record. RMIA compares each record with population
-records ``z``: a random subset of the population (:func:`z_split`, fixed by the seed) is
-set aside as ``z``, and RMIA scores only the other population records, so that no scored
-record is compared with itself. The record of each attack states how many records of each
-kind it used.
+The attacks are those of :mod:`.registry`, each with its scorer. Members are the training
+table's records; non-members are population records, which must be OUT for every reference
+model (the user asserts it). An attack may score only some of the population records
+(RMIA sets some aside, :mod:`.kinds.rmia`); the record of each attack states how many
+records of each kind it used.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from math import inf
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
-import numpy as np
-from numpy.typing import NDArray
-
+from epsstar.audit.attacks.attack import AttackParameters
 from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.audit.attacks.prefixed_warnings import prefixed_warnings
-from epsstar.audit.attacks.references import ReferenceConfidences, check_reference_paths
+from epsstar.audit.attacks.references import check_reference_paths
+from epsstar.audit.attacks.registry import attack, needs_of
 from epsstar.audit.output.attack_result import AttackResult
 from epsstar.audit.output.result import AuditResult
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics._validation import FloatArray, check_in_range
+from epsstar.statistics._validation import check_in_range
 from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
-from epsstar.statistics.attacks.lira import lira_offline
 from epsstar.statistics.attacks.power import attack_auc
-from epsstar.statistics.attacks.rmia import rmia_offline
 from epsstar.statistics.names import ATTACKS, DEFAULT_ATTACK, AttackName
 from epsstar.statistics.summaries.loss_sketch import pooled_parts, sketch_auc
 
 __all__ = [
     "LOSS_ONLY",
-    "Z_FRACTION",
-    "Z_MAX",
     "AttackSettings",
     "attack_results",
     "check_attacks",
     "headline_from",
     "loss_attack",
-    "z_split",
 ]
-
-#: The share of the population set aside as RMIA's ``z`` records, and their largest number.
-Z_FRACTION: Final[float] = 0.25
-Z_MAX: Final[int] = 5_000
-
-#: Attacks that need reference models.
-NEEDS_REFERENCES: Final[frozenset[str]] = frozenset({"lira", "rmia"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +68,16 @@ class AttackSettings:
             self, "rmia_gamma", check_in_range("rmia_gamma", self.rmia_gamma, 0, inf)
         )
 
+    @property
+    def parameters(self) -> AttackParameters:
+        """The parameters the scorers take."""
+        return AttackParameters(self.rmia_a, self.rmia_gamma)
+
+    @property
+    def needs_log_odds(self) -> bool:
+        """Whether an attack asked for needs the models' log-odds (read by an engine)."""
+        return "log_odds" in needs_of(self.attacks)
+
 
 def check_attacks(attacks: Sequence[str] | str, n_references: int) -> tuple[AttackName, ...]:
     """The attack names, each known and named once, with the reference models they need."""
@@ -95,7 +91,7 @@ def check_attacks(attacks: Sequence[str] | str, n_references: int) -> tuple[Atta
     repeated = [name for name in names if names.count(name) > 1]
     if repeated:
         raise InvalidInputError(f"attacks must name each attack once. Found {repeated[0]!r} twice.")
-    needing = [name for name in names if name in NEEDS_REFERENCES]
+    needing = [name for name in names if "references" in attack(name).needs]
     if needing and n_references == 0:
         raise InvalidInputError(
             f"the {needing[0]} attack needs reference models (--reference-models): models "
@@ -103,7 +99,9 @@ def check_attacks(attacks: Sequence[str] | str, n_references: int) -> tuple[Atta
         )
     if n_references and not needing:
         raise InvalidInputError(
-            "reference models are used only by the lira and rmia attacks (--attack lira rmia). "
+            "reference models are used only by the "
+            + " and ".join(n for n in ATTACKS if "references" in attack(n).needs)
+            + " attacks (--attack lira rmia). "
             f"Found {n_references} reference model(s) and the attacks {', '.join(names)}."
         )
     return names
@@ -113,18 +111,10 @@ def check_attacks(attacks: Sequence[str] | str, n_references: int) -> tuple[Atta
 LOSS_ONLY: Final[AttackSettings] = AttackSettings()
 
 
-def z_split(n_population: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(scored, z) population indices: ``z`` a random ``Z_FRACTION`` (at most ``Z_MAX``,
-    at least 1) of the population, the rest scored; both sorted."""
-    n_z = min(Z_MAX, max(1, int(n_population * Z_FRACTION)))
-    chosen = np.random.default_rng([seed, 0x2A]).permutation(n_population)
-    return np.sort(chosen[n_z:]), np.sort(chosen[:n_z])
-
-
 def _result(
     name: AttackName,
     audited: AuditResult,
-    settings: dict[str, Any],
+    settings: Mapping[str, object],
 ) -> AttackResult:
     members, others = audited.train_losses, audited.population_losses
     if audited.summaries:  # from the whole sketches, not the figures' samples
@@ -146,7 +136,7 @@ def _result(
         gate=audited.gate,
         readings=audited.readings,
         auc=auc,
-        settings=settings,
+        settings=dict(settings),
         member_scores=members,
         nonmember_scores=others,
         delta_profile=audited.delta_profile,
@@ -155,88 +145,37 @@ def _result(
 
 def loss_attack(base: AuditResult) -> AttackResult:
     """The loss attack's record, from the audit of the losses themselves."""
-    loss = base.provenance.get("loss", "logit")
+    loss = "logit" if base.provenance is None else base.provenance.loss
     return _result("loss", base, {"score": f"the {loss} loss"})
-
-
-def _scores(
-    name: AttackName,
-    target: tuple[FloatArray, FloatArray],
-    references: ReferenceConfidences,
-    settings: AttackSettings,
-    seed: int,
-) -> tuple[FloatArray, FloatArray, dict[str, Any], NDArray[np.int64] | None]:
-    """(member scores, non-member scores, settings, the population rows scored: ``None``
-    for all) of a reference-model attack."""
-    on_train, on_population = target
-    common: dict[str, Any] = {"reference_models": references.count}
-    if name == "lira":
-        both = np.concatenate([on_train, on_population])
-        refs = np.hstack([references.train, references.population])
-        lira = lira_offline(both, refs)
-        n = on_train.size
-        return (
-            lira.scores[:n],
-            lira.scores[n:],
-            {**common, "score": "(mu_out - phi) / sigma_out", "variance": lira.variance},
-            None,
-        )
-    scored, z = z_split(on_population.size, seed)
-    both = np.concatenate([on_train, on_population[scored]])
-    refs = np.hstack([references.train, references.population[:, scored]])
-    rmia = rmia_offline(
-        both,
-        refs,
-        on_population[z],
-        references.population[:, z],
-        a=settings.rmia_a,
-        gamma=settings.rmia_gamma,
-    )
-    n = on_train.size
-    split = {
-        "z_records": int(z.size),
-        "scored_population_records": int(scored.size),
-        "z_selection": f"random {Z_FRACTION:.0%} of the population (at most {Z_MAX}), "
-        f"seed {seed}; not scored",
-    }
-    return (
-        rmia.scores[:n],
-        rmia.scores[n:],
-        {
-            **common,
-            "score": "1 - Pr_z(LR(x, z) >= gamma)",
-            "a": rmia.a,
-            "gamma": rmia.gamma,
-            **split,
-        },
-        scored,
-    )
 
 
 def attack_results(
     settings: AttackSettings,
     base: AuditResult,
-    target: tuple[FloatArray, FloatArray] | None,
-    references: ReferenceConfidences | None,
+    inputs: AttackInputs | None,
     options: AuditOptions,
 ) -> tuple[AttackResult, ...]:
     """One :class:`AttackResult` per attack of ``settings``, in order.
 
-    ``base`` is the audit of the losses (the loss attack); ``target`` the target model's
-    log-odds of the true label on the training and population records, and
-    ``references`` the reference models', both needed only by LiRA and RMIA.
+    ``base`` is the audit of the losses (the loss attack); ``inputs`` the target model's and
+    the reference models' log-odds of the true label on the training and population
+    records, which the attacks that need them score.
     """
     results = []
     for name in settings.attacks:
-        if name == "loss":
+        chosen = attack(name)
+        if chosen.score is None:
             results.append(loss_attack(base))
             continue
-        if target is None or references is None:
+        if inputs is None:
             raise InvalidInputError(f"the {name} attack needs reference models. Found none.")
-        members, others, recorded, rows = _scores(name, target, references, settings, options.seed)
+        scores = chosen.score(inputs, settings.parameters, options.seed)
         with prefixed_warnings(f"the {name} attack's scores: "):
-            audited = audit_losses(members, others, utility=base.utility, options=options)
-        results.append(dataclasses.replace(_result(name, audited, recorded), nonmember_rows=rows))
+            audited = audit_losses(
+                scores.members, scores.nonmembers, utility=base.utility, options=options
+            )
+        recorded = _result(name, audited, scores.settings)
+        results.append(dataclasses.replace(recorded, nonmember_rows=scores.nonmember_rows))
     return tuple(results)
 
 

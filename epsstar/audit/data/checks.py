@@ -26,22 +26,32 @@ Valid-looking data can still make Epsilon* meaningless:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
 from epsstar.audit.model.features import Features
-from epsstar.exceptions import InputFileError
+from epsstar.audit.model.output_reading import OutputReading
+from epsstar.exceptions import (
+    ColumnOrderWarning,
+    EpsstarWarning,
+    InputFileError,
+    OutputReadingWarning,
+    SuspectDataWarning,
+)
 
 __all__ = [
     "MAX_SHARED_FRACTION",
     "MAX_SHARE_DIFFERENCE",
     "MIX_SIGNIFICANCE",
+    "InputChecks",
     "TableScan",
+    "check_inputs",
     "data_warnings",
     "refuse_same_data",
     "row_hashes",
@@ -93,7 +103,9 @@ def _hash_sample(hashes: NDArray[np.uint64], rate: float) -> NDArray[np.bool_]:
     return np.asarray(mixed < np.uint64(min(math.floor(rate * 2.0**64), 2**64 - 1)))
 
 
-def refuse_same_data(train: Path, population: Path, digests: dict[str, str]) -> None:
+def refuse_same_data(
+    train: Path, population: Path, digests: Mapping[Literal["train", "population"], str]
+) -> None:
     """Refuse one file, or two files with the same content, as both data sets.
 
     ``digests`` holds the SHA-256 of each file under ``"train"`` and ``"population"``.
@@ -233,3 +245,52 @@ def data_warnings(
             )
         )
     return found
+
+
+#: What the release gate says when a warning can hide a leak.
+GATE_BLOCKED = (
+    "the release gate fails: with the warnings above, Epsilon* cannot show that the model "
+    "is within --max-epsilon"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class InputChecks:
+    """What an audit found suspect in its inputs, and how the model's outputs were read.
+
+    ``found`` holds one ``(category, line, whether it fails a release gate)`` per warning.
+    """
+
+    output_reading: OutputReading
+    shared_rows: int
+    found: tuple[tuple[type[EpsstarWarning], str, bool], ...]
+
+    def lines(self, *, gate: bool) -> tuple[list[tuple[type[EpsstarWarning], str]], bool]:
+        """The warnings to raise (with a gate, also the gate's failure when one of them
+        fails it), and whether one of them fails the gate."""
+        found = [(category, line) for category, line, _ in self.found]
+        blocked = any(blocks for _, _, blocks in self.found)
+        if gate and blocked:
+            found.append((SuspectDataWarning, GATE_BLOCKED))
+        return found, blocked
+
+
+def check_inputs(
+    scans: tuple[TableScan, TableScan],
+    classes: Sequence[object],
+    by_position: str | None,
+    output_reading: OutputReading,
+) -> InputChecks:
+    """Check both tables for shared rows and single classes (:func:`data_warnings`), and
+    add the warnings that columns were matched by position (``by_position``, the line, if
+    any) and that the model's outputs were read ambiguously."""
+    train, population = scans
+    found: list[tuple[type[EpsstarWarning], str, bool]] = [
+        (SuspectDataWarning, line, blocks_gate)
+        for line, blocks_gate in data_warnings(train, population, classes)
+    ]
+    if by_position is not None:
+        found.append((ColumnOrderWarning, by_position, False))
+    if output_reading.ambiguous:
+        found.append((OutputReadingWarning, output_reading.describe(), True))
+    return InputChecks(output_reading, shared_rows(train, population), tuple(found))

@@ -15,6 +15,8 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +26,10 @@ from epsstar.statistics._validation import FloatArray
 
 __all__ = [
     "LOSS_FILE_SUFFIXES",
+    "FileDigest",
     "atomic_write_bytes",
     "atomic_write_json",
+    "digests_of",
     "json_text",
     "read_loss_file",
     "sha256_of",
@@ -85,3 +89,24 @@ def sha256_of(path: Path) -> str:
     """Hex SHA-256 of a file's bytes."""
     with path.open("rb") as stream:
         return hashlib.file_digest(stream, "sha256").hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class FileDigest:
+    """A file an audit read, and the SHA-256 of its bytes."""
+
+    path: str
+    sha256: str
+
+    @classmethod
+    def of(cls, path: str | os.PathLike[str]) -> FileDigest:
+        """The digest of the file at ``path``, read now."""
+        return cls(os.fspath(path), sha256_of(Path(path)))
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "sha256": self.sha256}
+
+
+def digests_of(files: Iterable[str | os.PathLike[str]]) -> tuple[FileDigest, ...]:
+    """The digests of ``files``, in order."""
+    return tuple(FileDigest.of(path) for path in files)

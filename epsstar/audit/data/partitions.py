@@ -46,7 +46,7 @@ def _natural(name: str) -> list[Any]:
 
 
 def _filesystem(source: str, options: Mapping[str, Any]) -> tuple[Any, list[str]]:
-    import fsspec  # type: ignore[import-untyped]
+    import fsspec
 
     try:
         fs, _, paths = fsspec.get_fs_token_paths(source, storage_options=dict(options))

@@ -1,21 +1,181 @@
-"""How an audit reads its two tables: one record for the target and every reference model."""
+"""How an audit reads its tables: what to read (:class:`Tables`) and one table being read by
+one model (:class:`TableRead`).
+
+:class:`Tables` is the audit's "what to read": the two data sets (files, or partitioned data
+sets and fsspec URLs on a Dask cluster), the label column, the columns named by
+``--features``, the shape of each record for tensor models, the rows per model call and the
+loss. It is the same for the target and every reference model.
+
+:class:`TableRead` is one table (a file, or one partition of a data set) read through one
+model: its role, the file's columns in the model's order and the names the model receives
+them under (:mod:`epsstar.audit.data.column_match`), with the settings of :class:`Tables`.
+The single-process engine, the Dask workers and the reference models all stream a
+:class:`TableRead`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final, Literal
 
-__all__ = ["TableReading"]
+from epsstar.audit.data.column_match import ColumnMatch, match_model_columns
+from epsstar.audit.data.tables import read_schema
+from epsstar.exceptions import InvalidInputError
+from epsstar.statistics._validation import check_positive_int
+from epsstar.statistics.names import LOSSES, LossName
+
+__all__ = ["DEFAULT_BATCH_SIZE", "Role", "TableRead", "Tables"]
+
+Role = Literal["train", "population"]
+#: Rows per model call while streaming a table.
+DEFAULT_BATCH_SIZE: Final = 16_384
+
+
+def _names(option: str, names: Sequence[str] | None) -> tuple[str, ...] | None:
+    """``features`` checked: a sequence (not a string) naming each column once."""
+    if names is None:
+        return None
+    if isinstance(names, str):
+        raise InvalidInputError(
+            f"{option} must be a sequence of column names. Found the string {names!r}."
+        )
+    checked = tuple(str(name) for name in names)
+    repeated = [name for name in checked if checked.count(name) > 1]
+    if repeated:
+        raise InvalidInputError(
+            f"{option} must name each column once. Found {repeated[0]!r} twice."
+        )
+    if not checked:
+        raise InvalidInputError(f"{option} must name at least one column. Found none.")
+    return checked
+
+
+def _shape(shape: Sequence[int] | None) -> tuple[int, ...] | None:
+    """``input_shape`` checked: positive whole numbers."""
+    if shape is None:
+        return None
+    values = tuple(shape) if not isinstance(shape, (str, bytes)) else ()
+    if not values or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in values
+    ):
+        raise InvalidInputError(
+            f"input_shape must be one or more positive whole numbers (e.g. 1,8,8). Found {shape!r}."
+        )
+    return values
 
 
 @dataclass(frozen=True, slots=True)
-class TableReading:
-    """How the audit reads its two tables (the same for the target and every reference)."""
+class Tables:
+    """What an audit reads, checked when built.
 
-    train: Path
-    population: Path
+    ``train`` and ``population`` are data files (CSV, Parquet, NPZ, NPY), or on a Dask
+    cluster partitioned data sets (a folder of Parquet files, a glob, an fsspec URL, read
+    with ``storage_options``). ``features`` names the file's columns in the model's input
+    order (``None``: by the names the model records, else by position); ``input_shape``
+    reshapes each record for tensor models (e.g. 64 pixel columns into ``(1, 8, 8)``);
+    ``batch_size`` rows go through the model per call; ``loss`` is the per-record loss.
+    """
+
+    train: str | os.PathLike[str]
+    population: str | os.PathLike[str]
     label_column: str
     features: Sequence[str] | None = None
-    batch_size: int = 16_384
+    input_shape: Sequence[int] | None = None
+    batch_size: int = DEFAULT_BATCH_SIZE
+    loss: LossName = "logit"
+    storage_options: Mapping[str, object] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.label_column, str) or not self.label_column:
+            raise InvalidInputError(
+                f"label_column must be a column name. Found {self.label_column!r}."
+            )
+        object.__setattr__(self, "features", _names("features", self.features))
+        object.__setattr__(self, "input_shape", _shape(self.input_shape))
+        object.__setattr__(self, "batch_size", check_positive_int("batch_size", self.batch_size))
+        LOSSES.check(self.loss)
+        if self.storage_options is not None:
+            object.__setattr__(self, "storage_options", dict(self.storage_options))
+
+    def source(self, role: Role) -> str:
+        """The data set of ``role`` as given (a path or a URL)."""
+        return os.fspath(self.train if role == "train" else self.population)
+
+    def path(self, role: Role) -> Path:
+        """The data file of ``role``."""
+        return Path(self.source(role))
+
+    def match(
+        self,
+        model: object,
+        role: Role,
+        model_path: Path,
+        *,
+        columns: Sequence[str] | None = None,
+    ) -> ColumnMatch:
+        """How the columns of the table of ``role`` reach ``model`` (loaded from
+        ``model_path``): by the names it records, by ``features``, or by position
+        (:mod:`epsstar.audit.data.column_match`). ``columns`` are the table's column names
+        when known already (a partitioned data set's first partition)."""
+        path = self.path(role)
+        found = read_schema(path).columns if columns is None else tuple(columns)
+        return match_model_columns(
+            model,
+            found,
+            self.label_column,
+            features=self.features,
+            model_path=model_path,
+            data=path,
+        )
+
+    def read(
+        self,
+        role: Role,
+        match: ColumnMatch,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        outputs_requested: bool = False,
+    ) -> TableRead:
+        """The table of ``role`` (or ``path``, one of its partitions) read through a model
+        whose columns ``match`` found."""
+        return TableRead(
+            path=Path(self.source(role) if path is None else path),
+            role=role,
+            label_column=self.label_column,
+            columns=tuple(match.file_columns),
+            model_names=tuple(match.model_names) if match.renamed else None,
+            batch_size=self.batch_size,
+            loss=self.loss,
+            input_shape=None if self.input_shape is None else tuple(self.input_shape),
+            outputs_requested=outputs_requested,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TableRead:
+    """One table read through one model.
+
+    ``columns`` are the file's columns in the model's order (``None``: every column but the
+    label) and ``model_names`` the names the model receives them under (``None``: the
+    file's); ``input_shape``, if given, reshapes each record into one tensor column;
+    ``outputs_requested`` says whether the user chose how the model's outputs are read
+    (for the message refusing its predictions). ``role`` names the table in messages.
+    """
+
+    path: Path
+    role: Role
+    label_column: str
+    columns: tuple[str, ...] | None = None
+    model_names: tuple[str, ...] | None = None
+    batch_size: int = DEFAULT_BATCH_SIZE
+    loss: LossName = "logit"
     input_shape: tuple[int, ...] | None = None
+    outputs_requested: bool = False
+
+    @property
+    def source(self) -> str:
+        """How messages name the table's labels."""
+        return f"{self.path}: label column {self.label_column!r}"

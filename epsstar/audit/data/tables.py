@@ -228,12 +228,18 @@ def _damaged(path: Path, error: BaseException) -> InputFileError:
 _ARCHIVE_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError)
 
 
+def _readinto(stream: IO[bytes], view: memoryview) -> int | None:
+    """``stream.readinto(view)``: binary streams have it, though ``IO[bytes]`` does not say so."""
+    readinto: Callable[[memoryview], int | None] = getattr(stream, "readinto")  # noqa: B009
+    return readinto(view)
+
+
 def _fill(stream: IO[bytes], out: NDArray[Any], path: Path) -> None:
     """Read exactly ``out.nbytes`` bytes from ``stream`` into the contiguous array ``out``."""
     view = out.view(np.uint8).data.cast("B")  # raises rather than copies if not contiguous
     done = 0
     while done < len(view):
-        count = stream.readinto(view[done:])  # type: ignore[attr-defined]
+        count = _readinto(stream, view[done:])
         if not count:
             raise InputFileError(
                 f"{path}: must hold all the data its header announces. Found the file truncated."

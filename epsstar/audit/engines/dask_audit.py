@@ -22,17 +22,18 @@ the AUROC; the data themselves never reach this process.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.audit.attacks.references import ReferenceConfidences, check_stated_classes
-from epsstar.audit.data.files import sha256_of
+from epsstar.audit.data.files import FileDigest, digests_of, sha256_of
 from epsstar.audit.data.partitions import (
     DataSet,
     dataset_digest,
@@ -40,9 +41,14 @@ from epsstar.audit.data.partitions import (
     local_partition,
     partition_rows,
 )
+from epsstar.audit.data.reading import Role, TableRead, Tables
+from epsstar.audit.data.summary_plans import SummaryPlans
 from epsstar.audit.data.tables import LabelMap
 from epsstar.audit.engines.streaming import StreamedTable, stream_table
-from epsstar.audit.engines.summaries import SummaryPlans, join_tables, summarise_table
+from epsstar.audit.engines.summaries import join_tables, summarise_table
+from epsstar.audit.model.loading import LoadedAuditModel, ModelFile
+from epsstar.audit.model.plugins import LoadedModel
+from epsstar.audit.output.provenance import ReferenceModel
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.summaries.loss_summary import LossSummary, SummaryPlan, merge_summaries
@@ -50,12 +56,12 @@ from epsstar.statistics.summaries.loss_summary import LossSummary, SummaryPlan, 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.data.column_match import ColumnMatch
     from epsstar.audit.engines.dask_engine import Engine, TaskOutcome
-    from epsstar.audit.model.loading import LoadedAuditModel
 
 __all__ = ["DaskStreams", "PartitionProgress", "stream_on_dask"]
 
 #: Models one worker process keeps loaded (the target and its reference models).
 MAX_LOADED = 64
+ROLES: tuple[Role, Role] = ("train", "population")
 
 
 @runtime_checkable
@@ -70,27 +76,10 @@ class PartitionProgress(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
-    """How a worker loads the model, and the SHA-256 each of its files must have."""
+    """How a worker loads a model, and the SHA-256 each of its files must have."""
 
-    path: str
-    loader: str | None
-    outputs: str | None
-    trust: bool
-    classes: tuple[object, ...] | None
-    sha256: tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class StreamSpec:
-    """How a worker streams a partition (the arguments of ``stream_table``)."""
-
-    label_column: str
-    features: tuple[str, ...] | None
-    model_names: tuple[str, ...] | None
-    batch_size: int
-    loss: str
-    outputs_requested: bool
-    input_shape: tuple[int, ...] | None
+    file: ModelFile
+    digests: tuple[FileDigest, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,12 +90,25 @@ class DaskStreams:
     train: StreamedTable
     population: StreamedTable
     match: ColumnMatch
-    digests: dict[str, str]
-    partitions: dict[str, int]
+    digests: dict[Role, str]
+    partitions: dict[Role, int]
     #: The reference models' log-odds of the true label and the target's (``None``
     #: without reference models).
     attack_inputs: AttackInputs | None = None
 
+
+#: One partition's task: the model, the partition, the storage options, how it is read,
+#: the reference models with how each reads it, and how to summarise it.
+_Task: TypeAlias = tuple[
+    ModelSpec,
+    str,
+    Mapping[str, object],
+    TableRead,
+    tuple[tuple[ModelSpec, TableRead], ...],
+    "Summarised | None",
+]
+#: What a task sends back: the partition's table, its SHA-256 and the models' log-odds.
+_Streamed: TypeAlias = tuple[StreamedTable, str, FloatArray | None]
 
 #: The models this worker process loaded, by everything that defines them.
 _LOADED: dict[ModelSpec, LoadedAuditModel] = {}
@@ -116,49 +118,28 @@ def _checked_model(spec: ModelSpec) -> LoadedAuditModel:
     """The model of ``spec``, loaded once per process, its files checked against the client's."""
     if spec in _LOADED:
         return _LOADED[spec]
-    from epsstar.audit.model.loading import load_model
-
-    for path, expected in spec.sha256:
+    for expected in spec.digests:
         try:
-            found = sha256_of(Path(path))
+            found = sha256_of(Path(expected.path))
         except OSError as error:
             raise InputFileError(
-                f"a worker cannot read a model file ({error}). Found {path!r}."
+                f"a worker cannot read a model file ({error}). Found {expected.path!r}."
             ) from None
-        if found != expected:
+        if found != expected.sha256:
             raise InputFileError(
                 f"a worker's copy of a model file differs from the one audited here (sha256 "
-                f"{found[:16]}... instead of {expected[:16]}...). Found {path!r}."
+                f"{found[:16]}... instead of {expected.sha256[:16]}...). Found {expected.path!r}."
             )
-    loaded = load_model(
-        Path(spec.path),
-        loader=spec.loader,
-        outputs=spec.outputs,  # type: ignore[arg-type]
-        trust=spec.trust,
-        classes=spec.classes,
-    )
+    loaded = spec.file.load()
     if len(_LOADED) >= MAX_LOADED:
         _LOADED.clear()
     _LOADED[spec] = loaded
     return loaded
 
 
-def _log_odds(
-    model: LoadedAuditModel, path: Path, role: str, reading: StreamSpec, label_map: LabelMap
-) -> FloatArray:
+def _log_odds(model: LoadedAuditModel, read: TableRead, label_map: LabelMap) -> FloatArray:
     """``model``'s log-odds of the true label on one partition (minus its logit loss)."""
-    streamed = stream_table(
-        model.model,
-        path,
-        role=role,
-        label_column=reading.label_column,
-        features=reading.features,
-        batch_size=reading.batch_size,
-        loss="logit",
-        label_map=label_map,
-        model_names=reading.model_names,
-        input_shape=reading.input_shape,
-    )
+    streamed = stream_table(model.model, replace(read, loss="logit"), label_map=label_map)
     return -streamed.losses
 
 
@@ -175,18 +156,17 @@ class Summarised:
 def stream_partition(
     model: ModelSpec,
     partition: str,
-    storage_options: Mapping[str, Any],
-    role: str,
-    reading: StreamSpec,
-    references: tuple[tuple[ModelSpec, StreamSpec], ...] = (),
+    storage_options: Mapping[str, object],
+    read: TableRead,
+    references: tuple[tuple[ModelSpec, TableRead], ...] = (),
     summarised: Summarised | None = None,
 ) -> tuple[StreamedTable, str, FloatArray | None]:
-    """Dask task: one partition through the model; what it gave (summarised as
-    ``summarised`` says, if given), the partition's SHA-256 and, with ``references``, the
-    log-odds of the true label of the target (row 0) and of each reference model (rows
-    1..K)."""
+    """Dask task: one partition through the model, read as ``read`` says; what it gave
+    (summarised as ``summarised`` says, if given), the partition's SHA-256 and, with
+    ``references``, the log-odds of the true label of the target (row 0) and of each
+    reference model (rows 1..K)."""
     streamed, digest, log_odds = _streamed_partition(
-        model, partition, storage_options, role, reading, references
+        model, partition, storage_options, read, references
     )
     if summarised is not None:
         streamed = summarise_table(
@@ -198,61 +178,35 @@ def stream_partition(
 def _streamed_partition(
     model: ModelSpec,
     partition: str,
-    storage_options: Mapping[str, Any],
-    role: str,
-    reading: StreamSpec,
-    references: tuple[tuple[ModelSpec, StreamSpec], ...],
+    storage_options: Mapping[str, object],
+    read: TableRead,
+    references: tuple[tuple[ModelSpec, TableRead], ...],
 ) -> tuple[StreamedTable, str, FloatArray | None]:
     loaded = _checked_model(model)
     with local_partition(partition, storage_options) as path:
         digest = sha256_of(path)
-        streamed = stream_table(
-            loaded.model,
-            path,
-            role=role,
-            label_column=reading.label_column,
-            features=reading.features,
-            batch_size=reading.batch_size,
-            loss=reading.loss,  # type: ignore[arg-type]
-            classes=loaded.classes,
-            outputs_requested=reading.outputs_requested,
-            model_names=reading.model_names,
-            input_shape=reading.input_shape,
-        )
+        here = replace(read, path=path)
+        streamed = stream_table(loaded.model, here, classes=loaded.classes)
         if not references:
             return streamed, digest, None
         label_map = streamed.label_map
-        target = (
-            -streamed.losses
-            if reading.loss == "logit"
-            else _log_odds(loaded, path, role, reading, label_map)
-        )
+        target = -streamed.losses if read.loss == "logit" else _log_odds(loaded, here, label_map)
         rows = [target]
-        for spec, stream in references:
+        for spec, theirs in references:
             try:
-                rows.append(_log_odds(_checked_model(spec), path, role, stream, label_map))
+                rows.append(_log_odds(_checked_model(spec), replace(theirs, path=path), label_map))
             except InvalidInputError as error:
-                raise type(error)(f"reference model {spec.path!r}: {error}") from None
+                raise type(error)(f"reference model {str(spec.file.path)!r}: {error}") from None
     return streamed, digest, np.vstack(rows)
 
 
-def _file_digests(model: object, path: Path) -> tuple[tuple[str, str], ...]:
-    """(file, SHA-256) of the model file and of every file the loader read beside it."""
-    files = [Path(f) for f in getattr(model, "files", (path,))]
-    if path not in files:
-        files.insert(0, path)
-    return tuple((str(f), sha256_of(f)) for f in files)
-
-
-def _model_spec(loaded: LoadedAuditModel, model: Path, reading: Any, trust: bool) -> ModelSpec:
-    return ModelSpec(
-        path=str(model),
-        loader=loaded.loader.name,
-        outputs=reading.outputs,
-        trust=trust,
-        classes=loaded.classes if loaded.classes_from == "argument" else None,
-        sha256=_file_digests(loaded.model, model),
-    )
+def _model_spec(file: ModelFile, model: object) -> ModelSpec:
+    """How a worker loads ``file`` (``model`` as loaded here), with the SHA-256 of the model
+    file and of every file the loader read beside it."""
+    files = [os.fspath(f) for f in getattr(model, "files", (file.path,))]
+    if os.fspath(file.path) not in files:
+        files.insert(0, os.fspath(file.path))
+    return ModelSpec(file, digests_of(files))
 
 
 def _columns(data: DataSet) -> tuple[str, ...]:
@@ -261,7 +215,7 @@ def _columns(data: DataSet) -> tuple[str, ...]:
 
     first = data.partitions[0]
     if first.endswith(".parquet") and not data.local:
-        import fsspec  # type: ignore[import-untyped]
+        import fsspec
         import pyarrow.parquet as pq
 
         with fsspec.open(first, "rb", **data.storage_options) as stream:
@@ -270,41 +224,24 @@ def _columns(data: DataSet) -> tuple[str, ...]:
         return read_schema(path).columns
 
 
-def _matches(
+def _reads(
     model: object,
     path: Path,
-    data: dict[str, DataSet],
-    columns: Mapping[str, tuple[str, ...]],
-    reading: Any,
-) -> dict[str, ColumnMatch]:
-    """How each data set's ``columns`` (its first partition's) reach the model loaded from
-    ``path``."""
-    from epsstar.audit.data.column_match import match_model_columns
-
+    tables: Tables,
+    columns: Mapping[Role, tuple[str, ...]],
+    outputs_requested: bool,
+) -> dict[Role, TableRead]:
+    """How each data set reaches the model loaded from ``path``, its columns matched on
+    ``columns`` (its first partition's)."""
     return {
-        role: match_model_columns(
-            model,
-            columns[role],
-            reading.label_column,
-            features=reading.features,
-            model_path=path,
-            data=Path(found.partitions[0]),
+        role: tables.read(
+            role,
+            tables.match(model, role, path, columns=columns[role]),
+            path=tables.source(role),
+            outputs_requested=outputs_requested,
         )
-        for role, found in data.items()
+        for role in columns
     }
-
-
-def _stream_spec(match: ColumnMatch, reading: Any) -> StreamSpec:
-    """How a partition is streamed through a model whose columns ``match`` found."""
-    return StreamSpec(
-        label_column=reading.label_column,
-        features=tuple(match.file_columns),
-        model_names=tuple(match.model_names) if match.renamed else None,
-        batch_size=reading.batch_size,
-        loss=reading.loss,
-        outputs_requested=reading.outputs is not None,
-        input_shape=reading.input_shape,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,19 +249,18 @@ class _References:
     """The reference models as the client loaded them (for their classes), how a worker
     loads each, and how each reads each side's partitions."""
 
-    loaded: tuple[tuple[Any, Path], ...] = ()
+    loaded: tuple[tuple[LoadedModel, Path], ...] = ()
     specs: tuple[ModelSpec, ...] = ()
-    streams: Mapping[str, tuple[StreamSpec, ...]] = field(default_factory=dict)
+    reads: Mapping[Role, tuple[TableRead, ...]] = field(default_factory=dict)
 
-    def for_role(self, role: str) -> tuple[tuple[ModelSpec, StreamSpec], ...]:
-        return tuple(zip(self.specs, self.streams.get(role, ()), strict=True))
+    def for_role(self, role: Role) -> tuple[tuple[ModelSpec, TableRead], ...]:
+        return tuple(zip(self.specs, self.reads.get(role, ()), strict=True))
 
 
 def _references(
     paths: Sequence[Path],
-    data: dict[str, DataSet],
-    columns: Mapping[str, tuple[str, ...]],
-    reading: Any,
+    tables: Tables,
+    columns: Mapping[Role, tuple[str, ...]],
     trust: bool,
 ) -> _References:
     """Load every reference model here (its classes are checked once the label map is
@@ -332,36 +268,33 @@ def _references(
     from epsstar.audit.model.plugins import loader_for_path
 
     loaded, specs = [], []
-    streams: dict[str, list[StreamSpec]] = {role: [] for role in data}
+    reads: dict[Role, list[TableRead]] = {role: [] for role in columns}
     for path in paths:
         try:
             plugin, info = loader_for_path(path)
             model = plugin.load(path, outputs=None, trust=trust)
-            for role, match in _matches(model, path, data, columns, reading).items():
-                streams[role].append(_stream_spec(match, reading))
+            for role, read in _reads(model, path, tables, columns, False).items():
+                reads[role].append(replace(read, loss="logit"))
         except InvalidInputError as error:
             raise type(error)(f"reference model {str(path)!r}: {error}") from None
-        sha256 = _file_digests(model, path)
-        specs.append(ModelSpec(str(path), info.name, None, trust, None, sha256))
+        specs.append(_model_spec(ModelFile(path, info.name, trust=trust), model))
         loaded.append((model, path))
-    frozen = {role: tuple(found) for role, found in streams.items()}
+    frozen = {role: tuple(found) for role, found in reads.items()}
     return _References(tuple(loaded), tuple(specs), frozen)
 
 
 def _tasks(
     spec: ModelSpec,
-    data: dict[str, DataSet],
-    matches: dict[str, ColumnMatch],
-    reading: Any,
+    data: Mapping[Role, DataSet],
+    reads: Mapping[Role, TableRead],
     references: _References,
-    summarising: tuple[SummaryPlans, dict[str, tuple[int, ...]]] | None,
-) -> list[tuple[Any, ...]]:
+    summarising: tuple[SummaryPlans, dict[Role, tuple[int, ...]]] | None,
+) -> list[_Task]:
     """One :func:`stream_partition` task per partition, the training data's first (each
     told how to summarise its partition when ``summarising`` gives the plans and every
     partition's rows)."""
-    tasks: list[tuple[Any, ...]] = []
+    tasks: list[_Task] = []
     for role, found in data.items():
-        stream = _stream_spec(matches[role], reading)
         with_references = references.for_role(role)
         how: list[Summarised | None] = [None] * len(found.partitions)
         if summarising is not None:
@@ -369,7 +302,7 @@ def _tasks(
             starts = np.cumsum((0, *rows[role][:-1]))
             how = [Summarised(plans.for_role(role), plans.hash_rate, int(at)) for at in starts]
         tasks += [
-            (spec, part, found.storage_options, role, stream, with_references, summarised)
+            (spec, part, found.storage_options, reads[role], with_references, summarised)
             for part, summarised in zip(found.partitions, how, strict=True)
         ]
     return tasks
@@ -380,8 +313,8 @@ class _Collected:
     :class:`PartitionProgress`, each partition's summary merged into its side's at once
     (the partition kept without it), its rows checked against its footer's."""
 
-    def __init__(self, tasks: list[tuple[Any, ...]], progress: object) -> None:
-        self.roles = [task[3] for task in tasks]
+    def __init__(self, tasks: list[_Task], progress: object) -> None:
+        self.roles: list[Role] = [task[3].role for task in tasks]
         self.totals = {role: self.roles.count(role) for role in self.roles}
         self.done = dict.fromkeys(self.roles, 0)
         self.rows = dict.fromkeys(self.roles, 0)
@@ -390,7 +323,7 @@ class _Collected:
         self.progress = progress if isinstance(progress, PartitionProgress) else None
         self.started = time.perf_counter()
 
-    def __call__(self, outcome: TaskOutcome[tuple[StreamedTable, str, Any]]) -> None:
+    def __call__(self, outcome: TaskOutcome[_Streamed]) -> None:
         role = self.roles[outcome.index]
         self.done[role] += 1
         if outcome.value is not None:
@@ -412,7 +345,7 @@ class _Collected:
             )
 
 
-def _refuse_same(sources: tuple[str, str], digests: dict[str, str] | None = None) -> None:
+def _refuse_same(sources: tuple[str, str], digests: Mapping[Role, str] | None = None) -> None:
     """Refuse one data set, or two with the same content, as both sides."""
     if digests is None and sources[0] == sources[1]:
         raise InputFileError(
@@ -441,8 +374,8 @@ def _side(
         (part.rsplit("/", 1)[-1], digest)
         for part, (_, digest, _) in zip(found.partitions, results, strict=True)
     ]
-    rows = [log_odds for _, _, log_odds in results]
-    joined = None if any(r is None for r in rows) else np.hstack(rows)  # type: ignore[arg-type]
+    rows = [log_odds for _, _, log_odds in results if log_odds is not None]
+    joined = np.hstack(rows) if len(rows) == len(results) else None
     table = join_tables([streamed for streamed, _, _ in results], role)
     if summary is not None:
         summary = dataclasses.replace(summary, sample=table.losses)
@@ -451,9 +384,9 @@ def _side(
 
 
 def _check_rows(
-    tasks: list[tuple[Any, ...]],
+    tasks: list[_Task],
     collected: _Collected,
-    summarising: tuple[SummaryPlans, dict[str, tuple[int, ...]]] | None,
+    summarising: tuple[SummaryPlans, dict[Role, tuple[int, ...]]] | None,
 ) -> None:
     """Refuse a partition that streamed other rows than its Parquet footer says (the
     positions that choose each record's halves would be wrong)."""
@@ -470,8 +403,8 @@ def _check_rows(
 
 
 def _without_empty(
-    data: dict[str, DataSet],
-) -> tuple[dict[str, DataSet], dict[str, tuple[int, ...]] | None]:
+    data: dict[Role, DataSet],
+) -> tuple[dict[Role, DataSet], dict[Role, tuple[int, ...]] | None]:
     """The data sets without the partitions whose Parquet footer records no row (writers of
     partitioned data sets leave such files), and every partition's rows when each side's
     footers can be read (``None`` otherwise). A side whose partitions are all empty keeps
@@ -479,8 +412,8 @@ def _without_empty(
     rows = {role: partition_rows(found) for role, found in data.items()}
     if any(found is None for found in rows.values()):
         return data, None
-    kept: dict[str, DataSet] = {}
-    known: dict[str, tuple[int, ...]] = {}
+    kept: dict[Role, DataSet] = {}
+    known: dict[Role, tuple[int, ...]] = {}
     for role, found in data.items():
         counts = rows[role]
         assert counts is not None
@@ -492,8 +425,8 @@ def _without_empty(
 
 
 def _summarising(
-    rows: dict[str, tuple[int, ...]] | None, seed: int | None
-) -> tuple[SummaryPlans, dict[str, tuple[int, ...]]] | None:
+    rows: dict[Role, tuple[int, ...]] | None, seed: int | None
+) -> tuple[SummaryPlans, dict[Role, tuple[int, ...]]] | None:
     """The summary plans and each partition's rows, when the audit summarises (``seed``
     given), a side is large enough and every partition's rows are in its Parquet footer."""
     if seed is None or rows is None:
@@ -503,7 +436,7 @@ def _summarising(
 
 
 def _attack_inputs(
-    sides: Mapping[str, tuple[StreamedTable, str, FloatArray | None]],
+    sides: Mapping[Role, _Streamed],
     references: _References,
     label_map: LabelMap,
 ) -> AttackInputs | None:
@@ -515,12 +448,7 @@ def _attack_inputs(
     for model, path in references.loaded:
         check_stated_classes(getattr(model, "classes", None), label_map, path)
     models = tuple(
-        {
-            "path": spec.path,
-            "sha256": dict(spec.sha256)[spec.path],
-            "loader": spec.loader,
-            "files": [{"path": path, "sha256": digest} for path, digest in spec.sha256],
-        }
+        ReferenceModel.from_digests(spec.file.path, spec.file.loader or "", spec.digests)
         for spec in references.specs
     )
     confidences = ReferenceConfidences(train[1:], population[1:], models)
@@ -529,40 +457,35 @@ def _attack_inputs(
 
 def stream_on_dask(
     loaded: LoadedAuditModel,
-    model: Path,
-    sources: tuple[str, str],
-    reading: Any,
+    file: ModelFile,
+    tables: Tables,
     engine: Engine,
     *,
-    trust: bool = False,
-    storage_options: Mapping[str, Any] | None = None,
     progress: object = None,
     reference_models: Sequence[Path] = (),
     summarise_seed: int | None = None,
 ) -> DaskStreams:
-    """Stream the training and population data sets (``sources``) on ``engine``'s cluster.
+    """Stream the training and population data sets of ``tables`` on ``engine``'s cluster.
 
-    ``reading`` holds the audit's streaming settings (``epsstar.audit.run``'s); ``progress``,
-    if it is a :class:`PartitionProgress`, is told as partitions finish; the
+    ``progress``, if it is a :class:`PartitionProgress`, is told as partitions finish; the
     ``reference_models`` run over every partition too (``attack_inputs``). With
     ``summarise_seed`` (the audit's statistics can be computed from summaries), a side
-    too large to hold whole is summarised on the workers (:mod:`epsstar.audit.engines.summaries`).
+    too large to hold whole is summarised on the workers
+    (:mod:`epsstar.audit.engines.summaries`).
     """
     from epsstar.audit.engines.dask_engine import dask_client, run_tasks
 
+    sources = (tables.source("train"), tables.source("population"))
     _refuse_same(sources)
-    found = {
-        role: find_partitions(source, storage_options)
-        for role, source in zip(("train", "population"), sources, strict=True)
-    }
+    options = tables.storage_options
+    found = {role: find_partitions(tables.source(role), options) for role in ROLES}
     data, rows = _without_empty(found)
     # Each side's columns are read once (from its first partition, maybe over the network).
     columns = {role: _columns(found) for role, found in data.items()}
-    matches = _matches(loaded.model, model, data, columns, reading)
-    references = _references(reference_models, data, columns, reading, trust)
+    reads = _reads(loaded.model, file.path, tables, columns, file.outputs_requested)
+    references = _references(reference_models, tables, columns, file.trust)
     summarising = _summarising(rows, summarise_seed)
-    spec = _model_spec(loaded, model, reading, trust)
-    tasks = _tasks(spec, data, matches, reading, references, summarising)
+    tasks = _tasks(_model_spec(file, loaded.model), data, reads, references, summarising)
     collected = _Collected(tasks, progress)
     with dask_client(engine) as client:
         outcomes = run_tasks(
@@ -592,4 +515,5 @@ def stream_on_dask(
     digests = {role: digest for role, (_, digest, _) in sides.items()}
     _refuse_same(sources, digests)
     partitions = {role: len(found.partitions) for role, found in data.items()}
-    return DaskStreams(train, population, matches["train"], digests, partitions, attack_inputs)
+    match = tables.match(loaded.model, "train", file.path, columns=columns["train"])
+    return DaskStreams(train, population, match, digests, partitions, attack_inputs)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
@@ -191,7 +191,8 @@ def run_tasks(
         for index, task in enumerate(arguments)
     }
     outcomes: list[TaskOutcome[T] | None] = [None] * len(arguments)
-    for future in as_completed(futures):  # type: ignore[no-untyped-call]
+    completed: Callable[[Iterable[Any]], Iterator[Any]] = as_completed
+    for future in completed(futures):
         index = futures[future]
         if future.status == "finished":
             value, worker = future.result()

@@ -9,36 +9,34 @@ true label, minus the logit loss.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.audit.attacks.references import ReferenceConfidences, check_stated_classes
-from epsstar.audit.data.column_match import ColumnMatch, match_model_columns
-from epsstar.audit.data.files import sha256_of
+from epsstar.audit.data.column_match import ColumnMatch
 from epsstar.audit.data.progress import Progress
-from epsstar.audit.data.reading import TableReading
-from epsstar.audit.data.tables import LabelMap, iter_batches, read_schema
-from epsstar.audit.engines.streaming import (
-    BatchReading,
-    batch_losses,
-    check_width,
-    predict_batch,
-    stream_table,
-)
+from epsstar.audit.data.reading import Role, TableRead, Tables
+from epsstar.audit.data.tables import LabelMap, iter_batches
+from epsstar.audit.engines.streaming import batch_losses, check_width, predict_batch, stream_table
+from epsstar.audit.model.features import Features
 from epsstar.audit.model.plugins import LoadedModel
+from epsstar.audit.output.provenance import ReferenceModel
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray
 
 __all__ = ["attack_inputs", "log_odds_of", "reference_confidences"]
 
+ROLES: tuple[Role, Role] = ("train", "population")
+
 
 def log_odds_of(
     model: LoadedModel,
     model_path: Path,
-    reading: TableReading,
+    tables: Tables,
     label_map: LabelMap,
     *,
     progress: Progress | None = None,
@@ -46,27 +44,10 @@ def log_odds_of(
     """``model``'s log-odds of the true label on the training and the population table,
     labels encoded with ``label_map``."""
     result = []
-    for role, path in (("train", reading.train), ("population", reading.population)):
-        match = match_model_columns(
-            model,
-            read_schema(path).columns,
-            reading.label_column,
-            features=reading.features,
-            model_path=model_path,
-            data=path,
-        )
+    for role in ROLES:
+        read = tables.read(role, tables.match(model, role, model_path))
         streamed = stream_table(
-            model,
-            path,
-            role=role,
-            label_column=reading.label_column,
-            features=match.file_columns,
-            model_names=match.model_names if match.renamed else None,
-            batch_size=reading.batch_size,
-            loss="logit",
-            label_map=label_map,
-            progress=progress,
-            input_shape=reading.input_shape,
+            model, replace(read, loss="logit"), label_map=label_map, progress=progress
         )
         result.append(-streamed.losses)
     return result[0], result[1]
@@ -74,7 +55,7 @@ def log_odds_of(
 
 def reference_confidences(
     paths: Sequence[Path],
-    reading: TableReading,
+    tables: Tables,
     label_map: LabelMap,
     *,
     trust: bool = False,
@@ -99,42 +80,23 @@ def reference_confidences(
             raise type(error)(f"reference model {str(path)!r}: {error}") from None
         check_stated_classes(getattr(model, "classes", None), label_map, path)
         loaded.append((model, path))
-        files = [Path(f) for f in getattr(model, "files", (path,))]
-        models.append(
-            {
-                "path": str(path),
-                "sha256": sha256_of(path),
-                "loader": info.name,
-                "files": [{"path": str(f), "sha256": sha256_of(f)} for f in files],
-            }
-        )
-    train = _log_odds_together(loaded, reading, label_map, "train", progress)
-    population = _log_odds_together(loaded, reading, label_map, "population", progress)
+        models.append(ReferenceModel.of(path, info.name, getattr(model, "files", (path,))))
+    train, population = (
+        _log_odds_together(loaded, tables, label_map, role, progress) for role in ROLES
+    )
     return ReferenceConfidences(np.vstack(train), np.vstack(population), tuple(models))
 
 
-def _log_odds_together(
-    loaded: Sequence[tuple[LoadedModel, Path]],
-    reading: TableReading,
-    label_map: LabelMap,
-    role: str,
-    progress: Progress | None,
-) -> list[FloatArray]:
-    """Each model's log-odds of the true label on one table (``role``), in order: the
-    models that take the same columns (and input type) share one read of the table."""
-    path = reading.train if role == "train" else reading.population
-    columns = read_schema(path).columns
-    groups: dict[tuple[Any, ...], list[tuple[int, ColumnMatch]]] = {}
+def _matches(
+    loaded: Sequence[tuple[LoadedModel, Path]], tables: Tables, role: Role
+) -> dict[tuple[object, ...], list[tuple[int, ColumnMatch]]]:
+    """The models grouped by what they read of the table of ``role`` (the columns, the
+    input type and whether they take text), each with its column match."""
+    columns = None
+    groups: dict[tuple[object, ...], list[tuple[int, ColumnMatch]]] = {}
     for index, (model, model_path) in enumerate(loaded):
         try:
-            match = match_model_columns(
-                model,
-                columns,
-                reading.label_column,
-                features=reading.features,
-                model_path=model_path,
-                data=path,
-            )
+            match = tables.match(model, role, model_path, columns=columns)
         except InvalidInputError as error:
             raise InvalidInputError(f"reference model {str(model_path)!r}: {error}") from None
         key = (
@@ -143,43 +105,62 @@ def _log_odds_together(
             bool(getattr(model, "takes_text", False)),
         )
         groups.setdefault(key, []).append((index, match))
+    return groups
+
+
+def _log_odds_together(
+    loaded: Sequence[tuple[LoadedModel, Path]],
+    tables: Tables,
+    label_map: LabelMap,
+    role: Role,
+    progress: Progress | None,
+) -> list[FloatArray]:
+    """Each model's log-odds of the true label on one table (``role``), in order: the
+    models that take the same columns (and input type) share one read of the table."""
     chunks: list[list[FloatArray]] = [[] for _ in loaded]
-    for (file_columns, _, _), members in groups.items():
+    for members in _matches(loaded, tables, role).values():
         first = loaded[members[0][0]][0]
+        reads = [replace(tables.read(role, match), loss="logit") for _, match in members]
         if progress is not None:
-            progress.start(role, path)
+            progress.start(role, reads[0].path)
         for batch in iter_batches(
-            path,
-            label_column=reading.label_column,
-            features=file_columns,
-            batch_size=reading.batch_size,
+            reads[0].path,
+            label_column=tables.label_column,
+            features=reads[0].columns,
+            batch_size=tables.batch_size,
             progress=None if progress is None else progress.advance,
             input_dtype=getattr(first, "input_dtype", None),
             text=bool(getattr(first, "takes_text", False)),
         ):
-            labels = label_map.encode(
-                batch.labels, source=f"{path}: label column {reading.label_column!r}"
-            )
-            for index, match in members:
-                model, model_path = loaded[index]
-                names = match.model_names if match.renamed else None
-                batch_reading = BatchReading(role, "logit", names, reading.input_shape)
-                try:
-                    predictions = predict_batch(model, batch.features, batch_reading)
-                    check_width(predictions, label_map, role)
-                    losses = batch_losses(model, labels, predictions, batch_reading)
-                except InvalidInputError as error:
-                    raise InvalidInputError(
-                        f"reference model {str(model_path)!r}: {error}"
-                    ) from None
-                chunks[index].append(-losses)
+            labels = label_map.encode(batch.labels, source=reads[0].source)
+            for (index, _), read in zip(members, reads, strict=True):
+                chunks[index].append(
+                    -_batch_losses(loaded[index], batch.features, labels, label_map, read)
+                )
     return [np.concatenate(parts) for parts in chunks]
+
+
+def _batch_losses(
+    loaded: tuple[LoadedModel, Path],
+    features: Features,
+    labels: NDArray[np.int64],
+    label_map: LabelMap,
+    read: TableRead,
+) -> FloatArray:
+    """One reference model's logit losses on one batch, its errors naming its file."""
+    model, model_path = loaded
+    try:
+        predictions = predict_batch(model, features, read)
+        check_width(predictions, label_map, read.role)
+        return batch_losses(model, labels, predictions, read)
+    except InvalidInputError as error:
+        raise InvalidInputError(f"reference model {str(model_path)!r}: {error}") from None
 
 
 def attack_inputs(
     target: tuple[LoadedModel, Path],
     reference_models: Sequence[Path],
-    reading: TableReading,
+    tables: Tables,
     label_map: LabelMap,
     *,
     logit_losses: tuple[FloatArray, FloatArray] | None = None,
@@ -194,8 +175,8 @@ def attack_inputs(
     if logit_losses is not None:
         target_log_odds = (-logit_losses[0], -logit_losses[1])
     else:
-        target_log_odds = log_odds_of(target[0], target[1], reading, label_map)
+        target_log_odds = log_odds_of(target[0], target[1], tables, label_map)
     references = reference_confidences(
-        reference_models, reading, label_map, trust=trust, progress=progress
+        reference_models, tables, label_map, trust=trust, progress=progress
     )
     return AttackInputs(target_log_odds, references)

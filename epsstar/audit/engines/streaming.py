@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,18 +26,18 @@ from numpy.typing import NDArray
 
 from epsstar.audit.data.checks import TableScan, row_hashes
 from epsstar.audit.data.progress import Progress
+from epsstar.audit.data.reading import TableRead
 from epsstar.audit.data.tables import LabelMap, iter_batches, label_map_for
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.plugins import LoadedModel
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.losses import LossName, compute_losses
+from epsstar.statistics.losses import compute_losses
 from epsstar.statistics.summaries.loss_summary import LossSummary
 from epsstar.statistics.utility import Utility, auroc
 
 __all__ = [
     "MAX_AUROC_VALUES",
-    "BatchReading",
     "Progress",
     "StreamedTable",
     "batch_losses",
@@ -179,21 +178,8 @@ def _handed(model: LoadedModel, features: Features) -> Features | NDArray[Any]:
     return features.columns[0] if features.is_tensor else features.matrix()
 
 
-@dataclass(frozen=True, slots=True)
-class BatchReading:
-    """How one batch reaches a model and what its outputs must be: the names the model
-    receives the columns under, the shape each record is reshaped to, the loss, the table's
-    role (for messages) and whether the caller chose the model's output kind."""
-
-    role: str
-    loss: LossName = "logit"
-    model_names: Sequence[str] | None = None
-    input_shape: Sequence[int] | None = None
-    outputs_requested: bool = False
-
-
 def predict_batch(
-    model: LoadedModel, features: Features, reading: BatchReading
+    model: LoadedModel, features: Features, reading: TableRead
 ) -> NDArray[np.float64]:
     """``model``'s predictions on one batch, as float64."""
     inputs = _as_model_inputs(features, reading.model_names, reading.input_shape)
@@ -214,7 +200,7 @@ def batch_losses(
     model: LoadedModel,
     labels: NDArray[np.int64],
     predictions: NDArray[np.float64],
-    reading: BatchReading,
+    reading: TableRead,
 ) -> FloatArray:
     """The per-record losses of one batch (every prediction checked), refused in one line
     that says how the outputs were read."""
@@ -227,52 +213,38 @@ def batch_losses(
 
 def stream_table(
     model: LoadedModel,
-    path: Path,
+    read: TableRead,
     *,
-    role: str,
-    label_column: str,
-    features: Sequence[str] | None = None,
-    batch_size: int = 16_384,
-    loss: LossName = "logit",
     classes: Sequence[object] | None = None,
     label_map: LabelMap | None = None,
-    outputs_requested: bool = False,
     progress: Progress | None = None,
-    model_names: Sequence[str] | None = None,
-    input_shape: Sequence[int] | None = None,
 ) -> StreamedTable:
-    """Run ``model`` over the table at ``path`` in batches of ``batch_size`` rows.
+    """Run ``model`` over the table ``read`` names, in batches of ``read.batch_size`` rows.
 
     Labels are encoded with ``label_map`` if given, else with a map built from
     ``classes`` (the model's classes in output-column order; ``None`` means 0..K−1) and
-    the width of the first prediction. ``role`` names the table in messages and to
-    ``progress``; ``outputs_requested`` says whether the caller chose the model's output
-    kind (rather than the loader detecting it), for the message refusing predictions.
-    ``features`` are the file's columns in the model's order and ``model_names`` the names
-    the model receives them under (:mod:`epsstar.audit.data.column_match`); ``input_shape``, if
-    given, reshapes each record into one tensor column of that shape.
+    the width of the first prediction. ``progress`` is told as the rows are read.
     """
     if progress is not None:
-        progress.start(role, path)
+        progress.start(read.role, read.path)
     collected = _Collected()
     n_outputs = 0
-    reading = BatchReading(role, loss, model_names, input_shape, outputs_requested)
     for batch in iter_batches(
-        path,
-        label_column=label_column,
-        features=features,
-        batch_size=batch_size,
+        read.path,
+        label_column=read.label_column,
+        features=read.columns,
+        batch_size=read.batch_size,
         progress=None if progress is None else progress.advance,
         input_dtype=getattr(model, "input_dtype", None),
         text=bool(getattr(model, "takes_text", False)),
     ):
-        predictions = predict_batch(model, batch.features, reading)
+        predictions = predict_batch(model, batch.features, read)
         n_outputs = _n_outputs(predictions)
         if label_map is None:
             label_map = label_map_for(classes, n_outputs)
-        check_width(predictions, label_map, role)
-        labels = label_map.encode(batch.labels, source=f"{path}: label column {label_column!r}")
-        losses = batch_losses(model, labels, predictions, reading)
+        check_width(predictions, label_map, read.role)
+        labels = label_map.encode(batch.labels, source=read.source)
+        losses = batch_losses(model, labels, predictions, read)
         predicted, scores = _class_scores(predictions, model.output_kind)
         collected.add(losses, labels, predicted)
         collected.keep_scores(labels, scores)

@@ -1,15 +1,15 @@
 """Tables too large to hold a loss per row: which sides an audit summarises, and how.
 
-A side of more than :data:`EXACT_ROWS` rows is held as a
-:class:`~epsstar.statistics.summaries.loss_summary.LossSummary` (exact tails, a fine histogram of
-the
-body, each halving's halves, a random sample) instead of one loss per row, when every
-statistic the audit reports can be computed from it: the headline method is a tails
+A side of more than :data:`~epsstar.audit.data.summary_plans.EXACT_ROWS` rows is held as a
+:class:`~epsstar.statistics.summaries.loss_summary.LossSummary` (exact tails, a fine
+histogram of the body, each halving's halves, a random sample) instead of one loss per row,
+when every statistic the audit reports can be computed from it: the headline method is a tails
 method or the empirical one, with no bootstrap interval, no attack but the loss attack and
 no slices (:func:`can_summarise`). Then both sides also keep the row hashes of the
-shared-row check for a random share of their rows only (:data:`HASH_SAMPLE` rows of the
-larger side, chosen by the hash itself, so a row in both tables is kept in both or in
-neither), and the AUROC is that of each summarised side's random sample.
+shared-row check for a random share of their rows only
+(:data:`~epsstar.audit.data.summary_plans.HASH_SAMPLE` rows of the larger side, chosen by
+the hash itself, so a row in both tables is kept in both or in neither), and the AUROC is
+that of each summarised side's random sample.
 
 The rule is the same in both engines: the single-process engine summarises the tables it
 streamed; on a Dask cluster each worker summarises its partition (at the positions the
@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 
@@ -30,7 +29,6 @@ from epsstar.audit.data.checks import TableScan
 from epsstar.audit.engines.streaming import MAX_AUROC_VALUES, StreamedTable
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.summaries.loss_sketch import BINS
 from epsstar.statistics.summaries.loss_summary import (
     LossSummary,
     SummaryPlan,
@@ -39,19 +37,11 @@ from epsstar.statistics.summaries.loss_summary import (
 )
 
 __all__ = [
-    "EXACT_ROWS",
-    "HASH_SAMPLE",
-    "SummaryPlans",
     "can_summarise",
     "join_tables",
     "losses_of",
     "summarise_table",
 ]
-
-#: Rows of a side above which it is summarised (when the audit's statistics allow it).
-EXACT_ROWS: Final = 1 << 18
-#: Row hashes kept for the shared-row check, about, of the larger side once summarised.
-HASH_SAMPLE: Final = 1 << 20
 
 #: The headline methods whose statistics summaries serve.
 SUMMARISED_METHODS: Final = frozenset({"tails-tested", "tails-crossfit", "tails", "empirical"})
@@ -64,44 +54,6 @@ def can_summarise(
     summaries (see the module doc)."""
     loss_only = all(name == "loss" for name in attacks)
     return method in SUMMARISED_METHODS and interval is None and loss_only and not sliced
-
-
-@dataclass(frozen=True, slots=True)
-class SummaryPlans:
-    """How each side is summarised (``None``: held whole) and the share of rows whose
-    hashes the shared-row check keeps."""
-
-    train: SummaryPlan | None
-    population: SummaryPlan | None
-    hash_rate: float
-
-    @classmethod
-    def for_rows(cls, n_train: int, n_population: int, *, seed: int) -> SummaryPlans | None:
-        """The plans for sides of these sizes, or ``None`` when both are held whole."""
-        if max(n_train, n_population) <= EXACT_ROWS:
-            return None
-        plans = SummaryPlan.for_rows(n_train, n_population, seed=seed)
-        train, population = (
-            plan if rows > EXACT_ROWS else None
-            for plan, rows in zip(plans, (n_train, n_population), strict=True)
-        )
-        return cls(train, population, min(1.0, HASH_SAMPLE / max(n_train, n_population)))
-
-    def for_role(self, role: str) -> SummaryPlan | None:
-        return self.train if role == "train" else self.population
-
-    def to_dict(self) -> dict[str, Any]:
-        """The provenance record: per side, its tail values and sample rate (``None``: held
-        whole), the grid's bins and the share of rows hashed for the shared-row check."""
-        return {
-            **{
-                role: None
-                if plan is None
-                else {"tail_values": plan.k, "sample_rate": plan.sample_rate, "bins": BINS}
-                for role, plan in (("train", self.train), ("population", self.population))
-            },
-            "row_hash_rate": self.hash_rate,
-        }
 
 
 def summarise_table(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from epsstar.exceptions import InputFileError
 
@@ -58,7 +58,7 @@ def privacy_to_text(privacy: DeclaredPrivacy) -> str:
     )
 
 
-def _positive(value: object) -> bool:
+def _positive(value: object) -> TypeGuard[int | float]:
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)
@@ -98,7 +98,7 @@ def privacy_from_text(text: str | bytes, source: object) -> DeclaredPrivacy | No
     accountant = value.get("accountant")
     return DeclaredPrivacy(
         private=True,
-        epsilon=float(epsilon),  # type: ignore[arg-type]
+        epsilon=float(epsilon),
         delta=float(delta),
         accountant=str(accountant) if accountant is not None else None,
     )

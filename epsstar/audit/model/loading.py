@@ -1,6 +1,6 @@
 """Loading a model through its loader plugin, with the class labels of its outputs.
 
-:func:`load_model` resolves the plugin (:mod:`.plugins`: by name, else by the file's
+:meth:`ModelFile.load` resolves the plugin (:mod:`.plugins`: by name, else by the file's
 suffix), loads the file and settles the class labels of the output columns: those given,
 else those the model file states, else the column order.
 """
@@ -15,7 +15,7 @@ from typing import Literal
 from epsstar.audit.model.plugins import LoadedModel, LoaderInfo, OutputKind
 from epsstar.exceptions import InvalidInputError
 
-__all__ = ["ClassesFrom", "LoadedAuditModel", "load_model"]
+__all__ = ["ClassesFrom", "LoadedAuditModel", "ModelFile"]
 
 ClassesFrom = Literal["model", "argument", "column order"]
 
@@ -35,28 +35,46 @@ class LoadedAuditModel:
     classes_from: ClassesFrom
 
 
-def load_model(
-    path: Path,
-    *,
-    loader: str | None = None,
-    outputs: OutputKind | None = None,
-    trust: bool = False,
-    classes: Sequence[object] | None = None,
-) -> LoadedAuditModel:
-    """Load ``path`` with the loader called ``loader`` (default: chosen by its suffix).
+@dataclass(frozen=True, slots=True)
+class ModelFile:
+    """A model file and how to load it.
 
-    The class labels are ``classes`` when given, else those the model file states.
+    ``loader`` names an ``epsstar.loaders`` plugin (``None``: chosen by the file's
+    suffix); ``outputs`` overrides its logits/probabilities detection; ``trust`` allows
+    formats that can execute code when loaded; ``classes`` are the class labels of the
+    model's outputs, in column order (``None``: those the model file states, else 0..K−1).
     """
-    from epsstar.audit.model.plugins import get_loader, loader_for_path
 
-    plugin, info = get_loader(loader) if loader else loader_for_path(path)
-    model = plugin.load(path, outputs=outputs, trust=trust)
-    if classes is not None:
-        if isinstance(classes, (str, bytes)) or not len(classes):
-            raise InvalidInputError(
-                f"classes must be a non-empty sequence of class labels. Found {classes!r}."
-            )
-        return LoadedAuditModel(model, info, tuple(classes), "argument")
-    if model.classes is not None:
-        return LoadedAuditModel(model, info, tuple(model.classes), "model")
-    return LoadedAuditModel(model, info, None, "column order")
+    path: Path
+    loader: str | None = None
+    outputs: OutputKind | None = None
+    trust: bool = False
+    classes: Sequence[object] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))
+        classes = self.classes
+        if classes is not None:
+            if isinstance(classes, (str, bytes)) or not len(classes):
+                raise InvalidInputError(
+                    f"classes must be a non-empty sequence of class labels. Found {classes!r}."
+                )
+            object.__setattr__(self, "classes", tuple(classes))
+
+    @property
+    def outputs_requested(self) -> bool:
+        """Whether the user chose how the model's outputs are read."""
+        return self.outputs is not None
+
+    def load(self) -> LoadedAuditModel:
+        """Load the file with its loader; the class labels are ``classes`` when given, else
+        those the model file states."""
+        from epsstar.audit.model.plugins import get_loader, loader_for_path
+
+        plugin, info = get_loader(self.loader) if self.loader else loader_for_path(self.path)
+        model = plugin.load(self.path, outputs=self.outputs, trust=self.trust)
+        if self.classes is not None:
+            return LoadedAuditModel(model, info, tuple(self.classes), "argument")
+        if model.classes is not None:
+            return LoadedAuditModel(model, info, tuple(model.classes), "model")
+        return LoadedAuditModel(model, info, None, "column order")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from types import MappingProxyType, ModuleType
-from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast, runtime_checkable
 
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.names import OutputKind
@@ -279,7 +279,7 @@ def _check_protocol(name: str, value: str, loader: Any) -> ModelLoader:
         raise InvalidInputError(
             f"loader plugin {name!r} ({value}) must have " + "; ".join(problems) + "."
         )
-    return loader  # type: ignore[no-any-return]
+    return cast(ModelLoader, loader)
 
 
 def _instantiate(name: str, entry: _Entry) -> ModelLoader:

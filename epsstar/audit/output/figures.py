@@ -450,7 +450,7 @@ def loss_figure(result: AuditResult) -> HistogramFigure:
     train, population = result.train_losses, result.population_losses
     bars = histogram(train, population, density=False)
     provenance = result.provenance
-    ends = clip_values(provenance.get("loss"), provenance.get("output_kind"))
+    ends = None if provenance is None else clip_values(provenance.loss, provenance.output_kind)
     clipped = () if ends is None else clipped_losses(train, population, ends, bars)
     pooled = np.concatenate([train, population])
     for mass in clipped:
@@ -717,7 +717,7 @@ def attack_curves(result: AuditResult) -> AttackCurvesFigure | None:
 def _ks_side(
     values: FloatArray, components: tuple[int, ...], sample_sizes: Sequence[int], seed: int
 ) -> KSGridSide:
-    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+    from threadpoolctl import threadpool_limits
 
     sizes = tuple(sorted({min(int(s), values.size // 2) for s in sample_sizes}))
     try:

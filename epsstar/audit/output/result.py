@@ -11,6 +11,7 @@ from epsstar import __version__
 from epsstar.audit.model.declared_privacy import DeclaredPrivacy
 from epsstar.audit.model.output_reading import OutputReading
 from epsstar.audit.output.attack_result import AttackResult
+from epsstar.audit.output.provenance import Provenance
 from epsstar.audit.output.slice_result import SliceResult
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
@@ -45,7 +46,8 @@ class AuditResult:
     lower_bound: EpsilonLowerBound
     readings: Readings
     utility: dict[str, Utility]
-    provenance: dict[str, Any]
+    #: Where the result came from (``None``: an audit of losses computed elsewhere).
+    provenance: Provenance | None
     max_epsilon: float | None = None
     train_losses: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
     population_losses: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
@@ -71,13 +73,9 @@ class AuditResult:
 
     @property
     def files_read(self) -> tuple[tuple[str, str], ...]:
-        """Every model file the audit read, as ``(what, path)``: the target's files (with
-        sidecars such as ONNX external data) and each reference model's."""
-        read = [("the model's file", record["path"]) for record in self.provenance["model_files"]]
-        for model in self.provenance.get("reference_models", ()):
-            for record in model.get("files", ({"path": model["path"]},)):
-                read.append((f"reference model {model['path']!r}", record["path"]))
-        return tuple(read)
+        """Every model file the audit read, as ``(what, path)`` (none for an audit of
+        losses computed elsewhere); see :attr:`Provenance.files_read`."""
+        return () if self.provenance is None else self.provenance.files_read
 
     @property
     def headline_attack(self) -> AttackResult | None:
@@ -155,6 +153,7 @@ class AuditResult:
 
     def to_dict(self) -> dict[str, Any]:
         headline = self.epsilon.to_dict()
+        provenance = self.provenance
         return {
             "schema_version": SCHEMA_VERSION,
             "epsilon_star": self.epsilon.epsilon,
@@ -195,9 +194,9 @@ class AuditResult:
             "lower_bound": self.lower_bound.to_dict(),
             "readings": self.readings.to_dict(),
             "utility": {side: utility.to_dict() for side, utility in self.utility.items()},
-            "loader": self.provenance.get("loader"),
-            "model_sha256": self.provenance.get("model_sha256"),
-            "provenance": self.provenance,
+            "loader": None if provenance is None else provenance.loader.to_dict(),
+            "model_sha256": None if provenance is None else provenance.model_sha256,
+            "provenance": {} if provenance is None else provenance.to_dict(),
             "warnings": list(self.warnings),
             "output_reading": None
             if self.output_reading is None

@@ -31,6 +31,8 @@ from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
 from epsstar.statistics.names import DEFAULT_GATE, GATES, LOSSES, OUTPUT_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.attacks.from_losses import AuditOptions
+    from epsstar.audit.many import FleetSettings
     from epsstar.audit.output.result import AuditResult
     from epsstar.statistics.readings.readings import Readings
     from epsstar.statistics.results import EpsilonStarResult
@@ -112,22 +114,28 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
-def model_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The :func:`epsstar.audit.audit` keywords that :func:`add_model_options` declares."""
-    return {
-        "delta": args.delta,
-        "loss": args.loss,
-        "method": args.method,
-        "family": args.family,
-        "interval": args.interval,
-        "n_bootstrap": args.n_bootstrap,
-        "max_epsilon": args.max_epsilon,
-        "gate": args.gate,
-        "confidence": args.confidence,
-        "trust": args.trust_model,
-        "seed": args.seed,
-        "batch_size": args.batch_size,
-    }
+def audit_options(args: argparse.Namespace) -> AuditOptions:
+    """The statistical options that :func:`add_model_options` declares."""
+    from epsstar.audit.attacks.from_losses import AuditOptions
+
+    return AuditOptions(
+        delta=args.delta,
+        method=args.method,
+        family=args.family,
+        interval=args.interval,
+        n_bootstrap=args.n_bootstrap,
+        max_epsilon=args.max_epsilon,
+        confidence=args.confidence,
+        seed=args.seed,
+        gate=args.gate,
+    )
+
+
+def fleet_settings(args: argparse.Namespace) -> FleetSettings:
+    """What every model of ``audit-many`` is audited with (:func:`add_model_options`)."""
+    from epsstar.audit.many import FleetSettings
+
+    return FleetSettings(audit_options(args), args.loss, args.batch_size, args.trust_model)
 
 
 def _storage_options(text: str) -> dict[str, Any]:
@@ -331,7 +339,9 @@ def format_summary(result: AuditResult) -> str:
     utility = result.utility["population"]
     auroc = utility.auroc
     shown_auroc = f", AUROC {auroc:.4f}" if auroc is not None and math.isfinite(auroc) else ""
-    loader = result.provenance["loader"]
+    provenance = result.provenance
+    assert provenance is not None  # an audit of a model file records where it came from
+    loader = provenance.loader
     return "\n".join(
         [
             f"Epsilon* = {result.epsilon_star:.4f}  (delta = {result.delta:.3g}, "
@@ -350,15 +360,15 @@ def format_summary(result: AuditResult) -> str:
             f"({utility.n:,} rows); training rows {result.epsilon.n_train:,}",
             *_summarised_lines(result),
             *_note_lines(result.epsilon),
-            f"  model sha256 {result.provenance['model_sha256'][:16]}..., loader {loader['name']} "
-            f"({loader['distribution']} {loader['version']})",
+            f"  model sha256 {provenance.model_sha256[:16]}..., loader {loader.name} "
+            f"({loader.distribution} {loader.version})",
         ]
     )
 
 
 def run(args: argparse.Namespace) -> int:
     from epsstar.audit.output.staging import Outputs
-    from epsstar.audit.run import audit
+    from epsstar.audit.run import ModelFile, Tables, audit
 
     inputs = [("MODEL", args.model), ("--train", args.train), ("--population", args.population)]
     engine = engine_option(args)
@@ -372,22 +382,28 @@ def run(args: argparse.Namespace) -> int:
     with Outputs(inputs) as outputs:
         json_file = stage_json(outputs, args.json)
         report_file = None if args.report is None else outputs.file("--report", args.report)
+        model = ModelFile(args.model, args.loader, args.outputs, args.trust_model)
+        tables = Tables(
+            args.train,
+            args.population,
+            args.label_column,
+            features=args.features,
+            input_shape=args.input_shape,
+            batch_size=args.batch_size,
+            loss=args.loss,
+            storage_options=args.storage_options,
+        )
+        attack, slice_by = attack_options(args)
         with _progress(engine.name, args.quiet) as progress:
             result = audit(
-                args.model,
-                args.train,
-                args.population,
-                label_column=args.label_column,
-                features=args.features,
-                input_shape=args.input_shape,
-                loader=args.loader,
-                outputs=args.outputs,
-                **model_options(args),
-                **attack_options(args),
+                model,
+                tables,
+                audit_options(args),
+                attack=attack,
+                slice_by=slice_by,
+                engine=engine,
                 progress=progress,
                 command=shlex.join(args.command_line),
-                engine=engine,
-                storage_options=args.storage_options,
             )
         outputs.add_inputs(result.files_read)
         payload = result.to_dict()

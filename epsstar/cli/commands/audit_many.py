@@ -180,7 +180,7 @@ def _print_summary(args: argparse.Namespace, records: list[ModelAudit]) -> None:
 def run(args: argparse.Namespace) -> int:
     from epsstar.audit.many import audit_many, read_manifest, summarise
     from epsstar.audit.output.staging import Outputs
-    from epsstar.cli.commands.audit import model_options
+    from epsstar.cli.commands.audit import fleet_settings
     from epsstar.reports import render
 
     entries = read_manifest(args.manifest)
@@ -197,12 +197,12 @@ def run(args: argparse.Namespace) -> int:
         reports = None if args.reports is None else _stage_reports(outputs, args.reports, entries)
         records = audit_many(
             entries,
+            fleet_settings(args),
             jobs=args.jobs,
             on_done=report,
             report_dir=None if reports is None else reports.staging,
             write_report=render,
             engine=engine,
-            **model_options(args),
         )
         audited = [record.result for record in records if record.result is not None]
         outputs.add_inputs(pair for result in audited for pair in result.files_read)

@@ -484,7 +484,8 @@ def _audit(
     display: _Display,
 ) -> list[ModelAudit]:
     """Audit the trained models (in grid order); the others fail with their training error."""
-    from epsstar.audit.many import ModelAudit, audit_many
+    from epsstar.audit.attacks.from_losses import AuditOptions
+    from epsstar.audit.many import FleetSettings, ModelAudit, audit_many
 
     trained = [entry for entry, training in models if training is not None]
     display.audits_start(len(trained))
@@ -496,11 +497,11 @@ def _audit(
     audited = iter(
         audit_many(
             trained,
+            FleetSettings(AuditOptions(seed=args.seed)),
             jobs=args.jobs,
             on_done=display.audited,
             report_dir=reports,
             write_report=write_report,
-            seed=args.seed,
         )
     )
     records = []

@@ -4,13 +4,14 @@ summary lines of the attacks and of the slices."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from epsstar.cli.common.options import describe_choices
 from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
 from epsstar.statistics.names import ATTACKS, DEFAULT_ATTACK
 
 if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.attacks.scoring import AttackSettings
     from epsstar.audit.output.result import AuditResult
 
 __all__ = [
@@ -66,14 +67,14 @@ def add_attack_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def attack_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The :func:`epsstar.audit.audit` keywords of :func:`add_attack_options`."""
+def attack_options(args: argparse.Namespace) -> tuple[AttackSettings, str | None]:
+    """The attacks and the slice column of :func:`add_attack_options`."""
     from epsstar.audit.attacks.scoring import AttackSettings
 
     chosen = AttackSettings(
         tuple(args.attack), tuple(args.reference_models), args.rmia_a, args.rmia_gamma
     )
-    return {"attack": chosen, "slice_by": args.slice_by}
+    return chosen, args.slice_by
 
 
 def attack_inputs(args: argparse.Namespace) -> list[tuple[str, str]]:

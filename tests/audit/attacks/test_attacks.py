@@ -19,9 +19,9 @@ import pandas as pd
 import pytest
 
 from epsstar.audit.attacks.scoring import AttackSettings
-from epsstar.audit.run import audit
 from epsstar.cli import main
 from epsstar.exceptions import EpsstarWarning
+from tests.conftest import audit_files
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "models"
 N_REFERENCES = 6
@@ -167,7 +167,7 @@ def test_only_reference_attacks_make_the_first_one_the_headline(
 ) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpsstarWarning)
-        result = audit(
+        result = audit_files(
             folder / "target.skops",
             folder / "train.csv",
             folder / "population.csv",
@@ -268,7 +268,7 @@ def test_attacks_find_no_leak_where_the_members_were_never_seen(folder: Path) ->
         pool.iloc[order[150:]].to_csv(split / "population.csv", index=False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", EpsstarWarning)
-            result = audit(
+            result = audit_files(
                 folder / "target.skops",
                 split / "unseen.csv",
                 split / "population.csv",
@@ -298,7 +298,7 @@ def test_reference_classes_are_matched_as_labels_are() -> None:
 
 
 def test_slices_of_rmia_count_only_the_records_it_scores(folder: Path, tmp_path: Path) -> None:
-    from epsstar.audit.attacks.scoring import z_split
+    from epsstar.audit.attacks.kinds.rmia import z_split
 
     out = tmp_path / "out.json"
     args = ["--reference-models", *_references(folder), "--attack", "rmia", "--slice-by", "label"]
@@ -318,13 +318,13 @@ def test_slices_of_rmia_count_only_the_records_it_scores(folder: Path, tmp_path:
 def test_references_read_each_table_once_for_the_same_log_odds(folder: Path) -> None:
     """The reference models share one read of each table; every model's log-odds are, bit
     for bit, those it gives streamed on its own (small batches: several per table)."""
-    from epsstar.audit.data.reading import TableReading
+    from epsstar.audit.data.reading import Tables
     from epsstar.audit.engines.references import log_odds_of, reference_confidences
     from epsstar.audit.engines.streaming import stream_table
     from epsstar.audit.model.plugins import loader_for_path
 
     paths = [Path(path) for path in _references(folder)[:3]]
-    reading = TableReading(
+    reading = Tables(
         folder / "train.csv",
         folder / "population.csv",
         "label",
@@ -334,14 +334,8 @@ def test_references_read_each_table_once_for_the_same_log_odds(folder: Path) -> 
     target = loader_for_path(folder / "target.skops")[0].load(
         folder / "target.skops", outputs=None, trust=False
     )
-    label_map = stream_table(
-        target,
-        reading.train,
-        role="train",
-        label_column="label",
-        features=reading.features,
-        classes=target.classes,
-    ).label_map
+    match = reading.match(target, "train", folder / "target.skops")
+    label_map = stream_table(target, reading.read("train", match), classes=target.classes).label_map
     together = reference_confidences(paths, reading, label_map)
     for k, path in enumerate(paths):
         model = loader_for_path(path)[0].load(path, outputs=None, trust=False)

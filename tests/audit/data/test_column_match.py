@@ -18,7 +18,6 @@ import pytest
 
 from epsstar.audit.data.column_match import match_columns, sanitised
 from epsstar.audit.output.result import AuditResult
-from epsstar.audit.run import audit
 from epsstar.cli.main import main
 from epsstar.exceptions import (
     ColumnOrderWarning,
@@ -26,6 +25,7 @@ from epsstar.exceptions import (
     InputFileError,
     InvalidInputError,
 )
+from tests.conftest import audit_files
 
 NAMES = ["age", "education-num", "hours-per-week", "capital gain", "x4"]
 
@@ -71,7 +71,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def _audit(model: Path, train: Path, population: Path, **options: Any) -> AuditResult:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EpsstarWarning)
-        return audit(model, train, population, label_column="label", seed=1, **options)
+        return audit_files(model, train, population, label_column="label", seed=1, **options)
 
 
 def test_a_named_model_gets_its_columns_by_name_in_any_file_order(
@@ -86,8 +86,8 @@ def test_a_named_model_gets_its_columns_by_name_in_any_file_order(
     assert in_order.epsilon.untested_epsilon == shuffled.epsilon.untested_epsilon
     assert (in_order.epsilon.untested_epsilon or 0.0) > 0.1
     provenance = shuffled.provenance
-    assert provenance["columns_from"] == "model names"
-    assert [c["model"] for c in provenance["columns"]] == NAMES
+    assert provenance.columns.source == "model names"
+    assert list(provenance.columns.model_names) == NAMES
     assert shuffled.warnings == ()
 
 
@@ -101,17 +101,17 @@ def test_handing_the_shuffled_columns_over_by_position_would_have_been_wrong(
     )
     right = _audit(files["bare"], files["train"], files["population"], features=NAMES)
     assert not np.allclose(wrong.train_losses, right.train_losses)
-    assert wrong.provenance["columns_from"] == "features option"
+    assert wrong.provenance.columns.source == "features option"
 
 
 def test_a_model_without_names_gets_columns_by_position_with_a_warning(
     files: dict[str, Path],
 ) -> None:
     with pytest.warns(ColumnOrderWarning, match="columns are matched by position: bare.skops"):
-        result = audit(
+        result = audit_files(
             files["bare"], files["train"], files["population"], label_column="label", seed=1
         )
-    assert result.provenance["columns_from"] == "position"
+    assert result.provenance.columns.source == "position"
     assert any("matched by position" in line for line in result.warnings)
     assert result.gate_blocked is False
 
@@ -123,13 +123,13 @@ def test_features_name_the_files_columns_for_the_models_inputs(files: dict[str, 
     )
     by_name = _audit(files["named"], files["train"], files["population"])
     np.testing.assert_array_equal(by_option.train_losses, by_name.train_losses)
-    columns = by_option.provenance["columns"]
+    columns = by_option.provenance.to_dict()["columns"]
     assert columns[1] == {"file": "f1", "model": "education-num"}
 
 
 def test_a_missing_column_is_refused_with_the_remedy(files: dict[str, Path]) -> None:
     with pytest.raises(InputFileError) as caught:
-        audit(
+        audit_files(
             files["named"],
             files["train_renamed"],
             files["population_renamed"],
@@ -140,7 +140,7 @@ def test_a_missing_column_is_refused_with_the_remedy(files: dict[str, Path]) -> 
     assert "--features" in message
     assert "missing 'age'" in message
     with pytest.raises(InvalidInputError, match="one column per input of named.skops"):
-        audit(
+        audit_files(
             files["named"],
             files["train"],
             files["population"],

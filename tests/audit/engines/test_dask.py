@@ -229,11 +229,13 @@ def test_partitions_are_listed_in_natural_order_without_hidden_files(tmp_path: P
 
 
 def test_a_worker_refuses_a_model_file_other_than_the_audited_one(tmp_path: Path) -> None:
+    from epsstar.audit.data.files import FileDigest
     from epsstar.audit.engines.dask_audit import ModelSpec, _checked_model
+    from epsstar.audit.model.loading import ModelFile
     from epsstar.exceptions import InputFileError
 
     model = MODELS / "binary_logreg.onnx"
-    spec = ModelSpec(str(model), "onnx", None, False, None, ((str(model), "0" * 64),))
+    spec = ModelSpec(ModelFile(model, "onnx"), (FileDigest(str(model), "0" * 64),))
     with pytest.raises(InputFileError, match="a worker's copy of a model file differs"):
         _checked_model(spec)
 
@@ -438,8 +440,8 @@ def test_a_summarised_audit_gives_the_same_json_on_both_engines(
 ) -> None:
     # Sides above EXACT_ROWS are summarised: by this process in the single engine, by the
     # workers (one summary per partition, merged here) on the cluster.
-    monkeypatch.setattr("epsstar.audit.engines.summaries.EXACT_ROWS", 300)
-    monkeypatch.setattr("epsstar.audit.engines.summaries.HASH_SAMPLE", 350)
+    monkeypatch.setattr("epsstar.audit.data.summary_plans.EXACT_ROWS", 300)
+    monkeypatch.setattr("epsstar.audit.data.summary_plans.HASH_SAMPLE", 350)
     monkeypatch.setattr("epsstar.statistics.summaries.loss_summary.SAMPLE_SIZE", 250)
     monkeypatch.setattr("epsstar.statistics.summaries.loss_summary.EXACT_TAIL_FACTOR", 2)
     train, population = MODELS / "binary_train.parquet", MODELS / "binary_population.parquet"
@@ -479,7 +481,7 @@ def test_an_audit_reads_its_partitions_from_s3(
     # workers copy their partitions from it, and the summarised audit is the single engine's.
     s3fs = pytest.importorskip("s3fs")
     server_module = pytest.importorskip("moto.server")
-    monkeypatch.setattr("epsstar.audit.engines.summaries.EXACT_ROWS", 300)
+    monkeypatch.setattr("epsstar.audit.data.summary_plans.EXACT_ROWS", 300)
     monkeypatch.setattr("epsstar.statistics.summaries.loss_summary.EXACT_TAIL_FACTOR", 2)
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)

@@ -31,6 +31,7 @@ from epsstar.audit.output.result import AuditResult
 from epsstar.statistics.estimators.estimator import epsilon_star
 from epsstar.statistics.fitting import GaussianMixtureFit, NormalFit
 from epsstar.statistics.losses import compute_losses
+from tests.conftest import made_up_provenance
 from tests.reports.conftest import synthetic_result
 
 
@@ -203,7 +204,7 @@ def test_losses_at_the_clip_values_are_counted(result: AuditResult) -> None:
         result,
         train_losses=train,
         population_losses=population,
-        provenance={**result.provenance, "loss": "logit", "output_kind": "probabilities"},
+        provenance=made_up_provenance(3000, 3000, loss="logit", output_kind="probabilities"),
     )
     figure = loss_figure(clipped)
     low_end, high_end = figure.clipped
@@ -226,7 +227,7 @@ def test_losses_at_the_clip_values_are_counted(result: AuditResult) -> None:
     )
     assert loss_figure(result).clipped == ()  # no loss at a clip value
     from_logits = dataclasses.replace(
-        clipped, provenance={**clipped.provenance, "output_kind": "logits"}
+        clipped, provenance=made_up_provenance(3000, 3000, output_kind="logits")
     )
     assert loss_figure(from_logits).clipped == ()  # losses from logits are never clipped
 

@@ -1,0 +1,63 @@
+"""What a membership attack is to the audit: what it needs, and the scores it gives.
+
+An attack turns the target's (and, for some, the reference models') outputs into one score
+per record, oriented like a loss (lower: more likely a member). :class:`Attack` names it,
+says what it needs (:data:`Need`) and gives its scorer; :mod:`.registry` lists them. The
+audit turns every attack's scores into Epsilon*, its lower bound and its power exactly as it
+does the loss (:mod:`.scoring`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from epsstar.audit.attacks.inputs import AttackInputs
+from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
+from epsstar.statistics.names import AttackName
+
+__all__ = ["Attack", "AttackParameters", "Need", "Scorer", "Scores"]
+
+#: What an attack needs beyond the audit's own losses: ``"log_odds"``, the target's and the
+#: reference models' log-odds of the true label on every record (read by an engine);
+#: ``"references"``, reference model files (``--reference-models``).
+Need = Literal["log_odds", "references"]
+
+
+@dataclass(frozen=True, slots=True)
+class AttackParameters:
+    """The attacks' tunable parameters: RMIA's offline scaling ``a`` and ratio ``γ``."""
+
+    rmia_a: float = DEFAULT_A
+    rmia_gamma: float = DEFAULT_GAMMA
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    """One attack's scores: the members' and the non-members' (``nonmember_rows``: the
+    population rows scored, ``None`` for all), and how they were made (for the JSON)."""
+
+    members: FloatArray = field(repr=False)
+    nonmembers: FloatArray = field(repr=False)
+    settings: Mapping[str, object]
+    nonmember_rows: NDArray[np.int64] | None = None
+
+
+#: A scorer: the inputs, the parameters and the audit's seed in, the scores out.
+Scorer = Callable[[AttackInputs, AttackParameters, int], Scores]
+
+
+@dataclass(frozen=True, slots=True)
+class Attack:
+    """One attack: its name (one of :data:`epsstar.statistics.names.ATTACKS`), what it
+    needs, and its scorer (``None`` for the loss attack, whose scores are the audit's own
+    losses)."""
+
+    name: AttackName
+    needs: frozenset[Need]
+    score: Scorer | None

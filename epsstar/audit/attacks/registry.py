@@ -1,0 +1,40 @@
+"""The attacks an audit can run, by name: one line each.
+
+A new attack is a module in :mod:`epsstar.audit.attacks.kinds` with its scorer, its name and
+descriptions in :data:`epsstar.statistics.names.ATTACKS`, and one line here saying what it
+needs. The engines read what the attacks of an audit need (:func:`needs_of`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Final
+
+from epsstar.audit.attacks.attack import Attack, Need
+from epsstar.audit.attacks.kinds.lira import lira_scores
+from epsstar.audit.attacks.kinds.rmia import rmia_scores
+from epsstar.statistics.names import AttackName
+
+__all__ = ["REGISTRY", "attack", "needs_of"]
+
+_WITH_REFERENCES: Final[frozenset[Need]] = frozenset({"log_odds", "references"})
+
+#: Every attack, by name (a read-only view).
+REGISTRY: Final[Mapping[AttackName, Attack]] = MappingProxyType(
+    {
+        "loss": Attack("loss", frozenset(), None),
+        "lira": Attack("lira", _WITH_REFERENCES, lira_scores),
+        "rmia": Attack("rmia", _WITH_REFERENCES, rmia_scores),
+    }
+)
+
+
+def attack(name: AttackName) -> Attack:
+    """The attack called ``name``."""
+    return REGISTRY[name]
+
+
+def needs_of(names: Iterable[AttackName]) -> frozenset[Need]:
+    """Everything the attacks called ``names`` need, together."""
+    return frozenset(need for name in names for need in REGISTRY[name].needs)

@@ -1,0 +1,207 @@
+"""Where an audit's result came from: :class:`Provenance`, typed, written to JSON only at
+the edge (``provenance`` in ``audit.schema.json``).
+
+It records what was read (the model's files and the data files, each with its SHA-256; the
+reference models), how (the loader, how the columns were matched, the classes, the loss,
+the engine, which sides were summarised), with which settings (seed, confidence) and
+versions, when, by which command, and how long each step took.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from epsstar.audit.data.column_match import ColumnMatch
+from epsstar.audit.data.files import FileDigest, digests_of
+from epsstar.audit.data.summary_plans import SummaryPlans
+from epsstar.audit.model.loading import ClassesFrom
+from epsstar.audit.model.plugins import LoaderInfo, OutputKind
+from epsstar.statistics.names import LossName
+
+__all__ = ["EngineRun", "Provenance", "ReferenceModel", "Timings"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceModel:
+    """A reference model file as the audit read it: its SHA-256, the loader that read it
+    and every file it was read from (the model file, then e.g. ONNX external data)."""
+
+    path: str
+    sha256: str
+    loader: str
+    files: tuple[FileDigest, ...]
+
+    @classmethod
+    def of(
+        cls, path: str | os.PathLike[str], loader: str, files: Iterable[str | os.PathLike[str]]
+    ) -> ReferenceModel:
+        """The record of the model at ``path`` loaded by ``loader`` from ``files``, whose
+        digests are read now (the model file first, even when the loader does not list it)."""
+        listed = [os.fspath(file) for file in files]
+        if os.fspath(path) not in listed:
+            listed.insert(0, os.fspath(path))
+        return cls.from_digests(path, loader, digests_of(listed))
+
+    @classmethod
+    def from_digests(
+        cls, path: str | os.PathLike[str], loader: str, digests: tuple[FileDigest, ...]
+    ) -> ReferenceModel:
+        """The record of the model at ``path`` whose files' digests are known already."""
+        own = next(digest.sha256 for digest in digests if digest.path == os.fspath(path))
+        return cls(os.fspath(path), own, loader, digests)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "sha256": self.sha256,
+            "loader": self.loader,
+            "files": [file.to_dict() for file in self.files],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EngineRun:
+    """Where the records were streamed: ``single`` (this process) or ``dask`` (the
+    scheduler's address, or ``local``), with each side's number of partitions."""
+
+    name: Literal["single", "dask"]
+    scheduler: str | None = None
+    partitions: Mapping[Literal["train", "population"], int] | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        if self.name == "single":
+            return {"name": "single"}
+        found: dict[str, object] = {"name": "dask", "scheduler": self.scheduler or "local"}
+        if self.partitions is not None:
+            found["partitions"] = dict(self.partitions)
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class Timings:
+    """Seconds of each step of an audit, rounded to the millisecond: loading the model,
+    streaming the data through it, the utility, the statistics, the attacks beyond the loss
+    attack and the slices (``None``: not run), and in all."""
+
+    load: float
+    inference: float
+    statistics: float
+    utility: float
+    total: float
+    attacks: float | None = None
+    slices: float | None = None
+
+    def with_step(self, step: Literal["attacks", "slices"], seconds: float) -> Timings:
+        """These timings with one more step, counted in the total."""
+        rounded = round(seconds, 3)
+        return replace(self, **{step: rounded}, total=round(self.total + seconds, 3))
+
+    def to_dict(self) -> dict[str, float]:
+        found = {
+            "load": self.load,
+            "inference": self.inference,
+            "statistics": self.statistics,
+            "utility": self.utility,
+            "total": self.total,
+        }
+        if self.attacks is not None:
+            found["attacks"] = self.attacks
+        if self.slices is not None:
+            found["slices"] = self.slices
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where an audit's result came from (see the module docstring).
+
+    ``model_files`` are every file the model was read from (the model file first);
+    ``train`` and ``population`` the data as given (files, or partitioned data sets and
+    URLs on a Dask cluster) with their SHA-256 (of a data set: of its partitions' names
+    and digests); ``shared_rows`` the population rows also among the training rows.
+    """
+
+    model: str
+    model_files: tuple[FileDigest, ...]
+    loader: LoaderInfo
+    output_kind: OutputKind
+    loss: LossName
+    label_column: str
+    features: tuple[str, ...] | None
+    columns: ColumnMatch
+    input_shape: tuple[int, ...] | None
+    classes: tuple[str, ...]
+    classes_from: ClassesFrom
+    train: str
+    population: str
+    train_sha256: str
+    population_sha256: str
+    shared_rows: int
+    n_train: int
+    n_population: int
+    seed: int
+    confidence: float
+    epsstar_version: str
+    python: str
+    created: str
+    command: str | None
+    engine: EngineRun | None = None
+    summaries: SummaryPlans | None = None
+    seconds: Timings | None = None
+    reference_models: tuple[ReferenceModel, ...] | None = None
+
+    @property
+    def model_sha256(self) -> str:
+        """The SHA-256 of the model file itself."""
+        return next(f.sha256 for f in self.model_files if f.path == self.model)
+
+    @property
+    def files_read(self) -> tuple[tuple[str, str], ...]:
+        """Every model file the audit read, as ``(what, path)``: the target's files (with
+        sidecars such as ONNX external data) and each reference model's."""
+        read = [("the model's file", file.path) for file in self.model_files]
+        for model in self.reference_models or ():
+            read += [(f"reference model {model.path!r}", file.path) for file in model.files]
+        return tuple(read)
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``provenance`` record of the JSON outputs."""
+        found: dict[str, object] = {
+            "model": self.model,
+            "model_sha256": self.model_sha256,
+            "model_files": [file.to_dict() for file in self.model_files],
+            "loader": self.loader.to_dict(),
+            "output_kind": self.output_kind,
+            "loss": self.loss,
+            "label_column": self.label_column,
+            "features": None if self.features is None else list(self.features),
+            **self.columns.to_dict(),
+            "input_shape": None if self.input_shape is None else list(self.input_shape),
+            "classes": list(self.classes),
+            "classes_from": self.classes_from,
+            "train": self.train,
+            "population": self.population,
+            "train_sha256": self.train_sha256,
+            "population_sha256": self.population_sha256,
+            "shared_rows": self.shared_rows,
+            "n_train": self.n_train,
+            "n_population": self.n_population,
+            "seed": self.seed,
+            "confidence": self.confidence,
+            "epsstar_version": self.epsstar_version,
+            "python": self.python,
+            "created": self.created,
+            "command": self.command,
+        }
+        if self.engine is not None:
+            found["engine"] = self.engine.to_dict()
+        if self.summaries is not None:
+            found["summaries"] = self.summaries.to_dict()
+        if self.seconds is not None:
+            found["seconds"] = self.seconds.to_dict()
+        if self.reference_models is not None:
+            found["reference_models"] = [model.to_dict() for model in self.reference_models]
+        return found
