@@ -79,6 +79,7 @@ def test_logits_are_the_raw_scores_and_match_a_float64_tree_sum(task: str) -> No
     assert model.output_kind == "logits"
     assert logits.dtype == np.float64
     assert np.array_equal(logits, booster.predict(features, raw_score=True))
+    # both sum the same leaf values in float64, tree by tree (0 apart today)
     np.testing.assert_allclose(logits, raw_scores_float64(path, features), rtol=0, atol=1e-12)
     assert model.classes is None
     assert model.n_features == features.shape[1]
@@ -101,6 +102,7 @@ def test_audit_losses_agree_with_lightgbm_probabilities(task: str) -> None:
     exact = compute_losses(labels, booster.predict(features, raw_score=True), outputs="logits")
     assert np.array_equal(result.train_losses, exact)
     from_probabilities = compute_losses(labels, booster.predict(features))
+    # LightGBM's float64 probabilities, read back as log-odds: 3e-15 off (no p near 1 here)
     np.testing.assert_allclose(result.train_losses, from_probabilities, rtol=1e-9, atol=1e-9)
     assert np.isfinite(result.epsilon_star)
 
