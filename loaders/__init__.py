@@ -128,6 +128,12 @@ class BatchedModel:
         when false the audit refuses text in the data, naming the file, row and value."""
         return False
 
+    @property
+    def accepts_missing(self) -> bool:
+        """Whether the model takes missing values (NaN) and handles them itself; when false
+        the audit refuses NaN in the data, naming the file, row and column."""
+        return False
+
     def __init__(
         self,
         source: Path,

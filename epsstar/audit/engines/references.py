@@ -141,10 +141,11 @@ def _log_odds_together(
             match.file_columns,
             str(getattr(model, "input_dtype", None)),
             bool(getattr(model, "takes_text", False)),
+            bool(getattr(model, "accepts_missing", False)),
         )
         groups.setdefault(key, []).append((index, match))
     chunks: list[list[FloatArray]] = [[] for _ in loaded]
-    for (file_columns, _, _), members in groups.items():
+    for (file_columns, *_), members in groups.items():
         first = loaded[members[0][0]][0]
         if progress is not None:
             progress.start(role, path)
@@ -156,6 +157,7 @@ def _log_odds_together(
             progress=None if progress is None else progress.advance,
             input_dtype=getattr(first, "input_dtype", None),
             text=bool(getattr(first, "takes_text", False)),
+            missing=bool(getattr(first, "accepts_missing", False)),
         ):
             labels = label_map.encode(
                 batch.labels, source=f"{path}: label column {reading.label_column!r}"
