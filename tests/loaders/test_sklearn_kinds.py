@@ -241,3 +241,23 @@ def test_auditing_the_adult_pipeline_on_raw_csv_files(
     assert result.provenance["output_kind"] == "logits"
     assert np.isfinite(result.epsilon_star)
 
+
+# ----------------------------------------------------------------------- missing values
+
+
+def test_missing_values_reach_only_estimators_that_declare_them(tmp_path: Path) -> None:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.impute import SimpleImputer
+
+    features, labels = separated(2)
+    gaps = features.copy()
+    gaps[::7, 1] = np.nan
+    histogram = HistGradientBoostingClassifier(max_iter=10).fit(gaps, labels)
+    model = load(dump(histogram, tmp_path / "hgb.skops"), trust=True)
+    assert model.accepts_missing is True
+    np.testing.assert_array_equal(model.predict(gaps), histogram.decision_function(gaps))
+    assert load(dump(LogisticRegression().fit(features, labels), tmp_path / "lr.skops"))
+    assert not load(tmp_path / "lr.skops").accepts_missing
+    # a pipeline does not declare it, even one that imputes: NaN stays refused
+    imputing = make_pipeline(SimpleImputer(), LogisticRegression()).fit(gaps, labels)
+    assert not load(dump(imputing, tmp_path / "imputing.skops"), trust=True).accepts_missing
