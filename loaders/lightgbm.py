@@ -23,8 +23,8 @@ logits. LightGBM files record no class labels: :attr:`classes` is ``None`` (``0 
 defaults ``Column_0, Column_1, …``.
 
 Inputs: a float64 matrix, missing values (NaN) passed on (LightGBM handles them, so
-:attr:`accepts_missing` is true). The categorical features are those the file's
-``[categorical_feature: …]`` parameter lists; a booster trained on pandas ``category``
+:attr:`accepts_missing` is true). The categorical features are those the file bins as
+categories (their ``feature_infos`` entry lists codes); a booster trained on pandas ``category``
 columns records their categories (``pandas_categorical``), and a text column, or a column
 of numbers for a category of numbers, is mapped to LightGBM's codes with them; numbers
 given for a category of text are its codes, as LightGBM reads a numeric column
@@ -72,8 +72,7 @@ OWN_TOLERANCE: Final = 1e-9
 Both sum the same trees in float64 to the same raw scores; they differ only in evaluating
 the logistic function or the softmax (LightGBM's C++ ``exp`` against numpy's), a few units
 in the last place (about 1e-16). A wrong category, a missing or extra tree, or a wrong link
-moves a probability by far more than 1e-9 (a change below it moves no loss by more than
-about 1e-9 / p)."""
+moves a probability by far more than 1e-9."""
 
 
 def _header(text: str) -> dict[str, str]:
