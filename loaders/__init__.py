@@ -27,6 +27,12 @@ leave ``[0, 1]`` with an error that says to pass ``outputs="logits"``. The readi
 reason are kept (:attr:`BatchedModel.output_reading`, an
 :class:`~epsstar.audit.model.output_reading.OutputReading`); the audit records them and warns
 when the rule's evidence is ambiguous.
+
+Self-check: a subclass that can have the model's library score records itself implements
+:meth:`BatchedModel._own_predictions`; the first :meth:`~BatchedModel.predict` call then
+compares its first :data:`~epsstar.audit.model.own_predictions.SAMPLE_ROWS` records with
+the library's own predictions and refuses the model on a mismatch
+(:mod:`epsstar.audit.model.own_predictions`).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from numpy.typing import DTypeLike, NDArray
 from epsstar.audit.model.declared_privacy import DeclaredPrivacy
 from epsstar.audit.model.features import Features, as_features
 from epsstar.audit.model.output_reading import OutputReading, detect_reading
+from epsstar.audit.model.own_predictions import SAMPLE_ROWS, OwnPredictions, check_own_predictions
 from epsstar.audit.model.plugins import OutputKind
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.names import OUTPUT_KINDS
@@ -128,6 +135,12 @@ class BatchedModel:
         when false the audit refuses text in the data, naming the file, row and value."""
         return False
 
+    @property
+    def accepts_missing(self) -> bool:
+        """Whether the model takes missing values (NaN) and handles them itself; when false
+        the audit refuses NaN in the data, naming the file, row and column."""
+        return False
+
     def __init__(
         self,
         source: Path,
@@ -149,6 +162,7 @@ class BatchedModel:
         self._binary_columns = binary_columns
         self._kind: OutputKind | None = check_outputs_argument(outputs)
         self._reading: OutputReading | None = None
+        self._self_checked = False
         if self._kind is None:
             self._reading = self._probe()
             self._kind = None if self._reading is None else self._reading.kind
@@ -206,7 +220,8 @@ class BatchedModel:
         return self._declared_privacy
 
     def predict(self, features: Features | NDArray[Any]) -> FloatArray:
-        output = self._run_all(as_features(features))
+        features = as_features(features)
+        output = self._run_all(features)
         if self._kind is None:
             self._reading = detect_reading(output, "the first batch of records")
             self._kind = self._reading.kind
@@ -214,6 +229,8 @@ class BatchedModel:
             # P(classes[1]), or the log-odds z_1 - z_0 of classes[1]
             positive = output[:, 1]
             output = positive if self._kind == "probabilities" else positive - output[:, 0]
+        if not self._self_checked:
+            self._check_sample(features, output)
         return np.ascontiguousarray(output, dtype=np.float64)
 
     # ------------------------------------------------------------- for subclasses
@@ -226,6 +243,11 @@ class BatchedModel:
         """The chunk as the runtime takes it; by default a numeric ``(rows, d)`` array of
         :attr:`input_dtype`, its width checked against :attr:`n_features`."""
         return self._matrix(features)
+
+    def _own_predictions(self, sample: Features) -> OwnPredictions | None:
+        """The model's library's own predictions for ``sample`` (the first records of the
+        first batch), or None when it cannot give them; see :meth:`predict`."""
+        return None
 
     def _probe_features(self) -> Features | None:
         """The records the detection probe runs on (None: detect on the first batch)."""
@@ -245,6 +267,24 @@ class BatchedModel:
             for start in range(0, total, size)
         ]
         return np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
+
+    def _check_sample(self, features: Features, output: FloatArray) -> None:
+        """Compare the first records' outputs with the library's own, once per model."""
+        rows = min(features.rows, SAMPLE_ROWS)
+        sample = features.slice(0, rows)
+        try:
+            own = self._own_predictions(sample)
+        except InvalidInputError:
+            raise
+        except Exception as error:
+            raise InvalidInputError(
+                f"the model in {self._source} must be scored by its own library on the "
+                f"records the audit scores, to check the audit reads it right. Found "
+                f"{type(error).__name__}: {first_line(error)}."
+            ) from error
+        if own is not None:
+            check_own_predictions(self._source, output[:rows], self.output_kind, own)
+        self._self_checked = True
 
     def _probe(self) -> OutputReading | None:
         try:

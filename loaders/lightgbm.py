@@ -20,9 +20,27 @@ Outputs are exact logits in float64, from ``predict(raw_score=True)`` on one thr
 ``outputs="probabilities"`` returns the softmax (or the logistic function) of those
 logits. LightGBM files record no class labels: :attr:`classes` is ``None`` (``0 … K−1``).
 :attr:`feature_names` are the file's ``feature_names`` unless they are LightGBM's
-defaults ``Column_0, Column_1, …``. A booster trained on pandas ``category`` columns gets
-a DataFrame with those columns as ``category`` (LightGBM maps the values to its codes with
-the categories it recorded); other models get a float64 matrix.
+defaults ``Column_0, Column_1, …``.
+
+Inputs: a float64 matrix, missing values (NaN) passed on (LightGBM handles them, so
+:attr:`accepts_missing` is true). The categorical features are those the file bins as
+categories (their ``feature_infos`` entry lists codes); a booster trained on pandas ``category``
+columns records their categories (``pandas_categorical``), and a text column, or a column
+of numbers for a category of numbers, is mapped to LightGBM's codes with them; numbers
+given for a category of text are its codes, as LightGBM reads a numeric column
+(:mod:`epsstar.loaders.categories`). A category the model was not trained on is missing,
+as in LightGBM's own ``predict`` on a DataFrame. The file does not record which columns
+were ``category`` columns: the ``k``-th recorded list belongs to the ``k``-th categorical
+feature, which holds when the model splits every ``category`` column and no other column
+as categorical (LightGBM's default). Otherwise (an ordered ``category`` column, or an
+integer column declared categorical beside ``category`` columns) text is refused and
+numbers are codes; a model whose lists then hold numbers is refused, since its numbers
+could be categories or codes.
+
+Self-check: the first records of the first batch are scored by ``Booster.predict`` too
+(LightGBM's probabilities, from a DataFrame of ``category`` columns when the booster has
+recorded categories, so that LightGBM maps them itself), and must agree within
+:data:`OWN_TOLERANCE`.
 """
 
 from __future__ import annotations
@@ -35,16 +53,26 @@ import numpy as np
 from numpy.typing import NDArray
 
 from epsstar.audit.model.features import Features
+from epsstar.audit.model.own_predictions import OwnPredictions
 from epsstar.audit.model.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 from . import BatchedModel, check_outputs_argument, first_line, probabilities_from_logits
+from .categories import CategoricalReader, Categories
 
-__all__ = ["LightGBMLoader", "LightGBMModel"]
+__all__ = ["OWN_TOLERANCE", "LightGBMLoader", "LightGBMModel"]
 
 _BINARY: Final = ("binary", "cross_entropy")
 _MULTICLASS: Final = ("multiclass", "multiclassova")
 _DEFAULT_NAME: Final = re.compile(r"Column_\d+")
+
+OWN_TOLERANCE: Final = 1e-9
+"""Largest difference of a probability allowed between the loader and ``Booster.predict``.
+
+Both sum the same trees in float64 to the same raw scores; they differ only in evaluating
+the logistic function or the softmax (LightGBM's C++ ``exp`` against numpy's), a few units
+in the last place (about 1e-16). A wrong category, a missing or extra tree, or a wrong link
+moves a probability by far more than 1e-9."""
 
 
 def _header(text: str) -> dict[str, str]:
@@ -54,12 +82,39 @@ def _header(text: str) -> dict[str, str]:
     return {key.strip(): value.strip() for key, value in pairs}
 
 
-def _categorical_indices(text: str) -> tuple[int, ...]:
-    """The ``[categorical_feature: …]`` parameter: indices of the categorical features."""
-    match = re.search(r"^\[categorical_feature: ([^\]]*)\]", text, flags=re.MULTILINE)
-    if match is None:
-        return ()
-    return tuple(int(part) for part in re.split(r"[,\s]+", match.group(1)) if part.isdigit())
+def _categorical_indices(header: dict[str, str]) -> tuple[int, ...]:
+    """The features LightGBM binned as categorical: their ``feature_infos`` entry lists the
+    codes seen in training (``-1:3:0:1:2``) where a numeric one gives a range (``[a:b]``)
+    and an unused one ``none``."""
+    infos = header.get("feature_infos", "").split()
+    return tuple(
+        index for index, info in enumerate(infos) if not info.startswith("[") and info != "none"
+    )
+
+
+def _categories(
+    path: Path, header: dict[str, str], recorded: list[Any] | None
+) -> tuple[dict[int, Categories | None], str]:
+    """Each categorical feature's recorded categories (the ``k``-th list for the ``k``-th
+    feature, when there are as many), and why there are none where they cannot be told."""
+    indices = _categorical_indices(header)
+    lists = [Categories(tuple(values)) for values in recorded or []]
+    if not lists or len(lists) == len(indices):
+        return {index: (lists[k] if lists else None) for k, index in enumerate(indices)}, ""
+    numbers = [categories for categories in lists if categories.by_value]
+    if numbers:
+        raise InvalidInputError(
+            f"the LightGBM model in {path} records {len(lists)} lists of pandas categories "
+            f"for {len(indices)} categorical features, so which list is whose is unknown, and "
+            f"a list holds numbers, which the data could give as categories or as codes; "
+            f"retrain it with pandas category columns as its only categorical features "
+            f"(LightGBM's default). Found categories {numbers[0].shown()}."
+        )
+    why = (
+        f" ({len(lists)} lists of pandas categories for {len(indices)} categorical features "
+        f"cannot be matched to them)"
+    )
+    return dict.fromkeys(indices), why
 
 
 class LightGBMModel(BatchedModel):
@@ -81,7 +136,10 @@ class LightGBMModel(BatchedModel):
         names = tuple(str(name) for name in booster.feature_name())
         default = all(_DEFAULT_NAME.fullmatch(name) for name in names)
         self._names = None if default else names
-        self._categorical = _categorical_indices(text) if booster.pandas_categorical else ()
+        categorical, why = _categories(path, header, booster.pandas_categorical)
+        self._reader = CategoricalReader(
+            path, "LightGBM", names, categorical, unseen="missing", why_no_categories=why
+        )
         self._probabilities = outputs == "probabilities"
         super().__init__(
             path,
@@ -100,25 +158,23 @@ class LightGBMModel(BatchedModel):
         """The booster's objective, as the file names it."""
         return self._objective
 
-    def _prepare(self, features: Features) -> Any:
-        if not self._categorical:
-            return self._matrix(features)
-        import pandas as pd
+    @property
+    def takes_text(self) -> bool:
+        """True when a categorical feature has recorded categories to read text as."""
+        return self._reader.takes_text
 
-        if features.is_tensor or features.width != self._n_features:
-            raise InvalidInputError(
-                f"features must be {self._n_features} columns, the input width of "
-                f"{self.source}. Found {features.width} column(s) of shape "
-                f"{features.record_shape}."
-            )
-        frame = features.frame()
-        frame.columns = list(self._names or (f"Column_{i}" for i in range(features.width)))
-        for index, column in enumerate(frame.columns):
-            if index in self._categorical:
-                frame[column] = frame[column].astype("category")
-            else:
-                frame[column] = pd.to_numeric(frame[column], errors="raise")
-        return frame
+    @property
+    def accepts_missing(self) -> bool:
+        """LightGBM handles missing values (NaN) itself."""
+        return True
+
+    @property
+    def categorical(self) -> tuple[int, ...]:
+        """The indices of the features LightGBM splits as categories."""
+        return self._reader.categorical
+
+    def _prepare(self, features: Features) -> Any:
+        return self._reader.matrix(features)
 
     def _run_batch(self, batch: Any) -> NDArray[Any]:
         try:
@@ -139,6 +195,18 @@ class LightGBMModel(BatchedModel):
         if not self._probabilities:
             return logits
         return probabilities_from_logits(logits)
+
+    def _own_predictions(self, sample: Features) -> OwnPredictions:
+        """``Booster.predict`` (probabilities) on the sample, from a DataFrame of ``category``
+        columns when the booster recorded categories; multiclassova's one-vs-rest
+        probabilities normalised to sum to 1, as the loader reads them."""
+        matrix = self._reader.matrix(sample)
+        frame = self._reader.frame(sample, matrix)
+        data = matrix if frame is None else frame
+        own = np.asarray(self._booster.predict(data, num_threads=1), dtype=np.float64)
+        if self._objective == "multiclassova":
+            own = own / own.sum(axis=1, keepdims=True)
+        return OwnPredictions("LightGBM", "Booster.predict", "probabilities", own, OWN_TOLERANCE)
 
 
 class LightGBMLoader:

@@ -34,7 +34,13 @@ column types of the data kept (text columns stay text, so a ``ColumnTransformer`
 model's order; features with other names (``x0, x1, …`` from a bare array) are taken by
 position. A model without names receives the float64 ``(rows, d)`` matrix of numeric
 features, or the frame if some are text.
-:attr:`n_features` is ``n_features_in_``.
+:attr:`n_features` is ``n_features_in_``. Missing values (NaN) reach the model only when
+it declares that it handles them (scikit-learn's ``allow_nan`` tag: histogram gradient
+boosting, trees and forests; :attr:`accepts_missing`); a pipeline does not declare it.
+
+Self-check: when the loader chose ``decision_function`` or ``predict_log_proba``, the first
+records of the first batch are also scored by ``predict_proba``, and the probabilities the
+outputs stand for must agree within :data:`OWN_TOLERANCE`.
 
 Determinism: every ``n_jobs`` parameter of the estimator and of the estimators nested in
 it is set to 1 on loading, since parallel prediction (a random forest's trees summed by
@@ -47,20 +53,27 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from epsstar.audit.model.features import Features, as_features
 from epsstar.audit.model.output_reading import OutputReading
+from epsstar.audit.model.own_predictions import OwnPredictions
 from epsstar.audit.model.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 from . import BatchedModel, check_outputs_argument, first_line
-from .sklearn_outputs import Method, choose_method
+from .sklearn_outputs import RELATIVE_TOLERANCE, Method, choose_method
 
-__all__ = ["SklearnLoader", "SklearnModel"]
+__all__ = ["OWN_TOLERANCE", "SklearnLoader", "SklearnModel"]
+
+OWN_TOLERANCE: Final = 2 * RELATIVE_TOLERANCE
+"""Largest difference of a probability allowed between the loader's outputs and
+``predict_proba``: the method was chosen because it reproduces ``predict_proba`` within a
+relative :data:`~epsstar.loaders.sklearn_outputs.RELATIVE_TOLERANCE` (and 1e-15) on the
+first batch (:mod:`epsstar.loaders.sklearn_outputs`), and a probability is at most 1."""
 
 _PICKLES = (".pkl", ".pickle", ".joblib")
 TRUST_FLAG = "--trust-model"
@@ -79,6 +92,19 @@ def _single_threaded(estimator: Any) -> None:
     keys = [key for key in get_params(deep=True) if key == "n_jobs" or key.endswith("__n_jobs")]
     if keys:
         estimator.set_params(**dict.fromkeys(keys, 1))
+
+
+def _allows_nan(estimator: Any) -> bool:
+    """scikit-learn's ``allow_nan`` tag: the estimator handles missing values itself."""
+    try:
+        from sklearn.utils import get_tags
+    except ImportError:  # scikit-learn < 1.6 keeps the tags in a private dictionary
+        tags = getattr(estimator, "_get_tags", None)
+        return bool(tags is not None and tags().get("allow_nan", False))
+    try:
+        return bool(get_tags(estimator).input_tags.allow_nan)
+    except Exception:  # not a scikit-learn estimator: NaN stays refused
+        return False
 
 
 def _forced(name: str, kind: OutputKind) -> Method:
@@ -109,6 +135,7 @@ class SklearnModel(BatchedModel):
             )
         _single_threaded(estimator)
         self._estimator = estimator
+        self._allows_nan = _allows_nan(estimator)
         self._method: Method | None = None
         if outputs is not None:
             name = "predict_proba" if outputs == "probabilities" else "decision_function"
@@ -144,6 +171,11 @@ class SklearnModel(BatchedModel):
         """A model fitted on a DataFrame may encode text columns itself (a pipeline)."""
         return self._names is not None
 
+    @property
+    def accepts_missing(self) -> bool:
+        """Whether the estimator declares that it handles NaN (the ``allow_nan`` tag)."""
+        return self._allows_nan
+
     def predict(self, features: Features | NDArray[Any]) -> NDArray[np.float64]:
         features = as_features(features)
         if self._method is None:
@@ -154,6 +186,20 @@ class SklearnModel(BatchedModel):
 
     def _probe_features(self) -> Features | None:
         return None  # the method is chosen on the first batch of real records
+
+    def _own_predictions(self, sample: Features) -> OwnPredictions | None:
+        """``predict_proba`` on the sample, when the loader reads another method."""
+        method = self._method
+        if (
+            method is None
+            or method.name == "predict_proba"
+            or method.reading.source != "loader"
+            or not hasattr(self._estimator, "predict_proba")
+        ):
+            return None  # nothing else to compare with, or the caller chose the method
+        batch = self._prepare(sample)
+        own = self._guarded(lambda: np.asarray(self._estimator.predict_proba(batch)), batch)
+        return OwnPredictions("scikit-learn", "predict_proba", "probabilities", own, OWN_TOLERANCE)
 
     def _prepare(self, features: Features) -> Any:
         """A DataFrame (types kept) for a model with names or text input, else the matrix."""

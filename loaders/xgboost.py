@@ -17,8 +17,25 @@ margins, in float64.
 Class labels: a model saved from ``XGBClassifier`` may carry the wrapper's attributes in
 the ``scikit_learn`` attribute; its ``classes_`` are used when present, else
 :attr:`classes` is ``None`` (``0 … K−1``). :attr:`feature_names` are the booster's
-(``None`` when it has none). Models with categorical features are refused; numeric
-features are passed as float64.
+(``None`` when it has none).
+
+Trees: a booster trained with early stopping records ``best_iteration``; it is scored with
+the trees up to that iteration, as ``XGBClassifier.predict_proba`` scores it (a bare
+``Booster.predict`` uses every tree unless given ``iteration_range``).
+
+Inputs: a float64 matrix, missing values (NaN) passed on (XGBoost handles them, so
+:attr:`accepts_missing` is true). Categorical features (``enable_categorical``, feature
+type ``c``) are read as in :mod:`epsstar.loaders.categories`: a model saved by XGBoost ≥ 3.1
+from a DataFrame records its categories, and text (or numbers, for a category of numbers)
+is mapped to XGBoost's codes with them; numbers given for a category of text, or for a
+model that recorded no categories, are the codes. A category the model was not trained on
+is refused, as XGBoost's own ``predict`` refuses it.
+
+Self-check: the first records of the first batch are scored by ``XGBClassifier`` too,
+built from the same booster (``predict_proba``, or ``predict(output_margin=True)`` for
+``binary:logitraw``, whose ``predict_proba`` is not a probability), from a DataFrame of
+``category`` columns when the model recorded categories, and must agree within
+:data:`OWN_TOLERANCE`.
 """
 
 from __future__ import annotations
@@ -30,14 +47,25 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from epsstar.audit.model.features import Features
+from epsstar.audit.model.own_predictions import OwnPredictions
 from epsstar.audit.model.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 from . import BatchedModel, check_outputs_argument, first_line, probabilities_from_logits
+from .categories import CategoricalReader, Categories
 
-__all__ = ["XGBoostLoader", "XGBoostModel"]
+__all__ = ["OWN_TOLERANCE", "XGBoostLoader", "XGBoostModel"]
 
 _CLASSIFIERS: Final = ("binary:logistic", "binary:logitraw", "multi:softprob", "multi:softmax")
+
+OWN_TOLERANCE: Final = 1e-6
+"""Largest difference of a probability allowed between the loader and ``XGBClassifier``.
+
+Both start from the same float32 margins; XGBoost applies the logistic function or the
+softmax in float32 and rounds the probability to float32 (relative errors of a few times
+2**-24 ≈ 6e-8), the loader in float64. 1e-6 is over ten times that; a wrong category, a
+tree more or less, or a wrong link moves a probability by more."""
 
 
 def _plain(value: Any) -> object:
@@ -55,6 +83,31 @@ def _sklearn_classes(booster: Any) -> tuple[object, ...] | None:
     if not isinstance(classes, list) or not classes:
         return None
     return tuple(_plain(c) for c in classes)
+
+
+def _recorded_categories(booster: Any, types: tuple[str, ...]) -> dict[int, Categories | None]:
+    """Each categorical feature's categories, as XGBoost ≥ 3.1 records them (else None)."""
+    found: dict[int, Categories | None] = {i: None for i, kind in enumerate(types) if kind == "c"}
+    get_categories = getattr(booster, "get_categories", None)
+    if not found or get_categories is None:
+        return found
+    try:
+        recorded = get_categories(export_to_arrow=True)
+        pairs = [] if recorded.empty() else recorded.to_arrow()
+    except Exception:  # no categories to read: numbers are codes and text is refused
+        return found
+    for index, (_, values) in enumerate(pairs):
+        if index in found and values is not None:
+            found[index] = Categories(tuple(values.to_pylist()))
+    return found
+
+
+def _iteration_range(booster: Any, config: dict[str, Any]) -> tuple[int, int]:
+    """``(0, best_iteration + 1)`` for an early-stopped tree booster, else every tree."""
+    best = booster.attr("best_iteration")
+    if best is None or config["gradient_booster"]["name"] == "gblinear":
+        return (0, 0)
+    return (0, int(best) + 1)
 
 
 class XGBoostModel(BatchedModel):
@@ -75,23 +128,25 @@ class XGBoostModel(BatchedModel):
                 f"the XGBoost model in {path} must predict one target; multi-target "
                 f"(multi-label) models are not supported. Found {targets} targets."
             )
-        types = tuple(booster.feature_types or ())
-        names = tuple(booster.feature_names or (f"f{i}" for i in range(len(types))))
-        if "c" in types:
-            raise InvalidInputError(
-                f"the XGBoost model in {path} must take numeric features only; models with "
-                f"categorical features are not supported, retrain it on numeric (e.g. "
-                f"one-hot or ordinal) columns. Found categorical feature(s) "
-                f"{', '.join(names[i] for i, kind in enumerate(types) if kind == 'c')}."
-            )
         booster.set_param({"nthread": 1})
+        width = int(booster.num_features())
         self._booster = booster
         self._objective = objective
         self._names = None if booster.feature_names is None else tuple(booster.feature_names)
+        self._types = None if booster.feature_types is None else tuple(booster.feature_types)
+        self._range = _iteration_range(booster, config)
+        self._reader = CategoricalReader(
+            path,
+            "XGBoost",
+            self._names or tuple(f"f{i}" for i in range(width)),
+            _recorded_categories(booster, self._types or ()),
+            unseen="refuse",
+            why_no_categories=" (trained on codes, or saved by XGBoost before 3.1)",
+        )
         self._probabilities = outputs == "probabilities"
         super().__init__(
             path,
-            n_features=int(booster.num_features()),
+            n_features=width,
             classes=_sklearn_classes(booster),
             outputs=outputs or "logits",
             input_dtype=np.float64,
@@ -106,12 +161,39 @@ class XGBoostModel(BatchedModel):
         """The booster's objective, as XGBoost names it."""
         return self._objective
 
+    @property
+    def iteration_range(self) -> tuple[int, int]:
+        """The boosting rounds scored: up to ``best_iteration`` after early stopping,
+        ``(0, 0)`` (every tree) otherwise."""
+        return self._range
+
+    @property
+    def takes_text(self) -> bool:
+        """True when a categorical feature has recorded categories to read text as."""
+        return self._reader.takes_text
+
+    @property
+    def accepts_missing(self) -> bool:
+        """XGBoost handles missing values (NaN) itself."""
+        return True
+
+    def _prepare(self, features: Features) -> Any:
+        return self._reader.matrix(features)
+
     def _run_batch(self, batch: NDArray[Any]) -> NDArray[Any]:
         import xgboost
 
         try:
-            matrix = xgboost.DMatrix(batch, feature_names=self._names, nthread=1)
-            margins = self._booster.predict(matrix, output_margin=True, validate_features=False)
+            matrix = xgboost.DMatrix(
+                batch,
+                feature_names=self._names,
+                feature_types=self._types,
+                enable_categorical=bool(self._reader.categorical),
+                nthread=1,
+            )
+            margins = self._booster.predict(
+                matrix, output_margin=True, iteration_range=self._range, validate_features=False
+            )
         except Exception as error:
             raise InvalidInputError(
                 f"the XGBoost model in {self.source} must accept the features "
@@ -122,6 +204,28 @@ class XGBoostModel(BatchedModel):
         if not self._probabilities:
             return logits
         return probabilities_from_logits(logits)
+
+    def _own_predictions(self, sample: Features) -> OwnPredictions:
+        """``XGBClassifier`` on the same booster: ``predict_proba``, or the margins of
+        ``predict`` for ``binary:logitraw``; from a DataFrame of ``category`` columns when
+        the model recorded categories."""
+        import xgboost
+
+        classifier = xgboost.XGBClassifier(n_jobs=1)
+        classifier.load_model(bytearray(self._booster.save_raw()))
+        classifier.set_params(n_jobs=1, enable_categorical=bool(self._reader.categorical))
+        matrix = self._reader.matrix(sample)
+        frame = self._reader.frame(sample, matrix)
+        data = matrix if frame is None else frame
+        if self._objective == "binary:logitraw":
+            margins = classifier.predict(data, output_margin=True)
+            return OwnPredictions(
+                "XGBoost", "XGBClassifier.predict", "logits", margins, OWN_TOLERANCE
+            )
+        probabilities = classifier.predict_proba(data)
+        return OwnPredictions(
+            "XGBoost", "XGBClassifier.predict_proba", "probabilities", probabilities, OWN_TOLERANCE
+        )
 
 
 class XGBoostLoader:

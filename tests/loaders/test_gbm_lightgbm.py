@@ -79,6 +79,7 @@ def test_logits_are_the_raw_scores_and_match_a_float64_tree_sum(task: str) -> No
     assert model.output_kind == "logits"
     assert logits.dtype == np.float64
     assert np.array_equal(logits, booster.predict(features, raw_score=True))
+    # both sum the same leaf values in float64, tree by tree (0 apart today)
     np.testing.assert_allclose(logits, raw_scores_float64(path, features), rtol=0, atol=1e-12)
     assert model.classes is None
     assert model.n_features == features.shape[1]
@@ -101,6 +102,7 @@ def test_audit_losses_agree_with_lightgbm_probabilities(task: str) -> None:
     exact = compute_losses(labels, booster.predict(features, raw_score=True), outputs="logits")
     assert np.array_equal(result.train_losses, exact)
     from_probabilities = compute_losses(labels, booster.predict(features))
+    # LightGBM's float64 probabilities, read back as log-odds: 3e-15 off (no p near 1 here)
     np.testing.assert_allclose(result.train_losses, from_probabilities, rtol=1e-9, atol=1e-9)
     assert np.isfinite(result.epsilon_star)
 
@@ -203,11 +205,125 @@ def test_pandas_category_columns_are_passed_as_categories(tmp_path: Path) -> Non
     expected = lgb.Booster(model_file=str(path)).predict(frame, raw_score=True)
     assert model.feature_names == ("size", "colour")
     np.testing.assert_array_equal(model.predict(typed), expected)
-    assert model._categorical == (1,)
+    assert model.categorical == (1,)
     # a batch holding one colour only is mapped with the categories LightGBM recorded
     blue = np.flatnonzero(colours == "blue")
     only_blue = Features(("size", "colour"), (features[blue, 0], colours[blue].astype(object)))
     np.testing.assert_array_equal(model.predict(only_blue), expected[blue])
 
-    with pytest.raises(InvalidInputError, match=r"must be 2 columns.*Found 1 column"):
+    with pytest.raises(InvalidInputError, match=r"must have 2 columns.*Found 1 column"):
         model.predict(Features(("colour",), (colours.astype(object),)))
+
+
+def _colours(rows: int = 300) -> tuple[pd.DataFrame, np.ndarray]:
+    rng = np.random.default_rng(5)
+    colour = rng.choice(["red", "green", "blue", "amber"], size=rows)
+    size = rng.normal(size=rows)
+    labels = (size + (colour == "red") * 2.0 - (colour == "blue") > 0).astype(int)
+    return pd.DataFrame({"size": size, "colour": pd.Categorical(colour)}), labels
+
+
+def _typed(frame: pd.DataFrame) -> Features:
+    return Features(
+        tuple(frame.columns),
+        tuple(np.asarray(frame[c], dtype=object if c == "colour" else None) for c in frame),
+    )
+
+
+def test_text_codes_and_unseen_categories_are_read_as_lightgbm_reads_them(tmp_path: Path) -> None:
+    frame, labels = _colours()
+    path = _train(tmp_path, {"objective": "binary", "min_data_per_group": 5}, frame, labels)
+    model = LightGBMLoader().load(path)
+    booster = lgb.Booster(model_file=str(path))
+    assert (model.takes_text, model.accepts_missing, model.categorical) == (True, True, (1,))
+    expected = booster.predict(frame, raw_score=True)
+    np.testing.assert_array_equal(model.predict(_typed(frame)), expected)
+    codes = frame.assign(colour=frame["colour"].cat.codes.astype(np.int64))
+    np.testing.assert_array_equal(model.predict(Features.from_frame(codes)), expected)
+    # a colour LightGBM never saw, and a missing one, are missing values, as in its predict
+    odd = frame.assign(colour=np.where(np.arange(len(frame)) % 3 == 0, "violet", frame["colour"]))
+    odd.loc[1, "colour"] = np.nan
+    own = booster.predict(odd.assign(colour=pd.Categorical(odd["colour"])), raw_score=True)
+    np.testing.assert_array_equal(model.predict(_typed(odd)), own)
+
+
+def test_numbers_of_a_category_of_numbers_are_the_categories(tmp_path: Path) -> None:
+    frame, labels = _colours()
+    sizes = {"red": 3, "green": 7, "blue": 11, "amber": 15}
+    numbers = frame.assign(colour=pd.Categorical(frame["colour"].map(sizes).astype(int)))
+    path = _train(tmp_path, {"objective": "binary", "min_data_per_group": 5}, numbers, labels)
+    model = LightGBMLoader().load(path)
+    as_read = numbers.assign(colour=numbers["colour"].astype(np.float64))  # a file's numbers
+    expected = lgb.Booster(model_file=str(path)).predict(numbers, raw_score=True)
+    np.testing.assert_array_equal(model.predict(Features.from_frame(as_read)), expected)
+
+
+def test_text_in_a_numeric_feature_and_text_without_categories_are_refused(
+    tmp_path: Path,
+) -> None:
+    frame, labels = _colours()
+    path = _train(tmp_path, {"objective": "binary", "min_data_per_group": 5}, frame, labels)
+    wrong = frame.assign(size=frame["colour"].astype(str), colour=frame["colour"].cat.codes)
+    with pytest.raises(InvalidInputError, match=r"'size' must be numeric for the LightGBM.*'"):
+        LightGBMLoader().load(path).predict(_typed(wrong))
+    coded = frame.assign(colour=frame["colour"].cat.codes).to_numpy(np.float64)
+    booster = lgb.train(
+        {"objective": "binary", "num_threads": 1, "verbose": -1, "min_data_per_group": 5},
+        lgb.Dataset(coded, label=labels, categorical_feature=[1]),
+        num_boost_round=5,
+    )
+    plain = tmp_path / "plain.txt"
+    booster.save_model(str(plain))
+    model = LightGBMLoader().load(plain)
+    assert (model.categorical, model.takes_text) == ((1,), False)
+    with pytest.raises(InvalidInputError, match=r"must hold the category codes.*Found 'red'"):
+        model.predict(Features(("a", "b"), (frame["size"].to_numpy(), np.array(["red"] * 300))))
+
+
+def test_category_lists_that_cannot_be_matched_to_the_features(tmp_path: Path) -> None:
+    frame, labels = _colours()
+    grade = np.arange(len(frame)) % 4
+    extra = frame.assign(grade=grade)
+    params = {"objective": "binary", "min_data_per_group": 5}
+    declared = lgb.train(
+        {"num_threads": 1, "verbose": -1, "num_leaves": 4, **params},
+        lgb.Dataset(extra, label=labels, categorical_feature=["colour", "grade"]),
+        num_boost_round=5,
+    )
+    path = tmp_path / "declared.txt"
+    declared.save_model(str(path))
+    model = LightGBMLoader().load(path)  # 1 list for 2 categorical features: codes only
+    assert model.takes_text is False
+    codes = extra.assign(colour=frame["colour"].cat.codes.astype(float))
+    np.testing.assert_array_equal(
+        model.predict(Features.from_frame(codes)),
+        declared.predict(codes.to_numpy(np.float64), raw_score=True),
+    )
+    with pytest.raises(InvalidInputError, match=r"1 lists of pandas categories for 2 categorical"):
+        model.predict(_typed(extra))
+    numbers = extra.assign(colour=pd.Categorical(frame["colour"].cat.codes + 3))
+    declared = lgb.train(
+        {"num_threads": 1, "verbose": -1, "num_leaves": 4, **params},
+        lgb.Dataset(numbers, label=labels, categorical_feature=["colour", "grade"]),
+        num_boost_round=5,
+    )
+    declared.save_model(str(path))
+    with pytest.raises(InvalidInputError, match=r"as categories or as codes.*Found categories 3"):
+        LightGBMLoader().load(path)
+
+
+def test_a_loader_reading_categories_wrongly_is_refused_by_its_self_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from epsstar.loaders.categories import Categories
+
+    frame, labels = _colours()
+    path = _train(tmp_path, {"objective": "binary", "min_data_per_group": 5}, frame, labels)
+    right = Categories.codes
+    monkeypatch.setattr(Categories, "codes", lambda self, column: right(self, column)[::-1])
+    with pytest.raises(
+        InvalidInputError,
+        match=r"model\.txt must be scored as its own Booster\.predict scores it, but on the "
+        r"first 256 records .* differ from it by up to 0\.\d+",
+    ):
+        LightGBMLoader().load(path).predict(_typed(frame))

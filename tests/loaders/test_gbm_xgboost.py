@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 import epsstar.audit.model.contract
+from epsstar.audit.model.features import Features
 from epsstar.audit.model.plugins import loader_for_path
 from epsstar.cli import main
 from epsstar.exceptions import InputFileError, InvalidInputError
@@ -24,6 +25,9 @@ from epsstar.loaders.xgboost import XGBoostLoader  # noqa: E402
 KINDS = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "kinds"
 TASKS = {"adult": "income", "wine": "cultivar"}
 FILES = ("adult_xgboost.json", "adult_xgboost.ubj", "wine_xgboost.json")
+# XGBoost sums the trees in float32, the reference below in float64: 8.5e-7 apart at worst
+# on the fixtures (about 64 float32 roundings of margins up to 10); a wrong tree or split
+# moves a margin by a leaf value, far above 1e-5.
 FLOAT32_TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
 
 
@@ -120,6 +124,8 @@ def test_audit_losses_agree_with_xgboost_predict_proba(file: str) -> None:
     if probabilities.shape[1] == 2:
         probabilities = probabilities[:, 1]
     from_float32 = compute_losses(labels, probabilities.astype(np.float64))
+    # log(p / (1 - p)) of a float32 p carries 6e-8 / (1 - p) of error: 7.5e-6 at worst on
+    # these records (1e-4 is 13 times that); the exact losses are checked just below
     np.testing.assert_allclose(result.train_losses, from_float32, rtol=1e-4, atol=1e-4)
     margins = margins_float64((KINDS / file).with_suffix(".json"), features)
     exact = compute_losses(labels, margins, outputs="logits")
@@ -194,16 +200,109 @@ def test_classes_recorded_by_the_scikit_learn_wrapper_are_used(tmp_path: Path) -
     assert XGBoostLoader().load(path).classes == ("no", "yes")
 
 
-def test_categorical_features_are_refused(tmp_path: Path) -> None:
-    frame = pd.DataFrame({"size": np.arange(60.0), "colour": pd.Categorical(["a", "b", "c"] * 20)})
-    matrix = xgb.DMatrix(frame, label=np.arange(60) % 2, enable_categorical=True)
-    booster = xgb.train({"objective": "binary:logistic", "nthread": 1}, matrix, 2)
+def _categorical(folder: Path) -> tuple[Path, pd.DataFrame]:
+    rng = np.random.default_rng(6)
+    colour = rng.choice(["red", "green", "blue", "amber"], size=300)
+    size = rng.normal(size=300)
+    labels = (size + (colour == "red") * 2.0 - (colour == "blue") > 0).astype(int)
+    frame = pd.DataFrame({"size": size, "colour": pd.Categorical(colour)})
+    matrix = xgb.DMatrix(frame, label=labels, enable_categorical=True)
+    params = {"objective": "binary:logistic", "nthread": 1, "max_depth": 3, "max_cat_to_onehot": 1}
+    booster = xgb.train(params, matrix, 8)
+    path = folder / "model.json"
+    booster.save_model(str(path))
+    return path, frame
+
+
+def _text(frame: pd.DataFrame) -> Features:
+    return Features(
+        ("size", "colour"), (frame["size"].to_numpy(), frame["colour"].to_numpy(dtype=object))
+    )
+
+
+def test_categories_are_read_from_text_and_codes_as_xgboost_reads_them(tmp_path: Path) -> None:
+    path, frame = _categorical(tmp_path)
+    model = XGBoostLoader().load(path)
+    booster = xgb.Booster(model_file=str(path))
+    assert (model.takes_text, model.accepts_missing) == (True, True)
+    expected = booster.predict(xgb.DMatrix(frame, enable_categorical=True), output_margin=True)
+    np.testing.assert_array_equal(model.predict(_text(frame)), expected)
+    # a batch holding some colours only is coded with the categories XGBoost recorded
+    some = frame[frame["colour"].isin(["red", "amber"])]
+    np.testing.assert_array_equal(
+        model.predict(_text(some)), expected[frame["colour"].isin(["red", "amber"])]
+    )
+    codes = frame.assign(colour=frame["colour"].cat.codes.astype(np.int64))
+    np.testing.assert_array_equal(model.predict(Features.from_frame(codes)), expected)
+    odd = frame.assign(colour=frame["colour"].astype(object))
+    odd.loc[4, "colour"] = "violet"
+    with pytest.raises(
+        InvalidInputError, match=r"'colour' must hold categories the XGBoost model.*'violet'"
+    ):
+        model.predict(_text(odd))
+
+
+def test_a_categorical_model_without_recorded_categories_takes_codes(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    codes = rng.integers(0, 4, size=200).astype(np.float64)
+    features = np.column_stack([rng.normal(size=200), codes])
+    labels = (features[:, 0] + (codes == 2) > 0).astype(int)
+    matrix = xgb.DMatrix(features, label=labels, feature_types=["q", "c"], enable_categorical=True)
+    booster = xgb.train({"objective": "binary:logistic", "nthread": 1}, matrix, 4)
     path = tmp_path / "model.json"
     booster.save_model(str(path))
+    model = XGBoostLoader().load(path)
+    assert model.takes_text is False
+    expected = booster.predict(
+        xgb.DMatrix(features, feature_types=["q", "c"], enable_categorical=True), output_margin=True
+    )
+    np.testing.assert_array_equal(model.predict(features), expected)
+    text = Features(("f0", "f1"), (features[:, 0], np.array(["a"] * 200, dtype=object)))
+    with pytest.raises(InvalidInputError, match=r"'f1' must hold the category codes.*Found 'a'"):
+        model.predict(text)
+
+
+def _early_stopped(folder: Path) -> tuple[Path, np.ndarray, Any]:
+    rng = np.random.default_rng(8)
+    features = rng.normal(size=(600, 3))
+    labels = (features[:, 0] + rng.normal(size=600) > 0).astype(int)
+    train = xgb.DMatrix(features[:400], label=labels[:400])
+    valid = xgb.DMatrix(features[400:], label=labels[400:])
+    params = {"objective": "binary:logistic", "nthread": 1, "max_depth": 4, "eta": 0.5}
+    booster = xgb.train(
+        params, train, 60, evals=[(valid, "valid")], early_stopping_rounds=3, verbose_eval=False
+    )
+    assert booster.best_iteration + 1 < booster.num_boosted_rounds()
+    path = folder / "model.ubj"
+    booster.save_model(str(path))
+    return path, features, booster
+
+
+def test_an_early_stopped_booster_is_scored_at_its_best_iteration(tmp_path: Path) -> None:
+    path, features, booster = _early_stopped(tmp_path)
+    model = XGBoostLoader().load(path)
+    best = booster.best_iteration + 1
+    assert model.iteration_range == (0, best)
+    matrix = xgb.DMatrix(features)
+    expected = booster.predict(matrix, output_margin=True, iteration_range=(0, best))
+    np.testing.assert_array_equal(model.predict(features), expected)
+    every_tree = booster.predict(matrix, output_margin=True)
+    assert np.abs(model.predict(features) - every_tree).max() > 0.1
+
+
+def test_a_loader_scoring_other_trees_is_refused_by_its_self_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import epsstar.loaders.xgboost
+
+    path, features, _ = _early_stopped(tmp_path)
+    monkeypatch.setattr(epsstar.loaders.xgboost, "_iteration_range", lambda booster, config: (0, 0))
     with pytest.raises(
-        InvalidInputError, match=r"numeric features only.*Found categorical feature\(s\) colour"
+        InvalidInputError,
+        match=r"model\.ubj must be scored as its own XGBClassifier\.predict_proba scores it, but "
+        r"on the first 256 records the audit's probabilities differ from it by up to 0\.\d+",
     ):
-        XGBoostLoader().load(path)
+        XGBoostLoader().load(path).predict(features)
 
 
 def test_multi_target_models_are_refused(tmp_path: Path) -> None:

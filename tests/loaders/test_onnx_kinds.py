@@ -50,7 +50,11 @@ def test_the_builder_writes_what_is_committed(
             assert (KINDS / entry[key]).is_file()
         fresh = OnnxLoader().load(tmp_path / entry["file"]).predict(population(entry, tmp_path))
         kept = OnnxLoader().load(KINDS / entry["file"]).predict(population(entry))
-        np.testing.assert_allclose(fresh, kept, rtol=1e-5, atol=1e-5)
+        # Rebuilding trains again: on another machine the float32 sums round differently.
+        # Training the digits CNN on two threads instead of one (another summation order)
+        # moves its logits by up to 4.3e-6; an epoch more moves them by 0.62. 1e-4 sits 20
+        # times above the one and 6000 times below the other.
+        np.testing.assert_allclose(fresh, kept, rtol=1e-5, atol=1e-4)
     assert (tmp_path / "mlp_external" / "model.onnx.data").is_file()
     total = sum(p.stat().st_size for p in KINDS.rglob("*") if p.is_file())
     assert total < 2_000_000

@@ -11,7 +11,9 @@ value is a number becomes float64), other text as an object array of ``str`` (fo
 such as a scikit-learn pipeline that encodes categories itself), and an array of records
 of several dimensions (an image, ``(N, 1, 8, 8)`` in an NPZ) as one tensor column. Numbers
 must be finite and, when the model's input type is given, within its range (1e39 is
-infinite in float32); text and labels must be present in every row. Problems are reported
+infinite in float32); text and labels must be present in every row. For a model that
+handles missing values itself (``missing=True``), a missing feature value is kept as NaN
+instead (infinity is still refused). Problems are reported
 in one line naming the file, the column, the 0-based data row and the bad value.
 
 Conventions per format:
@@ -790,12 +792,13 @@ def _check_finite(
 
 
 def _typed_column(
-    path: Path, name: str, values: NDArray[Any], row0: int, text: bool = True
+    path: Path, name: str, values: NDArray[Any], row0: int, text: bool = True, missing: bool = False
 ) -> NDArray[Any]:
     """One feature column with its type kept: numbers and booleans as stored (numeric text
     as float64), other text as an object array of ``str`` (refused, naming the first value
     that is not a number, when ``text`` is false); NaN, infinity and missing text are
-    refused, naming the row."""
+    refused, naming the row, except that with ``missing`` NaN and missing text are kept
+    as NaN."""
     kind = values.dtype.kind
     if kind == "S":
         values = np.char.decode(values, "utf-8", errors="replace")
@@ -804,9 +807,9 @@ def _typed_column(
         import pandas as pd
 
         raw = pd.Series(values, copy=False)
-        missing = raw.isna().to_numpy()
-        if missing.any():
-            first = int(np.flatnonzero(missing)[0])
+        absent = raw.isna().to_numpy()
+        if absent.any() and not missing:
+            first = int(np.flatnonzero(absent)[0])
             raise InvalidInputError(
                 f"{path}: feature column {name!r} must have a value in every row. Found "
                 f"{values[first]} at row {row0 + first}."
@@ -821,16 +824,17 @@ def _typed_column(
             values = _numeric_column(path, name, values, row0, np.float64)
         else:
             numbers = pd.to_numeric(raw, errors="coerce")
-            if numbers.isna().any():
-                return np.asarray([str(v) for v in values], dtype=object)
-            values = numbers.to_numpy(dtype=np.float64)
+            if (numbers.isna().to_numpy() & ~absent).any():
+                kept = [np.nan if gone else str(v) for v, gone in zip(values, absent, strict=True)]
+                return np.asarray(kept, dtype=object)
+            values = numbers.to_numpy(dtype=np.float64, na_value=np.nan)
     elif kind not in "biuf":
         raise InvalidInputError(
             f"{path}: feature column {name!r} must hold numbers, booleans or text. Found "
             f"dtype {values.dtype} at row {row0}."
         )
     if values.dtype.kind == "f":
-        finite = np.isfinite(values)
+        finite = np.isfinite(values) | (missing & np.isnan(values))
         if not finite.all():
             first = np.argwhere(~finite)[0]
             raise InvalidInputError(
@@ -847,9 +851,10 @@ def _feature_columns(
     row0: int,
     target: np.dtype[Any] | None = None,
     text: bool = True,
+    missing: bool = False,
 ) -> Features:
     typed = tuple(
-        _typed_column(path, name, values, row0, text)
+        _typed_column(path, name, values, row0, text, missing)
         for name, values in zip(names, columns, strict=True)
     )
     if target is not None:
@@ -980,6 +985,7 @@ def iter_batches(
     progress: Progress | None = None,
     input_dtype: DTypeLike | None = None,
     text: bool = True,
+    missing: bool = False,
 ) -> Iterator[Batch]:
     """Stream a table's rows as :class:`Batch` es of ``batch_size`` rows (the last may be fewer).
 
@@ -990,12 +996,15 @@ def iter_batches(
     given, is the model's input type: every feature must fit its range (1e39 would
     become infinite in float32, -1 would wrap around in uint8). With ``text=False`` (a
     model that takes numbers only) a column that is not numeric is refused, naming the
-    file, the row and the value; otherwise it is kept as text.
+    file, the row and the value; otherwise it is kept as text. With ``missing=True`` (a
+    model that handles missing values itself) a missing feature value is kept as NaN
+    rather than refused.
 
     The file is opened and its columns are checked before the first batch is
     requested; a file without rows raises :class:`InsufficientDataError`.
     """
-    return _open_batches(path, label_column, features, batch_size, progress, input_dtype, text)[1]
+    options = (input_dtype, text, missing)
+    return _open_batches(path, label_column, features, batch_size, progress, *options)[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -1054,6 +1063,7 @@ def _open_batches(
     progress: Progress | None,
     input_dtype: DTypeLike | None = None,
     text: bool = True,
+    missing: bool = False,
 ) -> tuple[list[str], Iterator[Batch]]:
     """The feature names and the batches; the arguments and columns are checked now."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
@@ -1065,7 +1075,8 @@ def _open_batches(
     size = int(batch_size)
     chunks = _chunks(schema, [*names, label_column], size)
     target = None if input_dtype is None else np.dtype(input_dtype)
-    stream = _stream(schema.path, names, label_column, chunks, (target, text), size, progress)
+    checks = (target, text, missing)
+    stream = _stream(schema.path, names, label_column, chunks, checks, size, progress)
     return names, stream
 
 
@@ -1074,12 +1085,12 @@ def _stream(
     names: list[str],
     label_column: str,
     chunks: Iterator[list[NDArray[Any]]],
-    checks: tuple[np.dtype[Any] | None, bool],
+    checks: tuple[np.dtype[Any] | None, bool, bool],
     size: int,
     progress: Progress | None,
 ) -> Iterator[Batch]:
-    """Checked batches; ``checks`` are the model's input type (numbers must fit it) and
-    whether text columns are kept."""
+    """Checked batches; ``checks`` are the model's input type (numbers must fit it),
+    whether text columns are kept and whether missing values are."""
 
     def validated() -> Iterator[Batch]:
         row0 = 0

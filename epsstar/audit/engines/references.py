@@ -103,6 +103,7 @@ def _matches(
             match.file_columns,
             str(getattr(model, "input_dtype", None)),
             bool(getattr(model, "takes_text", False)),
+            bool(getattr(model, "accepts_missing", False)),
         )
         groups.setdefault(key, []).append((index, match))
     return groups
@@ -131,6 +132,7 @@ def _log_odds_together(
             progress=None if progress is None else progress.advance,
             input_dtype=getattr(first, "input_dtype", None),
             text=bool(getattr(first, "takes_text", False)),
+            missing=bool(getattr(first, "accepts_missing", False)),
         ):
             labels = label_map.encode(batch.labels, source=reads[0].source)
             for (index, _), read in zip(members, reads, strict=True):

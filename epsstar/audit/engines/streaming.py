@@ -237,6 +237,7 @@ def stream_table(
         progress=None if progress is None else progress.advance,
         input_dtype=getattr(model, "input_dtype", None),
         text=bool(getattr(model, "takes_text", False)),
+        missing=bool(getattr(model, "accepts_missing", False)),
     ):
         predictions = predict_batch(model, batch.features, read)
         n_outputs = _n_outputs(predictions)

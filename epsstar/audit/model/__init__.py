@@ -4,7 +4,8 @@ Lives here: the loader plugins' discovery and protocol (:mod:`.plugins`) and the
 suite (:mod:`.contract`), the typed feature columns a model receives (:mod:`.features`), and
 what a model file records: class labels and feature names (:mod:`.class_labels`), a
 declared DP guarantee (:mod:`.declared_privacy`), how its outputs are read
-(:mod:`.output_reading`).
+(:mod:`.output_reading`), and the check of a loader against the model's own predictions
+(:mod:`.own_predictions`).
 
 May import: :mod:`epsstar.statistics`, :mod:`epsstar.exceptions`; nothing else of the
 audit layer.

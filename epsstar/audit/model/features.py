@@ -3,6 +3,8 @@
 A :class:`Features` holds one array per column, in order, each with one entry per record:
 
 * a **scalar column** is 1-D: float, integer, boolean, or text (an object array of ``str``);
+  for a model that handles missing values, a missing number is NaN and a missing text NaN
+  in the object array;
 * a **tensor column** is N-D, ``(rows, *shape)``: an image ``(rows, 1, 8, 8)`` read whole
   from an NPZ array.
 

@@ -72,8 +72,8 @@ INSTALL_HINTS: Final[Mapping[str, str]] = MappingProxyType(
 class LoadedModel(Protocol):
     """A model ready to predict, as returned by :meth:`ModelLoader.load`.
 
-    Besides the members below, the audit reads six optional attributes when a model has
-    them (:class:`epsstar.loaders.BatchedModel` has all six):
+    Besides the members below, the audit reads seven optional attributes when a model has
+    them (:class:`epsstar.loaders.BatchedModel` has all seven):
 
     * ``accepts_features`` — true when :meth:`predict` takes
       :class:`~epsstar.audit.model.features.Features` (typed, named columns: text for a pipeline
@@ -85,6 +85,9 @@ class LoadedModel(Protocol):
       the audit then hands the data's columns over by these names, not by position;
     * ``takes_text`` — true when the model takes text columns; otherwise text in the data
       is refused before the model sees it;
+    * ``accepts_missing`` — true when the model handles missing values itself (gradient
+      boosted trees, estimators with scikit-learn's ``allow_nan`` tag); missing feature
+      values then reach it as NaN, otherwise they are refused before the model sees them;
     * ``files`` — every file the model is read from (the model file first, then e.g. ONNX
       external data), each hashed into the result's provenance;
     * ``input_dtype`` — the numeric type the features are cast to; every value is checked

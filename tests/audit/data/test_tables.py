@@ -239,6 +239,26 @@ def test_non_finite_feature_names_column_and_row(tmp_path: Path, bad: str) -> No
         list(iter_batches(path, label_column="y", batch_size=4))
 
 
+def test_missing_values_are_kept_as_nan_for_a_model_that_handles_them(tmp_path: Path) -> None:
+    path = tmp_path / "gaps.csv"
+    path.write_text("a,b,colour,y\n1,,red,0\n2,nan,,1\n3,0.5,blue,0\n")
+    with pytest.raises(InvalidInputError, match=r"feature column 'b' must be finite.*at row 0\."):
+        list(iter_batches(path, label_column="y"))
+    (batch,) = iter_batches(path, label_column="y", missing=True)
+    b, colour = batch.features.column("b"), batch.features.column("colour")
+    assert b.dtype == np.float64
+    assert np.isnan(b[:2]).all()
+    assert b[2] == 0.5
+    assert colour[0] == "red"
+    assert colour[2] == "blue"
+    assert isinstance(colour[1], float)
+    assert np.isnan(colour[1])
+    # infinity is no missing value: still refused
+    path.write_text("a,b,y\n1,inf,0\n2,,1\n")
+    with pytest.raises(InvalidInputError, match=r"'b' must be finite. Found inf at row 0"):
+        list(iter_batches(path, label_column="y", missing=True))
+
+
 @pytest.mark.parametrize("kind", ["parquet", "npz-columns", "npy"])
 def test_non_finite_feature_row_index_is_global(tmp_path: Path, kind: str) -> None:
     frame = _table()
