@@ -51,7 +51,7 @@ def inclusion_bits(included: Any, size: int) -> np.ndarray[Any, np.dtype[np.bool
             index = int(np.flatnonzero(bad)[0])
             raise InvalidInputError(
                 f"included must be 0/1 or booleans; the first other value is at index {index}. "
-                f"Found {array[index]!r}."
+                f"Found {array[index].item()!r}."
             )
     return array.astype(np.bool_)
 

@@ -36,8 +36,9 @@ the larger kept, so both hold at once with probability ≥ confidence by the uni
 from __future__ import annotations
 
 import math
+import warnings
 
-from scipy.integrate import quad
+from scipy.integrate import IntegrationWarning, quad
 from scipy.optimize import brentq
 from scipy.special import betainc, betaincc, betaincinv, ndtri
 
@@ -85,10 +86,14 @@ def posterior_epsilon_cdf(
     u_cross = float(betainc(a_x, b_x, crossing))
     pieces = [(0.0, u_cross), (u_cross, 1.0)]
     total = 0.0
-    for low, high in pieces:
-        if high > low:
-            value, _ = quad(integrand, low, high, limit=200, epsabs=1e-12, epsrel=1e-10)
-            total += value
+    with warnings.catch_warnings():
+        # quad reports "roundoff error" where S_β steps sharply; the values it returns there
+        # agree with a 2·10^6-point midpoint rule to 1e-9 (tests/statistics/auditing).
+        warnings.simplefilter("ignore", IntegrationWarning)
+        for low, high in pieces:
+            if high > low:
+                value, _ = quad(integrand, low, high, limit=200, epsabs=1e-10, epsrel=1e-8)
+                total += value
     return min(1.0, max(0.0, total))
 
 
