@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Literal
 
 import numpy as np
 from scipy.optimize import brentq
@@ -33,14 +32,12 @@ from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_confidence, check_in_range, check_positive_int
 from epsstar.statistics.auditing._checks import check_claimed_epsilon
 from epsstar.statistics.auditing.claims import claimed_mu
-from epsstar.statistics.auditing.one_run import ONE_RUN_METHODS
+from epsstar.statistics.auditing.one_run import ONE_RUN_METHODS, OneRunMethod
 from epsstar.statistics.auditing.one_run_approximate_dp import one_run_epsilon_lower_bound
 from epsstar.statistics.auditing.one_run_gaussian_dp import one_run_mu_lower_bound
 from epsstar.statistics.readings.conversions import gdp_epsilon
 
-__all__ = ["ChosenK", "OneRunMethod", "choose_k", "expected_precision"]
-
-OneRunMethod = Literal["steinke2023_epsilon_delta", "mahloujifar2024_gdp"]
+__all__ = ["ChosenK", "choose_k", "expected_precision"]
 
 _ALL_K_UP_TO = 256
 _GRID_SIZE = 128

@@ -35,9 +35,8 @@ import numpy as np
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
 from epsstar.statistics._validation import check_confidence, check_delta, check_positive_int
 from epsstar.statistics.auditing._checks import check_claimed_epsilon
-from epsstar.statistics.auditing.choose_k import OneRunMethod
 from epsstar.statistics.auditing.claims import claimed_mu
-from epsstar.statistics.auditing.one_run import ONE_RUN_METHODS
+from epsstar.statistics.auditing.one_run import ONE_RUN_METHODS, OneRunMethod
 from epsstar.statistics.auditing.one_run_approximate_dp import one_run_p_value
 from epsstar.statistics.auditing.one_run_gaussian_dp import one_run_gdp_refutation_margin
 from epsstar.statistics.bounds.from_counts import epsilon_lower_bound

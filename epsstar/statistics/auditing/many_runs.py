@@ -4,9 +4,9 @@
 ("Privacy Auditing"): train R models with the canary and R without, score the canary in each
 (its loss, or a stronger score), and call "with the canary" the runs on one side of a
 threshold. The threshold and the side are chosen on half of the runs and the errors counted
-on the other half (:func:`~epsstar.statistics.bounds.held_out_bound.split_lower_bound`, whose
-seeded split is :func:`~epsstar.statistics.bounds.held_out_bound.held_out_halves`), so the
-counts are those of a test fixed in advance. From the false positives FP of N runs without
+on the other half (:func:`~epsstar.statistics.bounds.held_out_bound.split_lower_bound`; the
+seeded split on its own is :func:`split_runs`), so the counts are those of a test fixed in
+advance. From the false positives FP of N runs without
 the canary and false negatives FN of P runs with it:
 
 * ``clopper_pearson``: Nasr et al., eq. 5, with Clopper–Pearson upper bounds of both rates
@@ -25,19 +25,29 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Final
 
+import numpy as np
 from numpy.typing import ArrayLike
 
-from epsstar.statistics._validation import check_confidence, check_delta, finite_vector
+from epsstar.statistics._validation import FloatArray, check_confidence, check_delta, finite_vector
 from epsstar.statistics.auditing.many_run_intervals import (
     _check_prior,
     bayesian_epsilon_lower_bound,
     log_katz_epsilon_lower_bound,
 )
 from epsstar.statistics.bounds.from_counts import _check_error_counts, epsilon_lower_bound
-from epsstar.statistics.bounds.held_out_bound import split_lower_bound
+from epsstar.statistics.bounds.held_out_bound import held_out_halves, split_lower_bound
 from epsstar.statistics.readings.conversions import gdp_epsilon, gdp_mu_lower_bound
+from epsstar.statistics.summaries.loss_sketch import Sample
 
-__all__ = ["MANY_RUN_METHODS", "ManyRunBounds", "MethodBound", "audit_many_runs", "many_run_bounds"]
+__all__ = [
+    "MANY_RUN_METHODS",
+    "ManyRunBounds",
+    "MethodBound",
+    "RunSplit",
+    "audit_many_runs",
+    "many_run_bounds",
+    "split_runs",
+]
 
 #: The many-run bounds, in the order of :meth:`ManyRunBounds.table`.
 MANY_RUN_METHODS: Final = ("clopper_pearson", "gdp_clopper_pearson", "bayesian_beta", "log_katz")
@@ -110,6 +120,44 @@ class ManyRunBounds:
             "direction": self.direction,
             "bounds": [row.to_dict() for row in self.table()],
         }
+
+
+@dataclass(frozen=True, slots=True)
+class RunSplit:
+    """The runs split for choosing the test (``selection_*``, sorted) and for counting its
+    errors (``evaluation_*``), each side shuffled (seeded) and halved."""
+
+    selection_with: FloatArray
+    selection_without: FloatArray
+    evaluation_with: FloatArray
+    evaluation_without: FloatArray
+
+
+def _values(half: Sample) -> FloatArray:
+    """A half of an array (a :class:`LossSketch` only comes from a summary, never here)."""
+    if not isinstance(half, np.ndarray):
+        raise TypeError("split_runs halves arrays only.")
+    return half
+
+
+def split_runs(scores_with: ArrayLike, scores_without: ArrayLike, *, seed: int = 0) -> RunSplit:
+    """Split the runs as :func:`audit_many_runs` does with the same ``seed``.
+
+    The split of :func:`~epsstar.statistics.bounds.held_out_bound.held_out_halves`: each side
+    is shuffled with a generator seeded by ``seed`` and halved (the selection half gets
+    ⌊n/2⌋ runs); the test is chosen on the selection halves only.
+    """
+    with_canary = finite_vector("scores_with", scores_with, min_size=2)
+    without_canary = finite_vector("scores_without", scores_without, min_size=2)
+    (select_with, select_without), (eval_with, eval_without) = held_out_halves(
+        with_canary, without_canary, seed=seed
+    )
+    return RunSplit(
+        selection_with=_values(select_with),
+        selection_without=_values(select_without),
+        evaluation_with=_values(eval_with),
+        evaluation_without=_values(eval_without),
+    )
 
 
 def many_run_bounds(

@@ -9,7 +9,7 @@ reports both, from the same count of right guesses.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Literal
 
 from numpy.typing import ArrayLike
 
@@ -21,10 +21,14 @@ from epsstar.statistics.auditing.one_run_gaussian_dp import one_run_mu_lower_bou
 from epsstar.statistics.bounds.held_out_bound import Direction
 from epsstar.statistics.readings.conversions import gdp_epsilon
 
-__all__ = ["ONE_RUN_METHODS", "OneRunBounds", "audit_one_run", "one_run_bounds"]
+__all__ = ["ONE_RUN_METHODS", "OneRunBounds", "OneRunMethod", "audit_one_run", "one_run_bounds"]
 
+OneRunMethod = Literal["steinke2023_epsilon_delta", "mahloujifar2024_gdp"]
 #: The bounds of a one-run audit, in the order of the record's fields.
-ONE_RUN_METHODS: Final = ("steinke2023_epsilon_delta", "mahloujifar2024_gdp")
+ONE_RUN_METHODS: tuple[OneRunMethod, OneRunMethod] = (
+    "steinke2023_epsilon_delta",
+    "mahloujifar2024_gdp",
+)
 
 
 @dataclass(frozen=True, slots=True)

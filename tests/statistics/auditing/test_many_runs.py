@@ -17,7 +17,12 @@ from epsstar.statistics.auditing.many_run_intervals import (
     log_katz_epsilon_lower_bound,
     posterior_epsilon_cdf,
 )
-from epsstar.statistics.auditing.many_runs import MANY_RUN_METHODS, audit_many_runs, many_run_bounds
+from epsstar.statistics.auditing.many_runs import (
+    MANY_RUN_METHODS,
+    audit_many_runs,
+    many_run_bounds,
+    split_runs,
+)
 from epsstar.statistics.bounds.from_counts import epsilon_lower_bound
 from epsstar.statistics.bounds.held_out_bound import split_lower_bound
 from epsstar.statistics.readings.conversions import gdp_epsilon, gdp_mu_lower_bound
@@ -176,6 +181,24 @@ def test_audit_from_scores_counts_the_held_out_half() -> None:
     assert 0.5 < bounds.mu_lower <= 2.0
     assert bounds.epsilon_gdp is not None
     assert bounds.epsilon_gdp <= gdp_epsilon(1e-5, 2.0)
+
+
+def test_split_runs_is_the_split_the_audit_counts_on() -> None:
+    rng = np.random.default_rng(4)
+    with_canary = rng.standard_normal(301) + 1.5
+    without_canary = rng.standard_normal(200)
+    split = split_runs(with_canary, without_canary, seed=9)
+    assert (split.selection_with.size, split.evaluation_with.size) == (150, 151)
+    assert (split.selection_without.size, split.evaluation_without.size) == (100, 100)
+    assert np.array_equal(
+        np.sort(np.concatenate([split.selection_with, split.evaluation_with])),
+        np.sort(with_canary),
+    )
+    bounds = audit_many_runs(with_canary, without_canary, delta=1e-5, seed=9)
+    assert bounds.direction == "members_higher"
+    # Count the chosen test's errors on the evaluation halves by hand.
+    assert bounds.false_negatives == int(np.sum(split.evaluation_with <= bounds.threshold))
+    assert bounds.false_positives == int(np.sum(split.evaluation_without > bounds.threshold))
 
 
 def test_bad_input_is_refused() -> None:
