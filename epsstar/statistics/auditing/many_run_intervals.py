@@ -66,7 +66,8 @@ def posterior_epsilon_cdf(
     fnr_posterior: tuple[float, float],
     delta: float,
 ) -> float:
-    """P(ε(α, β) ≤ t) for α ~ Beta(*fpr_posterior), β ~ Beta(*fnr_posterior), t ≥ 0.
+    """P(ε(α, β) ≤ t) for α ~ Beta(*fpr_posterior), β ~ Beta(*fnr_posterior), t ≥ 0
+    (arguments unchecked: positive Beta parameters, δ in [0, 0.5)).
 
     The integral of the module, ∫₀¹ S_β(h_t(F_α^{-1}(u))) du, split at the u where the two
     lines of h_t cross, x* = (1 − δ)/(1 + e^t).
