@@ -1,0 +1,18 @@
+"""The statistics of auditing a training procedure that claims (ε, δ)-DP.
+
+A training procedure is audited by inserting canaries, training, and turning what the
+canaries reveal into an ε lower bound that a correct trainer exceeds with probability at
+most 1 − confidence; a claim ε < ε_lo is refuted (``gdp-and-auditing-lecture.md``,
+``adversary-instantiation-nasr-2021-excerpt.txt``; GUIDE.md §2 "Auditing a training
+procedure").
+
+Lives here: the one-run bounds of Steinke, Nasr & Jagielski 2023 (:mod:`.one_run_approximate_dp`)
+and of Mahloujifar, Melis & Chaudhuri 2024 (:mod:`.one_run_gaussian_dp`), the guessing rule
+(:mod:`.guesses`), the choice of k from the claim alone (:mod:`.choose_k`), the one-run record
+(:mod:`.one_run`), the many-run bounds (Clopper–Pearson, μ-GDP, Bayesian, log-Katz;
+:mod:`.many_runs`, :mod:`.many_run_intervals`), the μ a claimed (ε, δ) names (:mod:`.claims`)
+and the smallest audit that could refute a claim (:mod:`.feasibility`).
+
+May import: the statistics' root modules, :mod:`epsstar.statistics.bounds`,
+:mod:`epsstar.statistics.readings`, numpy, scipy and statsmodels.
+"""

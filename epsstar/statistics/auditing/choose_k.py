@@ -1,0 +1,144 @@
+"""Choosing k for a one-run audit without peeking: from the canary count and the claim alone.
+
+The one-run bounds hold for a guessing rule fixed before the scores are seen; taking the k
+that gives the largest bound on the observed scores would test many rules and keep the
+best, which voids the confidence. So k is chosen from m and the claimed (ε, δ) alone:
+
+* Model the audit of a trainer that exactly meets its claim as Gaussian: a canary's score is
+  N(μ, 1) when included and N(0, 1) when not, with μ = :func:`~.claims.claimed_mu` (ε, δ) —
+  the claim's own μ-GDP curve, which DP-SGD approaches (``gdp-and-auditing-lecture.md``).
+* With k₊ = k₋ = k, the rule guesses above the threshold t where ½[Φ̄(t − μ) + Φ̄(t)] = k/m
+  (and symmetrically below), so its expected precision is Φ̄(t − μ)/(Φ̄(t − μ) + Φ̄(t)) and
+  its expected number of right guesses among r = 2k is v(k) = round(2k·precision).
+* Compute the bound that v(k) would give, and keep the k that maximises it (the smallest
+  such k on ties): the k with which an audit comes closest to refuting the claim when the
+  trainer is at the claim, hence the most power against a trainer that leaks more.
+
+Candidate k are every k ≤ m/2 when m ≤ 512, else 128 values spaced geometrically from 1 to
+m/2. With every guess equally good (randomized response) the rule would be k = m/2; the
+Gaussian model prefers fewer, surer guesses, as the canaries' extreme scores are.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import expit, log_ndtr
+
+from epsstar.exceptions import InvalidInputError
+from epsstar.statistics._validation import check_confidence, check_in_range, check_positive_int
+from epsstar.statistics.auditing._checks import check_claimed_epsilon
+from epsstar.statistics.auditing.claims import claimed_mu
+from epsstar.statistics.auditing.one_run import ONE_RUN_METHODS, OneRunMethod
+from epsstar.statistics.auditing.one_run_approximate_dp import one_run_epsilon_lower_bound
+from epsstar.statistics.auditing.one_run_gaussian_dp import one_run_mu_lower_bound
+from epsstar.statistics.readings.conversions import gdp_epsilon
+
+__all__ = ["ChosenK", "choose_k", "expected_precision"]
+
+_ALL_K_UP_TO = 256
+_GRID_SIZE = 128
+
+
+@dataclass(frozen=True, slots=True)
+class ChosenK:
+    """The k chosen for ``canaries`` and the claim, and what it is expected to give there.
+
+    ``expected_correct`` of the ``2k`` guesses are expected right for a trainer exactly at
+    the claim (Gaussian model), which would give the bound ``expected_epsilon_lower``
+    (``method``'s bound, in ε at ``delta``).
+    """
+
+    k: int
+    canaries: int
+    claimed_epsilon: float
+    delta: float
+    confidence: float
+    method: str
+    expected_correct: int
+    expected_epsilon_lower: float
+
+    def to_dict(self) -> dict[str, int | float | str]:
+        """The fields as a plain ``dict`` (for JSON)."""
+        return asdict(self)
+
+
+def expected_precision(canaries: int, k: int, mu: float) -> float:
+    """The expected share of right guesses of the k₊ = k₋ = k rule under the Gaussian model.
+
+    Scores N(μ, 1) for included canaries, N(0, 1) for the others, each included with
+    probability ½. The top k lie above t with ½[Φ̄(t − μ) + Φ̄(t)] = k/m, and a score above
+    t belongs to an included canary with probability Φ̄(t − μ)/(Φ̄(t − μ) + Φ̄(t)); by the
+    symmetry of the model the bottom k are as precise. Solved in logs so that k ≪ m works.
+    """
+    m = check_positive_int("canaries", canaries, minimum=2)
+    kk = check_positive_int("k", k, minimum=1)
+    if 2 * kk > m:
+        raise InvalidInputError(f"k must be at most half the canaries ({m // 2}). Found {kk}.")
+    shift = check_in_range("mu", mu, 0.0, math.inf, low_inclusive=True)
+    target = math.log(kk / m)
+
+    def excess(t: float) -> float:
+        above = np.logaddexp(log_ndtr(shift - t), log_ndtr(-t)) - math.log(2.0)
+        return float(above) - target
+
+    t = float(brentq(excess, -60.0, 60.0 + shift, xtol=1e-12))
+    return float(expit(float(log_ndtr(shift - t)) - float(log_ndtr(-t))))
+
+
+def _candidates(half: int) -> list[int]:
+    if half <= _ALL_K_UP_TO:
+        return list(range(1, half + 1))
+    grid = np.unique(np.round(np.geomspace(1.0, half, _GRID_SIZE)).astype(np.int64))
+    return [int(k) for k in grid]
+
+
+def _expected_bound(
+    method: OneRunMethod, m: int, k: int, correct: int, delta: float, level: float
+) -> float:
+    if method == "steinke2023_epsilon_delta":
+        return one_run_epsilon_lower_bound(m, 2 * k, correct, delta=delta, confidence=level)
+    return gdp_epsilon(delta, one_run_mu_lower_bound(m, 2 * k, correct, confidence=level))
+
+
+def choose_k(
+    canaries: int,
+    claimed_epsilon: float,
+    delta: float,
+    *,
+    confidence: float = 0.95,
+    method: OneRunMethod = "steinke2023_epsilon_delta",
+) -> ChosenK:
+    """The k (k₊ = k₋ = k) that maximises the bound expected at the claim (see the module).
+
+    Reads nothing but m, the claimed (ε, δ) with δ in (0, 0.5), the confidence and which
+    bound (``method``, one of :data:`~.one_run.ONE_RUN_METHODS`) the audit will report.
+    """
+    m = check_positive_int("canaries", canaries, minimum=2)
+    eps = check_claimed_epsilon(claimed_epsilon)
+    d = check_in_range("delta", delta, 0.0, 0.5)
+    level = check_confidence(confidence)
+    if method not in ONE_RUN_METHODS:
+        allowed = ", ".join(repr(name) for name in ONE_RUN_METHODS)
+        raise InvalidInputError(f"method must be one of {allowed}. Found {method!r}.")
+    mu = claimed_mu(eps, d)
+    best: tuple[float, int, int] = (-1.0, 0, 0)
+    for k in _candidates(m // 2):
+        correct = min(2 * k, round(2 * k * expected_precision(m, k, mu)))
+        bound = _expected_bound(method, m, k, correct, d, level)
+        if bound > best[0]:
+            best = (bound, k, correct)
+    bound, k, correct = best
+    return ChosenK(
+        k=k,
+        canaries=m,
+        claimed_epsilon=eps,
+        delta=d,
+        confidence=level,
+        method=method,
+        expected_correct=correct,
+        expected_epsilon_lower=bound,
+    )
