@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from epsstar import __version__
 from epsstar.audit.output.figures import (
     HISTOGRAM_BINS,
     KS_GRID_COMPONENTS,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
         TradeoffFigure,
     )
     from epsstar.audit.output.result import AuditResult
+    from epsstar.audit.output.slice_result import SliceRow
 
 __all__ = [
     "HISTOGRAM_BINS",
@@ -314,16 +316,22 @@ def _columns(result: AuditResult) -> dict[str, bool]:
     }
 
 
-def _small_slices(result: AuditResult) -> list[dict[str, Any]]:
+def _small_slices(result: AuditResult) -> tuple[SliceRow, ...]:
     """The slices with too few records on a side for an estimate, listed apart."""
-    return [] if result.slices is None else [row.to_dict() for row in result.slices.too_small]
+    return () if result.slices is None else result.slices.too_small
 
 
 def audit_context(result: AuditResult, figures: AuditFigures) -> dict[str, Any]:
     """Everything the template shows: the result's fields, its figures drawn as SVG."""
     losses, transformed, tradeoff = figures.losses, figures.transformed, figures.tradeoff
+    provenance = result.provenance
     return {
-        "r": result.to_dict(),
+        "result": result,
+        "version": __version__,
+        "fits": figures.fits,
+        "timings": ()
+        if provenance is None or provenance.seconds is None
+        else provenance.seconds.steps(),
         "epsilon_star_repr": repr(float(result.epsilon_star)),
         "verdict": {True: "PASS", False: "FAIL", None: "NO GATE"}[result.passed],
         "estimator": figures.estimator,

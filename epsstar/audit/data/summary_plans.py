@@ -44,6 +44,11 @@ class SummaryPlans:
         )
         return cls(train, population, min(1.0, HASH_SAMPLE / max(n_train, n_population)))
 
+    @property
+    def bins(self) -> int:
+        """The bins of the grid every summary counts its losses on."""
+        return BINS
+
     def for_role(self, role: str) -> SummaryPlan | None:
         return self.train if role == "train" else self.population
 

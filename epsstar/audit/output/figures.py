@@ -46,7 +46,7 @@ from epsstar.exceptions import EpsstarError
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.estimators.curves import parametric_curve
 from epsstar.statistics.fitting import GaussianMixtureFit, LossDistribution, NormalFit
-from epsstar.statistics.fitting.goodness_of_fit import ks_table
+from epsstar.statistics.fitting.goodness_of_fit import GoodnessOfFit, ks_table
 from epsstar.statistics.losses import MAX_ABS_LOGIT, PROBABILITY_CLIP
 from epsstar.statistics.names import FAMILIES, METHODS
 from epsstar.statistics.readings.conversions import gdp_mu_from_rates
@@ -329,6 +329,27 @@ class AttackCurvesFigure:
 
 
 @dataclass(frozen=True, slots=True)
+class FitRow:
+    """One side's fitted distribution as the report's table lists it: the family, its
+    parameters by name (in φ units) and the goodness of fit."""
+
+    side: str
+    family: str
+    parameters: tuple[tuple[str, object], ...]
+    goodness: GoodnessOfFit
+
+
+def fit_rows(result: AuditResult) -> tuple[FitRow, ...]:
+    """The rows of the goodness-of-fit table, one per fitted side (none without fits)."""
+    rows = []
+    for side, report in result.epsilon.fits.items():
+        stated = report.fit.to_dict()
+        parameters = tuple((key, value) for key, value in stated.items() if key != "family")
+        rows.append(FitRow(side, str(stated["family"]), parameters, report.goodness_of_fit))
+    return tuple(rows)
+
+
+@dataclass(frozen=True, slots=True)
 class AuditFigures:
     """Everything the report of one audit draws besides the result's own fields."""
 
@@ -342,6 +363,8 @@ class AuditFigures:
     estimator: str
     #: The attacks' ROC curves; None when only the loss attack ran.
     attacks: AttackCurvesFigure | None = None
+    #: The goodness-of-fit table's rows (none when the method fits no distribution).
+    fits: tuple[FitRow, ...] = ()
 
 
 # --- histograms ----------------------------------------------------------------------------------
@@ -797,4 +820,5 @@ def audit_figures(
         ),
         estimator=estimator_description(result.epsilon.method, result.epsilon.family),
         attacks=attack_curves(result),
+        fits=fit_rows(result),
     )

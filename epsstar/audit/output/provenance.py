@@ -99,19 +99,21 @@ class Timings:
         rounded = round(seconds, 3)
         return replace(self, **{step: rounded}, total=round(self.total + seconds, 3))
 
+    def steps(self) -> tuple[tuple[str, float], ...]:
+        """Each step's seconds, in the order the JSON and the report list them."""
+        found = (
+            ("load", self.load),
+            ("inference", self.inference),
+            ("statistics", self.statistics),
+            ("utility", self.utility),
+            ("total", self.total),
+            ("attacks", self.attacks),
+            ("slices", self.slices),
+        )
+        return tuple((step, seconds) for step, seconds in found if seconds is not None)
+
     def to_dict(self) -> dict[str, float]:
-        found = {
-            "load": self.load,
-            "inference": self.inference,
-            "statistics": self.statistics,
-            "utility": self.utility,
-            "total": self.total,
-        }
-        if self.attacks is not None:
-            found["attacks"] = self.attacks
-        if self.slices is not None:
-            found["slices"] = self.slices
-        return found
+        return dict(self.steps())
 
 
 @dataclass(frozen=True, slots=True)
