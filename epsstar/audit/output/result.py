@@ -191,7 +191,7 @@ class AuditResult:
             "fit": headline["fit"],
             "transform": headline["transform"],
             "empirical_epsilon_star": self.empirical.epsilon,
-            "empirical": self.empirical.to_dict(),
+            "empirical": {**self.empirical.to_dict(), "epsstar_version": __version__},
             "lower_bound": self.lower_bound.to_dict(),
             "readings": self.readings.to_dict(),
             "utility": {side: utility.to_dict() for side, utility in self.utility.items()},
