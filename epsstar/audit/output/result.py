@@ -20,7 +20,7 @@ from epsstar.statistics.estimators.delta_profile import DeltaPoint
 from epsstar.statistics.fitting import LossDistribution
 from epsstar.statistics.readings.readings import Readings
 from epsstar.statistics.results import EpsilonStarResult
-from epsstar.statistics.summaries.loss_summary import LossSummary
+from epsstar.statistics.summaries.protocols import Losses
 from epsstar.statistics.utility import Utility
 
 __all__ = ["SCHEMA_VERSION", "AuditResult"]
@@ -67,7 +67,7 @@ class AuditResult:
     #: The summaries of the sides too large to hold every loss, by side (``"train"``,
     #: ``"population"``); ``train_losses``/``population_losses`` then hold a random
     #: sample of that side's losses, for figures.
-    summaries: dict[str, LossSummary] = field(default_factory=dict, repr=False)
+    summaries: dict[str, Losses] = field(default_factory=dict, repr=False)
 
     @property
     def files_read(self) -> tuple[tuple[str, str], ...]:
