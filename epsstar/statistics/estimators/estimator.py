@@ -2,8 +2,8 @@
 
 :func:`estimate` runs one method, described by its frozen configuration
 (:mod:`epsstar.statistics.estimators.methods`), and :func:`epsilon_star` is the convenient
-entry point that builds the configuration from a method's name and options. Each side's
-losses are read through the operations of
+entry point that also takes a method by its name (with its defaults) and an interval by its
+level. Each side's losses are read through the operations of
 :class:`~epsstar.statistics.summaries.protocols.Losses`, the same whether every loss is held
 or summarised.
 
@@ -176,19 +176,9 @@ def epsilon_star(
     population_losses: LossesLike,
     *,
     delta: float,
-    method: Method = DEFAULT_METHOD,
-    family: Family = "normal",
+    method: Method | EstimatorConfig = DEFAULT_METHOD,
     seed: int = 0,
-    alpha: float = 1.0,
-    max_components: int = 20,
-    gof_samples: int = 1000,
-    significance: float = 0.05,
-    rate_window: tuple[float, float] | None = None,
-    search: Search = "refine",
-    tail_size: int | None = None,
-    n_splits: int = 1,
-    interval: float | None = None,
-    n_bootstrap: int = 200,
+    interval: float | Bootstrap | None = None,
 ) -> EpsilonStarResult:
     """Epsilon*, the empirical lower bound on the (ε, δ) of one model instance.
 
@@ -201,56 +191,37 @@ def epsilon_star(
         The δ of the (ε, δ) statement, in (0, 0.5) (``[0, 0.5)`` for the empirical
         method). The paper recommends δ ≪ 1/n; :func:`default_delta` gives 1/(n ln n).
     method
-        ``"parametric"`` (fitted CDFs), ``"empirical"`` (empirical CDFs),
-        ``"tails"`` (empirical body, extrapolated tails) or ``"tails-crossfit"``
-        (the same fits, test chosen and scored on different halves);
-        :data:`DEFAULT_METHOD` if not given (:func:`estimate` takes their configurations).
-    family
-        Parametric family fitted to the transformed losses: ``"normal"`` (the
-        paper's) or ``"gmm"`` (Gaussian mixture, components chosen by BIC).
+        The method's configuration (:mod:`epsstar.statistics.estimators.methods`), which
+        holds the options that apply to it: :class:`Parametric` (fitted CDFs, the paper's
+        estimator: ``family``, ``search``, ``alpha``, ``max_components``, ``gof_samples``,
+        ``significance``), :class:`Empirical` (empirical CDFs: ``rate_window``),
+        :class:`Tails` (empirical body, extrapolated tails: ``tail_size``),
+        :class:`TailsCrossfit` (the same fits, test chosen and scored on different halves:
+        ``tail_size``, ``n_splits``) or :class:`TailsTested` (cross-fitted, 0 unless the
+        held-out leak test finds a leak: also ``level``); or a method's name
+        (``"parametric"``, ``"empirical"``, ``"tails"``, ``"tails-crossfit"``,
+        ``"tails-tested"``) for its defaults. :data:`DEFAULT_METHOD` if not given.
     seed
         Seeds the mixture fits, goodness-of-fit draws, cross-fitting halves and bootstrap.
-    alpha
-        Parametric method only: shift of the loss transform (Appendix B, step 2).
-    max_components, gof_samples, significance
-        Parametric method only: mixture size limit; evaluation-set size and level
-        of the goodness-of-fit tests.
-    rate_window
-        Empirical method only: admissible (FPR, FNR) interval instead of
-        ``(δ, 1-δ)``; ``(0.001, 0.999)`` reproduces the paper's clipping.
-    search
-        Parametric method: ``"refine"`` locates the supremum by bracketing
-        and refinement; ``"grid"`` is the paper's procedure (2 million quantile
-        points), slower and never higher.
-    tail_size
-        ``"tails"`` and ``"tails-crossfit"`` only: records per tail and side
-        (default ``min(0.2 m, 3 sqrt(m))`` for m records per fit).
-    n_splits
-        ``"tails-crossfit"`` only: independent random halvings averaged.
-    interval, n_bootstrap
-        A confidence level in (0, 1), e.g. 0.95, adds a bootstrap interval for
-        Epsilon* (``result.interval``) from ``n_bootstrap`` resamples of both
-        loss sets (:mod:`epsstar.statistics.estimators.bootstrap`; tails replicates draw the tail
-        size, ``_tail_scales``); off by default (``n_bootstrap`` more estimates).
+    interval
+        A confidence level in (0, 1), e.g. 0.95, adds a bootstrap interval for Epsilon*
+        (``result.interval``) from 200 resamples of both loss sets; a :class:`Bootstrap`
+        also sets their number (:mod:`epsstar.statistics.estimators.bootstrap`; tails
+        replicates draw the tail size, ``_tail_scales``). Off by default (each resample is
+        one more estimate).
 
-    An option given for a method it does not apply to is refused. A rejected
-    goodness-of-fit test is recorded in the result (``poor_fit``) and raises a
+    A rejected goodness-of-fit test is recorded in the result (``poor_fit``) and raises a
     :class:`~epsstar.exceptions.PoorFitWarning`.
     """
-    config = method_config(
-        method,
-        family=family,
-        search=search,
-        alpha=alpha,
-        max_components=max_components,
-        gof_samples=gof_samples,
-        significance=significance,
-        rate_window=rate_window,
-        tail_size=tail_size,
-        n_splits=n_splits,
-    )
-    bootstrap = None if interval is None else Bootstrap(interval, n_bootstrap)
-    return _estimate(train_losses, population_losses, config, delta, seed, bootstrap)
+    bootstrap = interval if isinstance(interval, Bootstrap | None) else Bootstrap(interval)
+    return _estimate(train_losses, population_losses, _config(method), delta, seed, bootstrap)
+
+
+def _config(method: Method | EstimatorConfig) -> EstimatorConfig:
+    """The configuration ``method`` is, or names (with the method's defaults)."""
+    if isinstance(method, Parametric | Empirical | Tails | TailsCrossfit | TailsTested):
+        return method
+    return method_config(method)
 
 
 def _estimate(
