@@ -57,7 +57,7 @@ def speed_table(ns: list[int], deltas: list[float], repeats: int, seed: int) -> 
         train, population = rng.gamma(2, 5, n), rng.gamma(4, 5, n)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PoorFitWarning)
-            fits = epsilon_star(train, population, delta=1e-5).fits
+            fits = epsilon_star(train, population, delta=1e-5, method="parametric").fits
         a, b = Reflected(fits["train"].fit), Reflected(fits["population"].fit)
         for delta in deltas:
             refined_times, grid_times, gaps = [], [], []

@@ -38,6 +38,7 @@ from epsstar.cli.common.text_table import aligned_table
 from epsstar.exceptions import PoorFitWarning
 from epsstar.statistics.estimators import estimator
 from epsstar.statistics.estimators.estimator import epsilon_star
+from epsstar.statistics.estimators.methods import Bootstrap
 from epsstar.statistics.names import DEFAULT_METHOD, METHODS
 from epsstar.statistics.simulation import true_epsilon
 
@@ -77,8 +78,7 @@ def one_repeat(job_and_cache: tuple[Job, str]) -> tuple[float, float, float, flo
             delta=delta,
             method=METHODS.check(method),
             seed=seed + repeat,
-            interval=level,
-            n_bootstrap=n_bootstrap,
+            interval=Bootstrap(level, n_bootstrap),
         )
     assert found.interval is not None
     interval = found.interval

@@ -31,23 +31,30 @@ import torch
 from epsstar import __version__, epsilon_star
 from epsstar.cli.common.text_table import aligned_table
 from epsstar.exceptions import PoorFitWarning
+from epsstar.statistics.estimators.methods import (
+    Empirical,
+    EstimatorConfig,
+    Parametric,
+    Tails,
+    method_config,
+)
 from epsstar.statistics.losses import compute_losses
 from epsstar.statistics.names import METHODS
 from epsstar.training.data.datasets import purchase_like
 from epsstar.training.data.tables import TabularData
 from epsstar.training.trainer import TrainingConfig, train
 
-#: Columns of the error table: label -> keyword arguments of ``epsilon_star``.
-ESTIMATORS: dict[str, dict[str, Any]] = {
-    "normal (paper)": {"method": "parametric", "family": "normal"},
-    "empirical": {"method": "empirical"},
-    "empirical (0.001, 0.999)": {"method": "empirical", "rate_window": (0.001, 0.999)},
-    "tails": {"method": "tails"},
+#: Columns of the error table: label -> the estimator's configuration.
+ESTIMATORS: dict[str, EstimatorConfig] = {
+    "normal (paper)": Parametric(family="normal"),
+    "empirical": Empirical(),
+    "empirical (0.001, 0.999)": Empirical(rate_window=(0.001, 0.999)),
+    "tails": Tails(),
 }
 # Any method added to the library later gets a column with its default options.
 for _method in METHODS:
     if _method not in {"parametric", "empirical", "tails"}:
-        ESTIMATORS[_method] = {"method": _method}
+        ESTIMATORS[_method] = method_config(_method)
 
 #: The models: label -> training settings (lr 0.01, momentum 0.9, batch 256 throughout).
 MODELS: dict[str, dict[str, Any]] = {
@@ -195,11 +202,11 @@ def estimate_errors(
         train = rng.choice(losses.train, size=n, replace=False)
         population = rng.choice(losses.population, size=n, replace=False)
         for name in names:
-            options = ESTIMATORS[name]
+            config = ESTIMATORS[name]
             for delta in deltas:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", PoorFitWarning)
-                    found = epsilon_star(train, population, delta=delta, seed=repeat, **options)
+                    found = epsilon_star(train, population, delta=delta, seed=repeat, method=config)
                 errors[name, delta].append(found.epsilon - truths[delta])
     return errors
 

@@ -7,11 +7,10 @@ value that was found, e.g. ``"delta must be in (0, 0.5). Found 0.7."``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
 
@@ -76,9 +75,7 @@ def check_positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
     return int(value)
 
 
-def finite_vector(
-    name: str, values: ArrayLike | Sequence[float], *, min_size: int = 1
-) -> FloatArray:
+def finite_vector(name: str, values: object, *, min_size: int = 1) -> FloatArray:
     """A 1-D float64 copy of ``values``; refuses NaN/inf, other shapes and too few entries."""
     try:
         array = np.asarray(values, dtype=np.float64)

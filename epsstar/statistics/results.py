@@ -1,16 +1,21 @@
-"""Frozen result objects and their JSON form (a public contract for pipelines)."""
+"""Frozen result objects and their JSON form (a public contract for pipelines).
+
+The JSON documents that hold an Epsilon* result add what the statistics do not know, such
+as the ``epsstar_version`` that wrote them (``epsstar epsilon --json``, the audit's
+``empirical``); the result's own ``to_dict()`` holds what it knows.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from epsstar.statistics.bounds.leak_test import LeakTest
 from epsstar.statistics.estimators.bootstrap import BootstrapInterval
 from epsstar.statistics.fitting.base import FittedDistribution
 from epsstar.statistics.fitting.goodness_of_fit import GoodnessOfFit
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.transform import LossTransform
 
 __all__ = ["EpsilonStarResult", "FitReport", "json_number"]
@@ -30,7 +35,7 @@ class FitReport:
     fit: FittedDistribution
     goodness_of_fit: GoodnessOfFit
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {**self.fit.to_dict(), "goodness_of_fit": self.goodness_of_fit.to_dict()}
 
 
@@ -59,8 +64,9 @@ class EpsilonStarResult:
     seed: int
     transform: LossTransform | None = None
     fits: Mapping[str, FitReport] = field(default_factory=dict)
-    #: ``method="tails"``: each side's tail model (thresholds, exponents, pooled reference).
-    tail_fits: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: The tails methods: each side's tail model (thresholds, exponents, pooled reference),
+    #: as its JSON.
+    tail_fits: Mapping[str, JsonObject] = field(default_factory=dict)
     #: Bootstrap confidence interval for Epsilon*, when one was asked for.
     interval: BootstrapInterval | None = None
     #: ``method="tails-crossfit"``: the full-sample (selected and scored on the same
@@ -109,9 +115,8 @@ class EpsilonStarResult:
         """A goodness-of-fit test rejected the fit of either side."""
         return any(report.goodness_of_fit.poor_fit for report in self.fits.values())
 
-    def to_dict(self) -> dict[str, Any]:
-        from epsstar import __version__
-
+    def to_dict(self) -> JsonObject:
+        """The JSON form; the document that holds it adds ``epsstar_version``."""
         return {
             "epsilon_star": self.epsilon,
             "delta": self.delta,
@@ -138,5 +143,4 @@ class EpsilonStarResult:
             "leak_p_value": self.leak_p_value,
             "untested_epsilon_star": json_number(self.untested_epsilon),
             "seed": self.seed,
-            "epsstar_version": __version__,
         }

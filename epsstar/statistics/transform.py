@@ -15,13 +15,13 @@ So ``phi = -(x + alpha) - log(1 - exp(-(x + alpha)))``, a smooth strictly
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from epsstar.exceptions import DegenerateDataError
 from epsstar.statistics._validation import FloatArray, check_in_range
+from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["LossTransform"]
 
@@ -72,5 +72,5 @@ class LossTransform:
         result: FloatArray = (shifted - self.alpha) * self.scale + self.loss_min
         return result
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"loss_min": self.loss_min, "loss_max": self.loss_max, "alpha": self.alpha}

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.results import json_number
 
 __all__ = ["Utility", "auroc"]
@@ -61,7 +62,7 @@ class Utility:
     auroc: float | None
     auroc_note: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "n": self.n,
             "accuracy": self.accuracy,

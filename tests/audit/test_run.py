@@ -208,6 +208,7 @@ def test_headline_method_and_bootstrap_interval(
     workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from epsstar.statistics.estimators.estimator import epsilon_star
+    from epsstar.statistics.estimators.methods import Bootstrap
 
     result = run_audit(workdir, method="tails", interval=0.9, n_bootstrap=20, seed=3)
     payload = result.to_dict()
@@ -222,8 +223,7 @@ def test_headline_method_and_bootstrap_interval(
         result.population_losses,
         delta=result.delta,
         method="tails",
-        interval=0.9,
-        n_bootstrap=20,
+        interval=Bootstrap(0.9, n_bootstrap=20),
         seed=3,
     )
     assert payload["epsilon_star"] == direct.epsilon

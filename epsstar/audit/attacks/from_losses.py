@@ -30,10 +30,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
-from numpy.typing import ArrayLike
 
 from epsstar.audit.output.provenance import Provenance
 from epsstar.audit.output.result import AuditResult
@@ -43,7 +39,6 @@ from epsstar.statistics._validation import (
     check_delta,
     check_in_range,
     check_positive_int,
-    finite_vector,
 )
 from epsstar.statistics.bounds.gate import gate_statistic
 from epsstar.statistics.bounds.held_out_bound import split_lower_bound
@@ -68,8 +63,8 @@ from epsstar.statistics.names import (
     Method,
 )
 from epsstar.statistics.readings.readings import membership_readings
-from epsstar.statistics.summaries.loss_sketch import size_of
-from epsstar.statistics.summaries.loss_summary import LossSummary
+from epsstar.statistics.summaries.loss_summary import LossesLike, as_losses
+from epsstar.statistics.summaries.protocols import Losses
 from epsstar.statistics.utility import Utility
 
 __all__ = ["AuditOptions", "audit_losses", "minimum_records"]
@@ -122,22 +117,19 @@ class AuditOptions:
 
 
 def _checked_losses(
-    train: ArrayLike | LossSummary, population: ArrayLike | LossSummary, method: Method
-) -> tuple[Any, Any]:
-    """Both loss arrays as finite 1-D float64 (or their summaries), with enough records for
+    train: LossesLike, population: LossesLike, method: Method
+) -> tuple[Losses, Losses]:
+    """Both sides' losses, finite 1-D float64 (or their summaries), with enough records for
     every estimate.
 
     A refusal names the minimum and, for another method, what ``--method empirical`` needs.
     """
     minimum = minimum_records(method)
     fewest = minimum_records("empirical")
-    checked: list[Any] = []
+    checked: list[Losses] = []
     for role, values in (("training", train), ("population", population)):
-        if isinstance(values, LossSummary):
-            array: Any = values
-        else:
-            array = finite_vector(f"{role} losses", values)
-        size = size_of(array)
+        losses = as_losses(values, f"{role} losses")
+        size = losses.n
         if size < minimum:
             hint = ""
             if method != "empirical":
@@ -147,7 +139,7 @@ def _checked_losses(
                 f"the {role} data need at least {minimum} rows for the {method} "
                 f"estimate and the lower bound{hint}. Found {size}."
             )
-        checked.append(array)
+        checked.append(losses)
     return checked[0], checked[1]
 
 
@@ -158,8 +150,8 @@ def minimum_records(method: Method) -> int:
 
 
 def audit_losses(
-    train_losses: ArrayLike | LossSummary,
-    population_losses: ArrayLike | LossSummary,
+    train_losses: LossesLike,
+    population_losses: LossesLike,
     *,
     utility: Mapping[str, Utility],
     options: AuditOptions | None = None,
@@ -177,9 +169,9 @@ def audit_losses(
     options = AuditOptions() if options is None else options
     method = options.headline_method
     train, population = _checked_losses(train_losses, population_losses, method)
-    delta = default_delta(size_of(train)) if options.delta is None else options.delta
+    delta = default_delta(train.n) if options.delta is None else options.delta
     config = method_config(method, family=options.family)
-    grid = delta_grid(delta, size_of(train))
+    grid = delta_grid(delta, train.n)
     # One pass over the grid fits the tails (and runs tails-tested's leak test) once for the
     # whole profile; its last point, at the audit's δ, is the headline. A bootstrap interval
     # is the headline's own, so then the headline is estimated apart.
@@ -212,16 +204,12 @@ def audit_losses(
         utility=dict(utility),
         provenance=provenance,
         max_epsilon=options.max_epsilon,
-        train_losses=_values(train),
-        population_losses=_values(population),
+        # The losses an audit keeps for its figures: all of them, or a summary's sample.
+        train_losses=train.sample,
+        population_losses=population.sample,
         summaries={
             side: losses
             for side, losses in (("train", train), ("population", population))
-            if isinstance(losses, LossSummary)
+            if losses.values is None
         },
     )
-
-
-def _values(losses: Any) -> Any:
-    """The losses an audit keeps for its figures: all of them, or a summary's sample."""
-    return losses.sample if isinstance(losses, LossSummary) else np.asarray(losses)

@@ -21,7 +21,7 @@ from epsstar.statistics.estimators.delta_profile import DeltaPoint
 from epsstar.statistics.fitting import LossDistribution
 from epsstar.statistics.readings.readings import Readings
 from epsstar.statistics.results import EpsilonStarResult
-from epsstar.statistics.summaries.loss_summary import LossSummary
+from epsstar.statistics.summaries.protocols import Losses
 from epsstar.statistics.utility import Utility
 
 __all__ = ["SCHEMA_VERSION", "AuditResult"]
@@ -69,7 +69,7 @@ class AuditResult:
     #: The summaries of the sides too large to hold every loss, by side (``"train"``,
     #: ``"population"``); ``train_losses``/``population_losses`` then hold a random
     #: sample of that side's losses, for figures.
-    summaries: dict[str, LossSummary] = field(default_factory=dict, repr=False)
+    summaries: dict[str, Losses] = field(default_factory=dict, repr=False)
 
     @property
     def files_read(self) -> tuple[tuple[str, str], ...]:
@@ -190,7 +190,7 @@ class AuditResult:
             "fit": headline["fit"],
             "transform": headline["transform"],
             "empirical_epsilon_star": self.empirical.epsilon,
-            "empirical": self.empirical.to_dict(),
+            "empirical": {**self.empirical.to_dict(), "epsstar_version": __version__},
             "lower_bound": self.lower_bound.to_dict(),
             "readings": self.readings.to_dict(),
             "utility": {side: utility.to_dict() for side, utility in self.utility.items()},

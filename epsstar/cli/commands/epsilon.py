@@ -114,6 +114,7 @@ def _format(result: EpsilonStarResult) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from epsstar import __version__
     from epsstar.audit.data.files import read_loss_file
     from epsstar.audit.output.result import SCHEMA_VERSION
     from epsstar.audit.output.staging import Outputs
@@ -132,7 +133,11 @@ def run(args: argparse.Namespace) -> int:
         result = estimate(
             train, population, config, delta=args.delta, seed=args.seed, interval=interval
         )
-        payload = {"schema_version": SCHEMA_VERSION, **result.to_dict()}
+        payload = {
+            "schema_version": SCHEMA_VERSION,
+            **result.to_dict(),
+            "epsstar_version": __version__,
+        }
         if json_file is not None:
             json_file.write_json(payload)
         outputs.commit()

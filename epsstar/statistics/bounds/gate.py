@@ -26,12 +26,12 @@ The three rules' false-alarm rates and power are measured by
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_confidence
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.bounds.leak_test import LeakTest
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.names import GATES, GateRule
 
 __all__ = ["GateStatistic", "TestedStatistic", "gate_over_tests", "gate_statistic"]
@@ -58,7 +58,7 @@ class GateStatistic:
         """The held-out exact test rejects "no leak" at ``level``."""
         return self.leak_p_value < self.level
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "rule": self.rule,
             "statistic": self.value,

@@ -15,11 +15,9 @@ from epsstar.statistics.bounds.from_counts import (
     clopper_pearson_uppers,
     epsilon_lower_bound,
 )
-from epsstar.statistics.summaries.loss_sketch import LossSketch, Sample, size_of
-from epsstar.statistics.summaries.loss_summary import LossSummary
-
-#: One side's losses: every value, or their summary.
-Losses = FloatArray | LossSummary
+from epsstar.statistics.summaries.loss_sketch import SampleLike, as_sample
+from epsstar.statistics.summaries.loss_summary import LossesLike, as_losses
+from epsstar.statistics.summaries.protocols import Losses, Sample
 
 __all__ = [
     "DIRECTIONS",
@@ -43,60 +41,47 @@ DIRECTIONS: tuple[Direction, Direction] = ("members_lower", "members_higher")
 def _bound_at(
     thresholds: FloatArray,
     direction: Direction,
-    members: Sample,
-    others: Sample,
+    members: SampleLike,
+    others: SampleLike,
     delta: float,
     confidence: float,
 ) -> FloatArray:
     """:func:`epsilon_lower_bound` of the test ``direction`` at each threshold, vectorised.
 
-    ``members`` and ``others`` are sorted; the error rates' upper bounds are those of
-    :func:`epsilon_lower_bound`
+    The error rates' upper bounds are those of :func:`epsilon_lower_bound`
     (:func:`~epsstar.statistics.bounds.from_counts.clopper_pearson_uppers`).
     """
+    members, others = as_sample(members), as_sample(others)
     fp, fn = error_counts(thresholds, direction, members, others)
-    fp_up = clopper_pearson_uppers(fp, size_of(others), confidence)
-    fn_up = clopper_pearson_uppers(fn, size_of(members), confidence)
+    fp_up = clopper_pearson_uppers(fp, others.n, confidence)
+    fn_up = clopper_pearson_uppers(fn, members.n, confidence)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.maximum((1.0 - delta - fp_up) / fn_up, (1.0 - delta - fn_up) / fp_up)
         return np.where(ratios > 1.0, np.log(ratios), 0.0)
 
 
 def held_out_halves(
-    train_losses: Losses, population_losses: Losses, *, seed: int
+    train_losses: LossesLike, population_losses: LossesLike, *, seed: int
 ) -> tuple[tuple[Sample, Sample], tuple[Sample, Sample]]:
     """((selection train, selection population), (evaluation train, evaluation population)).
 
-    Each side given as an array is shuffled (seeded) and halved, its selection half sorted;
-    a :class:`~epsstar.statistics.summaries.loss_summary.LossSummary` brings the sketches of its
-    held-out halves.
+    Each side held in memory is shuffled (seeded) and halved; a
+    :class:`~epsstar.statistics.summaries.loss_summary.LossSummary` brings the sketches of its
+    held-out halves (:meth:`~epsstar.statistics.summaries.protocols.Losses.held_out_halves`).
     """
     rng = np.random.default_rng([seed, 7])
-    sides = [_halved(losses, rng) for losses in (train_losses, population_losses)]
-    half_train, half_pop = size_of(sides[0][0]), size_of(sides[1][0])
-    if min(half_train, half_pop, size_of(sides[0][1]), size_of(sides[1][1])) < 1:
+    train = as_losses(train_losses, "train_losses", min_size=0).held_out_halves(rng)
+    population = as_losses(population_losses, "population_losses", min_size=0).held_out_halves(rng)
+    if min(half.n for half in (*train, *population)) < 1:
         raise InsufficientDataError(
             "the held-out tests need at least 2 records per data set. Found "
-            f"{half_train + size_of(sides[0][1])} training and "
-            f"{half_pop + size_of(sides[1][1])} population records."
+            f"{train[0].n + train[1].n} training and "
+            f"{population[0].n + population[1].n} population records."
         )
-    return (sides[0][0], sides[1][0]), (sides[0][1], sides[1][1])
+    return (train[0], population[0]), (train[1], population[1])
 
 
-def _halved(losses: Losses, rng: np.random.Generator) -> tuple[Sample, Sample]:
-    if isinstance(losses, LossSummary):
-        return losses.held_out
-    shuffled = rng.permutation(losses)
-    half = shuffled.size // 2
-    return np.sort(shuffled[:half]), shuffled[half:]
-
-
-def _sketches(*halves: Sample) -> list[LossSketch]:
-    """The halves that are sketches not holding every value."""
-    return [h for h in halves if isinstance(h, LossSketch) and not h.complete]
-
-
-def countable(thresholds: FloatArray, *halves: Sample) -> FloatArray:
+def countable(thresholds: FloatArray, *halves: SampleLike) -> FloatArray:
     """Thresholds at which every half counts exactly, chosen from the halves of selection:
     each threshold is kept where it lies well inside the kept tails of every sketch among
     ``halves`` (at most half their ``k`` values beyond it), else moved down to the grid edge
@@ -107,76 +92,78 @@ def countable(thresholds: FloatArray, *halves: Sample) -> FloatArray:
     tails too, unless a half's count beyond it more than doubles by chance (probability
     about ``exp(-k/6)``; :func:`evaluated` then takes the grid edge).
     """
-    sketches = _sketches(*halves)
-    if not sketches:
-        return thresholds
+    samples = [as_sample(half) for half in halves]
     keep = np.ones(thresholds.size, dtype=bool)
-    for sketch in sketches:
-        counts, exact = sketch.count_below(thresholds)
-        margin = sketch.k / 2
-        keep &= exact & ((counts <= margin) | (counts >= sketch.n - margin))
-    return np.where(keep, thresholds, sketches[0].floor_edges(thresholds))
+    for sample in samples:
+        keep &= sample.countable(thresholds)
+    if keep.all():
+        return thresholds
+    return np.where(keep, thresholds, _floor(thresholds, samples))
 
 
-def evaluated(threshold: float, *halves: Sample) -> float:
+def _floor(thresholds: FloatArray, samples: list[Sample]) -> FloatArray:
+    """The largest point at or below each threshold where every sample counts exactly."""
+    return np.asarray(np.minimum.reduce([s.floor_edges(thresholds) for s in samples]))
+
+
+def evaluated(threshold: float, *halves: SampleLike) -> float:
     """``threshold`` if every evaluation half counts exactly there, else the grid edge at or
     below it (see :func:`countable`)."""
-    sketches = _sketches(*halves)
-    if all(bool(s.count_below(np.array([threshold]))[1][0]) for s in sketches):
+    samples = [as_sample(half) for half in halves]
+    at = np.array([threshold])
+    if all(bool(s.count_below(at)[1][0]) for s in samples):
         return threshold
-    return float(sketches[0].floor_edges(np.array([threshold]))[0])
+    return float(_floor(at, samples)[0])
 
 
-def candidate_thresholds(members: Sample, others: Sample, per_tail: int = 64) -> FloatArray:
+def candidate_thresholds(members: SampleLike, others: SampleLike, per_tail: int = 64) -> FloatArray:
     """Both sides' quantiles at geometrically spaced rates 1/n … 1/2, in both tails (where
     a side is a sketch, at thresholds every half counts exactly: :func:`countable`)."""
-    levels = np.geomspace(1.0 / max(size_of(members), size_of(others)), 0.5, per_tail)
+    members, others = as_sample(members), as_sample(others)
+    levels = np.geomspace(1.0 / max(members.n, others.n), 0.5, per_tail)
     both_tails = np.concatenate([levels, 1.0 - levels])
-    found = np.concatenate([_quantiles(others, both_tails), _quantiles(members, both_tails)])
+    found = np.concatenate([others.quantiles(both_tails), members.quantiles(both_tails)])
     return np.unique(countable(found, members, others))
 
 
-def _quantiles(side: Sample, levels: FloatArray) -> FloatArray:
-    if isinstance(side, LossSketch):
-        return side.quantiles(levels)
-    return np.quantile(side, levels, method="inverted_cdf")
-
-
-def at_or_below(side: Sample, thresholds: FloatArray) -> NDArray[np.int64]:
-    """``#{l ≤ τ}`` of a sorted array or a sketch at each threshold (a sketch's must be
-    exact there: a grid edge, or in its tails)."""
-    if not isinstance(side, LossSketch):
-        return np.searchsorted(side, thresholds, side="right")
-    counts, exact = side.count_below(thresholds)
+def at_or_below(side: SampleLike, thresholds: FloatArray) -> NDArray[np.int64]:
+    """``#{l ≤ τ}`` of a sample at each threshold (a sketch's must be exact there: a grid
+    edge, or in its tails)."""
+    counts, exact = as_sample(side).count_below(thresholds)
     if not exact.all():
         raise InvalidInputError("a sketch counts exactly at its grid's edges and in its tails.")
     return counts.astype(np.int64)
 
 
 def error_counts(
-    thresholds: FloatArray, direction: Direction, members: Sample, others: Sample
+    thresholds: FloatArray,
+    direction: Direction,
+    members: SampleLike,
+    others: SampleLike,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """(false positives, false negatives) of the test ``direction`` at each threshold.
 
-    ``members`` and ``others`` are sorted (or sketches). ``members_lower`` calls a record a
-    member when its loss is ≤ the threshold: a non-member at or below it is a false
-    positive, a member above it a false negative; ``members_higher`` is the mirrored test.
+    ``members_lower`` calls a record a member when its loss is ≤ the threshold: a
+    non-member at or below it is a false positive, a member above it a false negative;
+    ``members_higher`` is the mirrored test.
     """
+    members, others = as_sample(members), as_sample(others)
     others_at_or_below = at_or_below(others, thresholds)
     members_at_or_below = at_or_below(members, thresholds)
     if direction == "members_lower":
-        return others_at_or_below, size_of(members) - members_at_or_below
-    return size_of(others) - others_at_or_below, members_at_or_below
+        return others_at_or_below, members.n - members_at_or_below
+    return others.n - others_at_or_below, members_at_or_below
 
 
-def sorted_half(half: Sample) -> Sample:
-    """An evaluation half ready for :func:`error_counts` (arrays sorted)."""
-    return half if isinstance(half, LossSketch) else np.sort(half)
+def sorted_half(half: SampleLike) -> Sample:
+    """An evaluation half ready for :func:`error_counts` (a sample counts from its values
+    sorted once, so nothing is left to do but take it as a sample)."""
+    return as_sample(half)
 
 
 def split_lower_bound(
-    train_losses: Losses,
-    population_losses: Losses,
+    train_losses: LossesLike,
+    population_losses: LossesLike,
     *,
     delta: float,
     confidence: float = 0.95,
@@ -206,10 +193,8 @@ def split_lower_bound(
     which, column = np.unravel_index(int(np.argmax(np.vstack(scores))), (2, thresholds.size))
     best_direction = DIRECTIONS[int(which)]
     best_tau = evaluated(float(thresholds[column]), eval_train, eval_pop)
-    fp_counts, fn_counts = error_counts(
-        np.array([best_tau]), best_direction, sorted_half(eval_train), sorted_half(eval_pop)
-    )
+    fp_counts, fn_counts = error_counts(np.array([best_tau]), best_direction, eval_train, eval_pop)
     fp, fn = int(fp_counts[0]), int(fn_counts[0])
-    n_pop, n_train = size_of(eval_pop), size_of(eval_train)
+    n_pop, n_train = eval_pop.n, eval_train.n
     bound = epsilon_lower_bound(fp, n_pop, fn, n_train, delta=delta, confidence=confidence)
     return dataclasses.replace(bound, threshold=best_tau, direction=best_direction)

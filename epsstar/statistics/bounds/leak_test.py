@@ -23,7 +23,6 @@ ratio instead, which at small counts is often no test at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -32,14 +31,14 @@ from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.held_out_bound import (
     DIRECTIONS,
     Direction,
-    Losses,
     candidate_thresholds,
     error_counts,
     evaluated,
     held_out_halves,
-    sorted_half,
 )
-from epsstar.statistics.summaries.loss_sketch import Sample, size_of
+from epsstar.statistics.json_types import JsonObject
+from epsstar.statistics.summaries.loss_summary import LossesLike
+from epsstar.statistics.summaries.protocols import Sample
 
 __all__ = ["LeakTest", "held_out_leak_test"]
 
@@ -56,7 +55,7 @@ class LeakTest:
     false_positives: int
     negatives: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "p_value": self.p_value,
             "threshold": self.threshold,
@@ -73,7 +72,7 @@ def _z_scores(
 ) -> FloatArray:
     """Two-proportion z statistic of TPR − FPR of each test (0 where undefined)."""
     fp, fn = error_counts(thresholds, direction, members, others)
-    n_members, n_others = size_of(members), size_of(others)
+    n_members, n_others = members.n, others.n
     tpr = (n_members - fn) / n_members
     fpr = fp / n_others
     pooled = (n_members - fn + fp) / (n_members + n_others)
@@ -84,8 +83,8 @@ def _z_scores(
 
 
 def held_out_leak_test(
-    train_losses: Losses,
-    population_losses: Losses,
+    train_losses: LossesLike,
+    population_losses: LossesLike,
     *,
     seed: int = 0,
     candidates_per_tail: int = 64,
@@ -99,10 +98,8 @@ def held_out_leak_test(
     which, column = np.unravel_index(int(np.argmax(scores)), scores.shape)
     direction = DIRECTIONS[int(which)]
     threshold = evaluated(float(thresholds[column]), eval_train, eval_pop)
-    positives, negatives = size_of(eval_train), size_of(eval_pop)
-    fp, fn = error_counts(
-        np.array([threshold]), direction, sorted_half(eval_train), sorted_half(eval_pop)
-    )
+    positives, negatives = eval_train.n, eval_pop.n
+    fp, fn = error_counts(np.array([threshold]), direction, eval_train, eval_pop)
     false_positives, true_positives = int(fp[0]), positives - int(fn[0])
     table = np.array(
         [

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray, check_in_range, check_positive_int
+from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["INTERVAL_KINDS", "BootstrapInterval", "bootstrap_interval"]
 
@@ -45,7 +46,7 @@ class BootstrapInterval:
     replicate_mean: float
     replicate_sd: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "low": self.low,
             "high": self.high,

@@ -30,17 +30,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from epsstar.exceptions import InvalidInputError
-from epsstar.statistics._validation import FloatArray, check_positive_int
+from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.estimators.optimizer import evaluate_terms, zoom_maximum
 from epsstar.statistics.estimators.ratio_terms import Supremum
 from epsstar.statistics.fitting.base import ContinuousDistribution
-from epsstar.statistics.summaries.loss_sketch import Sample
-from epsstar.statistics.summaries.loss_summary import LossSummary
+from epsstar.statistics.summaries.loss_summary import LossesLike, as_losses
+from epsstar.statistics.summaries.protocols import Sample
 
 __all__ = [
     "CrossFit",
@@ -52,9 +50,7 @@ __all__ = [
 ]
 
 #: Fits both sides (training, population losses) to loss-ordered distributions.
-PairFitter = Callable[[Any, Any], tuple[ContinuousDistribution, ContinuousDistribution]]
-#: One side's losses: every value, or their summary.
-Losses = FloatArray | LossSummary
+PairFitter = Callable[[Sample, Sample], tuple[ContinuousDistribution, ContinuousDistribution]]
 
 #: Ratios of eq. 7 (1-based, as in ``Supremum.term``) whose denominator is a
 #: function of the FPR ``t``: ``(1-δ-η)/t`` and ``(η-δ)/(1-t)``.
@@ -162,8 +158,8 @@ HalfFits = tuple[
 
 
 def crossfit_fits(
-    train: Losses,
-    population: Losses,
+    train: LossesLike,
+    population: LossesLike,
     fit: PairFitter,
     *,
     n_splits: int = 1,
@@ -171,30 +167,20 @@ def crossfit_fits(
 ) -> list[HalfFits]:
     """``fit`` applied to both halves of ``n_splits`` seeded random halvings (module doc).
 
-    Losses given as an array are shuffled (seeded) and halved; a
+    Losses held in memory are shuffled (seeded) and halved; a
     :class:`~epsstar.statistics.summaries.loss_summary.LossSummary` brings the sketches of its
-    halves. The fits do not depend on δ, so one set serves Epsilon* at every δ.
+    halves (:meth:`~epsstar.statistics.summaries.protocols.Losses.crossfit_halves`). The fits
+    do not depend on δ, so one set serves Epsilon* at every δ.
     """
     n_splits = check_positive_int("n_splits", n_splits)
+    sides = as_losses(train, "train"), as_losses(population, "population")
     rng = np.random.default_rng([seed, 0xC0F1])
     found: list[HalfFits] = []
     for index in range(n_splits):
-        a = _halves(train, rng, index)
-        b = _halves(population, rng, index)
+        a = sides[0].crossfit_halves(index, rng)
+        b = sides[1].crossfit_halves(index, rng)
         found.append((fit(a[0], b[0]), fit(a[1], b[1])))
     return found
-
-
-def _halves(losses: Losses, rng: np.random.Generator, index: int) -> tuple[Sample, Sample]:
-    if isinstance(losses, LossSummary):
-        if index >= len(losses.crossfit):
-            raise InvalidInputError(
-                f"the summary holds {len(losses.crossfit)} cross-fitting halvings. Found a "
-                f"request for halving {index + 1}."
-            )
-        return losses.crossfit[index]
-    shuffled = rng.permutation(losses)
-    return shuffled[: shuffled.size // 2], shuffled[shuffled.size // 2 :]
 
 
 def crossfit_score(halvings: list[HalfFits], delta: float) -> CrossFit:
@@ -215,8 +201,8 @@ def crossfit_score(halvings: list[HalfFits], delta: float) -> CrossFit:
 
 
 def crossfit_epsilon(
-    train: Losses,
-    population: Losses,
+    train: LossesLike,
+    population: LossesLike,
     delta: float,
     fit: PairFitter,
     *,

@@ -11,7 +11,6 @@ Epsilon* lives.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -24,6 +23,7 @@ from epsstar.statistics._validation import (
 )
 from epsstar.statistics.estimators.empirical import empirical_rates
 from epsstar.statistics.fitting.base import ContinuousDistribution
+from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["TradeoffCurve", "empirical_curve", "parametric_curve"]
 
@@ -39,7 +39,7 @@ class TradeoffCurve:
     def __len__(self) -> int:
         return int(self.thresholds.size)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "thresholds": self.thresholds.tolist(),
             "fpr": self.fpr.tolist(),

@@ -17,10 +17,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.results import EpsilonStarResult
 
 __all__ = ["DeltaPoint", "delta_grid", "epsilon_by_delta"]
@@ -46,7 +46,7 @@ class DeltaPoint:
         """Every rate of the maximising test is held by at least one record."""
         return not self.unsupported_rates
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "delta": self.delta,
             "epsilon_star": self.epsilon,

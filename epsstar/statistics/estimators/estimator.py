@@ -2,7 +2,10 @@
 
 :func:`estimate` runs one method, described by its frozen configuration
 (:mod:`epsstar.statistics.estimators.methods`), and :func:`epsilon_star` is the convenient
-entry point that builds the configuration from a method's name and options.
+entry point that also takes a method by its name (with its defaults) and an interval by its
+level. Each side's losses are read through the operations of
+:class:`~epsstar.statistics.summaries.protocols.Losses`, the same whether every loss is held
+or summarised.
 
 ``TailsCrossfit`` (:mod:`epsstar.statistics.estimators.crossfit`): the tails fits, but the
 maximising test is chosen on one random half of the data and its ratio of
@@ -31,10 +34,9 @@ import dataclasses
 import warnings
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 
 from epsstar.exceptions import (
     DegenerateDataError,
@@ -42,20 +44,10 @@ from epsstar.exceptions import (
     InvalidInputError,
     PoorFitWarning,
 )
-from epsstar.statistics._validation import (
-    FloatArray,
-    check_delta,
-    check_positive_int,
-    finite_vector,
-)
-from epsstar.statistics.bounds.held_out_bound import Losses
+from epsstar.statistics._validation import FloatArray, check_delta, check_positive_int
 from epsstar.statistics.bounds.leak_test import held_out_leak_test
 from epsstar.statistics.estimators.crossfit import CrossFit, crossfit_fits, crossfit_score
-from epsstar.statistics.estimators.empirical import (
-    ZeroCounts,
-    empirical_supremum,
-    supremum_from_counts,
-)
+from epsstar.statistics.estimators.empirical import ZeroCounts, supremum_from_counts
 from epsstar.statistics.estimators.methods import (
     CONFIG_TYPES,
     MIN_PARAMETRIC_RECORDS,
@@ -83,14 +75,10 @@ from epsstar.statistics.names import (
     Search,
 )
 from epsstar.statistics.results import EpsilonStarResult, FitReport
-from epsstar.statistics.summaries.loss_sketch import (
-    LossSketch,
-    Sample,
-    pooled_parts,
-    size_of,
-    sketch_supremum,
-)
-from epsstar.statistics.summaries.loss_summary import LossSummary
+from epsstar.statistics.summaries.loss_sketch import exact_counts
+from epsstar.statistics.summaries.loss_summary import LossesLike, as_losses
+from epsstar.statistics.summaries.loss_values import LossValues
+from epsstar.statistics.summaries.protocols import Atoms, Losses, Sample
 from epsstar.statistics.transform import LossTransform
 
 __all__ = [
@@ -135,8 +123,8 @@ def default_delta(n_train: int) -> float:
 
 
 def estimate(
-    train_losses: ArrayLike | LossSummary,
-    population_losses: ArrayLike | LossSummary,
+    train_losses: LossesLike,
+    population_losses: LossesLike,
     config: EstimatorConfig,
     *,
     delta: float | None = None,
@@ -161,8 +149,8 @@ def estimate(
 
 
 def estimate_at_deltas(
-    train_losses: ArrayLike | LossSummary,
-    population_losses: ArrayLike | LossSummary,
+    train_losses: LossesLike,
+    population_losses: LossesLike,
     config: EstimatorConfig,
     deltas: tuple[float, ...],
     *,
@@ -184,23 +172,13 @@ def estimate_at_deltas(
 
 
 def epsilon_star(
-    train_losses: ArrayLike | LossSummary,
-    population_losses: ArrayLike | LossSummary,
+    train_losses: LossesLike,
+    population_losses: LossesLike,
     *,
     delta: float,
-    method: Method = DEFAULT_METHOD,
-    family: Family = "normal",
+    method: Method | EstimatorConfig = DEFAULT_METHOD,
     seed: int = 0,
-    alpha: float = 1.0,
-    max_components: int = 20,
-    gof_samples: int = 1000,
-    significance: float = 0.05,
-    rate_window: tuple[float, float] | None = None,
-    search: Search = "refine",
-    tail_size: int | None = None,
-    n_splits: int = 1,
-    interval: float | None = None,
-    n_bootstrap: int = 200,
+    interval: float | Bootstrap | None = None,
 ) -> EpsilonStarResult:
     """Epsilon*, the empirical lower bound on the (ε, δ) of one model instance.
 
@@ -213,61 +191,42 @@ def epsilon_star(
         The δ of the (ε, δ) statement, in (0, 0.5) (``[0, 0.5)`` for the empirical
         method). The paper recommends δ ≪ 1/n; :func:`default_delta` gives 1/(n ln n).
     method
-        ``"parametric"`` (fitted CDFs), ``"empirical"`` (empirical CDFs),
-        ``"tails"`` (empirical body, extrapolated tails) or ``"tails-crossfit"``
-        (the same fits, test chosen and scored on different halves);
-        :data:`DEFAULT_METHOD` if not given (:func:`estimate` takes their configurations).
-    family
-        Parametric family fitted to the transformed losses: ``"normal"`` (the
-        paper's) or ``"gmm"`` (Gaussian mixture, components chosen by BIC).
+        The method's configuration (:mod:`epsstar.statistics.estimators.methods`), which
+        holds the options that apply to it: :class:`Parametric` (fitted CDFs, the paper's
+        estimator: ``family``, ``search``, ``alpha``, ``max_components``, ``gof_samples``,
+        ``significance``), :class:`Empirical` (empirical CDFs: ``rate_window``),
+        :class:`Tails` (empirical body, extrapolated tails: ``tail_size``),
+        :class:`TailsCrossfit` (the same fits, test chosen and scored on different halves:
+        ``tail_size``, ``n_splits``) or :class:`TailsTested` (cross-fitted, 0 unless the
+        held-out leak test finds a leak: also ``level``); or a method's name
+        (``"parametric"``, ``"empirical"``, ``"tails"``, ``"tails-crossfit"``,
+        ``"tails-tested"``) for its defaults. :data:`DEFAULT_METHOD` if not given.
     seed
         Seeds the mixture fits, goodness-of-fit draws, cross-fitting halves and bootstrap.
-    alpha
-        Parametric method only: shift of the loss transform (Appendix B, step 2).
-    max_components, gof_samples, significance
-        Parametric method only: mixture size limit; evaluation-set size and level
-        of the goodness-of-fit tests.
-    rate_window
-        Empirical method only: admissible (FPR, FNR) interval instead of
-        ``(δ, 1-δ)``; ``(0.001, 0.999)`` reproduces the paper's clipping.
-    search
-        Parametric method: ``"refine"`` locates the supremum by bracketing
-        and refinement; ``"grid"`` is the paper's procedure (2 million quantile
-        points), slower and never higher.
-    tail_size
-        ``"tails"`` and ``"tails-crossfit"`` only: records per tail and side
-        (default ``min(0.2 m, 3 sqrt(m))`` for m records per fit).
-    n_splits
-        ``"tails-crossfit"`` only: independent random halvings averaged.
-    interval, n_bootstrap
-        A confidence level in (0, 1), e.g. 0.95, adds a bootstrap interval for
-        Epsilon* (``result.interval``) from ``n_bootstrap`` resamples of both
-        loss sets (:mod:`epsstar.statistics.estimators.bootstrap`; tails replicates draw the tail
-        size, ``_tail_scales``); off by default (``n_bootstrap`` more estimates).
+    interval
+        A confidence level in (0, 1), e.g. 0.95, adds a bootstrap interval for Epsilon*
+        (``result.interval``) from 200 resamples of both loss sets; a :class:`Bootstrap`
+        also sets their number (:mod:`epsstar.statistics.estimators.bootstrap`; tails
+        replicates draw the tail size, ``_tail_scales``). Off by default (each resample is
+        one more estimate).
 
-    An option given for a method it does not apply to is refused. A rejected
-    goodness-of-fit test is recorded in the result (``poor_fit``) and raises a
+    A rejected goodness-of-fit test is recorded in the result (``poor_fit``) and raises a
     :class:`~epsstar.exceptions.PoorFitWarning`.
     """
-    config = method_config(
-        method,
-        family=family,
-        search=search,
-        alpha=alpha,
-        max_components=max_components,
-        gof_samples=gof_samples,
-        significance=significance,
-        rate_window=rate_window,
-        tail_size=tail_size,
-        n_splits=n_splits,
-    )
-    bootstrap = None if interval is None else Bootstrap(interval, n_bootstrap)
-    return _estimate(train_losses, population_losses, config, delta, seed, bootstrap)
+    bootstrap = interval if isinstance(interval, Bootstrap | None) else Bootstrap(interval)
+    return _estimate(train_losses, population_losses, _config(method), delta, seed, bootstrap)
+
+
+def _config(method: Method | EstimatorConfig) -> EstimatorConfig:
+    """The configuration ``method`` is, or names (with the method's defaults)."""
+    if isinstance(method, Parametric | Empirical | Tails | TailsCrossfit | TailsTested):
+        return method
+    return method_config(method)
 
 
 def _estimate(
-    train_losses: ArrayLike | LossSummary,
-    population_losses: ArrayLike | LossSummary,
+    train_losses: LossesLike,
+    population_losses: LossesLike,
     config: EstimatorConfig,
     delta: float | None,
     seed: int,
@@ -284,7 +243,7 @@ def _estimate(
     train = _losses("train_losses", train_losses, config)
     population = _losses("population_losses", population_losses, config)
     if delta is None:
-        delta = default_delta(size_of(train))
+        delta = default_delta(train.n)
     delta = check_delta(delta, allow_zero=isinstance(config, Empirical))
     result = _point(train, population, delta, config, seed)
     for side, report in result.fits.items():
@@ -300,11 +259,24 @@ def _estimate(
             )
     if interval is None:
         return result
-    if isinstance(train, LossSummary) or isinstance(population, LossSummary):
+    train_values, population_values = train.values, population.values
+    if train_values is None or population_values is None:
         raise InvalidInputError(
             "a bootstrap interval resamples every loss; it is not available for summarised "
             "losses. Found an interval asked for."
         )
+    return _with_interval(result, train_values, population_values, config, seed, interval)
+
+
+def _with_interval(
+    result: EpsilonStarResult,
+    train: FloatArray,
+    population: FloatArray,
+    config: EstimatorConfig,
+    seed: int,
+    interval: Bootstrap,
+) -> EpsilonStarResult:
+    """``result`` with the bootstrap interval of its estimate (:class:`Bootstrap`)."""
     from epsstar.statistics.estimators.bootstrap import bootstrap_interval
 
     # tails-tested: the leak test decides once, on the original records (resampling with
@@ -321,11 +293,12 @@ def _estimate(
         if tested and result.untested_epsilon is not None
         else result.epsilon
     )
-
+    delta = result.delta
     scales = iter(_tail_scales(resampled, interval.n_bootstrap, seed))
 
     def replicate(a: FloatArray, b: FloatArray) -> float:
-        return _point(a, b, delta, resampled, seed, tail_scale=next(scales)).epsilon
+        resample = LossValues(a), LossValues(b)
+        return _point(*resample, delta, resampled, seed, tail_scale=next(scales)).epsilon
 
     found = bootstrap_interval(
         train,
@@ -342,25 +315,22 @@ def _estimate(
     return dataclasses.replace(result, interval=found)
 
 
-def _losses(name: str, values: ArrayLike | LossSummary, config: EstimatorConfig) -> Losses:
+def _losses(name: str, values: LossesLike, config: EstimatorConfig) -> Losses:
     """Finite losses (or their summary, for the tails methods and the empirical one), at
     least ``config.min_records``; a refusal names the empirical method's minimum when it
     is lower."""
-    if isinstance(values, LossSummary):
-        if not isinstance(config, Empirical | Tails | TailsCrossfit | TailsTested):
-            raise InvalidInputError(
-                f"the {config.method} method needs every loss; summarised losses serve the "
-                f"tails methods and the empirical one. Found {name} summarised."
-            )
-        losses: Losses = values
-    else:
-        losses = finite_vector(name, values, min_size=0)
+    losses = as_losses(values, name, min_size=0)
+    if losses.values is None and isinstance(config, Parametric):
+        raise InvalidInputError(
+            f"the {config.method} method needs every loss; summarised losses serve the "
+            f"tails methods and the empirical one. Found {name} summarised."
+        )
     fewest = Empirical.min_records
-    if size_of(losses) < config.min_records:
+    if losses.n < config.min_records:
         hint = "" if config.min_records <= fewest else f" (--method empirical needs {fewest})"
         raise InsufficientDataError(
             f"{name} needs at least {config.min_records} value{'s' * (config.min_records > 1)} "
-            f"for the {config.method} method{hint}. Found {size_of(losses)}."
+            f"for the {config.method} method{hint}. Found {losses.n}."
         )
     return losses
 
@@ -376,9 +346,11 @@ def _point(
 ) -> EpsilonStarResult:
     """One point estimate from validated inputs (``tail_scale``: see :func:`_tail_scales`)."""
     if isinstance(config, Parametric):
-        assert not isinstance(train, LossSummary)
-        assert not isinstance(population, LossSummary)
-        return _parametric(train, population, delta, config, seed)
+        train_values, population_values = train.values, population.values
+        # _losses refuses summarised losses for the parametric method.
+        assert train_values is not None
+        assert population_values is not None
+        return _parametric(train_values, population_values, delta, config, seed)
     if isinstance(config, Empirical):
         return _empirical(train, population, delta, window=config.window(delta), seed=seed)
     return _tailed_at(train, population, (delta,), config, seed, tail_scale=tail_scale)[0]
@@ -444,13 +416,11 @@ def _parametric(
     supremum = parametric_supremum if config.search == "refine" else grid_supremum
     found = supremum(Reflected(reports["train"].fit), Reflected(reports["population"].fit), delta)
     phi_threshold = -found.threshold
-    return _located(
-        found,
-        train,
-        population,
-        delta=delta,
-        method=config.method,
-        seed=seed,
+    located = _located(
+        found, train.size, population.size, delta=delta, method=config.method, seed=seed
+    )
+    return dataclasses.replace(
+        located,
         family=config.family,
         threshold=float(transform.inverse(phi_threshold)) if found.term else float("nan"),
         threshold_transformed=phi_threshold if found.term else None,
@@ -496,12 +466,12 @@ def _tailed_at(
             for d in deltas
         ]
     train_fit, population_fit = fit_relative_tails(
-        _sample(train), _sample(population), tail_size=config.tail_size, tail_scale=tail_scale
+        train.whole, population.whole, tail_size=config.tail_size, tail_scale=tail_scale
     )
     halvings = None
     if isinstance(config, TailsCrossfit):
 
-        def fit_half(a: FloatArray, b: FloatArray) -> tuple[RelativeTailed, RelativeTailed]:
+        def fit_half(a: Sample, b: Sample) -> tuple[RelativeTailed, RelativeTailed]:
             return fit_relative_tails(a, b, tail_size=config.tail_size, tail_scale=tail_scale)
 
         halvings = crossfit_fits(train, population, fit_half, n_splits=config.n_splits, seed=seed)
@@ -509,21 +479,13 @@ def _tailed_at(
     results = []
     for delta in deltas:
         found = parametric_supremum(train_fit, population_fit, delta)
-        extra: dict[str, Any] = {}
-        if halvings is not None:
-            found, extra = _crossfitted(found, crossfit_score(halvings, delta))
-        results.append(
-            _located(
-                found,
-                train,
-                population,
-                delta=delta,
-                method=config.method,
-                seed=seed,
-                tail_fits=tail_fits,
-                **extra,
-            )
+        located = _located(
+            found, train.n, population.n, delta=delta, method=config.method, seed=seed
         )
+        located = dataclasses.replace(located, tail_fits=tail_fits)
+        if halvings is not None:
+            located = _crossfitted(located, crossfit_score(halvings, delta))
+        results.append(located)
     return results
 
 
@@ -541,47 +503,46 @@ def _tested(
     leak = held_out_leak_test(train, population, seed=seed)
     found = leak.p_value < config.level
     results = []
-    for delta, result in zip(deltas, estimates, strict=True):
+    for result in estimates:
         if result.method != crossfit.method:  # too discrete: the exact empirical estimate
             results.append(result)
             continue
-        fields: dict[str, Any] = {
-            "method": config.method,
-            "leak_test": leak,
-            "untested_epsilon": result.epsilon,
-        }
+        tested = dataclasses.replace(
+            result, method=config.method, leak_test=leak, untested_epsilon=result.epsilon
+        )
         if not found and result.epsilon > 0:
             nan = float("nan")
-            zero = _located(
-                Supremum(0.0, nan, nan, nan, 0),
-                train,
-                population,
-                delta=delta,
-                method=config.method,
-                seed=seed,
+            tested = dataclasses.replace(
+                tested,
+                epsilon=0.0,
+                fpr=nan,
+                fnr=nan,
+                threshold=nan,
+                attained_by=Supremum(0.0, nan, nan, nan, 0).term_name,
+                note=(
+                    f"the held-out exact leak test found no leak (p = {leak.p_value:.3g} ≥ "
+                    f"{config.level:g}), so Epsilon* is 0; the cross-fitted estimate was "
+                    f"{result.epsilon:.4g}"
+                ),
             )
-            fields |= {
-                name: getattr(zero, name)
-                for name in ("epsilon", "fpr", "fnr", "threshold", "attained_by")
-            }
-            fields["note"] = (
-                f"the held-out exact leak test found no leak (p = {leak.p_value:.3g} ≥ "
-                f"{config.level:g}), so Epsilon* is 0; the cross-fitted estimate was "
-                f"{result.epsilon:.4g}"
-            )
-        results.append(dataclasses.replace(result, **fields))
+        results.append(tested)
     return results
 
 
-def _crossfitted(plug_in: Supremum, cross: CrossFit) -> tuple[Supremum, dict[str, Any]]:
-    """The full-sample supremum with the cross-fitted Epsilon*, and the extra result fields.
-
-    The full-sample fit still locates the test; Epsilon* is the cross-fitted score.
-    """
-    extra = {"plug_in_epsilon": plug_in.epsilon, "crossfit_scores": cross.ratio_scores}
-    if not cross.epsilon > 0:
-        return Supremum(0.0, float("nan"), float("nan"), float("nan"), 0), extra
-    return dataclasses.replace(plug_in, epsilon=cross.epsilon), extra
+def _crossfitted(located: EpsilonStarResult, cross: CrossFit) -> EpsilonStarResult:
+    """The full-sample result with the cross-fitted Epsilon*: the full-sample fit still
+    locates the test (or none, when the cross-fitted Epsilon* is 0); its own supremum is kept
+    as the plug-in estimate, beside the cross-fitted score of each ratio."""
+    crossed = dataclasses.replace(
+        located, plug_in_epsilon=located.epsilon, crossfit_scores=cross.ratio_scores
+    )
+    if cross.epsilon > 0:
+        return dataclasses.replace(crossed, epsilon=cross.epsilon)
+    nan = float("nan")
+    zero = Supremum(0.0, nan, nan, nan, 0)
+    return dataclasses.replace(
+        crossed, epsilon=0.0, fpr=nan, fnr=nan, threshold=nan, attained_by=zero.term_name
+    )
 
 
 def _empirical(
@@ -597,16 +558,10 @@ def _empirical(
     """The empirical estimate (every observed loss a threshold), with an optional note;
     ``zero_counts`` says how a rate counted as 0 enters (:mod:`.empirical`)."""
     found = _empirical_supremum(train, population, delta, window, zero_counts)
-    return _located(
-        found,
-        train,
-        population,
-        delta=delta,
-        method="empirical",
-        window=window,
-        seed=seed,
-        note=note,
+    located = _located(
+        found, train.n, population.n, delta=delta, method="empirical", seed=seed, window=window
     )
+    return dataclasses.replace(located, note=note)
 
 
 def _discrete_losses(train: Losses, population: Losses) -> str | None:
@@ -622,16 +577,16 @@ def _discrete_losses(train: Losses, population: Losses) -> str | None:
     3·sqrt(n)) and its ``k`` most extreme values on each side, which decide both.
     """
     for side, losses in (("train", train), ("population", population)):
-        n = size_of(losses)
+        n = losses.n
         limit = 3.0 * np.sqrt(n)
-        atoms = _atoms(losses)
+        atoms = losses.atoms
         distinct = atoms[0].size if atoms is not None else None
         if distinct is not None and distinct < limit:
             return (
                 f"the {side} losses take {distinct} distinct values among {n:,} "
                 f"(fewer than 3·sqrt(n) = {limit:.0f})"
             )
-        low, high = _end_repeats(losses)
+        low, high = losses.end_repeats()
         if min(low, high) >= limit:
             return (
                 f"the {side} losses repeat their smallest value {low:,} times and their largest "
@@ -640,102 +595,74 @@ def _discrete_losses(train: Losses, population: Losses) -> str | None:
     return None
 
 
-def _atoms(losses: Losses) -> tuple[FloatArray, NDArray[np.int64]] | None:
-    """The distinct values and their counts (``None`` for a summary of too many values)."""
-    if isinstance(losses, LossSummary):
-        return losses.atoms
-    values, counts = np.unique(losses, return_counts=True)
-    return values, counts.astype(np.int64)
-
-
-def _end_repeats(losses: Losses) -> tuple[int, int]:
-    """How often the smallest and the largest value occur (a summary counts up to its k)."""
-    if isinstance(losses, LossSummary):
-        whole = losses.whole
-        low, high = whole.lowest(min(whole.k, whole.n)), whole.highest(min(whole.k, whole.n))
-        return int(np.count_nonzero(low == low[0])), int(np.count_nonzero(high == high[-1]))
-    return (
-        int(np.count_nonzero(losses == losses.min())),
-        int(np.count_nonzero(losses == losses.max())),
-    )
-
-
-def _sample(losses: Losses) -> Sample:
-    """What the tail fits read: every loss, or the summary's sketch of them."""
-    return losses.whole if isinstance(losses, LossSummary) else losses
-
-
 def _refuse_all_equal(train: Losses, population: Losses) -> None:
-    """Refuse pooled losses that are all equal (no test tells anything apart)."""
-    if not (isinstance(train, LossSummary) or isinstance(population, LossSummary)):
-        LossTransform.from_losses(train, population)
-        return
-    ends = [_sample(side) for side in (train, population)]
-    lows = [s.lowest(1)[0] if isinstance(s, LossSketch) else s.min() for s in ends]
-    highs = [s.highest(1)[0] if isinstance(s, LossSketch) else s.max() for s in ends]
-    if min(lows) == max(highs):
-        raise DegenerateDataError(
-            f"all training and population losses are equal; no test tells them apart. "
-            f"Found every loss {min(lows)}."
-        )
+    """Refuse pooled losses that are all equal (no test tells anything apart): the loss
+    transform of their range refuses it, with the message the parametric method gives."""
+    wholes = (train.whole, population.whole)
+    low = min(float(whole.lowest(1)[0]) for whole in wholes)
+    high = max(float(whole.highest(1)[0]) for whole in wholes)
+    LossTransform(loss_min=low, loss_max=high)
 
 
 def _empirical_supremum(
     train: Losses, population: Losses, delta: float, window: RateWindow, zero_counts: ZeroCounts
 ) -> Supremum:
-    """The empirical supremum: of every loss, of the distinct values' counts when both sides
-    have them, else at the thresholds where both sketches count exactly."""
-    if not (isinstance(train, LossSummary) or isinstance(population, LossSummary)):
-        return empirical_supremum(train, population, delta, window, zero_counts=zero_counts)
-    train_atoms, pop_atoms = _atoms(train), _atoms(population)
+    """The empirical supremum: at every distinct value when both sides know their distinct
+    values' counts (held losses always do), else at the thresholds where both sides count
+    exactly (:func:`~epsstar.statistics.summaries.loss_sketch.exact_counts`)."""
+    train_atoms, pop_atoms = train.atoms, population.atoms
     if train_atoms is not None and pop_atoms is not None:
-        thresholds = np.union1d(train_atoms[0], pop_atoms[0])
-        below = [
-            np.concatenate([[0], np.cumsum(counts)])[np.searchsorted(values, thresholds, "right")]
-            for values, counts in (pop_atoms, train_atoms)
-        ]
-        return supremum_from_counts(
-            thresholds,
-            below[0].astype(np.float64),
-            below[1].astype(np.float64),
-            n_train=size_of(train),
-            n_population=size_of(population),
-            delta=delta,
-            window=window,
-            zero_counts=zero_counts,
-        )
-    sketches = pooled_parts(_sample(train), _sample(population))
-    return sketch_supremum(sketches[0], sketches[1], delta, window, zero_counts)
+        thresholds, pop_below, train_below = _atom_counts(train_atoms, pop_atoms)
+    else:
+        thresholds, pop_below, train_below = exact_counts(train.whole, population.whole)
+    return supremum_from_counts(
+        thresholds,
+        pop_below,
+        train_below,
+        n_train=train.n,
+        n_population=population.n,
+        delta=delta,
+        window=window,
+        zero_counts=zero_counts,
+    )
+
+
+def _atom_counts(train: Atoms, population: Atoms) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Every distinct value of either side, with ``#{population ≤ τ}`` and ``#{train ≤ τ}``."""
+    thresholds = np.union1d(train[0], population[0])
+    pop_below, train_below = (
+        np.concatenate([[0], np.cumsum(counts)])[np.searchsorted(values, thresholds, "right")]
+        for values, counts in (population, train)
+    )
+    return thresholds, pop_below.astype(np.float64), train_below.astype(np.float64)
 
 
 def _located(
     found: Supremum,
-    train: Losses,
-    population: Losses,
+    n_train: int,
+    n_population: int,
     *,
     delta: float,
     method: str,
     seed: int,
     window: RateWindow | None = None,
-    **details: Any,
 ) -> EpsilonStarResult:
-    """The result for a located supremum; ``details`` override or add fields. The rate
-    window defaults to ``(δ, 1-δ)``."""
+    """The result for a located supremum in ``n_train`` and ``n_population`` losses; the
+    rate window defaults to ``(δ, 1-δ)``."""
     if window is None:
         window = RateWindow.for_delta(delta)
-    fields: dict[str, Any] = {
-        "epsilon": found.epsilon,
-        "delta": delta,
-        "method": method,
-        "family": None,
-        "fpr": found.fpr,
-        "fnr": found.fnr,
-        "threshold": found.threshold,
-        "threshold_transformed": None,
-        "attained_by": found.term_name,
-        "n_train": size_of(train),
-        "n_population": size_of(population),
-        "rate_window": (window.low, window.high),
-        "seed": seed,
-    }
-    return EpsilonStarResult(**(fields | details))
+    return EpsilonStarResult(
+        epsilon=found.epsilon,
+        delta=delta,
+        method=method,
+        family=None,
+        fpr=found.fpr,
+        fnr=found.fnr,
+        threshold=found.threshold,
+        threshold_transformed=None,
+        attained_by=found.term_name,
+        n_train=n_train,
+        n_population=n_population,
+        rate_window=(window.low, window.high),
+        seed=seed,
+    )

@@ -13,12 +13,12 @@ so tails where ``t`` is 1e-300 lose no precision.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["TERM_NAMES", "RateWindow", "Supremum", "log_ratio_terms"]
 
@@ -70,7 +70,7 @@ class Supremum:
     def term_name(self) -> str:
         return TERM_NAMES[self.term]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "epsilon": self.epsilon,
             "threshold": self.threshold,

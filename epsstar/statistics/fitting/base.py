@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.transform import LossTransform
 
 __all__ = ["ContinuousDistribution", "FittedDistribution", "LossDistribution", "Reflected"]
@@ -44,7 +45,7 @@ class FittedDistribution(ContinuousDistribution, Protocol):
 
     def sample(self, size: int, rng: np.random.Generator) -> FloatArray: ...
 
-    def to_dict(self) -> dict[str, Any]: ...
+    def to_dict(self) -> JsonObject: ...
 
 
 @dataclass(frozen=True, slots=True)

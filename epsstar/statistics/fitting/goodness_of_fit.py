@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -34,6 +33,7 @@ from epsstar.statistics._validation import (
 )
 from epsstar.statistics.fitting.base import FittedDistribution
 from epsstar.statistics.fitting.mixture import GaussianMixtureFit
+from epsstar.statistics.json_types import JsonObject
 
 __all__ = [
     "DEFAULT_SAMPLE_SIZES",
@@ -62,7 +62,7 @@ class KSTest:
     pvalue: float
     n_components: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "n_samples": self.n_samples,
             "n_components": self.n_components,
@@ -104,7 +104,7 @@ class GoodnessOfFit:
             reasons.append(f"Lilliefors p = {self.lilliefors_pvalue:.3g}")
         return reasons
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "significance": self.significance,
             "poor_fit": self.poor_fit,

@@ -16,7 +16,6 @@ which is exact to machine precision of the bracket in 80 halvings.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -24,6 +23,7 @@ from scipy import special
 
 from epsstar.exceptions import DegenerateDataError, FitError
 from epsstar.statistics._validation import FloatArray, check_positive_int, finite_vector
+from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["GaussianMixtureFit"]
 
@@ -184,7 +184,7 @@ class GaussianMixtureFit:
         component = rng.choice(len(weights), size=size, p=weights)
         return rng.normal(means[component], sds[component])
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "family": self.family,
             "n_components": self.n_components,

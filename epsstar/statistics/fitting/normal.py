@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -11,6 +10,7 @@ from scipy import special
 
 from epsstar.exceptions import DegenerateDataError
 from epsstar.statistics._validation import FloatArray, finite_vector
+from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["NormalFit"]
 
@@ -70,5 +70,5 @@ class NormalFit:
     def sample(self, size: int, rng: np.random.Generator) -> FloatArray:
         return rng.normal(self.mean, self.sd, size=size)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"family": self.family, "mean": self.mean, "sd": self.sd}

@@ -49,14 +49,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from epsstar.exceptions import InsufficientDataError
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.summaries.loss_sketch import LossSketch, Sample, pooled
+from epsstar.statistics.json_types import JsonObject
+from epsstar.statistics.summaries.loss_sketch import SampleLike, as_sample, pooled
 
 __all__ = [
     "GeneralizedPareto",
@@ -114,7 +114,7 @@ class GeneralizedPareto:
         result: FloatArray = self.sigma * np.expm1(-self.xi * log_p) / self.xi
         return result
 
-    def to_dict(self) -> dict[str, float]:
+    def to_dict(self) -> JsonObject:
         return {"xi": self.xi, "sigma": self.sigma}
 
 
@@ -167,7 +167,7 @@ class _Ends:
     levels: FloatArray
 
 
-def _split(values: Sample, tail_size: int | None, tail_scale: float = 1.0) -> _Ends:
+def _split(values: SampleLike, tail_size: int | None, tail_scale: float = 1.0) -> _Ends:
     """Tail size k, both ends and the knots and levels of the interpolated body.
 
     The body is the sample without its k smallest and k largest values; its
@@ -176,12 +176,8 @@ def _split(values: Sample, tail_size: int | None, tail_scale: float = 1.0) -> _E
     (:class:`~epsstar.statistics.summaries.loss_sketch.LossSketch`) that does not hold every
     value gives its body at the grid's edges instead (``LossSketch.body``).
     """
-    sketch = values if isinstance(values, LossSketch) and not values.complete else None
-    if sketch is None:
-        x = np.sort(np.asarray(values.low if isinstance(values, LossSketch) else values, float))
-        n = x.size
-    else:
-        n = sketch.n
+    sample = as_sample(values)
+    n = sample.n
     if n < MIN_TAILED_RECORDS:
         raise InsufficientDataError(
             f"a tailed fit needs at least {MIN_TAILED_RECORDS} values. Found {n}."
@@ -191,21 +187,14 @@ def _split(values: Sample, tail_size: int | None, tail_scale: float = 1.0) -> _E
         raise InsufficientDataError(
             f"tail_size must be in [5, {(n - 2) // 2}] for {n} values. Found {k}."
         )
-    if sketch is not None:
-        lowest, highest = sketch.lowest(k + 1), sketch.highest(k + 1)
-    else:
-        lowest, highest = x[: k + 1], x[n - k - 1 :]
+    lowest, highest = sample.lowest(k + 1), sample.highest(k + 1)
     if not highest[0] > lowest[-1]:
         raise InsufficientDataError(
             "the central part of the sample is a single value; no CDF can be fitted to it. "
             f"Found {lowest[-1]}."
         )
-    if sketch is not None:
-        knots, levels = sketch.body(k)
-        return _Ends(lowest, highest, k, n, knots, levels)
-    levels = np.linspace(k / n, 1.0 - k / n, n - 2 * k)
-    knots, last = np.unique(x[k : n - k][::-1], return_index=True)
-    return _Ends(lowest, highest, k, n, knots, levels[::-1][last])
+    knots, levels = sample.body(k)
+    return _Ends(lowest, highest, k, n, knots, levels)
 
 
 class _BodyWithTails:
@@ -289,7 +278,7 @@ class TailedEmpirical(_BodyWithTails):
 
     @classmethod
     def fit(
-        cls, values: Sample, *, tail_size: int | None = None, tail_scale: float = 1.0
+        cls, values: SampleLike, *, tail_size: int | None = None, tail_scale: float = 1.0
     ) -> TailedEmpirical:
         """Fit to a sample; ``tail_size`` (``k``) defaults to :func:`default_tail_size`
         at ``tail_scale``."""
@@ -316,7 +305,7 @@ class TailedEmpirical(_BodyWithTails):
             high = self.u_high + self.upper.isf(np.clip(upper_q / mass, 0.0, 1.0))
         return low, high
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "family": "gpd-tails",
             "n": self.n,
@@ -354,7 +343,7 @@ class RelativeTailed(_BodyWithTails):
     @classmethod
     def fit(
         cls,
-        values: Sample,
+        values: SampleLike,
         reference: TailedEmpirical,
         *,
         tail_size: int | None = None,
@@ -404,7 +393,7 @@ class RelativeTailed(_BodyWithTails):
             high = ref.isf(np.minimum(p_high, 1.0))
         return low, high
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "family": "relative-tails",
             "n": self.n,
@@ -418,8 +407,8 @@ class RelativeTailed(_BodyWithTails):
 
 
 def fit_relative_tails(
-    train: Sample,
-    population: Sample,
+    train: SampleLike,
+    population: SampleLike,
     *,
     tail_size: int | None = None,
     tail_scale: float = 1.0,

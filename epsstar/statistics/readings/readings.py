@@ -9,22 +9,21 @@ at fixed low FPRs: observed, from the fitted distributions, and the (ε*, δ) bo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.bounds.held_out_bound import Losses
-from epsstar.statistics.estimators.empirical import empirical_counts
 from epsstar.statistics.fitting import LossDistribution
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.conversions import (
     advantage_bound_dp,
     posterior_belief_bound,
     tpr_bound_dp,
 )
 from epsstar.statistics.results import EpsilonStarResult, json_number
-from epsstar.statistics.summaries.loss_sketch import exact_counts, pooled_parts, size_of
-from epsstar.statistics.summaries.loss_summary import LossSummary
+from epsstar.statistics.summaries.loss_sketch import exact_counts
+from epsstar.statistics.summaries.loss_summary import LossesLike, as_losses
+from epsstar.statistics.summaries.protocols import Losses
 
 __all__ = ["READING_FPRS", "Readings", "TprReading", "membership_readings"]
 
@@ -41,7 +40,7 @@ class TprReading:
     tpr_fitted: float | None
     tpr_bound: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "fpr": self.fpr,
             "tpr_observed": self.tpr_observed,
@@ -59,7 +58,7 @@ class Readings:
     advantage_bound: float
     tpr_at_fpr: tuple[TprReading, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "posterior_belief_bound": self.posterior_belief_bound,
             "membership_advantage_observed": self.advantage_observed,
@@ -79,24 +78,21 @@ def _rates(train: Losses, population: Losses) -> tuple[FloatArray, FloatArray]:
     """FPR and TPR of the loss attack at every threshold where both sides' counts are
     exact: every observed loss, or, for summarised losses, each value their sketches hold
     and each grid edge (:func:`~epsstar.statistics.summaries.loss_sketch.exact_counts`)."""
-    if not (isinstance(train, LossSummary) or isinstance(population, LossSummary)):
-        _, pop_below, train_below = empirical_counts(train, population)
-        return pop_below / population.size, train_below / train.size
-    sketches = pooled_parts(
-        train.whole if isinstance(train, LossSummary) else train,
-        population.whole if isinstance(population, LossSummary) else population,
-    )
-    _, pop_counts, train_counts = exact_counts(*sketches)
-    return pop_counts / size_of(population), train_counts / size_of(train)
+    _, pop_below, train_below = exact_counts(train.whole, population.whole)
+    return pop_below / population.n, train_below / train.n
 
 
 def membership_readings(
-    train_losses: Losses, population_losses: Losses, result: EpsilonStarResult
+    train_losses: LossesLike,
+    population_losses: LossesLike,
+    result: EpsilonStarResult,
 ) -> Readings:
     """The readings of ``result`` (module doc); observed rates at the thresholds of
     :func:`_rates` (for summarised losses, the grid's edges stand for the thresholds
     inside one bin of the body)."""
-    fpr, tpr = _rates(train_losses, population_losses)
+    fpr, tpr = _rates(
+        as_losses(train_losses, "train_losses"), as_losses(population_losses, "population_losses")
+    )
     advantage = float(max(0.0, np.max(tpr - fpr)))
     train_fit = pop_fit = None
     if result.transform is not None and result.fits:

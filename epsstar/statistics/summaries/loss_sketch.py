@@ -20,6 +20,11 @@ loss ≤ τ), so the result is never above the empirical Epsilon* of the full sa
 can miss only thresholds inside one bin of the body, where each rate moves by at most that
 bin's count over ``n``. In the tails, where Epsilon* at a small δ is decided, every
 threshold is exact.
+
+A sketch is a :class:`~epsstar.statistics.summaries.protocols.Sample`, as are losses held
+in memory (:class:`~epsstar.statistics.summaries.loss_values.LossValues`);
+:func:`pooled`, :func:`pooled_parts` and :func:`exact_counts` read two samples of either
+kind together.
 """
 
 from __future__ import annotations
@@ -27,18 +32,27 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray, check_positive_int
-from epsstar.statistics.estimators.empirical import ZeroCounts, supremum_from_counts
+from epsstar.statistics.estimators.empirical import (
+    ZeroCounts,
+    empirical_counts,
+    supremum_from_counts,
+)
 from epsstar.statistics.estimators.ratio_terms import RateWindow, Supremum
+from epsstar.statistics.summaries.loss_values import LossValues, sorted_body
+from epsstar.statistics.summaries.protocols import Sample
 
 __all__ = [
     "LossSketch",
     "Sample",
+    "SampleLike",
+    "as_sample",
     "exact_counts",
     "grid_edges",
     "merge_sketches",
@@ -91,6 +105,25 @@ class LossSketch:
     def nbytes(self) -> int:
         return int(self.low.nbytes + self.high.nbytes + self.counts.nbytes)
 
+    @property
+    def values(self) -> None:
+        """A sketch does not hold every value as an array (:class:`~.protocols.Sample`)."""
+        return None
+
+    @property
+    def sketch(self) -> LossSketch:
+        return self
+
+    def sketched(self, like: LossSketch) -> LossSketch:
+        """Itself (a sketch is already on its grid)."""
+        return self
+
+    def sketch_of(self, values: FloatArray) -> LossSketch:
+        """The sketch of ``values`` on this grid, with this ``k``."""
+        return sketch_losses(
+            np.asarray(values, dtype=np.float64), self.k, bins=self.bins, half_width=self.half_width
+        )
+
     def count_below(self, thresholds: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
         """``#{l ≤ τ}`` at each threshold, and whether that count is exact."""
         taus = np.asarray(thresholds, dtype=np.float64)
@@ -113,6 +146,16 @@ class LossSketch:
         counts[in_low] = np.searchsorted(self.low, taus[in_low], side="right")
         exact |= in_low
         return counts, exact
+
+    def countable(self, thresholds: FloatArray) -> NDArray[np.bool_]:
+        """Whether each threshold lies well inside the kept tails (exact, at most half the
+        ``k`` kept values beyond it), so that another sketch of as many values, drawn alike,
+        counts exactly there too; every threshold when the sketch holds every value."""
+        if self.complete:
+            return np.ones(np.shape(thresholds), dtype=bool)
+        counts, exact = self.count_below(thresholds)
+        margin = self.k / 2
+        return np.asarray(exact & ((counts <= margin) | (counts >= self.n - margin)))
 
     def lowest(self, m: int) -> FloatArray:
         """The ``m`` smallest values, sorted (``m`` at most ``k``, or ``n`` when complete)."""
@@ -160,7 +203,10 @@ class LossSketch:
         and the ``k+1``-th largest value (as :mod:`epsstar.statistics.fitting.tails` builds
         it from a sorted sample): every value the sketch holds there and the grid edges
         between its two tails, each at the level of the last value at or below it. Exact
-        at every knot; between two edges the line replaces the values of one bin."""
+        at every knot; between two edges the line replaces the values of one bin. A sketch
+        that holds every value gives the exact body (:func:`~.loss_values.sorted_body`)."""
+        if self.complete:
+            return sorted_body(self.low, k)
         n = self.n
         u_low, u_high = float(self.lowest(k + 1)[-1]), float(self.highest(k + 1)[0])
         edges = _edges(self.bins, self.half_width)
@@ -213,52 +259,61 @@ def merge_sketches(sketches: Sequence[LossSketch]) -> LossSketch:
     return LossSketch(n, k, low, high, counts, first.bins, first.half_width)
 
 
-#: A loss sample as the tail fits read it: every value, or a sketch of them.
-Sample = FloatArray | LossSketch
+#: A sample as functions take it: an array of losses or a :class:`~.protocols.Sample`
+#: (:class:`~.loss_values.LossValues` or :class:`LossSketch`).
+SampleLike: TypeAlias = ArrayLike | Sample
+
+
+def as_sample(values: SampleLike) -> Sample:
+    """``values`` as a :class:`~.protocols.Sample`: a sample as it is, anything else as an
+    array of losses, :class:`~.loss_values.LossValues` (1-D float64)."""
+    if isinstance(values, LossValues | LossSketch):
+        return values
+    return LossValues(np.asarray(values, dtype=np.float64))
 
 
 def size_of(values: object) -> int:
-    """How many losses ``values`` stands for: a sketch's or summary's ``n``, an array's size."""
+    """How many losses ``values`` stands for: a sample's or summary's ``n``, an array's size."""
     n = getattr(values, "n", None)
     return n if isinstance(n, int) else int(np.asarray(values).size)
 
 
-def pooled(first: Sample, second: Sample) -> Sample:
-    """Both samples as one: the values joined, or, if either is a sketch, the sketches
-    merged (values are sketched on the sketch's grid with its ``k``)."""
-    if not (isinstance(first, LossSketch) or isinstance(second, LossSketch)):
-        return np.concatenate(
-            [np.asarray(first, dtype=np.float64), np.asarray(second, dtype=np.float64)]
-        )
-    return merge_sketches(list(pooled_parts(first, second)))
+def pooled(first: SampleLike, second: SampleLike) -> Sample:
+    """Both samples as one: the values joined when both are held, else the sketches merged
+    (held values are sketched on the sketch's grid with its ``k``)."""
+    a, b = as_sample(first), as_sample(second)
+    if a.values is not None and b.values is not None:
+        return LossValues(np.concatenate([a.values, b.values]))
+    return merge_sketches(list(pooled_parts(a, b)))
 
 
-def pooled_parts(first: Sample, second: Sample) -> tuple[LossSketch, LossSketch]:
+def pooled_parts(first: SampleLike, second: SampleLike) -> tuple[LossSketch, LossSketch]:
     """Both samples as sketches on one grid (at least one of them is a sketch)."""
-    like = first if isinstance(first, LossSketch) else second
-    assert isinstance(like, LossSketch)
-    a, b = (
-        s
-        if isinstance(s, LossSketch)
-        else sketch_losses(
-            np.asarray(s, dtype=np.float64), like.k, bins=like.bins, half_width=like.half_width
-        )
-        for s in (first, second)
-    )
-    return a, b
+    a, b = as_sample(first), as_sample(second)
+    like = a.sketch or b.sketch
+    if like is None:
+        raise InvalidInputError("pooled_parts needs a sketch among its samples. Found two arrays.")
+    return a.sketched(like), b.sketched(like)
 
 
 def exact_counts(
-    train: LossSketch, population: LossSketch
+    train: SampleLike, population: SampleLike
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Every threshold where both sketches count exactly (each value they hold and, unless
-    both are complete, each grid edge), with ``#{population ≤ τ}`` and ``#{train ≤ τ}``."""
-    candidates = [train.low, train.high, population.low, population.high]
-    if not (train.complete and population.complete):
-        candidates.append(_edges(train.bins, train.half_width))
+    """Every threshold where both samples count exactly, with ``#{population ≤ τ}`` and
+    ``#{train ≤ τ}``: every distinct loss when both hold every value
+    (:func:`~epsstar.statistics.estimators.empirical.empirical_counts`), else each value their
+    sketches hold and, unless both are complete, each grid edge (held values are sketched on
+    the sketch's grid, :func:`pooled_parts`)."""
+    a, b = as_sample(train), as_sample(population)
+    if a.values is not None and b.values is not None:
+        return empirical_counts(a.values, b.values)
+    members, others = pooled_parts(a, b)
+    candidates = [members.low, members.high, others.low, others.high]
+    if not (members.complete and others.complete):
+        candidates.append(_edges(members.bins, members.half_width))
     thresholds = np.unique(np.concatenate(candidates))
-    pop_below, pop_exact = population.count_below(thresholds)
-    train_below, train_exact = train.count_below(thresholds)
+    pop_below, pop_exact = others.count_below(thresholds)
+    train_below, train_exact = members.count_below(thresholds)
     keep = pop_exact & train_exact
     return thresholds[keep], pop_below[keep], train_below[keep]
 

@@ -24,13 +24,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeAlias
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics._validation import FloatArray
+from epsstar.statistics._validation import FloatArray, finite_vector
 from epsstar.statistics.fitting.tails import default_tail_size
 from epsstar.statistics.summaries.loss_sketch import (
     BINS,
@@ -39,13 +39,17 @@ from epsstar.statistics.summaries.loss_sketch import (
     merge_sketches,
     sketch_losses,
 )
+from epsstar.statistics.summaries.loss_values import LossValues
+from epsstar.statistics.summaries.protocols import Atoms, Losses
 
 __all__ = [
     "CROSSFIT_STREAM",
     "HELD_OUT_STREAM",
     "SAMPLE_SIZE",
     "LossSummary",
+    "LossesLike",
     "SummaryPlan",
+    "as_losses",
     "merge_summaries",
     "position_hashes",
     "summarise_losses",
@@ -99,10 +103,11 @@ class SummaryPlan:
         takes), so that the fits' tails and the body next to them are exact; the sample
         about :data:`SAMPLE_SIZE` records per side."""
         k = EXACT_TAIL_FACTOR * default_tail_size(n_train + n_population) + 2
-        return tuple(  # type: ignore[return-value]
-            cls(seed, side, k, n_splits, min(1.0, SAMPLE_SIZE / max(rows, 1)))
-            for side, rows in enumerate((n_train, n_population))
-        )
+
+        def plan(side: int, rows: int) -> SummaryPlan:
+            return cls(seed, side, k, n_splits, min(1.0, SAMPLE_SIZE / max(rows, 1)))
+
+        return plan(0, n_train), plan(1, n_population)
 
     def halves(self, stream: int, index: int, offset: int, n: int) -> NDArray[np.bool_]:
         """Whether each of the positions ``offset …`` is in the first half of a halving."""
@@ -120,12 +125,14 @@ class SummaryPlan:
 class LossSummary:
     """``n`` losses as the estimator reads them (module doc): the sketches of each
     halving's two halves, the distinct values and their counts (``None`` past ``k`` of
-    them), a random sample in position order, and the plan that made it."""
+    them), a random sample in position order, and the plan that made it. One side's
+    :class:`~epsstar.statistics.summaries.protocols.Losses`, as
+    :class:`~epsstar.statistics.summaries.loss_values.LossValues` are."""
 
     n: int
     crossfit: tuple[tuple[LossSketch, LossSketch], ...]
     held_out: tuple[LossSketch, LossSketch]
-    atoms: tuple[FloatArray, NDArray[np.int64]] | None
+    atoms: Atoms | None
     sample: FloatArray = field(repr=False)
     plan: SummaryPlan
     #: The sketch of every loss, merged from the halves when first read (so a partition's
@@ -145,6 +152,48 @@ class LossSummary:
         sketches = [s for pair in (*self.crossfit, self.held_out) for s in pair]
         atoms = 0 if self.atoms is None else self.atoms[0].nbytes + self.atoms[1].nbytes
         return sum(s.nbytes for s in sketches) + atoms + self.sample.nbytes
+
+    @property
+    def values(self) -> None:
+        """A summary does not hold every loss."""
+        return None
+
+    def end_repeats(self) -> tuple[int, int]:
+        """How often the smallest and the largest loss occur, counted up to ``k``."""
+        whole = self.whole
+        low, high = whole.lowest(min(whole.k, whole.n)), whole.highest(min(whole.k, whole.n))
+        return int(np.count_nonzero(low == low[0])), int(np.count_nonzero(high == high[-1]))
+
+    def crossfit_halves(
+        self, index: int, rng: np.random.Generator
+    ) -> tuple[LossSketch, LossSketch]:
+        """The sketches of cross-fitting halving ``index`` (``rng`` is not used: the halves
+        were drawn by the plan)."""
+        if index >= len(self.crossfit):
+            raise InvalidInputError(
+                f"the summary holds {len(self.crossfit)} cross-fitting halvings. Found a "
+                f"request for halving {index + 1}."
+            )
+        return self.crossfit[index]
+
+    def held_out_halves(self, rng: np.random.Generator) -> tuple[LossSketch, LossSketch]:
+        """The sketches of the held-out tests' halves (``rng`` is not used)."""
+        return self.held_out
+
+
+#: One side's losses as functions take them: an array or a :class:`~.protocols.Losses`
+#: (:class:`~.loss_values.LossValues` or :class:`LossSummary`).
+LossesLike: TypeAlias = ArrayLike | Losses
+
+
+def as_losses(values: LossesLike, name: str, *, min_size: int = 1) -> Losses:
+    """``values`` as one side's :class:`~epsstar.statistics.summaries.protocols.Losses`: a
+    summary or held losses as they are, anything else as an array of losses, checked
+    (finite, 1-D, at least ``min_size``; a refusal names ``name``) and held in
+    :class:`~epsstar.statistics.summaries.loss_values.LossValues`."""
+    if isinstance(values, LossSummary | LossValues):
+        return values
+    return LossValues(finite_vector(name, values, min_size=min_size))
 
 
 def _sketch(values: FloatArray, plan: SummaryPlan) -> LossSketch:

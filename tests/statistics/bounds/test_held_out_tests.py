@@ -39,7 +39,8 @@ def test_the_reported_counts_are_the_evaluation_halves_at_the_recorded_test() ->
     rng = np.random.default_rng(5)
     members, others = rng.normal(-0.5, 1.0, 801), rng.normal(0.0, 1.0, 600)
     bound = split_lower_bound(members, others, delta=1e-5, seed=9)
-    _, (eval_members, eval_others) = held_out_halves(members, others, seed=9)
+    _, halves = held_out_halves(members, others, seed=9)
+    eval_members, eval_others = (np.asarray(half) for half in halves)
     assert bound.threshold is not None
     if bound.direction == "members_lower":
         fp = int(np.sum(eval_others <= bound.threshold))

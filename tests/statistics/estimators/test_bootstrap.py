@@ -11,6 +11,7 @@ import pytest
 from epsstar import epsilon_star
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.estimators.bootstrap import bootstrap_replicates, interval_from_replicates
+from epsstar.statistics.estimators.methods import Bootstrap
 
 
 def test_interval_kinds() -> None:
@@ -43,7 +44,7 @@ def test_epsilon_star_interval_in_the_result(method: Literal["tails", "empirical
     rng = np.random.default_rng(1)
     train, population = rng.gamma(2.0, 5.0, 2000), rng.gamma(4.0, 5.0, 2000)
     result = epsilon_star(
-        train, population, delta=1e-3, method=method, interval=0.9, n_bootstrap=40
+        train, population, delta=1e-3, method=method, interval=Bootstrap(0.9, n_bootstrap=40)
     )
     assert result.interval is not None
     assert result.interval.low <= result.epsilon <= result.interval.high

@@ -14,6 +14,7 @@ from scipy import stats
 from epsstar import epsilon_star
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
 from epsstar.statistics.estimators.crossfit import crossfit_epsilon, ratio_maximisers, score_on
+from epsstar.statistics.estimators.methods import TailsCrossfit, method_config
 from epsstar.statistics.estimators.optimizer import parametric_supremum
 from epsstar.statistics.estimators.ratio_terms import Supremum
 
@@ -129,14 +130,14 @@ def test_result_reports_the_plug_in_value_and_scores() -> None:
 def test_options() -> None:
     values = np.random.default_rng(0).normal(size=400)
     with pytest.raises(InvalidInputError, match="n_splits"):
-        epsilon_star(values, values, delta=1e-3, method="tails", n_splits=2)
+        method_config("tails", n_splits=2)
     with pytest.raises(InvalidInputError, match="n_splits"):
-        epsilon_star(values, values, delta=1e-3, method="tails-crossfit", n_splits=0)
+        epsilon_star(values, values, delta=1e-3, method=TailsCrossfit(n_splits=0))
     with pytest.raises(
         InsufficientDataError, match="at least 100 values for the tails-crossfit method.*Found 99"
     ):
         epsilon_star(values[:99], values, delta=1e-3, method="tails-crossfit")
-    result = epsilon_star(values, values[::-1], delta=1e-3, method="tails-crossfit", tail_size=10)
+    result = epsilon_star(values, values[::-1], delta=1e-3, method=TailsCrossfit(tail_size=10))
     assert result.epsilon >= 0.0
 
 

@@ -99,10 +99,14 @@ def test_estimate_matches_epsilon_star(method: str, config: EstimatorConfig) -> 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PoorFitWarning)
         direct = estimate(train, population, config, delta=1e-4, seed=3)
-        flat = epsilon_star(train, population, delta=1e-4, method=method, seed=3, **options)  # type: ignore[arg-type]
+        given = epsilon_star(train, population, delta=1e-4, method=config, seed=3)
+        by_name = epsilon_star(train, population, delta=1e-4, method=method, seed=3)
+        defaults = estimate(train, population, type(config)(), delta=1e-4, seed=3)
     assert direct.method == method
     assert direct.seed == 3
-    assert direct.to_dict() == flat.to_dict()
+    assert direct.to_dict() == given.to_dict()
+    # A method's name stands for its configuration with the defaults.
+    assert by_name.to_dict() == defaults.to_dict()
 
 
 def test_estimate_defaults_and_interval() -> None:
@@ -111,15 +115,17 @@ def test_estimate_defaults_and_interval() -> None:
     assert result.delta == default_delta(400)
     assert result.interval is not None
     assert result.interval.n_bootstrap == 20
-    flat = epsilon_star(
-        train,
-        population,
-        delta=default_delta(400),
-        method="empirical",
-        interval=0.8,
-        n_bootstrap=20,
+    delta = default_delta(400)
+    given = epsilon_star(
+        train, population, delta=delta, method="empirical", interval=Bootstrap(0.8, 20)
     )
-    assert result.interval == flat.interval
+    assert result.interval == given.interval
+    # A level alone asks for the default number of resamples.
+    level = estimate(train, population, Empirical(), interval=Bootstrap(0.8))
+    assert (
+        level.interval
+        == epsilon_star(train, population, delta=delta, method="empirical", interval=0.8).interval
+    )
     assert estimate(train, population, Empirical(), delta=0.0).delta == 0.0
 
 
@@ -164,11 +170,40 @@ def test_estimate_refuses_bad_arguments(call: Any, message: str) -> None:
 def test_an_option_of_another_method_is_refused(
     method: str, option: str, value: object, owner: str
 ) -> None:
-    train, population = gamma_losses(200)
     expected = f"{option} applies to {owner} only. Found method={method!r}."
     with pytest.raises(InvalidInputError) as caught:
-        epsilon_star(train, population, delta=1e-3, method=method, **{option: value})  # type: ignore[arg-type]
+        method_config(method, **{option: value})  # type: ignore[arg-type]
     assert str(caught.value) == expected
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda a, b: epsilon_star(a, b, delta=1e-3, method="magic"),  # type: ignore[arg-type]
+            "method must be one of parametric, empirical, tails, tails-crossfit, tails-tested. "
+            "Found 'magic'.",
+        ),
+        (
+            lambda a, b: epsilon_star(a, b, delta=1e-3, method=Bootstrap()),  # type: ignore[arg-type]
+            "method must be one of parametric, empirical, tails, tails-crossfit, tails-tested. "
+            "Found Bootstrap(level=0.95, n_bootstrap=200).",
+        ),
+        (
+            lambda a, b: epsilon_star(a, b, delta=1e-3, interval=1.5),
+            "interval must be in (0, 1). Found 1.5.",
+        ),
+        (
+            lambda a, b: epsilon_star(a, b, delta=1e-3, interval="wide"),  # type: ignore[arg-type]
+            "interval must be a number. Found 'wide'.",
+        ),
+    ],
+)
+def test_epsilon_star_refuses_bad_arguments(call: Any, message: str) -> None:
+    train, population = gamma_losses(200)
+    with pytest.raises(InvalidInputError) as caught:
+        call(train, population)
+    assert str(caught.value) == message
 
 
 def test_family_and_search_go_with_every_method_but_must_be_names() -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from epsstar.statistics.bounds.leak_test import held_out_leak_test
 from epsstar.statistics.estimators.estimator import epsilon_star
-from epsstar.statistics.estimators.methods import TailsTested, method_config
+from epsstar.statistics.estimators.methods import Bootstrap, TailsTested, method_config
 
 
 def test_a_leak_keeps_the_cross_fitted_estimate() -> None:
@@ -66,11 +66,10 @@ def test_its_options_are_checked() -> None:
 def test_its_interval_keeps_the_tests_decision() -> None:
     rng = np.random.default_rng(7)
     train, population = rng.normal(0, 1, 800), rng.normal(0, 1, 800)
-    tested = epsilon_star(
-        train, population, delta=1e-4, method="tails-tested", interval=0.9, n_bootstrap=20
-    )
+    interval = Bootstrap(0.9, n_bootstrap=20)
+    tested = epsilon_star(train, population, delta=1e-4, method="tails-tested", interval=interval)
     crossfit = epsilon_star(
-        train, population, delta=1e-4, method="tails-crossfit", interval=0.9, n_bootstrap=20
+        train, population, delta=1e-4, method="tails-crossfit", interval=interval
     )
     assert tested.interval is not None
     assert crossfit.interval is not None
