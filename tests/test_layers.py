@@ -208,3 +208,64 @@ def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
 def test_the_tests_mirror_the_packages() -> None:
     root_files = sorted(p.name for p in (ROOT / "tests").glob("test_*.py"))
     assert len(root_files) <= MAX_ROOT_TEST_FILES, root_files
+
+
+def test_no_import_cycle_anywhere() -> None:
+    """No module imports, at any depth and from anywhere in it (inside functions too), a
+    module that imports it back: every strongly connected component of the import graph
+    of ``epsstar`` (with ``epsstar.loaders`` and ``epsstar.reports``) is one module.
+    Names imported for the type checker only (``if TYPE_CHECKING:``) are left out: they
+    are never imported when the code runs."""
+    import grimp
+
+    graph = grimp.build_graph("epsstar", cache_dir=None, exclude_type_checking_imports=True)
+    modules = sorted(m for m in graph.modules if m.startswith("epsstar"))
+    assert any(m.startswith("epsstar.loaders.") for m in modules)
+    assert any(m.startswith("epsstar.reports.") for m in modules)
+    edges = {
+        m: sorted(n for n in graph.find_modules_directly_imported_by(m) if n.startswith("epsstar"))
+        for m in modules
+    }
+    cycles = [sorted(c) for c in _strongly_connected(edges) if len(c) > 1]
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_public_functions_take_at_most_ten_parameters() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({_parameters(node)})"
+        for path in _library_files()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and not node.name.startswith("_")
+        and _parameters(node) > MAX_PUBLIC_PARAMETERS
+    ]
+    assert not found, f"public functions over {MAX_PUBLIC_PARAMETERS} parameters: {found}"
+
+
+def test_untyped_dict_annotations_stay_few() -> None:
+    count = sum(
+        len(_UNTYPED_DICT.findall(path.read_text(encoding="utf-8"))) for path in _library_files()
+    )
+    assert count <= MAX_UNTYPED_DICTS, f"{count} dict[str, Any]-like annotations"
+
+
+def test_type_ignores_are_few_and_each_says_why() -> None:
+    found = [
+        (f"{path.relative_to(ROOT)}:{number}", line.strip())
+        for path in _library_files()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "type: ignore" in line
+    ]
+    assert len(found) <= MAX_TYPE_IGNORES, f"{len(found)} type: ignore comments: {found}"
+    unexplained = [where for where, line in found if not re.search(r"ignore\[[^\]]+\]\s+#", line)]
+    assert not unexplained, f"type: ignore without a reason on its line: {unexplained}"
+
+
+def test_reports_render_typed_records_without_to_dict() -> None:
+    folder = ROOT / "reports"
+    found = [
+        str(path.relative_to(ROOT))
+        for path in folder.rglob("*")
+        if path.is_file() and "to_dict" in path.read_text(encoding="utf-8", errors="replace")
+    ]
+    assert not found, f"to_dict() under reports/: {found}"
