@@ -52,6 +52,7 @@ __all__ = [
     "check_depth",
     "load_document",
     "parse_json",
+    "parse_toml",
     "shown",
 ]
 
@@ -78,6 +79,8 @@ def shown(value: object, width: int = 60) -> str:
         keys = ", ".join(repr(key) for key in list(value)[:5])
         return _cut(f"a table with keys {keys}" if value else "an empty table", width)
     if isinstance(value, list | tuple):
+        if len(value) <= 8 and all(isinstance(item, str | int | float | None) for item in value):
+            return _cut(repr(list(value)), width)
         return f"a list of {len(value)} item{'s' * (len(value) != 1)}"
     return _cut(repr(value), width)
 
@@ -371,13 +374,14 @@ class Table(Spec[Fields]):
             found = ", ".join(repr(str(key)) for key in list(value)[:8]) or "none"
             place = f" in {where.field}" if where.field else ""
             raise InputFileError(
-                f"{where.source}: missing key{'s' * (len(missing) > 1)} "
-                f"{', '.join(missing)}{place}. Found keys {found}."
+                f"{where.source}: missing {', '.join(missing)}{place}. Found keys {found}."
             )
         values: dict[str, object] = {}
         extra: dict[str, object] = {}
         for key, item in value.items():
             name = str(key)
+            if where.text_cells and item == "":
+                continue  # an empty cell is an absent value
             spec = self.fields.get(name)
             if spec is not None:
                 values[name] = self._checked(spec, item, where.at(name))
@@ -434,7 +438,8 @@ def parse_json(text: str, where: Where, limit: int = MAX_DEPTH) -> JsonValue:
     return document
 
 
-def _parse_toml(text: str, where: Where) -> JsonValue:
+def parse_toml(text: str, where: Where) -> JsonValue:
+    """``tomllib.loads`` with its errors, deep recursion among them, as one line."""
     try:
         document: JsonValue = tomllib.loads(text)
     except RecursionError:
@@ -478,4 +483,4 @@ def load_document(path: str | Path, what: str, *, max_bytes: int = MAX_BYTES) ->
             f"{what}: cannot read ({error.strerror or error}). Found {str(file)!r}."
         ) from None
     where = Where(str(file))
-    return parse_json(text, where) if suffix == ".json" else _parse_toml(text, where)
+    return parse_json(text, where) if suffix == ".json" else parse_toml(text, where)

@@ -11,29 +11,50 @@ from __future__ import annotations
 
 import csv
 import io
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from epsstar.audit.data.config_schema import (
+    Anything,
+    Integer,
+    ListOf,
+    Nullable,
+    Scalar,
+    Table,
+    Text,
+    Where,
+    parse_toml,
+)
 from epsstar.exceptions import InputFileError
 
-__all__ = ["ManifestEntry", "read_manifest"]
+__all__ = ["ENTRY", "MAX_MODELS", "ManifestEntry", "read_manifest"]
 
 _ALIASES = {"train_data": "train", "population_data": "population", "path": "model"}
-_KNOWN = (
-    "model",
-    "train",
-    "population",
-    "label_column",
-    "strategy",
-    "repeat",
-    "features",
-    "loader",
-    "outputs",
+#: The most models one manifest may list.
+MAX_MODELS = 100_000
+_PATH = Text()
+_NAME = Text(max_length=1024)
+#: One model's fields (after the aliases); any other key is a hyper-parameter of its
+#: strategy, which must be a table cell's value.
+ENTRY = Table(
+    {
+        "model": _PATH,
+        "train": _PATH,
+        "population": _PATH,
+        "label_column": _NAME,
+        "strategy": _NAME,
+        "repeat": Integer(0, 10**9),
+        "features": Nullable(ListOf(_NAME, min_items=1, max_items=1_000_000)),
+        "loader": Nullable(_NAME),
+        "outputs": Nullable(Text(choices=("probabilities", "logits"))),
+    },
+    required=("model", "train", "population", "label_column"),
+    extra=Scalar(),
 )
-_REQUIRED = ("model", "train", "population", "label_column")
+#: A TOML manifest: its ``[[models]]`` and, at the top, defaults for every model.
+MODELS = ListOf(Table({}, extra=Anything()), min_items=1, max_items=MAX_MODELS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,38 +84,29 @@ class ManifestEntry:
         }
 
 
-def _entry(raw: Mapping[str, Any], base: Path, where: str) -> ManifestEntry:
+def _entry(raw: Mapping[str, object], base: Path, where: Where) -> ManifestEntry:
+    """One model's entry, every field checked by :data:`ENTRY` (paths against ``base``)."""
     row = {_ALIASES.get(key, key): value for key, value in raw.items()}
-    row = {key: value for key, value in row.items() if value not in ("", None)}
-    missing = [key for key in _REQUIRED if key not in row]
-    if missing:
-        raise InputFileError(f"{where}: missing {', '.join(missing)}. Found keys {sorted(row)}.")
+    if isinstance(row.get("features"), str) and not where.text_cells:
+        row["features"] = [name.strip() for name in str(row["features"]).split(",")]
+    fields = ENTRY.check(row, where)
 
     def path(key: str) -> Path:
-        value = Path(str(row[key]))
+        value = Path(fields.need(key, _PATH))
         return value if value.is_absolute() else base / value
 
-    features = row.get("features")
-    if isinstance(features, str):
-        features = [name.strip() for name in features.split(",") if name.strip()]
-    try:
-        repeat = int(row.get("repeat", 0))
-    except (TypeError, ValueError):
-        raise InputFileError(
-            f"{where}: repeat must be an integer. Found {row['repeat']!r}."
-        ) from None
     model = path("model")
     return ManifestEntry(
         model=model,
         train=path("train"),
         population=path("population"),
-        label_column=str(row["label_column"]),
-        strategy=str(row.get("strategy", model.stem)),
-        repeat=repeat,
-        features=tuple(features) if features else None,
-        loader=row.get("loader"),
-        outputs=row.get("outputs"),
-        params={key: value for key, value in row.items() if key not in _KNOWN},
+        label_column=fields.need("label_column", _NAME),
+        strategy=fields.get("strategy", _NAME) or model.stem,
+        repeat=fields.get("repeat", ENTRY.fields["repeat"]) or 0,
+        features=fields.get("features", ENTRY.fields["features"]) or None,
+        loader=fields.get("loader", ENTRY.fields["loader"]),
+        outputs=fields.get("outputs", ENTRY.fields["outputs"]),
+        params=dict(fields.extra),
     )
 
 
@@ -153,24 +165,29 @@ def read_manifest(path: str | Path) -> list[ManifestEntry]:
         raise InputFileError(f"manifest must be a .csv or .toml file. Found {str(file)!r}.")
     text = _manifest_text(file)
     if suffix == ".toml":
-        try:
-            document = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as error:
-            raise InputFileError(f"{file}: not valid TOML ({error}).") from None
-        models = document.get("models")
-        if not isinstance(models, list) or not models:
-            raise InputFileError(f"{file}: expected one or more [[models]] tables. Found none.")
-        odd = next((model for model in models if not isinstance(model, dict)), None)
-        if odd is not None:
-            raise InputFileError(
-                f"{file}: models must be [[models]] tables. Found a {type(odd).__name__}."
-            )
-        defaults = {key: value for key, value in document.items() if key != "models"}
-        return [
-            _entry({**defaults, **model}, base, f"{file} model {index + 1}")
-            for index, model in enumerate(models)
-        ]
+        return _toml_entries(file, text, base)
     rows = _csv_rows(file, text)
     if not rows:
         raise InputFileError(f"{file}: the manifest lists no models. Found 0 rows.")
-    return [_entry(row, base, f"{file} row {number}") for number, row in rows]
+    if len(rows) > MAX_MODELS:
+        raise InputFileError(
+            f"{file}: a manifest may list at most {MAX_MODELS:,} models. Found {len(rows):,}."
+        )
+    return [
+        _entry(row, base, Where(f"{file} row {number}", text_cells=True)) for number, row in rows
+    ]
+
+
+def _toml_entries(file: Path, text: str, base: Path) -> list[ManifestEntry]:
+    """The ``[[models]]`` of a TOML manifest, each with the top level's defaults."""
+    document = parse_toml(text, Where(str(file)))
+    if not isinstance(document, dict) or "models" not in document:
+        raise InputFileError(f"{file}: expected one or more [[models]] tables. Found none.")
+    models = MODELS.check(document["models"], Where(str(file), "models"))
+    defaults = {key: value for key, value in document.items() if key != "models"}
+    return [
+        _entry(
+            {**defaults, **model.values, **model.extra}, base, Where(f"{file} model {index + 1}")
+        )
+        for index, model in enumerate(models)
+    ]
