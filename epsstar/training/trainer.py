@@ -50,6 +50,7 @@ from epsstar.training.accounting import (
 )
 from epsstar.training.clipping import ClippedSum, clipped_gradient_sum, gradient_sum
 from epsstar.training.data.tables import TabularData
+from epsstar.training.memory import check_fits
 from epsstar.training.models import MLP, ExportedModel, Standardiser, output_width
 from epsstar.training.results import (
     DataSummary,
@@ -65,6 +66,7 @@ __all__ = [
     "PrivacyPlan",
     "TrainedModel",
     "TrainingConfig",
+    "check_memory",
     "evaluate",
     "noisy_gradient",
     "plan_privacy",
@@ -510,6 +512,18 @@ def _frozen_export(standardiser: Standardiser, network: MLP, binary: bool) -> Ex
     return exported
 
 
+def check_memory(config: TrainingConfig, data: TabularData) -> None:
+    """Refuse settings whose network and batches would not fit in memory
+    (:mod:`epsstar.training.memory`), before anything is allocated."""
+    check_fits(
+        data.n_features,
+        config.hidden,
+        output_width(data.n_classes),
+        config.batch_size,
+        config.clipping_groups() if config.private else None,
+    )
+
+
 def train(
     data: TabularData,
     config: TrainingConfig,
@@ -531,6 +545,7 @@ def train(
     if not config.private:
         plan = None
     _check_population(data, population)
+    check_memory(config, data)
     binary = data.n_classes == 2
     dtype = torch.float32
     generator = torch.Generator().manual_seed(config.seed)

@@ -174,10 +174,14 @@ class Number(Spec[float]):
     low: float | None = None
     high: float | None = None
     open_low: bool = False
+    open_high: bool = False
 
     @property
     def rule(self) -> str:
-        return _range_rule("a finite number", self.low, self.high, self.open_low)
+        rule = _range_rule("a finite number", self.low, self.high, self.open_low)
+        return rule + (
+            f" (below {self.high:g})" if self.open_high and self.high is not None else ""
+        )
 
     def check(self, value: object, where: Where) -> float:
         number: object = value
@@ -195,7 +199,9 @@ class Number(Spec[float]):
         below = self.low is not None and (
             result <= self.low if self.open_low else result < self.low
         )
-        above = self.high is not None and result > self.high
+        above = self.high is not None and (
+            result >= self.high if self.open_high else result > self.high
+        )
         if not math.isfinite(result) or below or above:
             raise where.error(self.rule, value)
         return result

@@ -14,7 +14,13 @@ from epsstar.training.progress import EpochProgress, announce
 from epsstar.training.results import EpochStats, TrainingResult
 from epsstar.training.runs.export import check_output_dir, prepare_output_dir, write_model_dir
 from epsstar.training.runs.fingerprint import data_fingerprint, fingerprint
-from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy, train
+from epsstar.training.trainer import (
+    PrivacyPlan,
+    TrainingConfig,
+    check_memory,
+    plan_privacy,
+    train,
+)
 
 __all__ = ["load_inputs", "train_to_directory"]
 
@@ -63,11 +69,12 @@ def train_to_directory(
     interrupted.
     """
     check_output_dir(out, overwrite)
+    config.validate(data.n_records)
+    check_memory(config, data)
     if data_part is None:
         data_part = data_fingerprint(data, population)
     if plan is None:
         if config.target_epsilon is not None:
-            config.validate(data.n_records)
             announce(
                 f"{description}: choosing the noise multiplier for ε = "
                 f"{config.target_epsilon:g} ...",

@@ -19,30 +19,46 @@ trained some other way.
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 
+from epsstar.audit.data.config_schema import (
+    Anything,
+    ListOf,
+    Nullable,
+    Spec,
+    Table,
+    Where,
+    load_document,
+    shown,
+)
+from epsstar.audit.data.tables import read_schema
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.statistics._validation import check_positive_int
 from epsstar.training.data.tables import TabularData
-from epsstar.training.trainer import TrainingConfig
+from epsstar.training.runs.settings import BATCH_SIZE, EPOCHS, HIDDEN, LR, MOMENTUM, NAME
+from epsstar.training.trainer import TrainingConfig, check_memory
 
 __all__ = [
     "DEFAULT_RECIPE",
+    "MAX_MODELS",
+    "RECIPE_SCHEMA",
     "SCHEMA_VERSION",
     "Recipe",
     "ReferenceModel",
     "ReferencesResult",
+    "check_count",
+    "check_recipe_columns",
     "half_rows",
     "read_recipe",
     "shared_rows",
     "train_references",
 ]
+
+#: The most reference models one run may train.
+MAX_MODELS: Final[int] = 1_000
 
 #: Version of ``references.json`` (``epsstar/schemas/references.schema.json``).
 SCHEMA_VERSION: Final[int] = 1
@@ -82,63 +98,105 @@ class Recipe:
         }
 
 
-def _field(document: Mapping[str, Any], *keys: str) -> Any:
-    value: Any = document
-    for key in keys:
-        if not isinstance(value, Mapping) or key not in value:
-            return None
-        value = value[key]
-    return value
+def _ignored(*keys: str) -> dict[str, Spec[Any]]:
+    """Keys of ``training.json`` a recipe may hold and does not read."""
+    return dict.fromkeys(keys, Anything())
+
+
+_FEATURE_NAMES = ListOf(NAME, min_items=1, max_items=1_000_000)
+_CLASSES = ListOf(NAME, min_items=2, max_items=1_000_000)
+_DATA = Table(
+    {
+        "feature_names": Nullable(_FEATURE_NAMES),
+        "classes": Nullable(_CLASSES),
+        **_ignored("train", "population", "label_column", "n_train", "n_population"),
+    }
+)
+_MODEL = Table(
+    {
+        "hidden": HIDDEN,
+        **_ignored("architecture", "n_features", "n_outputs", "n_parameters", "output"),
+        **_ignored("standardisation"),
+    },
+    required=("hidden",),
+)
+_HYPERPARAMETERS = Table(
+    {
+        "epochs": EPOCHS,
+        "batch_size": BATCH_SIZE,
+        "lr": LR,
+        "momentum": MOMENTUM,
+        **_ignored("sampling", "sampling_rate", "steps_per_epoch", "steps", "optimizer"),
+        **_ignored("clip", "microbatches", "update_normaliser", "seed", "dtype"),
+    },
+    required=("epochs", "batch_size", "lr", "momentum"),
+)
+#: The keys of a ``training.json`` (``epsstar/schemas/training.schema.json``): those a
+#: recipe reads are declared with their types and ranges, the others are let through.
+RECIPE_SCHEMA: Final = Table(
+    {
+        "data": _DATA,
+        "model": _MODEL,
+        "hyperparameters": _HYPERPARAMETERS,
+        **_ignored("schema_version", "kind", "private", "privacy", "utility", "history"),
+        **_ignored("wall_time_seconds", "versions", "files", "fingerprint"),
+    },
+    required=("model", "hyperparameters"),
+)
 
 
 def read_recipe(path: str | Path | None) -> Recipe:
-    """The recipe of the target's ``training.json`` at ``path`` (``None``: the default)."""
+    """The recipe of the target's ``training.json`` at ``path`` (``None``: the default),
+    every field it reads checked by :data:`RECIPE_SCHEMA` before any training."""
     if path is None:
         return Recipe(DEFAULT_RECIPE, None)
     file = Path(path)
-    try:
-        document = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputFileError(f"--recipe: no such file. Found {str(file)!r}.") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InputFileError(
-            f"--recipe must be a training.json file ({error}). Found {str(file)!r}."
-        ) from None
-    wanted = {
-        "hidden": ("model", "hidden"),
-        "epochs": ("hyperparameters", "epochs"),
-        "batch_size": ("hyperparameters", "batch_size"),
-        "lr": ("hyperparameters", "lr"),
-        "momentum": ("hyperparameters", "momentum"),
-    }
-    found = {name: _field(document, *keys) for name, keys in wanted.items()}
-    missing = [".".join(wanted[name]) for name, value in found.items() if value is None]
-    if missing or not isinstance(document, Mapping):
-        raise InputFileError(
-            f"--recipe must be a training.json of epsstar train, with {', '.join(missing)}. "
-            f"Found {str(file)!r}."
-        )
+    if file.suffix.lower() != ".json":
+        raise InputFileError(f"--recipe must be a training.json file. Found {str(file)!r}.")
+    document = RECIPE_SCHEMA.check(load_document(file, "--recipe"), Where(str(file)))
+    model = document.need("model", _MODEL)
+    hyper = document.need("hyperparameters", _HYPERPARAMETERS)
+    data = document.get("data", _DATA)
     config = TrainingConfig(
-        epochs=int(found["epochs"]),
-        batch_size=int(found["batch_size"]),
-        hidden=tuple(int(width) for width in found["hidden"]),
-        lr=float(found["lr"]),
-        momentum=float(found["momentum"]),
+        epochs=hyper.need("epochs", EPOCHS),
+        batch_size=hyper.need("batch_size", BATCH_SIZE),
+        hidden=model.need("hidden", HIDDEN),
+        lr=hyper.need("lr", LR),
+        momentum=hyper.need("momentum", MOMENTUM),
     )
-    names = _field(document, "data", "feature_names")
-    classes = _field(document, "data", "classes")
-    return Recipe(
-        config,
-        str(file),
-        None if names is None else tuple(str(name) for name in names),
-        None if classes is None else tuple(str(name) for name in classes),
-    )
+    names = None if data is None else data.get("feature_names", _DATA.fields["feature_names"])
+    classes = None if data is None else data.get("classes", _DATA.fields["classes"])
+    return Recipe(config, str(file), names, classes)
+
+
+def check_recipe_columns(recipe: Recipe, path: str | Path) -> None:
+    """Refuse reference data that lack a feature column of the recipe (its
+    ``data.feature_names``), naming the recipe, before the data are read."""
+    if recipe.feature_names is None:
+        return
+    columns = read_schema(path).columns
+    missing = [name for name in recipe.feature_names if name not in columns]
+    if missing:
+        raise InputFileError(
+            f"{path}: the reference data must have every feature column of the target, as "
+            f"--recipe {recipe.source} lists them in data.feature_names; "
+            f"{len(missing)} are not in the file. Found {shown(missing[0])} missing."
+        )
+
+
+def check_count(count: int) -> int:
+    """The number of reference models, from 1 to :data:`MAX_MODELS`."""
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_MODELS:
+        raise InvalidInputError(
+            f"--count must be an integer from 1 to {MAX_MODELS:,} reference models. Found {count}."
+        )
+    return count
 
 
 def half_rows(n_records: int, count: int, seed: int) -> list[np.ndarray]:
     """Row indices of each reference model's training half: ⌊n/2⌋ rows drawn without
     replacement, model k's by a generator seeded with ``(seed, k)``; sorted."""
-    check_positive_int("count", count)
+    check_count(count)
     if n_records < 2:
         raise InvalidInputError(f"the reference split needs at least 2 rows. Found {n_records}.")
     return [
@@ -240,6 +298,7 @@ def train_references(
     halves = half_rows(data.n_records, count, seed)
     config = dataclasses.replace(recipe.config, target_epsilon=None, noise_multiplier=None)
     config.validate(halves[0].size)
+    check_memory(config, data)
     folder = Path(out)
     models = []
     for k, rows in enumerate(halves):
