@@ -30,11 +30,9 @@ from __future__ import annotations
 
 import csv
 import io
-import itertools
 import json
 import os
 import tempfile
-import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
@@ -46,6 +44,12 @@ from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.training.results import EpochStats
 from epsstar.training.runs.export import MODEL_FILES
 from epsstar.training.runs.fingerprint import data_fingerprint, fingerprint, fingerprint_change
+from epsstar.training.runs.sweep_config import (
+    MAX_MODELS,
+    GridStrategy,
+    SweepConfig,
+    load_sweep_config,
+)
 from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,6 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "MANIFEST_COLUMNS",
     "MANIFEST_NAME",
+    "MAX_MODELS",
     "GridStrategy",
     "SweepConfig",
     "SweepOutcome",
@@ -64,8 +69,6 @@ __all__ = [
 ]
 
 MANIFEST_NAME = "manifest.csv"
-#: The most models one sweep may describe (strategies × repeats).
-MAX_MODELS = 100_000
 MANIFEST_COLUMNS: tuple[str, ...] = (
     "model",
     "torchscript",
@@ -94,56 +97,6 @@ MANIFEST_COLUMNS: tuple[str, ...] = (
     "population_auroc",
 )
 
-_TOP_KEYS = {
-    "data",
-    "label_column",
-    "population",
-    "features",
-    "out",
-    "repeats",
-    "seed",
-    "model",
-    "baseline",
-    "dp",
-}
-_MODEL_KEYS = {"hidden", "lr", "momentum"}
-_BASELINE_KEYS = {"epochs", "batch_size"}
-_DP_KEYS = {
-    "target_epsilons",
-    "clips",
-    "batch_sizes",
-    "microbatches",
-    "epochs",
-    "delta",
-    "accountant",
-    "max_noise_multiplier",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class GridStrategy:
-    """One strategy of the sweep's grid: a label (also its directory name) and its settings.
-
-    The settings have seed 0; repeat r of the sweep trains with ``seed + r``.
-    """
-
-    label: str
-    config: TrainingConfig
-
-
-@dataclass(frozen=True, slots=True)
-class SweepConfig:
-    """A parsed sweep file; paths are resolved against the file's directory."""
-
-    data: Path
-    label_column: str
-    population: Path | None
-    features: tuple[str, ...] | None
-    out: Path | None
-    repeats: int
-    seed: int
-    strategies: tuple[GridStrategy, ...]
-
 
 @dataclass(frozen=True, slots=True)
 class SweepOutcome:
@@ -154,221 +107,6 @@ class SweepOutcome:
     skipped: int
     manifest: Path
     failed: tuple[str, ...] = ()
-
-
-def _fail(source: Path, message: str) -> InvalidInputError:
-    return InvalidInputError(f"{source}: {message}")
-
-
-def _check_keys(source: Path, table: Any, allowed: set[str], where: str) -> dict[str, Any]:
-    if not isinstance(table, dict):
-        raise _fail(source, f"{where} must be a table. Found {type(table).__name__}.")
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise _fail(
-            source, f"unknown key {unknown[0]!r} in {where}; allowed: {', '.join(sorted(allowed))}."
-        )
-    return table
-
-
-def _as_list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list) else [value]
-
-
-def _number_list(
-    source: Path, table: dict[str, Any], key: str, kind: type, default: Any = None
-) -> list[Any]:
-    if key not in table:
-        if default is None:
-            raise _fail(source, f"missing key {key!r}.")
-        return _as_list(default)
-    values = _as_list(table[key])
-    if not values:
-        raise _fail(source, f"{key} must not be empty.")
-    for value in values:
-        ok = isinstance(value, (int, float)) if kind is float else isinstance(value, int)
-        if isinstance(value, bool) or not ok:
-            raise _fail(source, f"{key} must hold {kind.__name__}s. Found {value!r}.")
-    return values
-
-
-def _number(source: Path, table: dict[str, Any], key: str, default: float) -> float:
-    """A single number setting (``default`` when absent)."""
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _fail(source, f"{key} must be a number. Found {value!r}.")
-    return float(value)
-
-
-def _microbatch_list(source: Path, table: dict[str, Any]) -> list[int | None]:
-    values = _as_list(table.get("microbatches", "per-example"))
-    parsed: list[int | None] = []
-    for value in values:
-        if value == "per-example":
-            parsed.append(None)
-        elif isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-            parsed.append(value)
-        else:
-            raise _fail(
-                source, f"microbatches must be positive integers or 'per-example'. Found {value!r}."
-            )
-    return parsed
-
-
-def _resolve(base: Path, value: Any, key: str, source: Path) -> Path:
-    if not isinstance(value, str) or not value:
-        raise _fail(source, f"{key} must be a path. Found {value!r}.")
-    path = Path(value).expanduser()
-    return path if path.is_absolute() else (base / path)
-
-
-def _fmt(value: float) -> str:
-    return f"{value:g}"
-
-
-def _read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
-    try:
-        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputFileError(f"sweep config does not exist. Found {str(path)!r}.") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise InputFileError(f"could not read sweep config {str(path)!r}: {error}") from None
-
-
-def _data_settings(source: Path, top: dict[str, Any]) -> tuple[str, tuple[str, ...] | None]:
-    """The label column and the optional feature columns (``data`` must be present too)."""
-    for key in ("data", "label_column"):
-        if key not in top:
-            raise _fail(source, f"missing key {key!r}.")
-    label_column = top["label_column"]
-    if not isinstance(label_column, str):
-        raise _fail(source, f"label_column must be a string. Found {label_column!r}.")
-    features = top.get("features")
-    if features is not None and (
-        not isinstance(features, list) or not all(isinstance(f, str) for f in features)
-    ):
-        raise _fail(source, f"features must be a list of column names. Found {features!r}.")
-    return label_column, None if features is None else tuple(features)
-
-
-def _repeats_and_seed(source: Path, top: dict[str, Any]) -> tuple[int, int]:
-    repeats = top.get("repeats", 1)
-    seed = top.get("seed", 0)
-    for key, value in (("repeats", repeats), ("seed", seed)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < (key == "repeats"):
-            raise _fail(
-                source, f"{key} must be an integer ≥ {int(key == 'repeats')}. Found {value!r}."
-            )
-    return repeats, seed
-
-
-def _model_settings(source: Path, top: dict[str, Any]) -> TrainingConfig:
-    """The [model] table as the settings every strategy starts from."""
-    model = _check_keys(source, top.get("model", {}), _MODEL_KEYS, "[model]")
-    hidden = model.get("hidden", [])
-    if not isinstance(hidden, list) or not all(
-        isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in hidden
-    ):
-        raise _fail(source, f"hidden must be a list of positive integers. Found {hidden!r}.")
-    return TrainingConfig(
-        epochs=1,
-        hidden=tuple(hidden),
-        lr=_number(source, model, "lr", 0.01),
-        momentum=_number(source, model, "momentum", 0.9),
-    )
-
-
-def _baseline_strategies(source: Path, table: Any, common: TrainingConfig) -> list[GridStrategy]:
-    """One non-private strategy per epoch count of the [baseline] table."""
-    baseline = _check_keys(source, table, _BASELINE_KEYS, "[baseline]")
-    batch = _number_list(source, baseline, "batch_size", int, default=64)
-    if len(batch) != 1:
-        raise _fail(source, "[baseline] batch_size must be a single integer.")
-    return [
-        GridStrategy(f"nonprivate-e{epochs}", replace(common, epochs=epochs, batch_size=batch[0]))
-        for epochs in _number_list(source, baseline, "epochs", int)
-    ]
-
-
-def _dp_strategies(source: Path, table: Any, common: TrainingConfig) -> list[GridStrategy]:
-    """The [dp] grid: target ε × clip × batch size × microbatches × epochs, in that order."""
-    dp = _check_keys(source, table, _DP_KEYS, "[dp]")
-    accountant = dp.get("accountant", "pld")
-    if not isinstance(accountant, str):
-        raise _fail(source, f"accountant must be a name. Found {accountant!r}.")
-    shared = replace(
-        common,
-        delta=None if "delta" not in dp else _number(source, dp, "delta", 0.0),
-        accountant=accountant,
-        max_noise_multiplier=_number(source, dp, "max_noise_multiplier", 1000.0),
-    )
-    grid = itertools.product(
-        _number_list(source, dp, "target_epsilons", float),
-        _number_list(source, dp, "clips", float, default=1.0),
-        _number_list(source, dp, "batch_sizes", int, default=64),
-        _microbatch_list(source, dp),
-        _number_list(source, dp, "epochs", int),
-    )
-    return [
-        GridStrategy(
-            f"dp-eps{_fmt(epsilon)}-C{_fmt(clip)}-B{batch_size}-"
-            f"m{'ex' if groups is None else groups}-e{epochs}",
-            replace(
-                shared,
-                epochs=epochs,
-                batch_size=batch_size,
-                clip=float(clip),
-                target_epsilon=float(epsilon),
-                microbatches=groups,
-            ),
-        )
-        for epsilon, clip, batch_size, groups, epochs in grid
-    ]
-
-
-def _grid(source: Path, top: dict[str, Any]) -> tuple[GridStrategy, ...]:
-    """Every strategy of the [baseline] and [dp] tables; labels must be distinct."""
-    common = _model_settings(source, top)
-    strategies: list[GridStrategy] = []
-    if "baseline" in top:
-        strategies += _baseline_strategies(source, top["baseline"], common)
-    if "dp" in top:
-        strategies += _dp_strategies(source, top["dp"], common)
-    if not strategies:
-        raise _fail(source, "the sweep needs a [baseline] or a [dp] table.")
-    labels = [strategy.label for strategy in strategies]
-    duplicate = next((label for label in labels if labels.count(label) > 1), None)
-    if duplicate is not None:
-        raise _fail(source, f"strategy {duplicate!r} appears twice in the grid.")
-    return tuple(strategies)
-
-
-def load_sweep_config(path: str | os.PathLike[str]) -> SweepConfig:
-    """Parse and validate a sweep TOML file (errors name the file and the key)."""
-    source = Path(path)
-    top = _check_keys(source, _read_document(path), _TOP_KEYS, "the top level")
-    base = source.resolve().parent
-    label_column, features = _data_settings(source, top)
-    repeats, seed = _repeats_and_seed(source, top)
-    strategies = _grid(source, top)
-    if len(strategies) * repeats > MAX_MODELS:
-        raise _fail(
-            source,
-            f"the sweep describes too many models ({len(strategies)} strategies × {repeats} "
-            f"repeats); at most {MAX_MODELS:,} are allowed. Found {len(strategies) * repeats:,}.",
-        )
-    return SweepConfig(
-        data=_resolve(base, top["data"], "data", source),
-        label_column=label_column,
-        population=None
-        if top.get("population") is None
-        else _resolve(base, top["population"], "population", source),
-        features=features,
-        out=None if top.get("out") is None else _resolve(base, top["out"], "out", source),
-        repeats=repeats,
-        seed=seed,
-        strategies=strategies,
-    )
 
 
 def _runs(config: SweepConfig) -> Iterator[tuple[GridStrategy, int]]:
