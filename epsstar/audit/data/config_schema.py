@@ -36,6 +36,7 @@ __all__ = [
     "MAX_BYTES",
     "MAX_DEPTH",
     "Anything",
+    "Cell",
     "Fields",
     "Flag",
     "Integer",
@@ -52,7 +53,10 @@ __all__ = [
     "check_depth",
     "load_document",
     "parse_json",
+    "parse_json_object",
     "parse_toml",
+    "read_json",
+    "read_text",
     "shown",
 ]
 
@@ -272,6 +276,32 @@ class Scalar(Spec["str | int | float | bool"]):
 
 
 @dataclass(frozen=True, slots=True)
+class Cell(Spec["str | int | float | bool | tuple[str | int | float | bool, ...] | None"]):
+    """A hyper-parameter's value: null, a :class:`Scalar`, or a list of up to ``max_items``."""
+
+    max_items: int = 1_000
+
+    @property
+    def rule(self) -> str:
+        return (
+            f"null, a text, a finite number, true/false or a list of at most {self.max_items} "
+            "of them"
+        )
+
+    def check(
+        self, value: object, where: Where
+    ) -> str | int | float | bool | tuple[str | int | float | bool, ...] | None:
+        if value is None:
+            return None
+        if isinstance(value, list) and len(value) <= self.max_items:
+            return tuple(Scalar().check(item, where.at(index)) for index, item in enumerate(value))
+        try:
+            return Scalar().check(value, where)
+        except InputFileError:
+            raise where.error(self.rule, value) from None
+
+
+@dataclass(frozen=True, slots=True)
 class Anything(Spec[Any]):
     """Any value: a field that is read elsewhere, or not at all (its depth is bounded)."""
 
@@ -404,7 +434,7 @@ class Table(Spec[Fields]):
 
     @staticmethod
     def _checked(spec: Spec[Any], item: object, where: Where) -> object:
-        if item is None and not isinstance(spec, Nullable | Anything):
+        if item is None and not isinstance(spec, Nullable | Anything | Cell):
             return None  # absent and null are alike; `need` refuses a required one
         return spec.check(item, where)
 
@@ -444,6 +474,14 @@ def parse_json(text: str, where: Where, limit: int = MAX_DEPTH) -> JsonValue:
     return document
 
 
+def parse_json_object(text: str, where: Where, limit: int = 16) -> dict[str, JsonValue]:
+    """A JSON object (``--storage-options``): any keys, values nested at most ``limit`` deep."""
+    document = parse_json(text, where, limit)
+    if not isinstance(document, dict):
+        raise InputFileError(f"{where.source}: must be a JSON object. Found {shown(text)}.")
+    return document
+
+
 def parse_toml(text: str, where: Where) -> JsonValue:
     """``tomllib.loads`` with its errors, deep recursion among them, as one line."""
     try:
@@ -460,22 +498,19 @@ def parse_toml(text: str, where: Where) -> JsonValue:
     return document
 
 
-def load_document(path: str | Path, what: str, *, max_bytes: int = MAX_BYTES) -> JsonValue:
-    """The JSON (``.json``) or TOML (``.toml``) document in ``path``, read as UTF-8 within
-    ``max_bytes`` and :data:`MAX_DEPTH`; ``what`` names it in errors of a missing file."""
+def read_text(path: str | Path, what: str, *, max_bytes: int = MAX_BYTES) -> str:
+    """The UTF-8 text of the file ``path`` (a byte-order mark dropped), at most ``max_bytes``
+    long; ``what`` names it in the errors."""
     file = Path(path)
-    suffix = file.suffix.lower()
-    if suffix not in (".json", ".toml"):
-        raise InputFileError(f"{what} must be a .json or .toml file. Found {str(file)!r}.")
     try:
-        size = file.stat().st_size
         if file.is_dir():
             raise InputFileError(f"{what} must be a file, not a directory. Found {str(file)!r}.")
+        size = file.stat().st_size
         if size > max_bytes:
             raise InputFileError(
                 f"{what} must be at most {max_bytes:,} bytes. Found {size:,} in {str(file)!r}."
             )
-        text = file.read_bytes().decode("utf-8-sig")
+        return file.read_bytes().decode("utf-8-sig")
     except FileNotFoundError:
         raise InputFileError(f"{what}: no such file. Found {str(file)!r}.") from None
     except UnicodeDecodeError as error:
@@ -488,5 +523,20 @@ def load_document(path: str | Path, what: str, *, max_bytes: int = MAX_BYTES) ->
         raise InputFileError(
             f"{what}: cannot read ({error.strerror or error}). Found {str(file)!r}."
         ) from None
+
+
+def read_json(path: str | Path, what: str, *, max_bytes: int = MAX_BYTES) -> JsonValue:
+    """The JSON document in ``path``, within ``max_bytes`` and :data:`MAX_DEPTH`."""
+    return parse_json(read_text(path, what, max_bytes=max_bytes), Where(str(path)))
+
+
+def load_document(path: str | Path, what: str, *, max_bytes: int = MAX_BYTES) -> JsonValue:
+    """The JSON (``.json``) or TOML (``.toml``) document in ``path``, read as UTF-8 within
+    ``max_bytes`` and :data:`MAX_DEPTH`; ``what`` names it in the errors."""
+    file = Path(path)
+    suffix = file.suffix.lower()
+    if suffix not in (".json", ".toml"):
+        raise InputFileError(f"{what} must be a .json or .toml file. Found {str(file)!r}.")
+    text = read_text(file, what, max_bytes=max_bytes)
     where = Where(str(file))
     return parse_json(text, where) if suffix == ".json" else parse_toml(text, where)

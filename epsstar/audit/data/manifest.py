@@ -18,10 +18,10 @@ from typing import Any
 
 from epsstar.audit.data.config_schema import (
     Anything,
+    Cell,
     Integer,
     ListOf,
     Nullable,
-    Scalar,
     Table,
     Text,
     Where,
@@ -51,7 +51,7 @@ ENTRY = Table(
         "outputs": Nullable(Text(choices=("probabilities", "logits"))),
     },
     required=("model", "train", "population", "label_column"),
-    extra=Scalar(),
+    extra=Cell(),
 )
 #: A TOML manifest: its ``[[models]]`` and, at the top, defaults for every model.
 MODELS = ListOf(Table({}, extra=Anything()), min_items=1, max_items=MAX_MODELS)
