@@ -107,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         population=population,
         overwrite=args.overwrite,
         progress=False if args.quiet else None,
+        inputs=[("--data", args.data)]
+        + ([] if args.population is None else [("--population", args.population)]),
     )
     if not args.quiet:
         print(summarise(result.to_dict()))

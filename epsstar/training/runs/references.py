@@ -19,6 +19,10 @@ trained some other way.
 from __future__ import annotations
 
 import dataclasses
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -35,9 +39,12 @@ from epsstar.audit.data.config_schema import (
     load_document,
     shown,
 )
+from epsstar.audit.data.files import atomic_write_json
 from epsstar.audit.data.tables import read_schema
+from epsstar.audit.output.staging import interrupts_deferred, refuse_replacing_inputs
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.training.data.tables import TabularData
+from epsstar.training.runs.export import MODEL_FILES, check_output_dir
 from epsstar.training.runs.settings import BATCH_SIZE, EPOCHS, HIDDEN, LR, MOMENTUM, NAME
 from epsstar.training.trainer import TrainingConfig, check_memory
 
@@ -57,6 +64,8 @@ __all__ = [
     "train_references",
 ]
 
+#: The file that lists the reference models of a run.
+REFERENCES_FILE: Final[str] = "references.json"
 #: The most reference models one run may train.
 MAX_MODELS: Final[int] = 1_000
 
@@ -264,6 +273,61 @@ class ReferencesResult:
         }
 
 
+def _outputs(folder: Path, count: int) -> list[tuple[str, Path]]:
+    """Every file a run of ``count`` reference models writes into ``folder``."""
+    files = [("--out", folder / REFERENCES_FILE)]
+    for k in range(count):
+        files += [("--out", folder / f"ref-{k + 1:02d}" / name) for name in MODEL_FILES.values()]
+    return files
+
+
+def _place(staged: Path, target: Path) -> bool:
+    """Move a model folder trained in ``staged`` to ``target``; into an existing folder
+    file by file, ``training.json`` last (its other files are left alone). True when
+    ``target`` was made."""
+    if not target.exists():
+        os.rename(staged, target)
+        return True
+    (target / MODEL_FILES["record"]).unlink(missing_ok=True)
+    for name in (MODEL_FILES["onnx"], MODEL_FILES["torchscript"], MODEL_FILES["record"]):
+        os.replace(staged / name, target / name)
+    return False
+
+
+def _commit(staging: Path, folder: Path, result: ReferencesResult) -> None:
+    """Put every trained model in place and write ``references.json``, Ctrl-C deferred;
+    a failure removes the model folders this commit made."""
+    made: list[Path] = []
+    try:
+        with interrupts_deferred():
+            for model in result.models:
+                target = Path(model.directory)
+                if _place(staging / target.name, target):
+                    made.append(target)
+            atomic_write_json(folder / REFERENCES_FILE, result.to_dict())
+    except BaseException:
+        for target in made:
+            shutil.rmtree(target, ignore_errors=True)
+        raise
+
+
+def _check_references(
+    data: TabularData, population: TabularData | None, config: TrainingConfig, rows: int
+) -> None:
+    """Refuse a population that shares rows with the reference data, settings that cannot
+    run on a half, and a network that does not fit in memory."""
+    if population is not None:
+        count_shared, first = shared_rows(data, population)
+        if count_shared:
+            raise InvalidInputError(
+                f"the reference data must hold no population record, or LiRA and RMIA are "
+                f"not valid tests; {count_shared} row(s) are also in {population.source}, the "
+                f"first at row {first}. Found {data.source!r}."
+            )
+    config.validate(rows)
+    check_memory(config, data)
+
+
 def train_references(
     data: TabularData,
     recipe: Recipe,
@@ -274,55 +338,61 @@ def train_references(
     population: TabularData | None = None,
     overwrite: bool = False,
     progress: bool | None = None,
+    inputs: Sequence[tuple[str, str | os.PathLike[str]]] = (),
 ) -> ReferencesResult:
     """Train ``count`` reference models into ``out/ref-01``, ``out/ref-02``, ... (each
     with model.onnx, model.pt and training.json) and write ``out/references.json``.
 
     ``data`` is the reference split; ``population``, when given, is checked to share no
     row with it. Model k is trained by the non-private loop on :func:`half_rows` ``[k]``
-    with the recipe's settings and the seed ``seed + k``.
+    with the recipe's settings and the seed ``seed + k``. ``inputs`` (``(option, path)``)
+    are the files the run read, with the recipe: no output may replace one. The models are
+    trained in a hidden folder inside ``out`` and moved into place together once all are
+    trained; an error or Ctrl-C before that removes every folder this run made and leaves
+    the folders that were there as they were.
     """
-    from epsstar.audit.data.files import atomic_write_json
-    from epsstar.training.runs.export import MODEL_FILES, check_output_dir
-    from epsstar.training.runs.pipeline import train_to_directory
+    from epsstar.training.runs.pipeline import first_missing, train_to_directory
 
-    if population is not None:
-        count_shared, first = shared_rows(data, population)
-        if count_shared:
-            raise InvalidInputError(
-                f"the reference data must hold no population record, or LiRA and RMIA are "
-                f"not valid tests; {count_shared} row(s) are also in {population.source}, the "
-                f"first at row {first}. Found {data.source!r}."
-            )
     check_output_dir(out, overwrite)
+    folder = Path(out)
+    read = [*inputs, *([] if recipe.source is None else [("--recipe", recipe.source)])]
+    refuse_replacing_inputs(_outputs(folder, count), read)
     halves = half_rows(data.n_records, count, seed)
     config = dataclasses.replace(recipe.config, target_epsilon=None, noise_multiplier=None)
-    config.validate(halves[0].size)
-    check_memory(config, data)
-    folder = Path(out)
-    models = []
-    for k, rows in enumerate(halves):
-        directory = folder / f"ref-{k + 1:02d}"
-        train_to_directory(
-            half_of(data, rows, k),
-            dataclasses.replace(config, seed=seed + k),
-            directory,
-            overwrite=overwrite,
-            progress=progress,
-            description=f"reference {k + 1}/{count}",
-        )
-        models.append(
-            ReferenceModel(
-                str(directory), str(directory / MODEL_FILES["onnx"]), rows.size, seed + k
+    _check_references(data, population, config, halves[0].size)
+    created = first_missing(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".epsstar-references-", dir=folder))
+    try:
+        models = []
+        for k, rows in enumerate(halves):
+            name = f"ref-{k + 1:02d}"
+            train_to_directory(
+                half_of(data, rows, k),
+                dataclasses.replace(config, seed=seed + k),
+                staging / name,
+                progress=progress,
+                description=f"reference {k + 1}/{count}",
             )
+            directory = folder / name
+            models.append(
+                ReferenceModel(
+                    str(directory), str(directory / MODEL_FILES["onnx"]), rows.size, seed + k
+                )
+            )
+        result = ReferencesResult(
+            recipe=recipe,
+            data=data.source,
+            n_reference_rows=data.n_records,
+            population_checked=None if population is None else population.source,
+            seed=seed,
+            models=tuple(models),
         )
-    result = ReferencesResult(
-        recipe=recipe,
-        data=data.source,
-        n_reference_rows=data.n_records,
-        population_checked=None if population is None else population.source,
-        seed=seed,
-        models=tuple(models),
-    )
-    atomic_write_json(folder / "references.json", result.to_dict())
+        _commit(staging, folder, result)
+    except BaseException:
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return result

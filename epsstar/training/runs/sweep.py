@@ -28,10 +28,12 @@ the sweep again trains the missing ones.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -39,18 +41,22 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from epsstar.audit.data.config_schema import JsonObject
 from epsstar.audit.data.files import atomic_write_bytes
+from epsstar.audit.output.staging import refuse_replacing_inputs
 from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.training.data.tables import TabularData
 from epsstar.training.results import EpochStats
 from epsstar.training.runs.export import MODEL_FILES
 from epsstar.training.runs.fingerprint import data_fingerprint, fingerprint, fingerprint_change
+from epsstar.training.runs.pipeline import first_missing, load_inputs, train_to_directory
 from epsstar.training.runs.sweep_config import (
     MAX_MODELS,
     GridStrategy,
     SweepConfig,
     load_sweep_config,
 )
-from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy
+from epsstar.training.trainer import PrivacyPlan, TrainingConfig, check_memory, plan_privacy
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.engines.dask_engine import Engine, TaskOutcome
@@ -372,6 +378,111 @@ def _sweep_on_dask(
     return trained[0], tuple(failures)
 
 
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """What every model of one sweep shares: the data, their fingerprint and the σ plans."""
+
+    data: TabularData
+    population: TabularData | None
+    data_part: JsonObject
+    plans: dict[str, PrivacyPlan | None]
+
+
+def _outputs(config: SweepConfig, target: Path) -> list[tuple[str, Path]]:
+    """Every file the sweep may write (model files, engine files, the manifest)."""
+    names = [*MODEL_FILES.values(), ENGINE_FILE]
+    files = [("--out", target / MANIFEST_NAME)]
+    for strategy, repeat in _runs(config):
+        files += [("--out", target / strategy.label / str(repeat) / name) for name in names]
+    return files
+
+
+def _inputs(config: SweepConfig) -> list[tuple[str, Path]]:
+    """The files the sweep reads: its data, population and configuration file."""
+    found = [("the sweep's data", config.data)]
+    if config.population is not None:
+        found.append(("the sweep's population", config.population))
+    if config.source is not None:
+        found.append(("the sweep config", config.source))
+    return found
+
+
+@contextlib.contextmanager
+def _made_for(target: Path) -> Iterator[None]:
+    """Make ``target``; if the block fails before a model is finished there, remove the
+    folders made for it."""
+    created = first_missing(target)
+    target.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
+    except BaseException:
+        if created is not None and not any(target.glob(f"*/*/{MODEL_FILES['record']}")):
+            shutil.rmtree(created, ignore_errors=True)
+        raise
+
+
+def _train_here(
+    config: SweepConfig,
+    target: Path,
+    finished: set[tuple[str, int]],
+    job: _Job,
+    hooks: _Hooks,
+) -> int:
+    """Train every unfinished model in this process, one after another; how many."""
+    runs = list(_runs(config))
+    trained = 0
+    for index, (strategy, repeat) in enumerate(runs, start=1):
+        folder = target / strategy.label / str(repeat)
+        if (strategy.label, repeat) in finished:
+            continue
+        if strategy.label not in job.plans:
+            if strategy.config.target_epsilon is not None:
+                hooks.say(f"{strategy.label}: choosing the noise multiplier for the target ε ...")
+                if hooks.on_plan is not None:
+                    hooks.on_plan(strategy.label)
+            job.plans[strategy.label] = plan_privacy(strategy.config, job.data.n_records)
+        if folder.is_dir():
+            for leftover in folder.glob(".*.tmp"):
+                leftover.unlink()
+            (folder / ENGINE_FILE).unlink(missing_ok=True)  # from an earlier run on a cluster
+        result = train_to_directory(
+            job.data,
+            replace(strategy.config, seed=config.seed + repeat),
+            folder,
+            population=job.population,
+            overwrite=True,
+            progress=hooks.progress,
+            description=f"[{index}/{len(runs)}] {strategy.label} #{repeat}",
+            plan=job.plans[strategy.label],
+            on_epoch=None
+            if hooks.on_epoch is None
+            else partial(hooks.on_epoch, strategy.label, repeat),
+            data_part=job.data_part,
+        )
+        trained += 1
+        write_manifest(config, target)
+        epsilon = "" if result.privacy is None else f", epsilon {result.privacy.epsilon:.4g}"
+        hooks.say(
+            f"[{index}/{len(runs)}] {strategy.label} repeat {repeat}: done in "
+            f"{result.wall_time_seconds:.1f} s{epsilon}"
+        )
+    return trained
+
+
+@dataclass(frozen=True, slots=True)
+class _Hooks:
+    """How a sweep reports: progress bars, log lines, epochs and σ searches."""
+
+    progress: bool | None
+    log: Callable[[str], None] | None
+    on_epoch: Callable[[str, int, EpochStats], None] | None
+    on_plan: Callable[[str], None] | None
+
+    def say(self, message: str) -> None:
+        if self.log is not None:
+            self.log(message)
+
+
 def run_sweep(
     config: SweepConfig,
     out: str | os.PathLike[str] | None = None,
@@ -389,66 +500,39 @@ def run_sweep(
     no ``on_epoch``: see the module's description).
 
     Finished models made with other settings or data are refused unless ``overwrite``
-    (see the module's description). ``on_epoch(strategy label, repeat, stats)`` is called
-    after every epoch, ``on_plan(strategy label)`` before the noise multiplier of a
-    target ε is searched.
+    (see the module's description), and so is an output file that would replace the
+    data, the population or the sweep file. ``on_epoch(strategy label, repeat, stats)`` is
+    called after every epoch, ``on_plan(strategy label)`` before the noise multiplier of a
+    target ε is searched. A Ctrl-C or an error leaves the model being trained unwritten,
+    and removes the output folder if this run made it and finished no model in it.
     """
-    from epsstar.training.runs.pipeline import load_inputs, train_to_directory
-
     target = _output_directory(config, out)
+    refuse_replacing_inputs(_outputs(config, target), _inputs(config))
     data, population = load_inputs(
         config.data, config.label_column, config.population, config.features
     )
     for strategy in config.strategies:
         strategy.config.validate(data.n_records)
+        check_memory(strategy.config, data)
     data_part = data_fingerprint(data, population)
     finished = _finished_runs(config, target, data_part, overwrite) if target.is_dir() else set()
-    target.mkdir(parents=True, exist_ok=True)
-    plans: dict[str, PrivacyPlan | None] = {}
-    runs = list(_runs(config))
-    if engine is not None and engine.name == "dask":
-        pending = [run for run in runs if (run[0].label, run[1]) not in finished]
-        job = {"plans": _plans(pending, data.n_records, log), "data_part": data_part}
-        done, failed = _sweep_on_dask(
-            config, target, pending, engine, job | {"threads": threads}, log
+    with _made_for(target):
+        if engine is not None and engine.name == "dask":
+            pending = [run for run in _runs(config) if (run[0].label, run[1]) not in finished]
+            job = {"plans": _plans(pending, data.n_records, log), "data_part": data_part}
+            done, failed = _sweep_on_dask(
+                config, target, pending, engine, job | {"threads": threads}, log
+            )
+            manifest = write_manifest(config, target)
+            return SweepOutcome(
+                trained=done, skipped=len(finished), manifest=manifest, failed=failed
+            )
+        trained = _train_here(
+            config,
+            target,
+            finished,
+            _Job(data, population, data_part, {}),
+            _Hooks(progress, log, on_epoch, on_plan),
         )
         manifest = write_manifest(config, target)
-        return SweepOutcome(trained=done, skipped=len(finished), manifest=manifest, failed=failed)
-    trained = 0
-    for index, (strategy, repeat) in enumerate(runs, start=1):
-        folder = target / strategy.label / str(repeat)
-        if (strategy.label, repeat) in finished:
-            continue
-        if strategy.label not in plans:
-            if strategy.config.target_epsilon is not None:
-                if log is not None:
-                    log(f"{strategy.label}: choosing the noise multiplier for the target ε ...")
-                if on_plan is not None:
-                    on_plan(strategy.label)
-            plans[strategy.label] = plan_privacy(strategy.config, data.n_records)
-        if folder.is_dir():
-            for leftover in folder.glob(".*.tmp"):
-                leftover.unlink()
-            (folder / ENGINE_FILE).unlink(missing_ok=True)  # from an earlier run on a cluster
-        result = train_to_directory(
-            data,
-            replace(strategy.config, seed=config.seed + repeat),
-            folder,
-            population=population,
-            overwrite=True,
-            progress=progress,
-            description=f"[{index}/{len(runs)}] {strategy.label} #{repeat}",
-            plan=plans[strategy.label],
-            on_epoch=None if on_epoch is None else partial(on_epoch, strategy.label, repeat),
-            data_part=data_part,
-        )
-        trained += 1
-        write_manifest(config, target)
-        if log is not None:
-            epsilon = "" if result.privacy is None else f", epsilon {result.privacy.epsilon:.4g}"
-            log(
-                f"[{index}/{len(runs)}] {strategy.label} repeat {repeat}: done in "
-                f"{result.wall_time_seconds:.1f} s{epsilon}"
-            )
-    manifest = write_manifest(config, target)
     return SweepOutcome(trained=trained, skipped=len(finished), manifest=manifest)

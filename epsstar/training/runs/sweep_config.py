@@ -74,6 +74,8 @@ class SweepConfig:
     repeats: int
     seed: int
     strategies: tuple[GridStrategy, ...]
+    #: The sweep file, when read from one (an input no output may replace).
+    source: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,4 +275,5 @@ def load_sweep_config(path: str | os.PathLike[str]) -> SweepConfig:
         repeats=repeats,
         seed=top.get("seed", SEED) or 0,
         strategies=_grid(source, top),
+        source=source,
     )
