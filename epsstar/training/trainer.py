@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from epsstar.audit.data.config_schema import JsonObject
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_delta, check_in_range, check_positive_int
 from epsstar.statistics.utility import auroc
@@ -301,7 +302,7 @@ _CLOSED_FORM_SOURCE = (
 )
 
 
-def _bayes_security(plan: PrivacyPlan) -> dict[str, dict[str, object]]:
+def _bayes_security(plan: PrivacyPlan) -> dict[str, JsonObject]:
     """Per neighbouring relation: the exact β* from the PLD beside Corollary 7's closed form."""
     from epsstar.statistics.readings.conversions import (
         bayes_security_dpsgd,
@@ -313,7 +314,7 @@ def _bayes_security(plan: PrivacyPlan) -> dict[str, dict[str, object]]:
     # dp_accounting's substitution pair assumes an unsampled record contributes nothing, which
     # holds for per-example clipping only (a microbatch is released with or without it).
     per_example = plan.sensitivity_factor == 1.0
-    readings: dict[str, dict[str, object]] = {}
+    readings: dict[str, JsonObject] = {}
     for relation, sigma in (
         ("add_remove", plan.accounting_noise_multiplier),
         ("substitution", plan.noise_multiplier),

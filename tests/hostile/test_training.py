@@ -140,8 +140,14 @@ CHANGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "other-label-column": (_change_label, "the training data (content hash) changed"),
     "other-seed": (_change_seed, "seed changed from 3 to 4"),
     "no-fingerprint": (_drop_fingerprint, "has no fingerprint (it was trained by an older"),
-    "corrupt-training-json": (_corrupt_record, "its training.json cannot be read (Expecting"),
-    "gutted-training-json": (_gut_record, "its training.json has no key 'privacy'"),
+    "corrupt-training-json": (
+        _corrupt_record,
+        "its training.json cannot be read (must be JSON (Expecting",
+    ),
+    "gutted-training-json": (
+        _gut_record,
+        "is not as epsstar writes it (missing private, hyperparameters, utility, model)",
+    ),
     "model-file-deleted": (_delete_model, "its model.onnx is missing"),
 }
 

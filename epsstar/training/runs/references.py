@@ -31,6 +31,7 @@ import numpy as np
 
 from epsstar.audit.data.config_schema import (
     Anything,
+    JsonObject,
     ListOf,
     Nullable,
     Spec,
@@ -94,7 +95,7 @@ class Recipe:
     def proxy(self) -> bool:
         return self.source is None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "source": self.source,
             "proxy": self.proxy,
@@ -244,7 +245,7 @@ class ReferenceModel:
     n_records: int
     seed: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return dataclasses.asdict(self)
 
 
@@ -259,7 +260,7 @@ class ReferencesResult:
     seed: int
     models: tuple[ReferenceModel, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "schema_version": SCHEMA_VERSION,
             "recipe": self.recipe.to_dict(),

@@ -39,9 +39,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from epsstar.audit.data.config_schema import JsonObject
+from epsstar.audit.data.config_schema import Fields, JsonObject, Where, read_json
 from epsstar.audit.data.files import atomic_write_bytes
 from epsstar.audit.output.staging import refuse_replacing_inputs
 from epsstar.exceptions import InputFileError, InvalidInputError
@@ -50,6 +50,7 @@ from epsstar.training.results import EpochStats
 from epsstar.training.runs.export import MODEL_FILES
 from epsstar.training.runs.fingerprint import data_fingerprint, fingerprint, fingerprint_change
 from epsstar.training.runs.pipeline import first_missing, load_inputs, train_to_directory
+from epsstar.training.runs.record import RECORD_SCHEMA, ManifestCell, read_record, record_cells
 from epsstar.training.runs.sweep_config import (
     MAX_MODELS,
     GridStrategy,
@@ -121,19 +122,16 @@ def _runs(config: SweepConfig) -> Iterator[tuple[GridStrategy, int]]:
             yield strategy, repeat
 
 
-def _cell(value: Any) -> Any:
+def _cell(value: ManifestCell) -> str | int | float | bool:
     if value is None:
         return ""
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, tuple):
         return ",".join(str(item) for item in value)
     return value
 
 
-def _row(config: SweepConfig, label: str, repeat: int, record: dict[str, Any]) -> dict[str, Any]:
-    """The manifest row of one finished model from its ``training.json`` document."""
-    privacy = record["privacy"] or {}
-    hyper = record["hyperparameters"]
-    population = record["utility"]["population"] or {}
+def _row(config: SweepConfig, label: str, repeat: int, record: Fields) -> dict[str, ManifestCell]:
+    """The manifest row of one finished model from its checked ``training.json``."""
     relative = Path(label) / str(repeat)
     return {
         "model": (relative / MODEL_FILES["onnx"]).as_posix(),
@@ -144,51 +142,23 @@ def _row(config: SweepConfig, label: str, repeat: int, record: dict[str, Any]) -
         "features": config.features,
         "strategy": label,
         "repeat": repeat,
-        "private": record["private"],
-        "epochs": hyper["epochs"],
-        "batch_size": hyper["batch_size"],
-        "clip": hyper["clip"],
-        "microbatches": hyper["microbatches"],
-        "target_epsilon": privacy.get("target_epsilon"),
-        "epsilon": privacy.get("epsilon"),
-        "delta": privacy.get("delta"),
-        "noise_multiplier": privacy.get("noise_multiplier"),
-        "accountant": (privacy.get("accountant") or {}).get("name"),
-        "hidden": record["model"]["hidden"],
-        "lr": hyper["lr"],
-        "momentum": hyper["momentum"],
-        "seed": hyper["seed"],
-        "train_accuracy": record["utility"]["train"]["accuracy"],
-        "population_accuracy": population.get("accuracy"),
-        "population_auroc": population.get("auroc"),
+        **record_cells(record),
     }
 
 
-def _row_problem(config: SweepConfig, label: str, repeat: int, record: Any) -> str | None:
-    """Why ``record`` gives no manifest row (a key missing or of the wrong type), if it does not."""
-    try:
-        _row(config, label, repeat, record)
-    except KeyError as error:
-        return f"its {MODEL_FILES['record']} has no key {error}"
-    except (TypeError, AttributeError):
-        return f"its {MODEL_FILES['record']} does not have the layout epsstar writes"
-    return None
-
-
-def manifest_rows(config: SweepConfig, out: Path) -> list[dict[str, Any]]:
+def manifest_rows(config: SweepConfig, out: Path) -> list[dict[str, ManifestCell]]:
     """One row per finished model of the sweep, in grid order."""
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, ManifestCell]] = []
     for strategy, repeat in _runs(config):
         record_path = out / strategy.label / str(repeat) / MODEL_FILES["record"]
         if not record_path.is_file():
             continue
         try:
-            record = json.loads(record_path.read_text(encoding="utf-8"))
-            rows.append(_row(config, strategy.label, repeat, record))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+            rows.append(_row(config, strategy.label, repeat, read_record(record_path)))
+        except InputFileError as error:
             raise InputFileError(
-                f"cannot list a finished model in the manifest ({type(error).__name__}: "
-                f"{error}); pass --overwrite to train it again. Found {str(record_path)!r}."
+                f"cannot list a finished model in the manifest ({error}); pass --overwrite to "
+                f"train it again. Found {str(record_path)!r}."
             ) from None
     return rows
 
@@ -205,24 +175,35 @@ def write_manifest(config: SweepConfig, out: Path) -> Path:
     return path
 
 
-def _record_problem(config: SweepConfig, folder: Path, expected: dict[str, Any]) -> str | None:
+def _record_problem(folder: Path, expected: JsonObject) -> str | None:
     """Why the finished model in ``folder`` is not the one ``expected`` describes, if it is not."""
+    path = folder / MODEL_FILES["record"]
     try:
-        document = json.loads((folder / MODEL_FILES["record"]).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        return f"its {MODEL_FILES['record']} cannot be read ({error})"
+        document = read_json(path, MODEL_FILES["record"])
+    except InputFileError as error:
+        return f"its {MODEL_FILES['record']} cannot be read ({_reason(error, path)})"
     if not isinstance(document, dict):
         return f"its {MODEL_FILES['record']} is not a JSON object"
     for kind in ("onnx", "torchscript"):
         if not (folder / MODEL_FILES[kind]).is_file():
             return f"its {MODEL_FILES[kind]} is missing"
-    return fingerprint_change(document.get("fingerprint"), expected) or _row_problem(
-        config, folder.parent.name, int(folder.name), document
-    )
+    change = fingerprint_change(document.get("fingerprint"), expected)
+    if change is not None:
+        return change
+    try:
+        RECORD_SCHEMA.check(document, Where(str(path)))
+    except InputFileError as error:
+        return f"its {MODEL_FILES['record']} is not as epsstar writes it ({_reason(error, path)})"
+    return None
+
+
+def _reason(error: InputFileError, path: Path) -> str:
+    """The error's message without the file it names first (the caller names it)."""
+    return str(error).removeprefix(f"{path}: ").split(". Found ")[0].rstrip(".")
 
 
 def _finished_runs(
-    config: SweepConfig, target: Path, data_part: dict[str, Any], overwrite: bool
+    config: SweepConfig, target: Path, data_part: JsonObject, overwrite: bool
 ) -> set[tuple[str, int]]:
     """The runs whose finished model can be kept; refuses any other finished model.
 
@@ -235,7 +216,7 @@ def _finished_runs(
         if not (folder / MODEL_FILES["record"]).is_file():
             continue
         expected = fingerprint(replace(strategy.config, seed=config.seed + repeat), data_part)
-        problem = _record_problem(config, folder, expected)
+        problem = _record_problem(folder, expected)
         if problem is None:
             finished.add((strategy.label, repeat))
         elif overwrite:
@@ -268,7 +249,7 @@ def _train_task(
     config: SweepConfig,
     settings: TrainingConfig,
     plan: PrivacyPlan | None,
-    data_part: dict[str, Any],
+    data_part: JsonObject,
     threads: int | None,
 ) -> tuple[dict[str, bytes], float, float | None]:
     """Dask task: train one model into a scratch folder; its files, seconds and ε.
@@ -324,7 +305,7 @@ def _sweep_on_dask(
     target: Path,
     pending: list[tuple[GridStrategy, int]],
     engine: Engine,
-    job: dict[str, Any],
+    job: _Job,
     log: Callable[[str], None] | None,
 ) -> tuple[int, tuple[str, ...]]:
     """Train the ``pending`` runs as one Dask task each; (models trained, failures).
@@ -337,9 +318,9 @@ def _sweep_on_dask(
         (
             config,
             replace(strategy.config, seed=config.seed + repeat),
-            job["plans"][strategy.label],
-            job["data_part"],
-            job["threads"],
+            job.plans[strategy.label],
+            job.data_part,
+            job.threads,
         )
         for strategy, repeat in pending
     ]
@@ -380,12 +361,14 @@ def _sweep_on_dask(
 
 @dataclass(frozen=True, slots=True)
 class _Job:
-    """What every model of one sweep shares: the data, their fingerprint and the σ plans."""
+    """What every model of one sweep shares: the data, their fingerprint, the σ plans by
+    strategy label and, on a Dask cluster, the torch threads of each task."""
 
     data: TabularData
     population: TabularData | None
     data_part: JsonObject
     plans: dict[str, PrivacyPlan | None]
+    threads: int | None = None
 
 
 def _outputs(config: SweepConfig, target: Path) -> list[tuple[str, Path]]:
@@ -519,10 +502,8 @@ def run_sweep(
     with _made_for(target):
         if engine is not None and engine.name == "dask":
             pending = [run for run in _runs(config) if (run[0].label, run[1]) not in finished]
-            job = {"plans": _plans(pending, data.n_records, log), "data_part": data_part}
-            done, failed = _sweep_on_dask(
-                config, target, pending, engine, job | {"threads": threads}, log
-            )
+            job = _Job(data, population, data_part, _plans(pending, data.n_records, log), threads)
+            done, failed = _sweep_on_dask(config, target, pending, engine, job, log)
             manifest = write_manifest(config, target)
             return SweepOutcome(
                 trained=done, skipped=len(finished), manifest=manifest, failed=failed
