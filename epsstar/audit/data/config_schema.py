@@ -10,13 +10,15 @@ recurses deeper, as ``json`` and ``tomllib`` do, becomes the same one-line error
 with the value at fault: ``sweep.toml: model.hidden must be a list of integers from 1 to
 1000000. Found '64'.``
 
-Written by hand (about 250 lines) rather than with ``jsonschema`` or ``pydantic``: the same
-declarations check JSON and TOML documents and CSV manifests, whose cells are text to be
-read as numbers (neither library coerces that way); ``jsonschema`` takes NaN and ±inf for
-numbers and lets NaN through ``minimum``/``maximum``, and returns the document untyped,
-where :meth:`Fields.get` hands each checked value out with its declared type; and both
-phrase errors by the rule broken, which would need translating rule by rule into the
-project's one line that ends with the value found. Neither is a runtime dependency today.
+Written by hand (the spec classes below) rather than with ``jsonschema`` or ``pydantic``.
+The same declarations check JSON and TOML documents and CSV manifests, whose cells are
+text to be read as numbers: ``jsonschema`` never converts, and ``pydantic``'s lax mode
+converts everywhere, taking ``"64"`` for an integer in a JSON recipe too. ``jsonschema``
+also takes NaN and ±inf as numbers and lets NaN through ``minimum``/``maximum``, and
+returns the document untyped, where :meth:`Fields.get` hands each checked value out with
+its declared type. Both phrase errors by the rule broken, which would need translating
+rule by rule into the project's one line that ends with the value found, and neither is a
+runtime dependency today.
 """
 
 from __future__ import annotations
