@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from epsstar.audit.data.config_schema import JsonObject
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_delta, check_in_range, check_positive_int
 from epsstar.statistics.readings.conversions import NEIGHBOURING_RELATIONS
@@ -119,9 +120,9 @@ class Accountant:
         finally:
             absl_logger.setLevel(level)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         """Name, library, version and settings, for ``training.json``."""
-        settings: dict[str, Any] = {"neighbouring": "add_remove"}
+        settings: JsonObject = {"neighbouring": "add_remove"}
         if self.name == "pld":
             settings["value_discretization_interval"] = self.value_discretization_interval
             settings["pessimistic_estimate"] = True

@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+
+from epsstar.audit.data.config_schema import JsonObject, JsonValue
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -99,10 +100,10 @@ class PrivacySummary:
     sampling_rate: float
     steps: int
     neighbouring: str
-    accountant: dict[str, Any]
+    accountant: JsonObject
     posterior_belief_bound: float
     advantage_bound_gaussian: float
-    bayes_security: dict[str, dict[str, Any]]
+    bayes_security: dict[str, JsonObject]
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,9 +151,9 @@ class TrainingResult:
     epsstar_version: str
     torch_version: str
     files: dict[str, str]
-    fingerprint: dict[str, Any] | None = field(default=None)
+    fingerprint: JsonObject | None = field(default=None)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The JSON document (a plain dict; non-finite floats become ``None``)."""
         document = {
             "schema_version": SCHEMA_VERSION,
@@ -179,11 +180,14 @@ class TrainingResult:
         return cleaned
 
 
-def _json_safe(value: Any) -> Any:
+def _json_safe(value: object) -> JsonValue:
+    """``value`` as JSON holds it: tuples as lists, non-finite floats as ``None``."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
         return {str(key): _json_safe(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, list | tuple):
         return [_json_safe(item) for item in value]
-    return value
+    if value is None or isinstance(value, str | int | bool):
+        return value
+    raise TypeError(f"not a JSON value: {type(value).__name__}")  # a programming error

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from epsstar.audit.data.config_schema import JsonObject
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_delta, check_in_range, check_positive_int
 from epsstar.statistics.utility import auroc
@@ -50,6 +51,7 @@ from epsstar.training.accounting import (
 )
 from epsstar.training.clipping import ClippedSum, clipped_gradient_sum, gradient_sum
 from epsstar.training.data.tables import TabularData
+from epsstar.training.memory import check_fits
 from epsstar.training.models import MLP, ExportedModel, Standardiser, output_width
 from epsstar.training.results import (
     DataSummary,
@@ -65,6 +67,7 @@ __all__ = [
     "PrivacyPlan",
     "TrainedModel",
     "TrainingConfig",
+    "check_memory",
     "evaluate",
     "noisy_gradient",
     "plan_privacy",
@@ -299,7 +302,7 @@ _CLOSED_FORM_SOURCE = (
 )
 
 
-def _bayes_security(plan: PrivacyPlan) -> dict[str, dict[str, object]]:
+def _bayes_security(plan: PrivacyPlan) -> dict[str, JsonObject]:
     """Per neighbouring relation: the exact β* from the PLD beside Corollary 7's closed form."""
     from epsstar.statistics.readings.conversions import (
         bayes_security_dpsgd,
@@ -311,7 +314,7 @@ def _bayes_security(plan: PrivacyPlan) -> dict[str, dict[str, object]]:
     # dp_accounting's substitution pair assumes an unsampled record contributes nothing, which
     # holds for per-example clipping only (a microbatch is released with or without it).
     per_example = plan.sensitivity_factor == 1.0
-    readings: dict[str, dict[str, object]] = {}
+    readings: dict[str, JsonObject] = {}
     for relation, sigma in (
         ("add_remove", plan.accounting_noise_multiplier),
         ("substitution", plan.noise_multiplier),
@@ -510,6 +513,18 @@ def _frozen_export(standardiser: Standardiser, network: MLP, binary: bool) -> Ex
     return exported
 
 
+def check_memory(config: TrainingConfig, data: TabularData) -> None:
+    """Refuse settings whose network and batches would not fit in memory
+    (:mod:`epsstar.training.memory`), before anything is allocated."""
+    check_fits(
+        data.n_features,
+        config.hidden,
+        output_width(data.n_classes),
+        config.batch_size,
+        config.clipping_groups() if config.private else None,
+    )
+
+
 def train(
     data: TabularData,
     config: TrainingConfig,
@@ -531,6 +546,7 @@ def train(
     if not config.private:
         plan = None
     _check_population(data, population)
+    check_memory(config, data)
     binary = data.n_classes == 2
     dtype = torch.float32
     generator = torch.Generator().manual_seed(config.seed)

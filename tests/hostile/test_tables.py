@@ -444,8 +444,8 @@ MANIFESTS: list[tuple[str, Callable[[Path, Path], Path], str, str]] = [
     (
         "toml models that are not tables",
         lambda folder, good: _write(folder / "m.toml", 'models = ["a.onnx"]\n'),
-        "models must be [[models]] tables.",
-        "Found a str.",
+        "models[0] must be a table.",
+        "Found 'a.onnx'.",
     ),
 ]
 

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -140,8 +144,14 @@ CHANGES: dict[str, tuple[Callable[[Path], None], str]] = {
     "other-label-column": (_change_label, "the training data (content hash) changed"),
     "other-seed": (_change_seed, "seed changed from 3 to 4"),
     "no-fingerprint": (_drop_fingerprint, "has no fingerprint (it was trained by an older"),
-    "corrupt-training-json": (_corrupt_record, "its training.json cannot be read (Expecting"),
-    "gutted-training-json": (_gut_record, "its training.json has no key 'privacy'"),
+    "corrupt-training-json": (
+        _corrupt_record,
+        "its training.json cannot be read (must be JSON (Expecting",
+    ),
+    "gutted-training-json": (
+        _gut_record,
+        "is not as epsstar writes it (missing private, hyperparameters, utility, model)",
+    ),
     "model-file-deleted": (_delete_model, "its model.onnx is missing"),
 }
 
@@ -386,3 +396,163 @@ def test_demo_says_when_it_chooses_a_noise_multiplier(
     with _Display(configs, 3, quiet=False) as display:
         display.receive(("dp-eps3-e2",))
     assert capsys.readouterr().err == ("dp-eps3-e2: choosing the noise multiplier for ε = 3 ...\n")
+
+
+# --- interrupts in a real process, and outputs that would replace an input ---------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPE = {
+    "model": {"hidden": [4]},
+    "hyperparameters": {"epochs": 2, "batch_size": 16, "lr": 0.01, "momentum": 0.9},
+}
+
+
+def _default_sigint() -> None:
+    """In the child: Ctrl-C as on a terminal, even where the tests run with SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _interrupted(args: list[str], pause_at_epoch: int) -> tuple[int, str]:
+    """Run ``epsstar args`` in a child process that stops in epoch ``pause_at_epoch`` (counted
+    over every model it trains), send it SIGINT there; its exit code and standard error."""
+    code = (
+        "import sys, time\n"
+        "from epsstar.training import trainer\n"
+        "original, calls = trainer._run_epoch, [0]\n"
+        "def epoch(*args, **kwargs):\n"
+        "    calls[0] += 1\n"
+        f"    if calls[0] == {pause_at_epoch}:\n"
+        "        sys.stderr.write('paused\\n'); sys.stderr.flush(); time.sleep(60)\n"
+        "    return original(*args, **kwargs)\n"
+        "trainer._run_epoch = epoch\n"
+        "from epsstar.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=_default_sigint,
+    )
+    assert process.stderr is not None
+    assert process.stderr.readline() == "paused\n"
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    return process.returncode, err
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def _references(tmp_path: Path, out: Path, *extra: str) -> list[str]:
+    data = _table(tmp_path / "reference.csv", 200, seed=1)
+    recipe = tmp_path / "recipe.json"
+    recipe.write_text(json.dumps(RECIPE), encoding="utf-8")
+    return [
+        *("references", "--data", str(data), "--label-column", "label"),
+        *("--recipe", str(recipe), "--count", "3", "--out", str(out), "--quiet", *extra),
+    ]
+
+
+def test_ctrl_c_during_the_second_reference_model_leaves_no_folder(tmp_path: Path) -> None:
+    out = tmp_path / "deep" / "refs"
+    code, err = _interrupted(_references(tmp_path, out), pause_at_epoch=3)  # model 2, epoch 1
+    assert (code, err) == (130, "epsstar: interrupted\n")
+    assert not (tmp_path / "deep").exists()
+
+
+def test_ctrl_c_during_references_leaves_an_earlier_run_as_it_was(tmp_path: Path) -> None:
+    out = tmp_path / "refs"
+    assert main(_references(tmp_path, out)) == 0
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    before = _snapshot(out)
+    code, err = _interrupted(
+        _references(tmp_path, out, "--overwrite", "--seed", "7"), pause_at_epoch=5
+    )
+    assert (code, err) == (130, "epsstar: interrupted\n")
+    assert _snapshot(out) == before
+    assert sorted(path.name for path in out.iterdir()) == [
+        "notes.txt",
+        "ref-01",
+        "ref-02",
+        "ref-03",
+        "references.json",
+    ]
+
+
+def test_ctrl_c_during_a_sweep_keeps_finished_models_only(tmp_path: Path) -> None:
+    config = _sweep_dir(tmp_path, SWEEP.replace("repeats = 1", "repeats = 3"))
+    out = tmp_path / "models"
+    args = ["sweep", str(config), "--out", str(out), "--quiet"]
+    code, err = _interrupted(args, pause_at_epoch=2)  # the second model's only epoch
+    assert (code, err) == (130, "epsstar: interrupted\n")
+    assert (out / "nonprivate-e1" / "0" / "training.json").is_file()
+    assert not (out / "nonprivate-e1" / "1").exists()
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.csv", "nonprivate-e1"]
+    outcome = run_sweep(load_sweep_config(config), out, progress=False)
+    assert (outcome.trained, outcome.skipped) == (2, 1)
+
+
+def test_ctrl_c_during_the_first_model_of_a_sweep_leaves_no_folder(tmp_path: Path) -> None:
+    config = _sweep_dir(tmp_path)
+    out = tmp_path / "new" / "models"
+    code, err = _interrupted(["sweep", str(config), "--out", str(out)], pause_at_epoch=1)
+    assert (code, err) == (130, "epsstar: interrupted\n")
+    assert not (tmp_path / "new").exists()
+
+
+def test_references_refuse_to_overwrite_their_recipe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "refs"
+    assert main(_references(tmp_path, out)) == 0
+    before = _snapshot(out)
+    recipe = out / "ref-01" / "training.json"
+    data = str(tmp_path / "reference.csv")
+    args = ["references", "--data", data, "--label-column", "label", "--recipe", str(recipe)]
+    assert main([*args, "--count", "1", "--out", str(out), "--overwrite", "--quiet"]) == 2
+    assert _error(capsys) == (
+        f"epsstar references: error: --out would overwrite --recipe, an input of this run. "
+        f"Found '{recipe}'."
+    )
+    assert _snapshot(out) == before
+
+
+def test_a_sweep_refuses_to_overwrite_its_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "models"
+    out.mkdir()
+    _table(out / "manifest.csv", 120, seed=1)  # the data sit where the manifest goes
+    config = _sweep_dir(tmp_path, SWEEP.replace('"train.csv"', '"models/manifest.csv"'))
+    data = (out / "manifest.csv").read_bytes()
+    assert _sweep(config) == 2
+    assert _error(capsys) == (
+        "epsstar sweep: error: --out would overwrite the sweep's data, an input of this run. "
+        f"Found '{out / 'manifest.csv'}'."
+    )
+    assert (out / "manifest.csv").read_bytes() == data
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.csv"]
+
+
+def test_train_refuses_an_output_linked_to_its_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "model"
+    out.mkdir()
+    data = _table(tmp_path / "train.csv", 120, seed=1)
+    (out / "training.json").symlink_to(data)
+    args = _train_args(tmp_path, out, "--overwrite", "--quiet")
+    assert main(args) == 2
+    assert _error(capsys) == (
+        "epsstar train: error: --out would overwrite --data, an input of this run. "
+        f"Found '{out / 'training.json'}'."
+    )
+    assert (tmp_path / "train.csv").read_bytes() == data.read_bytes()

@@ -42,7 +42,10 @@ def test_halves_are_seeded_distinct_halves() -> None:
     assert all(np.unique(rows).size == 5 and rows.max() < 11 for rows in halves)
     assert not np.array_equal(halves[0], halves[1])
     assert all(np.array_equal(a, b) for a, b in zip(halves, half_rows(11, 3, seed=5), strict=True))
-    with pytest.raises(InvalidInputError, match="count must be an integer ≥ 1. Found 0"):
+    with pytest.raises(
+        InvalidInputError,
+        match="count must be an integer from 1 to 1,000 reference models. Found 0",
+    ):
         half_rows(11, 0, seed=5)
 
 

@@ -97,7 +97,7 @@ def test_a_model_that_fails_on_a_worker_is_reported_and_the_others_are_kept(
     from epsstar.audit.engines.dask_engine import Engine
     from epsstar.training.runs.fingerprint import data_fingerprint
     from epsstar.training.runs.pipeline import load_inputs
-    from epsstar.training.runs.sweep import GridStrategy, _sweep_on_dask, load_sweep_config
+    from epsstar.training.runs.sweep import GridStrategy, _Job, _sweep_on_dask, load_sweep_config
 
     config_file = tmp_path / "sweep.toml"
     config_file.write_text(CONFIG.format(train=csv_files[0], population=csv_files[1]))
@@ -105,11 +105,13 @@ def test_a_model_that_fails_on_a_worker_is_reported_and_the_others_are_kept(
     good = config.strategies[0]  # nonprivate-e1
     bad = GridStrategy("too-large-batch", replace(good.config, batch_size=10**6))
     data, population = load_inputs(config.data, "label", config.population)
-    job = {
-        "plans": {good.label: None, bad.label: None},
-        "data_part": data_fingerprint(data, population),
-        "threads": 1,
-    }
+    job = _Job(
+        data,
+        population,
+        data_fingerprint(data, population),
+        {good.label: None, bad.label: None},
+        threads=1,
+    )
     said: list[str] = []
     out = tmp_path / "out"
     out.mkdir()

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from epsstar.audit.attacks.from_losses import AuditOptions, minimum_records
 from epsstar.audit.attacks.prefixed_warnings import prefixed_warnings
-from epsstar.audit.data.tables import iter_column
+from epsstar.audit.data.tables import iter_column, refuse_nested
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.output.slice_result import SliceResult, SliceRow
 from epsstar.exceptions import InvalidInputError
@@ -69,8 +69,11 @@ def _texts(path: Path, column: str) -> NDArray[Any]:
     import pandas as pd
 
     parts = []
+    row0 = 0
     for chunk in iter_column(path, column):
         values = np.asarray(chunk)
+        refuse_nested(path, f"slice_by column {column!r}", values, row0)
+        row0 += len(values)
         if values.ndim != 1:
             raise InvalidInputError(
                 f"{path}: slice_by column {column!r} must hold one value per record. Found "

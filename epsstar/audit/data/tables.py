@@ -84,6 +84,7 @@ __all__ = [
     "read_column",
     "read_schema",
     "read_table",
+    "refuse_nested",
 ]
 
 DATA_FILE_SUFFIXES: dict[str, str] = {
@@ -887,7 +888,21 @@ def _check_fits(
         )
 
 
+def refuse_nested(path: str | os.PathLike[str], what: str, values: NDArray[Any], row0: int) -> None:
+    """Refuse values that are lists, tables or arrays (a Parquet list, struct or map column):
+    they name no class and no slice. ``what`` names the column (``label column 'y'``)."""
+    if values.dtype.kind != "O":
+        return
+    for index, value in enumerate(values):
+        if isinstance(value, list | tuple | dict | np.ndarray):
+            raise InvalidInputError(
+                f"{path}: {what} must hold one number, boolean or text per row, not lists or "
+                f"tables. Found {_clipped(value)} at row {row0 + index}."
+            )
+
+
 def _label_vector(path: Path, name: str, values: NDArray[Any], row0: int) -> NDArray[Any]:
+    refuse_nested(path, f"label column {name!r}", values, row0)
     kind = values.dtype.kind
     if kind in "iu":
         return values.astype(np.int64, copy=False)

@@ -21,7 +21,6 @@ anything:
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -30,6 +29,15 @@ from typing import Any
 
 import numpy as np
 
+from epsstar.audit.data.config_schema import (
+    Anything,
+    Cell,
+    Integer,
+    Table,
+    Text,
+    Where,
+    read_json,
+)
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.from_counts import mechanism_epsilon
@@ -168,6 +176,23 @@ class Landscape:
 
 # --- reading -------------------------------------------------------------------------------------
 
+#: Largest results file read, in bytes.
+MAX_RESULTS_BYTES = 256 * 2**20
+_STRATEGY = Text(max_length=1024)
+_REPEAT = Integer(0, 10**9)
+_PARAMS = Table({}, extra=Cell())
+#: The ``entry`` of an audit record (``ManifestEntry.describe()``): the strategy, repeat
+#: and hyper-parameters the landscape reads are declared; the paths are let through.
+ENTRY = Table(
+    {
+        "strategy": _STRATEGY,
+        "repeat": _REPEAT,
+        "params": _PARAMS,
+        **dict.fromkeys(("model", "train", "population", "label_column"), Anything()),
+    },
+    required=("strategy",),
+)
+
 
 def _flag(name: str, value: Any) -> bool | None:
     """A yes/no hyper-parameter: a bool, a number, or its CSV spelling ("True", "0", ...)."""
@@ -262,12 +287,9 @@ def read_results(paths: Sequence[str | Path], *, utility: str = "auroc") -> list
     records: list[dict[str, Any]] = []
     for raw in paths:
         path = Path(raw)
-        if not path.is_file():
+        if not path.is_file() and not path.is_dir():
             raise InputFileError(f"results: no such file. Found {str(path)!r}.")
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as error:
-            raise InputFileError(f"{path}: not a JSON file ({error}).") from None
+        document = read_json(path, "results", max_bytes=MAX_RESULTS_BYTES)
         records.extend(_models(path, document, utility))
     if not records:
         raise InputFileError("results: the files hold no audited models. Found 0.")
@@ -283,9 +305,10 @@ def _audited(source: str, name: str, result: Any, utility: str) -> tuple[float, 
     epsilon = result.get("epsilon_star") if isinstance(result, Mapping) else None
     if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
         raise InputFileError(f"{source}: model {name} has no epsilon_star. Found {_keys(result)}.")
-    if not math.isfinite(epsilon):
+    if not math.isfinite(epsilon) or epsilon < 0:
         raise InputFileError(
-            f"{source}: epsilon_star of model {name} is not finite. Found {epsilon}."
+            f"{source}: result.epsilon_star of model {name} must be a finite number ≥ 0. "
+            f"Found {epsilon}."
         )
     value: Any = result
     for key in ("utility", "population", utility):
@@ -315,27 +338,23 @@ def model_outcome(
     if not isinstance(entry, Mapping) or not isinstance(entry.get("strategy"), str):
         found = f"entry {_keys(entry)}" if isinstance(entry, Mapping) else _keys(record)
         raise InputFileError(f"{source}: a record needs an entry with a strategy. Found {found}.")
-    name = f"{entry['strategy']!r} #{entry.get('repeat', 0)}"
+    checked = ENTRY.check(entry, Where(source, "entry"))
+    repeat: int = checked.get("repeat", _REPEAT) or 0
+    name = f"{checked.need('strategy', _STRATEGY)!r} #{repeat}"
     result = record.get("result")
     if result is None and not record.get("error"):
         raise InputFileError(
             f"{source}: model {name} has neither a result nor an error. Found {_keys(record)}."
         )
     epsilon, value = (None, None) if result is None else _audited(source, name, result, utility)
-    params = entry.get("params") or {}
-    if not isinstance(params, Mapping):
-        raise InputFileError(f"{source}: params of model {name} must be a table. Found {params!r}.")
-    try:
-        repeat = int(entry.get("repeat", 0))
-    except (TypeError, ValueError):
-        raise InputFileError(
-            f"{source}: repeat of model {name} must be an integer. Found {entry.get('repeat')!r}."
-        ) from None
+    params = checked.get("params", _PARAMS)
     report = record.get("report")
+    if report is not None and not isinstance(report, str):
+        raise Where(source, "report").error("a path", report)
     return ModelOutcome(
-        strategy=entry["strategy"],
+        strategy=checked.need("strategy", _STRATEGY),
         repeat=repeat,
-        params=dict(params),
+        params={} if params is None else dict(params.extra),
         epsilon_star=epsilon,
         utility=value,
         failed=result is None,

@@ -38,7 +38,14 @@ from typing import Any
 from epsstar.audit.data.files import json_text
 from epsstar.exceptions import InputFileError
 
-__all__ = ["Outputs", "StagedFile", "StagedFolder", "input_files"]
+__all__ = [
+    "Outputs",
+    "StagedFile",
+    "StagedFolder",
+    "input_files",
+    "interrupts_deferred",
+    "refuse_replacing_inputs",
+]
 
 #: Characters of a target's name kept in its temporary's name (the rest is dropped so that
 #: the temporary of a long name still fits the file system's limit).
@@ -98,6 +105,36 @@ def _interrupts_deferred() -> Iterator[None]:
         )
     if received:
         raise KeyboardInterrupt
+
+
+#: A Ctrl-C while the block runs is raised once it has finished (main thread only).
+interrupts_deferred = _interrupts_deferred
+
+
+def refuse_replacing_inputs(
+    outputs: Iterable[tuple[str, PathLike]], inputs: Iterable[tuple[str, PathLike]]
+) -> None:
+    """Refuse an output (``(option, path)``) that is one of the files the ``inputs`` stand
+    for (:func:`input_files`): the same path after links, or the same file (hard links).
+    Linear in outputs and inputs, for runs that write many files (a sweep)."""
+    files = [pair for name, path in inputs for pair in input_files(name, path)]
+    by_path = {file: name for name, file in files}
+    by_inode: dict[tuple[int, int], str] = {}
+    for option, file in files:
+        with contextlib.suppress(OSError):
+            found = os.stat(file)
+            by_inode.setdefault((found.st_dev, found.st_ino), option)
+    for option, path in outputs:
+        real = Path(os.path.realpath(path))
+        name: str | None = by_path.get(real)
+        if name is None and by_inode:
+            with contextlib.suppress(OSError):
+                found = os.stat(real)
+                name = by_inode.get((found.st_dev, found.st_ino))
+        if name is not None:
+            raise InputFileError(
+                f"{option} would overwrite {name}, an input of this run. Found {os.fspath(path)!r}."
+            )
 
 
 def _backup(target: Path) -> Path | None:

@@ -140,15 +140,13 @@ def fleet_settings(args: argparse.Namespace) -> FleetSettings:
 
 def _storage_options(text: str) -> dict[str, Any]:
     """A ``--storage-options`` value: a JSON object."""
-    import json
+    from epsstar.audit.data.config_schema import Where, parse_json_object
+    from epsstar.exceptions import InputFileError
 
     try:
-        value = json.loads(text)
-    except ValueError:
-        value = None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"must be a JSON object. Found {text!r}.")
-    return value
+        return parse_json_object(text, Where("--storage-options"))
+    except InputFileError as error:  # argparse names the option
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--storage-options: ")) from None
 
 
 def register(subparsers: Any) -> None:

@@ -77,11 +77,18 @@ def summarise(document: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from epsstar.training.data.tables import load_table
-    from epsstar.training.runs.references import read_recipe, train_references
+    from epsstar.training.runs.references import (
+        check_count,
+        check_recipe_columns,
+        read_recipe,
+        train_references,
+    )
     from epsstar.training.threads import apply_threads, choose_threads
 
     threads = choose_threads(1, args.threads)
+    check_count(args.count)
     recipe = read_recipe(args.recipe)
+    check_recipe_columns(recipe, args.data)
     data = load_table(
         args.data, args.label_column, features=recipe.feature_names, classes=recipe.classes
     )
@@ -100,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         population=population,
         overwrite=args.overwrite,
         progress=False if args.quiet else None,
+        inputs=[("--data", args.data)]
+        + ([] if args.population is None else [("--population", args.population)]),
     )
     if not args.quiet:
         print(summarise(result.to_dict()))

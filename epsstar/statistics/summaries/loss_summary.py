@@ -241,6 +241,8 @@ def _merged_atoms(
 def merge_summaries(parts: Sequence[LossSummary]) -> LossSummary:
     """The summary of the records of ``parts`` (consecutive stretches of one data set,
     summarised with one plan, in order)."""
+    if not parts:
+        raise InvalidInputError("summaries to merge must be at least one. Found 0.")
     plan = parts[0].plan
     if any(part.plan != plan for part in parts):
         raise InvalidInputError("summaries must share their plan to merge.")

@@ -15,10 +15,10 @@ import dataclasses
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from epsstar.audit.data.config_schema import JsonObject, JsonValue
 from epsstar.audit.data.files import sha256_of
 from epsstar.exceptions import InputFileError
 from epsstar.training.data.tables import TabularData
@@ -44,7 +44,7 @@ def _content_sha256(table: TabularData) -> str:
     return digest.hexdigest()
 
 
-def data_fingerprint(data: TabularData, population: TabularData | None) -> dict[str, Any]:
+def data_fingerprint(data: TabularData, population: TabularData | None) -> JsonObject:
     """The data part: content hashes, label column and feature columns (in order)."""
     return {
         "train_sha256": _content_sha256(data),
@@ -54,11 +54,11 @@ def data_fingerprint(data: TabularData, population: TabularData | None) -> dict[
     }
 
 
-def fingerprint(config: TrainingConfig, data_part: dict[str, Any]) -> dict[str, Any]:
+def fingerprint(config: TrainingConfig, data_part: JsonObject) -> JsonObject:
     """The fingerprint of one run: its settings, its data and a SHA-256 of both."""
-    settings = dataclasses.asdict(config)
+    settings: JsonObject = dataclasses.asdict(config)
     settings["hidden"] = list(config.hidden)
-    body = {"training": settings, "data": dict(data_part)}
+    body: JsonObject = {"training": settings, "data": dict(data_part)}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return {"sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), **body}
 
@@ -71,7 +71,7 @@ _DATA_NAMES = {
 }
 
 
-def fingerprint_change(recorded: Any, expected: dict[str, Any]) -> str | None:
+def fingerprint_change(recorded: JsonValue, expected: JsonObject) -> str | None:
     """None when ``recorded`` equals ``expected``; otherwise what differs, in a few words."""
     if not isinstance(recorded, dict):
         return "the model has no fingerprint (it was trained by an older epsstar)"
@@ -81,7 +81,9 @@ def fingerprint_change(recorded: Any, expected: dict[str, Any]) -> str | None:
         old = recorded.get(part)
         if not isinstance(old, dict):
             return f"its recorded fingerprint has no {part!r} part"
-        for key, now in expected[part].items():
+        wanted = expected[part]
+        assert isinstance(wanted, dict)  # as fingerprint() makes it
+        for key, now in wanted.items():
             if old.get(key, "<absent>") != now:
                 name = _DATA_NAMES.get(key, key) if part == "data" else key
                 if key.endswith("sha256"):

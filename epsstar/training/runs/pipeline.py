@@ -7,16 +7,36 @@ import os
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
+from epsstar.audit.data.config_schema import JsonObject
+from epsstar.audit.output.staging import interrupts_deferred, refuse_replacing_inputs
+from epsstar.exceptions import InputFileError
 from epsstar.training.data.tables import TabularData, load_table
+from epsstar.training.models import ExportedModel
 from epsstar.training.progress import EpochProgress, announce
 from epsstar.training.results import EpochStats, TrainingResult
-from epsstar.training.runs.export import check_output_dir, prepare_output_dir, write_model_dir
+from epsstar.training.runs.export import (
+    MODEL_FILES,
+    check_output_dir,
+    prepare_output_dir,
+    write_model_dir,
+)
 from epsstar.training.runs.fingerprint import data_fingerprint, fingerprint
-from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy, train
+from epsstar.training.trainer import (
+    PrivacyPlan,
+    TrainingConfig,
+    check_memory,
+    plan_privacy,
+    train,
+)
 
-__all__ = ["load_inputs", "train_to_directory"]
+__all__ = [
+    "first_missing",
+    "load_inputs",
+    "model_files",
+    "train_to_directory",
+    "write_trained",
+]
 
 
 def load_inputs(
@@ -38,6 +58,45 @@ def load_inputs(
     return train_data, held_out
 
 
+def model_files(out: str | os.PathLike[str]) -> list[tuple[str, Path]]:
+    """The files a model folder receives, as ``("--out", path)`` outputs."""
+    return [("--out", Path(out) / name) for name in MODEL_FILES.values()]
+
+
+def first_missing(path: Path) -> Path | None:
+    """The outermost folder of ``path`` that does not exist yet (None: it exists)."""
+    missing = None
+    for folder in (path, *path.parents):
+        if folder.exists():
+            break
+        missing = folder
+    return missing
+
+
+def _check_writable(out: Path) -> None:
+    """Refuse an output folder that could not be made or written, before any training."""
+    existing = next((folder for folder in (out, *out.parents) if folder.exists()), None)
+    if existing is not None and existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
+        raise InputFileError(f"--out: cannot write into {str(existing)!r}. Found {str(out)!r}.")
+
+
+def write_trained(
+    out: str | os.PathLike[str], model: ExportedModel, result: TrainingResult
+) -> TrainingResult:
+    """Make ``out`` and write the model's three files, ``training.json`` last, with Ctrl-C
+    deferred until they are written; folders this call made are removed if it fails."""
+    directory = Path(out)
+    created = first_missing(directory)
+    try:
+        with interrupts_deferred():
+            prepare_output_dir(directory, overwrite=True)
+            return write_model_dir(directory, model, result)
+    except BaseException:
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+        raise
+
+
 def train_to_directory(
     data: TabularData,
     config: TrainingConfig,
@@ -49,45 +108,44 @@ def train_to_directory(
     description: str = "training",
     plan: PrivacyPlan | None = None,
     on_epoch: Callable[[EpochStats], None] | None = None,
-    data_part: dict[str, Any] | None = None,
+    data_part: JsonObject | None = None,
 ) -> TrainingResult:
     """Validate, choose σ, train and write ``model.onnx``, ``model.pt``, ``training.json``.
 
-    Everything that can fail on bad input (the output directory, the settings,
-    an unreachable target ε) is checked before the directory is created.
-    ``progress=None`` shows a progress bar only on a terminal. ``plan`` reuses a
-    σ chosen earlier for the same settings (:func:`plan_privacy`). ``on_epoch``
-    is called after every epoch, beside the progress bar. ``data_part`` is the data's
-    fingerprint (:func:`~epsstar.training.runs.fingerprint.data_fingerprint`) when computed
-    already. A directory this call created is removed again if training fails or is
-    interrupted.
+    Everything that can fail on bad input (the output directory, an output that would
+    replace the data, the settings, the network's memory, an unreachable target ε) is
+    checked before training. ``progress=None`` shows a progress bar only on a terminal.
+    ``plan`` reuses a σ chosen earlier for the same settings (:func:`plan_privacy`).
+    ``on_epoch`` is called after every epoch, beside the progress bar. ``data_part`` is the
+    data's fingerprint (:func:`~epsstar.training.runs.fingerprint.data_fingerprint`) when
+    computed already. The model is trained in memory and written only when done
+    (:func:`write_trained`): an error or Ctrl-C while training leaves ``out`` as it was.
     """
     check_output_dir(out, overwrite)
+    inputs = [("--data", data.source)]
+    if population is not None:
+        inputs.append(("--population", population.source))
+    refuse_replacing_inputs(model_files(out), inputs)
+    _check_writable(Path(out))
+    config.validate(data.n_records)
+    check_memory(config, data)
     if data_part is None:
         data_part = data_fingerprint(data, population)
     if plan is None:
         if config.target_epsilon is not None:
-            config.validate(data.n_records)
             announce(
                 f"{description}: choosing the noise multiplier for ε = "
                 f"{config.target_epsilon:g} ...",
                 progress,
             )
         plan = plan_privacy(config, data.n_records)
-    created = not Path(out).exists()
-    directory: Path = prepare_output_dir(out, overwrite)
-    try:
-        with EpochProgress(description, config.epochs, enabled=progress) as bar:
+    with EpochProgress(description, config.epochs, enabled=progress) as bar:
 
-            def epoch_done(stats: EpochStats) -> None:
-                bar.update(stats)
-                if on_epoch is not None:
-                    on_epoch(stats)
+        def epoch_done(stats: EpochStats) -> None:
+            bar.update(stats)
+            if on_epoch is not None:
+                on_epoch(stats)
 
-            trained = train(data, config, population=population, on_epoch=epoch_done, plan=plan)
-        result = dataclasses.replace(trained.result, fingerprint=fingerprint(config, data_part))
-        return write_model_dir(directory, trained.model, result)
-    except BaseException:
-        if created:
-            shutil.rmtree(directory, ignore_errors=True)
-        raise
+        trained = train(data, config, population=population, on_epoch=epoch_done, plan=plan)
+    result = dataclasses.replace(trained.result, fingerprint=fingerprint(config, data_part))
+    return write_trained(out, trained.model, result)

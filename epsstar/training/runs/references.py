@@ -19,30 +19,56 @@ trained some other way.
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Mapping
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 
+from epsstar.audit.data.config_schema import (
+    Anything,
+    JsonObject,
+    ListOf,
+    Nullable,
+    Spec,
+    Table,
+    Where,
+    load_document,
+    shown,
+)
+from epsstar.audit.data.files import atomic_write_json
+from epsstar.audit.data.tables import read_schema
+from epsstar.audit.output.staging import interrupts_deferred, refuse_replacing_inputs
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.statistics._validation import check_positive_int
 from epsstar.training.data.tables import TabularData
-from epsstar.training.trainer import TrainingConfig
+from epsstar.training.runs.export import MODEL_FILES, check_output_dir
+from epsstar.training.runs.settings import BATCH_SIZE, EPOCHS, HIDDEN, LR, MOMENTUM, NAME
+from epsstar.training.trainer import TrainingConfig, check_memory
 
 __all__ = [
     "DEFAULT_RECIPE",
+    "MAX_MODELS",
+    "RECIPE_SCHEMA",
     "SCHEMA_VERSION",
     "Recipe",
     "ReferenceModel",
     "ReferencesResult",
+    "check_count",
+    "check_recipe_columns",
     "half_rows",
     "read_recipe",
     "shared_rows",
     "train_references",
 ]
+
+#: The file that lists the reference models of a run.
+REFERENCES_FILE: Final[str] = "references.json"
+#: The most reference models one run may train.
+MAX_MODELS: Final[int] = 1_000
 
 #: Version of ``references.json`` (``epsstar/schemas/references.schema.json``).
 SCHEMA_VERSION: Final[int] = 1
@@ -69,7 +95,7 @@ class Recipe:
     def proxy(self) -> bool:
         return self.source is None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "source": self.source,
             "proxy": self.proxy,
@@ -82,63 +108,105 @@ class Recipe:
         }
 
 
-def _field(document: Mapping[str, Any], *keys: str) -> Any:
-    value: Any = document
-    for key in keys:
-        if not isinstance(value, Mapping) or key not in value:
-            return None
-        value = value[key]
-    return value
+def _ignored(*keys: str) -> dict[str, Spec[Any]]:
+    """Keys of ``training.json`` a recipe may hold and does not read."""
+    return dict.fromkeys(keys, Anything())
+
+
+_FEATURE_NAMES = ListOf(NAME, min_items=1, max_items=1_000_000)
+_CLASSES = ListOf(NAME, min_items=2, max_items=1_000_000)
+_DATA = Table(
+    {
+        "feature_names": Nullable(_FEATURE_NAMES),
+        "classes": Nullable(_CLASSES),
+        **_ignored("train", "population", "label_column", "n_train", "n_population"),
+    }
+)
+_MODEL = Table(
+    {
+        "hidden": HIDDEN,
+        **_ignored("architecture", "n_features", "n_outputs", "n_parameters", "output"),
+        **_ignored("standardisation"),
+    },
+    required=("hidden",),
+)
+_HYPERPARAMETERS = Table(
+    {
+        "epochs": EPOCHS,
+        "batch_size": BATCH_SIZE,
+        "lr": LR,
+        "momentum": MOMENTUM,
+        **_ignored("sampling", "sampling_rate", "steps_per_epoch", "steps", "optimizer"),
+        **_ignored("clip", "microbatches", "update_normaliser", "seed", "dtype"),
+    },
+    required=("epochs", "batch_size", "lr", "momentum"),
+)
+#: The keys of a ``training.json`` (``epsstar/schemas/training.schema.json``): those a
+#: recipe reads are declared with their types and ranges, the others are let through.
+RECIPE_SCHEMA: Final = Table(
+    {
+        "data": _DATA,
+        "model": _MODEL,
+        "hyperparameters": _HYPERPARAMETERS,
+        **_ignored("schema_version", "kind", "private", "privacy", "utility", "history"),
+        **_ignored("wall_time_seconds", "versions", "files", "fingerprint"),
+    },
+    required=("model", "hyperparameters"),
+)
 
 
 def read_recipe(path: str | Path | None) -> Recipe:
-    """The recipe of the target's ``training.json`` at ``path`` (``None``: the default)."""
+    """The recipe of the target's ``training.json`` at ``path`` (``None``: the default),
+    every field it reads checked by :data:`RECIPE_SCHEMA` before any training."""
     if path is None:
         return Recipe(DEFAULT_RECIPE, None)
     file = Path(path)
-    try:
-        document = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputFileError(f"--recipe: no such file. Found {str(file)!r}.") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InputFileError(
-            f"--recipe must be a training.json file ({error}). Found {str(file)!r}."
-        ) from None
-    wanted = {
-        "hidden": ("model", "hidden"),
-        "epochs": ("hyperparameters", "epochs"),
-        "batch_size": ("hyperparameters", "batch_size"),
-        "lr": ("hyperparameters", "lr"),
-        "momentum": ("hyperparameters", "momentum"),
-    }
-    found = {name: _field(document, *keys) for name, keys in wanted.items()}
-    missing = [".".join(wanted[name]) for name, value in found.items() if value is None]
-    if missing or not isinstance(document, Mapping):
-        raise InputFileError(
-            f"--recipe must be a training.json of epsstar train, with {', '.join(missing)}. "
-            f"Found {str(file)!r}."
-        )
+    if file.suffix.lower() != ".json":
+        raise InputFileError(f"--recipe must be a training.json file. Found {str(file)!r}.")
+    document = RECIPE_SCHEMA.check(load_document(file, "--recipe"), Where(str(file)))
+    model = document.need("model", _MODEL)
+    hyper = document.need("hyperparameters", _HYPERPARAMETERS)
+    data = document.get("data", _DATA)
     config = TrainingConfig(
-        epochs=int(found["epochs"]),
-        batch_size=int(found["batch_size"]),
-        hidden=tuple(int(width) for width in found["hidden"]),
-        lr=float(found["lr"]),
-        momentum=float(found["momentum"]),
+        epochs=hyper.need("epochs", EPOCHS),
+        batch_size=hyper.need("batch_size", BATCH_SIZE),
+        hidden=model.need("hidden", HIDDEN),
+        lr=hyper.need("lr", LR),
+        momentum=hyper.need("momentum", MOMENTUM),
     )
-    names = _field(document, "data", "feature_names")
-    classes = _field(document, "data", "classes")
-    return Recipe(
-        config,
-        str(file),
-        None if names is None else tuple(str(name) for name in names),
-        None if classes is None else tuple(str(name) for name in classes),
-    )
+    names = None if data is None else data.get("feature_names", _DATA.fields["feature_names"])
+    classes = None if data is None else data.get("classes", _DATA.fields["classes"])
+    return Recipe(config, str(file), names, classes)
+
+
+def check_recipe_columns(recipe: Recipe, path: str | Path) -> None:
+    """Refuse reference data that lack a feature column of the recipe (its
+    ``data.feature_names``), naming the recipe, before the data are read."""
+    if recipe.feature_names is None:
+        return
+    columns = read_schema(path).columns
+    missing = [name for name in recipe.feature_names if name not in columns]
+    if missing:
+        raise InputFileError(
+            f"{path}: the reference data must have every feature column of the target, as "
+            f"--recipe {recipe.source} lists them in data.feature_names; "
+            f"{len(missing)} are not in the file. Found {shown(missing[0])} missing."
+        )
+
+
+def check_count(count: int) -> int:
+    """The number of reference models, from 1 to :data:`MAX_MODELS`."""
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_MODELS:
+        raise InvalidInputError(
+            f"--count must be an integer from 1 to {MAX_MODELS:,} reference models. Found {count}."
+        )
+    return count
 
 
 def half_rows(n_records: int, count: int, seed: int) -> list[np.ndarray]:
     """Row indices of each reference model's training half: ⌊n/2⌋ rows drawn without
     replacement, model k's by a generator seeded with ``(seed, k)``; sorted."""
-    check_positive_int("count", count)
+    check_count(count)
     if n_records < 2:
         raise InvalidInputError(f"the reference split needs at least 2 rows. Found {n_records}.")
     return [
@@ -177,7 +245,7 @@ class ReferenceModel:
     n_records: int
     seed: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return dataclasses.asdict(self)
 
 
@@ -192,7 +260,7 @@ class ReferencesResult:
     seed: int
     models: tuple[ReferenceModel, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "schema_version": SCHEMA_VERSION,
             "recipe": self.recipe.to_dict(),
@@ -206,6 +274,61 @@ class ReferencesResult:
         }
 
 
+def _outputs(folder: Path, count: int) -> list[tuple[str, Path]]:
+    """Every file a run of ``count`` reference models writes into ``folder``."""
+    files = [("--out", folder / REFERENCES_FILE)]
+    for k in range(count):
+        files += [("--out", folder / f"ref-{k + 1:02d}" / name) for name in MODEL_FILES.values()]
+    return files
+
+
+def _place(staged: Path, target: Path) -> bool:
+    """Move a model folder trained in ``staged`` to ``target``; into an existing folder
+    file by file, ``training.json`` last (its other files are left alone). True when
+    ``target`` was made."""
+    if not target.exists():
+        os.rename(staged, target)
+        return True
+    (target / MODEL_FILES["record"]).unlink(missing_ok=True)
+    for name in (MODEL_FILES["onnx"], MODEL_FILES["torchscript"], MODEL_FILES["record"]):
+        os.replace(staged / name, target / name)
+    return False
+
+
+def _commit(staging: Path, folder: Path, result: ReferencesResult) -> None:
+    """Put every trained model in place and write ``references.json``, Ctrl-C deferred;
+    a failure removes the model folders this commit made."""
+    made: list[Path] = []
+    try:
+        with interrupts_deferred():
+            for model in result.models:
+                target = Path(model.directory)
+                if _place(staging / target.name, target):
+                    made.append(target)
+            atomic_write_json(folder / REFERENCES_FILE, result.to_dict())
+    except BaseException:
+        for target in made:
+            shutil.rmtree(target, ignore_errors=True)
+        raise
+
+
+def _check_references(
+    data: TabularData, population: TabularData | None, config: TrainingConfig, rows: int
+) -> None:
+    """Refuse a population that shares rows with the reference data, settings that cannot
+    run on a half, and a network that does not fit in memory."""
+    if population is not None:
+        count_shared, first = shared_rows(data, population)
+        if count_shared:
+            raise InvalidInputError(
+                f"the reference data must hold no population record, or LiRA and RMIA are "
+                f"not valid tests; {count_shared} row(s) are also in {population.source}, the "
+                f"first at row {first}. Found {data.source!r}."
+            )
+    config.validate(rows)
+    check_memory(config, data)
+
+
 def train_references(
     data: TabularData,
     recipe: Recipe,
@@ -216,54 +339,61 @@ def train_references(
     population: TabularData | None = None,
     overwrite: bool = False,
     progress: bool | None = None,
+    inputs: Sequence[tuple[str, str | os.PathLike[str]]] = (),
 ) -> ReferencesResult:
     """Train ``count`` reference models into ``out/ref-01``, ``out/ref-02``, ... (each
     with model.onnx, model.pt and training.json) and write ``out/references.json``.
 
     ``data`` is the reference split; ``population``, when given, is checked to share no
     row with it. Model k is trained by the non-private loop on :func:`half_rows` ``[k]``
-    with the recipe's settings and the seed ``seed + k``.
+    with the recipe's settings and the seed ``seed + k``. ``inputs`` (``(option, path)``)
+    are the files the run read, with the recipe: no output may replace one. The models are
+    trained in a hidden folder inside ``out`` and moved into place together once all are
+    trained; an error or Ctrl-C before that removes every folder this run made and leaves
+    the folders that were there as they were.
     """
-    from epsstar.audit.data.files import atomic_write_json
-    from epsstar.training.runs.export import MODEL_FILES, check_output_dir
-    from epsstar.training.runs.pipeline import train_to_directory
+    from epsstar.training.runs.pipeline import first_missing, train_to_directory
 
-    if population is not None:
-        count_shared, first = shared_rows(data, population)
-        if count_shared:
-            raise InvalidInputError(
-                f"the reference data must hold no population record, or LiRA and RMIA are "
-                f"not valid tests; {count_shared} row(s) are also in {population.source}, the "
-                f"first at row {first}. Found {data.source!r}."
-            )
     check_output_dir(out, overwrite)
+    folder = Path(out)
+    read = [*inputs, *([] if recipe.source is None else [("--recipe", recipe.source)])]
+    refuse_replacing_inputs(_outputs(folder, count), read)
     halves = half_rows(data.n_records, count, seed)
     config = dataclasses.replace(recipe.config, target_epsilon=None, noise_multiplier=None)
-    config.validate(halves[0].size)
-    folder = Path(out)
-    models = []
-    for k, rows in enumerate(halves):
-        directory = folder / f"ref-{k + 1:02d}"
-        train_to_directory(
-            half_of(data, rows, k),
-            dataclasses.replace(config, seed=seed + k),
-            directory,
-            overwrite=overwrite,
-            progress=progress,
-            description=f"reference {k + 1}/{count}",
-        )
-        models.append(
-            ReferenceModel(
-                str(directory), str(directory / MODEL_FILES["onnx"]), rows.size, seed + k
+    _check_references(data, population, config, halves[0].size)
+    created = first_missing(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".epsstar-references-", dir=folder))
+    try:
+        models = []
+        for k, rows in enumerate(halves):
+            name = f"ref-{k + 1:02d}"
+            train_to_directory(
+                half_of(data, rows, k),
+                dataclasses.replace(config, seed=seed + k),
+                staging / name,
+                progress=progress,
+                description=f"reference {k + 1}/{count}",
             )
+            directory = folder / name
+            models.append(
+                ReferenceModel(
+                    str(directory), str(directory / MODEL_FILES["onnx"]), rows.size, seed + k
+                )
+            )
+        result = ReferencesResult(
+            recipe=recipe,
+            data=data.source,
+            n_reference_rows=data.n_records,
+            population_checked=None if population is None else population.source,
+            seed=seed,
+            models=tuple(models),
         )
-    result = ReferencesResult(
-        recipe=recipe,
-        data=data.source,
-        n_reference_rows=data.n_records,
-        population_checked=None if population is None else population.source,
-        seed=seed,
-        models=tuple(models),
-    )
-    atomic_write_json(folder / "references.json", result.to_dict())
+        _commit(staging, folder, result)
+    except BaseException:
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return result

@@ -28,25 +28,36 @@ the sweep again trains the missing ones.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
-import itertools
 import json
 import os
+import shutil
 import tempfile
-import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from epsstar.audit.data.config_schema import Fields, JsonObject, Where, read_json
 from epsstar.audit.data.files import atomic_write_bytes
+from epsstar.audit.output.staging import refuse_replacing_inputs
 from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.training.data.tables import TabularData
 from epsstar.training.results import EpochStats
 from epsstar.training.runs.export import MODEL_FILES
 from epsstar.training.runs.fingerprint import data_fingerprint, fingerprint, fingerprint_change
-from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy
+from epsstar.training.runs.pipeline import first_missing, load_inputs, train_to_directory
+from epsstar.training.runs.record import RECORD_SCHEMA, ManifestCell, read_record, record_cells
+from epsstar.training.runs.sweep_config import (
+    MAX_MODELS,
+    GridStrategy,
+    SweepConfig,
+    load_sweep_config,
+)
+from epsstar.training.trainer import PrivacyPlan, TrainingConfig, check_memory, plan_privacy
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.engines.dask_engine import Engine, TaskOutcome
@@ -54,6 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "MANIFEST_COLUMNS",
     "MANIFEST_NAME",
+    "MAX_MODELS",
     "GridStrategy",
     "SweepConfig",
     "SweepOutcome",
@@ -64,8 +76,6 @@ __all__ = [
 ]
 
 MANIFEST_NAME = "manifest.csv"
-#: The most models one sweep may describe (strategies × repeats).
-MAX_MODELS = 100_000
 MANIFEST_COLUMNS: tuple[str, ...] = (
     "model",
     "torchscript",
@@ -94,56 +104,6 @@ MANIFEST_COLUMNS: tuple[str, ...] = (
     "population_auroc",
 )
 
-_TOP_KEYS = {
-    "data",
-    "label_column",
-    "population",
-    "features",
-    "out",
-    "repeats",
-    "seed",
-    "model",
-    "baseline",
-    "dp",
-}
-_MODEL_KEYS = {"hidden", "lr", "momentum"}
-_BASELINE_KEYS = {"epochs", "batch_size"}
-_DP_KEYS = {
-    "target_epsilons",
-    "clips",
-    "batch_sizes",
-    "microbatches",
-    "epochs",
-    "delta",
-    "accountant",
-    "max_noise_multiplier",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class GridStrategy:
-    """One strategy of the sweep's grid: a label (also its directory name) and its settings.
-
-    The settings have seed 0; repeat r of the sweep trains with ``seed + r``.
-    """
-
-    label: str
-    config: TrainingConfig
-
-
-@dataclass(frozen=True, slots=True)
-class SweepConfig:
-    """A parsed sweep file; paths are resolved against the file's directory."""
-
-    data: Path
-    label_column: str
-    population: Path | None
-    features: tuple[str, ...] | None
-    out: Path | None
-    repeats: int
-    seed: int
-    strategies: tuple[GridStrategy, ...]
-
 
 @dataclass(frozen=True, slots=True)
 class SweepOutcome:
@@ -156,240 +116,22 @@ class SweepOutcome:
     failed: tuple[str, ...] = ()
 
 
-def _fail(source: Path, message: str) -> InvalidInputError:
-    return InvalidInputError(f"{source}: {message}")
-
-
-def _check_keys(source: Path, table: Any, allowed: set[str], where: str) -> dict[str, Any]:
-    if not isinstance(table, dict):
-        raise _fail(source, f"{where} must be a table. Found {type(table).__name__}.")
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise _fail(
-            source, f"unknown key {unknown[0]!r} in {where}; allowed: {', '.join(sorted(allowed))}."
-        )
-    return table
-
-
-def _as_list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list) else [value]
-
-
-def _number_list(
-    source: Path, table: dict[str, Any], key: str, kind: type, default: Any = None
-) -> list[Any]:
-    if key not in table:
-        if default is None:
-            raise _fail(source, f"missing key {key!r}.")
-        return _as_list(default)
-    values = _as_list(table[key])
-    if not values:
-        raise _fail(source, f"{key} must not be empty.")
-    for value in values:
-        ok = isinstance(value, (int, float)) if kind is float else isinstance(value, int)
-        if isinstance(value, bool) or not ok:
-            raise _fail(source, f"{key} must hold {kind.__name__}s. Found {value!r}.")
-    return values
-
-
-def _number(source: Path, table: dict[str, Any], key: str, default: float) -> float:
-    """A single number setting (``default`` when absent)."""
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _fail(source, f"{key} must be a number. Found {value!r}.")
-    return float(value)
-
-
-def _microbatch_list(source: Path, table: dict[str, Any]) -> list[int | None]:
-    values = _as_list(table.get("microbatches", "per-example"))
-    parsed: list[int | None] = []
-    for value in values:
-        if value == "per-example":
-            parsed.append(None)
-        elif isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-            parsed.append(value)
-        else:
-            raise _fail(
-                source, f"microbatches must be positive integers or 'per-example'. Found {value!r}."
-            )
-    return parsed
-
-
-def _resolve(base: Path, value: Any, key: str, source: Path) -> Path:
-    if not isinstance(value, str) or not value:
-        raise _fail(source, f"{key} must be a path. Found {value!r}.")
-    path = Path(value).expanduser()
-    return path if path.is_absolute() else (base / path)
-
-
-def _fmt(value: float) -> str:
-    return f"{value:g}"
-
-
-def _read_document(path: str | os.PathLike[str]) -> dict[str, Any]:
-    try:
-        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputFileError(f"sweep config does not exist. Found {str(path)!r}.") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise InputFileError(f"could not read sweep config {str(path)!r}: {error}") from None
-
-
-def _data_settings(source: Path, top: dict[str, Any]) -> tuple[str, tuple[str, ...] | None]:
-    """The label column and the optional feature columns (``data`` must be present too)."""
-    for key in ("data", "label_column"):
-        if key not in top:
-            raise _fail(source, f"missing key {key!r}.")
-    label_column = top["label_column"]
-    if not isinstance(label_column, str):
-        raise _fail(source, f"label_column must be a string. Found {label_column!r}.")
-    features = top.get("features")
-    if features is not None and (
-        not isinstance(features, list) or not all(isinstance(f, str) for f in features)
-    ):
-        raise _fail(source, f"features must be a list of column names. Found {features!r}.")
-    return label_column, None if features is None else tuple(features)
-
-
-def _repeats_and_seed(source: Path, top: dict[str, Any]) -> tuple[int, int]:
-    repeats = top.get("repeats", 1)
-    seed = top.get("seed", 0)
-    for key, value in (("repeats", repeats), ("seed", seed)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < (key == "repeats"):
-            raise _fail(
-                source, f"{key} must be an integer ≥ {int(key == 'repeats')}. Found {value!r}."
-            )
-    return repeats, seed
-
-
-def _model_settings(source: Path, top: dict[str, Any]) -> TrainingConfig:
-    """The [model] table as the settings every strategy starts from."""
-    model = _check_keys(source, top.get("model", {}), _MODEL_KEYS, "[model]")
-    hidden = model.get("hidden", [])
-    if not isinstance(hidden, list) or not all(
-        isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in hidden
-    ):
-        raise _fail(source, f"hidden must be a list of positive integers. Found {hidden!r}.")
-    return TrainingConfig(
-        epochs=1,
-        hidden=tuple(hidden),
-        lr=_number(source, model, "lr", 0.01),
-        momentum=_number(source, model, "momentum", 0.9),
-    )
-
-
-def _baseline_strategies(source: Path, table: Any, common: TrainingConfig) -> list[GridStrategy]:
-    """One non-private strategy per epoch count of the [baseline] table."""
-    baseline = _check_keys(source, table, _BASELINE_KEYS, "[baseline]")
-    batch = _number_list(source, baseline, "batch_size", int, default=64)
-    if len(batch) != 1:
-        raise _fail(source, "[baseline] batch_size must be a single integer.")
-    return [
-        GridStrategy(f"nonprivate-e{epochs}", replace(common, epochs=epochs, batch_size=batch[0]))
-        for epochs in _number_list(source, baseline, "epochs", int)
-    ]
-
-
-def _dp_strategies(source: Path, table: Any, common: TrainingConfig) -> list[GridStrategy]:
-    """The [dp] grid: target ε × clip × batch size × microbatches × epochs, in that order."""
-    dp = _check_keys(source, table, _DP_KEYS, "[dp]")
-    accountant = dp.get("accountant", "pld")
-    if not isinstance(accountant, str):
-        raise _fail(source, f"accountant must be a name. Found {accountant!r}.")
-    shared = replace(
-        common,
-        delta=None if "delta" not in dp else _number(source, dp, "delta", 0.0),
-        accountant=accountant,
-        max_noise_multiplier=_number(source, dp, "max_noise_multiplier", 1000.0),
-    )
-    grid = itertools.product(
-        _number_list(source, dp, "target_epsilons", float),
-        _number_list(source, dp, "clips", float, default=1.0),
-        _number_list(source, dp, "batch_sizes", int, default=64),
-        _microbatch_list(source, dp),
-        _number_list(source, dp, "epochs", int),
-    )
-    return [
-        GridStrategy(
-            f"dp-eps{_fmt(epsilon)}-C{_fmt(clip)}-B{batch_size}-"
-            f"m{'ex' if groups is None else groups}-e{epochs}",
-            replace(
-                shared,
-                epochs=epochs,
-                batch_size=batch_size,
-                clip=float(clip),
-                target_epsilon=float(epsilon),
-                microbatches=groups,
-            ),
-        )
-        for epsilon, clip, batch_size, groups, epochs in grid
-    ]
-
-
-def _grid(source: Path, top: dict[str, Any]) -> tuple[GridStrategy, ...]:
-    """Every strategy of the [baseline] and [dp] tables; labels must be distinct."""
-    common = _model_settings(source, top)
-    strategies: list[GridStrategy] = []
-    if "baseline" in top:
-        strategies += _baseline_strategies(source, top["baseline"], common)
-    if "dp" in top:
-        strategies += _dp_strategies(source, top["dp"], common)
-    if not strategies:
-        raise _fail(source, "the sweep needs a [baseline] or a [dp] table.")
-    labels = [strategy.label for strategy in strategies]
-    duplicate = next((label for label in labels if labels.count(label) > 1), None)
-    if duplicate is not None:
-        raise _fail(source, f"strategy {duplicate!r} appears twice in the grid.")
-    return tuple(strategies)
-
-
-def load_sweep_config(path: str | os.PathLike[str]) -> SweepConfig:
-    """Parse and validate a sweep TOML file (errors name the file and the key)."""
-    source = Path(path)
-    top = _check_keys(source, _read_document(path), _TOP_KEYS, "the top level")
-    base = source.resolve().parent
-    label_column, features = _data_settings(source, top)
-    repeats, seed = _repeats_and_seed(source, top)
-    strategies = _grid(source, top)
-    if len(strategies) * repeats > MAX_MODELS:
-        raise _fail(
-            source,
-            f"the sweep describes too many models ({len(strategies)} strategies × {repeats} "
-            f"repeats); at most {MAX_MODELS:,} are allowed. Found {len(strategies) * repeats:,}.",
-        )
-    return SweepConfig(
-        data=_resolve(base, top["data"], "data", source),
-        label_column=label_column,
-        population=None
-        if top.get("population") is None
-        else _resolve(base, top["population"], "population", source),
-        features=features,
-        out=None if top.get("out") is None else _resolve(base, top["out"], "out", source),
-        repeats=repeats,
-        seed=seed,
-        strategies=strategies,
-    )
-
-
 def _runs(config: SweepConfig) -> Iterator[tuple[GridStrategy, int]]:
     for strategy in config.strategies:
         for repeat in range(config.repeats):
             yield strategy, repeat
 
 
-def _cell(value: Any) -> Any:
+def _cell(value: ManifestCell) -> str | int | float | bool:
     if value is None:
         return ""
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, tuple):
         return ",".join(str(item) for item in value)
     return value
 
 
-def _row(config: SweepConfig, label: str, repeat: int, record: dict[str, Any]) -> dict[str, Any]:
-    """The manifest row of one finished model from its ``training.json`` document."""
-    privacy = record["privacy"] or {}
-    hyper = record["hyperparameters"]
-    population = record["utility"]["population"] or {}
+def _row(config: SweepConfig, label: str, repeat: int, record: Fields) -> dict[str, ManifestCell]:
+    """The manifest row of one finished model from its checked ``training.json``."""
     relative = Path(label) / str(repeat)
     return {
         "model": (relative / MODEL_FILES["onnx"]).as_posix(),
@@ -400,51 +142,23 @@ def _row(config: SweepConfig, label: str, repeat: int, record: dict[str, Any]) -
         "features": config.features,
         "strategy": label,
         "repeat": repeat,
-        "private": record["private"],
-        "epochs": hyper["epochs"],
-        "batch_size": hyper["batch_size"],
-        "clip": hyper["clip"],
-        "microbatches": hyper["microbatches"],
-        "target_epsilon": privacy.get("target_epsilon"),
-        "epsilon": privacy.get("epsilon"),
-        "delta": privacy.get("delta"),
-        "noise_multiplier": privacy.get("noise_multiplier"),
-        "accountant": (privacy.get("accountant") or {}).get("name"),
-        "hidden": record["model"]["hidden"],
-        "lr": hyper["lr"],
-        "momentum": hyper["momentum"],
-        "seed": hyper["seed"],
-        "train_accuracy": record["utility"]["train"]["accuracy"],
-        "population_accuracy": population.get("accuracy"),
-        "population_auroc": population.get("auroc"),
+        **record_cells(record),
     }
 
 
-def _row_problem(config: SweepConfig, label: str, repeat: int, record: Any) -> str | None:
-    """Why ``record`` gives no manifest row (a key missing or of the wrong type), if it does not."""
-    try:
-        _row(config, label, repeat, record)
-    except KeyError as error:
-        return f"its {MODEL_FILES['record']} has no key {error}"
-    except (TypeError, AttributeError):
-        return f"its {MODEL_FILES['record']} does not have the layout epsstar writes"
-    return None
-
-
-def manifest_rows(config: SweepConfig, out: Path) -> list[dict[str, Any]]:
+def manifest_rows(config: SweepConfig, out: Path) -> list[dict[str, ManifestCell]]:
     """One row per finished model of the sweep, in grid order."""
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, ManifestCell]] = []
     for strategy, repeat in _runs(config):
         record_path = out / strategy.label / str(repeat) / MODEL_FILES["record"]
         if not record_path.is_file():
             continue
         try:
-            record = json.loads(record_path.read_text(encoding="utf-8"))
-            rows.append(_row(config, strategy.label, repeat, record))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+            rows.append(_row(config, strategy.label, repeat, read_record(record_path)))
+        except InputFileError as error:
             raise InputFileError(
-                f"cannot list a finished model in the manifest ({type(error).__name__}: "
-                f"{error}); pass --overwrite to train it again. Found {str(record_path)!r}."
+                f"cannot list a finished model in the manifest ({error}); pass --overwrite to "
+                f"train it again. Found {str(record_path)!r}."
             ) from None
     return rows
 
@@ -461,24 +175,35 @@ def write_manifest(config: SweepConfig, out: Path) -> Path:
     return path
 
 
-def _record_problem(config: SweepConfig, folder: Path, expected: dict[str, Any]) -> str | None:
+def _record_problem(folder: Path, expected: JsonObject) -> str | None:
     """Why the finished model in ``folder`` is not the one ``expected`` describes, if it is not."""
+    path = folder / MODEL_FILES["record"]
     try:
-        document = json.loads((folder / MODEL_FILES["record"]).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        return f"its {MODEL_FILES['record']} cannot be read ({error})"
+        document = read_json(path, MODEL_FILES["record"])
+    except InputFileError as error:
+        return f"its {MODEL_FILES['record']} cannot be read ({_reason(error, path)})"
     if not isinstance(document, dict):
         return f"its {MODEL_FILES['record']} is not a JSON object"
     for kind in ("onnx", "torchscript"):
         if not (folder / MODEL_FILES[kind]).is_file():
             return f"its {MODEL_FILES[kind]} is missing"
-    return fingerprint_change(document.get("fingerprint"), expected) or _row_problem(
-        config, folder.parent.name, int(folder.name), document
-    )
+    change = fingerprint_change(document.get("fingerprint"), expected)
+    if change is not None:
+        return change
+    try:
+        RECORD_SCHEMA.check(document, Where(str(path)))
+    except InputFileError as error:
+        return f"its {MODEL_FILES['record']} is not as epsstar writes it ({_reason(error, path)})"
+    return None
+
+
+def _reason(error: InputFileError, path: Path) -> str:
+    """The error's message without the file it names first (the caller names it)."""
+    return str(error).removeprefix(f"{path}: ").split(". Found ")[0].rstrip(".")
 
 
 def _finished_runs(
-    config: SweepConfig, target: Path, data_part: dict[str, Any], overwrite: bool
+    config: SweepConfig, target: Path, data_part: JsonObject, overwrite: bool
 ) -> set[tuple[str, int]]:
     """The runs whose finished model can be kept; refuses any other finished model.
 
@@ -491,7 +216,7 @@ def _finished_runs(
         if not (folder / MODEL_FILES["record"]).is_file():
             continue
         expected = fingerprint(replace(strategy.config, seed=config.seed + repeat), data_part)
-        problem = _record_problem(config, folder, expected)
+        problem = _record_problem(folder, expected)
         if problem is None:
             finished.add((strategy.label, repeat))
         elif overwrite:
@@ -524,7 +249,7 @@ def _train_task(
     config: SweepConfig,
     settings: TrainingConfig,
     plan: PrivacyPlan | None,
-    data_part: dict[str, Any],
+    data_part: JsonObject,
     threads: int | None,
 ) -> tuple[dict[str, bytes], float, float | None]:
     """Dask task: train one model into a scratch folder; its files, seconds and ε.
@@ -580,7 +305,7 @@ def _sweep_on_dask(
     target: Path,
     pending: list[tuple[GridStrategy, int]],
     engine: Engine,
-    job: dict[str, Any],
+    job: _Job,
     log: Callable[[str], None] | None,
 ) -> tuple[int, tuple[str, ...]]:
     """Train the ``pending`` runs as one Dask task each; (models trained, failures).
@@ -593,9 +318,9 @@ def _sweep_on_dask(
         (
             config,
             replace(strategy.config, seed=config.seed + repeat),
-            job["plans"][strategy.label],
-            job["data_part"],
-            job["threads"],
+            job.plans[strategy.label],
+            job.data_part,
+            job.threads,
         )
         for strategy, repeat in pending
     ]
@@ -634,6 +359,113 @@ def _sweep_on_dask(
     return trained[0], tuple(failures)
 
 
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """What every model of one sweep shares: the data, their fingerprint, the σ plans by
+    strategy label and, on a Dask cluster, the torch threads of each task."""
+
+    data: TabularData
+    population: TabularData | None
+    data_part: JsonObject
+    plans: dict[str, PrivacyPlan | None]
+    threads: int | None = None
+
+
+def _outputs(config: SweepConfig, target: Path) -> list[tuple[str, Path]]:
+    """Every file the sweep may write (model files, engine files, the manifest)."""
+    names = [*MODEL_FILES.values(), ENGINE_FILE]
+    files = [("--out", target / MANIFEST_NAME)]
+    for strategy, repeat in _runs(config):
+        files += [("--out", target / strategy.label / str(repeat) / name) for name in names]
+    return files
+
+
+def _inputs(config: SweepConfig) -> list[tuple[str, Path]]:
+    """The files the sweep reads: its data, population and configuration file."""
+    found = [("the sweep's data", config.data)]
+    if config.population is not None:
+        found.append(("the sweep's population", config.population))
+    if config.source is not None:
+        found.append(("the sweep config", config.source))
+    return found
+
+
+@contextlib.contextmanager
+def _made_for(target: Path) -> Iterator[None]:
+    """Make ``target``; if the block fails before a model is finished there, remove the
+    folders made for it."""
+    created = first_missing(target)
+    target.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
+    except BaseException:
+        if created is not None and not any(target.glob(f"*/*/{MODEL_FILES['record']}")):
+            shutil.rmtree(created, ignore_errors=True)
+        raise
+
+
+def _train_here(
+    config: SweepConfig,
+    target: Path,
+    finished: set[tuple[str, int]],
+    job: _Job,
+    hooks: _Hooks,
+) -> int:
+    """Train every unfinished model in this process, one after another; how many."""
+    runs = list(_runs(config))
+    trained = 0
+    for index, (strategy, repeat) in enumerate(runs, start=1):
+        folder = target / strategy.label / str(repeat)
+        if (strategy.label, repeat) in finished:
+            continue
+        if strategy.label not in job.plans:
+            if strategy.config.target_epsilon is not None:
+                hooks.say(f"{strategy.label}: choosing the noise multiplier for the target ε ...")
+                if hooks.on_plan is not None:
+                    hooks.on_plan(strategy.label)
+            job.plans[strategy.label] = plan_privacy(strategy.config, job.data.n_records)
+        if folder.is_dir():
+            for leftover in folder.glob(".*.tmp"):
+                leftover.unlink()
+            (folder / ENGINE_FILE).unlink(missing_ok=True)  # from an earlier run on a cluster
+        result = train_to_directory(
+            job.data,
+            replace(strategy.config, seed=config.seed + repeat),
+            folder,
+            population=job.population,
+            overwrite=True,
+            progress=hooks.progress,
+            description=f"[{index}/{len(runs)}] {strategy.label} #{repeat}",
+            plan=job.plans[strategy.label],
+            on_epoch=None
+            if hooks.on_epoch is None
+            else partial(hooks.on_epoch, strategy.label, repeat),
+            data_part=job.data_part,
+        )
+        trained += 1
+        write_manifest(config, target)
+        epsilon = "" if result.privacy is None else f", epsilon {result.privacy.epsilon:.4g}"
+        hooks.say(
+            f"[{index}/{len(runs)}] {strategy.label} repeat {repeat}: done in "
+            f"{result.wall_time_seconds:.1f} s{epsilon}"
+        )
+    return trained
+
+
+@dataclass(frozen=True, slots=True)
+class _Hooks:
+    """How a sweep reports: progress bars, log lines, epochs and σ searches."""
+
+    progress: bool | None
+    log: Callable[[str], None] | None
+    on_epoch: Callable[[str, int, EpochStats], None] | None
+    on_plan: Callable[[str], None] | None
+
+    def say(self, message: str) -> None:
+        if self.log is not None:
+            self.log(message)
+
+
 def run_sweep(
     config: SweepConfig,
     out: str | os.PathLike[str] | None = None,
@@ -651,66 +483,37 @@ def run_sweep(
     no ``on_epoch``: see the module's description).
 
     Finished models made with other settings or data are refused unless ``overwrite``
-    (see the module's description). ``on_epoch(strategy label, repeat, stats)`` is called
-    after every epoch, ``on_plan(strategy label)`` before the noise multiplier of a
-    target ε is searched.
+    (see the module's description), and so is an output file that would replace the
+    data, the population or the sweep file. ``on_epoch(strategy label, repeat, stats)`` is
+    called after every epoch, ``on_plan(strategy label)`` before the noise multiplier of a
+    target ε is searched. A Ctrl-C or an error leaves the model being trained unwritten,
+    and removes the output folder if this run made it and finished no model in it.
     """
-    from epsstar.training.runs.pipeline import load_inputs, train_to_directory
-
     target = _output_directory(config, out)
+    refuse_replacing_inputs(_outputs(config, target), _inputs(config))
     data, population = load_inputs(
         config.data, config.label_column, config.population, config.features
     )
     for strategy in config.strategies:
         strategy.config.validate(data.n_records)
+        check_memory(strategy.config, data)
     data_part = data_fingerprint(data, population)
     finished = _finished_runs(config, target, data_part, overwrite) if target.is_dir() else set()
-    target.mkdir(parents=True, exist_ok=True)
-    plans: dict[str, PrivacyPlan | None] = {}
-    runs = list(_runs(config))
-    if engine is not None and engine.name == "dask":
-        pending = [run for run in runs if (run[0].label, run[1]) not in finished]
-        job = {"plans": _plans(pending, data.n_records, log), "data_part": data_part}
-        done, failed = _sweep_on_dask(
-            config, target, pending, engine, job | {"threads": threads}, log
+    with _made_for(target):
+        if engine is not None and engine.name == "dask":
+            pending = [run for run in _runs(config) if (run[0].label, run[1]) not in finished]
+            job = _Job(data, population, data_part, _plans(pending, data.n_records, log), threads)
+            done, failed = _sweep_on_dask(config, target, pending, engine, job, log)
+            manifest = write_manifest(config, target)
+            return SweepOutcome(
+                trained=done, skipped=len(finished), manifest=manifest, failed=failed
+            )
+        trained = _train_here(
+            config,
+            target,
+            finished,
+            _Job(data, population, data_part, {}),
+            _Hooks(progress, log, on_epoch, on_plan),
         )
         manifest = write_manifest(config, target)
-        return SweepOutcome(trained=done, skipped=len(finished), manifest=manifest, failed=failed)
-    trained = 0
-    for index, (strategy, repeat) in enumerate(runs, start=1):
-        folder = target / strategy.label / str(repeat)
-        if (strategy.label, repeat) in finished:
-            continue
-        if strategy.label not in plans:
-            if strategy.config.target_epsilon is not None:
-                if log is not None:
-                    log(f"{strategy.label}: choosing the noise multiplier for the target ε ...")
-                if on_plan is not None:
-                    on_plan(strategy.label)
-            plans[strategy.label] = plan_privacy(strategy.config, data.n_records)
-        if folder.is_dir():
-            for leftover in folder.glob(".*.tmp"):
-                leftover.unlink()
-            (folder / ENGINE_FILE).unlink(missing_ok=True)  # from an earlier run on a cluster
-        result = train_to_directory(
-            data,
-            replace(strategy.config, seed=config.seed + repeat),
-            folder,
-            population=population,
-            overwrite=True,
-            progress=progress,
-            description=f"[{index}/{len(runs)}] {strategy.label} #{repeat}",
-            plan=plans[strategy.label],
-            on_epoch=None if on_epoch is None else partial(on_epoch, strategy.label, repeat),
-            data_part=data_part,
-        )
-        trained += 1
-        write_manifest(config, target)
-        if log is not None:
-            epsilon = "" if result.privacy is None else f", epsilon {result.privacy.epsilon:.4g}"
-            log(
-                f"[{index}/{len(runs)}] {strategy.label} repeat {repeat}: done in "
-                f"{result.wall_time_seconds:.1f} s{epsilon}"
-            )
-    manifest = write_manifest(config, target)
     return SweepOutcome(trained=trained, skipped=len(finished), manifest=manifest)

@@ -164,7 +164,7 @@ def test_read_results_reads_both_kinds(tmp_path: Path) -> None:
 def test_read_results_refuses_other_files(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     for content, message in (
-        ("not json", "not a JSON file"),
+        ("not json", "must be JSON"),
         (json.dumps({"something": 1}), "not an epsstar results file"),
         (json.dumps({"models": []}), "hold no audited models"),
     ):
@@ -259,7 +259,7 @@ def test_accuracy_is_the_other_utility() -> None:
         ([{"entry": {"strategy": "s"}, "result": {"epsilon_star": "1"}}], "no epsilon_star"),
         (
             [{"entry": {"strategy": "s"}, "result": {"epsilon_star": math.inf}}],
-            "not finite. Found inf",
+            "must be a finite number ≥ 0. Found inf",
         ),
         ([record("s", 1.0, 0.8) | {"entry": {"strategy": "s", "params": [1]}}], "params"),
         ([record("s", 1.0, 0.8) | {"entry": {"strategy": "s", "repeat": "x"}}], "repeat"),

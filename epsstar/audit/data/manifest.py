@@ -1,0 +1,193 @@
+"""The ``audit-many`` manifest: one model to audit per CSV row or ``[[models]]`` TOML table.
+
+Columns: ``model``, ``train`` (or ``train_data``), ``population`` (or ``population_data``),
+``label_column``, ``strategy`` and ``repeat``, optionally ``features`` (comma-separated),
+``loader`` and ``outputs``. In TOML, top-level keys are defaults for every model. Any other
+column is a hyper-parameter of the strategy and is carried into the results (``epsstar
+sweep``'s manifest is one such file). Relative paths are relative to the manifest's folder.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from epsstar.audit.data.config_schema import (
+    Anything,
+    Cell,
+    Integer,
+    ListOf,
+    Nullable,
+    Table,
+    Text,
+    Where,
+    parse_toml,
+)
+from epsstar.exceptions import InputFileError
+
+__all__ = ["ENTRY", "MAX_MODELS", "ManifestEntry", "read_manifest"]
+
+_ALIASES = {"train_data": "train", "population_data": "population", "path": "model"}
+#: The most models one manifest may list.
+MAX_MODELS = 100_000
+_PATH = Text()
+_NAME = Text(max_length=1024)
+#: One model's fields (after the aliases); any other key is a hyper-parameter of its
+#: strategy, which must be a table cell's value.
+ENTRY = Table(
+    {
+        "model": _PATH,
+        "train": _PATH,
+        "population": _PATH,
+        "label_column": _NAME,
+        "strategy": _NAME,
+        "repeat": Integer(0, 10**9),
+        "features": Nullable(ListOf(_NAME, min_items=1, max_items=1_000_000)),
+        "loader": Nullable(_NAME),
+        "outputs": Nullable(Text(choices=("probabilities", "logits"))),
+    },
+    required=("model", "train", "population", "label_column"),
+    extra=Cell(),
+)
+#: A TOML manifest: its ``[[models]]`` and, at the top, defaults for every model.
+MODELS = ListOf(Table({}, extra=Anything()), min_items=1, max_items=MAX_MODELS)
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    """One model to audit and the strategy it belongs to."""
+
+    model: Path
+    train: Path
+    population: Path
+    label_column: str
+    strategy: str
+    repeat: int
+    features: tuple[str, ...] | None = None
+    loader: str | None = None
+    outputs: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "model": str(self.model),
+            "train": str(self.train),
+            "population": str(self.population),
+            "label_column": self.label_column,
+            "strategy": self.strategy,
+            "repeat": self.repeat,
+            "params": dict(self.params),
+        }
+
+
+def _entry(raw: Mapping[str, object], base: Path, where: Where) -> ManifestEntry:
+    """One model's entry, every field checked by :data:`ENTRY` (paths against ``base``)."""
+    row = {_ALIASES.get(key, key): value for key, value in raw.items()}
+    if isinstance(row.get("features"), str) and not where.text_cells:
+        row["features"] = [name.strip() for name in str(row["features"]).split(",")]
+    fields = ENTRY.check(row, where)
+
+    def path(key: str) -> Path:
+        value = Path(fields.need(key, _PATH))
+        return value if value.is_absolute() else base / value
+
+    model = path("model")
+    return ManifestEntry(
+        model=model,
+        train=path("train"),
+        population=path("population"),
+        label_column=fields.need("label_column", _NAME),
+        strategy=fields.get("strategy", _NAME) or model.stem,
+        repeat=fields.get("repeat", ENTRY.fields["repeat"]) or 0,
+        features=fields.get("features", ENTRY.fields["features"]) or None,
+        loader=fields.get("loader", ENTRY.fields["loader"]),
+        outputs=fields.get("outputs", ENTRY.fields["outputs"]),
+        params=dict(fields.extra),
+    )
+
+
+def _manifest_text(file: Path) -> str:
+    """The manifest's text; it must be UTF-8 (a byte-order mark is dropped)."""
+    try:
+        return file.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as error:
+        byte = error.object[error.start : error.start + 1].hex()
+        raise InputFileError(
+            f"{file}: a manifest must be UTF-8 text. Found the byte 0x{byte} at offset "
+            f"{error.start}, which is not."
+        ) from None
+    except OSError as error:
+        message = error.strerror or str(error)
+        raise InputFileError(f"{file}: cannot read the manifest: {message}.") from None
+
+
+def _csv_rows(file: Path, text: str) -> list[tuple[int, dict[str, str]]]:
+    """The rows of a CSV manifest, each as wide as its header, which names each column once."""
+    try:
+        lines = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as error:
+        raise InputFileError(f"{file}: must be a readable CSV manifest. Found: {error}.") from None
+    numbered = [(number, row) for number, row in enumerate(lines, start=1) if row]
+    if not numbered:
+        raise InputFileError(f"{file}: the manifest lists no models. Found an empty file.")
+    header = [name.strip() for name in numbered[0][1]]
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        raise InputFileError(
+            f"{file}: manifest columns must be named once. Found {', '.join(map(repr, repeated))} "
+            f"more than once."
+        )
+    rows = []
+    for number, row in numbered[1:]:
+        if len(row) != len(header):
+            raise InputFileError(
+                f"{file}: every manifest row must have as many fields as the header "
+                f"({len(header)}). Found {len(row)} fields on row {number}."
+            )
+        rows.append((number, dict(zip(header, row, strict=True))))
+    return rows
+
+
+def read_manifest(path: str | Path) -> list[ManifestEntry]:
+    """Entries of a CSV or TOML manifest (UTF-8 text)."""
+    file = Path(path)
+    if file.is_dir():
+        raise InputFileError(f"manifest: must be a file, not a directory. Found {str(file)!r}.")
+    if not file.is_file():
+        raise InputFileError(f"manifest: no such file. Found {str(file)!r}.")
+    base = file.resolve().parent
+    suffix = file.suffix.lower()
+    if suffix not in (".toml", ".csv"):
+        raise InputFileError(f"manifest must be a .csv or .toml file. Found {str(file)!r}.")
+    text = _manifest_text(file)
+    if suffix == ".toml":
+        return _toml_entries(file, text, base)
+    rows = _csv_rows(file, text)
+    if not rows:
+        raise InputFileError(f"{file}: the manifest lists no models. Found 0 rows.")
+    if len(rows) > MAX_MODELS:
+        raise InputFileError(
+            f"{file}: a manifest may list at most {MAX_MODELS:,} models. Found {len(rows):,}."
+        )
+    return [
+        _entry(row, base, Where(f"{file} row {number}", text_cells=True)) for number, row in rows
+    ]
+
+
+def _toml_entries(file: Path, text: str, base: Path) -> list[ManifestEntry]:
+    """The ``[[models]]`` of a TOML manifest, each with the top level's defaults."""
+    document = parse_toml(text, Where(str(file)))
+    if not isinstance(document, dict) or "models" not in document:
+        raise InputFileError(f"{file}: expected one or more [[models]] tables. Found none.")
+    models = MODELS.check(document["models"], Where(str(file), "models"))
+    defaults = {key: value for key, value in document.items() if key != "models"}
+    return [
+        _entry(
+            {**defaults, **model.values, **model.extra}, base, Where(f"{file} model {index + 1}")
+        )
+        for index, model in enumerate(models)
+    ]
