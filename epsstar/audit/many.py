@@ -18,11 +18,9 @@ repeats, log mean exp(ε*) (Theorem 2 of ``epsilon-star-negoescu-2024.md``).
 
 from __future__ import annotations
 
-import multiprocessing
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -32,10 +30,12 @@ import numpy as np
 from epsstar.audit.attacks.from_losses import AuditOptions
 from epsstar.audit.data.manifest import ManifestEntry, read_manifest
 from epsstar.audit.data.reading import DEFAULT_BATCH_SIZE, Tables
+from epsstar.audit.engines.pool import run_in_processes
 from epsstar.audit.model.loading import ModelFile
 from epsstar.exceptions import EpsstarError, InputFileError
 from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.bounds.from_counts import mechanism_epsilon
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.names import OUTPUT_KINDS, LossName
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -79,7 +79,7 @@ class ModelAudit:
     def epsilon_star(self) -> float | None:
         return None if self.result is None else self.result.epsilon_star
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The record of ``epsstar audit-many --json``'s ``models``: keys only for what exists."""
         record: dict[str, Any] = {"entry": self.entry.describe()}
         if self.result is not None:
@@ -107,7 +107,7 @@ class StrategySummary:
     mechanism_epsilon: float | None
     params: Mapping[str, Any]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "strategy": self.strategy,
             "n_models": self.n_models,
@@ -353,18 +353,9 @@ def audit_many(
     if engine is not None and engine.name == "dask":
         return _audit_on_dask(entries, engine, folder, write_report, keep_losses, settings, on_done)
     arguments = [(entry, settings, folder, write_report, keep_losses) for entry in entries]
-    records: list[ModelAudit | None] = [None] * len(entries)
-    if jobs == 1:
-        for index, task in enumerate(arguments):
-            records[index] = done = _audit_one(*task)
-            if on_done:
-                on_done(done)
-    else:
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            futures = {pool.submit(_audit_one, *task): i for i, task in enumerate(arguments)}
-            for future in as_completed(futures):
-                records[futures[future]] = done = future.result()
-                if on_done:
-                    on_done(done)
-    return [record for record in records if record is not None]
+
+    def done(_: int, record: ModelAudit) -> None:
+        if on_done:
+            on_done(record)
+
+    return run_in_processes(_audit_one, arguments, jobs=jobs, on_done=done)

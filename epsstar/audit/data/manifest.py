@@ -28,6 +28,7 @@ from epsstar.audit.data.config_schema import (
     parse_toml,
 )
 from epsstar.exceptions import InputFileError
+from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["ENTRY", "MAX_MODELS", "ManifestEntry", "read_manifest"]
 
@@ -72,7 +73,7 @@ class ManifestEntry:
     outputs: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         return {
             "model": str(self.model),
             "train": str(self.train),

@@ -18,6 +18,7 @@ from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.bounds.gate import GateStatistic
 from epsstar.statistics.estimators.delta_profile import DeltaPoint
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.names import ATTACKS, AttackName
 from epsstar.statistics.readings.readings import Readings
 from epsstar.statistics.results import EpsilonStarResult
@@ -65,7 +66,7 @@ class AttackResult:
                 return reading.tpr_observed
         raise KeyError(fpr)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         headline = self.epsilon.to_dict()
         return {
             "attack": self.name,

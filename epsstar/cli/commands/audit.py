@@ -24,7 +24,7 @@ from epsstar.cli.common.options import (
     describe_choices,
     emit,
     engine_option,
-    stage_json,
+    json_path,
 )
 from epsstar.cli.common.text_table import extrapolation_note, interval_lines
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
@@ -365,8 +365,8 @@ def format_summary(result: AuditResult) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from epsstar.audit.output.staging import Outputs
     from epsstar.audit.run import ModelFile, Tables, audit
+    from epsstar.cli.common.writers import JSON, REPORT, RunFiles
 
     inputs = [("MODEL", args.model), ("--train", args.train), ("--population", args.population)]
     engine = engine_option(args)
@@ -377,9 +377,9 @@ def run(args: argparse.Namespace) -> int:
             f"--storage-options needs --engine dask. Found engine {engine.name!r}."
         )
     inputs += attack_inputs(args)
-    with Outputs(inputs) as outputs:
-        json_file = stage_json(outputs, args.json)
-        report_file = None if args.report is None else outputs.file("--report", args.report)
+    with RunFiles(inputs) as files:
+        json_file = files.plan("--json", json_path(args.json), JSON)
+        report_file = files.plan("--report", args.report, REPORT)
         model = ModelFile(args.model, args.loader, args.outputs, args.trust_model)
         tables = Tables(
             args.train,
@@ -403,17 +403,13 @@ def run(args: argparse.Namespace) -> int:
                 progress=progress,
                 command=shlex.join(args.command_line),
             )
-        outputs.add_inputs(result.files_read)
+        files.add_inputs(result.files_read)
         payload = result.to_dict()
-        if json_file is not None:
-            json_file.write_json(payload)
-        if report_file is not None:
-            from epsstar.reports import render
-
-            report_file.write_with(lambda path: render(result, path))
-        outputs.commit()
-    files = [] if args.report is None else [("report", args.report)]
-    emit(payload, args.json, format_summary(result), files=files)
+        files.write(json_file, payload)
+        files.write(report_file, result)
+        files.commit()
+    written = [] if args.report is None else [("report", args.report)]
+    emit(payload, args.json, format_summary(result), files=written)
     return EXIT_GATE_FAILED if result.passed is False else EXIT_OK
 
 

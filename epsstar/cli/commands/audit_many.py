@@ -15,7 +15,8 @@ from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.many import ManifestEntry, ModelAudit, StrategySummary
-    from epsstar.audit.output.staging import Outputs, StagedFolder
+    from epsstar.audit.output.staging import StagedFolder
+    from epsstar.cli.common.writers import RunFiles
 
 SUMMARY = "audit many models from a CSV or TOML manifest, with per-strategy summaries"
 
@@ -135,7 +136,7 @@ def _inputs(args: argparse.Namespace, entries: list[ManifestEntry]) -> list[tupl
     return inputs
 
 
-def _stage_reports(outputs: Outputs, folder: str, entries: list[ManifestEntry]) -> StagedFolder:
+def _stage_reports(files: RunFiles, folder: str, entries: list[ManifestEntry]) -> StagedFolder:
     """The ``--reports`` folder, with the name of each model's report checked up front."""
     from epsstar.audit.many import _report_name  # the name audit_many gives a model's report
     from epsstar.exceptions import InputFileError
@@ -150,7 +151,7 @@ def _stage_reports(outputs: Outputs, folder: str, entries: list[ManifestEntry]) 
                 f"#{entry.repeat} would write the same report. Found {name!r} twice."
             )
         names[name] = entry
-    return outputs.folder("--reports", folder, list(names))
+    return files.folder("--reports", folder, list(names))
 
 
 def _print_summary(args: argparse.Namespace, records: list[ModelAudit]) -> None:
@@ -179,9 +180,8 @@ def _print_summary(args: argparse.Namespace, records: list[ModelAudit]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from epsstar.audit.many import audit_many, read_manifest, summarise
-    from epsstar.audit.output.staging import Outputs
     from epsstar.cli.commands.audit import fleet_settings
-    from epsstar.reports import render
+    from epsstar.cli.common.writers import JSON, RunFiles, report_writer
 
     entries = read_manifest(args.manifest)
     engine = engine_option(args, args.jobs)
@@ -192,27 +192,26 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(progress_line(done[0], len(entries), record), file=sys.stderr, flush=True)
 
-    with Outputs(_inputs(args, entries)) as outputs:
-        json_file = None if args.json is None else outputs.file("--json", args.json)
-        reports = None if args.reports is None else _stage_reports(outputs, args.reports, entries)
+    with RunFiles(_inputs(args, entries)) as files:
+        json_file = files.plan("--json", args.json, JSON)
+        reports = None if args.reports is None else _stage_reports(files, args.reports, entries)
         records = audit_many(
             entries,
             fleet_settings(args),
             jobs=args.jobs,
             on_done=report,
             report_dir=None if reports is None else reports.staging,
-            write_report=render,
+            write_report=report_writer,
             engine=engine,
         )
         audited = [record.result for record in records if record.result is not None]
-        outputs.add_inputs(pair for result in audited for pair in result.files_read)
+        files.add_inputs(pair for result in audited for pair in result.files_read)
         if reports is not None:  # where each report will be once the outputs are committed
             records = [
                 replace(r, report=reports.path(r.report.name)) if r.report else r for r in records
             ]
-        if json_file is not None:
-            json_file.write_json(_payload(args, records, summarise(records)))
-        outputs.commit()
+        files.write(json_file, _payload(args, records, summarise(records)))
+        files.commit()
     _print_summary(args, records)
     if any(r.failed for r in records):
         return EXIT_PARTIAL

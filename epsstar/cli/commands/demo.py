@@ -19,6 +19,7 @@ results are written to ``results.json`` (atomically) in the layout of
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import multiprocessing
@@ -27,7 +28,6 @@ import queue
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -369,6 +369,7 @@ def _train(
 
     ``threads`` (``--threads``) is torch's thread count in each worker; None chooses it.
     """
+    from epsstar.audit.engines.pool import run_in_processes
     from epsstar.training.runs.sweep import write_manifest
     from epsstar.training.threads import apply_threads, choose_threads
 
@@ -378,45 +379,25 @@ def _train(
     }
     workers = min(jobs, len(parts))
     per_worker = choose_threads(workers, threads)
-    if workers == 1:
+    if workers == 1:  # in this process: the epochs go straight to the display
         apply_threads(per_worker)
-        errors = {label: train_strategy(part, display.receive) for label, part in parts.items()}
-    else:
-        errors = _train_in_pool(parts, workers, per_worker, display)
+        tasks: list[tuple[object, ...]] = [(part, display.receive) for part in parts.values()]
+        found = run_in_processes(train_strategy, tasks, jobs=1)
+    else:  # in worker processes, which send their epochs through a queue
+        messages = multiprocessing.get_context("spawn").Queue()
+        found = run_in_processes(
+            train_strategy,
+            [(part,) for part in parts.values()],
+            jobs=workers,
+            on_tick=lambda: _drain(messages, display),
+            initializer=functools.partial(_init_worker, messages, per_worker),
+        )
+        _drain(messages, display)
+    errors = dict(zip(parts, found, strict=True))
     assert config.out is not None  # set by _prepare
     # Each strategy's sweep wrote manifest.csv with its own models only: list them all.
     write_manifest(config, config.out)
     return {label: error for label, error in errors.items() if error is not None}
-
-
-def _train_in_pool(
-    parts: dict[str, SweepConfig], workers: int, threads: int, display: _Display
-) -> dict[str, str | None]:
-    context = multiprocessing.get_context("spawn")
-    messages = context.Queue()
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=context,
-        initializer=_init_worker,
-        initargs=(messages, threads),
-    )
-    errors: dict[str, str | None] = {}
-    try:
-        futures: dict[Future[str | None], str] = {
-            pool.submit(train_strategy, part): label for label, part in parts.items()
-        }
-        pending = set(futures)
-        while pending:
-            finished, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
-            _drain(messages, display)
-            for future in finished:
-                errors[futures[future]] = future.result()
-        _drain(messages, display)
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown()
-    return errors
 
 
 def _drain(messages: Any, display: _Display) -> None:
@@ -491,9 +472,9 @@ def _audit(
     display.audits_start(len(trained))
     write_report: ReportWriter | None = None
     if reports is not None:
-        from epsstar.reports import render
+        from epsstar.cli.common.writers import report_writer
 
-        write_report = render
+        write_report = report_writer
     audited = iter(
         audit_many(
             trained,
@@ -528,10 +509,13 @@ def _model_json(record: ModelAudit, training: dict[str, Any] | None) -> dict[str
 
 def _landscape(models: list[dict[str, Any]], out: Path) -> tuple[str | None, str | None]:
     """Draw the landscape from the models' JSON records: its path, or why it was not drawn."""
-    from epsstar.reports import render_landscape
+    from epsstar.audit.output.landscape_data import landscape
+    from epsstar.cli.common.writers import LANDSCAPE, write_file
 
+    path = out / "landscape.html"
     try:
-        return str(render_landscape(models, out / "landscape.html", utility="auroc")), None
+        write_file(LANDSCAPE, landscape(models, utility="auroc"), path)
+        return str(path), None
     except Exception as error:  # the landscape is an extra; the results stand without it
         return None, f"{type(error).__name__}: {error}"
 
@@ -715,8 +699,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     repeats, out = _check_arguments(args)
     _check_extras()
-    from epsstar.audit.data.files import atomic_write_json
     from epsstar.audit.many import summarise
+    from epsstar.cli.common.writers import JSON, write_file
 
     with_reports = reports_available()
     if not args.quiet:
@@ -739,7 +723,7 @@ def run(args: argparse.Namespace) -> int:
         payload["landscape"], payload["landscape_error"] = _landscape(documents, out)
     seconds["total"] = time.perf_counter() - started
     payload["seconds"] = {key: round(value, 1) for key, value in seconds.items()}
-    atomic_write_json(out / "results.json", payload)
+    write_file(JSON, payload, out / "results.json")
     _print_summary(records, summarise(records), data, config, out)
     _print_files(records, payload, out)
     print(f"\nDone in {seconds['total']:.0f} s.")

@@ -16,7 +16,7 @@ from epsstar.cli.common.options import (
     describe_choices,
     emit,
     estimator_config,
-    stage_json,
+    json_path,
 )
 from epsstar.cli.common.text_table import extrapolation_note, interval_lines, rate_text
 from epsstar.cli.exit_codes import EXIT_OK
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     from epsstar import __version__
     from epsstar.audit.data.files import read_loss_file
     from epsstar.audit.output.result import SCHEMA_VERSION
-    from epsstar.audit.output.staging import Outputs
+    from epsstar.cli.common.writers import JSON, RunFiles
     from epsstar.statistics.estimators.estimator import estimate
 
     config = estimator_config(args)
@@ -126,8 +126,8 @@ def run(args: argparse.Namespace) -> int:
         ("--train-losses", args.train_losses),
         ("--population-losses", args.population_losses),
     ]
-    with Outputs(inputs) as outputs:
-        json_file = stage_json(outputs, args.json)
+    with RunFiles(inputs) as files:
+        json_file = files.plan("--json", json_path(args.json), JSON)
         train = read_loss_file(args.train_losses, name="--train-losses")
         population = read_loss_file(args.population_losses, name="--population-losses")
         result = estimate(
@@ -138,8 +138,7 @@ def run(args: argparse.Namespace) -> int:
             **result.to_dict(),
             "epsstar_version": __version__,
         }
-        if json_file is not None:
-            json_file.write_json(payload)
-        outputs.commit()
+        files.write(json_file, payload)
+        files.commit()
     emit(payload, args.json, _format(result))
     return EXIT_OK

@@ -35,13 +35,12 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from epsstar.audit.output.landscape_data import landscape, read_results
-    from epsstar.audit.output.staging import Outputs
-    from epsstar.reports import render_landscape
+    from epsstar.cli.common.writers import LANDSCAPE, RunFiles
 
-    with Outputs(("RESULTS", path) for path in args.results) as outputs:
-        page = outputs.file("--out", args.out)
+    with RunFiles(("RESULTS", path) for path in args.results) as files:
+        page = files.plan("--out", args.out, LANDSCAPE)
         data = landscape(read_results(args.results, utility=args.utility), utility=args.utility)
-        page.write_with(lambda path: render_landscape(data, path))
-        outputs.commit()
+        files.write(page, data)
+        files.commit()
     print(f"landscape of {data.n_models} models written to {args.out}")
     return EXIT_OK

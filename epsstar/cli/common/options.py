@@ -11,7 +11,6 @@ from epsstar.statistics.names import DEFAULT_METHOD, FAMILIES, METHODS, Names
 
 if TYPE_CHECKING:  # the estimator modules load scipy: imported when a command runs
     from epsstar.audit.engines.dask_engine import Engine
-    from epsstar.audit.output.staging import Outputs, StagedFile
     from epsstar.statistics.estimators.methods import Bootstrap, EstimatorConfig
 
 #: How every command treats its output files (its --help says so).
@@ -113,9 +112,9 @@ def add_json_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def stage_json(outputs: Outputs, json_path: str | None) -> StagedFile | None:
-    """The ``--json`` file among a run's outputs; None without one or for standard output."""
-    return None if json_path is None or json_path == "-" else outputs.file("--json", json_path)
+def json_path(given: str | None) -> str | None:
+    """The ``--json`` file to write: ``None`` without one, or for standard output (``-``)."""
+    return None if given is None or given == "-" else given
 
 
 def emit(

@@ -35,6 +35,7 @@ from epsstar.statistics.auditing.claims import claimed_mu
 from epsstar.statistics.auditing.one_run import ONE_RUN_METHODS, OneRunMethod
 from epsstar.statistics.auditing.one_run_approximate_dp import one_run_epsilon_lower_bound
 from epsstar.statistics.auditing.one_run_gaussian_dp import one_run_mu_lower_bound
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.conversions import gdp_epsilon
 
 __all__ = ["ChosenK", "choose_k", "expected_precision"]
@@ -61,7 +62,7 @@ class ChosenK:
     expected_correct: int
     expected_epsilon_lower: float
 
-    def to_dict(self) -> dict[str, int | float | str]:
+    def to_dict(self) -> JsonObject:
         """The fields as a plain ``dict`` (for JSON)."""
         return asdict(self)
 

@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_positive_int, finite_vector
 from epsstar.statistics.bounds.held_out_bound import DIRECTIONS, Direction
+from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["GuessCounts", "count_correct_guesses", "inclusion_bits"]
 
@@ -33,7 +34,7 @@ class GuessCounts:
     correct: int
     included: int
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> JsonObject:
         """The fields as a plain ``dict`` (for JSON or a table row)."""
         return asdict(self)
 

@@ -19,6 +19,7 @@ from epsstar.statistics.auditing.guesses import GuessCounts, count_correct_guess
 from epsstar.statistics.auditing.one_run_approximate_dp import one_run_epsilon_lower_bound
 from epsstar.statistics.auditing.one_run_gaussian_dp import one_run_mu_lower_bound
 from epsstar.statistics.bounds.held_out_bound import Direction
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.conversions import gdp_epsilon
 
 __all__ = ["ONE_RUN_METHODS", "OneRunBounds", "OneRunMethod", "audit_one_run", "one_run_bounds"]
@@ -57,7 +58,7 @@ class OneRunBounds:
         """Whether the (ε, δ) bound refutes a claim (ε, ``delta``)-DP: ε < ``epsilon_lower``."""
         return check_claimed_epsilon(claimed_epsilon) < self.epsilon_lower
 
-    def to_dict(self) -> dict[str, int | float | str | None]:
+    def to_dict(self) -> JsonObject:
         """The fields and the two methods' names, as a plain ``dict`` (for JSON)."""
         return {
             "canaries": self.canaries,
