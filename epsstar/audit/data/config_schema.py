@@ -30,9 +30,10 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeAlias, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from epsstar.exceptions import InputFileError
+from epsstar.statistics.json_types import JsonObject, JsonValue
 
 __all__ = [
     "MAX_BYTES",
@@ -61,10 +62,6 @@ __all__ = [
     "read_text",
     "shown",
 ]
-
-#: A JSON document as Python reads it (``json.loads``, ``tomllib.loads``).
-JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
-JsonObject: TypeAlias = "dict[str, JsonValue]"
 
 #: Deepest nesting of lists and tables a configuration may have (the deepest epsstar
 #: writes, an ``audit-many --json`` record, has 7 levels).
