@@ -24,9 +24,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["ColumnMatch", "ColumnsFrom", "match_columns", "match_model_columns", "sanitised"]
 
@@ -70,7 +71,7 @@ class ColumnMatch:
             f"Epsilon* is wrong. Pass --features to state the order"
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready ``{"columns_from", "columns": [{"file", "model"}, ...]}``."""
         return {
             "columns_from": self.source,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.summaries.loss_sketch import BINS
 from epsstar.statistics.summaries.loss_summary import SummaryPlan
 
@@ -52,7 +53,7 @@ class SummaryPlans:
     def for_role(self, role: str) -> SummaryPlan | None:
         return self.train if role == "train" else self.population
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JsonObject:
         """The provenance record: per side, its tail values and sample rate (``None``: held
         whole), the grid's bins and the share of rows hashed for the shared-row check."""
         return {

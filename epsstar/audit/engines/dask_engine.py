@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from epsstar.exceptions import EpsstarError, InvalidInputError
 from epsstar.statistics._validation import check_positive_int
+from epsstar.statistics.json_types import JsonObject
 
 if TYPE_CHECKING:  # pragma: no cover
     from distributed import Client
@@ -71,7 +72,7 @@ class Engine:
             )
         check_positive_int("workers", self.workers)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The ``engine`` record of the JSON outputs."""
         if self.name == "single":
             return {"name": "single"}

@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Final, TypeGuard
+from typing import Final, TypeGuard
 
 from epsstar.exceptions import InputFileError
+from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["PRIVACY_KEY", "DeclaredPrivacy", "privacy_from_text", "privacy_to_text"]
 
@@ -35,7 +36,7 @@ class DeclaredPrivacy:
     delta: float | None = None
     accountant: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "private": self.private,
             "epsilon": self.epsilon,

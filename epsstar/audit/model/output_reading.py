@@ -22,6 +22,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.losses import ROW_SUM_TOLERANCE
 from epsstar.statistics.names import OutputKind
 
@@ -57,7 +58,7 @@ class OutputReading:
             )
         return line
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "kind": self.kind,
             "source": self.source,

@@ -32,6 +32,7 @@ from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast, runtime_checkable
 
 from epsstar.exceptions import InvalidInputError
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.names import OutputKind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -161,7 +162,7 @@ class LoaderInfo:
     distribution: str | None
     version: str | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready ``{"name", "value", "distribution", "version"}``."""
         return {
             "name": self.name,

@@ -36,6 +36,7 @@ from epsstar.statistics.auditing.many_run_intervals import (
 )
 from epsstar.statistics.bounds.from_counts import _check_error_counts, epsilon_lower_bound
 from epsstar.statistics.bounds.held_out_bound import held_out_halves, split_lower_bound
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.conversions import gdp_epsilon, gdp_mu_lower_bound
 from epsstar.statistics.summaries.loss_sketch import Sample
 
@@ -61,7 +62,7 @@ class MethodBound:
     epsilon_lower: float | None
     guarantee: str
 
-    def to_dict(self) -> dict[str, float | str | None]:
+    def to_dict(self) -> JsonObject:
         """The fields as a plain ``dict`` (for JSON or a table row)."""
         return {
             "method": self.method,
@@ -105,7 +106,7 @@ class ManyRunBounds:
             MethodBound(MANY_RUN_METHODS[3], self.epsilon_log_katz, "asymptotic"),
         )
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JsonObject:
         """The counts, the settings and the table, as plain values (for JSON)."""
         return {
             "false_positives": self.false_positives,
