@@ -23,6 +23,7 @@ from typing import Any
 from epsstar.audit.data.tables import DATA_FILE_SUFFIXES, read_column
 from epsstar.exceptions import InputFileError
 from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.json_types import JsonObject
 
 __all__ = [
     "LOSS_FILE_SUFFIXES",
@@ -103,7 +104,7 @@ class FileDigest:
         """The digest of the file at ``path``, read now."""
         return cls(os.fspath(path), sha256_of(Path(path)))
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> JsonObject:
         return {"path": self.path, "sha256": self.sha256}
 
 

@@ -9,7 +9,6 @@ bound, the gate's statistic, the TPR at 0.1 % and 1 % FPR) and the test's AUC.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,6 +17,7 @@ from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.bounds.gate import GateStatistic
 from epsstar.statistics.estimators.delta_profile import DeltaPoint
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.names import ATTACKS, AttackName
 from epsstar.statistics.readings.readings import Readings
 from epsstar.statistics.results import EpsilonStarResult
@@ -41,7 +41,7 @@ class AttackResult:
     gate: GateStatistic | None
     readings: Readings
     auc: float
-    settings: dict[str, Any]
+    settings: JsonObject
     member_scores: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
     nonmember_scores: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
     #: Epsilon* from δ = 10/n down to the audit's δ, as for the loss attack.
@@ -65,7 +65,7 @@ class AttackResult:
                 return reading.tpr_observed
         raise KeyError(fpr)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         headline = self.epsilon.to_dict()
         return {
             "attack": self.name,

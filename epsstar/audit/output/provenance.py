@@ -19,6 +19,7 @@ from epsstar.audit.data.files import FileDigest, digests_of
 from epsstar.audit.data.summary_plans import SummaryPlans
 from epsstar.audit.model.loading import ClassesFrom
 from epsstar.audit.model.plugins import LoaderInfo, OutputKind
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.names import LossName
 
 __all__ = ["EngineRun", "Provenance", "ReferenceModel", "Timings"]
@@ -53,7 +54,7 @@ class ReferenceModel:
         own = next(digest.sha256 for digest in digests if digest.path == os.fspath(path))
         return cls(os.fspath(path), own, loader, digests)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JsonObject:
         return {
             "path": self.path,
             "sha256": self.sha256,
@@ -71,12 +72,12 @@ class EngineRun:
     scheduler: str | None = None
     partitions: Mapping[Literal["train", "population"], int] | None = None
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JsonObject:
         if self.name == "single":
             return {"name": "single"}
-        found: dict[str, object] = {"name": "dask", "scheduler": self.scheduler or "local"}
+        found: JsonObject = {"name": "dask", "scheduler": self.scheduler or "local"}
         if self.partitions is not None:
-            found["partitions"] = dict(self.partitions)
+            found["partitions"] = dict(self.partitions.items())
         return found
 
 
@@ -112,7 +113,7 @@ class Timings:
         )
         return tuple((step, seconds) for step, seconds in found if seconds is not None)
 
-    def to_dict(self) -> dict[str, float]:
+    def to_dict(self) -> JsonObject:
         return dict(self.steps())
 
 
@@ -169,9 +170,9 @@ class Provenance:
             read += [(f"reference model {model.path!r}", file.path) for file in model.files]
         return tuple(read)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JsonObject:
         """The ``provenance`` record of the JSON outputs."""
-        found: dict[str, object] = {
+        found: JsonObject = {
             "model": self.model,
             "model_sha256": self.model_sha256,
             "model_files": [file.to_dict() for file in self.model_files],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -19,6 +18,7 @@ from epsstar.statistics.bounds.gate import GateStatistic
 from epsstar.statistics.estimators.curves import TradeoffCurve, empirical_curve, parametric_curve
 from epsstar.statistics.estimators.delta_profile import DeltaPoint
 from epsstar.statistics.fitting import LossDistribution
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.readings import Readings
 from epsstar.statistics.results import EpsilonStarResult
 from epsstar.statistics.summaries.protocols import Losses
@@ -151,7 +151,7 @@ class AuditResult:
             )
         return result
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         headline = self.epsilon.to_dict()
         provenance = self.provenance
         return {

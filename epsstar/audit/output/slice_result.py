@@ -8,9 +8,9 @@ Built by :func:`epsstar.audit.attacks.slices.audit_slices`; the statistics of ea
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from epsstar.statistics.bounds.slices import SliceEstimate
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.names import AttackName
 
 __all__ = ["SliceResult", "SliceRow"]
@@ -28,7 +28,7 @@ class SliceRow:
         value = self.value
         return value if len(value) <= width else value[: width - 1] + "…"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         estimate = self.estimate
         headline = None if estimate.epsilon is None else estimate.epsilon.to_dict()
         return {
@@ -85,7 +85,7 @@ class SliceResult:
             if min(row.estimate.n_members, row.estimate.n_nonmembers) < self.minimum
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "column": self.column,
             "attack": self.attack,

@@ -28,6 +28,7 @@ from epsstar.statistics._validation import (
     check_positive_int,
     finite_vector,
 )
+from epsstar.statistics.json_types import JsonObject
 
 __all__ = [
     "EpsilonLowerBound",
@@ -106,7 +107,7 @@ class EpsilonLowerBound:
     threshold: float | None = None
     direction: str | None = None
 
-    def to_dict(self) -> dict[str, float | int | str | None]:
+    def to_dict(self) -> JsonObject:
         """The fields as a plain ``dict`` (for JSON or a table row)."""
         return asdict(self)
 
