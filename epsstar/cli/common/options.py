@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # the estimator modules load scipy: imported when a command r
     from epsstar.audit.engines.dask_engine import Engine
     from epsstar.audit.output.staging import Outputs, StagedFile
     from epsstar.statistics.estimators.methods import Bootstrap, EstimatorConfig
+    from epsstar.statistics.json_types import JsonObject
 
 #: How every command treats its output files (its --help says so).
 OUTPUT_FILES = (
@@ -119,7 +120,7 @@ def stage_json(outputs: Outputs, json_path: str | None) -> StagedFile | None:
 
 
 def emit(
-    result: dict[str, Any],
+    result: JsonObject,
     json_path: str | None,
     summary: str,
     *,
