@@ -40,8 +40,16 @@ def test_generalized_pareto_beyond_its_endpoint_is_impossible() -> None:
 def test_generalized_pareto_fit_recovers_the_parameters(xi: float, sigma: float) -> None:
     sample = stats.genpareto(xi, scale=sigma).rvs(20_000, random_state=np.random.default_rng(3))
     fit = fit_generalized_pareto(sample)
+    # Against the truth, within about 3.5 sampling sds of the MLE at n = 20,000
+    # (sd(ξ) ≈ (1 + ξ)/√n ≤ 0.009, sd(σ)/σ ≈ √(2(1 + ξ)/n) ≤ 0.011).
     assert fit.xi == pytest.approx(xi, abs=0.03)
-    assert fit.sigma == pytest.approx(sigma, rel=0.05)
+    assert fit.sigma == pytest.approx(sigma, rel=0.04)
+    # Against scipy's maximum likelihood on the same sample: Zhang-Stephens approximates
+    # it (measured 6e-4 apart at most here); 2e-3 protects the estimator's own steps,
+    # whose errors move it by more than 0.01.
+    shape, _, scale = stats.genpareto.fit(sample, floc=0.0)
+    assert fit.xi == pytest.approx(shape, abs=2e-3)
+    assert fit.sigma == pytest.approx(scale, rel=2e-3)
 
 
 def test_generalized_pareto_fit_needs_data() -> None:
