@@ -74,8 +74,16 @@ def test_per_example_clipping_matches_naive_loop(
     model, x, y = _batch(n_classes, hidden)
     binary = n_classes == 2
     expected = naive_clipped_sum(model, x, y, binary, clip)
-    _close(clipped_gradient_sum(model, x, y, binary, clip).gradients, expected)
-    _close(clipped_gradient_sum_vmap(model, x, y, binary, clip).gradients, expected)
+    with torch.no_grad():
+        loss = sum(float(loss_sum(model(x[i : i + 1]), y[i : i + 1], binary)) for i in range(40))
+    for result in (
+        clipped_gradient_sum(model, x, y, binary, clip),
+        clipped_gradient_sum_vmap(model, x, y, binary, clip),
+    ):
+        _close(result.gradients, expected)
+        # The summed loss of the batch, before clipping; 1e-12 relative: float64 sums.
+        assert result.loss == pytest.approx(loss, rel=1e-12)
+        assert result.n_examples == 40
 
 
 @pytest.mark.parametrize(("n_classes", "hidden"), CASES)

@@ -191,3 +191,15 @@ def test_names_match_exactly_then_sanitised_then_in_any_case() -> None:
     assert position.position_warning(model) is not None
     single = match_columns(["y", "b"], "y", model_names=None, features=None, model=model, data=data)
     assert single.position_warning(model) is None
+
+
+@pytest.mark.parametrize(("n_names", "shown"), [(8, ""), (9, " and 1 more"), (12, " and 4 more")])
+def test_a_refusal_names_the_first_eight_missing_columns(n_names: int, shown: str) -> None:
+    """Every missing name up to eight, then how many more: the message stays one line."""
+    names = [f"c{j}" for j in range(n_names)]
+    with pytest.raises(InputFileError) as caught:
+        match_columns(
+            ["y", "other"], "y", model_names=names, features=None, model=Path("m"), data=Path("d")
+        )
+    listed = ", ".join(repr(name) for name in names[:8])
+    assert f"missing {listed}{shown}. Found columns 'other'." in str(caught.value)
