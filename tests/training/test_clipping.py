@@ -110,6 +110,20 @@ def test_microbatch_clipping_matches_naive_loop(
         _close(got.gradients, expected)
 
 
+@pytest.mark.parametrize("method", ["gram", "outer"])
+def test_empty_groups_including_the_last_add_nothing(method: str) -> None:
+    """The trainer draws a group for every record, sampled or not, so a batch may leave
+    groups empty, the last one too: they contribute nothing, the others are clipped."""
+    model, x, y = _batch(3, (5,), n=12)
+    groups = torch.tensor([0, 2, 2, 0, 4, 4, 2, 0, 4, 2, 0, 4])  # 1, 3 and 5 (the last) empty
+    for clip in (0.05, 1e4):
+        expected = naive_clipped_sum(model, x, y, False, clip, groups, 6)
+        got = clipped_gradient_sum(
+            model, x, y, False, clip, groups=groups, n_groups=6, group_norm_method=method
+        )
+        _close(got.gradients, expected)
+
+
 def test_unclipped_limit_is_the_plain_gradient() -> None:
     model, x, y = _batch(4, (6,))
     params = list(model.parameters())
