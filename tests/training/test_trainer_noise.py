@@ -138,3 +138,31 @@ def test_one_step_clips_each_unit_as_stated(
     # update moves them by ~1e-2, and an unclipped one, a missing group or noise where
     # there should be none by more than 1e-4.
     np.testing.assert_allclose(got, expected, rtol=0, atol=2e-6)
+
+
+def test_an_epochs_loss_is_the_mean_over_the_records_its_steps_saw(
+    binary_table: TabularData,
+) -> None:
+    """Two Poisson steps (q = 1/2) with a learning rate of 1e-12, so the weights stay at
+    their initial values: the epoch's loss is Σ_steps Σ_{i ∈ batch} ℓ_i / Σ_steps |batch|,
+    with the batches drawn as the trainer draws them from its seed."""
+    n = binary_table.n_records
+    config = TrainingConfig(epochs=1, batch_size=n // 2, hidden=(8,), lr=1e-12, seed=2)
+    record = train(binary_table, config).result
+    generator = torch.Generator().manual_seed(config.seed)
+    network = MLP(binary_table.n_features, 1, config.hidden, generator=generator).double()
+    features = binary_table.features
+    x = torch.as_tensor((features - features.mean(0)) / features.std(0))
+    y = torch.as_tensor(binary_table.labels, dtype=torch.float64)
+    with torch.no_grad():
+        losses = F.binary_cross_entropy_with_logits(
+            network(x).reshape(-1), y, reduction="none"
+        ).numpy()
+    total, seen = 0.0, 0
+    for _ in range(2):
+        batch = (torch.rand(n, generator=generator) < 0.5).numpy()
+        total, seen = total + float(losses[batch].sum()), seen + int(batch.sum())
+    assert record.hyperparameters.steps_per_epoch == 2
+    # float32 losses averaged over ~1,200 records: 1e-6 relative; one record more or less
+    # in the count, or one step's loss left out, moves the mean by more than 1e-4.
+    assert record.history[0].loss == pytest.approx(total / seen, rel=1e-6)
