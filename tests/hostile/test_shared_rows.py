@@ -59,9 +59,7 @@ def test_a_population_row_stored_as_float32_is_found(
         tmp_path / "population.csv", index=False
     )
     # The same row, every value stored as float32 (0.1 is not 0.1f as float64).
-    shared = population.iloc[[7]].astype(
-        {"a": np.float32, "b": np.float32, "c": np.float32}
-    )
+    shared = population.iloc[[7]].astype({"a": np.float32, "b": np.float32, "c": np.float32})
     pd.concat([reference.astype({"b": np.float32, "c": np.float32}), shared]).to_parquet(
         tmp_path / "reference.parquet", index=False
     )

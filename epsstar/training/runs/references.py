@@ -29,6 +29,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from epsstar.audit.data.checks import row_hashes
 from epsstar.audit.data.config_schema import (
     Anything,
     JsonObject,
@@ -40,7 +41,6 @@ from epsstar.audit.data.config_schema import (
     load_document,
     shown,
 )
-from epsstar.audit.data.checks import row_hashes
 from epsstar.audit.data.files import atomic_write_json
 from epsstar.audit.data.tables import read_schema
 from epsstar.audit.model.features import Features
