@@ -9,8 +9,9 @@ is printed, rather than at each of the hundreds of places that build one:
   ``tr\\nain.csv``) is written as its Python escape (``\\n``), so the message stays on one
   line and the path can be read back exactly;
 * a quoted value longer than :data:`MAX_QUOTED` characters (a 10,007-character column
-  name echoed with ``!r``) is cut, with its length said: ``'LLLL...' (10007 chars)``. Paths
-  are not quoted values and are never cut.
+  name echoed with ``!r``) is cut, with its length said: ``'LLLL...' (10007 chars)``. A
+  quoted value holding a ``/`` (a path or URL, which a user needs whole to find the file)
+  is cut only beyond :data:`MAX_QUOTED_PATH` characters (Linux's ``PATH_MAX``).
 
 The standard library has no function that does either for a whole message (``repr``
 escapes but also quotes, and would quote the message itself).
@@ -21,10 +22,12 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["MAX_QUOTED", "one_line"]
+__all__ = ["MAX_QUOTED", "MAX_QUOTED_PATH", "one_line"]
 
 #: The longest quoted value a message shows whole (characters, quotes included).
 MAX_QUOTED: Final[int] = 60
+#: The same for a quoted value holding a ``/`` (a path or a URL).
+MAX_QUOTED_PATH: Final[int] = 4096
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # A repr'd text: single or double quotes with any escaped character inside, not touching a
@@ -38,7 +41,7 @@ def _escaped(match: re.Match[str]) -> str:
 
 def _cut(match: re.Match[str]) -> str:
     text = match.group(0)
-    if len(text) <= MAX_QUOTED:
+    if len(text) <= (MAX_QUOTED_PATH if "/" in text else MAX_QUOTED):
         return text
     return f"{text[: MAX_QUOTED - 14]}...{text[0]} ({len(text) - 2} chars)"
 
