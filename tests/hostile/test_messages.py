@@ -105,3 +105,18 @@ def test_quoted_values_are_cut_to_the_limit(word: str) -> None:
     else:
         assert f"...' ({len(quoted) - 2} chars)" in shown
         assert len(shown) < len(f"column {quoted} is bad. Found 1.")
+
+
+def test_storage_options_cannot_send_a_local_folder_elsewhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("distributed")
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    shutil.copyfile(FIXTURES / "binary_train.parquet", folder / "part-0.parquet")
+    args = [*_audit(folder, "label"), "--engine", "dask", "--storage-options", '{"protocol": "s3"}']
+    assert main(args) == 2
+    line = _line(capsys)
+    assert "--storage-options must not choose another file system than the data set's own" in line
+    assert "s3fs" not in line
+    assert line.endswith(f"Found {str(folder)!r}.")
