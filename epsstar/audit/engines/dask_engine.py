@@ -20,7 +20,7 @@ import dataclasses
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
@@ -105,7 +105,9 @@ def _handshake(address: str, timeout: float) -> None:
     """
     import asyncio
 
-    from distributed.comm import connect
+    from distributed.comm import core
+
+    connect: Callable[..., Awaitable[Any]] = core.connect  # distributed has no annotations
 
     async def exchange() -> None:
         comm = await asyncio.wait_for(connect(address, timeout=timeout), timeout)
