@@ -73,7 +73,28 @@ def test_the_json_tells_the_missing_slice_from_the_text(
     assert code == 0, capsys.readouterr().err
     rows = json.loads((tmp_path / "audit.json").read_text(encoding="utf-8"))["slices"]["slices"]
     assert [(row["value"], row["n_members"]) for row in rows] == [("(missing)", 150), (None, 150)]
-    assert MISSING == "(missing)"
+    assert capsys.readouterr().err == ""
+    code = main(
+        [
+            "audit",
+            str(MODEL),
+            "--train",
+            str(train),
+            "--population",
+            str(population),
+            "--label-column",
+            "label",
+            FEATURES,
+            "--slice-by",
+            "g",
+            "--method",
+            "empirical",
+        ]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert f"\n    {MISSING}  " in out
+    assert '\n    "(missing)"  ' in out
 
 
 @pytest.mark.parametrize("option", ["--slice-by", "--label-column"])

@@ -31,8 +31,11 @@ class SliceRow:
 
     @property
     def label(self) -> str:
-        """The value for display: :data:`MISSING` for the records without one."""
-        return MISSING if self.value is None else self.value
+        """The value for display: :data:`MISSING` for the records without one, and a text
+        value spelled like it in quotes, so that the two stay apart on the page."""
+        if self.value is None:
+            return MISSING
+        return f'"{self.value}"' if self.value == MISSING else self.value
 
     def shown(self, width: int = 40) -> str:
         """The label cut to ``width`` characters (an ellipsis marks the cut), for display."""
