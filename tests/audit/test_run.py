@@ -196,10 +196,10 @@ def test_cli_gate_exit_codes(
     payload = json.loads((tmp_path / "a.json").read_text())
     assert f"Epsilon* = {payload['epsilon_star']:.4f}" in out
     assert payload["provenance"]["command"].startswith("epsstar ")
-    code, out, _ = invoke([*base, "--max-epsilon", "0"], capsys)
+    code, out, _ = invoke([*base, "--max-epsilon", "0", "--match-columns-by-position"], capsys)
     assert code == 1
     assert "FAIL" in out
-    code, out, _ = invoke([*base, "--max-epsilon", "1000"], capsys)
+    code, out, _ = invoke([*base, "--max-epsilon", "1000", "--match-columns-by-position"], capsys)
     assert code == 0
     assert "PASS" in out
 
@@ -723,6 +723,7 @@ def test_cli_gate_rules_compare_their_own_statistic(
         "label",
         "--max-epsilon",
         "1",
+        "--match-columns-by-position",
         "--quiet",
     ]
     verdicts = {}

@@ -156,6 +156,8 @@ class AuditResult:
         provenance = self.provenance
         return {
             "schema_version": SCHEMA_VERSION,
+            # how the data reached the model, before any number that rests on it
+            "columns_from": None if provenance is None else provenance.columns.source,
             "epsilon_star": self.epsilon.epsilon,
             "delta": self.epsilon.delta,
             "epsilon_lower_bound": self.lower_bound.epsilon,

@@ -98,6 +98,13 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         "the gate's leak test (default 0.95)",
     )
     parser.add_argument(
+        "--match-columns-by-position",
+        action="store_true",
+        help="the data's columns, in file order, are the model's inputs when it records no "
+        "column names (without it a release gate refuses such a model unless --features "
+        "states the order)",
+    )
+    parser.add_argument(
         "--trust-model",
         action="store_true",
         help="allow model files that can run code when loaded (pickle/joblib, "
@@ -135,7 +142,13 @@ def fleet_settings(args: argparse.Namespace) -> FleetSettings:
     """What every model of ``audit-many`` is audited with (:func:`add_model_options`)."""
     from epsstar.audit.many import FleetSettings
 
-    return FleetSettings(audit_options(args), args.loss, args.batch_size, args.trust_model)
+    return FleetSettings(
+        audit_options(args),
+        args.loss,
+        args.batch_size,
+        args.trust_model,
+        columns_by_position=args.match_columns_by_position,
+    )
 
 
 def _storage_options(text: str) -> dict[str, Any]:
@@ -324,6 +337,18 @@ def _summarised_lines(result: AuditResult) -> list[str]:
     ]
 
 
+def _matching_lines(result: AuditResult) -> list[str]:
+    """How the columns reached the model, when by position: before the result it shapes."""
+    provenance = result.provenance
+    if provenance is None or not provenance.columns.guessed:
+        return []
+    count = len(provenance.columns.file_columns)
+    return [
+        f"columns matched by position: the model records no names, so its inputs get the "
+        f"data's {count} columns in file order (--features states the order)"
+    ]
+
+
 def format_summary(result: AuditResult) -> str:
     """A few lines a person reads first."""
     gate = ""
@@ -342,6 +367,7 @@ def format_summary(result: AuditResult) -> str:
     loader = provenance.loader
     return "\n".join(
         [
+            *_matching_lines(result),
             f"Epsilon* = {result.epsilon_star:.4f}  (delta = {result.delta:.3g}, "
             f"{estimator_name(result.epsilon)}){gate}",
             *interval_lines(result.epsilon),
@@ -390,6 +416,7 @@ def run(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             loss=args.loss,
             storage_options=args.storage_options,
+            columns_by_position=args.match_columns_by_position,
         )
         attack, slice_by = attack_options(args)
         with _progress(engine.name, args.quiet) as progress:
