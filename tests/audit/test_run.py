@@ -256,7 +256,8 @@ def test_headline_method_and_bootstrap_interval(
         capsys,
     )
     assert code == 0
-    first, second = out.splitlines()[:2]
+    matching, first, second = out.splitlines()[:3]
+    assert matching.startswith("columns matched by position")
     assert first.startswith("Epsilon* = ")
     assert first.endswith(", empirical)")
     assert second.startswith("  80% bootstrap interval (percentile, 10 resamples): [")
@@ -619,6 +620,7 @@ def test_audit_losses_is_the_audit_without_the_model(workdir: Path) -> None:
     for payload in (first, second):
         # The attacks' records (the loss attack's, by default) need the model's outputs.
         for key in (
+            "columns_from",
             "provenance",
             "loader",
             "model_sha256",
