@@ -142,12 +142,8 @@ def _limits_of(table: object, where: Where) -> Limits:
         )
         for entry in fields.get("limits", _ENTRIES) or ()
     )
-    return Limits(
-        fields.get("max-epsilon", _LIMIT),
-        entries,
-        bool(fields.get("warn-only", _WARN_ONLY)),
-        where.source,
-    )
+    warn_only: bool | None = fields.get("warn-only", _WARN_ONLY)
+    return Limits(fields.get("max-epsilon", _LIMIT), entries, warn_only is True, where.source)
 
 
 def read_limits(path: str | os.PathLike[str]) -> Limits | None:
