@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Final
@@ -114,15 +115,12 @@ class Limits:
             return max(reversed(matching), key=lambda entry: entry.specificity).max_epsilon
         return None if slice_value is not None else self.default
 
-    def for_model(self, model: str) -> float | None:
-        """The limit the audit of ``model`` is run with (its JSON's ``max_epsilon``): the
-        default, else the smallest of the entries that may apply to it."""
-        if self.default is not None:
-            return self.default
-        found = [
-            e.max_epsilon for e in self.entries if e.model is None or _model_matches(e.model, model)
-        ]
-        return min(found, default=None)
+    def for_model(self, model: str, attacks: Sequence[str]) -> float | None:
+        """The limit the audit of ``model`` by ``attacks`` is run with (its JSON's
+        ``max_epsilon``, its headline verdict): the smallest of the attacks' limits over the
+        whole data, so the headline never passes where a check fails (``None``: none)."""
+        found = [self.limit(model, attack) for attack in attacks]
+        return min((limit for limit in found if limit is not None), default=None)
 
     def with_default(self, limit: float | None) -> Limits:
         """These limits with ``limit`` (``--max-epsilon``) as the default, when given."""

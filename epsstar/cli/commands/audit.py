@@ -421,7 +421,8 @@ def run(args: argparse.Namespace) -> int:
         )
     inputs += attack_inputs(args)
     limits = limits_option(args)
-    options = dataclasses.replace(audit_options(args), max_epsilon=limits.for_model(args.model))
+    limit = limits.for_model(args.model, args.attack)
+    options = dataclasses.replace(audit_options(args), max_epsilon=limit)
     summary_path = step_summary_path()
     with RunFiles(inputs) as files:
         json_file = files.plan("--json", json_path(args.json), JSON)
@@ -467,7 +468,9 @@ def run(args: argparse.Namespace) -> int:
     summary = format_summary(result) + "".join(f"\n{line}" for line in _check_lines(gated))
     emit(payload, args.json, summary, files=written)
     annotate(gated)
-    return EXIT_GATE_FAILED if gated.failed and not gated.warn_only else EXIT_OK
+    # limits from a file: its checks decide; else the audit's own gate (the same verdict)
+    failed = gated.failed if limits.source is not None else result.passed is False
+    return EXIT_GATE_FAILED if failed and not gated.warn_only else EXIT_OK
 
 
 def gated_run(result: AuditResult, limits: Limits, model: str, report: str | None) -> GatedRun:
@@ -489,9 +492,9 @@ def _check_lines(run: GatedRun) -> list[str]:
     """The checks beyond the headline gate (limits per attack or slice), and warn-only."""
     lines = []
     checks = run.checks
-    if len(checks) > 1 or (checks and run.limits_source is not None):
+    failed = [check for check in checks if not check.passed]
+    if (len(checks) > 1 and failed) or (checks and run.limits_source is not None):
         source = run.limits_source or "--max-epsilon"
-        failed = [check for check in checks if not check.passed]
         lines.append(f"  limits ({source}): {len(checks)} checks, {len(failed)} failed")
         lines += [f"    {check.explanation()}" for check in failed]
     if run.warn_only and run.failed:
