@@ -50,13 +50,13 @@ from epsstar.exceptions import InputFileError, InvalidInputError
 from . import OUTPUT_KINDS, BatchedModel, check_outputs_argument, first_line
 from .torchscript_scan import check_archive_code, check_module
 
-__all__ = ["OUTPUTS_KEY", "TorchScriptLoader", "TorchScriptModel"]
+__all__ = ["OUTPUTS_KEY", "TorchScriptLoader", "TorchScriptModel", "stated_outputs"]
 
 OUTPUTS_KEY = "epsstar.outputs"
 """The extra file in which an exporter states what the module returns."""
 
 
-def _stated_outputs(text: str | bytes, path: Path) -> OutputReading | None:
+def stated_outputs(text: str | bytes, path: Path) -> OutputReading | None:
     """The reading the archive states in :data:`OUTPUTS_KEY`, if any."""
     value = (text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text).strip()
     if not value:
@@ -171,7 +171,7 @@ class TorchScriptLoader:
         module.eval()
         classes = classes_from_text(extra[CLASSES_KEY], path)
         names = features_from_text(extra[FEATURES_KEY], path)
-        stated = _stated_outputs(extra[OUTPUTS_KEY], path)
+        stated = stated_outputs(extra[OUTPUTS_KEY], path)
         return TorchScriptModel(
             path,
             module,
