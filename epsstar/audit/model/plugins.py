@@ -65,6 +65,7 @@ INSTALL_HINTS: Final[Mapping[str, str]] = MappingProxyType(
         "lightgbm": 'pip install "epsstar[lightgbm]"',
         "xgboost": 'pip install "epsstar[xgboost]"',
         "catboost": 'pip install "epsstar[catboost]"',
+        "keras": 'pip install "epsstar[keras,torch]"',
     }
 )
 """How to install the optional package a built-in loader needs, by import name."""
