@@ -21,7 +21,9 @@ columns (skl2onnx's DataFrame conversion), or one N-D input (images), each cast 
 declared element type (:mod:`.onnx_inputs`). The input width, when the graph fixes it, is
 :attr:`n_features`; a fixed batch dimension sets the chunk size.
 
-Exact losses: an output named ``logits`` is used when present; otherwise, when the
+Exact losses: an output named ``logits`` is used when present, and so is a float output
+whose Softmax/Sigmoid is the graph's other float output (``return logits, probabilities``:
+the output reading names both); otherwise, when the
 probabilities come from a final Softmax/Sigmoid (or a LinearClassifier's post-transform),
 the scores before it are exposed and used as float64 logits once a probe shows that they
 reproduce the probabilities (:mod:`.onnx_graph`). ``outputs="probabilities"`` keeps the
@@ -174,9 +176,13 @@ class OnnxModel(BatchedModel):
             declared_privacy=declared_privacy,
         )
         if logits_output is not None and outputs is None:
-            self._reading = OutputReading(
-                "logits", "loader", f"the graph's output named {logits_output!r}"
-            )
+            reason = f"the graph's output named {logits_output!r}"
+            if logits_output.lower() != "logits":
+                reason = (
+                    f"the graph's output {logits_output!r}, whose activation is its other "
+                    f"output {output_name!r}"
+                )
+            self._reading = OutputReading("logits", "loader", reason)
 
     @property
     def input_dtype(self) -> np.dtype[Any] | None:
@@ -305,7 +311,7 @@ class OnnxLoader:
         proto, files = read_model(path)
         session = _session(ort, proto, path)
         layout = layout_of(session.get_inputs(), path)
-        chosen, logits_output = _prediction_output(session, path, outputs)
+        chosen, logits_output = _prediction_output(session, path, outputs, proto)
         others = [o for o in session.get_outputs() if o.name != chosen.name]
         label = next((o.name for o in others if not _is_prediction_output(o.type)), None)
         classes = _class_labels(proto, label) if label is not None else None
@@ -356,11 +362,32 @@ def _session(ort: Any, proto: Any, path: Path) -> Any:
         ) from None
 
 
+_ACTIVATIONS = frozenset({"Softmax", "Sigmoid"})
+
+
+def _activation_pair(proto: Any, candidates: list[Any]) -> tuple[Any, Any] | None:
+    """Two float outputs of which one is the Softmax/Sigmoid of the other (an exporter's
+    ``return logits, softmax(logits)``): the probabilities and the scores, else ``None``."""
+    if len(candidates) != 2:
+        return None
+    producers = {name: node for node in proto.graph.node for name in node.output}
+    for activated, scores in (candidates, candidates[::-1]):
+        node = producers.get(activated.name)
+        if node is not None and node.op_type in _ACTIVATIONS and node.input[0] == scores.name:
+            return activated, scores
+    return None
+
+
 def _prediction_output(
-    session: Any, path: Path, outputs: OutputKind | None
+    session: Any, path: Path, outputs: OutputKind | None, proto: Any
 ) -> tuple[Any, str | None]:
-    """The probabilities (or only) output, and a float output named ``logits`` if any."""
+    """The probabilities (or only) output, and the logits beside them if any: an output
+    named ``logits``, or the scores a Softmax/Sigmoid output is computed from."""
     candidates = [o for o in session.get_outputs() if _is_prediction_output(o.type)]
+    pair = _activation_pair(proto, candidates)
+    if pair is not None:
+        probabilities, scores = pair
+        return probabilities, None if outputs == "probabilities" else scores.name
     logits = next((o for o in candidates if o.name.lower() == "logits"), None)
     if len(candidates) > 1:
         named = [o for o in candidates if "prob" in o.name.lower()]

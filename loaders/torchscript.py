@@ -50,13 +50,13 @@ from epsstar.exceptions import InputFileError, InvalidInputError
 from . import OUTPUT_KINDS, BatchedModel, check_outputs_argument, first_line
 from .torchscript_scan import check_archive_code, check_module
 
-__all__ = ["OUTPUTS_KEY", "TorchScriptLoader", "TorchScriptModel"]
+__all__ = ["OUTPUTS_KEY", "TorchScriptLoader", "TorchScriptModel", "stated_outputs"]
 
 OUTPUTS_KEY = "epsstar.outputs"
 """The extra file in which an exporter states what the module returns."""
 
 
-def _stated_outputs(text: str | bytes, path: Path) -> OutputReading | None:
+def stated_outputs(text: str | bytes, path: Path) -> OutputReading | None:
     """The reading the archive states in :data:`OUTPUTS_KEY`, if any."""
     value = (text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text).strip()
     if not value:
@@ -129,12 +129,46 @@ class TorchScriptModel(BatchedModel):
             ) from error
         if isinstance(result, (tuple, list)) and len(result) == 1:
             result = result[0]
+        if isinstance(result, (tuple, list)):
+            result = self._scores_of_pair(result)
         if not isinstance(result, torch.Tensor):
             raise InvalidInputError(
                 f"the model in {self.source} must return one tensor. Found {type(result).__name__}."
             )
         output: NDArray[Any] = result.detach().to("cpu", torch.float64).numpy()
         return output
+
+    def _scores_of_pair(self, result: tuple[Any, ...] | list[Any]) -> Any:
+        """Of ``(logits, softmax(logits))`` (either order; sigmoid for one column), the
+        logits, found as the tensor whose activation is the other to float32 rounding (1e-5),
+        and the reading says so; the probabilities when they were asked for. Other tuples
+        are refused, naming what they hold."""
+        torch = self._torch
+        shapes = [tuple(t.shape) if isinstance(t, torch.Tensor) else None for t in result]
+        if len(result) == 2 and None not in shapes and shapes[0] == shapes[1]:
+            for place, (scores, other) in zip(
+                ("first", "second"), (result, result[::-1]), strict=True
+            ):
+                two_d = scores.dim() == 2 and scores.shape[1] > 1
+                activated = scores.softmax(dim=1) if two_d else scores.sigmoid()
+                if not torch.allclose(activated.double(), other.double(), rtol=0, atol=1e-5):
+                    continue
+                if self._kind == "probabilities":
+                    return other
+                if self._kind is None:
+                    self._kind = "logits"
+                    self._reading = OutputReading(
+                        "logits",
+                        "loader",
+                        f"the {place} of the two tensors the module returns, whose "
+                        f"activation is the other",
+                    )
+                return scores
+        raise InvalidInputError(
+            f"the model in {self.source} must return one tensor, or its logits and their "
+            f"activation. Found a {type(result).__name__} of {len(result)}: "
+            f"{', '.join(str(shape) for shape in shapes)}."
+        )
 
 
 class TorchScriptLoader:
@@ -171,7 +205,7 @@ class TorchScriptLoader:
         module.eval()
         classes = classes_from_text(extra[CLASSES_KEY], path)
         names = features_from_text(extra[FEATURES_KEY], path)
-        stated = _stated_outputs(extra[OUTPUTS_KEY], path)
+        stated = stated_outputs(extra[OUTPUTS_KEY], path)
         return TorchScriptModel(
             path,
             module,

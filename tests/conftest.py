@@ -138,7 +138,9 @@ def in_process() -> Iterator[str]:
 
 #: Which record of :func:`epsstar.audit.audit` each flat keyword of :func:`audit_files` fills.
 _MODEL_KEYS = frozenset({"loader", "outputs", "trust", "classes"})
-_TABLE_KEYS = frozenset({"features", "input_shape", "batch_size", "loss", "storage_options"})
+_TABLE_KEYS = frozenset(
+    {"features", "input_shape", "batch_size", "loss", "storage_options", "columns_by_position"}
+)
 _OPTION_KEYS = frozenset(
     {"delta", "method", "family", "interval", "n_bootstrap", "max_epsilon", "gate", "confidence"}
     | {"seed"}
@@ -159,6 +161,10 @@ def audit_files(
 
     def take(keys: frozenset[str]) -> dict[str, Any]:
         return {key: keywords.pop(key) for key in list(keywords) if key in keys}
+
+    if "max_epsilon" in keywords:
+        # the test files' columns are in their models' order (a gate refuses a guessed order)
+        keywords.setdefault("columns_by_position", True)
 
     file = ModelFile(Path(model), **take(_MODEL_KEYS))
     tables = Tables(train, population, label_column, **take(_TABLE_KEYS))

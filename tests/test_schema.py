@@ -88,6 +88,7 @@ def audits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         str(MODELS / "multiclass_population.parquet"),
         "--max-epsilon",
         "1",
+        "--match-columns-by-position",
         "--json",
         str(folder / "gate.json"),
         *common,
@@ -288,9 +289,12 @@ def test_audit_many_gate_exit_codes(tmp_path: Path, validate_json: Validate) -> 
     manifest = _manifest(tmp_path, [(str(MODELS / "binary_logreg.onnx"), "logreg", 0)])
     out = tmp_path / "many.json"
     argv = ["audit-many", str(manifest), "--jobs", "1", "--quiet", "--json", str(out)]
-    assert main([*argv, "--max-epsilon", "100"]) == EXIT_OK
+    assert main([*argv, "--max-epsilon", "100", "--match-columns-by-position"]) == EXIT_OK
     crossfit = ["--gate", "estimate", "--method", "tails-crossfit"]
-    assert main([*argv, "--max-epsilon", "0", *crossfit]) == EXIT_GATE_FAILED
+    assert (
+        main([*argv, "--max-epsilon", "0", "--match-columns-by-position", *crossfit])
+        == EXIT_GATE_FAILED
+    )
     document = _read(out)
     validate_json("audit-many", document)
     assert document["gate"] == "estimate"

@@ -217,6 +217,9 @@ class FleetSettings:
     loss: LossName = "logit"
     batch_size: int = DEFAULT_BATCH_SIZE
     trust: bool = False
+    #: The data's column order is each model's when it records no names (see
+    #: :class:`~epsstar.audit.data.reading.Tables`).
+    columns_by_position: bool = False
 
     def model(self, entry: ManifestEntry) -> ModelFile:
         """How the model of ``entry`` is loaded."""
@@ -231,6 +234,7 @@ class FleetSettings:
             features=entry.features,
             batch_size=self.batch_size,
             loss=self.loss,
+            columns_by_position=self.columns_by_position,
         )
 
 

@@ -217,6 +217,7 @@ def _stream(loaded: LoadedAuditModel, run: _Run, digests: dict[Role, str]) -> _S
     tables, path = run.tables, run.model.path
     requested = run.model.outputs_requested
     matches = {role: tables.match(loaded.model, role, path) for role in ("train", "population")}
+    _refuse_guess(matches["train"], run)
     train = stream_table(
         loaded.model,
         tables.read("train", matches["train"], outputs_requested=requested),
@@ -269,11 +270,13 @@ def _finish(
 ) -> AuditResult:
     """The audit of the streamed tables: data checks, utility, statistics, then the attacks
     and the slices."""
+    _refuse_guess(streamed.match, run)
     streamed, plans = _summarised(streamed, run, keys is not None)
+    stated = run.tables.columns_by_position
     checks = check_inputs(
         (streamed.train.scan, streamed.population.scan),
         streamed.train.label_map.classes,
-        streamed.match.position_warning(run.model.path),
+        None if stated else streamed.match.position_warning(run.model.path),
         _output_reading(loaded, run.model.outputs_requested),
     )
     clock.done("inference")  # streaming, summarising and the checks of the data
@@ -296,6 +299,12 @@ def _finish(
         result = dataclasses.replace(result, slices=audit_slices(result, keys, run.options))
         result = _timed(result, "slices", time.perf_counter() - started)
     return result
+
+
+def _refuse_guess(match: ColumnMatch, run: _Run) -> None:
+    """A release gate on columns matched by position is refused unless the order is stated."""
+    gate = run.options.max_epsilon is not None
+    match.refuse_guess(run.model.path, gate=gate, by_position=run.tables.columns_by_position)
 
 
 def _timed(result: AuditResult, step: Literal["attacks", "slices"], seconds: float) -> AuditResult:

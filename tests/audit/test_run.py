@@ -196,10 +196,10 @@ def test_cli_gate_exit_codes(
     payload = json.loads((tmp_path / "a.json").read_text())
     assert f"Epsilon* = {payload['epsilon_star']:.4f}" in out
     assert payload["provenance"]["command"].startswith("epsstar ")
-    code, out, _ = invoke([*base, "--max-epsilon", "0"], capsys)
+    code, out, _ = invoke([*base, "--max-epsilon", "0", "--match-columns-by-position"], capsys)
     assert code == 1
     assert "FAIL" in out
-    code, out, _ = invoke([*base, "--max-epsilon", "1000"], capsys)
+    code, out, _ = invoke([*base, "--max-epsilon", "1000", "--match-columns-by-position"], capsys)
     assert code == 0
     assert "PASS" in out
 
@@ -256,7 +256,8 @@ def test_headline_method_and_bootstrap_interval(
         capsys,
     )
     assert code == 0
-    first, second = out.splitlines()[:2]
+    matching, first, second = out.splitlines()[:3]
+    assert matching.startswith("columns matched by position")
     assert first.startswith("Epsilon* = ")
     assert first.endswith(", empirical)")
     assert second.startswith("  80% bootstrap interval (percentile, 10 resamples): [")
@@ -619,6 +620,7 @@ def test_audit_losses_is_the_audit_without_the_model(workdir: Path) -> None:
     for payload in (first, second):
         # The attacks' records (the loss attack's, by default) need the model's outputs.
         for key in (
+            "columns_from",
             "provenance",
             "loader",
             "model_sha256",
@@ -723,6 +725,7 @@ def test_cli_gate_rules_compare_their_own_statistic(
         "label",
         "--max-epsilon",
         "1",
+        "--match-columns-by-position",
         "--quiet",
     ]
     verdicts = {}

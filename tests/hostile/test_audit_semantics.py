@@ -108,12 +108,28 @@ def _standard(folder: Path) -> None:
 
 
 def _same_path(folder: Path) -> list[str]:
-    return _audit(folder, "logits.onnx", "train.csv", "train.csv", "--max-epsilon", "0.1")
+    return _audit(
+        folder,
+        "logits.onnx",
+        "train.csv",
+        "train.csv",
+        "--max-epsilon",
+        "0.1",
+        "--match-columns-by-position",
+    )
 
 
 def _same_content(folder: Path) -> list[str]:
     shutil.copy(folder / "train.csv", folder / "copy.csv")
-    return _audit(folder, "logits.onnx", "train.csv", "copy.csv", "--max-epsilon", "0.1")
+    return _audit(
+        folder,
+        "logits.onnx",
+        "train.csv",
+        "copy.csv",
+        "--max-epsilon",
+        "0.1",
+        "--match-columns-by-position",
+    )
 
 
 def _population_rows(rows: int) -> Callable[[Path], list[str]]:
@@ -127,7 +143,12 @@ def _population_rows(rows: int) -> Callable[[Path], list[str]]:
 def _max_epsilon(value: str) -> Callable[[Path], list[str]]:
     def build(folder: Path) -> list[str]:
         return _audit(
-            folder, "logits.onnx", "train.csv", "population.csv", f"--max-epsilon={value}"
+            folder,
+            "logits.onnx",
+            "train.csv",
+            "population.csv",
+            f"--max-epsilon={value}",
+            "--match-columns-by-position",
         )
 
     return build
@@ -144,7 +165,15 @@ def _constant_predictions(folder: Path) -> list[str]:
     _linear_onnx(folder / "flat.onnx", np.zeros((WIDTH, 3)), [0, 0, 0], outputs=3, head="Softmax")
     _write(folder, "train3.csv", _table(400, 1, labels="three"))
     _write(folder, "population3.csv", _table(200, 2, labels="three"))
-    return _audit(folder, "flat.onnx", "train3.csv", "population3.csv", "--max-epsilon", "1")
+    return _audit(
+        folder,
+        "flat.onnx",
+        "train3.csv",
+        "population3.csv",
+        "--max-epsilon",
+        "1",
+        "--match-columns-by-position",
+    )
 
 
 REFUSED = {
@@ -308,7 +337,12 @@ def test_suspect_input_warns_in_one_line_each_and_fails_the_gate(
     _standard(tmp_path)
     build, expected = WARNED[case]
     # a limit no Epsilon* of these data reaches: only the warnings can fail it
-    code = main([*build(tmp_path), *(["--max-epsilon", "1000"] if gate else [])])
+    code = main(
+        [
+            *build(tmp_path),
+            *(["--max-epsilon", "1000", "--match-columns-by-position"] if gate else []),
+        ]
+    )
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err + captured.out
     warned = captured.err.splitlines()
@@ -339,7 +373,19 @@ def test_the_ambiguous_reading_names_the_option_and_the_option_settles_it(
     assert reading["kind"] == "logits"
     assert reading["source"] == "detected"
     assert reading["ambiguous"] is True
-    assert main([*arguments, "--outputs", "logits", "--max-epsilon", "1000"]) == 0
+    assert (
+        main(
+            [
+                *arguments,
+                "--outputs",
+                "logits",
+                "--max-epsilon",
+                "1000",
+                "--match-columns-by-position",
+            ]
+        )
+        == 0
+    )
     assert "warning" not in capsys.readouterr().err
     payload = json.loads((tmp_path / "out.json").read_text())
     validate_json("audit", payload)
@@ -375,7 +421,10 @@ def test_a_few_shared_rows_are_chance_and_are_counted_without_a_warning(
 ) -> None:
     _standard(tmp_path)
     # 2 of 200 rows (1 %) is at the threshold, not above it
-    assert main([*_shared_rows(2)(tmp_path), "--max-epsilon", "1000"]) == 0
+    assert (
+        main([*_shared_rows(2)(tmp_path), "--max-epsilon", "1000", "--match-columns-by-position"])
+        == 0
+    )
     assert "warning" not in capsys.readouterr().err
     payload = json.loads((tmp_path / "out.json").read_text())
     assert payload["provenance"]["shared_rows"] == 2

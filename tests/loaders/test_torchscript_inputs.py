@@ -107,3 +107,43 @@ def test_auditing_the_digits_cnn_on_npz_files(
         result = audit_files(KINDS / "digits_cnn.pt", train_path, population_path, label_column="y")
     assert result.provenance.output_kind == "logits"
     assert np.isfinite(result.epsilon_star)
+
+
+@pytest.mark.parametrize("logits_first", [True, False])
+def test_a_module_returning_logits_and_softmax_is_read_as_logits(
+    tmp_path: Path, logits_first: bool
+) -> None:
+    """``return logits, softmax(logits)`` (or the reverse): the logits are audited, and the
+    reading says which tensor; ``outputs="probabilities"`` takes the other."""
+    torch = pytest.importorskip("torch")
+    from epsstar.loaders.torchscript import TorchScriptLoader
+
+    class Pair(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 3)
+            self.logits_first = logits_first
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            logits = self.linear(x)
+            if self.logits_first:
+                return logits, logits.softmax(dim=1)
+            return logits.softmax(dim=1), logits
+
+    torch.manual_seed(0)
+    network = Pair().eval()
+    path = tmp_path / "pair.pt"
+    torch.jit.save(torch.jit.script(network), path)
+    features = np.random.default_rng(0).normal(size=(6, 4))
+    with torch.inference_mode():
+        logits = network.linear(torch.tensor(features, dtype=torch.float32)).double().numpy()
+    model = TorchScriptLoader().load(path)
+    np.testing.assert_array_equal(model.predict(features), logits)  # the same float32 values
+    assert model.output_kind == "logits"
+    reading = model.output_reading
+    assert reading is not None
+    place = "first" if logits_first else "second"
+    assert reading.reason == f"the {place} of the two tensors the module returns, whose " \
+        "activation is the other"  # fmt: skip
+    probabilities = TorchScriptLoader().load(path, outputs="probabilities").predict(features)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=0, atol=1e-6)

@@ -17,7 +17,7 @@ from epsstar.audit.attacks.from_losses import AuditOptions
 from epsstar.audit.output.attack_result import AttackResult
 from epsstar.audit.output.result import AuditResult
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence
-from epsstar.statistics.bounds.gate import TestedStatistic, gate_over_tests
+from epsstar.statistics.bounds.gate import TestedStatistic, gate_over_tests, gate_statistic
 from epsstar.statistics.bounds.held_out_bound import split_lower_bound
 
 __all__ = ["gated_over_attacks"]
@@ -46,4 +46,15 @@ def gated_over_attacks(
         )
         for attack, gate in zip(attacks, gates, strict=True)
     ]
-    return dataclasses.replace(result, gate=gate_over_tests(options.gate, tests))
+    # each attack's statistic at the gate's per-test level, for limits per attack
+    each_gate = tuple(
+        dataclasses.replace(
+            gate_statistic(options.gate, test.estimate, test.bound, test.leak),
+            test=test.name,
+            n_tests=len(tests),
+        )
+        for test in tests
+    )
+    return dataclasses.replace(
+        result, gate=gate_over_tests(options.gate, tests), attack_gates=each_gate
+    )

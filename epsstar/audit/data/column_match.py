@@ -16,6 +16,10 @@ of 7.2 into 0.05). The rules, in order:
    same ignoring case; a name with no such column is refused, naming it;
 3. neither: every column but the label, in file order, **by position**; the audit says so
    in its result and warns when there are two or more columns.
+
+A release gate never passes on a guess: with a limit, a match by position of two or more
+columns is refused (:meth:`ColumnMatch.refuse_guess`, exit 2 naming ``--features``) unless
+the user states that the file's order is the model's (``--match-columns-by-position``).
 """
 
 from __future__ import annotations
@@ -29,11 +33,20 @@ from typing import Literal
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics.json_types import JsonObject
 
-__all__ = ["ColumnMatch", "ColumnsFrom", "match_columns", "match_model_columns", "sanitised"]
+__all__ = [
+    "BY_POSITION_OPTION",
+    "ColumnMatch",
+    "ColumnsFrom",
+    "match_columns",
+    "match_model_columns",
+    "sanitised",
+]
 
 ColumnsFrom = Literal["model names", "features option", "position"]
 
 _SHOWN = 8
+#: The option by which a user states that the file's column order is the model's.
+BY_POSITION_OPTION = "--match-columns-by-position"
 
 
 def sanitised(name: str) -> str:
@@ -60,9 +73,29 @@ class ColumnMatch:
         """Whether any column reaches the model under another name than the file's."""
         return self.file_columns != self.model_names
 
+    @property
+    def guessed(self) -> bool:
+        """Whether two or more columns reach the model by position alone (an order nobody
+        stated: the model records no names and ``--features`` was not given)."""
+        return self.source == "position" and len(self.file_columns) >= 2
+
+    def refuse_guess(self, model: Path, *, gate: bool, by_position: bool) -> None:
+        """Refuse a release gate on columns matched by position, unless ``by_position``
+        says the file's order is the model's: a wrong order gives a wrong Epsilon* (0.000
+        instead of 7.239 once) that a gate would pass without a word."""
+        if not gate or by_position or not self.guessed:
+            return
+        raise InvalidInputError(
+            f"a release gate needs the model's column order stated: {model.name} records no "
+            f"column names, so its inputs would get the data's columns by position. Pass "
+            f"--features with the file's columns in the model's order, or "
+            f"{BY_POSITION_OPTION} to accept the file's order. Found "
+            f"{len(self.file_columns)} columns ({_shown(self.file_columns)})."
+        )
+
     def position_warning(self, model: Path) -> str | None:
         """The warning for columns matched by position (None when it does not apply)."""
-        if self.source != "position" or len(self.file_columns) < 2:
+        if not self.guessed:
             return None
         return (
             f"columns are matched by position: {model.name} records no column names, so "

@@ -78,6 +78,9 @@ class Tables:
     order (``None``: by the names the model records, else by position); ``input_shape``
     reshapes each record for tensor models (e.g. 64 pixel columns into ``(1, 8, 8)``);
     ``batch_size`` rows go through the model per call; ``loss`` is the per-record loss.
+    ``columns_by_position`` states that the file's column order is the model's when the
+    model records no names and ``features`` is not given (without it a release gate refuses
+    such a match: :meth:`~epsstar.audit.data.column_match.ColumnMatch.refuse_guess`).
     """
 
     train: str | os.PathLike[str]
@@ -88,6 +91,7 @@ class Tables:
     batch_size: int = DEFAULT_BATCH_SIZE
     loss: LossName = "logit"
     storage_options: StorageOptions | None = field(default=None, repr=False)
+    columns_by_position: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.label_column, str) or not self.label_column:

@@ -64,6 +64,8 @@ INSTALL_HINTS: Final[Mapping[str, str]] = MappingProxyType(
         "skops": 'pip install "epsstar[sklearn]"',
         "lightgbm": 'pip install "epsstar[lightgbm]"',
         "xgboost": 'pip install "epsstar[xgboost]"',
+        "catboost": 'pip install "epsstar[catboost]"',
+        "keras": 'pip install "epsstar[keras,torch]"',
     }
 )
 """How to install the optional package a built-in loader needs, by import name."""

@@ -58,6 +58,9 @@ class AuditResult:
     output_reading: OutputReading | None = None
     #: What the gate compares with ``max_epsilon`` (``None``: Epsilon* itself).
     gate: GateStatistic | None = None
+    #: With several attacks, each one's statistic at the gate's per-test level (the gate's
+    #: is the largest), in the order of ``attacks``; empty with one attack.
+    attack_gates: tuple[GateStatistic, ...] = ()
     #: Epsilon* from δ = 10/n down to the chosen δ (the last point is the headline).
     delta_profile: tuple[DeltaPoint, ...] = ()
     #: The DP guarantee the model file declares (``None``: it declares nothing).
@@ -156,6 +159,8 @@ class AuditResult:
         provenance = self.provenance
         return {
             "schema_version": SCHEMA_VERSION,
+            # how the data reached the model, before any number that rests on it
+            "columns_from": None if provenance is None else provenance.columns.source,
             "epsilon_star": self.epsilon.epsilon,
             "delta": self.epsilon.delta,
             "epsilon_lower_bound": self.lower_bound.epsilon,

@@ -26,12 +26,24 @@ from epsstar.cli.common.options import (
     engine_option,
     json_path,
 )
+from epsstar.cli.common.pipeline import (
+    STEP_SUMMARY_VARIABLE,
+    GatedModel,
+    GatedRun,
+    StepSummary,
+    add_pipeline_options,
+    annotate,
+    read_step_summary,
+    step_summary_markdown,
+    step_summary_path,
+)
 from epsstar.cli.common.text_table import extrapolation_note, interval_lines
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
 from epsstar.statistics.names import DEFAULT_GATE, GATES, LOSSES, OUTPUT_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.attacks.from_losses import AuditOptions
+    from epsstar.audit.data.limits import Limits
     from epsstar.audit.many import FleetSettings
     from epsstar.audit.output.result import AuditResult
     from epsstar.statistics.json_types import JsonObject
@@ -99,6 +111,13 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         "the gate's leak test (default 0.95)",
     )
     parser.add_argument(
+        "--match-columns-by-position",
+        action="store_true",
+        help="the data's columns, in file order, are the model's inputs when it records no "
+        "column names (without it a release gate refuses such a model unless --features "
+        "states the order)",
+    )
+    parser.add_argument(
         "--trust-model",
         action="store_true",
         help="allow model files that can run code when loaded (pickle/joblib, "
@@ -136,7 +155,13 @@ def fleet_settings(args: argparse.Namespace) -> FleetSettings:
     """What every model of ``audit-many`` is audited with (:func:`add_model_options`)."""
     from epsstar.audit.many import FleetSettings
 
-    return FleetSettings(audit_options(args), args.loss, args.batch_size, args.trust_model)
+    return FleetSettings(
+        audit_options(args),
+        args.loss,
+        args.batch_size,
+        args.trust_model,
+        columns_by_position=args.match_columns_by_position,
+    )
 
 
 def _storage_options(text: str) -> JsonObject:
@@ -219,6 +244,7 @@ def register(subparsers: Any) -> None:
         default=None,
         help="write a self-contained HTML report to OUT.html",
     )
+    add_pipeline_options(parser)
     parser.set_defaults(handler=run)
 
 
@@ -331,6 +357,18 @@ def _summarised_lines(result: AuditResult) -> list[str]:
     ]
 
 
+def _matching_lines(result: AuditResult) -> list[str]:
+    """How the columns reached the model, when by position: before the result it shapes."""
+    provenance = result.provenance
+    if provenance is None or not provenance.columns.guessed:
+        return []
+    count = len(provenance.columns.file_columns)
+    return [
+        f"columns matched by position: the model records no names, so its inputs get the "
+        f"data's {count} columns in file order (--features states the order)"
+    ]
+
+
 def format_summary(result: AuditResult) -> str:
     """A few lines a person reads first."""
     gate = ""
@@ -349,6 +387,7 @@ def format_summary(result: AuditResult) -> str:
     loader = provenance.loader
     return "\n".join(
         [
+            *_matching_lines(result),
             f"Epsilon* = {result.epsilon_star:.4f}  (delta = {result.delta:.3g}, "
             f"{estimator_name(result.epsilon)}){gate}",
             *interval_lines(result.epsilon),
@@ -372,8 +411,11 @@ def format_summary(result: AuditResult) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from epsstar.audit.run import ModelFile, Tables, audit
-    from epsstar.cli.common.writers import JSON, REPORT, RunFiles
+    from epsstar.cli.common.pipeline import limits_option
+    from epsstar.cli.common.writers import JSON, JUNIT, REPORT, STEP_SUMMARY, RunFiles
 
     inputs = [("MODEL", args.model), ("--train", args.train), ("--population", args.population)]
     engine = engine_option(args)
@@ -384,9 +426,15 @@ def run(args: argparse.Namespace) -> int:
             f"--storage-options needs --engine dask. Found engine {engine.name!r}."
         )
     inputs += attack_inputs(args)
+    limits = limits_option(args)
+    limit = limits.for_model(args.model, args.attack)
+    options = dataclasses.replace(audit_options(args), max_epsilon=limit)
+    summary_path = step_summary_path()
     with RunFiles(inputs) as files:
         json_file = files.plan("--json", json_path(args.json), JSON)
         report_file = files.plan("--report", args.report, REPORT)
+        junit_file = files.plan("--junit-xml", args.junit_xml, JUNIT)
+        summary_file = files.plan(f"${STEP_SUMMARY_VARIABLE}", summary_path, STEP_SUMMARY)
         model = ModelFile(args.model, args.loader, args.outputs, args.trust_model)
         tables = Tables(
             args.train,
@@ -397,13 +445,14 @@ def run(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             loss=args.loss,
             storage_options=args.storage_options,
+            columns_by_position=args.match_columns_by_position,
         )
         attack, slice_by = attack_options(args)
         with _progress(engine.name, args.quiet) as progress:
             result = audit(
                 model,
                 tables,
-                audit_options(args),
+                options,
                 attack=attack,
                 slice_by=slice_by,
                 engine=engine,
@@ -411,13 +460,52 @@ def run(args: argparse.Namespace) -> int:
                 command=shlex.join(args.command_line),
             )
         files.add_inputs(result.files_read)
+        gated = gated_run(result, limits, args.model, args.report)
         payload = result.to_dict()
         files.write(json_file, payload)
         files.write(report_file, result)
+        files.write(junit_file, gated)
+        if summary_path is not None:
+            section = step_summary_markdown(gated)
+            files.write(summary_file, StepSummary(read_step_summary(summary_path), section))
         files.commit()
     written = [] if args.report is None else [("report", args.report)]
-    emit(payload, args.json, format_summary(result), files=written)
-    return EXIT_GATE_FAILED if result.passed is False else EXIT_OK
+    written += [] if args.junit_xml is None else [("JUnit XML", args.junit_xml)]
+    summary = format_summary(result) + "".join(f"\n{line}" for line in _check_lines(gated))
+    emit(payload, args.json, summary, files=written)
+    annotate(gated)
+    # limits from a file: its checks decide; else the audit's own gate (the same verdict)
+    failed = gated.failed if limits.source is not None else result.passed is False
+    return EXIT_GATE_FAILED if failed and not gated.warn_only else EXIT_OK
+
+
+def gated_run(result: AuditResult, limits: Limits, model: str, report: str | None) -> GatedRun:
+    """The gate's checks of one audit, as the pipeline outputs render them."""
+    from epsstar.audit.output.gate_checks import gate_checks
+
+    provenance = result.provenance
+    gated = GatedModel(
+        model,
+        gate_checks(result, limits, model),
+        result.warnings,
+        report,
+        None if provenance is None else provenance.columns.source,
+    )
+    return GatedRun((gated,), limits.warn_only, limits.source)
+
+
+def _check_lines(run: GatedRun) -> list[str]:
+    """The checks beyond the headline gate (limits per attack or slice), and warn-only."""
+    lines = []
+    checks = run.checks
+    failed = [check for check in checks if not check.passed]
+    if (len(checks) > 1 and failed) or (checks and run.limits_source is not None):
+        source = run.limits_source or "--max-epsilon"
+        lines.append(f"  limits ({source}): {len(checks)} checks, {len(failed)} failed")
+        lines += [f"    {check.explanation()}" for check in failed]
+    if run.warn_only and run.failed:
+        lines.append("  warn-only: the gate failed; the exit code is 0")
+    return lines
 
 
 class _PartitionLines:

@@ -23,13 +23,16 @@ from epsstar.audit.output.staging import Outputs, StagedFile, StagedFolder
 if TYPE_CHECKING:
     from epsstar.audit.output.landscape_data import Landscape
     from epsstar.audit.output.result import AuditResult
+    from epsstar.cli.common.pipeline import GatedRun, StepSummary
     from epsstar.statistics.json_types import JsonObject
 
 __all__ = [
     "FORMATS",
     "JSON",
+    "JUNIT",
     "LANDSCAPE",
     "REPORT",
+    "STEP_SUMMARY",
     "Format",
     "RunFiles",
     "report_writer",
@@ -66,6 +69,16 @@ def _landscape(landscape: Landscape, path: Path) -> None:
     render_landscape(landscape, path)
 
 
+def _junit(run: GatedRun, path: Path) -> None:
+    from epsstar.cli.common.pipeline import junit_text
+
+    path.write_bytes(junit_text(run).encode("utf-8"))
+
+
+def _step_summary(summary: StepSummary, path: Path) -> None:
+    path.write_bytes(summary.text.encode("utf-8"))
+
+
 JSON: Final[Format[JsonObject]] = Format("json", "a JSON document, indented, no NaN", _json)
 REPORT: Final[Format[AuditResult]] = Format(
     "report", "the self-contained HTML report of one audit", _report
@@ -74,10 +87,24 @@ LANDSCAPE: Final[Format[Landscape]] = Format(
     "landscape", "the privacy–utility landscape of many audits as HTML", _landscape
 )
 
-#: Every format a command can write, by name (a read-only view).
-FORMATS: Final[Mapping[str, Format[JsonObject] | Format[AuditResult] | Format[Landscape]]] = (
-    MappingProxyType({f.name: f for f in (JSON, REPORT, LANDSCAPE)})
+JUNIT: Final[Format[GatedRun]] = Format(
+    "junit", "JUnit XML: a test case per model, attack and slice the gate checks", _junit
 )
+STEP_SUMMARY: Final[Format[StepSummary]] = Format(
+    "step-summary", "GitHub's job summary: what it held, then the gate's markdown", _step_summary
+)
+
+#: Every format a command can write, by name (a read-only view).
+FORMATS: Final[
+    Mapping[
+        str,
+        Format[JsonObject]
+        | Format[AuditResult]
+        | Format[Landscape]
+        | Format[GatedRun]
+        | Format[StepSummary],
+    ]
+] = MappingProxyType({f.name: f for f in (JSON, REPORT, LANDSCAPE, JUNIT, STEP_SUMMARY)})
 
 
 @dataclass(frozen=True, slots=True)

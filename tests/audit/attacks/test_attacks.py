@@ -95,7 +95,15 @@ def test_three_attacks_end_to_end(
 ) -> None:
     out, report = tmp_path / "out.json", tmp_path / "out.html"
     args = ["--reference-models", *_references(folder), "--attack", "loss", "lira", "rmia"]
-    more = ("--json", str(out), "--report", str(report), "--max-epsilon", "100")
+    more = (
+        "--json",
+        str(out),
+        "--report",
+        str(report),
+        "--max-epsilon",
+        "100",
+        "--match-columns-by-position",
+    )
     assert main(_command(folder, *args, *more)) == 0
     printed = capsys.readouterr().out
     document = json.loads(out.read_text())

@@ -193,6 +193,58 @@ def test_names_match_exactly_then_sanitised_then_in_any_case() -> None:
     assert single.position_warning(model) is None
 
 
+def test_a_gate_on_columns_matched_by_position_exits_2_naming_features(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The gate never passes on a guess: the shuffled file fed by position to a model that
+    records no names would give a wrong Epsilon* that ``--max-epsilon`` could pass."""
+    out = tmp_path / "gate.json"
+    argv = [
+        "audit", str(files["bare"]), "--train", str(files["train_shuffled"]),
+        "--population", str(files["population_shuffled"]), "--label-column", "label",
+        "--max-epsilon", "1000", "--json", str(out), "--quiet", "--seed", "1",
+    ]  # fmt: skip
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "Traceback" not in err
+    (line,) = [line for line in err.strip().splitlines() if "release gate" in line]
+    assert "Pass --features" in line
+    assert "--match-columns-by-position" in line
+    assert line.endswith("Found 5 columns ('x4', 'capital gain', 'age', 'hours-per-week', "
+                         "'education-num').")  # fmt: skip
+    assert not out.exists()
+    # stated by the user: the audit runs, and its outputs say how the columns were matched
+    # before the result that rests on them
+    assert main([*argv, "--match-columns-by-position"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("columns matched by position: the model records no names")
+    assert printed[1].startswith("Epsilon* = ")
+    document = json.loads(out.read_text())
+    assert list(document)[:2] == ["schema_version", "columns_from"]
+    assert document["columns_from"] == "position"
+    # --features states the order: no refusal, and no position line
+    features = "age,education-num,hours-per-week,capital gain,x4"
+    assert main([*argv, "--features", features]) == 0
+    assert capsys.readouterr().out.startswith("Epsilon* = ")
+    assert json.loads(out.read_text())["columns_from"] == "features option"
+
+
+def test_a_gate_on_named_columns_or_a_single_column_is_not_refused() -> None:
+    match = match_columns(
+        ["a", "label"], "label", model_names=None, features=None, model=Path("m"), data=Path("d")
+    )
+    match.refuse_guess(Path("m"), gate=True, by_position=False)  # one column: no order
+    two = match_columns(
+        ["a", "b", "label"], "label", model_names=None, features=None, model=Path("m"),
+        data=Path("d"),
+    )  # fmt: skip
+    two.refuse_guess(Path("m"), gate=False, by_position=False)  # no gate
+    two.refuse_guess(Path("m"), gate=True, by_position=True)  # stated
+    with pytest.raises(InvalidInputError, match="Pass --features"):
+        two.refuse_guess(Path("m"), gate=True, by_position=False)
+
+
 @pytest.mark.parametrize(("n_names", "shown"), [(8, ""), (9, " and 1 more"), (12, " and 4 more")])
 def test_a_refusal_names_the_first_eight_missing_columns(n_names: int, shown: str) -> None:
     """Every missing name up to eight, then how many more: the message stays one line."""

@@ -183,12 +183,22 @@ def test_reference_attacks_on_a_local_cluster_give_the_single_engine_result(
     train, population = MODELS / "binary_train.parquet", MODELS / "binary_population.parquet"
     single = tmp_path / "single.json"
     argv = [*AUDIT, "--train", str(train), "--population", str(population), "--quiet", *attacks]
-    code, _, err = _invoke([*argv, "--json", str(single), "--max-epsilon", "50"], capsys)
+    code, _, err = _invoke(
+        [*argv, "--json", str(single), "--max-epsilon", "50", "--match-columns-by-position"], capsys
+    )
     assert code == 0, err
     parts = _partitioned(population, tmp_path / "population", 5)
     dask = tmp_path / "dask.json"
     argv = [*AUDIT, "--train", str(train), "--population", str(parts), "--quiet", *attacks]
-    engine = ["--engine", "dask", "--scheduler", in_process, "--max-epsilon", "50"]
+    engine = [
+        "--engine",
+        "dask",
+        "--scheduler",
+        in_process,
+        "--max-epsilon",
+        "50",
+        "--match-columns-by-position",
+    ]
     code, _, err = _invoke([*argv, "--json", str(dask), *engine], capsys)
     assert code == 0, err
     written = json.loads(dask.read_text())

@@ -1,0 +1,138 @@
+"""The checks a release gate makes on one audit: one per attack, and per slice where the
+limits name slices, each a statistic against its limit (:mod:`epsstar.audit.data.limits`).
+
+What each check compares is what the gate compares (:mod:`epsstar.statistics.bounds.gate`,
+under the audit's ``--gate`` rule):
+
+* an attack: with one attack, the audit's gate statistic; with several, that attack's
+  statistic at the gate's per-test level (Bonferroni over the attacks), so that with one
+  limit for all, some check fails exactly when the audit's gate does;
+* a slice: the slice's Epsilon* (rule ``estimate``), its held-out lower bound (already at
+  the per-slice confidence, Bonferroni over the slices; rule ``lower-bound``), or its
+  Epsilon* counted only when its leak test rejects at ``1 − confidence_each`` (rule
+  ``significant``). A slice too small to estimate is skipped, not passed.
+
+An audit whose inputs drew a warning that can hide a leak (``gate_blocked``) fails every
+check, whatever the statistic. These records feed the pipeline outputs (JUnit XML, the
+step summary, workflow annotations) and the exit code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from epsstar.audit.data.limits import Limits
+from epsstar.audit.output.result import AuditResult
+from epsstar.audit.output.slice_result import SliceResult, SliceRow
+from epsstar.statistics.bounds.gate import GateStatistic
+from epsstar.statistics.names import GateRule
+
+__all__ = ["GateCheck", "gate_checks"]
+
+
+@dataclass(frozen=True, slots=True)
+class GateCheck:
+    """One statistic of one model against its limit.
+
+    ``slice`` is ``column=value`` for a slice (``None``: the whole data); ``statistic`` is
+    ``None`` for a slice too small to estimate (the check is skipped); ``blocked`` holds
+    the warnings that fail the check whatever the statistic.
+    """
+
+    model: str
+    attack: str
+    slice: str | None
+    rule: GateRule
+    statistic: float | None
+    limit: float
+    blocked: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """``attack loss`` or ``attack loss, slice group=a``."""
+        return f"attack {self.attack}" + ("" if self.slice is None else f", slice {self.slice}")
+
+    @property
+    def skipped(self) -> bool:
+        return self.statistic is None
+
+    @property
+    def passed(self) -> bool:
+        """Within its limit and not blocked (a skipped check counts as passed)."""
+        if self.statistic is None:
+            return True
+        return not self.blocked and self.statistic <= self.limit
+
+    @property
+    def verdict(self) -> str:
+        if self.skipped:
+            return "SKIPPED"
+        return "PASS" if self.passed else "FAIL"
+
+    def explanation(self) -> str:
+        """One line: what was compared with what, and why it failed if it did."""
+        statistic = "no estimate" if self.statistic is None else f"{self.statistic:.4f}"
+        line = (
+            f"{self.model}, {self.name}: {_STATISTIC[self.rule]} {statistic} against the "
+            f"limit {self.limit:g} ({self.verdict})"
+        )
+        if self.blocked and self.statistic is not None:
+            line += "; the inputs drew a warning that can hide a leak: " + self.blocked[0]
+        return line
+
+
+_STATISTIC: dict[GateRule, str] = {
+    "significant": "Epsilon* (counted when the leak test finds a leak)",
+    "estimate": "Epsilon*",
+    "lower-bound": "the lower bound",
+}
+
+
+def _attack_statistics(result: AuditResult) -> list[tuple[str, float, GateRule]]:
+    """Each attack's name, gate statistic and rule."""
+    gate = result.gate
+    if result.attack_gates:
+        names = [attack.name for attack in result.attacks]
+        return [(n, g.value, g.rule) for n, g in zip(names, result.attack_gates, strict=True)]
+    name = result.attacks[0].name if result.attacks else "loss"
+    if gate is None:
+        return [(name, result.epsilon_star, "estimate")]
+    return [(name, gate.value, gate.rule)]
+
+
+def _slice_statistic(row: SliceRow, slices: SliceResult, rule: GateRule) -> float | None:
+    estimate = row.estimate
+    if estimate.epsilon is None:
+        return None
+    if rule == "estimate":
+        return estimate.epsilon.epsilon
+    if rule == "lower-bound":
+        return None if estimate.lower_bound is None else estimate.lower_bound.epsilon
+    p_value = estimate.epsilon.leak_p_value
+    level = 1.0 - slices.confidence_each
+    return estimate.epsilon.epsilon if p_value is not None and p_value < level else 0.0
+
+
+def _rule(gate: GateStatistic | None) -> GateRule:
+    return "estimate" if gate is None else gate.rule
+
+
+def gate_checks(result: AuditResult, limits: Limits, model: str) -> tuple[GateCheck, ...]:
+    """The checks of ``model``'s audit under ``limits`` (none where no limit applies)."""
+    blocked = result.warnings if result.gate_blocked else ()
+    checks: list[GateCheck] = []
+    for attack, statistic, rule in _attack_statistics(result):
+        limit = limits.limit(model, attack)
+        if limit is not None:
+            checks.append(GateCheck(model, attack, None, rule, statistic, limit, blocked))
+    slices = result.slices
+    if slices is None or not limits.slices_checked:
+        return tuple(checks)
+    rule = _rule(result.gate)
+    for row in slices.rows:
+        limit = limits.limit(model, slices.attack, row.value)
+        if limit is not None:
+            value = _slice_statistic(row, slices, rule)
+            name = f"{slices.column}={row.value}"
+            checks.append(GateCheck(model, slices.attack, name, rule, value, limit, blocked))
+    return tuple(checks)

@@ -1,0 +1,328 @@
+"""What a release gate tells a CI pipeline: JUnit XML, a GitHub job summary, workflow
+annotations, and the exit code (docs/ci.md).
+
+Pipelines read test reports, not standard error. One :class:`GatedRun` holds the checks of
+every model a command audited (:mod:`epsstar.audit.output.gate_checks`) and renders them:
+
+* ``--junit-xml PATH``: one ``<testcase>`` per model, attack and slice the gate checks; a
+  failure's message carries the statistic, the limit and the report's path; a model that
+  could not be audited is an ``<error>``; a slice too small to estimate is ``<skipped>``
+  (the JUnit XML schema of Jenkins' and GitLab's readers: ``testsuites`` → ``testsuite``
+  → ``testcase`` with ``failure``/``error``/``skipped`` children);
+* when ``GITHUB_STEP_SUMMARY`` names a file, a markdown table appended to it;
+* under ``GITHUB_ACTIONS=true``, one ``::error`` line per failed check (``::warning`` with
+  ``--warn-only``) and one ``::warning`` per warning about the inputs, in GitHub's
+  workflow-command syntax with its escapes (``%``, CR, LF; and ``:``, ``,`` in properties);
+* ``--warn-only``: all of the above, and exit 0 when only the gate failed.
+
+The limits come from ``--max-epsilon`` and the reviewed file (``--config``, else
+``epsstar.toml`` or ``pyproject.toml``'s ``[tool.epsstar]`` in the working folder;
+:mod:`epsstar.audit.data.limits`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+from xml.etree import ElementTree
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.data.limits import Limits
+    from epsstar.audit.output.gate_checks import GateCheck
+
+__all__ = [
+    "GatedModel",
+    "GatedRun",
+    "StepSummary",
+    "add_pipeline_options",
+    "annotation_lines",
+    "junit_text",
+    "limits_option",
+    "step_summary_markdown",
+    "step_summary_path",
+]
+
+#: The environment variable GitHub Actions sets to the job summary's file.
+STEP_SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
+
+
+def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
+    """``--config``, ``--junit-xml`` and ``--warn-only``."""
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        default=None,
+        help="the reviewed file of limits: [tool.epsstar] of a pyproject.toml, or an "
+        "epsstar.toml (default: epsstar.toml, else pyproject.toml, in the working folder, "
+        "if either holds limits; docs/ci.md)",
+    )
+    parser.add_argument(
+        "--junit-xml",
+        metavar="PATH",
+        default=None,
+        help="write the gate's checks as JUnit XML: one test case per model, attack and "
+        "slice checked",
+    )
+    parser.add_argument(
+        "--warn-only",
+        action="store_true",
+        default=None,
+        help="report and annotate a failed gate, but exit 0 (to roll a gate out)",
+    )
+
+
+def limits_option(args: argparse.Namespace) -> Limits:
+    """The limits of ``--config`` (or the file found), with ``--max-epsilon`` as default."""
+    from epsstar.audit.data.limits import Limits, find_limits, read_limits
+
+    if args.config is not None:
+        found = read_limits(args.config)
+        if found is None:
+            from epsstar.exceptions import InputFileError
+
+            raise InputFileError(
+                f"--config: a pyproject.toml must hold a [tool.epsstar] table of limits. "
+                f"Found none in {args.config!r}."
+            )
+    else:
+        found = find_limits()
+    limits = (found or Limits()).with_default(args.max_epsilon)
+    if args.warn_only:
+        limits = Limits(limits.default, limits.entries, True, limits.source)
+    return limits
+
+
+@dataclass(frozen=True, slots=True)
+class GatedModel:
+    """One model's checks, the warnings about its inputs, its report and how its columns
+    were matched; ``error`` when it could not be audited (``audit-many``)."""
+
+    model: str
+    checks: tuple[GateCheck, ...] = ()
+    warnings: tuple[str, ...] = ()
+    report: str | None = None
+    columns_from: str | None = None
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return any(not check.passed for check in self.checks)
+
+
+@dataclass(frozen=True, slots=True)
+class GatedRun:
+    """Every model a command audited, and whether a failed gate only warns."""
+
+    models: tuple[GatedModel, ...]
+    warn_only: bool = False
+    limits_source: str | None = None
+    command: str = "audit"
+
+    @property
+    def checks(self) -> tuple[GateCheck, ...]:
+        return tuple(check for model in self.models for check in model.checks)
+
+    @property
+    def gated(self) -> bool:
+        return bool(self.checks)
+
+    @property
+    def failed(self) -> bool:
+        return any(model.failed for model in self.models)
+
+
+# --------------------------------------------------------------------------- JUnit XML
+
+
+def _failure_text(check: GateCheck, model: GatedModel) -> str:
+    lines = [check.explanation()]
+    if model.report is not None:
+        lines.append(f"report: {model.report}")
+    lines += [f"warning: {line}" for line in model.warnings]
+    return "\n".join(lines)
+
+
+def _case(suite: ElementTree.Element, check: GateCheck, model: GatedModel) -> None:
+    case = ElementTree.SubElement(
+        suite, "testcase", classname=f"epsstar.{model.model}", name=check.name
+    )
+    statistic = "none" if check.statistic is None else f"{check.statistic:.4f}"
+    ElementTree.SubElement(case, "properties")
+    properties = case.find("properties")
+    assert properties is not None
+    for name, value in (
+        ("statistic", statistic),
+        ("limit", f"{check.limit:g}"),
+        ("rule", check.rule),
+        ("report", model.report or ""),
+    ):
+        ElementTree.SubElement(properties, "property", name=name, value=value)
+    if check.skipped:
+        ElementTree.SubElement(case, "skipped", message=f"{check.name}: too few records")
+    elif not check.passed:
+        message = f"epsilon* {statistic} above the limit {check.limit:g}"
+        if check.blocked:
+            message = (
+                f"the inputs drew a warning that can hide a leak ({statistic}, "
+                f"limit {check.limit:g})"
+            )
+        if model.report is not None:
+            message += f"; report: {model.report}"
+        failure = ElementTree.SubElement(case, "failure", message=message, type="EpsilonStar")
+        failure.text = _failure_text(check, model)
+
+
+def junit_text(run: GatedRun) -> str:
+    """The JUnit XML document of ``run`` (module docstring)."""
+    suites = ElementTree.Element("testsuites", name="epsstar")
+    suite = ElementTree.SubElement(suites, "testsuite", name=f"epsstar {run.command} gate")
+    for model in run.models:
+        if model.error is not None:
+            case = ElementTree.SubElement(
+                suite, "testcase", classname=f"epsstar.{model.model}", name="audit"
+            )
+            error = ElementTree.SubElement(case, "error", message=model.error, type="AuditError")
+            error.text = model.error
+            continue
+        for check in model.checks:
+            _case(suite, check, model)
+    cases = suite.findall("testcase")
+    counts = {
+        "tests": len(cases),
+        "failures": sum(case.find("failure") is not None for case in cases),
+        "errors": sum(case.find("error") is not None for case in cases),
+        "skipped": sum(case.find("skipped") is not None for case in cases),
+    }
+    for element in (suites, suite):
+        for key, value in counts.items():
+            element.set(key, str(value))
+    ElementTree.indent(suites)
+    body = ElementTree.tostring(suites, encoding="unicode")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"
+
+
+# --------------------------------------------------------------------------- step summary
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def step_summary_markdown(run: GatedRun) -> str:
+    """A markdown section for GitHub's job summary: the verdict, a table of the checks, the
+    models that could not be audited and the warnings about the inputs."""
+    if not run.gated and not any(model.error for model in run.models):
+        verdict = "NO GATE"
+    elif run.failed or any(model.error for model in run.models):
+        verdict = "FAIL (warn-only: the job goes on)" if run.warn_only else "FAIL"
+    else:
+        verdict = "PASS"
+    lines = [f"### epsstar release gate: {verdict}", ""]
+    if run.limits_source is not None:
+        lines += [f"Limits from `{run.limits_source}`.", ""]
+    if run.checks:
+        lines += [
+            "| model | check | statistic | limit | verdict | report |",
+            "|---|---|---|---|---|---|",
+        ]
+        for model in run.models:
+            for check in model.checks:
+                value = "–" if check.statistic is None else f"{check.statistic:.4f}"
+                lines.append(
+                    f"| {_cell(model.model)} | {_cell(check.name)} | {value} | "
+                    f"{check.limit:g} | {check.verdict} | {_cell(model.report or '')} |"
+                )
+        lines.append("")
+    for model in run.models:
+        if model.columns_from == "position":
+            lines.append(f"- {_cell(model.model)}: columns matched by position")
+        if model.error is not None:
+            lines.append(f"- {_cell(model.model)}: could not be audited: {_cell(model.error)}")
+        lines += [f"- {_cell(model.model)}: warning: {_cell(line)}" for line in model.warnings]
+    return "\n".join(lines).rstrip() + "\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class StepSummary:
+    """The job summary's file as it will be: what it held, then this run's section."""
+
+    previous: str
+    section: str
+
+    @property
+    def text(self) -> str:
+        return (
+            self.previous
+            + ("" if not self.previous or self.previous.endswith("\n") else "\n")
+            + self.section
+        )
+
+
+def step_summary_path(environ: Mapping[str, str] | None = None) -> str | None:
+    """The job summary's file, when ``GITHUB_STEP_SUMMARY`` names one."""
+    value = (os.environ if environ is None else environ).get(STEP_SUMMARY_VARIABLE, "")
+    return value or None
+
+
+def read_step_summary(path: str) -> str:
+    """What the job summary's file holds so far ('' when it does not exist yet)."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+    except (OSError, UnicodeDecodeError) as error:
+        from epsstar.exceptions import InputFileError
+
+        raise InputFileError(
+            f"${STEP_SUMMARY_VARIABLE} must name a readable UTF-8 file, which the summary is "
+            f"appended to. Found {path!r} ({type(error).__name__})."
+        ) from None
+
+
+# --------------------------------------------------------------------------- annotations
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _command(kind: str, file: str, title: str, message: str) -> str:
+    return (
+        f"::{kind} file={_escape_property(file)},title={_escape_property(title)}::"
+        f"{_escape_data(message)}"
+    )
+
+
+def annotation_lines(run: GatedRun) -> list[str]:
+    """GitHub workflow commands for the failed checks and the warnings (module docstring)."""
+    failed = "warning" if run.warn_only else "error"
+    lines: list[str] = []
+    for model in run.models:
+        if model.error is not None:
+            lines.append(_command("error", model.model, "epsstar: not audited", model.error))
+        for check in model.checks:
+            if not check.passed:
+                message = check.explanation()
+                if model.report is not None:
+                    message += f"; report: {model.report}"
+                lines.append(_command(failed, model.model, "epsstar release gate", message))
+        for warning in model.warnings:
+            lines.append(_command("warning", model.model, "epsstar: inputs", warning))
+    return lines
+
+
+def annotate(run: GatedRun, environ: Mapping[str, str] | None = None) -> None:
+    """Print the annotations on standard output under ``GITHUB_ACTIONS=true``."""
+    if (os.environ if environ is None else environ).get("GITHUB_ACTIONS") != "true":
+        return
+    for line in annotation_lines(run):
+        print(line, file=sys.stdout)

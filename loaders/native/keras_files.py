@@ -1,0 +1,129 @@
+"""Keras 3 models saved as ``.keras`` files (``model.save``), run with the torch backend.
+
+Keras 3 runs on PyTorch (``KERAS_BACKEND=torch``, set by this loader unless the
+environment chose a backend), so no TensorFlow is needed. The file is read with
+``keras.saving.load_model(path, compile=False, safe_mode=not trust)``: Keras' safe mode
+refuses to deserialise Python lambdas (``Lambda`` layers), which would run code; such a
+file needs ``--trust-model``. Other custom objects are refused by Keras itself unless
+registered.
+
+The model takes one input: the features' one tensor column as it is (an image batch), or
+the ``(n, d)`` matrix of their scalar columns, cast to float32.
+
+Exact losses: when the model's last layer is a ``Dense`` layer ending in a softmax or
+sigmoid, that activation is switched to the identity in the loaded copy (Keras applies a
+``Dense`` layer's activation last, to ``x W + b``), so the model returns the scores before
+it, in float64, and the output reading says so; ``outputs="probabilities"`` keeps the
+activation. Otherwise the outputs are read by the rule of :mod:`epsstar.loaders`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from epsstar.audit.model.features import Features
+from epsstar.audit.model.output_reading import OutputReading
+from epsstar.audit.model.plugins import OutputKind, import_optional
+from epsstar.exceptions import InputFileError, InvalidInputError
+
+from .. import BatchedModel, check_outputs_argument, first_line
+
+__all__ = ["KerasLoader", "KerasModel"]
+
+_ACTIVATIONS: Final = frozenset({"softmax", "sigmoid"})
+_TRUST_FLAG: Final = "--trust-model"
+
+
+def _final_activation(model: Any, keras: Any) -> str | None:
+    """The name of the softmax/sigmoid ending the model's last ``Dense`` layer, if any."""
+    last = model.layers[-1] if model.layers else None
+    if not isinstance(last, keras.layers.Dense):
+        return None
+    name = getattr(last.activation, "__name__", None)
+    return name if name in _ACTIVATIONS else None
+
+
+class KerasModel(BatchedModel):
+    """A Keras 3 model ready to predict (see the module docstring)."""
+
+    def __init__(self, path: Path, model: Any, keras: Any, *, outputs: OutputKind | None):
+        self._model = model
+        if len(model.inputs) != 1:
+            raise InvalidInputError(
+                f"the Keras model in {path} must take one input. Found {len(model.inputs)}."
+            )
+        shape = tuple(model.inputs[0].shape)
+        activation = None if outputs == "probabilities" else _final_activation(model, keras)
+        if activation is not None:
+            model.layers[-1].activation = keras.activations.linear
+        width = shape[1] if len(shape) == 2 and isinstance(shape[1], int) else None
+        super().__init__(
+            path,
+            n_features=width,
+            classes=None,
+            outputs="logits" if activation is not None and outputs is None else outputs,
+            input_dtype=np.float32,
+        )
+        if activation is not None and outputs is None:
+            layer = model.layers[-1].name
+            self._reading = OutputReading(
+                "logits", "loader", f"the scores before the final {activation} of Dense "
+                f"layer {layer!r}"
+            )  # fmt: skip
+
+    def _prepare(self, features: Features) -> NDArray[Any]:
+        """One tensor column as it is, else the ``(rows, d)`` matrix; as float32."""
+        if features.is_tensor and features.width == 1:
+            tensor = features.columns[0]
+            self._check_range(tensor.reshape(tensor.shape[0], -1))
+            return np.ascontiguousarray(tensor, dtype=np.float32)
+        return self._matrix(features)
+
+    def _run_batch(self, batch: NDArray[Any]) -> NDArray[Any]:
+        try:
+            output = self._model.predict(batch, batch_size=len(batch), verbose=0)
+        except Exception as error:
+            raise InvalidInputError(
+                f"the Keras model in {self.source} must accept the features "
+                f"({' × '.join(map(str, batch.shape))} {batch.dtype}). Found "
+                f"{type(error).__name__}: {first_line(error)}"
+            ) from error
+        return np.asarray(output, dtype=np.float64)
+
+
+class KerasLoader:
+    """Loads Keras 3 ``.keras`` files with the torch backend."""
+
+    name = "keras"
+    suffixes: tuple[str, ...] = (".keras",)
+
+    def load(
+        self, path: Path, *, outputs: OutputKind | None = None, trust: bool = False
+    ) -> KerasModel:
+        """Open ``path`` in Keras' safe mode unless ``trust`` (module docstring)."""
+        outputs = check_outputs_argument(outputs)
+        path = Path(path)
+        if not path.is_file():
+            raise InputFileError(f"the model file must exist. Found no file at {path}.")
+        os.environ.setdefault("KERAS_BACKEND", "torch")
+        keras = import_optional("keras", loader=self.name)
+        try:
+            model = keras.saving.load_model(str(path), compile=False, safe_mode=not trust)
+        except Exception as error:
+            text = str(error)
+            if "arbitrary code execution" in text or "safe_mode" in text:
+                raise InvalidInputError(
+                    f"the Keras model {path} must hold no Python code to be loaded without "
+                    f"{_TRUST_FLAG}; Keras' safe mode refuses its lambda. Load it with "
+                    f"{_TRUST_FLAG} only if you trust its source. Found a Python lambda."
+                ) from None
+            raise InputFileError(
+                f"the model file must be a Keras 3 model saved with model.save (.keras). "
+                f"Found {path} ({type(error).__name__}: {first_line(error)})."
+            ) from None
+        return KerasModel(path, model, keras, outputs=outputs)

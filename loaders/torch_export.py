@@ -1,0 +1,206 @@
+"""``torch.export`` programs (``torch.export.save``, ``.pt2`` files), run on the CPU.
+
+PyTorch's documentation marks TorchScript as deprecated in favour of ``torch.export``: a
+``.pt2`` archive holds one ``ExportedProgram``, a graph of ATen operators serialised as
+JSON with its weights as raw tensor bytes. ``torch.export.load`` rebuilds it and
+``ExportedProgram.module()`` runs it; no Python code of the exporter's is stored or run.
+
+What ``torch.export.load`` may still unpickle, and how it is refused without trust
+(``--trust-model``), before the archive is loaded:
+
+* a weight or constant saved with ``use_pickle`` (its ``*_config.json`` says so), a custom
+  or opaque object among the constants (``torch._C._pickle_load_obj``, ``pickle.loads``):
+  refused;
+* every ``.pt`` entry (the sample inputs, legacy weights and constants) is read by torch
+  with ``weights_only=True`` and, when that fails, again with ``weights_only=False``: each
+  must load here with ``weights_only=True``, so torch never falls back;
+* two zip entries whose names differ only in case (torch's reader and Python's ``zipfile``
+  could take different ones): refused.
+
+After loading, every operator of the graph must be one of tensor computation: the
+allowlist of :mod:`epsstar.loaders.torchscript_scan` (namespaces ``aten``, ``prim``,
+``quantized``…, without the operators that touch files or the process), plus
+``operator.getitem`` (which picks one result of a multi-output operator); higher-order
+operators (``cond``, ``map``…) and custom operators are refused without trust.
+
+The program takes one tensor: the features' one tensor column as it is, or the ``(n, d)``
+matrix of their scalar columns, as for TorchScript (:mod:`epsstar.loaders.torchscript`);
+class labels, column names and what it returns come from the archive's extra files
+(``torch.export.save(..., extra_files=...)``) under the same keys. A program exported
+without a dynamic batch dimension (``torch.export.export`` without ``dynamic_shapes``)
+takes only its example's batch size: records are then fed in chunks of exactly that size,
+the last one padded with copies of its last record whose outputs are dropped.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import operator
+import zipfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from epsstar.audit.model.class_labels import (
+    CLASSES_KEY,
+    FEATURES_KEY,
+    classes_from_text,
+    features_from_text,
+)
+from epsstar.audit.model.declared_privacy import PRIVACY_KEY, privacy_from_text
+from epsstar.audit.model.plugins import OutputKind, import_optional
+from epsstar.exceptions import InputFileError, InvalidInputError
+
+from . import check_outputs_argument, first_line
+from .torchscript import OUTPUTS_KEY, TorchScriptModel, stated_outputs
+from .torchscript_scan import ALLOWED_NAMESPACES, TRUST_FLAG, refused_operators
+
+__all__ = ["ExportedModel", "TorchExportLoader", "check_export_archive", "check_program"]
+
+
+def _refusal(path: Path, what: str, found: str) -> InvalidInputError:
+    return InvalidInputError(
+        f"the torch.export program {path} must hold tensors and tensor operators only to be "
+        f"loaded without {TRUST_FLAG}; it {what}. Load it with {TRUST_FLAG} only if you "
+        f"trust its source. Found {found}."
+    )
+
+
+def _check_config(path: Path, name: str, text: bytes) -> None:
+    """A weights or constants config: no pickled payload, constants tensors only."""
+    from torch.export.pt2_archive.constants import TENSOR_CONSTANT_FILENAME_PREFIX
+
+    try:
+        config = json.loads(text).get("config", {})
+    except (ValueError, AttributeError):
+        raise _refusal(path, "holds a payload config that is not JSON", repr(name)) from None
+    for key, meta in config.items():
+        if not isinstance(meta, dict) or meta.get("use_pickle"):
+            raise _refusal(path, "stores a pickled payload, which loading would run", repr(key))
+        if "constants" in name and not str(meta.get("path_name", "")).startswith(
+            TENSOR_CONSTANT_FILENAME_PREFIX
+        ):
+            raise _refusal(path, "stores a constant that is not a tensor", repr(key))
+
+
+def check_export_archive(path: Path, torch: Any) -> None:
+    """Refuse an archive whose loading could unpickle code (see the module docstring)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            repeated = [n for n, k in Counter(n.lower() for n in names).items() if k > 1]
+            if repeated:
+                raise _refusal(path, "holds two zip entries of the same name (up to case)", "")
+            for name in names:
+                if name.endswith("_config.json"):
+                    _check_config(path, name, archive.read(name))
+                elif name.endswith(".pt"):
+                    try:
+                        torch.load(io.BytesIO(archive.read(name)), weights_only=True)
+                    except Exception:
+                        raise _refusal(
+                            path, "holds a pickle that weights_only loading refuses", repr(name)
+                        ) from None
+    except InvalidInputError:
+        raise
+    except (zipfile.BadZipFile, OSError, ValueError) as error:
+        raise InputFileError(
+            f"the model file must be a torch.export archive (torch.export.save, a zip file). "
+            f"Found {path} ({type(error).__name__}: {error})."
+        ) from None
+
+
+def check_program(path: Path, program: Any, torch: Any) -> None:
+    """Refuse a loaded program with an operator outside the allowlist (module docstring)."""
+    refused = refused_operators(torch)
+    for node in program.graph.nodes:
+        if node.op != "call_function" or node.target is operator.getitem:
+            continue
+        target = node.target
+        schema = getattr(target, "_schema", None)
+        namespace = getattr(target, "namespace", None)
+        name = str(schema.name) if schema is not None else repr(target)
+        if namespace not in ALLOWED_NAMESPACES or name in refused:
+            raise _refusal(path, f"calls {name} (node {node.name})", name)
+
+
+class ExportedModel(TorchScriptModel):
+    """An ``ExportedProgram``'s module ready to predict; fed in chunks of its static batch
+    size when it has one (module docstring)."""
+
+    def __init__(self, path: Path, program: Any, torch: Any, **keywords: Any) -> None:
+        super().__init__(path, program.module(), torch, **keywords)
+        self._static_batch = _static_batch(program, path)
+
+    def _run_batch(self, batch: NDArray[Any]) -> NDArray[Any]:
+        size = self._static_batch
+        if size is None or batch.shape[0] == size:
+            return super()._run_batch(batch)
+        parts = []
+        for start in range(0, batch.shape[0], size):
+            chunk = batch[start : start + size]
+            padding = size - chunk.shape[0]
+            if padding:
+                chunk = np.concatenate([chunk, np.repeat(chunk[-1:], padding, axis=0)])
+            parts.append(super()._run_batch(chunk)[: size - padding])
+        return np.concatenate(parts)
+
+
+def _static_batch(program: Any, path: Path) -> int | None:
+    """The batch size the program is specialised to (``None``: a dynamic batch)."""
+    inputs = program.graph_signature.user_inputs
+    if len(inputs) != 1:
+        raise InvalidInputError(
+            f"the torch.export program {path} must take one tensor. Found {len(inputs)} "
+            f"inputs: {', '.join(map(str, inputs))}."
+        )
+    (node,) = [n for n in program.graph.nodes if n.op == "placeholder" and n.name == inputs[0]]
+    value = node.meta.get("val")
+    shape = getattr(value, "shape", None)
+    if shape is None or len(shape) == 0:
+        return None
+    first = shape[0]
+    return first if isinstance(first, int) else None
+
+
+class TorchExportLoader:
+    """Loads ``torch.export`` archives (``.pt2``)."""
+
+    name = "torch-export"
+    suffixes: tuple[str, ...] = (".pt2",)
+
+    def load(
+        self, path: Path, *, outputs: OutputKind | None = None, trust: bool = False
+    ) -> ExportedModel:
+        """Open ``path``; without ``trust`` the archive and its graph are checked."""
+        outputs = check_outputs_argument(outputs)
+        path = Path(path)
+        torch = import_optional("torch", loader=self.name)
+        if not path.is_file():
+            raise InputFileError(f"the model file must exist. Found no file at {path}.")
+        if not trust:
+            check_export_archive(path, torch)
+        extra = {CLASSES_KEY: "", FEATURES_KEY: "", OUTPUTS_KEY: "", PRIVACY_KEY: ""}
+        try:
+            program = torch.export.load(str(path), extra_files=extra)
+        except Exception as error:
+            raise InputFileError(
+                f"the model file must be a torch.export archive (torch.export.save). Found "
+                f"{path} ({type(error).__name__}: {first_line(error)})."
+            ) from None
+        if not trust:
+            check_program(path, program, torch)
+        return ExportedModel(
+            path,
+            program,
+            torch,
+            classes=classes_from_text(extra[CLASSES_KEY], path),
+            feature_names=features_from_text(extra[FEATURES_KEY], path),
+            outputs=outputs,
+            stated=stated_outputs(extra[OUTPUTS_KEY], path),
+            declared_privacy=privacy_from_text(extra[PRIVACY_KEY], path),
+        )
