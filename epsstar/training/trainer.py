@@ -3,7 +3,8 @@
 One step of DP-SGD with sampling rate q, clip norm C and noise multiplier σ:
 
 1. Poisson sampling: every training record joins the batch independently with
-   probability q (so the batch size varies; its expectation is q·n).
+   probability q (so the batch size varies; its expectation is q·n), drawn as geometric
+   gaps between the chosen records (:mod:`epsstar.training.sampling`).
 2. Clipping: each example's gradient (or, with m microbatches, each group's
    mean gradient) is scaled to L2 norm at most C — exactly, without forming
    per-example gradients (:mod:`epsstar.training.clipping`).
@@ -16,22 +17,24 @@ One step of DP-SGD with sampling rate q, clip norm C and noise multiplier σ:
 Without privacy the same loop skips steps 2 and 3 (the gradient of the summed
 loss divided by q·n). There are round(1/q) steps per epoch.
 
-Microbatches: each step draws a group id in {0, …, m−1} for every record
-(whether sampled or not, so the grouping does not depend on the data), and a
-sampled record joins its group. Adding or removing one record changes only its
+Microbatches: each step draws a group id in {0, …, m−1} for every sampled record
+(uniform and independent of which records were sampled, so the grouping does not
+depend on the data), and the record joins its group. Adding or removing one record changes only its
 own group's clipped mean, by up to 2C (C if it was alone), so the sensitivity
 of the noisy sum is 2C and the accountant sees the noise multiplier σ/2. With
 one example per unit (the default, ``microbatches=None``) the sensitivity is C.
 
 A run is deterministic for a seed: the initial weights, the batches, the
-groups and the noise all come from one seeded :class:`torch.Generator`.
+groups and the noise all come from one seeded :class:`torch.Generator`, in the order
+:mod:`epsstar.training.sampling` states, so that :mod:`epsstar.training.batched` trains
+the same model among K others.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,16 +65,20 @@ from epsstar.training.results import (
     TrainingResult,
     TrainingUtility,
 )
+from epsstar.training.sampling import microbatch_groups, poisson_rows
 
 __all__ = [
     "PrivacyPlan",
+    "StepSettings",
     "TrainedModel",
     "TrainingConfig",
     "check_memory",
+    "check_population",
     "evaluate",
     "noisy_gradient",
     "plan_privacy",
     "train",
+    "trained_model",
 ]
 
 
@@ -198,7 +205,7 @@ def noisy_gradient(
         for summed in total.gradients:
             if noise_std > 0.0:
                 noise = torch.randn(summed.shape, generator=generator, dtype=summed.dtype)
-                summed = summed + noise_std * noise
+                summed = summed + noise_std * noise.to(summed.device)
             gradients.append(summed / normaliser)
     return ClippedSum(gradients, total.loss, total.n_examples)
 
@@ -377,7 +384,7 @@ def _privacy_summary(config: TrainingConfig, plan: PrivacyPlan, epsilon: float) 
 
 
 @dataclass(frozen=True, slots=True)
-class _StepSettings:
+class StepSettings:
     """What every step of a run uses: sampling, clipping groups, clip, noise and normaliser."""
 
     binary: bool
@@ -391,7 +398,7 @@ class _StepSettings:
     @classmethod
     def of(
         cls, config: TrainingConfig, plan: PrivacyPlan | None, n_records: int, binary: bool
-    ) -> _StepSettings:
+    ) -> StepSettings:
         sampling_rate, per_epoch = _schedule(config, n_records)
         groups_count = config.clipping_groups()
         return cls(
@@ -407,7 +414,7 @@ class _StepSettings:
         )
 
 
-def _check_population(data: TabularData, population: TabularData | None) -> None:
+def check_population(data: TabularData, population: TabularData | None) -> None:
     if population is not None and (
         population.feature_names != data.feature_names or population.classes != data.classes
     ):
@@ -422,7 +429,7 @@ def _run_epoch(
     optimiser: torch.optim.Optimizer,
     features: torch.Tensor,
     labels: torch.Tensor,
-    settings: _StepSettings,
+    settings: StepSettings,
     generator: torch.Generator,
 ) -> tuple[float, int]:
     """One epoch of Poisson-sampled (noisy, clipped) SGD steps; summed loss and examples seen."""
@@ -431,11 +438,12 @@ def _run_epoch(
     params = list(network.parameters())
     loss_total, seen = 0.0, 0
     for _ in range(settings.steps_per_epoch):
-        chosen = torch.nonzero(torch.rand(n, generator=generator) < settings.sampling_rate)
-        chosen = chosen.squeeze(1)
+        chosen = poisson_rows(n, settings.sampling_rate, generator)
         groups = None
         if private and settings.groups_count is not None:
-            groups = torch.randint(settings.groups_count, (n,), generator=generator)[chosen]
+            groups = microbatch_groups(chosen.numel(), settings.groups_count, generator)
+            groups = groups.to(features.device)
+        chosen = chosen.to(features.device)
         step = noisy_gradient(
             network,
             features[chosen],
@@ -484,7 +492,7 @@ def _model_summary(config: TrainingConfig, data: TabularData, network: MLP) -> M
 
 
 def _hyperparameters(
-    config: TrainingConfig, plan: PrivacyPlan | None, settings: _StepSettings
+    config: TrainingConfig, plan: PrivacyPlan | None, settings: StepSettings
 ) -> Hyperparameters:
     return Hyperparameters(
         epochs=config.epochs,
@@ -532,11 +540,14 @@ def train(
     population: TabularData | None = None,
     on_epoch: Callable[[EpochStats], None] | None = None,
     plan: PrivacyPlan | None = None,
+    device: torch.device | str | None = None,
 ) -> TrainedModel:
     """Train one model on ``data``; ``on_epoch`` is called after every epoch.
 
     ``plan`` may pass a :class:`PrivacyPlan` computed earlier by
-    :func:`plan_privacy` (the σ search is the slow part of planning).
+    :func:`plan_privacy` (the σ search is the slow part of planning). ``device`` is where
+    the network and the data live while training (default the CPU; the random draws are
+    made on the CPU whatever the device, so a seed draws the same batches and noise).
     """
     start = time.perf_counter()
     n = data.n_records
@@ -545,24 +556,26 @@ def train(
         plan = plan_privacy(config, n)
     if not config.private:
         plan = None
-    _check_population(data, population)
+    check_population(data, population)
     check_memory(config, data)
     binary = data.n_classes == 2
     dtype = torch.float32
     generator = torch.Generator().manual_seed(config.seed)
     standardiser = Standardiser.fit(data.features, dtype)
+    where = torch.device("cpu") if device is None else torch.device(device)
     with torch.no_grad():
         features = standardiser(torch.as_tensor(data.features, dtype=dtype)).contiguous()
-    labels = torch.as_tensor(data.labels)
+    features = features.to(where)
+    labels = torch.as_tensor(data.labels).to(where)
     network = MLP(
         data.n_features,
         output_width(data.n_classes),
         config.hidden,
         generator=generator,
         dtype=dtype,
-    )
+    ).to(where)
     optimiser = torch.optim.SGD(network.parameters(), lr=config.lr, momentum=config.momentum)
-    settings = _StepSettings.of(config, plan, n, binary)
+    settings = StepSettings.of(config, plan, n, binary)
     history: list[EpochStats] = []
     for epoch in range(config.epochs):
         epoch_start = time.perf_counter()
@@ -580,7 +593,33 @@ def train(
         history.append(stats)
         if on_epoch is not None:
             on_epoch(stats)
-    exported = _frozen_export(standardiser, network, binary)
+    return trained_model(
+        config,
+        plan,
+        (data, population),
+        standardiser,
+        network,
+        history,
+        time.perf_counter() - start,
+    )
+
+
+def trained_model(
+    config: TrainingConfig,
+    plan: PrivacyPlan | None,
+    data: tuple[TabularData, TabularData | None],
+    standardiser: Standardiser,
+    network: MLP,
+    history: Sequence[EpochStats],
+    seconds: float,
+) -> TrainedModel:
+    """The exported model and the record of a finished run: ``network`` behind
+    ``standardiser``, its utility on the training and the population data (``data``), the
+    privacy spent after the last epoch of ``history``, and ``seconds`` of wall time."""
+    train_data, population = data
+    binary = train_data.n_classes == 2
+    settings = StepSettings.of(config, plan, train_data.n_records, binary)
+    exported = _frozen_export(standardiser, network.cpu(), binary)
     privacy = None
     if plan is not None:
         final = history[-1].epsilon
@@ -588,14 +627,14 @@ def train(
         privacy = _privacy_summary(config, plan, final)
     result = TrainingResult(
         private=plan is not None,
-        data=_data_summary(data, population),
-        model=_model_summary(config, data, network),
+        data=_data_summary(train_data, population),
+        model=_model_summary(config, train_data, network),
         hyperparameters=_hyperparameters(config, plan, settings),
         privacy=privacy,
-        utility_train=evaluate(exported, data),
+        utility_train=evaluate(exported, train_data),
         utility_population=None if population is None else evaluate(exported, population),
         history=tuple(history),
-        wall_time_seconds=time.perf_counter() - start,
+        wall_time_seconds=seconds,
         epsstar_version=_epsstar_version(),
         torch_version=torch.__version__,
         files={},
