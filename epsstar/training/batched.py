@@ -11,8 +11,9 @@ may differ. Other models go to other stacks, trained one after another.
 
 Model k of a stack draws from its own :class:`torch.Generator`, seeded with its
 configuration's seed, exactly the numbers :func:`epsstar.training.trainer.train` draws, in
-the same order (the initial weights; then every step the batch, the groups and the noise,
-:mod:`epsstar.training.sampling`), so its batches and noise are those of the run alone and
+the same order (the initial weights; then every step one uniform per record for the
+Poisson batch, with microbatches one group id per record, and the noise of every parameter
+tensor in ``MLP.parameters()`` order), so its batches and noise are those of the run alone and
 its exported model is the one :func:`~epsstar.training.trainer.train` gives, up to the
 order of floating-point sums inside the batched products. Its privacy plan, and so its ε,
 is computed as for the run alone (one σ search per distinct configuration).
@@ -39,7 +40,6 @@ from epsstar.training.data.tables import TabularData
 from epsstar.training.memory import available_memory, training_bytes
 from epsstar.training.models import MLP, Standardiser, output_width
 from epsstar.training.results import EpochStats
-from epsstar.training.sampling import microbatch_groups, poisson_rows
 from epsstar.training.stacked import StackedBatch, StackedMLP, stacked_gradient_sums
 from epsstar.training.trainer import (
     PrivacyPlan,
@@ -74,7 +74,7 @@ class RowSubset:
 
 def stack_key(config: TrainingConfig, n_records: int) -> tuple[object, ...]:
     """What models must share to be stepped together (see the module's description)."""
-    steps = max(1, round(n_records / config.batch_size))
+    steps = max(1, round(1.0 / (config.batch_size / n_records)))  # as the trainer's schedule
     clipping = config.clipping_groups() if config.private else None
     return (
         config.hidden,
@@ -193,12 +193,14 @@ def _draw(members: Sequence[_Member], shapes: Sequence[torch.Size], private: boo
     groups: list[torch.Tensor] | None = [] if private and members[0].settings.groups_count else None
     for position, member in enumerate(members):
         settings = member.settings
-        picks.append(poisson_rows(member.n_records, settings.sampling_rate, member.generator))
+        drawn = torch.rand(member.n_records, generator=member.generator)
+        picks.append(torch.nonzero(drawn < settings.sampling_rate).squeeze(1))
         if groups is not None:
             assert settings.groups_count is not None
-            groups.append(
-                microbatch_groups(picks[-1].numel(), settings.groups_count, member.generator)
+            every = torch.randint(
+                settings.groups_count, (member.n_records,), generator=member.generator
             )
+            groups.append(every[picks[-1]])
         if noise is not None and settings.noise_std > 0.0:
             for tensor, shape in zip(noise, shapes, strict=True):
                 torch.randn(shape, generator=member.generator, out=tensor[position])

@@ -137,7 +137,8 @@ def _backward(
     """The gradient of the summed loss with respect to every layer's output."""
     gradients = [top]
     for index in range(len(outputs) - 1, 0, -1):
-        below = torch.bmm(gradients[0], stack.weights[index]) * (outputs[index - 1] > 0)
+        below = torch.bmm(gradients[0], stack.weights[index])
+        below.masked_fill_(outputs[index - 1] <= 0, 0.0)
         gradients.insert(0, below)
     return gradients
 
@@ -203,7 +204,7 @@ def stacked_gradient_sums(
                 factors = _example_factors(grads, inputs, clip)
             else:
                 factors = _group_factors(grads, inputs, batch, clip, n_groups)
-            scaled = [g * factors.unsqueeze(2) for g in grads]
+            scaled = [g.mul_(factors.unsqueeze(2)) for g in grads]  # grads not needed after
         gradients: list[torch.Tensor] = []
         for g, a in zip(scaled, inputs, strict=True):
             gradients.append(torch.bmm(g.transpose(1, 2), a))

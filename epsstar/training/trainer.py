@@ -3,8 +3,7 @@
 One step of DP-SGD with sampling rate q, clip norm C and noise multiplier σ:
 
 1. Poisson sampling: every training record joins the batch independently with
-   probability q (so the batch size varies; its expectation is q·n), drawn as geometric
-   gaps between the chosen records (:mod:`epsstar.training.sampling`).
+   probability q (so the batch size varies; its expectation is q·n).
 2. Clipping: each example's gradient (or, with m microbatches, each group's
    mean gradient) is scaled to L2 norm at most C — exactly, without forming
    per-example gradients (:mod:`epsstar.training.clipping`).
@@ -17,17 +16,16 @@ One step of DP-SGD with sampling rate q, clip norm C and noise multiplier σ:
 Without privacy the same loop skips steps 2 and 3 (the gradient of the summed
 loss divided by q·n). There are round(1/q) steps per epoch.
 
-Microbatches: each step draws a group id in {0, …, m−1} for every sampled record
-(uniform and independent of which records were sampled, so the grouping does not
-depend on the data), and the record joins its group. Adding or removing one record changes only its
+Microbatches: each step draws a group id in {0, …, m−1} for every record
+(whether sampled or not, so the grouping does not depend on the data), and a
+sampled record joins its group. Adding or removing one record changes only its
 own group's clipped mean, by up to 2C (C if it was alone), so the sensitivity
 of the noisy sum is 2C and the accountant sees the noise multiplier σ/2. With
 one example per unit (the default, ``microbatches=None``) the sensitivity is C.
 
 A run is deterministic for a seed: the initial weights, the batches, the
-groups and the noise all come from one seeded :class:`torch.Generator`, in the order
-:mod:`epsstar.training.sampling` states, so that :mod:`epsstar.training.batched` trains
-the same model among K others.
+groups and the noise all come from one seeded :class:`torch.Generator`
+(:mod:`epsstar.training.batched` draws the same numbers to train this model among K others).
 """
 
 from __future__ import annotations
@@ -65,7 +63,6 @@ from epsstar.training.results import (
     TrainingResult,
     TrainingUtility,
 )
-from epsstar.training.sampling import microbatch_groups, poisson_rows
 
 __all__ = [
     "PrivacyPlan",
@@ -205,7 +202,7 @@ def noisy_gradient(
         for summed in total.gradients:
             if noise_std > 0.0:
                 noise = torch.randn(summed.shape, generator=generator, dtype=summed.dtype)
-                summed = summed + noise_std * noise.to(summed.device)
+                summed = summed + noise_std * noise
             gradients.append(summed / normaliser)
     return ClippedSum(gradients, total.loss, total.n_examples)
 
@@ -438,12 +435,11 @@ def _run_epoch(
     params = list(network.parameters())
     loss_total, seen = 0.0, 0
     for _ in range(settings.steps_per_epoch):
-        chosen = poisson_rows(n, settings.sampling_rate, generator)
+        chosen = torch.nonzero(torch.rand(n, generator=generator) < settings.sampling_rate)
+        chosen = chosen.squeeze(1)
         groups = None
         if private and settings.groups_count is not None:
-            groups = microbatch_groups(chosen.numel(), settings.groups_count, generator)
-            groups = groups.to(features.device)
-        chosen = chosen.to(features.device)
+            groups = torch.randint(settings.groups_count, (n,), generator=generator)[chosen]
         step = noisy_gradient(
             network,
             features[chosen],
@@ -540,14 +536,11 @@ def train(
     population: TabularData | None = None,
     on_epoch: Callable[[EpochStats], None] | None = None,
     plan: PrivacyPlan | None = None,
-    device: torch.device | str | None = None,
 ) -> TrainedModel:
     """Train one model on ``data``; ``on_epoch`` is called after every epoch.
 
     ``plan`` may pass a :class:`PrivacyPlan` computed earlier by
-    :func:`plan_privacy` (the σ search is the slow part of planning). ``device`` is where
-    the network and the data live while training (default the CPU; the random draws are
-    made on the CPU whatever the device, so a seed draws the same batches and noise).
+    :func:`plan_privacy` (the σ search is the slow part of planning).
     """
     start = time.perf_counter()
     n = data.n_records
@@ -562,18 +555,16 @@ def train(
     dtype = torch.float32
     generator = torch.Generator().manual_seed(config.seed)
     standardiser = Standardiser.fit(data.features, dtype)
-    where = torch.device("cpu") if device is None else torch.device(device)
     with torch.no_grad():
         features = standardiser(torch.as_tensor(data.features, dtype=dtype)).contiguous()
-    features = features.to(where)
-    labels = torch.as_tensor(data.labels).to(where)
+    labels = torch.as_tensor(data.labels)
     network = MLP(
         data.n_features,
         output_width(data.n_classes),
         config.hidden,
         generator=generator,
         dtype=dtype,
-    ).to(where)
+    )
     optimiser = torch.optim.SGD(network.parameters(), lr=config.lr, momentum=config.momentum)
     settings = StepSettings.of(config, plan, n, binary)
     history: list[EpochStats] = []
@@ -619,7 +610,7 @@ def trained_model(
     train_data, population = data
     binary = train_data.n_classes == 2
     settings = StepSettings.of(config, plan, train_data.n_records, binary)
-    exported = _frozen_export(standardiser, network.cpu(), binary)
+    exported = _frozen_export(standardiser, network, binary)
     privacy = None
     if plan is not None:
         final = history[-1].epsilon
