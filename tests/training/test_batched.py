@@ -9,12 +9,15 @@ sums inside the batched products; its privacy record is the same.
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
+from epsstar.cli import main
 from epsstar.exceptions import InvalidInputError
 from epsstar.training.batched import RowSubset, train_many
 from epsstar.training.data.tables import TabularData
@@ -164,3 +167,49 @@ def test_bad_arguments_are_refused(
     with pytest.raises(InvalidInputError) as caught:
         train_many(binary_table, **arguments)
     assert str(caught.value).endswith(message)
+
+
+def test_train_models_writes_one_folder_per_seed(
+    csv_files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``epsstar train --models 2`` writes model-1 (seed 7) and model-2 (seed 8), each the
+    record ``epsstar train --seed`` writes for that seed alone (wall times aside)."""
+    options = ["--data", str(csv_files[0]), "--population", str(csv_files[1])]
+    options += ["--label-column", "label", "--epochs", "1", "--hidden", "8"]
+    options += ["--noise-multiplier", "1", "--quiet"]
+    assert main(["train", *options, "--models", "2", "--seed", "7", "--out", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model-1", "model-2"]
+    alone = tmp_path.parent / f"{tmp_path.name}-alone"
+    assert main(["train", *options, "--seed", "8", "--out", str(alone)]) == 0
+    batched = json.loads((tmp_path / "model-2" / "training.json").read_text())
+    expected = json.loads((alone / "training.json").read_text())
+    for record in (batched, expected):
+        record.pop("wall_time_seconds")
+        for stats in record["history"]:
+            stats.pop("seconds")
+    assert batched["hyperparameters"]["seed"] == 8
+    assert batched["fingerprint"] == expected["fingerprint"]
+    assert batched["privacy"] == expected["privacy"]
+    # losses and utilities of float32 weights that agree to 1e-5 (WEIGHTS_ATOL)
+    _close(batched, expected)
+    code = main(["train", *options, "--models", "0", "--out", str(tmp_path / "none")])
+    assert code == 2
+    assert capsys.readouterr().err.strip().endswith("--models must be from 1 to 1,000. Found 0.")
+
+
+def _close(got: object, expected: object) -> None:
+    """Equal JSON values, numbers to a relative 1e-5."""
+    if isinstance(expected, dict):
+        assert isinstance(got, dict)
+        assert got.keys() == expected.keys()
+        for key in expected:
+            _close(got[key], expected[key])
+    elif isinstance(expected, list):
+        assert isinstance(got, list)
+        assert len(got) == len(expected)
+        for one, other in zip(got, expected, strict=True):
+            _close(one, other)
+    elif isinstance(expected, float):
+        assert got == pytest.approx(expected, rel=1e-5)
+    else:
+        assert got == expected
