@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from epsstar.audit.data.config_schema import JsonObject
 from epsstar.audit.output.staging import refuse_replacing_inputs
 from epsstar.training.batched import RowSubset, train_many
 from epsstar.training.data.tables import TabularData
@@ -24,7 +25,7 @@ from epsstar.training.results import EpochStats, TrainingResult
 from epsstar.training.runs.export import check_output_dir
 from epsstar.training.runs.fingerprint import data_fingerprint, fingerprint
 from epsstar.training.runs.pipeline import model_files, write_trained
-from epsstar.training.trainer import TrainingConfig
+from epsstar.training.trainer import PrivacyPlan, TrainingConfig
 
 __all__ = ["model_folders", "train_to_directories"]
 
@@ -45,9 +46,17 @@ def train_to_directories(
     overwrite: bool = False,
     progress: bool | None = None,
     description: str = "training",
+    plans: Sequence[PrivacyPlan | None] | None = None,
+    on_epoch: Callable[[int, EpochStats], None] | None = None,
+    data_part: JsonObject | None = None,
 ) -> list[TrainingResult]:
     """Train model k with ``configs[k]`` (on ``subsets[k]`` of ``data`` when given) into
-    ``outs[k]``, all K at once; the records as written, in order."""
+    ``outs[k]``, all K at once; the records as written, in order.
+
+    ``plans[k]`` reuses a σ chosen earlier for model k; ``on_epoch(k, stats)`` is called
+    after every epoch of model k; ``data_part`` is the fingerprint of ``data`` and
+    ``population`` when computed already (used for the models without a subset).
+    """
     chosen = [None] * len(configs) if subsets is None else list(subsets)
     inputs = [("--data", data.source)]
     if population is not None:
@@ -62,14 +71,23 @@ def train_to_directories(
         def epoch_done(k: int, stats: EpochStats) -> None:
             if k == last:
                 bar.update(stats)
+            if on_epoch is not None:
+                on_epoch(k, stats)
 
         trained = train_many(
-            data, configs, subsets=chosen, population=population, on_epoch=epoch_done
+            data,
+            configs,
+            subsets=chosen,
+            population=population,
+            plans=plans,
+            on_epoch=epoch_done,
         )
     results = []
     for model, config, subset, out in zip(trained, configs, chosen, outs, strict=True):
-        rows = data if subset is None else subset.of(data)
-        part = data_fingerprint(rows, population)
+        if subset is None:
+            part = data_part if data_part is not None else data_fingerprint(data, population)
+        else:
+            part = data_fingerprint(subset.of(data), population)
         result = dataclasses.replace(model.result, fingerprint=fingerprint(config, part))
         results.append(write_trained(out, model.model, result))
     return results
