@@ -16,7 +16,6 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from epsstar.audit.data.config_schema import JsonObject
 from epsstar.audit.output.staging import refuse_replacing_inputs
 from epsstar.training.batched import RowSubset, train_many
 from epsstar.training.data.tables import TabularData
@@ -48,14 +47,12 @@ def train_to_directories(
     description: str = "training",
     plans: Sequence[PrivacyPlan | None] | None = None,
     on_epoch: Callable[[int, EpochStats], None] | None = None,
-    data_part: JsonObject | None = None,
 ) -> list[TrainingResult]:
     """Train model k with ``configs[k]`` (on ``subsets[k]`` of ``data`` when given) into
     ``outs[k]``, all K at once; the records as written, in order.
 
     ``plans[k]`` reuses a σ chosen earlier for model k; ``on_epoch(k, stats)`` is called
-    after every epoch of model k; ``data_part`` is the fingerprint of ``data`` and
-    ``population`` when computed already (used for the models without a subset).
+    after every epoch of model k.
     """
     chosen = [None] * len(configs) if subsets is None else list(subsets)
     inputs = [("--data", data.source)]
@@ -83,11 +80,10 @@ def train_to_directories(
             on_epoch=epoch_done,
         )
     results = []
+    whole = None if all(chosen) else data_fingerprint(data, population)
     for model, config, subset, out in zip(trained, configs, chosen, outs, strict=True):
-        if subset is None:
-            part = data_part if data_part is not None else data_fingerprint(data, population)
-        else:
-            part = data_fingerprint(subset.of(data), population)
+        part = whole if subset is None else data_fingerprint(subset.of(data), population)
+        assert part is not None
         result = dataclasses.replace(model.result, fingerprint=fingerprint(config, part))
         results.append(write_trained(out, model.model, result))
     return results

@@ -506,7 +506,6 @@ def _train_stacked(
             description=f"[{members[0][0]}/{len(runs)}] {members[0][1].label} and others",
             plans=[job.plans[s.label] for _, s, _ in members],
             on_epoch=epoch_done,
-            data_part=job.data_part,
         )
         write_manifest(config, target)
         for (index, strategy, repeat), result in zip(members, results, strict=True):
