@@ -3,11 +3,12 @@ of a reference split.
 
 The data split. The user's data are cut into three disjoint parts: the target's training
 records (the members), the population records (the non-members the audit scores, RMIA's
-``z`` among them) and a *reference split*. Reference model k is trained by the trainer's
-non-private loop on a random half of the reference split (rows drawn without replacement,
-seeded by ``(seed, k)``), so every population record is OUT for every reference model, as
-the attacks need (:mod:`epsstar.statistics.attacks`). :func:`shared_rows` refuses a
-reference split that holds a population row.
+``z`` among them) and a *reference split*. Reference model k is trained without privacy
+(the K models as one batched computation, :mod:`epsstar.training.batched`, each the model
+the trainer's non-private loop gives alone) on a random half of the reference split
+(rows drawn without replacement, seeded by ``(seed, k)``), so every population record is
+OUT for every reference model, as the attacks need (:mod:`epsstar.statistics.attacks`).
+:func:`shared_rows` refuses a reference split that holds a population row.
 
 The recipe. With the target's ``training.json`` (as ``epsstar train`` writes it) the
 reference models get its architecture (hidden widths), epochs, expected batch size,
