@@ -75,7 +75,7 @@ def slice_chart(sliced: SliceResult, headline: float) -> Markup | None:
             y,
             css="slice-bound",
             radius=4.5,
-            tooltip=f"{row.value}: lower bound {number(estimate.lower_bound.epsilon, '.4f')} "
+            tooltip=f"{row.label}: lower bound {number(estimate.lower_bound.epsilon, '.4f')} "
             f"at {number(estimate.lower_bound.confidence, '.4g')} confidence",
         )
         chart.point(
@@ -83,7 +83,7 @@ def slice_chart(sliced: SliceResult, headline: float) -> Markup | None:
             y,
             css="slice-estimate",
             radius=6,
-            tooltip=f"{row.value}: Epsilon* {number(estimate.epsilon.epsilon, '.4f')}",
+            tooltip=f"{row.label}: Epsilon* {number(estimate.epsilon.epsilon, '.4f')}",
         )
     intervals = any(row.estimate.epsilon and row.estimate.epsilon.interval for row in rows)
     _legend(chart, sliced, headline, bool(intervals))

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TextIO
 
 from epsstar import __version__
+from epsstar.cli.common.one_line import one_line
 from epsstar.cli.exit_codes import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE
 from epsstar.exceptions import EpsstarError, EpsstarWarning
 
@@ -45,7 +46,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse with exit code 2 and a one-line message for usage errors."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, one_line(f"{self.prog}: error: {message}") + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,7 +71,7 @@ def _show_warning(
     file: object = None,
     line: str | None = None,
 ) -> None:
-    print(f"epsstar: warning: {message}", file=sys.stderr)
+    print(one_line(f"epsstar: warning: {message}"), file=sys.stderr)
 
 
 class _StandardOutputError(Exception):
@@ -155,7 +156,7 @@ def _handle(args: argparse.Namespace) -> int:
         try:
             return handler(args)
         except EpsstarError as error:
-            print(f"epsstar {args.command}: error: {error}", file=sys.stderr)
+            print(one_line(f"epsstar {args.command}: error: {error}"), file=sys.stderr)
             return EXIT_USAGE
 
 

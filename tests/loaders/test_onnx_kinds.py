@@ -153,10 +153,10 @@ def test_the_adult_pipeline_is_audited_with_its_columns_by_name(
     from epsstar.audit.attacks.from_losses import audit_losses
 
     folder, model = leaky_adult["folder"], leaky_adult["folder"] / "leaky.onnx"
-    result = audit(
+    result = audit_files(
         model, folder / "train.csv", folder / "population.csv", label_column="income", seed=0
     )
-    assert result.provenance["columns_from"] == "model names"
+    assert result.provenance.columns.source == "model names"
     # The losses are those of each input fed its own column, computed here without epsstar;
     # 1e-12 absorbs the order of float64 operations only (the same float32 probabilities).
     frame, classes = leaky_adult["frame"], [str(c) for c in leaky_adult["pipeline"].classes_]
@@ -180,7 +180,7 @@ def test_the_adult_pipeline_is_audited_with_its_columns_by_name(
     assert result.epsilon.epsilon > 1.0
     # Handed over by position (the file's order, under the model's names), the same files
     # give another, wrong number.
-    by_position = audit(
+    by_position = audit_files(
         model,
         folder / "train.csv",
         folder / "population.csv",
@@ -188,7 +188,7 @@ def test_the_adult_pipeline_is_audited_with_its_columns_by_name(
         seed=0,
         features=leaky_adult["order"],
     )
-    assert by_position.provenance["columns_from"] == "features option"
+    assert by_position.provenance.columns.source == "features option"
     # (3.25 by name and 0.46 by position with these seeds; 1.0 leaves room for library drift.)
     assert abs(by_position.epsilon.epsilon - result.epsilon.epsilon) > 1.0
 

@@ -150,6 +150,13 @@ def loss_attack(base: AuditResult) -> AttackResult:
     return _result("loss", base, {"score": f"the {loss} loss"})
 
 
+def _shaped_by(name: AttackName, settings: AttackSettings) -> str:
+    """The command-line options that shaped ``name``'s scores, for a message."""
+    if name != "rmia":
+        return ""
+    return f" (with --rmia-gamma {settings.rmia_gamma:g} and --rmia-a {settings.rmia_a:g})"
+
+
 def attack_results(
     settings: AttackSettings,
     base: AuditResult,
@@ -171,10 +178,17 @@ def attack_results(
         if inputs is None:
             raise InvalidInputError(f"the {name} attack needs reference models. Found none.")
         scores = chosen.score(inputs, settings.parameters, options.seed)
-        with prefixed_warnings(f"the {name} attack's scores: "):
-            audited = audit_losses(
-                scores.members, scores.nonmembers, utility=base.utility, options=options
-            )
+        try:
+            with prefixed_warnings(f"the {name} attack's scores: "):
+                audited = audit_losses(
+                    scores.members, scores.nonmembers, utility=base.utility, options=options
+                )
+        except InvalidInputError as error:
+            # Scores that cannot be audited (all equal, too few) are the attack's doing:
+            # name it and the options that shaped its scores.
+            raise type(error)(
+                f"the {name} attack's scores{_shaped_by(name, settings)}: {error}"
+            ) from None
         recorded = _result(name, audited, scores.settings)
         results.append(dataclasses.replace(recorded, nonmember_rows=scores.nonmember_rows))
     return tuple(results)

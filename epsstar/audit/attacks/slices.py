@@ -3,7 +3,8 @@
 :func:`read_slice_keys` reads the column from both tables (before any model runs, so a
 bad column fails at once) and gives every record the code of its value; values compare
 as text with whole-number floats written as integers (``1.0`` and ``1`` are one slice)
-and a missing value is its own slice, :data:`MISSING`. Slices are ordered by value
+and a missing value is its own slice (value ``None``, shown as :data:`MISSING`; a text value
+spelled ``(missing)`` is another slice). Slices are ordered by value
 (numerically when every value is a number), the missing slice last; at most
 :data:`MAX_SLICES` of them.
 
@@ -26,7 +27,7 @@ from epsstar.audit.attacks.from_losses import AuditOptions, minimum_records
 from epsstar.audit.attacks.prefixed_warnings import prefixed_warnings
 from epsstar.audit.data.tables import iter_column, refuse_nested
 from epsstar.audit.output.result import AuditResult
-from epsstar.audit.output.slice_result import SliceResult, SliceRow
+from epsstar.audit.output.slice_result import MISSING, SliceResult, SliceRow
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.bounds.slices import SlicedScores, slice_estimates
 from epsstar.statistics.estimators.methods import Bootstrap, method_config
@@ -37,16 +38,13 @@ __all__ = ["MAX_SLICES", "MISSING", "SliceKeys", "audit_slices", "read_slice_key
 #: Most slices one audit estimates; a column with more values must be grouped first.
 MAX_SLICES: Final[int] = 50
 
-#: The slice of records whose value is missing (empty, NaN, None).
-MISSING: Final[str] = "(missing)"
-
 
 @dataclass(frozen=True, slots=True)
 class SliceKeys:
     """The slices of ``column``: their values (as text, in order) and each record's code."""
 
     column: str
-    values: tuple[str, ...]
+    values: tuple[str | None, ...]
     train: NDArray[np.int64]
     population: NDArray[np.int64]
 
@@ -65,7 +63,7 @@ def _text(value: object) -> str:
 
 
 def _texts(path: Path, column: str) -> NDArray[Any]:
-    """Every value of ``column`` in ``path`` as slice text, missing values as :data:`MISSING`."""
+    """Every value of ``column`` in ``path`` as slice text, missing values as ``None``."""
     import pandas as pd
 
     parts = []
@@ -82,15 +80,15 @@ def _texts(path: Path, column: str) -> NDArray[Any]:
         if values.dtype.kind == "S":
             values = np.char.decode(values, "utf-8", errors="replace")
         codes, uniques = pd.factorize(values, use_na_sentinel=True)
-        names = np.array([_text(value) for value in uniques] + [MISSING], dtype=object)
-        parts.append(names[codes])  # code -1 picks the last name, MISSING
+        names = np.array([_text(value) for value in uniques] + [None], dtype=object)
+        parts.append(names[codes])  # code -1 picks the last name, None
     return np.concatenate(parts) if parts else np.empty(0, dtype=object)
 
 
-def _order(values: list[str]) -> list[str]:
+def _order(values: list[str | None]) -> list[str | None]:
     """Slice values sorted numerically when every one is a number, else as text; the
-    missing slice last."""
-    present = [value for value in values if value != MISSING]
+    missing slice (``None``) last."""
+    present = [value for value in values if value is not None]
 
     def number(text: str) -> float | None:
         try:
@@ -101,10 +99,12 @@ def _order(values: list[str]) -> list[str]:
 
     numbers = {value: number(value) for value in present}
     if all(n is not None for n in numbers.values()):
-        ordered = sorted(present, key=lambda value: cast(float, numbers[value]))
+        ordered: list[str | None] = [
+            *sorted(present, key=lambda value: cast(float, numbers[value]))
+        ]
     else:
-        ordered = sorted(present)
-    return ordered + ([MISSING] if MISSING in values else [])
+        ordered = [*sorted(present)]
+    return ordered + ([None] if None in values else [])
 
 
 def read_slice_keys(train: Path, population: Path, column: str) -> SliceKeys:
@@ -114,16 +114,17 @@ def read_slice_keys(train: Path, population: Path, column: str) -> SliceKeys:
     if not isinstance(column, str) or not column:
         raise InvalidInputError(f"slice_by must name a column. Found {column!r}.")
     texts = (_texts(train, column), _texts(population, column))
-    codes, uniques = pd.factorize(np.concatenate(texts))
+    codes, uniques = pd.factorize(np.concatenate(texts), use_na_sentinel=False)
     if len(uniques) > MAX_SLICES:
         raise InvalidInputError(
             f"slice_by column {column!r} must have at most {MAX_SLICES} distinct values to "
             f"audit a slice per value (group it first). Found {len(uniques)} in the training "
             f"and population data."
         )
-    ordered = _order([str(value) for value in uniques])
+    found: list[str | None] = [None if pd.isna(value) else str(value) for value in uniques]
+    ordered = _order(found)
     position = {value: index for index, value in enumerate(ordered)}
-    recode = np.array([position[str(value)] for value in uniques], dtype=np.int64)
+    recode = np.array([position[value] for value in found], dtype=np.int64)
     coded = recode[codes]
     n_train = texts[0].size
     return SliceKeys(column, tuple(ordered), coded[:n_train], coded[n_train:])

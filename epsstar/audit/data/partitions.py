@@ -59,7 +59,19 @@ def _natural(name: str) -> list[Any]:
 
 def _filesystem(source: str, options: StorageOptions) -> tuple[Any, list[str]]:
     import fsspec
+    from fsspec.core import split_protocol
 
+    # The source's URL chooses the file system; storage options only configure it. fsspec
+    # also reads a "protocol" option, which would send a local folder to S3 (and a missing
+    # s3fs would then be the message).
+    wanted = split_protocol(source)[0] or "file"
+    chosen = options.get("protocol", wanted)
+    if chosen != wanted and not (wanted in _LOCAL and chosen in _LOCAL):
+        raise InputFileError(
+            f"--storage-options must not choose another file system than the data set's own "
+            f"({wanted}): its 'protocol' is {chosen!r}; write the URL instead (s3://...). "
+            f"Found {source!r}."
+        )
     try:
         fs, _, paths = fsspec.get_fs_token_paths(source, storage_options=dict(options))
     except (ImportError, ValueError, OSError) as error:
@@ -91,8 +103,9 @@ def find_partitions(
                 ]
             elif fs.isfile(path):
                 files.append(path)
-    except OSError as error:
-        raise InputFileError(f"cannot list the data set ({error}). Found {text!r}.") from None
+    except Exception as error:  # a remote store's own errors (botocore's) are not OSError
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise InputFileError(f"cannot list the data set ({reason}). Found {text!r}.") from None
     if not files:
         raise InputFileError(
             f"a data set must be a data file, a directory of .parquet files or a glob that "

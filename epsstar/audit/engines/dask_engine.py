@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
@@ -91,6 +92,47 @@ def require_distributed() -> Any:
     return distributed
 
 
+def _handshake(address: str, timeout: float) -> None:
+    """Connect to ``address`` and exchange Dask's opening handshake within ``timeout``
+    seconds, or raise :class:`TimeoutError` (or the connection's :class:`OSError`).
+
+    ``distributed.Client(address, timeout=...)`` bounds the TCP connection but not the
+    handshake read that follows it (``distributed.comm.core.connect`` in distributed
+    2026.8 awaits the peer's first message without a deadline), so a port that accepts
+    connections and never answers held the client forever. The exchange runs in a daemon
+    thread with its own event loop, so the wait ends at the deadline whatever the loop of
+    the caller is doing.
+    """
+    import asyncio
+
+    from distributed.comm import core
+
+    connect: Callable[..., Awaitable[Any]] = core.connect  # distributed has no annotations
+
+    async def exchange() -> None:
+        comm = await asyncio.wait_for(connect(address, timeout=timeout), timeout)
+        await comm.close()
+
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(exchange())
+        except BaseException as error:  # handed to the caller's thread
+            failures.append(error)
+
+    thread = threading.Thread(target=run, name="epsstar-scheduler-handshake", daemon=True)
+    thread.start()
+    thread.join(timeout + 1.0)
+    if thread.is_alive():
+        raise TimeoutError(f"no answer within {timeout:g} s")
+    if failures:
+        error = failures[0]
+        if isinstance(error, asyncio.TimeoutError | TimeoutError):
+            raise TimeoutError(f"no answer within {timeout:g} s") from None
+        raise error
+
+
 @contextmanager
 def dask_client(engine: Engine) -> Iterator[Client]:
     """A client of ``engine``'s scheduler (or of a local cluster), closed on exit."""
@@ -118,6 +160,7 @@ def dask_client(engine: Engine) -> Iterator[Client]:
             logger.setLevel(level)
         return
     try:
+        _handshake(engine.scheduler, CONNECT_TIMEOUT)
         client = distributed.Client(engine.scheduler, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError, ValueError, TypeError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__

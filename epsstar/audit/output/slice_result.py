@@ -8,24 +8,38 @@ Built by :func:`epsstar.audit.attacks.slices.audit_slices`; the statistics of ea
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from epsstar.statistics.bounds.slices import SliceEstimate
 from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.names import AttackName
 
-__all__ = ["SliceResult", "SliceRow"]
+__all__ = ["MISSING", "SliceResult", "SliceRow"]
+
+#: How the slice of records without a value is shown (its JSON ``value`` is ``null``, so a
+#: text value spelled the same stays a slice of its own).
+MISSING: Final[str] = "(missing)"
 
 
 @dataclass(frozen=True, slots=True)
 class SliceRow:
-    """One slice: the column's value (as text) and its estimates."""
+    """One slice: the column's value (as text; ``None`` for the records without one) and
+    its estimates."""
 
-    value: str
+    value: str | None
     estimate: SliceEstimate
 
+    @property
+    def label(self) -> str:
+        """The value for display: :data:`MISSING` for the records without one, and a text
+        value spelled like it in quotes, so that the two stay apart on the page."""
+        if self.value is None:
+            return MISSING
+        return f'"{self.value}"' if self.value == MISSING else self.value
+
     def shown(self, width: int = 40) -> str:
-        """The value cut to ``width`` characters (an ellipsis marks the cut), for display."""
-        value = self.value
+        """The label cut to ``width`` characters (an ellipsis marks the cut), for display."""
+        value = self.label
         return value if len(value) <= width else value[: width - 1] + "…"
 
     def to_dict(self) -> JsonObject:

@@ -295,6 +295,12 @@ def _gate_lines(result: AuditResult) -> list[str]:
             f"{test} (the {statistic.test} attack's, the largest statistic of "
             f"{statistic.n_tests} attacks, each at level {statistic.level:.3g})"
         )
+    if statistic.raised_to_lower_bound:
+        return [
+            f"  gate ({statistic.rule}): compared the lower bound {statistic.value:.4f} with the "
+            f"limit: the estimate lies below its own lower bound, so it understates the leak; "
+            f"{test}"
+        ]
     if statistic.rule == "significant":
         found = "finds a leak" if statistic.leak_found else "finds no leak"
         compared = (

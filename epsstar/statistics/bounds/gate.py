@@ -13,6 +13,13 @@
   test rejects with probability at most that level, so the gate fails at most that
   often, whatever the shape of the losses.
 
+A statistic never stays below the lower bound. The bound is valid for any losses, so an
+estimate below it is an underestimate at that confidence (an estimator that drops rates
+below δ, losses on a few values summarised on a grid): under ``"estimate"``, and under
+``"significant"`` once the leak test has found a leak, the gate compares the larger of the
+estimate and the bound (``raised_to_lower_bound``). Without a leak found, ``"significant"``
+stays at 0, which keeps its false-alarm rate at the test's level.
+
 Several membership tests (attacks) on one model: the gate compares the largest of their
 statistics with the limit (:func:`gate_over_tests`), each test's leak test at level
 ``(1 - confidence)/m`` and each lower bound at confidence ``1 - (1 - confidence)/m`` for
@@ -48,6 +55,8 @@ class GateStatistic:
     #: With several tests, the one whose statistic is the largest, and how many there were.
     test: str | None = None
     n_tests: int = 1
+    #: The estimate lay below the lower bound, so ``value`` is the bound (module doc).
+    raised_to_lower_bound: bool = False
 
     @property
     def leak_p_value(self) -> float:
@@ -59,7 +68,9 @@ class GateStatistic:
         return self.leak_p_value < self.level
 
     def to_dict(self) -> JsonObject:
+        raised: JsonObject = {"raised_to_lower_bound": True} if self.raised_to_lower_bound else {}
         return {
+            **raised,
             "rule": self.rule,
             "statistic": self.value,
             "leak_p_value": self.leak_p_value,
@@ -75,16 +86,22 @@ def gate_statistic(
     rule: GateRule, estimate: float, bound: EpsilonLowerBound, leak: LeakTest
 ) -> GateStatistic:
     """The statistic of ``rule`` (module doc); the leak test's level is ``1 - confidence``
-    of the bound."""
+    of the bound. An estimate below the bound is raised to it (except by ``"significant"``
+    when no leak is found)."""
     name = GATES.check(rule)
     level = round(1.0 - check_confidence(bound.confidence), 12)
-    if name == "estimate":
-        value = estimate
-    elif name == "lower-bound":
+    counted = name == "estimate" or (name == "significant" and leak.p_value < level)
+    value = estimate if counted else 0.0
+    if name == "lower-bound":
         value = bound.epsilon
-    else:
-        value = estimate if leak.p_value < level else 0.0
-    return GateStatistic(rule=name, value=value, level=level, leak=leak)
+    raised = counted and bound.epsilon > estimate
+    return GateStatistic(
+        rule=name,
+        value=bound.epsilon if raised else value,
+        level=level,
+        leak=leak,
+        raised_to_lower_bound=raised,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,11 +45,13 @@ from epsstar.statistics.summaries.protocols import Atoms, Losses
 __all__ = [
     "CROSSFIT_STREAM",
     "HELD_OUT_STREAM",
+    "MAX_LOSS",
     "SAMPLE_SIZE",
     "LossSummary",
     "LossesLike",
     "SummaryPlan",
     "as_losses",
+    "check_loss_range",
     "merge_summaries",
     "position_hashes",
     "summarise_losses",
@@ -193,7 +195,29 @@ def as_losses(values: LossesLike, name: str, *, min_size: int = 1) -> Losses:
     :class:`~epsstar.statistics.summaries.loss_values.LossValues`."""
     if isinstance(values, LossSummary | LossValues):
         return values
-    return LossValues(finite_vector(name, values, min_size=min_size))
+    return LossValues(check_loss_range(name, finite_vector(name, values, min_size=min_size)))
+
+
+#: The largest loss magnitude the statistics take. Fits sum squares and spans of losses, and
+#: above about 1e154 a square overflows float64 (numpy would print raw "overflow
+#: encountered" warnings and carry inf on); a model's logit loss is at most about its
+#: logit's size, below 3.4e38 for float32 outputs, so no real loss comes near the bound.
+MAX_LOSS: Final[float] = 1e100
+
+
+def check_loss_range(name: str, values: FloatArray) -> FloatArray:
+    """``values`` when every finite one lies within ±:data:`MAX_LOSS`; else a one-line
+    refusal naming the first that does not (infinite values are refused elsewhere)."""
+    with np.errstate(invalid="ignore"):
+        outside = np.isfinite(values) & (np.abs(values) > MAX_LOSS)
+    if outside.any():
+        index = int(np.flatnonzero(outside)[0])
+        raise InvalidInputError(
+            f"{name} must lie within ±{MAX_LOSS:g}, where sums of their squares stay finite (a "
+            f"model's logit loss is about its logit's size); {int(outside.sum())} value(s) do "
+            f"not, the first at index {index}. Found {values[index]:g}."
+        )
+    return values
 
 
 def _sketch(values: FloatArray, plan: SummaryPlan) -> LossSketch:
@@ -214,6 +238,7 @@ def _halved(
 def summarise_losses(losses: FloatArray, plan: SummaryPlan, *, offset: int = 0) -> LossSummary:
     """The summary of ``losses``, the records at positions ``offset …`` of their data set."""
     values = np.asarray(losses, dtype=np.float64).reshape(-1)
+    check_loss_range("losses", values)
     n = values.size
     crossfit = tuple(
         _halved(values, plan.halves(CROSSFIT_STREAM, index, offset, n), plan)

@@ -30,6 +30,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from epsstar.audit.data.checks import row_hashes
 from epsstar.audit.data.config_schema import (
     Anything,
     JsonObject,
@@ -43,6 +44,7 @@ from epsstar.audit.data.config_schema import (
 )
 from epsstar.audit.data.files import atomic_write_json
 from epsstar.audit.data.tables import read_schema
+from epsstar.audit.model.features import Features
 from epsstar.audit.output.staging import interrupts_deferred, refuse_replacing_inputs
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.training.batched import RowSubset
@@ -229,14 +231,17 @@ def half_of(data: TabularData, rows: np.ndarray, k: int) -> TabularData:
 
 
 def shared_rows(reference: TabularData, population: TabularData) -> tuple[int, int | None]:
-    """How many reference rows equal a population row (features and label), and the first."""
-    seen = {
-        row.tobytes()
-        for row in np.column_stack([population.features, population.labels.astype(np.float64)])
-    }
-    rows = np.column_stack([reference.features, reference.labels.astype(np.float64)])
-    hits = [i for i, row in enumerate(rows) if row.tobytes() in seen]
-    return len(hits), (hits[0] if hits else None)
+    """How many reference rows equal a population row (features and label), and the first.
+
+    Rows are compared by the audit's canonical row hash
+    (:func:`epsstar.audit.data.checks.row_hashes`: values rounded to float32, -0 as 0), so a
+    row stored as float32 in one file and as float64 text in the other, or with -0.0 for
+    0.0, is the same row; both tables' labels are encoded with the reference's classes.
+    """
+    seen = row_hashes(Features.from_matrix(population.features), population.labels)
+    mine = row_hashes(Features.from_matrix(reference.features), reference.labels)
+    hits = np.flatnonzero(np.isin(mine, seen))
+    return int(hits.size), (int(hits[0]) if hits.size else None)
 
 
 @dataclass(frozen=True, slots=True)

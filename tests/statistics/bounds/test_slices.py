@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from epsstar.audit.attacks.slices import MAX_SLICES, MISSING, read_slice_keys
+from epsstar.audit.attacks.slices import MAX_SLICES, read_slice_keys
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence
 from epsstar.statistics.bounds.held_out_bound import split_lower_bound
@@ -133,7 +133,7 @@ def test_keys_compare_numbers_as_numbers_and_missing_last(tmp_path: Path) -> Non
     train.write_text("g,y\n10,0\n2,1\n1.0,0\n,1\n")
     population.write_text("g,y\n1,0\n2.0,1\n")
     keys = read_slice_keys(train, population, "g")
-    assert keys.values == ("1", "2", "10", MISSING)
+    assert keys.values == ("1", "2", "10", None)
     assert keys.train.tolist() == [2, 1, 0, 3]
     assert keys.population.tolist() == [0, 1]
 
@@ -143,7 +143,7 @@ def test_keys_of_text_and_parquet(tmp_path: Path) -> None:
     frame.to_parquet(tmp_path / "train.parquet")
     frame.iloc[:2].to_csv(tmp_path / "population.csv", index=False)
     keys = read_slice_keys(tmp_path / "train.parquet", tmp_path / "population.csv", "g")
-    assert keys.values == ("a", "b", MISSING)
+    assert keys.values == ("a", "b", None)
     assert keys.train.tolist() == [1, 0, 2, 1]
     assert keys.population.tolist() == [1, 0]
 

@@ -1,0 +1,59 @@
+"""An Epsilon* estimate below its own held-out lower bound must not pass a release gate.
+
+The Clopper–Pearson bound holds for any losses, so an estimate below it understates the
+leak (the empirical estimator drops rates below δ; losses on two values leave only such
+rates). The gate then compares the bound (``epsstar.statistics.bounds.gate``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
+from epsstar.statistics.bounds.gate import gate_statistic
+from epsstar.statistics.bounds.leak_test import LeakTest
+
+
+def _bound(epsilon: float) -> EpsilonLowerBound:
+    return EpsilonLowerBound(epsilon, 0.01, 0.5, 1e-3, 0.95, 0, 100, 50, 100)
+
+
+def _leak(p_value: float) -> LeakTest:
+    return LeakTest(p_value, 0.0, "members_lower", 50, 100, 0, 100)
+
+
+values = st.floats(min_value=0, max_value=50, allow_nan=False)
+
+
+@given(estimate=values, bound=values, p_value=st.floats(min_value=0, max_value=1))
+def test_the_gate_statistic_is_never_below_a_counted_bound(
+    estimate: float, bound: float, p_value: float
+) -> None:
+    for rule in ("estimate", "lower-bound", "significant"):
+        statistic = gate_statistic(rule, estimate, _bound(bound), _leak(p_value))
+        if rule == "significant" and p_value >= statistic.level:
+            # No leak found: 0, which keeps the rule's false-alarm rate at its level.
+            assert statistic.value == 0.0
+            assert not statistic.raised_to_lower_bound
+            continue
+        assert statistic.value >= bound
+        assert statistic.raised_to_lower_bound == (rule != "lower-bound" and bound > estimate)
+        assert ("raised_to_lower_bound" in statistic.to_dict()) == statistic.raised_to_lower_bound
+
+
+def test_losses_on_two_values_fail_a_gate_the_estimate_alone_would_pass() -> None:
+    # Population losses on two values: the estimate (3.5) drops the rate below δ that the
+    # held-out bound (4.6) counts; a limit between the two must fail.
+    train = np.random.default_rng(0).normal(0.0, 1.0, 600)
+    population = np.where(np.arange(3000) % 2 == 0, -0.5, 2.0)
+    result = audit_losses(
+        train, population, utility={}, options=AuditOptions(method="empirical", max_epsilon=4.0)
+    )
+    assert result.epsilon.epsilon < 4.0 < result.lower_bound.epsilon
+    assert result.gate is not None
+    assert result.gate.raised_to_lower_bound
+    assert result.gate.value == result.lower_bound.epsilon
+    assert result.passed is False
