@@ -39,6 +39,7 @@ __all__ = [
     "clipped_gradient_sum",
     "clipped_gradient_sum_vmap",
     "gradient_sum",
+    "group_norms",
     "loss_sum",
 ]
 
@@ -108,7 +109,7 @@ def _pad_by_group(
     return padded
 
 
-def _group_norms(
+def group_norms(
     grads_out: list[torch.Tensor],
     inputs: list[torch.Tensor],
     groups: torch.Tensor,
@@ -124,9 +125,9 @@ def _group_norms(
     order = torch.argsort(groups, stable=True)
     group_of_sorted = groups[order]
     starts = torch.cumsum(counts, 0) - counts
-    position = torch.arange(groups.shape[0]) - starts[group_of_sorted]
+    position = torch.arange(groups.shape[0], device=groups.device) - starts[group_of_sorted]
     width = int(counts.max())
-    squared = torch.zeros(n_groups, dtype=grads_out[0].dtype)
+    squared = torch.zeros(n_groups, dtype=grads_out[0].dtype, device=groups.device)
     for g, a in zip(grads_out, inputs, strict=True):
         p, d = g.shape[1], a.shape[1]
         g_pad = _pad_by_group(g, order, group_of_sorted, position, n_groups, width)
@@ -161,7 +162,7 @@ def clipped_gradient_sum(
     ``groups`` (a group id in [0, n_groups) per example), the *mean* gradient of
     the examples sharing a group id. No noise is added here.
     ``group_norm_method`` chooses how group norms are computed (see
-    :func:`_group_norms`); every choice gives the same result.
+    :func:`group_norms`); every choice gives the same result.
     """
     params = list(model.parameters())
     if x.shape[0] == 0:
@@ -177,7 +178,7 @@ def clipped_gradient_sum(
                 squared += g.pow(2).sum(dim=1) * (a.pow(2).sum(dim=1) + 1.0)
             weights = clip_factors(squared.sqrt(), clip)
         else:
-            norms, counts = _group_norms(list(grads_out), acts, groups, n_groups, group_norm_method)
+            norms, counts = group_norms(list(grads_out), acts, groups, n_groups, group_norm_method)
             sizes = counts.clamp_min(1).to(logits.dtype)
             factors = clip_factors(norms / sizes, clip) / sizes
             weights = factors[groups]

@@ -24,14 +24,15 @@ of the noisy sum is 2C and the accountant sees the noise multiplier σ/2. With
 one example per unit (the default, ``microbatches=None``) the sensitivity is C.
 
 A run is deterministic for a seed: the initial weights, the batches, the
-groups and the noise all come from one seeded :class:`torch.Generator`.
+groups and the noise all come from one seeded :class:`torch.Generator`
+(:mod:`epsstar.training.batched` draws the same numbers to train this model among K others).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,13 +66,16 @@ from epsstar.training.results import (
 
 __all__ = [
     "PrivacyPlan",
+    "StepSettings",
     "TrainedModel",
     "TrainingConfig",
     "check_memory",
+    "check_population",
     "evaluate",
     "noisy_gradient",
     "plan_privacy",
     "train",
+    "trained_model",
 ]
 
 
@@ -377,7 +381,7 @@ def _privacy_summary(config: TrainingConfig, plan: PrivacyPlan, epsilon: float) 
 
 
 @dataclass(frozen=True, slots=True)
-class _StepSettings:
+class StepSettings:
     """What every step of a run uses: sampling, clipping groups, clip, noise and normaliser."""
 
     binary: bool
@@ -391,7 +395,7 @@ class _StepSettings:
     @classmethod
     def of(
         cls, config: TrainingConfig, plan: PrivacyPlan | None, n_records: int, binary: bool
-    ) -> _StepSettings:
+    ) -> StepSettings:
         sampling_rate, per_epoch = _schedule(config, n_records)
         groups_count = config.clipping_groups()
         return cls(
@@ -407,7 +411,7 @@ class _StepSettings:
         )
 
 
-def _check_population(data: TabularData, population: TabularData | None) -> None:
+def check_population(data: TabularData, population: TabularData | None) -> None:
     if population is not None and (
         population.feature_names != data.feature_names or population.classes != data.classes
     ):
@@ -422,7 +426,7 @@ def _run_epoch(
     optimiser: torch.optim.Optimizer,
     features: torch.Tensor,
     labels: torch.Tensor,
-    settings: _StepSettings,
+    settings: StepSettings,
     generator: torch.Generator,
 ) -> tuple[float, int]:
     """One epoch of Poisson-sampled (noisy, clipped) SGD steps; summed loss and examples seen."""
@@ -484,7 +488,7 @@ def _model_summary(config: TrainingConfig, data: TabularData, network: MLP) -> M
 
 
 def _hyperparameters(
-    config: TrainingConfig, plan: PrivacyPlan | None, settings: _StepSettings
+    config: TrainingConfig, plan: PrivacyPlan | None, settings: StepSettings
 ) -> Hyperparameters:
     return Hyperparameters(
         epochs=config.epochs,
@@ -545,7 +549,7 @@ def train(
         plan = plan_privacy(config, n)
     if not config.private:
         plan = None
-    _check_population(data, population)
+    check_population(data, population)
     check_memory(config, data)
     binary = data.n_classes == 2
     dtype = torch.float32
@@ -562,7 +566,7 @@ def train(
         dtype=dtype,
     )
     optimiser = torch.optim.SGD(network.parameters(), lr=config.lr, momentum=config.momentum)
-    settings = _StepSettings.of(config, plan, n, binary)
+    settings = StepSettings.of(config, plan, n, binary)
     history: list[EpochStats] = []
     for epoch in range(config.epochs):
         epoch_start = time.perf_counter()
@@ -580,6 +584,32 @@ def train(
         history.append(stats)
         if on_epoch is not None:
             on_epoch(stats)
+    return trained_model(
+        config,
+        plan,
+        (data, population),
+        standardiser,
+        network,
+        history,
+        time.perf_counter() - start,
+    )
+
+
+def trained_model(
+    config: TrainingConfig,
+    plan: PrivacyPlan | None,
+    data: tuple[TabularData, TabularData | None],
+    standardiser: Standardiser,
+    network: MLP,
+    history: Sequence[EpochStats],
+    seconds: float,
+) -> TrainedModel:
+    """The exported model and the record of a finished run: ``network`` behind
+    ``standardiser``, its utility on the training and the population data (``data``), the
+    privacy spent after the last epoch of ``history``, and ``seconds`` of wall time."""
+    train_data, population = data
+    binary = train_data.n_classes == 2
+    settings = StepSettings.of(config, plan, train_data.n_records, binary)
     exported = _frozen_export(standardiser, network, binary)
     privacy = None
     if plan is not None:
@@ -588,14 +618,14 @@ def train(
         privacy = _privacy_summary(config, plan, final)
     result = TrainingResult(
         private=plan is not None,
-        data=_data_summary(data, population),
-        model=_model_summary(config, data, network),
+        data=_data_summary(train_data, population),
+        model=_model_summary(config, train_data, network),
         hyperparameters=_hyperparameters(config, plan, settings),
         privacy=privacy,
-        utility_train=evaluate(exported, data),
+        utility_train=evaluate(exported, train_data),
         utility_population=None if population is None else evaluate(exported, population),
         history=tuple(history),
-        wall_time_seconds=time.perf_counter() - start,
+        wall_time_seconds=seconds,
         epsstar_version=_epsstar_version(),
         torch_version=torch.__version__,
         files={},

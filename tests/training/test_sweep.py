@@ -160,3 +160,40 @@ def test_bad_config_via_cli(
     assert "sweep config does not exist" in capsys.readouterr().err
     assert main(["sweep", str(config_file)]) == 2
     assert "needs an output directory" in capsys.readouterr().err
+
+
+def _numbers(record: Any) -> list[float]:
+    """Every number in a JSON value, in order (for a comparison with a tolerance)."""
+    if isinstance(record, dict):
+        return [x for key in sorted(record) for x in _numbers(record[key])]
+    if isinstance(record, list):
+        return [x for item in record for x in _numbers(item)]
+    return [float(record)] if isinstance(record, int | float) and record is not True else []
+
+
+@pytest.mark.slow
+def test_a_stacked_sweep_trains_the_models_of_the_plain_sweep(
+    config_file: Path, tmp_path: Path
+) -> None:
+    """``stack`` 12: the grid's models trained four stacks at a time (baselines of 1 and 2
+    epochs, DP per example and with microbatches) are those of the one-at-a-time sweep."""
+    config = load_sweep_config(config_file)
+    stacked = run_sweep(config, tmp_path / "stacked", progress=False, stack=12)
+    plain = run_sweep(config, tmp_path / "plain", progress=False)
+    assert (stacked.trained, plain.trained) == (12, 12)
+    records = sorted((tmp_path / "plain").glob("*/*/training.json"))
+    assert len(records) == 12
+    for record in records:
+        expected = json.loads(record.read_text())
+        got_path = tmp_path / "stacked" / record.relative_to(tmp_path / "plain")
+        got = json.loads(got_path.read_text())
+        for value in (got, expected):
+            value.pop("wall_time_seconds")
+            for stats in value["history"]:
+                stats.pop("seconds")
+        assert got["fingerprint"] == expected["fingerprint"]
+        assert got["privacy"] == expected["privacy"]
+        # losses and utilities of float32 weights equal up to summation order
+        assert _numbers(got) == pytest.approx(_numbers(expected), rel=1e-5, abs=1e-7)
+    again = run_sweep(config, tmp_path / "stacked", progress=False, stack=12)
+    assert (again.trained, again.skipped) == (0, 12)

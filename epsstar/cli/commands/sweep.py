@@ -38,6 +38,15 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="--engine dask without --scheduler: worker processes of the local cluster (default 2)",
     )
+    parser.add_argument(
+        "--stack",
+        type=int,
+        default=1,
+        metavar="K",
+        help="train up to K models that take the same steps (same architecture, epochs, "
+        "batch size, clipping unit, lr, momentum) as one batched computation, each the "
+        "model its own run would give (default 1: one model at a time; not with --engine dask)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bars or log lines")
     parser.set_defaults(handler=run)
 
@@ -49,6 +58,12 @@ def run(args: argparse.Namespace) -> int:
     engine = engine_option(args, args.workers)
     on_dask = engine.name == "dask"
     threads = choose_threads(args.workers if on_dask else 1, args.threads)
+    if not 1 <= args.stack <= 1_000 or (on_dask and args.stack > 1):
+        from epsstar.exceptions import InvalidInputError
+
+        raise InvalidInputError(
+            f"--stack must be from 1 to 1,000 (1 with --engine dask). Found {args.stack}."
+        )
     config = load_sweep_config(args.config)
     apply_threads(threads)
 
@@ -64,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         engine=engine,
         # a remote cluster's workers choose their own threads unless --threads says
         threads=threads if on_dask and args.scheduler is None else args.threads,
+        stack=args.stack,
     )
     for failure in outcome.failed:
         print(f"FAILED {failure}", file=sys.stderr)

@@ -11,6 +11,9 @@ from epsstar.cli.exit_codes import EXIT_OK
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.training.results import TrainingResult
 
+#: The most models one ``train --models`` run may train.
+MAX_MODELS = 1_000
+
 SUMMARY = "Train a reference model with DP-SGD (or without privacy) on a feature table"
 
 
@@ -154,6 +157,15 @@ def register(subparsers: Any) -> None:
         help="write into a non-empty output directory (model.onnx, model.pt and "
         "training.json are replaced; other files are left alone)",
     )
+    parser.add_argument(
+        "--models",
+        type=int,
+        default=1,
+        metavar="K",
+        help="train K independent models (seeds SEED, SEED+1, ...) as one batched "
+        "computation into DIR/model-1 ... DIR/model-K; each is the model its own run "
+        "would give (default 1: one model into DIR)",
+    )
     add_threads_argument(parser)
     parser.add_argument(
         "--quiet",
@@ -242,6 +254,8 @@ def run(args: argparse.Namespace) -> int:
         features = [name.strip() for name in args.features.split(",") if name.strip()]
     data, population = load_inputs(args.data, args.label_column, args.population, features)
     apply_threads(threads)
+    if args.models != 1:
+        return _run_many(args, data, population)
     result = train_to_directory(
         data,
         config_from_args(args),
@@ -253,4 +267,32 @@ def run(args: argparse.Namespace) -> int:
     )
     if not args.quiet:
         print(summarise(result, args.out))
+    return EXIT_OK
+
+
+def _run_many(args: argparse.Namespace, data: Any, population: Any) -> int:
+    """``--models K``: K models with seeds SEED … SEED+K−1, trained together."""
+    import dataclasses
+
+    from epsstar.exceptions import InvalidInputError
+    from epsstar.training.runs.many import model_folders, train_to_directories
+
+    count = args.models
+    if not 1 <= count <= MAX_MODELS:
+        raise InvalidInputError(f"--models must be from 1 to {MAX_MODELS:,}. Found {count}.")
+    config = config_from_args(args)
+    configs = [dataclasses.replace(config, seed=config.seed + k) for k in range(count)]
+    folders = model_folders(args.out, count)
+    results = train_to_directories(
+        data,
+        configs,
+        folders,
+        population=population,
+        overwrite=args.overwrite,
+        progress=False if args.quiet else None,
+        description="train",
+    )
+    if not args.quiet:
+        for folder, result in zip(folders, results, strict=True):
+            print(summarise(result, str(folder)))
     return EXIT_OK

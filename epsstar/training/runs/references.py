@@ -3,11 +3,12 @@ of a reference split.
 
 The data split. The user's data are cut into three disjoint parts: the target's training
 records (the members), the population records (the non-members the audit scores, RMIA's
-``z`` among them) and a *reference split*. Reference model k is trained by the trainer's
-non-private loop on a random half of the reference split (rows drawn without replacement,
-seeded by ``(seed, k)``), so every population record is OUT for every reference model, as
-the attacks need (:mod:`epsstar.statistics.attacks`). :func:`shared_rows` refuses a
-reference split that holds a population row.
+``z`` among them) and a *reference split*. Reference model k is trained without privacy
+(the K models as one batched computation, :mod:`epsstar.training.batched`, each the model
+the trainer's non-private loop gives alone) on a random half of the reference split
+(rows drawn without replacement, seeded by ``(seed, k)``), so every population record is
+OUT for every reference model, as the attacks need (:mod:`epsstar.statistics.attacks`).
+:func:`shared_rows` refuses a reference split that holds a population row.
 
 The recipe. With the target's ``training.json`` (as ``epsstar train`` writes it) the
 reference models get its architecture (hidden widths), epochs, expected batch size,
@@ -46,6 +47,7 @@ from epsstar.audit.data.tables import read_schema
 from epsstar.audit.model.features import Features
 from epsstar.audit.output.staging import interrupts_deferred, refuse_replacing_inputs
 from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.training.batched import RowSubset
 from epsstar.training.data.tables import TabularData
 from epsstar.training.runs.export import MODEL_FILES, check_output_dir
 from epsstar.training.runs.settings import BATCH_SIZE, EPOCHS, HIDDEN, LR, MOMENTUM, NAME
@@ -62,6 +64,7 @@ __all__ = [
     "check_count",
     "check_recipe_columns",
     "half_rows",
+    "half_subset",
     "read_recipe",
     "shared_rows",
     "train_references",
@@ -217,14 +220,14 @@ def half_rows(n_records: int, count: int, seed: int) -> list[np.ndarray]:
     ]
 
 
+def half_subset(data: TabularData, rows: np.ndarray, k: int) -> RowSubset:
+    """The rows of ``data`` that reference model ``k`` is trained on, and their name."""
+    return RowSubset(rows, f"{data.source} (reference half {k}, {rows.size} rows)")
+
+
 def half_of(data: TabularData, rows: np.ndarray, k: int) -> TabularData:
     """The rows of ``data`` that reference model ``k`` is trained on (classes kept)."""
-    return dataclasses.replace(
-        data,
-        features=np.ascontiguousarray(data.features[rows]),
-        labels=np.ascontiguousarray(data.labels[rows]),
-        source=f"{data.source} (reference half {k}, {rows.size} rows)",
-    )
+    return half_subset(data, rows, k).of(data)
 
 
 def shared_rows(reference: TabularData, population: TabularData) -> tuple[int, int | None]:
@@ -351,13 +354,16 @@ def train_references(
 
     ``data`` is the reference split; ``population``, when given, is checked to share no
     row with it. Model k is trained by the non-private loop on :func:`half_rows` ``[k]``
-    with the recipe's settings and the seed ``seed + k``. ``inputs`` (``(option, path)``)
+    with the recipe's settings and the seed ``seed + k``; the K models are trained together
+    as one batched computation (:mod:`epsstar.training.batched`), each the model its own
+    run would give. ``inputs`` (``(option, path)``)
     are the files the run read, with the recipe: no output may replace one. The models are
     trained in a hidden folder inside ``out`` and moved into place together once all are
     trained; an error or Ctrl-C before that removes every folder this run made and leaves
     the folders that were there as they were.
     """
-    from epsstar.training.runs.pipeline import first_missing, train_to_directory
+    from epsstar.training.runs.many import train_to_directories
+    from epsstar.training.runs.pipeline import first_missing
 
     check_output_dir(out, overwrite)
     folder = Path(out)
@@ -370,16 +376,17 @@ def train_references(
     folder.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".epsstar-references-", dir=folder))
     try:
+        names = [f"ref-{k + 1:02d}" for k in range(count)]
+        train_to_directories(
+            data,
+            [dataclasses.replace(config, seed=seed + k) for k in range(count)],
+            [staging / name for name in names],
+            subsets=[half_subset(data, rows, k) for k, rows in enumerate(halves)],
+            progress=progress,
+            description="references",
+        )
         models = []
-        for k, rows in enumerate(halves):
-            name = f"ref-{k + 1:02d}"
-            train_to_directory(
-                half_of(data, rows, k),
-                dataclasses.replace(config, seed=seed + k),
-                staging / name,
-                progress=progress,
-                description=f"reference {k + 1}/{count}",
-            )
+        for k, (name, rows) in enumerate(zip(names, halves, strict=True)):
             directory = folder / name
             models.append(
                 ReferenceModel(

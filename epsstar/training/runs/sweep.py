@@ -369,6 +369,7 @@ class _Job:
     data_part: JsonObject
     plans: dict[str, PrivacyPlan | None]
     threads: int | None = None
+    stack: int = 1
 
 
 def _outputs(config: SweepConfig, target: Path) -> list[tuple[str, Path]]:
@@ -411,7 +412,10 @@ def _train_here(
     job: _Job,
     hooks: _Hooks,
 ) -> int:
-    """Train every unfinished model in this process, one after another; how many."""
+    """Train every unfinished model in this process, one after another (or ``job.stack``
+    at a time, :func:`_train_stacked`); how many."""
+    if job.stack > 1:
+        return _train_stacked(config, target, finished, job, hooks)
     runs = list(_runs(config))
     trained = 0
     for index, (strategy, repeat) in enumerate(runs, start=1):
@@ -452,6 +456,67 @@ def _train_here(
     return trained
 
 
+#: A run of a sweep to train: its place in the grid's order, its strategy and repeat.
+_Run = tuple[int, GridStrategy, int]
+
+
+def _train_stacked(
+    config: SweepConfig,
+    target: Path,
+    finished: set[tuple[str, int]],
+    job: _Job,
+    hooks: _Hooks,
+) -> int:
+    """Train every unfinished model in this process, up to ``job.stack`` models that take
+    the same steps at a time (:mod:`epsstar.training.runs.many`); how many."""
+    from epsstar.training.batched import stack_key
+    from epsstar.training.runs.many import train_to_directories
+
+    runs = list(_runs(config))
+    groups: dict[tuple[object, ...], list[_Run]] = {}
+    for index, (strategy, repeat) in enumerate(runs, start=1):
+        if (strategy.label, repeat) not in finished:
+            key = stack_key(strategy.config, job.data.n_records)
+            groups.setdefault(key, []).append((index, strategy, repeat))
+    stacks = [g[i : i + job.stack] for g in groups.values() for i in range(0, len(g), job.stack)]
+    for members in stacks:
+        for _, strategy, repeat in members:
+            if strategy.label not in job.plans:
+                if strategy.config.target_epsilon is not None:
+                    hooks.say(f"{strategy.label}: choosing the noise multiplier ...")
+                    if hooks.on_plan is not None:
+                        hooks.on_plan(strategy.label)
+                job.plans[strategy.label] = plan_privacy(strategy.config, job.data.n_records)
+            folder = target / strategy.label / str(repeat)
+            for leftover in folder.glob(".*.tmp"):
+                leftover.unlink()
+            (folder / ENGINE_FILE).unlink(missing_ok=True)  # from an earlier run on a cluster
+
+        def epoch_done(k: int, stats: EpochStats, members: list[_Run] = members) -> None:
+            if hooks.on_epoch is not None:
+                hooks.on_epoch(members[k][1].label, members[k][2], stats)
+
+        results = train_to_directories(
+            job.data,
+            [replace(s.config, seed=config.seed + r) for _, s, r in members],
+            [target / s.label / str(r) for _, s, r in members],
+            population=job.population,
+            overwrite=True,
+            progress=hooks.progress,
+            description=f"[{members[0][0]}/{len(runs)}] {members[0][1].label} and others",
+            plans=[job.plans[s.label] for _, s, _ in members],
+            on_epoch=epoch_done,
+        )
+        write_manifest(config, target)
+        for (index, strategy, repeat), result in zip(members, results, strict=True):
+            epsilon = "" if result.privacy is None else f", epsilon {result.privacy.epsilon:.4g}"
+            hooks.say(
+                f"[{index}/{len(runs)}] {strategy.label} repeat {repeat}: done in "
+                f"{result.wall_time_seconds:.1f} s (with {len(members) - 1} others){epsilon}"
+            )
+    return sum(len(members) for members in stacks)
+
+
 @dataclass(frozen=True, slots=True)
 class _Hooks:
     """How a sweep reports: progress bars, log lines, epochs and σ searches."""
@@ -477,10 +542,14 @@ def run_sweep(
     on_plan: Callable[[str], None] | None = None,
     engine: Engine | None = None,
     threads: int | None = None,
+    stack: int = 1,
 ) -> SweepOutcome:
     """Train every unfinished model of the grid, rewriting the manifest after each one
     (with a ``dask`` ``engine``, one task per model using ``threads`` torch threads, and
-    no ``on_epoch``: see the module's description).
+    no ``on_epoch``: see the module's description). ``stack`` > 1 trains up to that many
+    models that take the same steps (:func:`epsstar.training.batched.stack_key`) as one
+    batched computation, each the model its own run would give; their folders are written
+    when the whole stack is trained.
 
     Finished models made with other settings or data are refused unless ``overwrite``
     (see the module's description), and so is an output file that would replace the
@@ -512,7 +581,7 @@ def run_sweep(
             config,
             target,
             finished,
-            _Job(data, population, data_part, {}),
+            _Job(data, population, data_part, {}, stack=stack),
             _Hooks(progress, log, on_epoch, on_plan),
         )
         manifest = write_manifest(config, target)

@@ -1,0 +1,186 @@
+"""K Adult-size MLPs trained as one batched computation, against K runs one after another.
+
+Data: the UCI Adult training file shipped with epsstar (32,561 records, 108 one-hot and
+numeric features), a 3×100 MLP, DP-SGD with σ = 1, C = 1, expected batch B (Poisson),
+learning rate 0.01, momentum 0.9, for E epochs; or the same without privacy. For
+K ∈ {1, 8, 32} (``--models``), side by side in one run:
+
+* ``batched``    — :func:`epsstar.training.batched.train_many`: the K models stepped
+  together on stacked weights (one batched matrix product per layer);
+* ``sequential`` — :func:`epsstar.training.trainer.train` called K times (the same K
+  models: a test checks they agree to float32 rounding);
+* ``opacus``     — opacus' ``PrivacyEngine`` (default ``hooks`` mode, Poisson batches drawn
+  by its own data loader), the same MLP and settings, trained K times (DP-SGD only; skipped
+  when opacus is not installed).
+
+Seconds are the wall time of the whole call (training, then each model's export and its
+accuracy on the training data), with the privacy plan computed once beforehand. Runs of
+more than ``--measure-max`` models one after another are not run but estimated as K × the
+mean seconds of the runs measured, and marked ``*``. The last line is the batched
+DP-SGD trainer's ``32 models / 1 model: R×`` (the largest K over K = 1).
+
+Run:  PYTHONPATH=. python benchmarks/many_models.py  [--epochs 1 --batch-size 256 --threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from epsstar.training.batched import train_many
+from epsstar.training.data import datasets
+from epsstar.training.data.tables import TabularData
+from epsstar.training.models import MLP
+from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy, train
+
+HIDDEN = (100, 100, 100)
+
+
+def adult_table() -> TabularData:
+    adult = datasets.adult()
+    return TabularData(
+        features=adult.train_features,
+        labels=adult.train_labels,
+        feature_names=tuple(adult.feature_names),
+        classes=("<=50K", ">50K"),
+        label_column="income",
+        source="adult.data",
+    )
+
+
+def opacus_run(data: TabularData, config: TrainingConfig, sigma: float) -> float:
+    """Seconds of one opacus DP-SGD run like ``config`` (binary logit, BCE loss)."""
+    from opacus import PrivacyEngine  # type: ignore[import-untyped]
+    from torch.utils.data import DataLoader, TensorDataset
+
+    start = time.perf_counter()
+    generator = torch.Generator().manual_seed(config.seed)
+    x = torch.as_tensor(data.features, dtype=torch.float32)
+    x = (x - x.mean(0)) / x.std(0).clamp_min(1e-12)
+    y = torch.as_tensor(data.labels, dtype=torch.float32).unsqueeze(1)
+    network = MLP(data.n_features, 1, config.hidden, generator=generator)
+    layers: list[nn.Module] = []
+    for index, linear in enumerate(network.linears):
+        layers += [linear] if index == len(network.linears) - 1 else [linear, nn.ReLU()]
+    model = nn.Sequential(*layers)
+    optimiser = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
+    loader = DataLoader(TensorDataset(x, y), batch_size=config.batch_size)
+    engine = PrivacyEngine(accountant="prv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, optimiser, loader = engine.make_private(
+            module=model,
+            optimizer=optimiser,
+            data_loader=loader,
+            noise_multiplier=sigma,
+            max_grad_norm=config.clip,
+            poisson_sampling=True,
+        )
+        loss = nn.BCEWithLogitsLoss()
+        for _ in range(config.epochs):
+            for features, labels in loader:
+                optimiser.zero_grad(set_to_none=True)
+                if len(features):
+                    loss(model(features), labels).backward()
+                optimiser.step()
+    return time.perf_counter() - start
+
+
+def timed(function: Callable[..., object], *args: object, **kwargs: object) -> float:
+    start = time.perf_counter()
+    function(*args, **kwargs)
+    return time.perf_counter() - start
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    batched: float
+    sequential: float
+    opacus: float | None
+    estimated: bool
+
+
+def measure(
+    data: TabularData,
+    configs: list[TrainingConfig],
+    plan: PrivacyPlan | None,
+    args: argparse.Namespace,
+) -> Row:
+    """Seconds of the K models batched, one after another, and with opacus."""
+    k = len(configs)
+    plans = [plan] * k
+    batched = timed(train_many, data, configs, plans=plans)
+    some = configs[: args.measure_max]
+    sequential = statistics.fmean([timed(train, data, c, plan=plan) for c in some]) * k
+    opacus = None
+    if plan is not None and not args.skip_opacus:
+        opacus = statistics.fmean([opacus_run(data, c, plan.noise_multiplier) for c in some]) * k
+    return Row(batched, sequential, opacus, estimated=len(some) < k)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="1,8,32", help="values of K (default 1,8,32)")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument(
+        "--measure-max",
+        type=int,
+        default=8,
+        help="most models run one after another per K; more are estimated (default 8)",
+    )
+    parser.add_argument("--skip-opacus", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    counts = [int(k) for k in args.models.split(",")]
+    data = adult_table()
+    private = TrainingConfig(
+        epochs=args.epochs, batch_size=args.batch_size, hidden=HIDDEN, noise_multiplier=1.0
+    )
+    plain = dataclasses.replace(private, noise_multiplier=None)
+    try:
+        import opacus  # noqa: F401
+    except ImportError:
+        args.skip_opacus = True
+    print(
+        f"data: Adult, {data.n_records} x {data.n_features}, MLP {HIDDEN}, expected batch "
+        f"{args.batch_size}, {args.epochs} epoch(s), sigma = 1, C = 1; torch "
+        f"{torch.__version__}, {args.threads} thread(s)"
+    )
+    print(
+        f"{'trainer':<8} {'K':>3} {'batched s':>10} {'sequential s':>13} {'opacus s':>10}"
+        f"  {'seq/batched':>11} {'batched K/1':>11}"
+    )
+    warm = dataclasses.replace(data, features=data.features[:2000], labels=data.labels[:2000])
+    train_many(warm, [private, private])  # warm-up: first calls of torch's kernels
+    train(warm, private)
+    ratio = math.nan
+    for name, config in (("DP-SGD", private), ("non-DP", plain)):
+        plan = plan_privacy(config, data.n_records)
+        first = math.nan
+        for k in counts:
+            row = measure(data, [dataclasses.replace(config, seed=s) for s in range(k)], plan, args)
+            first = row.batched if math.isnan(first) else first
+            mark = "*" if row.estimated else " "
+            shown = "-" if row.opacus is None else f"{row.opacus:.1f}{mark}"
+            print(
+                f"{name:<8} {k:>3} {row.batched:>10.1f} {row.sequential:>12.1f}{mark} "
+                f"{shown:>10}  {row.sequential / row.batched:>10.2f}x "
+                f"{row.batched / first:>10.2f}x"
+            )
+            if config.private:
+                ratio = row.batched / first
+    print(f"{counts[-1]} models / 1 model: {ratio:.2f}×")
+
+
+if __name__ == "__main__":
+    main()

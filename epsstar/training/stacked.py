@@ -1,0 +1,212 @@
+"""K MLPs of one architecture as stacked weight tensors, and their exact clipped gradient sums.
+
+Layer l of model k holds the weight W_l[k] (out × in) and the bias b_l[k]; the stack keeps
+one (K, out, in) tensor and one (K, out) tensor per layer, so that a step of all K models
+is one batched matrix product per layer (``torch.baddbmm``/``torch.bmm``) instead of K
+small ones: the small products of one Adult-size model leave most of a core's vector
+units idle, K of them at once do not.
+
+A step's batch is a (K, B, d) tensor: model k's Poisson-sampled rows, padded to the
+largest batch of the step with rows whose ``mask`` is 0. A padded row's loss gradient is
+set to 0, so it adds nothing to any sum, norm or group.
+
+The gradients are those of :mod:`epsstar.training.clipping`, computed by hand for the
+stack rather than by autograd (the network is Linear → ReLU → … → Linear, whose backward
+pass is three products per layer). For the *sum* of per-example losses, the gradient
+with respect to the logits z of example i is σ(z_i) − y_i (binary cross-entropy on one
+logit) or softmax(z_i) − e_{y_i} (cross-entropy); for a layer below, g_l = (g_{l+1} W_{l+1})
+⊙ 1[z_l > 0]. Example i's gradient norm is Σ_l ‖g_{l,i}‖²(‖a_{l,i}‖² + 1) with a_l the
+layer's input, its clip factor c_i = min(1, C_k/‖∇_i‖), and the clipped sum of layer l's
+weight gradients (c ⊙ G_l)ᵀ A_l — per model, one ``bmm`` for all K. Microbatches are
+clipped as groups of the flattened (K·B) batch, group j of model k being group k·m + j,
+by :func:`epsstar.training.clipping.group_norms`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from epsstar.training.clipping import group_norms
+from epsstar.training.models import MLP
+
+__all__ = ["StackedBatch", "StackedMLP", "StackedSums", "stacked_gradient_sums"]
+
+#: Norms below this are treated as this value when forming C/‖∇‖, as in clipping.py.
+_TINY = 1e-12
+
+
+@dataclass(frozen=True, slots=True)
+class StackedBatch:
+    """One step's rows for K models: ``features`` (K, B, d), ``labels`` (K, B), ``mask``
+    (K, B; 1 for a sampled row, 0 for padding) and, with microbatches, ``groups`` (K, B)."""
+
+    features: torch.Tensor
+    labels: torch.Tensor
+    mask: torch.Tensor
+    groups: torch.Tensor | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StackedSums:
+    """Each model's gradient sums (stacked, in ``MLP.parameters()`` order) and summed loss."""
+
+    gradients: list[torch.Tensor]
+    losses: torch.Tensor
+
+
+class StackedMLP:
+    """The weights and biases of K MLPs of one architecture, stacked along a first axis."""
+
+    def __init__(self, weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor]) -> None:
+        self.weights = list(weights)
+        self.biases = list(biases)
+
+    @classmethod
+    def from_networks(cls, networks: Sequence[MLP]) -> StackedMLP:
+        """The stack of ``networks`` (copies; the networks are left alone)."""
+        layers = [network.linears for network in networks]
+        weights = [
+            torch.stack([ls[i].weight.detach() for ls in layers]) for i in range(len(layers[0]))
+        ]
+        biases = [
+            torch.stack([ls[i].bias.detach() for ls in layers]) for i in range(len(layers[0]))
+        ]
+        return cls(weights, biases)
+
+    @property
+    def size(self) -> int:
+        return int(self.weights[0].shape[0])
+
+    def parameters(self) -> list[torch.Tensor]:
+        """The stacked tensors in the order of ``MLP.parameters()``: W₀, b₀, W₁, b₁, …"""
+        return [tensor for pair in zip(self.weights, self.biases, strict=True) for tensor in pair]
+
+    def to(self, device: torch.device) -> StackedMLP:
+        return StackedMLP([w.to(device) for w in self.weights], [b.to(device) for b in self.biases])
+
+    def copy_into(self, k: int, network: MLP) -> MLP:
+        """``network`` (of the same architecture) holding model k's weights, on the CPU."""
+        with torch.no_grad():
+            for layer, weight, bias in zip(network.linears, self.weights, self.biases, strict=True):
+                layer.weight.copy_(weight[k].cpu())
+                layer.bias.copy_(bias[k].cpu())
+        return network
+
+
+def _forward(stack: StackedMLP, x: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """The input and the output of every layer of every model."""
+    inputs: list[torch.Tensor] = []
+    outputs: list[torch.Tensor] = []
+    last = len(stack.weights) - 1
+    activation = x
+    for index, (weight, bias) in enumerate(zip(stack.weights, stack.biases, strict=True)):
+        inputs.append(activation)
+        output = torch.baddbmm(bias.unsqueeze(1), activation, weight.transpose(1, 2))
+        outputs.append(output)
+        activation = torch.relu(output) if index < last else output
+    return inputs, outputs
+
+
+def _logit_gradient(
+    logits: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, binary: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The gradient of the summed loss with respect to the logits (0 on padding), and each
+    model's summed loss."""
+    if binary:
+        target = labels.to(logits.dtype).unsqueeze(2)
+        losses = F.binary_cross_entropy_with_logits(logits, target, reduction="none").squeeze(2)
+        gradient = torch.sigmoid(logits) - target
+    else:
+        k, b, c = logits.shape
+        losses = F.cross_entropy(
+            logits.reshape(k * b, c), labels.reshape(k * b), reduction="none"
+        ).reshape(k, b)
+        gradient = torch.softmax(logits, dim=2)
+        index = labels.unsqueeze(2)
+        gradient.scatter_(2, index, gradient.gather(2, index) - 1.0)
+    return gradient * mask.unsqueeze(2), (losses * mask).sum(dim=1)
+
+
+def _backward(
+    stack: StackedMLP, outputs: list[torch.Tensor], top: torch.Tensor
+) -> list[torch.Tensor]:
+    """The gradient of the summed loss with respect to every layer's output."""
+    gradients = [top]
+    for index in range(len(outputs) - 1, 0, -1):
+        below = torch.bmm(gradients[0], stack.weights[index])
+        below.masked_fill_(outputs[index - 1] <= 0, 0.0)
+        gradients.insert(0, below)
+    return gradients
+
+
+def _example_factors(
+    grads: list[torch.Tensor], inputs: list[torch.Tensor], clip: torch.Tensor
+) -> torch.Tensor:
+    """c_i = min(1, C_k/‖∇_i‖) for every example of every model, (K, B)."""
+    squared = torch.zeros(grads[0].shape[:2], dtype=grads[0].dtype, device=grads[0].device)
+    for g, a in zip(grads, inputs, strict=True):
+        squared += g.pow(2).sum(dim=2) * (a.pow(2).sum(dim=2) + 1.0)
+    norms = squared.sqrt().clamp_min(_TINY)
+    return (clip.unsqueeze(1) / norms).clamp(max=1.0)
+
+
+def _group_factors(
+    grads: list[torch.Tensor],
+    inputs: list[torch.Tensor],
+    batch: StackedBatch,
+    clip: torch.Tensor,
+    n_groups: int,
+) -> torch.Tensor:
+    """Each example's weight min(1, C_k/‖mean gradient of its group‖)/|group|, (K, B);
+    0 on padding. Model k's group j is group k·m + j of the sampled rows of all models."""
+    assert batch.groups is not None
+    k = batch.mask.shape[0]
+    real = batch.mask > 0
+    offsets = (torch.arange(k, device=real.device) * n_groups).unsqueeze(1)
+    ids = (batch.groups + offsets)[real]
+    norms, counts = group_norms(
+        [g[real] for g in grads], [a[real] for a in inputs], ids, k * n_groups, "auto"
+    )
+    sizes = counts.clamp_min(1).to(grads[0].dtype)
+    clips = clip.repeat_interleave(n_groups)
+    factors = (clips / (norms / sizes).clamp_min(_TINY)).clamp(max=1.0) / sizes
+    weights = torch.zeros(batch.mask.shape, dtype=grads[0].dtype, device=real.device)
+    weights[real] = factors[ids]
+    return weights
+
+
+def stacked_gradient_sums(
+    stack: StackedMLP,
+    batch: StackedBatch,
+    binary: bool,
+    clip: torch.Tensor | None,
+    n_groups: int = 0,
+) -> StackedSums:
+    """Per model, Σ_units min(1, C_k/‖∇_unit‖)·∇_unit (``clip`` (K,) given) or the plain
+    gradient of the summed loss (``clip`` None), and the summed loss; no noise.
+
+    A unit is an example, or with ``batch.groups`` and ``n_groups`` = m the mean gradient of
+    the examples of one of model k's m groups (as in
+    :func:`epsstar.training.clipping.clipped_gradient_sum`).
+    """
+    with torch.no_grad():
+        inputs, outputs = _forward(stack, batch.features)
+        top, losses = _logit_gradient(outputs[-1], batch.labels, batch.mask, binary)
+        grads = _backward(stack, outputs, top)
+        if clip is None:
+            scaled = grads
+        else:
+            if batch.groups is None:
+                factors = _example_factors(grads, inputs, clip)
+            else:
+                factors = _group_factors(grads, inputs, batch, clip, n_groups)
+            scaled = [g.mul_(factors.unsqueeze(2)) for g in grads]  # grads not needed after
+        gradients: list[torch.Tensor] = []
+        for g, a in zip(scaled, inputs, strict=True):
+            gradients.append(torch.bmm(g.transpose(1, 2), a))
+            gradients.append(g.sum(dim=1))
+    return StackedSums(gradients, losses)
