@@ -587,6 +587,29 @@ def check_memory(config: TrainingConfig, data: TabularData) -> None:
     )
 
 
+def _checked_plan(
+    data: TabularData,
+    config: TrainingConfig,
+    population: TabularData | None,
+    plan: PrivacyPlan | None,
+    hooks: StepHooks | None,
+) -> PrivacyPlan | None:
+    """The run's privacy plan (``None`` without DP-SGD), once its inputs have been checked."""
+    config.validate(data.n_records)
+    if config.private and plan is None:
+        plan = plan_privacy(config, data.n_records)
+    if not config.private:
+        plan = None
+    _check_population(data, population)
+    check_memory(config, data)
+    if hooks is not None and config.private and config.clipping_groups() is not None:
+        raise InvalidInputError(
+            "the hooks of an audit need per-example clipping (a gradient canary is one "
+            f"clipping unit). Found microbatches={config.microbatches}."
+        )
+    return plan
+
+
 def train(
     data: TabularData,
     config: TrainingConfig,
@@ -605,18 +628,7 @@ def train(
     """
     start = time.perf_counter()
     n = data.n_records
-    config.validate(n)
-    if config.private and plan is None:
-        plan = plan_privacy(config, n)
-    if not config.private:
-        plan = None
-    _check_population(data, population)
-    check_memory(config, data)
-    if hooks is not None and config.private and config.clipping_groups() is not None:
-        raise InvalidInputError(
-            "the hooks of an audit need per-example clipping (a gradient canary is one "
-            f"clipping unit). Found microbatches={config.microbatches}."
-        )
+    plan = _checked_plan(data, config, population, plan, hooks)
     binary = data.n_classes == 2
     dtype = torch.float32
     generator = torch.Generator().manual_seed(config.seed)
@@ -636,15 +648,9 @@ def train(
     history: list[EpochStats] = []
     for epoch in range(config.epochs):
         epoch_start = time.perf_counter()
+        first_step = epoch * settings.steps_per_epoch
         loss_total, seen = _run_epoch(
-            network,
-            optimiser,
-            features,
-            labels,
-            settings,
-            generator,
-            hooks,
-            epoch * settings.steps_per_epoch,
+            network, optimiser, features, labels, settings, generator, hooks, first_step
         )
         spent = (
             plan.epsilon_after((epoch + 1) * settings.steps_per_epoch) if plan is not None else None

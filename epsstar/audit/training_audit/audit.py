@@ -485,12 +485,7 @@ def audit_training(
         _check_power(setup, chosen, canaries, (claim.epsilon, claim.delta), level)
     say("bounding epsilon")
     audits = tuple(_audited(model, plans, runs, claim, setup, level) for model in chosen)
-    warnings = list(claim.warnings)
-    if canaries.gradient and canaries.gradient < (1 if setup.many else setup.canaries):
-        warnings.append(
-            f"the model has room for {canaries.gradient} gradient canaries (one per parameter), "
-            f"fewer than --canaries {setup.canaries}"
-        )
+    warnings = _warnings(claim, canaries, setup)
     return TrainingAuditResult(
         procedure=procedure.describe(),
         design="many-runs" if setup.many else "one-run",
@@ -504,26 +499,35 @@ def audit_training(
         canaries=1 if setup.many else setup.canaries,
         runs=len(plans),
         threat_models=audits,
-        run_records=tuple(
-            RunRecord(
-                p.index,
-                p.seed,
-                p.arm,
-                runs[p.index].seconds,
-                runs[p.index].model,
-                runs[p.index].claim,
-            )
-            for p in plans
-        ),
+        run_records=_run_records(plans, runs),
         seed=setup.seed,
         seeds=_seeds(setup),
         data=digests,
         canaries_left_out=max((r.left_out for r in canaries.records.values()), default=0),
         smallest_canaries=_smallest(setup, claim, level),
-        warnings=tuple(warnings),
+        warnings=warnings,
         seconds=time.perf_counter() - start,
         epsstar_version=_version(),
     )
+
+
+def _run_records(plans: list[RunPlan], runs: dict[int, RunScores]) -> tuple[RunRecord, ...]:
+    return tuple(
+        RunRecord(
+            p.index, p.seed, p.arm, runs[p.index].seconds, runs[p.index].model, runs[p.index].claim
+        )
+        for p in plans
+    )
+
+
+def _warnings(claim: _Claim, canaries: _Canaries, setup: TrainingAuditSetup) -> tuple[str, ...]:
+    warnings = list(claim.warnings)
+    if canaries.gradient and canaries.gradient < (1 if setup.many else setup.canaries):
+        warnings.append(
+            f"the model has room for {canaries.gradient} gradient canaries (one per parameter), "
+            f"fewer than --canaries {setup.canaries}"
+        )
+    return tuple(warnings)
 
 
 def _early_claim(setup: TrainingAuditSetup, stated: Claim | None, n_records: int) -> _Claim | None:
