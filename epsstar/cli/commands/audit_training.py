@@ -68,28 +68,8 @@ def _add_procedure_options(parser: argparse.ArgumentParser) -> None:
     add_threads_argument(parser)
 
 
-def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "audit-training",
-        help=SUMMARY,
-        description=SUMMARY + ". Exit code: 0 the claim is not refuted (which does not show "
-        "that it holds), 1 refuted (this training procedure cannot be (epsilon, delta)-DP at "
-        "the stated confidence), 2 usage or input error (nothing written).",
-    )
-    parser.add_argument("--train", required=True, metavar="PATH", help="training table")
-    parser.add_argument(
-        "--population",
-        required=True,
-        metavar="PATH",
-        help="records of the same distribution, not in --train: the canaries are drawn here",
-    )
-    parser.add_argument("--label-column", required=True, metavar="NAME")
-    parser.add_argument(
-        "--features",
-        default=None,
-        metavar="A,B,...",
-        help="feature columns (default: every column but the label)",
-    )
+def _add_audit_options(parser: argparse.ArgumentParser) -> None:
+    """The claim, the canaries, the runs, the threat models and the bound."""
     parser.add_argument(
         "--claimed-epsilon",
         type=float,
@@ -134,6 +114,31 @@ def register(subparsers: Any) -> None:
         default=0.95,
         help="confidence of the lower bounds, shared by the threat models (default 0.95)",
     )
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "audit-training",
+        help=SUMMARY,
+        description=SUMMARY + ". Exit code: 0 the claim is not refuted (which does not show "
+        "that it holds), 1 refuted (this training procedure cannot be (epsilon, delta)-DP at "
+        "the stated confidence), 2 usage or input error (nothing written).",
+    )
+    parser.add_argument("--train", required=True, metavar="PATH", help="training table")
+    parser.add_argument(
+        "--population",
+        required=True,
+        metavar="PATH",
+        help="records of the same distribution, not in --train: the canaries are drawn here",
+    )
+    parser.add_argument("--label-column", required=True, metavar="NAME")
+    parser.add_argument(
+        "--features",
+        default=None,
+        metavar="A,B,...",
+        help="feature columns (default: every column but the label)",
+    )
+    _add_audit_options(parser)
     parser.add_argument(
         "--work",
         metavar="DIR",
