@@ -153,6 +153,12 @@ def register(subparsers: Any) -> None:
     )
     add_engine_options(parser, "training run")
     add_json_option(parser)
+    parser.add_argument(
+        "--report",
+        metavar="OUT",
+        default=None,
+        help="write the HTML report to OUT (trade-off curves, measured points, score histograms)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     _add_procedure_options(parser)
     parser.set_defaults(handler=run)
@@ -242,7 +248,7 @@ def summary(result: TrainingAuditResult) -> str:
 def run(args: argparse.Namespace) -> int:
     from epsstar.audit.training_audit.audit import audit_training
     from epsstar.cli.common.options import engine_option
-    from epsstar.cli.common.writers import JSON, RunFiles
+    from epsstar.cli.common.writers import JSON, TRAINING_AUDIT_REPORT, RunFiles
     from epsstar.exceptions import EpsstarWarning
     from epsstar.training.threads import apply_threads, choose_threads
 
@@ -259,6 +265,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = [("--train", args.train), ("--population", args.population)]
     with RunFiles(inputs) as files:
         json_file = files.plan("--json", json_path(args.json), JSON)
+        report_file = files.plan("--report", args.report, TRAINING_AUDIT_REPORT)
         result = audit_training(
             procedure,
             setup,
@@ -270,12 +277,15 @@ def run(args: argparse.Namespace) -> int:
         )
         document = result.to_dict()
         files.write(json_file, document)
+        files.write(report_file, result)
         files.commit()
     import warnings
 
     for text in result.warnings:
         warnings.warn(text, EpsstarWarning, stacklevel=1)
-    emit(document, args.json if args.json == "-" else json_path(args.json), summary(result))
+    written = [("report", args.report)] if args.report else []
+    shown = args.json if args.json == "-" else json_path(args.json)
+    emit(document, shown, summary(result), files=written)
     return EXIT_GATE_FAILED if result.refuted else EXIT_OK
 
 

@@ -23,6 +23,7 @@ from epsstar.audit.output.staging import Outputs, StagedFile, StagedFolder
 if TYPE_CHECKING:
     from epsstar.audit.output.landscape_data import Landscape
     from epsstar.audit.output.result import AuditResult
+    from epsstar.audit.training_audit.result import TrainingAuditResult
     from epsstar.statistics.json_types import JsonObject
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "JSON",
     "LANDSCAPE",
     "REPORT",
+    "TRAINING_AUDIT_REPORT",
     "Format",
     "RunFiles",
     "report_writer",
@@ -60,6 +62,12 @@ def _report(result: AuditResult, path: Path) -> None:
     render(result, path)
 
 
+def _training_audit(result: TrainingAuditResult, path: Path) -> None:
+    from epsstar.reports.training_audit import render_training_audit
+
+    render_training_audit(result, path)
+
+
 def _landscape(landscape: Landscape, path: Path) -> None:
     from epsstar.reports import render_landscape
 
@@ -74,10 +82,19 @@ LANDSCAPE: Final[Format[Landscape]] = Format(
     "landscape", "the privacy–utility landscape of many audits as HTML", _landscape
 )
 
-#: Every format a command can write, by name (a read-only view).
-FORMATS: Final[Mapping[str, Format[JsonObject] | Format[AuditResult] | Format[Landscape]]] = (
-    MappingProxyType({f.name: f for f in (JSON, REPORT, LANDSCAPE)})
+TRAINING_AUDIT_REPORT: Final[Format[TrainingAuditResult]] = Format(
+    "training-audit-report",
+    "the self-contained HTML report of an audit of a training procedure",
+    _training_audit,
 )
+
+#: Every format a command can write, by name (a read-only view).
+FORMATS: Final[
+    Mapping[
+        str,
+        Format[JsonObject] | Format[AuditResult] | Format[Landscape] | Format[TrainingAuditResult],
+    ]
+] = MappingProxyType({f.name: f for f in (JSON, REPORT, LANDSCAPE, TRAINING_AUDIT_REPORT)})
 
 
 @dataclass(frozen=True, slots=True)

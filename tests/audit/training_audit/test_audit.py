@@ -136,3 +136,25 @@ def test_a_work_folder_of_another_audit_is_refused(
         audit_training(
             StandIn(True, tmp_path / "log"), _setup(tables, runs=20, bound="gdp", work=work, seed=1)
         )
+
+
+def test_the_report_draws_the_claim_the_points_and_the_verdict(
+    tables: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from epsstar.audit.training_audit.figures import training_audit_figures
+    from epsstar.reports.training_audit import render_training_audit
+
+    result = audit_training(StandIn(True, tmp_path / "log"), _setup(tables))
+    figures = training_audit_figures(result)
+    # The claim's curve: f(0) = 1 − δ, f(1) = 0, and the memoriser's test lies below it.
+    assert figures.claimed_fnr[0] == pytest.approx(1.0 - 1e-5)
+    assert figures.claimed_fnr[-1] == 0.0
+    point = figures.points[0]
+    assert point is not None
+    assert (point.fpr, point.fnr) == (0.0, 0.0)
+    assert point.fpr_interval[0] == 0.0
+    assert 0.0 < point.fpr_interval[1] < 0.5
+    html = render_training_audit(result, tmp_path / "audit.html").read_text(encoding="utf-8")
+    assert "refuted" in html
+    assert html.count("<svg") == 2  # the trade-off chart and one histogram
+    assert "cannot be (1, 1e-05)-DP" in html
