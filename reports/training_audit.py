@@ -66,7 +66,10 @@ def _tradeoff(result: TrainingAuditResult, figures: TrainingAuditFigures) -> Mar
         height=_HEIGHT,
     )
     chart.line(
-        figures.fpr, figures.gdp_fnr, css="gdp", label=f"μ-GDP curve of the claim (μ = {figures.mu:.3g})"
+        figures.fpr,
+        figures.gdp_fnr,
+        css="gdp",
+        label=f"μ-GDP curve of the claim (μ = {figures.mu:.3g})",
     )
     chart.line(
         figures.fpr,
@@ -126,7 +129,12 @@ def training_audit_context(
         for audit, histogram in zip(result.threat_models, figures.histograms, strict=True)
     )
     return TrainingAuditContext(
-        result, result.verdict(), _tradeoff(result, figures), figures.mu, sections, result.tightness()
+        result,
+        result.verdict(),
+        _tradeoff(result, figures),
+        figures.mu,
+        sections,
+        result.tightness(),
     )
 
 
