@@ -10,8 +10,9 @@ set with the canary) over a set of experiments (here: canaries, each included or
   largest one, β_max, gives ε' = ln(β_max/(1 − β_max)) (Section 5.3, from Eq. (5)), the
   log-odds itself so that β_max = 1 in floating point stays finite;
 * the adversary wins an experiment when its belief in the truth exceeds ½; its advantage
-  Adv = 2·wins/n − 1 (Definition 5) gives ε' = sqrt(2 ln(1.25/δ))·Φ^{-1}((Adv + 1)/2)
-  (Section 5.3, from Eq. (6));
+  Adv = 2·wins/n − 1 (Definition 5) gives ε' = 2·sqrt(2 ln(1.25/δ))·Φ^{-1}((Adv + 1)/2),
+  the exact inverse of Theorem 3 (Section 5.3; the paper's Eq. (6) prints it without the
+  factor 2, which would not invert Theorem 3);
 * δ' is the share of experiments whose belief in the truth exceeds ρ_β (Section 6.2);
 * the analytical bounds of the claim (ε, δ): ρ_β = 1/(1 + e^{-ε}) (Theorem 2) and
   ρ_α = 2Φ(ε/(2 sqrt(2 ln(1.25/δ)))) − 1 (Theorem 3, the Gaussian mechanism).
