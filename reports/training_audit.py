@@ -53,6 +53,7 @@ class TrainingAuditContext:
     mu: float
     sections: tuple[ThreatModelSection, ...]
     tightness: tuple[TightnessRow, ...]
+    plotted: frozenset[str]
 
 
 def _tradeoff(result: TrainingAuditResult, figures: TrainingAuditFigures) -> Markup:
@@ -81,7 +82,7 @@ def _tradeoff(result: TrainingAuditResult, figures: TrainingAuditFigures) -> Mar
         if point is None:
             continue
         mark = _MARKS[index % len(_MARKS)]
-        chart.region(point.fpr_interval, point.fnr_interval, css="unsupported")
+        chart.region(point.fpr_interval, point.fnr_interval, css="confidence-box")
         chart.point(
             point.fpr,
             point.fnr,
@@ -135,6 +136,11 @@ def training_audit_context(
         figures.mu,
         sections,
         result.tightness(),
+        frozenset(
+            audit.threat_model.name
+            for audit, point in zip(result.threat_models, figures.points, strict=True)
+            if point is not None
+        ),
     )
 
 
