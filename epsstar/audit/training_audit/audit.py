@@ -60,13 +60,14 @@ from epsstar.audit.training_audit.threat_models import (
     ThreatModelName,
     threat_models,
 )
-from epsstar.exceptions import InvalidInputError
+from epsstar.exceptions import InsufficientDataError, InvalidInputError
 from epsstar.statistics._validation import check_confidence, check_delta, check_positive_int
 from epsstar.statistics.auditing.choose_k import choose_k
 from epsstar.statistics.auditing.feasibility import (
+    ManyRunMethod,
     check_canaries_can_refute,
-    check_runs_can_refute,
     smallest_canary_count,
+    smallest_run_count,
 )
 from epsstar.statistics.auditing.identifiability import identifiability_reading
 from epsstar.statistics.auditing.many_runs import audit_many_runs
@@ -278,6 +279,21 @@ def _settle_claim(setup: TrainingAuditSetup, stated: Claim | None, n_records: in
     return _Claim(epsilon, epsilon_from, delta, delta_from, tuple(warnings))
 
 
+def _check_runs(
+    runs: int, epsilon: float, delta: float, level: float, method: ManyRunMethod
+) -> None:
+    """Refuse --runs R whose evaluation half could not refute the claim with no error."""
+    evaluation = (runs + 1) // 2
+    needed = smallest_run_count(epsilon, delta, confidence=level, method=method)
+    if evaluation < needed:
+        raise InsufficientDataError(
+            f"--runs {runs} leaves {evaluation} evaluation runs per arm (the other half "
+            f"chooses the threshold), too few to refute epsilon = {epsilon:.6g} (delta = "
+            f"{delta:.3g}) at {level:.3g} confidence with {method} even with no error: "
+            f"use --runs {2 * needed} or more. Found {runs}."
+        )
+
+
 def _check_power(
     setup: TrainingAuditSetup,
     chosen: tuple[ThreatModel, ...],
@@ -292,9 +308,7 @@ def _check_power(
         count = canaries.count(model.canaries)
         try:
             if setup.many:
-                check_runs_can_refute(
-                    (setup.runs + 1) // 2, epsilon, delta, confidence=level, method=many_method
-                )
+                _check_runs(setup.runs, epsilon, delta, level, many_method)
             else:
                 check_canaries_can_refute(
                     count, epsilon, delta, confidence=level, method=one_run_method

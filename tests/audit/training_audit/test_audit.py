@@ -158,3 +158,12 @@ def test_the_report_draws_the_claim_the_points_and_the_verdict(
     assert "refuted" in html
     assert html.count("<svg") == 2  # the trade-off chart and one histogram
     assert "cannot be (1, 1e-05)-DP" in html
+
+
+def test_too_few_runs_are_refused_naming_the_runs_that_could_refute(
+    tables: tuple[Path, Path], tmp_path: Path
+) -> None:
+    log = tmp_path / "log"
+    with pytest.raises(InsufficientDataError, match=r"use --runs (\d+) or more\. Found 6\.$"):
+        audit_training(StandIn(True, log), _setup(tables, runs=6, bound="gdp"))
+    assert not log.exists()  # refused before any training
