@@ -34,6 +34,7 @@ class StandIn:
     remembers: bool
     log: Path
     fail_at: int | None = None
+    states: float | None = None
 
     def describe(self) -> JsonObject:
         return {"kind": "stand-in", "remembers": self.remembers}
@@ -59,7 +60,8 @@ class StandIn:
             hashes = row_hashes(read_frame(path, "canaries"), COLUMNS)
             member = np.array([h in held for h in hashes.tolist()], dtype=np.float64)
             scores[name] = 1.0 - member if self.remembers else np.zeros(hashes.size)
-        return RunScores(scores, None, {"file": None}, 0.0)
+        claim = None if self.states is None else Claim(True, self.states, 1e-5, "the stand-in")
+        return RunScores(scores, claim, {"file": None}, 0.0)
 
 
 @pytest.fixture(scope="module")
@@ -167,3 +169,17 @@ def test_too_few_runs_are_refused_naming_the_runs_that_could_refute(
     with pytest.raises(InsufficientDataError, match=r"use --runs (\d+) or more\. Found 6\.$"):
         audit_training(StandIn(True, log), _setup(tables, runs=6, bound="gdp"))
     assert not log.exists()  # refused before any training
+
+
+def test_the_claim_the_training_states_is_audited_and_a_different_one_warned_about(
+    tables: tuple[Path, Path], tmp_path: Path
+) -> None:
+    log = tmp_path / "log"
+    stated = audit_training(StandIn(True, log, states=1.5), _setup(tables, claimed_epsilon=None))
+    assert stated.claimed_epsilon == 1.5
+    assert stated.claimed_from == "the stand-in"
+    assert stated.warnings == ()
+    given = audit_training(StandIn(True, log, states=1.5), _setup(tables))
+    assert given.claimed_epsilon == 1.0
+    assert len(given.warnings) == 1
+    assert "differs from the one the training states, epsilon = 1.5" in given.warnings[0]
