@@ -21,7 +21,15 @@ from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "fixtures" / "models"
 LOSSES = ROOT / "fixtures" / "losses"
-SCHEMAS = {"audit", "epsilon", "audit-many", "demo-results", "training", "references"}
+SCHEMAS = {
+    "audit",
+    "epsilon",
+    "audit-many",
+    "audit-training",
+    "demo-results",
+    "training",
+    "references",
+}
 
 Validate = Callable[[str, Any], None]
 

@@ -30,6 +30,7 @@ from epsstar.exceptions import EpsstarError, EpsstarWarning
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "epsstar.cli.commands.audit",
     "epsstar.cli.commands.audit_many",
+    "epsstar.cli.commands.audit_training",
     "epsstar.cli.commands.landscape",
     "epsstar.cli.commands.epsilon",
     "epsstar.cli.commands.demo",

@@ -36,6 +36,7 @@ from epsstar.training.models import MLP
 __all__ = [
     "ClippedSum",
     "clip_factors",
+    "clip_rows",
     "clipped_gradient_sum",
     "clipped_gradient_sum_vmap",
     "gradient_sum",
@@ -68,6 +69,12 @@ def loss_sum(logits: torch.Tensor, labels: torch.Tensor, binary: bool) -> torch.
 def clip_factors(norms: torch.Tensor, clip: float) -> torch.Tensor:
     """c = min(1, C / ‖∇‖) elementwise (1 for a zero gradient)."""
     return (clip / norms.clamp_min(_TINY)).clamp(max=1.0)
+
+
+def clip_rows(rows: torch.Tensor, clip: float) -> torch.Tensor:
+    """Each row (one unit's flattened gradient) scaled to L2 norm at most ``clip``."""
+    factors = clip_factors(rows.norm(dim=1), clip)
+    return rows * factors.unsqueeze(1)
 
 
 def _forward_capture(

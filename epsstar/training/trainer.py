@@ -30,6 +30,7 @@ groups and the noise all come from one seeded :class:`torch.Generator`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -50,7 +51,7 @@ from epsstar.training.accounting import (
     make_accountant,
     membership_advantage,
 )
-from epsstar.training.clipping import ClippedSum, clipped_gradient_sum, gradient_sum
+from epsstar.training.clipping import ClippedSum, clip_rows, clipped_gradient_sum, gradient_sum
 from epsstar.training.data.tables import TabularData
 from epsstar.training.memory import check_fits
 from epsstar.training.models import MLP, ExportedModel, Standardiser, output_width
@@ -66,6 +67,7 @@ from epsstar.training.results import (
 
 __all__ = [
     "PrivacyPlan",
+    "StepHooks",
     "StepSettings",
     "TrainedModel",
     "TrainingConfig",
@@ -421,6 +423,56 @@ def check_population(data: TabularData, population: TabularData | None) -> None:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class StepHooks:
+    """What an audit of the trainer adds to, sees of, or (in tests) breaks in every step.
+
+    Steps are counted from 0 over the whole run. ``inject(step)`` returns the gradient canaries
+    of that step (``adversary-instantiation-nasr-2021-excerpt.txt``), rows of flattened
+    gradients in ``network.parameters()`` order, or ``None``: each row is clipped like one
+    example's gradient and added to the step's clipped sum before the noise. ``observe(step,
+    parameters, noisy_sum)`` sees the parameters the step's gradients were taken at and the
+    noisy sum Σ clip(∇) + N(0, σ²C²) (not yet divided by the normaliser), as the DP-SGD
+    analysis lets an adversary see every step. ``noise_scale(step)`` multiplies the noise's
+    standard deviation and ``clip=False`` sums unclipped gradients: test hooks that break the
+    privacy the accountant reports, so that a test or a benchmark can show that the audit of
+    a training run catches them; the command line never sets them.
+    """
+
+    inject: Callable[[int], torch.Tensor | None] | None = None
+    observe: Callable[[int, list[torch.Tensor], list[torch.Tensor]], None] | None = None
+    noise_scale: Callable[[int], float] | None = None
+    clip: bool = True
+
+
+def _hooked(
+    gradients: list[torch.Tensor],
+    params: Sequence[torch.Tensor],
+    hooks: StepHooks,
+    step: int,
+    settings: StepSettings,
+) -> list[torch.Tensor]:
+    """The step's update with the hooks' canaries added (clipped, over the normaliser), after
+    the hooks' observer has seen its noisy sum. The noise being added to the sum, adding a
+    canary to the sum before or after it gives the same update."""
+    canaries = None if hooks.inject is None else hooks.inject(step)
+    if canaries is not None and canaries.shape[0] > 0:
+        rows = canaries if settings.clip is None else clip_rows(canaries, settings.clip)
+        total = rows.sum(dim=0).to(gradients[0].dtype)
+        pieces = torch.split(total, [p.numel() for p in params])
+        gradients = [
+            g + piece.reshape(g.shape) / settings.normaliser
+            for g, piece in zip(gradients, pieces, strict=True)
+        ]
+    if hooks.observe is not None:
+        hooks.observe(
+            step,
+            [p.detach().clone() for p in params],
+            [g * settings.normaliser for g in gradients],
+        )
+    return gradients
+
+
 def _run_epoch(
     network: MLP,
     optimiser: torch.optim.Optimizer,
@@ -428,34 +480,44 @@ def _run_epoch(
     labels: torch.Tensor,
     settings: StepSettings,
     generator: torch.Generator,
+    hooks: StepHooks | None = None,
+    first_step: int = 0,
 ) -> tuple[float, int]:
     """One epoch of Poisson-sampled (noisy, clipped) SGD steps; summed loss and examples seen."""
     n = features.shape[0]
     private = settings.clip is not None
     params = list(network.parameters())
+    if hooks is not None and not hooks.clip:
+        settings = dataclasses.replace(settings, clip=None)
     loss_total, seen = 0.0, 0
-    for _ in range(settings.steps_per_epoch):
+    for index in range(settings.steps_per_epoch):
         chosen = torch.nonzero(torch.rand(n, generator=generator) < settings.sampling_rate)
         chosen = chosen.squeeze(1)
         groups = None
         if private and settings.groups_count is not None:
             groups = torch.randint(settings.groups_count, (n,), generator=generator)[chosen]
+        noise_std = settings.noise_std
+        if hooks is not None and hooks.noise_scale is not None:
+            noise_std *= hooks.noise_scale(first_step + index)
         step = noisy_gradient(
             network,
             features[chosen],
             labels[chosen],
             settings.binary,
             clip=settings.clip,
-            noise_std=settings.noise_std,
+            noise_std=noise_std,
             normaliser=settings.normaliser,
             generator=generator,
             groups=groups,
             n_groups=settings.groups_count or 0,
         )
+        gradients = step.gradients
+        if hooks is not None:
+            gradients = _hooked(gradients, params, hooks, first_step + index, settings)
         loss_total += step.loss
         seen += step.n_examples
         with torch.no_grad():
-            for param, gradient in zip(params, step.gradients, strict=True):
+            for param, gradient in zip(params, gradients, strict=True):
                 param.grad = gradient
         optimiser.step()
     return loss_total, seen
@@ -529,6 +591,29 @@ def check_memory(config: TrainingConfig, data: TabularData) -> None:
     )
 
 
+def _checked_plan(
+    data: TabularData,
+    config: TrainingConfig,
+    population: TabularData | None,
+    plan: PrivacyPlan | None,
+    hooks: StepHooks | None,
+) -> PrivacyPlan | None:
+    """The run's privacy plan (``None`` without DP-SGD), once its inputs have been checked."""
+    config.validate(data.n_records)
+    if config.private and plan is None:
+        plan = plan_privacy(config, data.n_records)
+    if not config.private:
+        plan = None
+    check_population(data, population)
+    check_memory(config, data)
+    if hooks is not None and config.private and config.clipping_groups() is not None:
+        raise InvalidInputError(
+            "the hooks of an audit need per-example clipping (a gradient canary is one "
+            f"clipping unit). Found microbatches={config.microbatches}."
+        )
+    return plan
+
+
 def train(
     data: TabularData,
     config: TrainingConfig,
@@ -536,21 +621,18 @@ def train(
     population: TabularData | None = None,
     on_epoch: Callable[[EpochStats], None] | None = None,
     plan: PrivacyPlan | None = None,
+    hooks: StepHooks | None = None,
 ) -> TrainedModel:
     """Train one model on ``data``; ``on_epoch`` is called after every epoch.
 
     ``plan`` may pass a :class:`PrivacyPlan` computed earlier by
-    :func:`plan_privacy` (the σ search is the slow part of planning).
+    :func:`plan_privacy` (the σ search is the slow part of planning). ``hooks`` let an audit
+    of the training run inject gradient canaries and observe every step (:class:`StepHooks`);
+    they need per-example clipping.
     """
     start = time.perf_counter()
     n = data.n_records
-    config.validate(n)
-    if config.private and plan is None:
-        plan = plan_privacy(config, n)
-    if not config.private:
-        plan = None
-    check_population(data, population)
-    check_memory(config, data)
+    plan = _checked_plan(data, config, population, plan, hooks)
     binary = data.n_classes == 2
     dtype = torch.float32
     generator = torch.Generator().manual_seed(config.seed)
@@ -570,7 +652,10 @@ def train(
     history: list[EpochStats] = []
     for epoch in range(config.epochs):
         epoch_start = time.perf_counter()
-        loss_total, seen = _run_epoch(network, optimiser, features, labels, settings, generator)
+        first_step = epoch * settings.steps_per_epoch
+        loss_total, seen = _run_epoch(
+            network, optimiser, features, labels, settings, generator, hooks, first_step
+        )
         spent = (
             plan.epsilon_after((epoch + 1) * settings.steps_per_epoch) if plan is not None else None
         )

@@ -44,12 +44,14 @@ def add_threads_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_training_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options shared by ``train``: optimisation and privacy settings."""
+def add_training_arguments(
+    parser: argparse.ArgumentParser, *, epochs_required: bool = True
+) -> None:
+    """Options shared by ``train`` and ``audit-training``: optimisation and privacy settings."""
     parser.add_argument(
         "--epochs",
         type=int,
-        required=True,
+        required=epochs_required,
         metavar="E",
         help="passes over the data (round(n/B) Poisson-sampled steps each)",
     )

@@ -23,6 +23,7 @@ from epsstar.audit.output.staging import Outputs, StagedFile, StagedFolder
 if TYPE_CHECKING:
     from epsstar.audit.output.landscape_data import Landscape
     from epsstar.audit.output.result import AuditResult
+    from epsstar.audit.training_audit.result import TrainingAuditResult
     from epsstar.cli.common.pipeline import GatedRun, StepSummary
     from epsstar.statistics.json_types import JsonObject
 
@@ -33,6 +34,7 @@ __all__ = [
     "LANDSCAPE",
     "REPORT",
     "STEP_SUMMARY",
+    "TRAINING_AUDIT_REPORT",
     "Format",
     "RunFiles",
     "report_writer",
@@ -63,6 +65,12 @@ def _report(result: AuditResult, path: Path) -> None:
     render(result, path)
 
 
+def _training_audit(result: TrainingAuditResult, path: Path) -> None:
+    from epsstar.reports.training_audit import render_training_audit
+
+    render_training_audit(result, path)
+
+
 def _landscape(landscape: Landscape, path: Path) -> None:
     from epsstar.reports import render_landscape
 
@@ -90,6 +98,11 @@ LANDSCAPE: Final[Format[Landscape]] = Format(
 JUNIT: Final[Format[GatedRun]] = Format(
     "junit", "JUnit XML: a test case per model, attack and slice the gate checks", _junit
 )
+TRAINING_AUDIT_REPORT: Final[Format[TrainingAuditResult]] = Format(
+    "training-audit-report",
+    "the self-contained HTML report of an audit of a training procedure",
+    _training_audit,
+)
 STEP_SUMMARY: Final[Format[StepSummary]] = Format(
     "step-summary", "GitHub's job summary: what it held, then the gate's markdown", _step_summary
 )
@@ -102,9 +115,12 @@ FORMATS: Final[
         | Format[AuditResult]
         | Format[Landscape]
         | Format[GatedRun]
-        | Format[StepSummary],
+        | Format[StepSummary]
+        | Format[TrainingAuditResult],
     ]
-] = MappingProxyType({f.name: f for f in (JSON, REPORT, LANDSCAPE, JUNIT, STEP_SUMMARY)})
+] = MappingProxyType(
+    {f.name: f for f in (JSON, REPORT, LANDSCAPE, JUNIT, STEP_SUMMARY, TRAINING_AUDIT_REPORT)}
+)
 
 
 @dataclass(frozen=True, slots=True)

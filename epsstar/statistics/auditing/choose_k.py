@@ -13,6 +13,11 @@ best, which voids the confidence. So k is chosen from m and the claimed (ε, δ)
 * Compute the bound that v(k) would give, and keep the k that maximises it (the smallest
   such k on ties): the k with which an audit comes closest to refuting the claim when the
   trainer is at the claim, hence the most power against a trainer that leaks more.
+* When no k is expected to give a bound above 0 at the claim (few canaries for the claim and
+  the confidence: every k ties at 0, and the smallest, k = 1, could never refute anything),
+  the search is made again against the Gaussian trainer with μ doubled, up to
+  :data:`_DOUBLINGS` times, until some k is: the k with most power against a trainer that
+  leaks 2, 4, ... times the claim's μ. Still m and the claim alone.
 
 Candidate k are every k ≤ m/2 when m ≤ 512, else 128 values spaced geometrically from 1 to
 m/2. With every guess equally good (randomized response) the rule would be k = m/2; the
@@ -42,15 +47,18 @@ __all__ = ["ChosenK", "choose_k", "expected_precision"]
 
 _ALL_K_UP_TO = 256
 _GRID_SIZE = 128
+#: Times μ is doubled, at most, when no k is expected to give a bound above 0 at the claim.
+_DOUBLINGS = 6
 
 
 @dataclass(frozen=True, slots=True)
 class ChosenK:
     """The k chosen for ``canaries`` and the claim, and what it is expected to give there.
 
-    ``expected_correct`` of the ``2k`` guesses are expected right for a trainer exactly at
-    the claim (Gaussian model), which would give the bound ``expected_epsilon_lower``
-    (``method``'s bound, in ε at ``delta``).
+    ``expected_correct`` of the ``2k`` guesses are expected right for a Gaussian trainer
+    with ``mu`` — the claim's μ, or a multiple of it when no k is expected to give a bound
+    above 0 at the claim (see the module) — which would give the bound
+    ``expected_epsilon_lower`` (``method``'s bound, in ε at ``delta``).
     """
 
     k: int
@@ -61,6 +69,7 @@ class ChosenK:
     method: str
     expected_correct: int
     expected_epsilon_lower: float
+    mu: float
 
     def to_dict(self) -> JsonObject:
         """The fields as a plain ``dict`` (for JSON)."""
@@ -105,6 +114,20 @@ def _expected_bound(
     return gdp_epsilon(delta, one_run_mu_lower_bound(m, 2 * k, correct, confidence=level))
 
 
+def _best_k(
+    method: OneRunMethod, m: int, mu: float, delta: float, level: float
+) -> tuple[float, int, int]:
+    """(expected bound, k, expected right guesses) of the k that maximises the bound expected
+    for a Gaussian trainer with ``mu`` (the smallest such k on ties)."""
+    best: tuple[float, int, int] = (-1.0, 0, 0)
+    for k in _candidates(m // 2):
+        correct = min(2 * k, round(2 * k * expected_precision(m, k, mu)))
+        bound = _expected_bound(method, m, k, correct, delta, level)
+        if bound > best[0]:
+            best = (bound, k, correct)
+    return best
+
+
 def choose_k(
     canaries: int,
     claimed_epsilon: float,
@@ -126,13 +149,11 @@ def choose_k(
         allowed = ", ".join(repr(name) for name in ONE_RUN_METHODS)
         raise InvalidInputError(f"method must be one of {allowed}. Found {method!r}.")
     mu = claimed_mu(eps, d)
-    best: tuple[float, int, int] = (-1.0, 0, 0)
-    for k in _candidates(m // 2):
-        correct = min(2 * k, round(2 * k * expected_precision(m, k, mu)))
-        bound = _expected_bound(method, m, k, correct, d, level)
-        if bound > best[0]:
-            best = (bound, k, correct)
-    bound, k, correct = best
+    for _ in range(_DOUBLINGS + 1):
+        bound, k, correct = _best_k(method, m, mu, d, level)
+        if bound > 0.0:
+            break
+        mu *= 2.0
     return ChosenK(
         k=k,
         canaries=m,
@@ -142,4 +163,5 @@ def choose_k(
         method=method,
         expected_correct=correct,
         expected_epsilon_lower=bound,
+        mu=mu,
     )

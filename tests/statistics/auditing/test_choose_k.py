@@ -92,7 +92,12 @@ def test_expected_bound_stays_below_the_claim(method: str, canaries: int, epsilo
     # not refute the claim (a bound above it would mean an invalid bound or model).
     chosen = choose_k(canaries, epsilon, 1e-5, method=method)
     assert 1 <= chosen.k <= canaries // 2
-    assert 0.0 <= chosen.expected_epsilon_lower < epsilon
+    at_claim = claimed_mu(epsilon, 1e-5)
+    if chosen.mu == at_claim:
+        assert 0.0 <= chosen.expected_epsilon_lower < epsilon
+    else:  # no k had power at the claim: chosen against a trainer with μ doubled
+        assert chosen.mu / at_claim in {2.0**j for j in range(1, 7)}
+        assert chosen.expected_epsilon_lower > 0.0
     assert chosen.expected_correct <= 2 * chosen.k
     assert chosen.to_dict()["method"] == method
 
@@ -120,3 +125,13 @@ def test_bad_choice_input_is_refused() -> None:
         expected_precision(10, 6, 1.0)
     with pytest.raises(InvalidInputError, match=r"claimed_epsilon must be in \[0, inf\)"):
         claimed_mu(math.inf, 1e-5)
+
+
+def test_with_no_power_at_the_claim_k_is_chosen_for_a_leakier_trainer() -> None:
+    # 200 canaries at confidence 0.99 cannot expect a bound above 0 from a trainer at ε = 1:
+    # every k ties at 0 and k = 1 (two guesses) could never refute anything. μ is doubled
+    # until some k expects a bound above 0; that k has power against the leakier trainer.
+    chosen = choose_k(200, 1.0, 3.4e-4, confidence=0.99)
+    assert chosen.mu == 2.0 * claimed_mu(1.0, 3.4e-4)
+    assert chosen.k > 10
+    assert chosen.expected_epsilon_lower > 0.0

@@ -1,0 +1,573 @@
+"""The audit of a training procedure, composed: canaries, runs, claim, bounds, verdict.
+
+:func:`audit_training` draws the canaries (:mod:`.canaries`), plans the runs (:mod:`.runs`),
+refuses an audit that could not refute the claim even with every guess right
+(:func:`~epsstar.statistics.auditing.feasibility.check_canaries_can_refute`, before training
+when the claim is known by then), runs the procedure, settles the claim — the one given, else
+the one the runs state (the accountant's ε for epsstar's trainer, the saved model's
+``epsstar.privacy`` for ``epsstar train``), with a warning when they differ — and bounds ε per
+threat model:
+
+* one run: k chosen from the number of canaries and the claim alone
+  (:func:`~epsstar.statistics.auditing.choose_k.choose_k`), the k₊ = k₋ = k guesses, the
+  (ε, δ) and μ-GDP bounds (:func:`~epsstar.statistics.auditing.one_run.audit_one_run`);
+* many runs: the threshold chosen on half of the runs, its errors counted on the other half,
+  the four bounds (:func:`~epsstar.statistics.auditing.many_runs.audit_many_runs`);
+* the DI adversary's readings (:mod:`epsstar.statistics.auditing.identifiability`) for ``di``.
+
+Every bound is taken at confidence 1 − (1 − c)/K for K threat models (:mod:`.result`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from epsstar.audit.data.files import FileDigest
+from epsstar.audit.training_audit.canaries import (
+    CanaryRecords,
+    crafted_canaries,
+    inclusion,
+    population_canaries,
+)
+from epsstar.audit.training_audit.frames import check_columns, read_frame, write_frame
+from epsstar.audit.training_audit.procedure import Claim, Procedure, RunScores
+from epsstar.audit.training_audit.result import (
+    BOUNDS,
+    BoundName,
+    RunRecord,
+    ThreatModelAudit,
+    TrainingAuditResult,
+)
+from epsstar.audit.training_audit.runs import (
+    RunInputs,
+    RunPlan,
+    RunProgress,
+    derived_seed,
+    execute,
+)
+from epsstar.audit.training_audit.store import RunStore, work_folder
+from epsstar.audit.training_audit.threat_models import (
+    CanaryKind,
+    ThreatModel,
+    ThreatModelName,
+    threat_models,
+)
+from epsstar.exceptions import InsufficientDataError, InvalidInputError
+from epsstar.statistics._validation import check_confidence, check_delta, check_positive_int
+from epsstar.statistics.auditing.choose_k import choose_k
+from epsstar.statistics.auditing.feasibility import (
+    ManyRunMethod,
+    check_canaries_can_refute,
+    smallest_canary_count,
+    smallest_run_count,
+)
+from epsstar.statistics.auditing.identifiability import identifiability_reading
+from epsstar.statistics.auditing.many_runs import audit_many_runs
+from epsstar.statistics.auditing.one_run import audit_one_run
+from epsstar.statistics.bounds.from_counts import bonferroni_confidence
+from epsstar.statistics.json_types import JsonObject
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.engines.dask_engine import Engine
+
+__all__ = ["TrainingAuditSetup", "audit_training"]
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingAuditSetup:
+    """What to audit: the data, the canaries per kind, one run or ``runs`` runs with and
+    ``runs`` without the canary, the threat models, the claim (``None``: the runs' own), the
+    confidence, which bound decides, the seed, and the ``work`` folder to resume from."""
+
+    train: Path
+    population: Path
+    label_column: str
+    features: tuple[str, ...] | None = None
+    canaries: int = 1000
+    runs: int = 1
+    threat_models: tuple[ThreatModelName, ...] = ("input",)
+    claimed_epsilon: float | None = None
+    delta: float | None = None
+    confidence: float = 0.95
+    bound: BoundName = "epsilon-delta"
+    seed: int = 0
+    work: Path | None = None
+
+    @property
+    def many(self) -> bool:
+        return self.runs > 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Canaries:
+    """The canaries of each kind the audit uses, and their tables' paths."""
+
+    records: dict[CanaryKind, CanaryRecords]
+    gradient: int
+
+    def count(self, kind: CanaryKind) -> int:
+        return self.gradient if kind == "gradient" else self.records[kind].count
+
+
+def _check_setup(procedure: Procedure, setup: TrainingAuditSetup) -> tuple[ThreatModel, ...]:
+    check_positive_int("--canaries", setup.canaries, minimum=1)
+    check_positive_int("--runs", setup.runs, minimum=1)
+    check_confidence(setup.confidence)
+    if setup.runs == 2 or setup.runs == 3:
+        raise InvalidInputError(
+            "--runs must be 1 (one run with every canary) or at least 4 (runs with and "
+            f"without the canary, half of them to choose the threshold). Found {setup.runs}."
+        )
+    if setup.bound not in BOUNDS:
+        raise InvalidInputError(
+            f"--bound must be one of {', '.join(BOUNDS)}. Found {setup.bound!r}."
+        )
+    chosen = threat_models(list(setup.threat_models))
+    served = procedure.serves()
+    for model in chosen:
+        if model.name not in served:
+            raise InvalidInputError(
+                f"--threat-model {model.name} sees inside the training: it needs epsstar's own "
+                f"trainer (a command is audited through the model it saves: "
+                f"{', '.join(served)}). Found {model.name!r}."
+            )
+    if setup.claimed_epsilon is not None and not (
+        math.isfinite(setup.claimed_epsilon) and setup.claimed_epsilon > 0
+    ):
+        raise InvalidInputError(
+            f"--claimed-epsilon must be a positive number. Found {setup.claimed_epsilon}."
+        )
+    if setup.delta is not None:
+        check_delta(setup.delta)
+    return chosen
+
+
+def _draw_canaries(
+    setup: TrainingAuditSetup,
+    chosen: tuple[ThreatModel, ...],
+    frames: tuple[pd.DataFrame, pd.DataFrame],
+    capacity: int,
+) -> _Canaries:
+    train, population = frames
+    kinds = {model.canaries for model in chosen}
+    count = 1 if setup.many else setup.canaries
+    records: dict[CanaryKind, CanaryRecords] = {}
+    draw = {"population": population_canaries, "crafted": crafted_canaries}
+    pairs: tuple[CanaryKind, ...] = ("population", "crafted")
+    for kind in pairs:
+        if kind in kinds:
+            records[kind] = draw[kind](
+                population,
+                train,
+                count,
+                label_column=setup.label_column,
+                features=setup.features,
+                seed=derived_seed(setup.seed, kind),
+            )
+    gradient = min(count, capacity) if "gradient" in kinds else 0
+    return _Canaries(records, gradient)
+
+
+def _plans(setup: TrainingAuditSetup, canaries: _Canaries) -> list[RunPlan]:
+    kinds: list[CanaryKind] = list(canaries.records)
+    if canaries.gradient:
+        kinds.append("gradient")
+    if not setup.many:
+        included = {
+            kind: tuple(
+                bool(b)
+                for b in inclusion(
+                    canaries.count(kind), derived_seed(setup.seed, f"inclusion-{kind}")
+                )
+            )
+            for kind in kinds
+        }
+        return [RunPlan(0, derived_seed(setup.seed, "runs"), "one", included)]
+    arms = np.random.default_rng(derived_seed(setup.seed, "arms")).permutation(
+        np.repeat([True, False], setup.runs)
+    )
+    return [
+        RunPlan(
+            index,
+            derived_seed(setup.seed, "runs", index),
+            "with" if bool(arm) else "without",
+            {kind: (bool(arm),) * canaries.count(kind) for kind in kinds},
+        )
+        for index, arm in enumerate(arms)
+    ]
+
+
+def _settings(
+    procedure: Procedure, setup: TrainingAuditSetup, digests: tuple[FileDigest, ...]
+) -> JsonObject:
+    """What decides the runs (the resume fingerprint of :mod:`.store`)."""
+    return {
+        "procedure": procedure.describe(),
+        "data": [digest.sha256 for digest in digests],
+        "label_column": setup.label_column,
+        "features": None if setup.features is None else list(setup.features),
+        "canaries": setup.canaries,
+        "runs": setup.runs,
+        "threat_models": list(setup.threat_models),
+        "seed": setup.seed,
+    }
+
+
+def _canary_tables(canaries: _Canaries, folder: Path, suffix: str) -> dict[CanaryKind, Path]:
+    return {
+        kind: write_frame(records.frame, folder / f"canaries-{kind}{suffix}")
+        for kind, records in canaries.records.items()
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    epsilon: float
+    epsilon_from: str
+    delta: float
+    delta_from: str
+    warnings: tuple[str, ...]
+
+
+def _stated(runs: list[RunScores]) -> Claim | None:
+    """The runs' own claim: the largest ε any run states, with its δ."""
+    claims = [r.claim for r in runs if r.claim is not None]
+    if not claims:
+        return None
+    if not all(c.private for c in claims):
+        return next(c for c in claims if not c.private)
+    return max(claims, key=lambda c: c.epsilon if c.epsilon is not None else -1.0)
+
+
+def _settle_claim(setup: TrainingAuditSetup, stated: Claim | None, n_records: int) -> _Claim:
+    warnings: list[str] = []
+    if setup.claimed_epsilon is not None:
+        epsilon, epsilon_from = float(setup.claimed_epsilon), "--claimed-epsilon"
+        if stated is not None and stated.private and stated.epsilon is not None:
+            said = stated.epsilon
+            if not math.isclose(said, epsilon, rel_tol=1e-6):
+                warnings.append(
+                    f"the claim audited, epsilon = {epsilon:g} (--claimed-epsilon), differs "
+                    f"from the one the training states, epsilon = {said:.6g} ({stated.source})"
+                )
+    elif stated is None:
+        raise InvalidInputError(
+            "no claim to audit: give --claimed-epsilon (the training run states no epsilon). "
+            "Found none."
+        )
+    elif not stated.private or stated.epsilon is None:
+        raise InvalidInputError(
+            f"the training run states that it is not differentially private ({stated.source}): "
+            "there is no claim to refute; give --claimed-epsilon to test one. Found no epsilon."
+        )
+    else:
+        epsilon, epsilon_from = stated.epsilon, stated.source
+    if setup.delta is not None:
+        delta, delta_from = float(setup.delta), "--delta"
+    elif stated is not None and stated.private and stated.delta:
+        delta, delta_from = stated.delta, stated.source
+    else:
+        delta, delta_from = 1.0 / (n_records * math.log(n_records)), "1/(n ln n)"
+    return _Claim(epsilon, epsilon_from, delta, delta_from, tuple(warnings))
+
+
+def _check_runs(
+    runs: int, epsilon: float, delta: float, level: float, method: ManyRunMethod
+) -> None:
+    """Refuse --runs R whose evaluation half could not refute the claim with no error."""
+    evaluation = (runs + 1) // 2
+    needed = smallest_run_count(epsilon, delta, confidence=level, method=method)
+    if evaluation < needed:
+        raise InsufficientDataError(
+            f"--runs {runs} leaves {evaluation} evaluation runs per arm (the other half "
+            f"chooses the threshold), too few to refute epsilon = {epsilon:.6g} (delta = "
+            f"{delta:.3g}) at {level:.3g} confidence with {method} even with no error: "
+            f"use --runs {2 * needed} or more. Found {runs}."
+        )
+
+
+def _check_power(
+    setup: TrainingAuditSetup,
+    chosen: tuple[ThreatModel, ...],
+    canaries: _Canaries,
+    claim: tuple[float, float],
+    level: float,
+) -> None:
+    """Refuse an audit that cannot refute the claim even with every guess right."""
+    epsilon, delta = claim
+    one_run_method, many_method = BOUNDS[setup.bound]
+    for model in chosen:
+        count = canaries.count(model.canaries)
+        try:
+            if setup.many:
+                _check_runs(setup.runs, epsilon, delta, level, many_method)
+            else:
+                check_canaries_can_refute(
+                    count, epsilon, delta, confidence=level, method=one_run_method
+                )
+        except InvalidInputError as error:
+            raise type(error)(f"threat model {model.name}: {error}") from None
+
+
+def _guesses(scores: np.ndarray, k: int, direction: str) -> np.ndarray:
+    """+1 for the k most member-like canaries, −1 for the k least, 0 for the rest (the rule of
+    :func:`~epsstar.statistics.auditing.guesses.count_correct_guesses`, stable order)."""
+    member_like = -scores if direction == "members_lower" else scores
+    order = np.argsort(-member_like, kind="stable")
+    guesses = np.zeros(scores.size, dtype=np.int8)
+    guesses[order[:k]] = 1
+    guesses[order[scores.size - k :]] = -1
+    return guesses
+
+
+def _one_run(
+    model: ThreatModel,
+    scores: np.ndarray,
+    included: np.ndarray,
+    claim: _Claim,
+    setup: TrainingAuditSetup,
+    level: float,
+) -> ThreatModelAudit:
+    method = BOUNDS[setup.bound][0]
+    chosen = choose_k(scores.size, claim.epsilon, claim.delta, confidence=level, method=method)
+    k = min(chosen.k, scores.size // 2)
+    bounds = audit_one_run(
+        scores,
+        included,
+        k_plus=k,
+        k_minus=k,
+        direction=model.direction,
+        delta=claim.delta,
+        confidence=level,
+    )
+    deciding = bounds.epsilon_lower if setup.bound == "epsilon-delta" else bounds.epsilon_lower_gdp
+    value = 0.0 if deciding is None else deciding
+    return ThreatModelAudit(
+        threat_model=model,
+        canaries=scores.size,
+        scores=scores,
+        included=included,
+        method=method,
+        epsilon_lower_bound=value,
+        epsilon_lower_gdp=bounds.epsilon_lower_gdp,
+        refutes=value > claim.epsilon,
+        guesses=_guesses(scores, k, model.direction),
+        chosen_k=chosen,
+        one_run=bounds,
+    )
+
+
+def _many_runs(
+    model: ThreatModel,
+    scores: np.ndarray,
+    included: np.ndarray,
+    claim: _Claim,
+    setup: TrainingAuditSetup,
+    level: float,
+) -> ThreatModelAudit:
+    method = BOUNDS[setup.bound][1]
+    bounds = audit_many_runs(
+        scores[included],
+        scores[~included],
+        delta=claim.delta,
+        confidence=level,
+        seed=derived_seed(setup.seed, "split"),
+    )
+    deciding = (
+        bounds.epsilon_clopper_pearson if setup.bound == "epsilon-delta" else bounds.epsilon_gdp
+    )
+    value = 0.0 if deciding is None else deciding
+    return ThreatModelAudit(
+        threat_model=model,
+        canaries=1,
+        scores=scores,
+        included=included,
+        method=method,
+        epsilon_lower_bound=value,
+        epsilon_lower_gdp=bounds.epsilon_gdp,
+        refutes=value > claim.epsilon,
+        many_runs=bounds,
+    )
+
+
+def _audited(
+    model: ThreatModel,
+    plans: list[RunPlan],
+    runs: dict[int, RunScores],
+    claim: _Claim,
+    setup: TrainingAuditSetup,
+    level: float,
+) -> ThreatModelAudit:
+    """One threat model's scores gathered over the runs, bounded."""
+    if setup.many:
+        scores = np.array([runs[p.index].scores[model.name][0] for p in plans], dtype=np.float64)
+        included = np.array([p.arm == "with" for p in plans], dtype=bool)
+        audited = _many_runs(model, scores, included, claim, setup, level)
+    else:
+        plan = plans[0]
+        scores = np.asarray(runs[plan.index].scores[model.name], dtype=np.float64)
+        included = np.asarray(plan.included[model.canaries], dtype=bool)
+        if scores.size != included.size:
+            raise InvalidInputError(
+                f"the procedure must score every {model.canaries} canary under threat model "
+                f"{model.name} ({included.size}). Found {scores.size} scores."
+            )
+        audited = _one_run(model, scores, included, claim, setup, level)
+    if model.name != "di":
+        return audited
+    from dataclasses import replace
+
+    reading = identifiability_reading(
+        scores, included, claimed_epsilon=claim.epsilon, delta=claim.delta
+    )
+    return replace(audited, identifiability=reading)
+
+
+def _smallest(setup: TrainingAuditSetup, claim: _Claim, level: float) -> JsonObject:
+    """The fewest canaries that could refute the claim with each one-run bound."""
+    smallest: JsonObject = {}
+    for bound, (method, _) in BOUNDS.items():
+        try:
+            smallest[bound] = smallest_canary_count(
+                claim.epsilon,
+                claim.delta,
+                confidence=level,
+                method=method,
+            )
+        except InvalidInputError:
+            smallest[bound] = None
+    return smallest
+
+
+def audit_training(
+    procedure: Procedure,
+    setup: TrainingAuditSetup,
+    *,
+    jobs: int = 1,
+    engine: Engine | None = None,
+    on_progress: Callable[[RunProgress], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
+    initializer: Callable[[], None] | None = None,
+) -> TrainingAuditResult:
+    """Audit ``procedure`` as ``setup`` says (see the module)."""
+    start = time.perf_counter()
+    say = on_phase or (lambda _: None)
+    chosen = _check_setup(procedure, setup)
+    frames = (read_frame(setup.train, "--train"), read_frame(setup.population, "--population"))
+    for frame, option in zip(frames, ("--train", "--population"), strict=True):
+        check_columns(frame, option, setup.label_column, setup.features)
+    digests = (FileDigest.of(setup.train), FileDigest.of(setup.population))
+    say("drawing the canaries")
+    canaries = _draw_canaries(setup, chosen, frames, procedure.gradient_capacity())
+    plans = _plans(setup, canaries)
+    level = bonferroni_confidence(setup.confidence, len(chosen))
+    n_first = len(frames[0]) + sum(
+        sum(plans[0].included.get(kind, ())) for kind in canaries.records
+    )
+    early = _early_claim(setup, procedure.claim(n_first), n_first)
+    if early is not None:
+        _check_power(setup, chosen, canaries, (early.epsilon, early.delta), level)
+    store = RunStore.open(setup.work, _settings(procedure, setup, digests))
+    with work_folder(setup.work) as folder:
+        inputs = RunInputs(
+            setup.train,
+            _canary_tables(canaries, folder, setup.train.suffix.lower()),
+            tuple(model.name for model in chosen),
+        )
+        say(f"training: {len(plans)} run{'s' if len(plans) > 1 else ''}")
+        runs = execute(
+            procedure,
+            plans,
+            inputs,
+            store,
+            jobs=jobs,
+            engine=engine,
+            on_progress=on_progress,
+            initializer=initializer,
+        )
+    ordered = [runs[plan.index] for plan in plans]
+    claim = _settle_claim(setup, _stated(ordered), n_first)
+    if early is None:
+        _check_power(setup, chosen, canaries, (claim.epsilon, claim.delta), level)
+    say("bounding epsilon")
+    audits = tuple(_audited(model, plans, runs, claim, setup, level) for model in chosen)
+    warnings = _warnings(claim, canaries, setup)
+    return TrainingAuditResult(
+        procedure=procedure.describe(),
+        design="many-runs" if setup.many else "one-run",
+        claimed_epsilon=claim.epsilon,
+        claimed_from=claim.epsilon_from,
+        delta=claim.delta,
+        delta_from=claim.delta_from,
+        confidence=setup.confidence,
+        confidence_each=level,
+        bound=setup.bound,
+        canaries=1 if setup.many else setup.canaries,
+        runs=len(plans),
+        threat_models=audits,
+        run_records=_run_records(plans, runs),
+        seed=setup.seed,
+        seeds=_seeds(setup),
+        data=digests,
+        canaries_left_out=max((r.left_out for r in canaries.records.values()), default=0),
+        smallest_canaries=_smallest(setup, claim, level),
+        warnings=warnings,
+        seconds=time.perf_counter() - start,
+        epsstar_version=_version(),
+    )
+
+
+def _run_records(plans: list[RunPlan], runs: dict[int, RunScores]) -> tuple[RunRecord, ...]:
+    return tuple(
+        RunRecord(
+            p.index, p.seed, p.arm, runs[p.index].seconds, runs[p.index].model, runs[p.index].claim
+        )
+        for p in plans
+    )
+
+
+def _warnings(claim: _Claim, canaries: _Canaries, setup: TrainingAuditSetup) -> tuple[str, ...]:
+    warnings = list(claim.warnings)
+    if canaries.gradient and canaries.gradient < (1 if setup.many else setup.canaries):
+        warnings.append(
+            f"the model has room for {canaries.gradient} gradient canaries (one per parameter), "
+            f"fewer than --canaries {setup.canaries}"
+        )
+    return tuple(warnings)
+
+
+def _early_claim(setup: TrainingAuditSetup, stated: Claim | None, n_records: int) -> _Claim | None:
+    """The claim when it is known before training (given, or the procedure's own)."""
+    if setup.claimed_epsilon is None and (stated is None or not stated.private):
+        return None
+    return _settle_claim(setup, stated, n_records)
+
+
+def _seeds(setup: TrainingAuditSetup) -> JsonObject:
+    """Every seed drawn from the audit's seed, by purpose (the runs' are in ``training_runs``)."""
+    return {
+        purpose: derived_seed(setup.seed, purpose)
+        for purpose in (
+            "population",
+            "crafted",
+            "inclusion-population",
+            "inclusion-crafted",
+            "inclusion-gradient",
+            "arms",
+            "split",
+        )
+    }
+
+
+def _version() -> str:
+    import epsstar
+
+    return str(getattr(epsstar, "__version__", "unknown"))

@@ -1,0 +1,170 @@
+"""Canary records: drawn from the population, or crafted out of its distribution with flipped
+labels; and which of them a run includes.
+
+* Population canaries (the ``input`` and ``di`` threat models) are population records: they
+  come from the training data's distribution, so a trainer that leaks them leaks ordinary
+  records. A record that is also in ``--train``, or that repeats an earlier population record,
+  cannot serve (it would be a member, or two canaries, whatever the inclusion bits say); they
+  are left out and counted.
+* Crafted canaries (the ``crafted`` threat model) are population records pushed out of the
+  data's distribution, with a wrong label: every numeric feature column is set to
+  median ± (4 + 2u)·sd of the training column (u uniform in [0, 1), the sign at random; whole
+  numbers for integer columns), and the label is another class, drawn uniformly. A model fits
+  such a record only by memorising it (the adversary's crafted inputs of
+  ``adversary-instantiation-nasr-2021-excerpt.txt`` §IV, made from the data alone, without a
+  model).
+* Inclusion: each canary is included in a run's training table independently with probability
+  ½ (Steinke et al. 2023), from its own seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from epsstar.audit.training_audit.frames import row_hashes
+from epsstar.exceptions import InvalidInputError
+
+__all__ = ["CanaryRecords", "crafted_canaries", "inclusion", "population_canaries"]
+
+#: How far crafted values lie from the training column's median, in its standard deviations:
+#: at least this, and up to this plus :data:`_CRAFTED_SPREAD`.
+_CRAFTED_DISTANCE = 4.0
+_CRAFTED_SPREAD = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class CanaryRecords:
+    """``frame`` holds the canaries (the training table's columns), ``sources`` the population
+    row each comes from; ``left_out`` population records could not serve (in ``--train``, or
+    repeated)."""
+
+    kind: Literal["population", "crafted"]
+    frame: pd.DataFrame = field(repr=False)
+    sources: NDArray[np.int64] = field(repr=False)
+    left_out: int
+
+    @property
+    def count(self) -> int:
+        return len(self.frame)
+
+
+def _seen_columns(
+    train: pd.DataFrame, label_column: str, features: Sequence[str] | None
+) -> list[str]:
+    """The columns a model may read: the features named (or all columns) and the label."""
+    if features is None:
+        return [str(name) for name in train.columns]
+    return [*features, label_column]
+
+
+def _eligible(
+    population: pd.DataFrame, train: pd.DataFrame, columns: list[str]
+) -> NDArray[np.int64]:
+    """Population rows not in ``train`` and not repeating an earlier population row."""
+    in_train = np.isin(row_hashes(population, columns), row_hashes(train, columns))
+    _, first = np.unique(row_hashes(population, columns), return_index=True)
+    unique = np.zeros(len(population), dtype=bool)
+    unique[first] = True
+    return np.flatnonzero(unique & ~in_train).astype(np.int64)
+
+
+def population_canaries(
+    population: pd.DataFrame,
+    train: pd.DataFrame,
+    count: int,
+    *,
+    label_column: str,
+    features: Sequence[str] | None,
+    seed: int,
+) -> CanaryRecords:
+    """``count`` population records drawn at random (``seed``) among those that can serve."""
+    columns = _seen_columns(train, label_column, features)
+    eligible = _eligible(population, train, columns)
+    left_out = len(population) - eligible.size
+    if eligible.size < count:
+        raise InvalidInputError(
+            f"--population holds {eligible.size} records that can serve as canaries "
+            f"({left_out} are also in --train or repeat another); --canaries asks for "
+            f"{count}. Found {eligible.size}."
+        )
+    chosen = np.sort(np.random.default_rng(seed).choice(eligible, size=count, replace=False))
+    frame = population.iloc[chosen][list(train.columns)].reset_index(drop=True)
+    return CanaryRecords("population", frame, chosen, left_out)
+
+
+def _numeric_features(
+    train: pd.DataFrame, label_column: str, features: Sequence[str] | None
+) -> list[str]:
+    names = list(features) if features is not None else list(train.columns)
+    return [str(name) for name in names if name != label_column and train[name].dtype.kind in "iuf"]
+
+
+def _pushed_out(
+    column: pd.Series, reference: pd.Series, rng: np.random.Generator
+) -> NDArray[np.float64]:
+    """Values far outside ``reference``'s distribution (see the module)."""
+    values = reference.to_numpy(dtype=np.float64)
+    centre = float(np.nanmedian(values))
+    spread = float(np.nanstd(values))
+    if not np.isfinite(spread) or spread <= 0.0:
+        spread = 1.0
+    sign = rng.choice(np.array([-1.0, 1.0]), size=len(column))
+    distance = _CRAFTED_DISTANCE + _CRAFTED_SPREAD * rng.random(len(column))
+    pushed = centre + sign * distance * spread
+    return np.round(pushed) if reference.dtype.kind in "iu" else pushed
+
+
+def _flipped(
+    labels: pd.Series, classes: NDArray[np.object_], rng: np.random.Generator
+) -> list[object]:
+    """Each label replaced by another of ``classes``, drawn uniformly."""
+    flipped: list[object] = []
+    for label in labels.to_numpy(dtype=object):
+        others = [value for value in classes if value != label]
+        flipped.append(others[int(rng.integers(len(others)))])
+    return flipped
+
+
+def crafted_canaries(
+    population: pd.DataFrame,
+    train: pd.DataFrame,
+    count: int,
+    *,
+    label_column: str,
+    features: Sequence[str] | None,
+    seed: int,
+) -> CanaryRecords:
+    """``count`` crafted canaries made from population records drawn with ``seed`` (module)."""
+    numeric = _numeric_features(train, label_column, features)
+    if not numeric:
+        raise InvalidInputError(
+            "crafted canaries need a numeric feature column to push out of the data's "
+            "distribution. Found none."
+        )
+    classes = np.asarray(pd.unique(train[label_column].dropna()), dtype=object)
+    if len(classes) < 2:
+        raise InvalidInputError(
+            f"crafted canaries need two classes in --train's label column to flip a label. "
+            f"Found {len(classes)}."
+        )
+    rng = np.random.default_rng(seed)
+    sources = np.sort(rng.choice(len(population), size=count, replace=count > len(population)))
+    frame = population.iloc[sources][list(train.columns)].reset_index(drop=True).copy()
+    for name in numeric:
+        pushed = _pushed_out(frame[name], train[name], rng)
+        frame[name] = pd.Series(pushed, index=frame.index).astype(train[name].dtype)
+    frame[label_column] = pd.Series(
+        _flipped(frame[label_column], classes, rng), dtype=train[label_column].dtype
+    )
+    return CanaryRecords("crafted", frame, sources.astype(np.int64), 0)
+
+
+def inclusion(count: int, seed: int) -> NDArray[np.bool_]:
+    """Whether each of ``count`` canaries is in a run: independent fair coins from ``seed``."""
+    return np.random.default_rng(seed).random(count) < 0.5

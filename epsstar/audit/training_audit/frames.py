@@ -1,0 +1,93 @@
+"""The tables of an audit of a training procedure, whole in memory: read, checked, combined with
+the included canaries and written for a run.
+
+The procedure under audit trains on a table of the same format and columns as ``--train`` (CSV
+or Parquet): the training rows and the canaries included in the run, shuffled with the run's
+seed so that no row's position says whether it is a canary. Rows are compared by a hash of the
+columns the model may see (:func:`row_hashes`): a population record that is also a training
+record, or that occurs twice, cannot serve as a canary (it would be trained on whatever its
+inclusion bit says).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from epsstar.audit.data.tables import read_schema
+from epsstar.exceptions import InputFileError, InvalidInputError
+
+__all__ = ["TABLE_FORMATS", "check_columns", "combine", "read_frame", "row_hashes", "write_frame"]
+
+#: The table formats a procedure is handed, by suffix.
+TABLE_FORMATS: Final = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
+
+def read_frame(path: str | os.PathLike[str], option: str) -> pd.DataFrame:
+    """The table at ``path`` (CSV or Parquet), whole; ``option`` names it in errors."""
+    file = Path(path)
+    kind = TABLE_FORMATS.get(file.suffix.lower())
+    if kind is None:
+        allowed = ", ".join(TABLE_FORMATS)
+        raise InputFileError(
+            f"{option}: the table must be CSV or Parquet (ending in {allowed}), the format the "
+            f"procedure under audit is handed. Found {str(file)!r}."
+        )
+    try:
+        read_schema(file)
+    except InputFileError as error:
+        raise InputFileError(f"{option}: {error}") from None
+    try:
+        frame = pd.read_csv(file) if kind == "csv" else pd.read_parquet(file)
+    except (OSError, ValueError, pd.errors.ParserError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise InputFileError(f"{option}: cannot read {str(file)!r}: {reason}.") from None
+    if frame.empty:
+        raise InputFileError(f"{option}: the table has no rows. Found {str(file)!r}.")
+    return frame
+
+
+def check_columns(
+    frame: pd.DataFrame, option: str, label_column: str, features: Sequence[str] | None
+) -> None:
+    """Refuse a table without the label column or a named feature column."""
+    columns = [str(name) for name in frame.columns]
+    for name, role in [
+        (label_column, "--label-column"),
+        *((f, "--features") for f in features or ()),
+    ]:
+        if name not in columns:
+            shown = ", ".join(repr(c) for c in columns[:8]) + (" ..." if len(columns) > 8 else "")
+            raise InvalidInputError(
+                f"{option}: the table has no column {name!r} (named by {role}). "
+                f"Found columns {shown}."
+            )
+
+
+def row_hashes(frame: pd.DataFrame, columns: Sequence[str]) -> NDArray[np.uint64]:
+    """One 64-bit hash per row of ``columns`` (pandas' stable row hash, index left out)."""
+    hashed = pd.util.hash_pandas_object(frame[list(columns)], index=False)
+    return np.asarray(hashed, dtype=np.uint64)
+
+
+def combine(train: pd.DataFrame, canaries: Sequence[pd.DataFrame], seed: int) -> pd.DataFrame:
+    """``train``'s rows and every canary frame's, shuffled with ``seed``, in ``train``'s columns."""
+    parts = [train, *(frame[train.columns] for frame in canaries if len(frame))]
+    table = pd.concat(parts, ignore_index=True)
+    order = np.random.default_rng(seed).permutation(len(table))
+    return table.iloc[order].reset_index(drop=True)
+
+
+def write_frame(frame: pd.DataFrame, path: Path) -> Path:
+    """Write ``frame`` in the format of ``path``'s suffix (CSV without the index)."""
+    if TABLE_FORMATS[path.suffix.lower()] == "csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_parquet(path, index=False)
+    return path

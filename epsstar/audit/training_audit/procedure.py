@@ -1,0 +1,210 @@
+"""The procedure under audit, as this room sees it: train once on a table, score the canaries.
+
+A :class:`Procedure` receives a :class:`RunRequest` — the run's training table (``--train``'s
+rows and the canaries included in this run), the tables of every canary record, which gradient
+canaries the run includes, the threat models to score — and returns :class:`RunScores`: one
+score per canary for each threat model, what the run claims (:class:`Claim`) and the model it
+made. :class:`CommandProcedure` runs a command template; epsstar's own trainer is
+``epsstar.training.threat_models.OwnTrainer``. Procedures travel to worker processes and Dask
+workers by pickling, so they are frozen records of module-level classes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from epsstar.audit.model.loading import ModelFile
+from epsstar.audit.model.plugins import OutputKind
+from epsstar.audit.training_audit.command import CommandTemplate, run_command
+from epsstar.audit.training_audit.saved_model import find_saved_model
+from epsstar.audit.training_audit.scoring import score_canaries
+from epsstar.audit.training_audit.threat_models import CanaryKind, ThreatModelName, threat_model
+from epsstar.exceptions import EpsstarError, InputFileError
+from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.json_types import JsonObject, JsonValue
+
+__all__ = ["Claim", "CommandProcedure", "Procedure", "RunRequest", "RunScores"]
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What a training run says it guarantees, and who says so (``source``): (ε, δ)-DP when
+    ``private``, no DP otherwise."""
+
+    private: bool
+    epsilon: float | None = None
+    delta: float | None = None
+    source: str = ""
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "private": self.private,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_dict(cls, value: Mapping[str, JsonValue]) -> Claim:
+        epsilon, delta = value.get("epsilon"), value.get("delta")
+        return cls(
+            private=bool(value.get("private")),
+            epsilon=float(epsilon) if isinstance(epsilon, int | float) else None,
+            delta=float(delta) if isinstance(delta, int | float) else None,
+            source=str(value.get("source", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """One training run to do (see the module). ``index`` counts runs from 0; ``base_train`` is
+    ``--train``, the rows every run holds (what an adversary may know, unlike ``train``, which
+    holds the included canaries too); ``scratch`` is an empty folder, removed after the run."""
+
+    index: int
+    seed: int
+    train: Path
+    base_train: Path
+    canaries: dict[CanaryKind, Path]
+    gradient_included: tuple[bool, ...]
+    threat_models: tuple[ThreatModelName, ...]
+    scratch: Path
+
+
+@dataclass(frozen=True, slots=True)
+class RunScores:
+    """What one run gave: per threat model, one score per canary of its kind, in the canaries'
+    order; the run's claim (``None``: it states none); the model (``JsonObject``: file, SHA-256,
+    loader) and the run's seconds."""
+
+    scores: dict[ThreatModelName, FloatArray] = field(repr=False)
+    claim: Claim | None
+    model: JsonObject
+    seconds: float
+
+    def to_dict(self) -> JsonObject:
+        """The record a resumable audit keeps of a finished run."""
+        return {
+            "scores": {name: [float(v) for v in values] for name, values in self.scores.items()},
+            "claim": None if self.claim is None else self.claim.to_dict(),
+            "model": self.model,
+            "seconds": self.seconds,
+        }
+
+    @classmethod
+    def from_dict(cls, value: Mapping[str, JsonValue], source: Path) -> RunScores:
+        """A record written by :meth:`to_dict`; ``source`` names the file in errors."""
+        bad = InputFileError(
+            f"{source}: must be a finished run's record written by audit-training. "
+            "Found something else."
+        )
+        scores, claim, model = value.get("scores"), value.get("claim"), value.get("model")
+        seconds = value.get("seconds")
+        if not (
+            isinstance(scores, dict)
+            and isinstance(model, dict)
+            and isinstance(seconds, int | float)
+            and math.isfinite(seconds)
+        ):
+            raise bad
+        try:
+            parsed = {
+                threat_model(name).name: np.asarray(values, dtype=np.float64)
+                for name, values in scores.items()
+            }
+        except (EpsstarError, TypeError, ValueError):
+            raise bad from None
+        if not all(array.ndim == 1 and np.isfinite(array).all() for array in parsed.values()):
+            raise bad
+        return cls(
+            scores=parsed,
+            claim=Claim.from_dict(claim) if isinstance(claim, dict) else None,
+            model=model,
+            seconds=float(seconds),
+        )
+
+
+class Procedure(Protocol):
+    """A training procedure under audit (see the module)."""
+
+    def describe(self) -> JsonObject:
+        """What the procedure is, for the JSON and for recognising a resumed audit."""
+        ...
+
+    def serves(self) -> tuple[ThreatModelName, ...]:
+        """The threat models its runs can be scored under."""
+        ...
+
+    def gradient_capacity(self) -> int:
+        """How many gradient canaries a run can take (0: none)."""
+        ...
+
+    def claim(self, n_records: int) -> Claim | None:
+        """What a run on ``n_records`` records claims, when known before training."""
+        ...
+
+    def run(self, request: RunRequest) -> RunScores:
+        """Train once as ``request`` says and score its canaries."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CommandProcedure:
+    """A command template (:mod:`.command`) whose saved model (:mod:`.saved_model`) is scored
+    through the final model's predictions (:mod:`.scoring`): the black-box threat models."""
+
+    template: CommandTemplate
+    label_column: str
+    features: tuple[str, ...] | None = None
+    loader: str | None = None
+    outputs: OutputKind | None = None
+    trust: bool = False
+
+    def describe(self) -> JsonObject:
+        return {
+            "kind": "command",
+            "command": self.template.text,
+            "timeout_seconds": self.template.timeout,
+            "loader": self.loader,
+            "outputs": self.outputs,
+        }
+
+    def serves(self) -> tuple[ThreatModelName, ...]:
+        return ("input", "crafted")
+
+    def gradient_capacity(self) -> int:
+        return 0
+
+    def claim(self, n_records: int) -> Claim | None:
+        return None
+
+    def run(self, request: RunRequest) -> RunScores:
+        out = request.scratch / "out"
+        out.mkdir()
+        seconds = run_command(self.template, request.train, out, request.seed, run=request.index)
+        path = find_saved_model(out, self.loader, run=request.index)
+        scored = score_canaries(
+            ModelFile(path, self.loader, self.outputs, self.trust),
+            request.canaries,
+            self.label_column,
+            self.features,
+        )
+        scores = {
+            name: scored.losses[threat_model(name).canaries] for name in request.threat_models
+        }
+        declared = scored.declared
+        claim = None
+        if declared is not None:
+            claim = Claim(
+                declared.private,
+                declared.epsilon,
+                declared.delta,
+                "the saved model's epsstar.privacy metadata (training.json of epsstar train)",
+            )
+        return RunScores(scores, claim, scored.describe(), seconds)

@@ -1,0 +1,292 @@
+"""``epsstar audit-training``: can a training procedure keep the (ε, δ)-DP it claims?
+
+The procedure is a ``--command`` template, or epsstar's own DP-SGD trainer (the options of
+``epsstar train``). Exit code 1 when a lower bound refutes the claim, 0 when none does, 2 on
+bad input (nothing written). The audit is :func:`epsstar.audit.training_audit.audit.
+audit_training`; ``docs/training-audit.md`` says what each threat model and bound means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from epsstar.cli.common.options import add_engine_options, add_json_option, emit, json_path
+from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.training_audit.audit import TrainingAuditSetup
+    from epsstar.audit.training_audit.procedure import Procedure
+    from epsstar.audit.training_audit.result import TrainingAuditResult
+    from epsstar.audit.training_audit.runs import RunProgress
+
+SUMMARY = (
+    "audit a training procedure that claims (epsilon, delta)-DP with canaries: refute the "
+    "claim, or measure how close to it the procedure comes"
+)
+#: Seconds a command may run for one training run, unless --timeout says otherwise.
+DEFAULT_TIMEOUT = 3600.0
+
+
+def _add_procedure_options(parser: argparse.ArgumentParser) -> None:
+    from epsstar.cli.commands.train import add_threads_argument, add_training_arguments
+
+    parser.add_argument(
+        "--command",
+        dest="training_command",  # "command" is the subcommand's name
+        metavar="TEMPLATE",
+        default=None,
+        help="the training command, run without a shell: {train} becomes the path of the "
+        "run's training table (--train's rows and the canaries included, same columns and "
+        "format), {out} an empty folder to save one model in (any format epsstar audit "
+        "reads), {seed} (optional) the run's seed. Without it epsstar's own trainer is "
+        "audited with the training options below",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"stop a --command run after this long (default {DEFAULT_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--loader",
+        default=None,
+        metavar="NAME",
+        help="the loader of the models the command saves (default: by the file's suffix)",
+    )
+    parser.add_argument(
+        "--trust-model",
+        action="store_true",
+        help="allow model files that can run code when loaded (pickle/joblib, untrusted "
+        "skops types)",
+    )
+    add_training_arguments(parser, epochs_required=False)
+    add_threads_argument(parser)
+
+
+def _add_audit_options(parser: argparse.ArgumentParser) -> None:
+    """The claim, the canaries, the runs, the threat models and the bound."""
+    parser.add_argument(
+        "--claimed-epsilon",
+        type=float,
+        default=None,
+        metavar="EPS",
+        help="the epsilon to audit (default: the one the training states: the accountant's "
+        "for epsstar's trainer, training.json's for a model of epsstar train)",
+    )
+    parser.add_argument(
+        "--canaries",
+        type=int,
+        default=1000,
+        metavar="M",
+        help="canaries of each kind in one run, each included with probability 1/2 (default 1000)",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        metavar="R",
+        help="1 (default): one run with M canaries (Steinke et al. 2023); R >= 4: R runs "
+        "with one canary and R without (Nasr et al. 2021)",
+    )
+    parser.add_argument(
+        "--threat-model",
+        action="append",
+        choices=("input", "crafted", "gradient", "every-step", "di"),
+        default=None,
+        help="what the adversary sees and inserts (repeatable; default input). gradient, "
+        "every-step and di need epsstar's own trainer",
+    )
+    parser.add_argument(
+        "--bound",
+        choices=("epsilon-delta", "gdp"),
+        default="epsilon-delta",
+        help="the bound that decides: epsilon-delta (holds for every trainer; default) or "
+        "gdp (tighter, holds for trainers with a Gaussian trade-off curve such as DP-SGD)",
+    )
+    parser.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        help="confidence of the lower bounds, shared by the threat models (default 0.95)",
+    )
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "audit-training",
+        help=SUMMARY,
+        description=SUMMARY + ". Exit code: 0 the claim is not refuted (which does not show "
+        "that it holds), 1 refuted (this training procedure cannot be (epsilon, delta)-DP at "
+        "the stated confidence), 2 usage or input error (nothing written).",
+    )
+    parser.add_argument("--train", required=True, metavar="PATH", help="training table")
+    parser.add_argument(
+        "--population",
+        required=True,
+        metavar="PATH",
+        help="records of the same distribution, not in --train: the canaries are drawn here",
+    )
+    parser.add_argument("--label-column", required=True, metavar="NAME")
+    parser.add_argument(
+        "--features",
+        default=None,
+        metavar="A,B,...",
+        help="feature columns (default: every column but the label)",
+    )
+    _add_audit_options(parser)
+    parser.add_argument(
+        "--work",
+        metavar="DIR",
+        default=None,
+        help="keep each finished run here and resume from it after an interruption",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="training runs in parallel processes, or local Dask workers (default 1)",
+    )
+    add_engine_options(parser, "training run")
+    add_json_option(parser)
+    parser.add_argument(
+        "--report",
+        metavar="OUT",
+        default=None,
+        help="write the HTML report to OUT (trade-off curves, measured points, score histograms)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    _add_procedure_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def _features(args: argparse.Namespace) -> tuple[str, ...] | None:
+    if args.features is None:
+        return None
+    return tuple(name.strip() for name in args.features.split(",") if name.strip())
+
+
+def _procedure(args: argparse.Namespace) -> Procedure:
+    """The command template, or epsstar's trainer with the training options."""
+    from epsstar.exceptions import InvalidInputError
+
+    if args.training_command is not None:
+        from epsstar.audit.training_audit.command import CommandTemplate
+        from epsstar.audit.training_audit.procedure import CommandProcedure
+
+        return CommandProcedure(
+            CommandTemplate.parse(args.training_command, args.timeout),
+            args.label_column,
+            _features(args),
+            loader=args.loader,
+            trust=args.trust_model,
+        )
+    if args.epochs is None:
+        raise InvalidInputError(
+            "audit-training needs --command, or --epochs (and the other training options) to "
+            "audit epsstar's own trainer. Found neither."
+        )
+    from epsstar.cli.commands.train import config_from_args
+    from epsstar.training.data.tables import load_table
+    from epsstar.training.threat_models.own_trainer import OwnTrainer, parameter_count
+
+    config = config_from_args(args)
+    data = load_table(args.train, args.label_column, features=_features(args))
+    parameters = parameter_count(data.n_features, data.n_classes, config.hidden)
+    return OwnTrainer(config, args.label_column, parameters, _features(args))
+
+
+def _setup(args: argparse.Namespace) -> TrainingAuditSetup:
+    from epsstar.audit.training_audit.audit import TrainingAuditSetup
+
+    return TrainingAuditSetup(
+        train=Path(args.train),
+        population=Path(args.population),
+        label_column=args.label_column,
+        features=_features(args),
+        canaries=args.canaries,
+        runs=args.runs,
+        threat_models=tuple(args.threat_model or ("input",)),
+        claimed_epsilon=args.claimed_epsilon,
+        delta=args.delta,
+        confidence=args.confidence,
+        bound=args.bound,
+        seed=args.seed,
+        work=None if args.work is None else Path(args.work),
+    )
+
+
+def progress_line(event: RunProgress) -> str:
+    """``run 3 of 10 (with the canary) done in 4.2 s; about 30 s left``."""
+    arms = {"one": "", "with": " (with the canary)", "without": " (without the canary)"}
+    left = "" if event.left is None else f"; about {event.left:.0f} s left"
+    return f"run {event.done} of {event.total}{arms[event.arm]} done in {event.seconds:.1f} s{left}"
+
+
+def summary(result: TrainingAuditResult) -> str:
+    """The verdict and one line per threat model."""
+    lines = [result.verdict()]
+    for audit in result.threat_models:
+        gdp = audit.epsilon_lower_gdp
+        lines.append(
+            f"  {audit.threat_model.name}: epsilon >= {audit.epsilon_lower_bound:.4g} "
+            f"({audit.method}; mu-GDP bound {'-' if gdp is None else f'{gdp:.4g}'}), "
+            f"{audit.canaries} canaries"
+        )
+    lines.append(
+        f"  claimed epsilon {result.claimed_epsilon:.6g} ({result.claimed_from}), delta "
+        f"{result.delta:.3g} ({result.delta_from}); confidence {result.confidence:g}, "
+        f"{result.runs} run{'s' if result.runs > 1 else ''}, seed {result.seed}"
+    )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from epsstar.audit.training_audit.audit import audit_training
+    from epsstar.cli.common.options import engine_option
+    from epsstar.cli.common.writers import JSON, TRAINING_AUDIT_REPORT, RunFiles
+    from epsstar.exceptions import EpsstarWarning
+    from epsstar.training.threads import apply_threads, choose_threads
+
+    procedure = _procedure(args)
+    setup = _setup(args)
+    threads = choose_threads(max(1, args.jobs), args.threads)
+    apply_threads(threads)
+    quiet = args.quiet or args.json == "-"
+
+    def say(text: str) -> None:
+        if not quiet:
+            print(f"audit-training: {text}", file=sys.stderr, flush=True)
+
+    inputs = [("--train", args.train), ("--population", args.population)]
+    with RunFiles(inputs) as files:
+        json_file = files.plan("--json", json_path(args.json), JSON)
+        report_file = files.plan("--report", args.report, TRAINING_AUDIT_REPORT)
+        result = audit_training(
+            procedure,
+            setup,
+            jobs=args.jobs,
+            engine=engine_option(args, args.jobs) if args.engine == "dask" else None,
+            on_progress=lambda event: say(progress_line(event)),
+            on_phase=say,
+            initializer=functools.partial(apply_threads, threads),
+        )
+        document = result.to_dict()
+        files.write(json_file, document)
+        files.write(report_file, result)
+        files.commit()
+    import warnings
+
+    for text in result.warnings:
+        warnings.warn(text, EpsstarWarning, stacklevel=1)
+    written = [("report", args.report)] if args.report else []
+    shown = args.json if args.json == "-" else json_path(args.json)
+    emit(document, shown, summary(result), files=written)
+    return EXIT_GATE_FAILED if result.refuted else EXIT_OK
+
+
+__all__ = ["DEFAULT_TIMEOUT", "SUMMARY", "progress_line", "register", "run", "summary"]

@@ -1,0 +1,242 @@
+"""epsstar's own trainer as the procedure under audit, in this process, seen from inside.
+
+:class:`OwnTrainer` trains a run's table with :func:`~epsstar.training.trainer.train` and the
+settings of ``epsstar train``. Its claim is the accountant's ε for the run (the records of the
+run's table, the σ and steps of its plan). The black-box threat models score the canary
+records by their logit loss under the trained model (as ``epsstar audit`` would read its
+exported model); the white-box ones add gradient canaries (:mod:`.gradient_canaries`) and
+watch every step (:mod:`.observer`), which needs DP-SGD with per-example clipping.
+
+:class:`Breakage` breaks the trainer on purpose, for the tests and the benchmark that show an
+audit catches a trainer that does not keep its claim: the noise scaled (0 removes it; 0.1 is
+σ/10), the noise added at one step per epoch only, the clipping removed. The claim stays the
+accountant's for the unbroken trainer, as a broken implementation would report it.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+import torch
+
+from epsstar.audit.training_audit.procedure import Claim, RunRequest, RunScores
+from epsstar.audit.training_audit.runs import derived_seed
+from epsstar.audit.training_audit.threat_models import (
+    CanaryKind,
+    ThreatModelName,
+    threat_model,
+)
+from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.json_types import JsonObject
+from epsstar.statistics.losses import compute_losses
+from epsstar.training.data.tables import TabularData, load_table
+from epsstar.training.models import MLP, ExportedModel, Standardiser, output_width
+from epsstar.training.threat_models.gradient_canaries import GradientInjector, canary_coordinates
+from epsstar.training.threat_models.observer import (
+    VARIANCE_SAMPLE,
+    Mechanism,
+    Observed,
+    WhiteBoxObserver,
+)
+from epsstar.training.trainer import PrivacyPlan, StepHooks, TrainingConfig, plan_privacy, train
+
+__all__ = ["Breakage", "OwnTrainer", "parameter_count"]
+
+_ACCOUNTANT = "epsstar's accountant for this run (dp_accounting)"
+
+
+@dataclass(frozen=True, slots=True)
+class Breakage:
+    """How the trainer is broken (the defaults: not at all); see the module."""
+
+    noise: float = 1.0
+    noise_once_per_epoch: bool = False
+    clip: bool = True
+
+    @property
+    def broken(self) -> bool:
+        return self.noise != 1.0 or self.noise_once_per_epoch or not self.clip
+
+    def noise_scale(self, steps_per_epoch: int, step: int) -> float:
+        """The factor of the noise's standard deviation at ``step``."""
+        if self.noise_once_per_epoch and (step + 1) % steps_per_epoch != 0:
+            return 0.0
+        return self.noise
+
+
+def parameter_count(n_features: int, n_classes: int, hidden: tuple[int, ...]) -> int:
+    """The parameters of the network the trainer builds (weights and biases)."""
+    widths = [n_features, *hidden, output_width(n_classes)]
+    return sum(widths[i] * widths[i + 1] + widths[i + 1] for i in range(len(widths) - 1))
+
+
+@functools.lru_cache(maxsize=8)
+def _plan(config: TrainingConfig, n_records: int) -> PrivacyPlan | None:
+    """σ for a run of ``n_records`` (the σ search is slow; runs of one size share it)."""
+    return plan_privacy(config, n_records)
+
+
+def _tensors(data: TabularData, standardiser: Standardiser) -> tuple[torch.Tensor, torch.Tensor]:
+    with torch.no_grad():
+        features = standardiser(torch.as_tensor(data.features, dtype=torch.float32))
+    return features.contiguous(), torch.as_tensor(data.labels)
+
+
+def _losses(model: ExportedModel, table: TabularData) -> FloatArray:
+    """The logit loss of every record of ``table`` under ``model`` (from its logits)."""
+    with torch.no_grad():
+        features = torch.as_tensor(table.features, dtype=torch.float32)
+        logits = model.network(model.standardiser(features)).double().numpy()
+    predictions = logits[:, 0] if model.binary else logits
+    return compute_losses(table.labels, predictions, loss="logit", outputs="logits")
+
+
+@dataclass(frozen=True, slots=True)
+class OwnTrainer:
+    """epsstar's trainer with ``config`` (and ``breakage``), on columns ``features`` of the
+    tables; ``parameters`` is its network's parameter count (room for gradient canaries)."""
+
+    config: TrainingConfig
+    label_column: str
+    parameters: int
+    features: tuple[str, ...] | None = None
+    breakage: Breakage = field(default_factory=Breakage)
+
+    def describe(self) -> JsonObject:
+        settings = asdict(self.config)
+        settings["hidden"] = list(self.config.hidden)
+        described: JsonObject = {"kind": "epsstar", "training": settings}
+        if self.breakage.broken:
+            described["breakage"] = asdict(self.breakage)
+        return described
+
+    def _white_box(self) -> bool:
+        return self.config.private and self.config.clipping_groups() is None
+
+    def serves(self) -> tuple[ThreatModelName, ...]:
+        if self._white_box():
+            return ("input", "crafted", "gradient", "every-step", "di")
+        return ("input", "crafted")
+
+    def gradient_capacity(self) -> int:
+        return self.parameters if self._white_box() else 0
+
+    def claim(self, n_records: int) -> Claim | None:
+        plan = _plan(replace(self.config, seed=0), n_records)
+        if plan is None:
+            return Claim(False, source="epsstar's trainer without DP-SGD")
+        return Claim(True, plan.epsilon_after(plan.steps), plan.delta, _ACCOUNTANT)
+
+    def _observer(
+        self,
+        request: RunRequest,
+        data: TabularData,
+        plan: PrivacyPlan,
+        tables: dict[CanaryKind, TabularData],
+    ) -> tuple[WhiteBoxObserver, GradientInjector | None]:
+        """The white-box adversary of this run, and the injector of its gradient canaries."""
+        config = self.config
+        base = load_table(
+            request.base_train, self.label_column, features=data.feature_names, classes=data.classes
+        )
+        standardiser = Standardiser.fit(data.features, torch.float32)
+        records = [tables[kind] for kind in ("population", "crafted") if kind in tables]
+        canary_x = [_tensors(table, standardiser) for table in records]
+        empty = (torch.zeros((0, data.n_features)), torch.zeros(0, dtype=torch.int64))
+        canaries = (
+            (torch.cat([x for x, _ in canary_x]), torch.cat([y for _, y in canary_x]))
+            if canary_x
+            else empty
+        )
+        count = len(request.gradient_included)
+        coordinates = canary_coordinates(
+            self.parameters, count, derived_seed(request.seed, "gradient")
+        )
+        wants_di = "di" in request.threat_models and "population" in tables
+        sample = np.random.default_rng(derived_seed(request.seed, "split")).permutation(
+            base.n_records
+        )[:VARIANCE_SAMPLE]
+        observed = Observed(
+            train=_tensors(base, standardiser),
+            canaries=canaries,
+            population=_tensors(tables["population"], standardiser) if wants_di else None,
+            coordinates=torch.as_tensor(coordinates, dtype=torch.int64),
+            sample=torch.as_tensor(np.sort(sample), dtype=torch.int64),
+        )
+        mechanism = Mechanism(
+            sampling_rate=plan.sampling_rate,
+            clip=config.clip,
+            noise_std=plan.noise_multiplier * config.clip,
+            normaliser=plan.sampling_rate * data.n_records,
+            lr=config.lr,
+            momentum=config.momentum,
+            binary=data.n_classes == 2,
+        )
+        network = MLP(data.n_features, output_width(data.n_classes), config.hidden)
+        injector = None
+        if count:
+            injector = GradientInjector(
+                coordinates,
+                request.gradient_included,
+                self.parameters,
+                plan.sampling_rate,
+                config.clip,
+                derived_seed(request.seed, "inclusion-gradient", 1),
+            )
+        return WhiteBoxObserver(network, mechanism, observed), injector
+
+    def _hooks(
+        self,
+        plan: PrivacyPlan | None,
+        observer: WhiteBoxObserver | None,
+        injector: GradientInjector | None,
+    ) -> StepHooks | None:
+        if observer is None and not self.breakage.broken:
+            return None
+        breakage = self.breakage
+        per_epoch = plan.steps_per_epoch if plan is not None else 1
+        return StepHooks(
+            inject=injector,
+            observe=observer,
+            noise_scale=functools.partial(breakage.noise_scale, per_epoch)
+            if breakage.noise != 1.0 or breakage.noise_once_per_epoch
+            else None,
+            clip=breakage.clip,
+        )
+
+    def run(self, request: RunRequest) -> RunScores:
+        start = time.perf_counter()
+        data = load_table(request.train, self.label_column, features=self.features)
+        tables = {
+            kind: load_table(
+                path, self.label_column, features=data.feature_names, classes=data.classes
+            )
+            for kind, path in request.canaries.items()
+        }
+        plan = _plan(replace(self.config, seed=0), data.n_records)
+        white = [name for name in request.threat_models if threat_model(name).white_box]
+        observer = injector = None
+        if white and plan is not None:
+            observer, injector = self._observer(request, data, plan, tables)
+        config = replace(self.config, seed=request.seed)
+        trained = train(data, config, plan=plan, hooks=self._hooks(plan, observer, injector))
+        scores: dict[ThreatModelName, FloatArray] = {}
+        seen = {} if observer is None else observer.scores(trained.model.network)
+        for name in request.threat_models:
+            kind = threat_model(name).canaries
+            scores[name] = seen[name] if name in seen else _losses(trained.model, tables[kind])
+        privacy = trained.result.privacy
+        claim = (
+            Claim(False, source="epsstar's trainer without DP-SGD")
+            if privacy is None
+            else Claim(True, privacy.epsilon, privacy.delta, _ACCOUNTANT)
+        )
+        record: JsonObject = {
+            "file": None,
+            "sha256": None,
+            "loader": "epsstar trainer (in process)",
+        }
+        return RunScores(scores, claim, record, time.perf_counter() - start)
