@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     )
     from epsstar.audit.output.result import AuditResult
     from epsstar.audit.output.slice_result import SliceRow
+    from epsstar.statistics.readings.noise import ReadingNoise
 
 __all__ = [
     "HISTOGRAM_BINS",
@@ -383,6 +384,7 @@ class AuditContext:
     headline_attack: str | None
     bins: int
     central_share: float
+    noise: ReadingNoise | None
 
 
 def _columns(result: AuditResult) -> Columns:
@@ -439,4 +441,5 @@ def audit_context(result: AuditResult, figures: AuditFigures) -> AuditContext:
         headline_attack=None if result.headline_attack is None else result.headline_attack.name,
         bins=losses.histogram.bins,
         central_share=losses.histogram.central_share,
+        noise=figures.noise,
     )
