@@ -155,7 +155,8 @@ def register(subparsers: Any) -> None:
         help=SUMMARY,
         description=SUMMARY + ". " + OUTPUT_FILES + " Exit code: "
         "0 audited and within the gate (or no gate), 1 Epsilon* above "
-        "--max-epsilon, 2 usage or input error.",
+        "--max-epsilon, or an audit whose inputs drew a warning that can hide a leak "
+        "(with --max-epsilon), 2 usage or input error.",
     )
     parser.add_argument("model", metavar="MODEL", help="saved model (.onnx, .pt, .skops, ...)")
     parser.add_argument(
