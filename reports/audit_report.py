@@ -36,11 +36,11 @@ if TYPE_CHECKING:
         HistogramFigure,
         KSGrid,
         KSGridSide,
+        ReadingNoise,
         TradeoffFigure,
     )
     from epsstar.audit.output.result import AuditResult
     from epsstar.audit.output.slice_result import SliceRow
-    from epsstar.statistics.readings.noise import ReadingNoise
 
 __all__ = [
     "HISTOGRAM_BINS",

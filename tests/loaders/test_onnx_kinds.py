@@ -153,7 +153,7 @@ def test_the_adult_pipeline_is_audited_with_its_columns_by_name(
     from epsstar.audit.attacks.from_losses import audit_losses
 
     folder, model = leaky_adult["folder"], leaky_adult["folder"] / "leaky.onnx"
-    result = audit(
+    result = audit_files(
         model, folder / "train.csv", folder / "population.csv", label_column="income", seed=0
     )
     assert result.provenance["columns_from"] == "model names"
@@ -180,7 +180,7 @@ def test_the_adult_pipeline_is_audited_with_its_columns_by_name(
     assert result.epsilon.epsilon > 1.0
     # Handed over by position (the file's order, under the model's names), the same files
     # give another, wrong number.
-    by_position = audit(
+    by_position = audit_files(
         model,
         folder / "train.csv",
         folder / "population.csv",

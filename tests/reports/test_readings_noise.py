@@ -50,7 +50,8 @@ def test_values_within_their_allowed_ones_get_no_mark(
 ) -> None:
     html = html_of(multiclass_result, tmp_path / "a.html")
     assert "here each is within its allowed value" in html
-    assert "†" not in html and "‡" not in html
+    assert "†" not in html
+    assert "‡" not in html
 
 
 def test_an_empirical_value_above_a_declared_guarantee_is_explained(
@@ -58,7 +59,8 @@ def test_an_empirical_value_above_a_declared_guarantee_is_explained(
 ) -> None:
     declared = DeclaredPrivacy(private=True, epsilon=0.5, delta=binary_result.delta)
     result = dataclasses.replace(binary_result, declared_privacy=declared)
-    assert result.empirical.epsilon > 0.5 and result.empirical.epsilon > result.epsilon_star
+    assert result.empirical.epsilon > 0.5
+    assert result.empirical.epsilon > result.epsilon_star
     html = html_of(result, tmp_path / "a.html")
     assert 'id="empirical-note"' in html
     assert "not a breach of the guarantee" in html

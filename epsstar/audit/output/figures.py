@@ -81,6 +81,7 @@ __all__ = [
     "KSGridRow",
     "KSGridSide",
     "RatePoint",
+    "ReadingNoise",
     "SideHistogram",
     "TprMark",
     "TradeoffFigure",

@@ -44,15 +44,20 @@ def readings(advantage: float, allowed: float, tpr: float, tpr_allowed: float) -
 def test_a_small_excess_at_epsilon_star_zero_is_noise() -> None:
     # dp-eps1-e5-0 of the demo: advantage 0.0039 against 0.0000, TPR 0.01023 against 0.01.
     noise = reading_noise(readings(0.0039, 0.0, 0.01023, 0.01), 32_561, 16_281, 0.95)
-    assert noise.advantage_above and not noise.advantage_beyond_noise
-    assert noise.tpr_above == (True,) and noise.tpr_beyond_noise == (False,)
-    assert noise.any_within_noise and not noise.any_beyond_noise
+    assert noise.advantage_above
+    assert not noise.advantage_beyond_noise
+    assert noise.tpr_above == (True,)
+    assert noise.tpr_beyond_noise == (False,)
+    assert noise.any_within_noise
+    assert not noise.any_beyond_noise
 
 
 def test_a_large_excess_is_beyond_noise() -> None:
     noise = reading_noise(readings(0.2, 0.0, 0.2, 0.01), 2_000, 2_000, 0.95)
-    assert noise.advantage_beyond_noise and noise.tpr_beyond_noise == (True,)
-    assert noise.any_beyond_noise and not noise.any_within_noise
+    assert noise.advantage_beyond_noise
+    assert noise.tpr_beyond_noise == (True,)
+    assert noise.any_beyond_noise
+    assert not noise.any_within_noise
 
 
 def test_values_within_their_allowed_ones_are_not_marked() -> None:
