@@ -19,6 +19,9 @@ _EXPORTS: dict[str, str] = {
     "compute_losses": "epsstar.statistics.losses",
 }
 
+#: Subpackages that ``epsstar.NAME`` imports on first use (``epsstar.reports.render(...)``).
+_SUBPACKAGES = frozenset({"audit", "reports", "statistics", "training"})
+
 __all__ = [
     "EpsilonLowerBound",
     "EpsilonStarResult",
@@ -41,6 +44,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"epsstar.{name}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'epsstar' has no attribute {name!r}")

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         HistogramFigure,
         KSGrid,
         KSGridSide,
+        ReadingNoise,
         TradeoffFigure,
     )
     from epsstar.audit.output.result import AuditResult
@@ -383,6 +384,7 @@ class AuditContext:
     headline_attack: str | None
     bins: int
     central_share: float
+    noise: ReadingNoise | None
 
 
 def _columns(result: AuditResult) -> Columns:
@@ -439,4 +441,5 @@ def audit_context(result: AuditResult, figures: AuditFigures) -> AuditContext:
         headline_attack=None if result.headline_attack is None else result.headline_attack.name,
         bins=losses.histogram.bins,
         central_share=losses.histogram.central_share,
+        noise=figures.noise,
     )

@@ -25,6 +25,7 @@ from epsstar import __version__
 from epsstar.cli.common.one_line import one_line
 from epsstar.cli.exit_codes import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE
 from epsstar.exceptions import EpsstarError, EpsstarWarning
+from epsstar.statistics.definition import DEFINITION
 
 #: Modules that contribute subcommands, in the order ``--help`` lists them.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
@@ -53,8 +54,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="epsstar",
-        description="Audit the privacy of a trained model instance: Epsilon*, an empirical "
-        "lower bound on its (epsilon, delta).",
+        description="Audit the privacy of a trained model instance. " + DEFINITION,
     )
     parser.add_argument("--version", action="version", version=f"epsstar {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

@@ -50,6 +50,7 @@ from epsstar.statistics.fitting.goodness_of_fit import GoodnessOfFit, ks_table
 from epsstar.statistics.losses import MAX_ABS_LOGIT, PROBABILITY_CLIP
 from epsstar.statistics.names import FAMILIES, METHODS
 from epsstar.statistics.readings.conversions import gdp_mu_from_rates
+from epsstar.statistics.readings.noise import ReadingNoise, reading_noise
 from epsstar.statistics.readings.readings import READING_FPRS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,6 +81,7 @@ __all__ = [
     "KSGridRow",
     "KSGridSide",
     "RatePoint",
+    "ReadingNoise",
     "SideHistogram",
     "TprMark",
     "TradeoffFigure",
@@ -365,6 +367,8 @@ class AuditFigures:
     attacks: AttackCurvesFigure | None = None
     #: The goodness-of-fit table's rows (none when the method fits no distribution).
     fits: tuple[FitRow, ...] = ()
+    #: Which observed readings exceed what (ε*, δ) allows, and whether only by sampling noise.
+    noise: ReadingNoise | None = None
 
 
 # --- histograms ----------------------------------------------------------------------------------
@@ -821,4 +825,10 @@ def audit_figures(
         estimator=estimator_description(result.epsilon.method, result.epsilon.family),
         attacks=attack_curves(result),
         fits=fit_rows(result),
+        noise=reading_noise(
+            result.readings,
+            result.epsilon.n_train,
+            result.epsilon.n_population,
+            result.lower_bound.confidence,
+        ),
     )

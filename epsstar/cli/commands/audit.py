@@ -47,7 +47,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.many import FleetSettings
     from epsstar.audit.output.result import AuditResult
     from epsstar.statistics.json_types import JsonObject
-    from epsstar.statistics.readings.readings import Readings
     from epsstar.statistics.results import EpsilonStarResult
 
 SUMMARY = "audit a saved model against its training and population data"
@@ -181,7 +180,8 @@ def register(subparsers: Any) -> None:
         help=SUMMARY,
         description=SUMMARY + ". " + OUTPUT_FILES + " Exit code: "
         "0 audited and within the gate (or no gate), 1 Epsilon* above "
-        "--max-epsilon, 2 usage or input error.",
+        "--max-epsilon, or an audit whose inputs drew a warning that can hide a leak "
+        "(with --max-epsilon), 2 usage or input error.",
     )
     parser.add_argument("model", metavar="MODEL", help="saved model (.onnx, .pt, .skops, ...)")
     parser.add_argument(
@@ -253,18 +253,42 @@ def estimator_name(result: EpsilonStarResult) -> str:
     return result.method + (f", {result.family}" if result.family else "")
 
 
-def _reading_lines(readings: Readings) -> list[str]:
+def _noise_mark(above: bool, beyond: bool) -> str:
+    """``*`` for an observed value above its allowed one by no more than noise, ``**`` beyond."""
+    return "**" if beyond else "*" if above else ""
+
+
+def _reading_lines(result: AuditResult) -> list[str]:
+    from epsstar.statistics.readings.noise import reading_noise
+
+    readings = result.readings
+    noise = reading_noise(
+        readings, result.epsilon.n_train, result.epsilon.n_population, result.lower_bound.confidence
+    )
+    mark = _noise_mark(noise.advantage_above, noise.advantage_beyond_noise)
     lines = [
         f"  at (Epsilon*, delta) an attacker's posterior belief in membership can reach "
         f"{readings.posterior_belief_bound:.1%}; membership advantage observed "
-        f"{readings.advantage_observed:.4f} (allowed {readings.advantage_bound:.4f})"
+        f"{readings.advantage_observed:.4f}{mark} (allowed {readings.advantage_bound:.4f})"
     ]
-    for reading in readings.tpr_at_fpr:
+    for index, reading in enumerate(readings.tpr_at_fpr):
         fitted = reading.tpr_fitted
+        mark = _noise_mark(noise.tpr_above[index], noise.tpr_beyond_noise[index])
         lines.append(
-            f"  TPR at {reading.fpr:.1%} FPR: observed {reading.tpr_observed:.4f}"
+            f"  TPR at {reading.fpr:.1%} FPR: observed {reading.tpr_observed:.4f}{mark}"
             + (f", fitted {fitted:.4f}" if fitted is not None and math.isfinite(fitted) else "")
             + f", allowed {reading.tpr_bound:.4f}"
+        )
+    if noise.any_within_noise:
+        lines.append(
+            "  * observed values are sample estimates: above the allowed value by no more than "
+            f"sampling noise at {noise.confidence:.0%} (an advantage up to "
+            f"{noise.advantage_noise:.4f} arises by chance at these sizes)"
+        )
+    if noise.any_beyond_noise:
+        lines.append(
+            "  ** above the allowed value beyond sampling noise: this test shows more than "
+            "(Epsilon*, delta) accounts for; read the lower bound and the leak test"
         )
     return lines
 
@@ -397,7 +421,7 @@ def format_summary(result: AuditResult) -> str:
             f"  lower bound {result.lower_bound.epsilon:.4f} at "
             f"{result.lower_bound.confidence:.0%} confidence (Clopper-Pearson, held-out split); "
             f"empirical Epsilon* {result.empirical.epsilon:.4f}",
-            *_reading_lines(result.readings),
+            *_reading_lines(result),
             *attack_lines(result),
             *slice_lines(result),
             f"  utility on population data: accuracy {utility.accuracy:.4f}{shown_auroc} "

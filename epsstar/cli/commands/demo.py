@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 SUMMARY = (
     "train non-private and DP-SGD models on the UCI Adult data and audit each one "
-    "(35 models: measured 2.6 minutes on 2 idle cores; --quick: 22 seconds)"
+    "(35 models; --quick: 3; measured timings in docs/performance.md)"
 )
 
 #: The reference model: an MLP with three hidden layers of 100 units.

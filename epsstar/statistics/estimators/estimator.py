@@ -180,7 +180,7 @@ def epsilon_star(
     seed: int = 0,
     interval: float | Bootstrap | None = None,
 ) -> EpsilonStarResult:
-    """Epsilon*, the empirical lower bound on the (ε, δ) of one model instance.
+    """Epsilon* of one model instance (:data:`epsstar.statistics.definition.DEFINITION`).
 
     Parameters
     ----------
