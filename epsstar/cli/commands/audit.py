@@ -26,8 +26,14 @@ from epsstar.cli.common.options import (
     engine_option,
     json_path,
 )
+from epsstar.cli.common.premise_options import (
+    add_premise_options,
+    premise_blocks_gate,
+    premise_lines,
+    premise_settings,
+)
 from epsstar.cli.common.text_table import extrapolation_note, interval_lines
-from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
+from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PREMISE_FAILED
 from epsstar.statistics.names import DEFAULT_GATE, GATES, LOSSES, OUTPUT_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -155,7 +161,9 @@ def register(subparsers: Any) -> None:
         help=SUMMARY,
         description=SUMMARY + ". " + OUTPUT_FILES + " Exit code: "
         "0 audited and within the gate (or no gate), 1 Epsilon* above "
-        "--max-epsilon, 2 usage or input error.",
+        "--max-epsilon, 2 usage or input error, 4 a gate whose premise fails (train and "
+        "population differ without the model; --accept-premise-failure reads the gate "
+        "anyway).",
     )
     parser.add_argument("model", metavar="MODEL", help="saved model (.onnx, .pt, .skops, ...)")
     parser.add_argument(
@@ -211,6 +219,7 @@ def register(subparsers: Any) -> None:
         "(e.g. '{\"anon\": true}')",
     )
     add_attack_options(parser)
+    add_premise_options(parser)
     add_json_option(parser)
     parser.add_argument(
         "--report",
@@ -330,6 +339,8 @@ def format_summary(result: AuditResult) -> str:
     if result.max_epsilon is not None:
         verdict = "PASS" if result.passed else "FAIL"
         why = "; warnings about the inputs" if result.gate_blocked else ""
+        if result.premise_holds is False:
+            why += "; the premise fails: exit 4 unless --accept-premise-failure"
         gate = f"  [{verdict}: limit {result.max_epsilon:g}{why}]"
         gate_lines = _gate_lines(result)
     else:
@@ -354,6 +365,7 @@ def format_summary(result: AuditResult) -> str:
             *_reading_lines(result.readings),
             *attack_lines(result),
             *slice_lines(result),
+            *premise_lines(result),
             f"  utility on population data: accuracy {utility.accuracy:.4f}{shown_auroc} "
             f"({utility.n:,} rows); training rows {result.epsilon.n_train:,}",
             *_summarised_lines(result),
@@ -402,6 +414,7 @@ def run(args: argparse.Namespace) -> int:
                 engine=engine,
                 progress=progress,
                 command=shlex.join(args.command_line),
+                premise=premise_settings(args),
             )
         files.add_inputs(result.files_read)
         payload = result.to_dict()
@@ -410,6 +423,8 @@ def run(args: argparse.Namespace) -> int:
         files.commit()
     written = [] if args.report is None else [("report", args.report)]
     emit(payload, args.json, format_summary(result), files=written)
+    if premise_blocks_gate(result, args.accept_premise_failure):
+        return EXIT_PREMISE_FAILED
     return EXIT_GATE_FAILED if result.passed is False else EXIT_OK
 
 
