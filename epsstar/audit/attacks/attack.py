@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
+from epsstar.statistics.json_types import JsonValue
 from epsstar.statistics.names import AttackName
 
 __all__ = ["Attack", "AttackParameters", "Need", "Scorer", "Scores"]
@@ -45,7 +46,7 @@ class Scores:
 
     members: FloatArray = field(repr=False)
     nonmembers: FloatArray = field(repr=False)
-    settings: Mapping[str, object]
+    settings: Mapping[str, JsonValue]
     nonmember_rows: NDArray[np.int64] | None = None
 
 
