@@ -1,41 +1,57 @@
 """The blind baseline of an audit: the blind classifier's scores through the same estimator.
 
-:func:`blind_baseline` turns the cross-fitted log-likelihood ratios of
-:mod:`.classifier` into scores oriented like losses (``-log-odds``: lower, more likely a
-training row) and audits them as the loss attack is audited
-(:func:`epsstar.audit.attacks.from_losses.audit_losses`): the blind Epsilon*, its held-out
-Clopper-Pearson lower bound at the audit's confidence, and the AUC. The premise holds while
-that lower bound is 0: a positive bound says the records alone tell the tables apart, at the
-confidence the gate uses, so the model's Epsilon* measures that difference too.
+:func:`blind_baseline` turns the cross-fitted log-likelihood ratios of :mod:`.classifier`
+into scores oriented like losses (``-log-odds``: lower, more likely a training row) and
+reads them as the headline of the loss attack is read, at the audit's δ: Epsilon* by the
+audit's method (:func:`epsstar.statistics.estimators.estimator.estimate`, one δ, not the
+profile of five), its held-out Clopper-Pearson lower bound at the audit's confidence
+(:func:`epsstar.statistics.bounds.held_out_bound.split_lower_bound`), and the AUC. The
+premise holds while that lower bound is 0: a positive bound says the records alone tell the
+tables apart, at the confidence the gate uses, so the model's Epsilon* measures that
+difference too. Because the scores are cross-fitted (no row is scored by a classifier that
+saw it), members' and non-members' scores are exchangeable when both tables come from one
+distribution, and the bound's guarantee (false alarms at most ``1 - confidence``) holds.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
-from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.audit.attacks.from_losses import AuditOptions, minimum_records
 from epsstar.audit.attacks.prefixed_warnings import prefixed_warnings
 from epsstar.audit.output.premise_result import BlindBaseline
 from epsstar.audit.premise.classifier import CLASSIFIER, BlindLogOdds
 from epsstar.exceptions import InsufficientDataError
 from epsstar.statistics.attacks.power import attack_auc
+from epsstar.statistics.bounds.held_out_bound import split_lower_bound
+from epsstar.statistics.estimators.estimator import estimate
+from epsstar.statistics.estimators.methods import method_config
 
 __all__ = ["blind_baseline"]
 
 
-def blind_baseline(log_odds: BlindLogOdds, options: AuditOptions) -> BlindBaseline:
-    """The blind baseline's record (see the module docstring); with too few rows for the
-    estimator, a record saying so."""
+def blind_baseline(log_odds: BlindLogOdds, options: AuditOptions, *, delta: float) -> BlindBaseline:
+    """The blind baseline's record at ``delta`` (see the module docstring); with too few
+    rows for the estimator, a record saying so."""
     members, others = -log_odds.train, -log_odds.population
-    plain = dataclasses.replace(options, max_epsilon=None, interval=None)
+    method = options.headline_method
+    fewest = minimum_records(method)
+    if min(members.size, others.size) < fewest:
+        return BlindBaseline.skipped_because(
+            f"the {method} estimate needs at least {fewest} rows per side. Found "
+            f"{members.size} training and {others.size} population rows."
+        )
+    config = method_config(method, family=options.family)
+    seed, confidence = options.seed, options.confidence
     try:
         with prefixed_warnings("the blind baseline's scores: "):
-            audited = audit_losses(members, others, utility={}, options=plain)
+            epsilon = estimate(members, others, config, delta=delta, seed=seed)
+            bound = split_lower_bound(
+                members, others, delta=delta, confidence=confidence, seed=seed
+            )
     except InsufficientDataError as error:
         return BlindBaseline.skipped_because(str(error))
     return BlindBaseline(
-        epsilon=audited.epsilon,
-        lower_bound=audited.lower_bound,
+        epsilon=epsilon,
+        lower_bound=bound,
         auc=attack_auc(members, others),
         classifier=CLASSIFIER,
         folds=log_odds.folds,

@@ -122,7 +122,7 @@ def with_premise(result: AuditResult, inputs: PremiseInputs, options: AuditOptio
     """``result`` with the premise's readings (see the module docstring)."""
     settings = inputs.settings
     if inputs.blind is not None:
-        baseline = blind_baseline(inputs.blind, options)
+        baseline = blind_baseline(inputs.blind, options, delta=result.delta)
     else:
         baseline = BlindBaseline.skipped_because(inputs.skipped or "the records were not read")
     found = dataclasses.replace(result, blind_baseline=baseline)

@@ -29,6 +29,7 @@ import numpy as np
 from epsstar.audit.attacks.attack import AttackParameters, Scores
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["MAX_BINS", "ROWS_PER_BIN", "beyond_baseline_scores"]
 
@@ -70,7 +71,7 @@ def beyond_baseline_scores(inputs: AttackInputs, parameters: AttackParameters, s
         members[mine] = _ranks(*ranks_of, blind_train[mine], loss_train[mine])
         theirs = half_population == k
         others[theirs] = _ranks(*ranks_of, blind_population[theirs], loss_population[theirs])
-    settings = {
+    settings: JsonObject = {
         "score": "rank of the loss among population records in the same bin of the blind "
         "classifier's log-odds, cross-fitted over two halves of the population",
         "bins": int(np.clip((loss_population.size // 2) // ROWS_PER_BIN, 1, MAX_BINS)),

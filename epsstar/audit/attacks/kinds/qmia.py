@@ -26,6 +26,7 @@ from epsstar.audit.attacks.attack import AttackParameters, Scores
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.audit.data.records import sklearn_frame
 from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["qmia_scores"]
 
@@ -88,7 +89,7 @@ def qmia_scores(inputs: AttackInputs, parameters: AttackParameters, seed: int) -
             scores[scored] = _standardised(
                 both[fit], losses[fit], both[scored], losses[scored], seed + 2 * k
             )
-    settings = {
+    settings: JsonObject = {
         "score": "(loss - m(x)) / s(x), conditional median and median absolute deviation of "
         "the loss on population records",
         "regression": "HistGradientBoostingRegressor(loss='quantile', quantile=0.5) over the "
