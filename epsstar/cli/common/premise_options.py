@@ -22,7 +22,7 @@ def _count(text: str) -> int:
     except ValueError:
         value = -1
     if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 0. Found {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 0. Found {text!r}.")
     return value
 
 
