@@ -50,7 +50,7 @@ from epsstar.audit.model.output_reading import OutputReading
 from epsstar.audit.output.provenance import EngineRun, Provenance, Timings
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.premise.attribute import check_model_input
-from epsstar.audit.premise.classifier import blind_log_odds
+from epsstar.audit.premise.classifier import READ_ROWS, blind_log_odds
 from epsstar.audit.premise.findings import PremiseInputs, PremiseKeys, premise_keys, with_premise
 from epsstar.audit.premise.settings import DEFAULT_PREMISE, PremiseSettings
 from epsstar.exceptions import InputFileError, InvalidInputError
@@ -170,6 +170,11 @@ def audit(
         command,
         premise,
     )
+    if attack.needs_blind and not premise.blind:
+        raise InvalidInputError(
+            f"the beyond-baseline attack needs the blind baseline. Found it skipped: "
+            f"{premise.skip_blind_baseline!r}."
+        )
     _existing("model", file.path)
     if not run.on_dask:
         for role in ("train", "population"):
@@ -326,10 +331,16 @@ def _premise_inputs(
     skipped = settings.skip_blind_baseline
     if skipped is None and run.on_dask:
         skipped = "not run on the dask engine: the records stay on the cluster (docs/premise.md)"
-    reads = (skipped is None) or attack.needs_records or settings.attribute is not None
+    every = attack.needs_records or attack.needs_blind or settings.attribute is not None
     records = None
-    if reads and not run.on_dask:
-        records = read_records(run.tables, streamed.match.file_columns, seed=run.options.seed)
+    if (skipped is None or every) and not run.on_dask:
+        records = read_records(
+            run.tables,
+            streamed.match.file_columns,
+            limit=None if every else READ_ROWS,
+            seed=run.options.seed,
+            rows=(streamed.train.rows, streamed.population.rows),
+        )
     blind = None
     if skipped is None and records is not None:
         blind = blind_log_odds(records, folds=settings.folds, seed=run.options.seed)

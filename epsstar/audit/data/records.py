@@ -75,10 +75,15 @@ def _frame(columns: Sequence[tuple[str, NDArray[Any]]]) -> pd.DataFrame:
     return pd.DataFrame(flat)
 
 
-def _read(tables: Tables, role: Role, columns: Sequence[str] | None) -> pd.DataFrame:
+def _read(
+    tables: Tables, role: Role, columns: Sequence[str] | None, keep: NDArray[np.int64] | None
+) -> pd.DataFrame:
+    """``role``'s records; only the rows ``keep`` (sorted row numbers) when given, chosen
+    batch by batch so that the rows left out are never held."""
     import pandas as pd
 
     parts = []
+    row0 = 0
     for batch in iter_batches(
         tables.path(role),
         label_column=tables.label_column,
@@ -89,6 +94,10 @@ def _read(tables: Tables, role: Role, columns: Sequence[str] | None) -> pd.DataF
         named = list(zip(batch.features.names, batch.features.columns, strict=True))
         frame = _frame(named)
         frame[LABEL] = batch.labels
+        if keep is not None:
+            rows = keep[(keep >= row0) & (keep < row0 + len(frame))] - row0
+            row0 += len(frame)
+            frame = frame.iloc[rows]
         parts.append(frame)
     return pd.concat(parts, ignore_index=True)
 
@@ -125,19 +134,33 @@ def read_records(
     *,
     limit: int | None = None,
     seed: int = 0,
+    rows: tuple[int, int] | None = None,
 ) -> Records:
     """The records of both tables: ``columns`` (the model's, in its order; ``None``: every
-    column but the label) and the label, at most ``limit`` seeded random rows per side."""
+    column but the label) and the label, at most ``limit`` seeded random rows per side.
+    ``rows``, the tables' row counts when known (the audit streamed them), lets the rows
+    left out be dropped as each batch is read."""
     if limit is not None and limit < 1:
         raise InvalidInputError(f"the records' limit must be at least 1. Found {limit}.")
-    train, population = _read(tables, "train", columns), _read(tables, "population", columns)
     rng = np.random.default_rng([seed, 0x9E3779B9])
-    kept = _subset(len(train), limit, rng), _subset(len(population), limit, rng)
+    if rows is not None:
+        kept = _subset(rows[0], limit, rng), _subset(rows[1], limit, rng)
+        train = _read(tables, "train", columns, kept[0] if len(kept[0]) < rows[0] else None)
+        population = _read(
+            tables, "population", columns, kept[1] if len(kept[1]) < rows[1] else None
+        )
+        sizes = rows
+    else:
+        train = _read(tables, "train", columns, None)
+        population = _read(tables, "population", columns, None)
+        sizes = len(train), len(population)
+        kept = _subset(sizes[0], limit, rng), _subset(sizes[1], limit, rng)
+        train, population = train.iloc[kept[0]], population.iloc[kept[1]]
     return Records(
-        train=train.iloc[kept[0]].reset_index(drop=True),
-        population=population.iloc[kept[1]].reset_index(drop=True),
+        train=train.reset_index(drop=True),
+        population=population.reset_index(drop=True),
         train_rows=kept[0],
         population_rows=kept[1],
-        n_train=len(train),
-        n_population=len(population),
+        n_train=sizes[0],
+        n_population=sizes[1],
     )
