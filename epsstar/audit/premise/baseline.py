@@ -11,12 +11,15 @@ tables apart, at the confidence the gate uses, so the model's Epsilon* measures 
 difference too. Because the scores are cross-fitted (no row is scored by a classifier that
 saw it), members' and non-members' scores are exchangeable when both tables come from one
 distribution, and the bound's guarantee (false alarms at most ``1 - confidence``) holds.
+The estimator's warnings about the blind scores (a poor fit, an extrapolated tail) are not
+raised: the premise is read from the lower bound, which needs no fit.
 """
 
 from __future__ import annotations
 
+import warnings
+
 from epsstar.audit.attacks.from_losses import AuditOptions, minimum_records
-from epsstar.audit.attacks.prefixed_warnings import prefixed_warnings
 from epsstar.audit.output.premise_result import BlindBaseline
 from epsstar.audit.premise.classifier import CLASSIFIER, BlindLogOdds
 from epsstar.exceptions import InsufficientDataError
@@ -42,7 +45,8 @@ def blind_baseline(log_odds: BlindLogOdds, options: AuditOptions, *, delta: floa
     config = method_config(method, family=options.family)
     seed, confidence = options.seed, options.confidence
     try:
-        with prefixed_warnings("the blind baseline's scores: "):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             epsilon = estimate(members, others, config, delta=delta, seed=seed)
             bound = split_lower_bound(
                 members, others, delta=delta, confidence=confidence, seed=seed
