@@ -168,24 +168,33 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cost-rows", type=int, default=20_000)
     parser.add_argument("--cost-only", action="store_true", help="only the cost tables")
+    parser.add_argument("--cases", nargs="+", choices=list(CASES), help="only these cases")
     args = parser.parse_args()
     if args.cost_only:
         print(aligned_table(_fixture_cost(3)))
         seconds = _cost(args.cost_rows, args.seed)
         print(f"blind classifier on {args.cost_rows:,} rows per side, 20 columns: {seconds:.1f} s")
         return
-    print(f"epsstar {__version__}; Adult fixture, n = {args.n:,} per side; {args.repeats} repeats")
+    print(
+        f"epsstar {__version__}; Adult fixture, n = {args.n:,} per side; {args.repeats} repeats",
+        flush=True,
+    )
     pool = _adult()
-    rows = [["case", "flagged", "mean blind AUC"]]
+    rows = [["case", "flagged", "mean blind AUC", "repeats"]]
     started = time.perf_counter()
     for index, (name, case) in enumerate(CASES.items()):
+        if args.cases and name not in args.cases:
+            continue
         flags, aucs = [], []
         for repeat in range(args.repeats):
             rng = np.random.default_rng([args.seed, index, repeat])
             flagged, auc = _flag(*case(pool, args.n, rng), seed=repeat)
             flags.append(flagged)
             aucs.append(auc)
-        rows.append([name, f"{np.mean(flags):.0%}", f"{np.mean(aucs):.3f}"])
+        rows.append([name, f"{np.mean(flags):.0%}", f"{np.mean(aucs):.3f}", str(args.repeats)])
+        print(
+            f"{name}: flagged {np.mean(flags):.0%}, mean blind AUC {np.mean(aucs):.3f}", flush=True
+        )
     print(aligned_table(rows))
     print(f"({time.perf_counter() - started:.0f} s)\n")
     seconds = _cost(args.cost_rows, args.seed)
