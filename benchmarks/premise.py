@@ -168,10 +168,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cost-rows", type=int, default=20_000)
     parser.add_argument("--cost-only", action="store_true", help="only the cost tables")
+    parser.add_argument("--cost-repeats", type=int, default=3)
     parser.add_argument("--cases", nargs="+", choices=list(CASES), help="only these cases")
     args = parser.parse_args()
     if args.cost_only:
-        print(aligned_table(_fixture_cost(3)))
+        print(aligned_table(_fixture_cost(args.cost_repeats)))
         seconds = _cost(args.cost_rows, args.seed)
         print(f"blind classifier on {args.cost_rows:,} rows per side, 20 columns: {seconds:.1f} s")
         return
