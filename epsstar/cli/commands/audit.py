@@ -339,9 +339,10 @@ def format_summary(result: AuditResult) -> str:
     gate = ""
     if result.max_epsilon is not None:
         verdict = "PASS" if result.passed else "FAIL"
-        why = "; warnings about the inputs" if result.gate_blocked else ""
+        why = ""
         if result.premise_holds is False:
-            why += "; the premise fails: exit 4 unless --accept-premise-failure"
+            why = "; the premise fails: exit 4 unless --accept-premise-failure"
+        why += "; warnings about the inputs" if result.gate_blocked else ""
         gate = f"  [{verdict}: limit {result.max_epsilon:g}{why}]"
         gate_lines = _gate_lines(result)
     else:
