@@ -40,6 +40,7 @@ from epsstar.audit.data.column_match import ColumnMatch
 from epsstar.audit.data.files import digests_of, sha256_of
 from epsstar.audit.data.progress import Progress
 from epsstar.audit.data.reading import Role, Tables
+from epsstar.audit.data.records import read_records
 from epsstar.audit.data.summary_plans import SummaryPlans
 from epsstar.audit.engines.references import attack_inputs
 from epsstar.audit.engines.streaming import StreamedTable, stream_table
@@ -48,6 +49,10 @@ from epsstar.audit.model.loading import LoadedAuditModel, ModelFile
 from epsstar.audit.model.output_reading import OutputReading
 from epsstar.audit.output.provenance import EngineRun, Provenance, Timings
 from epsstar.audit.output.result import AuditResult
+from epsstar.audit.premise.attribute import check_model_input
+from epsstar.audit.premise.classifier import READ_ROWS, blind_log_odds
+from epsstar.audit.premise.findings import PremiseInputs, PremiseKeys, premise_keys, with_premise
+from epsstar.audit.premise.settings import DEFAULT_PREMISE, PremiseSettings
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics.utility import Utility
 
@@ -95,6 +100,7 @@ class _Run:
     #: :class:`PartitionProgress` (as partitions finish) on a Dask cluster.
     progress: Progress | PartitionProgress | None
     command: str | None
+    premise: PremiseSettings = DEFAULT_PREMISE
 
     @property
     def table_progress(self) -> Progress | None:
@@ -129,6 +135,7 @@ def audit(
     engine: Engine | None = None,
     progress: Progress | PartitionProgress | None = None,
     command: str | None = None,
+    premise: PremiseSettings = DEFAULT_PREMISE,
 ) -> AuditResult:
     """Audit a saved model against its training data and population data.
 
@@ -140,8 +147,10 @@ def audit(
     audit each value of (``result.slices``, :mod:`.attacks.slices`). ``engine`` is where
     the tables are streamed (``None``: this process; with a ``dask`` engine the data may be
     partitioned data sets, for the same result on the same rows), ``progress`` is told as
-    the rows are read, and ``command`` is recorded in the provenance. The result is
-    deterministic for a given seed.
+    the rows are read, and ``command`` is recorded in the provenance. ``premise`` says what
+    is read beyond the membership of records (:mod:`.premise`): the blind baseline (on by
+    default), user-level Epsilon*, attribute inference and the most exposed records. The
+    result is deterministic for a given seed.
 
     Columns reach the model by the names it records, else as ``tables.features`` names
     them, else by position, with a warning (:mod:`epsstar.audit.data.column_match`). One
@@ -159,18 +168,25 @@ def audit(
         engine,
         progress if on_dask else _checked_progress(progress),
         command,
+        premise,
     )
+    if attack.needs_blind and not premise.blind:
+        raise InvalidInputError(
+            f"the beyond-baseline attack needs the blind baseline. Found it skipped: "
+            f"{premise.skip_blind_baseline!r}."
+        )
     _existing("model", file.path)
     if not run.on_dask:
         for role in ("train", "population"):
             _existing(role, tables.path(role))
     digests = {} if run.on_dask else _distinct_data(tables)
     keys = _slice_keys(slice_by, tables, run.on_dask)
+    users = premise_keys(premise, tables, on_dask=run.on_dask, method=run.options.headline_method)
     clock = _Clock()
     loaded = file.load()
     clock.done("load")
     streamed = _stream_on_dask(loaded, run) if run.on_dask else _stream(loaded, run, digests)
-    return _finish(loaded, run, streamed, clock, keys)
+    return _finish(loaded, run, streamed, clock, (keys, users))
 
 
 def _existing(role: str, path: Path) -> None:
@@ -218,6 +234,8 @@ def _stream(loaded: LoadedAuditModel, run: _Run, digests: dict[Role, str]) -> _S
     requested = run.model.outputs_requested
     matches = {role: tables.match(loaded.model, role, path) for role in ("train", "population")}
     _refuse_guess(matches["train"], run)
+    if run.premise.attribute is not None:
+        check_model_input(run.premise.attribute, matches["train"].file_columns)
     train = stream_table(
         loaded.model,
         tables.read("train", matches["train"], outputs_requested=requested),
@@ -266,10 +284,11 @@ def _finish(
     run: _Run,
     streamed: _Streamed,
     clock: _Clock,
-    keys: SliceKeys | None,
+    keyed: tuple[SliceKeys | None, PremiseKeys],
 ) -> AuditResult:
-    """The audit of the streamed tables: data checks, utility, statistics, then the attacks
-    and the slices."""
+    """The audit of the streamed tables: data checks, utility, statistics, then the attacks,
+    the slices and the premise's readings."""
+    keys, users = keyed
     _refuse_guess(streamed.match, run)
     streamed, plans = _summarised(streamed, run, keys is not None)
     stated = run.tables.columns_by_position
@@ -291,14 +310,19 @@ def _finish(
     declared = getattr(loaded.model, "declared_privacy", None)
     result = dataclasses.replace(result, provenance=provenance, declared_privacy=declared)
     started = time.perf_counter()
-    result = _attacked(result, loaded, run, streamed)
+    premise = _premise_inputs(loaded, run, streamed, users)
+    premise_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    result = _attacked(result, loaded, run, streamed, premise)
     if any(attack.name != "loss" for attack in result.attacks):
         result = _timed(result, "attacks", time.perf_counter() - started)
     if keys is not None:
         started = time.perf_counter()
         result = dataclasses.replace(result, slices=audit_slices(result, keys, run.options))
         result = _timed(result, "slices", time.perf_counter() - started)
-    return result
+    started = time.perf_counter()
+    result = with_premise(result, premise, run.options)
+    return _timed(result, "premise", premise_seconds + time.perf_counter() - started)
 
 
 def _refuse_guess(match: ColumnMatch, run: _Run) -> None:
@@ -307,7 +331,45 @@ def _refuse_guess(match: ColumnMatch, run: _Run) -> None:
     match.refuse_guess(run.model.path, gate=gate, by_position=run.tables.columns_by_position)
 
 
-def _timed(result: AuditResult, step: Literal["attacks", "slices"], seconds: float) -> AuditResult:
+def _premise_inputs(
+    loaded: LoadedAuditModel, run: _Run, streamed: _Streamed, users: PremiseKeys
+) -> PremiseInputs:
+    """What the premise's readings and the attacks that read the records need: the records
+    (read when one of them needs them) and, unless skipped, the blind classifier's scores."""
+    settings, attack = run.premise, run.attack
+    skipped = settings.skip_blind_baseline
+    if skipped is None and run.on_dask:
+        skipped = "not run on the dask engine: the records stay on the cluster (docs/premise.md)"
+    every = attack.needs_records or attack.needs_blind or settings.attribute is not None
+    records = None
+    if (skipped is None or every) and not run.on_dask:
+        records = read_records(
+            run.tables,
+            streamed.match.file_columns,
+            limit=None if every else READ_ROWS,
+            seed=run.options.seed,
+            rows=(streamed.train.rows, streamed.population.rows),
+        )
+    blind = None
+    if skipped is None and records is not None:
+        blind = blind_log_odds(records, folds=settings.folds, seed=run.options.seed)
+    losses = None
+    if streamed.train.summary is None and streamed.population.summary is None:
+        losses = (streamed.train.losses, streamed.population.losses)
+    return PremiseInputs(
+        settings=settings,
+        skipped=skipped,
+        records=records,
+        blind=blind,
+        losses=losses,
+        keys=users,
+        model=(loaded.model, run.tables.read("train", streamed.match), streamed.train.label_map),
+    )
+
+
+def _timed(
+    result: AuditResult, step: Literal["attacks", "slices", "premise"], seconds: float
+) -> AuditResult:
     """``result`` with the seconds of a step after the statistics in its provenance."""
     provenance = result.provenance
     if provenance is None or provenance.seconds is None:
@@ -404,7 +466,11 @@ def _output_reading(loaded: LoadedAuditModel, requested: bool) -> OutputReading:
 
 
 def _attacked(
-    result: AuditResult, loaded: LoadedAuditModel, run: _Run, streamed: _Streamed
+    result: AuditResult,
+    loaded: LoadedAuditModel,
+    run: _Run,
+    streamed: _Streamed,
+    premise: PremiseInputs,
 ) -> AuditResult:
     """``result`` with the records of the membership tests (:mod:`.attacks.run`); the
     log-odds the reference-model attacks need are read here unless the engine that
@@ -421,6 +487,15 @@ def _attacked(
             logit_losses=logit,
             trust=run.model.trust,
             progress=run.table_progress,
+        )
+    if attack.needs_records or attack.needs_blind:
+        inputs = dataclasses.replace(
+            AttackInputs() if inputs is None else inputs,
+            losses=premise.losses,
+            records=premise.records,
+            blind=None
+            if premise.blind is None
+            else (premise.blind.train, premise.blind.population),
         )
     return with_attacks(result, attack, inputs, run.options)
 

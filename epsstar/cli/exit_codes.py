@@ -10,6 +10,10 @@ EXIT_GATE_FAILED: Final = 1
 EXIT_USAGE: Final = 2
 #: Some models could not be audited; the others were, and their results are written.
 EXIT_PARTIAL: Final = 3
+#: A release gate that cannot be read: the blind baseline finds that the training and
+#: population data differ without the model, so Epsilon* measures that difference too
+#: (``--accept-premise-failure`` reads the gate anyway).
+EXIT_PREMISE_FAILED: Final = 4
 #: Interrupted (Ctrl-C): 128 + SIGINT.
 EXIT_INTERRUPTED: Final = 130
 #: Standard output was closed before everything was printed (``epsstar ... | head``):
@@ -23,5 +27,6 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_PARTIAL",
+    "EXIT_PREMISE_FAILED",
     "EXIT_USAGE",
 ]

@@ -261,7 +261,7 @@ GATES: Final[Names[GateRule]] = Names(
 )
 DEFAULT_GATE: Final[GateRule] = "significant"
 
-AttackName = Literal["loss", "lira", "rmia"]
+AttackName = Literal["loss", "lira", "rmia", "qmia", "beyond-baseline"]
 
 ATTACKS: Final[Names[AttackName]] = Names(
     "attack",
@@ -285,6 +285,20 @@ ATTACKS: Final[Names[AttackName]] = Names(
             "offline RMIA (Zarifzadeh et al. 2024): a record is called a member when the "
             "target model's probability of its label, relative to the reference models', "
             "beats that of most population records",
+        ),
+        Name(
+            "qmia",
+            "QMIA (Bertran et al. 2023), quantile regression, no reference models",
+            "QMIA (Bertran et al. 2023): a record is called a member when the target model's "
+            "loss on it is far below the loss it gives population records like it, as a "
+            "quantile regression on population records predicts",
+        ),
+        Name(
+            "beyond-baseline",
+            "the loss corrected by the blind baseline's log-odds",
+            "the model's leak beyond the blind baseline: a record is called a member when its "
+            "loss says more about membership than the record itself does, the loss corrected "
+            "by the log-odds of a classifier that never saw the model",
         ),
     ),
 )

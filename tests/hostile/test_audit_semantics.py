@@ -355,7 +355,9 @@ def test_suspect_input_warns_in_one_line_each_and_fails_the_gate(
     payload = json.loads((tmp_path / "out.json").read_text())
     validate_json("audit", payload)
     assert payload["warnings"] == [line.removeprefix("epsstar: warning: ") for line in warned]
-    assert code == (1 if gate and blocks else 0)
+    # A gate on data whose premise fails (the blind baseline tells the tables apart) exits 4.
+    premise_fails = payload["premise_holds"] is False
+    assert code == (4 if gate and premise_fails else 1 if gate and blocks else 0)
     assert ("warnings about the inputs]" in captured.out) is (gate and blocks)
     assert payload["passed"] is ((not blocks) if gate else None)
 

@@ -26,8 +26,9 @@ __all__ = ["Attack", "AttackParameters", "Need", "Scorer", "Scores"]
 
 #: What an attack needs beyond the audit's own losses: ``"log_odds"``, the target's and the
 #: reference models' log-odds of the true label on every record (read by an engine);
-#: ``"references"``, reference model files (``--reference-models``).
-Need = Literal["log_odds", "references"]
+#: ``"references"``, reference model files (``--reference-models``); ``"records"``, the
+#: records of both tables; ``"blind"``, the blind classifier's log-odds (the blind baseline).
+Need = Literal["log_odds", "references", "records", "blind"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,9 @@ from types import MappingProxyType
 from typing import Final
 
 from epsstar.audit.attacks.attack import Attack, Need
+from epsstar.audit.attacks.kinds.beyond_baseline import beyond_baseline_scores
 from epsstar.audit.attacks.kinds.lira import lira_scores
+from epsstar.audit.attacks.kinds.qmia import qmia_scores
 from epsstar.audit.attacks.kinds.rmia import rmia_scores
 from epsstar.statistics.names import AttackName
 
@@ -26,6 +28,8 @@ REGISTRY: Final[Mapping[AttackName, Attack]] = MappingProxyType(
         "loss": Attack("loss", frozenset(), None),
         "lira": Attack("lira", _WITH_REFERENCES, lira_scores),
         "rmia": Attack("rmia", _WITH_REFERENCES, rmia_scores),
+        "qmia": Attack("qmia", frozenset({"records"}), qmia_scores),
+        "beyond-baseline": Attack("beyond-baseline", frozenset({"blind"}), beyond_baseline_scores),
     }
 )
 

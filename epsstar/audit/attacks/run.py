@@ -37,7 +37,7 @@ def with_attacks(
     if inputs is None:
         return result
     references = inputs.references
-    if result.provenance is None:
+    if result.provenance is None or references is None:
         return result
     provenance = dataclasses.replace(result.provenance, reference_models=references.models)
     return dataclasses.replace(result, provenance=provenance)

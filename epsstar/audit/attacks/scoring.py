@@ -75,6 +75,16 @@ class AttackSettings:
         return AttackParameters(self.rmia_a, self.rmia_gamma)
 
     @property
+    def needs_records(self) -> bool:
+        """Whether an attack asked for reads the records of both tables."""
+        return "records" in needs_of(self.attacks)
+
+    @property
+    def needs_blind(self) -> bool:
+        """Whether an attack asked for reads the blind classifier's log-odds."""
+        return "blind" in needs_of(self.attacks)
+
+    @property
     def needs_log_odds(self) -> bool:
         """Whether an attack asked for needs the models' log-odds (read by an engine)."""
         return "log_odds" in needs_of(self.attacks)

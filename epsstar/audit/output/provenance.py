@@ -88,7 +88,7 @@ class EngineRun:
 class Timings:
     """Seconds of each step of an audit, rounded to the millisecond: loading the model,
     streaming the data through it, the utility, the statistics, the attacks beyond the loss
-    attack and the slices (``None``: not run), and in all."""
+    attack, the slices and the premise's readings (``None``: not run), and in all."""
 
     load: float
     inference: float
@@ -97,8 +97,10 @@ class Timings:
     total: float
     attacks: float | None = None
     slices: float | None = None
+    #: The blind baseline and the readings that read the records (user level, attribute).
+    premise: float | None = None
 
-    def with_step(self, step: Literal["attacks", "slices"], seconds: float) -> Timings:
+    def with_step(self, step: Literal["attacks", "slices", "premise"], seconds: float) -> Timings:
         """These timings with one more step, counted in the total."""
         rounded = round(seconds, 3)
         return replace(self, **{step: rounded}, total=round(self.total + seconds, 3))
@@ -113,6 +115,7 @@ class Timings:
             ("total", self.total),
             ("attacks", self.attacks),
             ("slices", self.slices),
+            ("premise", self.premise),
         )
         return tuple((step, seconds) for step, seconds in found if seconds is not None)
 

@@ -10,8 +10,10 @@ from epsstar import __version__
 from epsstar.audit.model.declared_privacy import DeclaredPrivacy
 from epsstar.audit.model.output_reading import OutputReading
 from epsstar.audit.output.attack_result import AttackResult
+from epsstar.audit.output.premise_result import BlindBaseline
 from epsstar.audit.output.provenance import Provenance
 from epsstar.audit.output.slice_result import SliceResult
+from epsstar.audit.output.threat_result import AttributeInference, ExposedRecords, UserLevel
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.bounds.gate import GateStatistic
@@ -73,6 +75,20 @@ class AuditResult:
     #: ``"population"``); ``train_losses``/``population_losses`` then hold a random
     #: sample of that side's losses, for figures.
     summaries: dict[str, Losses] = field(default_factory=dict, repr=False)
+    #: The blind baseline (``None``: an audit of losses computed elsewhere, with no records).
+    blind_baseline: BlindBaseline | None = None
+    #: The training records with the strongest membership evidence (``None``: not asked for).
+    exposed_records: ExposedRecords | None = None
+    #: User-level Epsilon* (``--group-by``; ``None``: not asked for).
+    user_level: UserLevel | None = None
+    #: Attribute inference (``--attribute``; ``None``: not asked for).
+    attribute_inference: AttributeInference | None = None
+
+    @property
+    def premise_holds(self) -> bool | None:
+        """Whether train and population cannot be told apart without the model (the blind
+        baseline's lower bound is 0); None when the blind baseline did not run."""
+        return None if self.blind_baseline is None else self.blind_baseline.premise_holds
 
     @property
     def files_read(self) -> tuple[tuple[str, str], ...]:
@@ -211,5 +227,16 @@ class AuditResult:
             if self.strongest_attack is None
             else self.strongest_attack.name,
             "slices": None if self.slices is None else self.slices.to_dict(),
+            "blind_baseline": None
+            if self.blind_baseline is None
+            else self.blind_baseline.to_dict(),
+            "premise_holds": self.premise_holds,
+            "exposed_records": None
+            if self.exposed_records is None
+            else self.exposed_records.to_dict(),
+            "user_level": None if self.user_level is None else self.user_level.to_dict(),
+            "attribute_inference": None
+            if self.attribute_inference is None
+            else self.attribute_inference.to_dict(),
             "epsstar_version": __version__,
         }

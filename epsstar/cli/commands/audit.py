@@ -37,8 +37,14 @@ from epsstar.cli.common.pipeline import (
     step_summary_markdown,
     step_summary_path,
 )
+from epsstar.cli.common.premise_options import (
+    add_premise_options,
+    premise_blocks_gate,
+    premise_lines,
+    premise_settings,
+)
 from epsstar.cli.common.text_table import extrapolation_note, interval_lines
-from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
+from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PREMISE_FAILED
 from epsstar.statistics.names import DEFAULT_GATE, GATES, LOSSES, OUTPUT_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -181,7 +187,9 @@ def register(subparsers: Any) -> None:
         description=SUMMARY + ". " + OUTPUT_FILES + " Exit code: "
         "0 audited and within the gate (or no gate), 1 Epsilon* above "
         "--max-epsilon, or an audit whose inputs drew a warning that can hide a leak "
-        "(with --max-epsilon), 2 usage or input error.",
+        "(with --max-epsilon), 2 usage or input error, 4 a gate whose premise fails "
+        "(train and population differ without the model; --accept-premise-failure "
+        "reads the gate anyway).",
     )
     parser.add_argument("model", metavar="MODEL", help="saved model (.onnx, .pt, .skops, ...)")
     parser.add_argument(
@@ -237,6 +245,7 @@ def register(subparsers: Any) -> None:
         "(e.g. '{\"anon\": true}')",
     )
     add_attack_options(parser)
+    add_premise_options(parser)
     add_json_option(parser)
     parser.add_argument(
         "--report",
@@ -398,7 +407,10 @@ def format_summary(result: AuditResult) -> str:
     gate = ""
     if result.max_epsilon is not None:
         verdict = "PASS" if result.passed else "FAIL"
-        why = "; warnings about the inputs" if result.gate_blocked else ""
+        why = ""
+        if result.premise_holds is False:
+            why = "; the premise fails: exit 4 unless --accept-premise-failure"
+        why += "; warnings about the inputs" if result.gate_blocked else ""
         gate = f"  [{verdict}: limit {result.max_epsilon:g}{why}]"
         gate_lines = _gate_lines(result)
     else:
@@ -424,6 +436,7 @@ def format_summary(result: AuditResult) -> str:
             *_reading_lines(result),
             *attack_lines(result),
             *slice_lines(result),
+            *premise_lines(result),
             f"  utility on population data: accuracy {utility.accuracy:.4f}{shown_auroc} "
             f"({utility.n:,} rows); training rows {result.epsilon.n_train:,}",
             *_summarised_lines(result),
@@ -482,6 +495,7 @@ def run(args: argparse.Namespace) -> int:
                 engine=engine,
                 progress=progress,
                 command=shlex.join(args.command_line),
+                premise=premise_settings(args),
             )
         files.add_inputs(result.files_read)
         gated = gated_run(result, limits, args.model, args.report)
@@ -500,6 +514,8 @@ def run(args: argparse.Namespace) -> int:
     annotate(gated)
     # limits from a file: its checks decide; else the audit's own gate (the same verdict)
     failed = gated.failed if limits.source is not None else result.passed is False
+    if premise_blocks_gate(result, args.accept_premise_failure) and not gated.warn_only:
+        return EXIT_PREMISE_FAILED
     return EXIT_GATE_FAILED if failed and not gated.warn_only else EXIT_OK
 
 

@@ -16,8 +16,7 @@ __all__ = ["lira_scores"]
 
 def lira_scores(inputs: AttackInputs, parameters: AttackParameters, seed: int) -> Scores:
     """``(mu_out - phi) / sigma_out`` of every member and non-member."""
-    on_train, on_population = inputs.target
-    references = inputs.references
+    (on_train, on_population), references = inputs.with_references()
     both = np.concatenate([on_train, on_population])
     refs = np.hstack([references.train, references.population])
     lira = lira_offline(both, refs)

@@ -35,8 +35,7 @@ def z_split(n_population: int, seed: int) -> tuple[NDArray[np.int64], NDArray[np
 
 def rmia_scores(inputs: AttackInputs, parameters: AttackParameters, seed: int) -> Scores:
     """``1 - Pr_z(LR(x, z) >= γ)`` of every member and of the population records not in ``z``."""
-    on_train, on_population = inputs.target
-    references = inputs.references
+    (on_train, on_population), references = inputs.with_references()
     scored, z = z_split(on_population.size, seed)
     both = np.concatenate([on_train, on_population[scored]])
     refs = np.hstack([references.train, references.population[:, scored]])

@@ -1,0 +1,73 @@
+"""The blind classifier and the records it reads: every row scored by a classifier that did
+not see it, the subset of rows read as the file is read, the record of a baseline with too
+few rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from epsstar.audit.attacks.from_losses import AuditOptions
+from epsstar.audit.data.reading import Tables
+from epsstar.audit.data.records import LABEL, Records, read_records
+from epsstar.audit.premise import classifier
+from epsstar.audit.premise.baseline import blind_baseline
+from epsstar.audit.premise.classifier import BlindLogOdds, blind_log_odds
+
+MODELS = Path(__file__).resolve().parents[3] / "fixtures" / "models"
+
+
+def _records(shift: float) -> Records:
+    rng = np.random.default_rng(0)
+    sides = []
+    for n, moved in ((300, 0.0), (200, shift)):
+        frame = pd.DataFrame({"a": rng.normal(moved, 1, n), "b": rng.choice(["u", "v"], n)})
+        sides.append(frame.assign(**{LABEL: rng.integers(0, 2, n)}))
+    return Records(sides[0], sides[1], np.arange(300), np.arange(200), 300, 200)
+
+
+def test_every_row_is_scored_and_the_fit_rows_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(classifier, "FIT_ROWS", 120)
+    scores = blind_log_odds(_records(0.0), seed=3)
+    assert scores.train.shape == (300,)
+    assert scores.population.shape == (200,)
+    assert np.all(np.isfinite(scores.train))
+    assert np.all(np.isfinite(scores.population))
+    assert scores.fitted == (120, 120)
+    assert scores.folds == 2
+    again = blind_log_odds(_records(0.0), seed=3)
+    np.testing.assert_array_equal(scores.train, again.train)
+
+
+def test_a_shifted_side_gets_lower_scores_than_the_members() -> None:
+    """Scores are oriented as log P(train | x) / P(population | x): a population moved by
+    two standard deviations scores below the members."""
+    scores = blind_log_odds(_records(2.0))
+    assert scores.train.mean() > 0 > scores.population.mean()
+
+
+def test_too_few_rows_give_a_skipped_record() -> None:
+    few = BlindLogOdds(np.zeros(20), np.zeros(20), 2, (20, 20))
+    baseline = blind_baseline(few, AuditOptions(), delta=1e-3)
+    assert baseline.premise_holds is None
+    assert baseline.skipped is not None
+    assert "Found 20 training and 20 population rows" in (baseline.skipped)
+
+
+def test_records_read_a_seeded_subset_as_the_file_is_read() -> None:
+    """The rows kept, read batch by batch, are those rows of the file (checked with pandas)."""
+    tables = Tables(MODELS / "binary_train.csv", MODELS / "binary_population.csv", "label")
+    columns = [f"x{i}" for i in range(8)]
+    kept = read_records(tables, columns, limit=50, seed=1, rows=(600, 400))
+    assert (kept.n_train, kept.n_population) == (600, 400)
+    assert len(kept.train) == len(kept.population) == 50
+    assert kept.subsampled
+    expected = pd.read_csv(MODELS / "binary_train.csv").iloc[kept.train_rows]
+    np.testing.assert_allclose(kept.train[columns].to_numpy(), expected[columns].to_numpy())
+    np.testing.assert_array_equal(kept.train[LABEL].to_numpy(), expected["label"].to_numpy())
+    whole = read_records(tables, columns, seed=1, rows=(600, 400))
+    assert len(whole.train) == 600
+    assert not whole.subsampled

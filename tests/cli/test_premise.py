@@ -1,0 +1,116 @@
+"""``epsstar audit`` checks its premise: a shifted population is flagged (summary line,
+JSON, exit code 4 under a gate), an unshifted one is not, and the blind baseline can be
+skipped with a recorded reason."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from epsstar.cli import main
+from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PREMISE_FAILED
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ROOT / "fixtures" / "models"
+WARNING = "train and population differ without the model"
+
+
+def _audit(tmp_path: Path, population: Path, *extra: str) -> tuple[int, str, dict[str, object]]:
+    out = tmp_path / "audit.json"
+    argv = ["audit", str(MODELS / "binary_logreg.onnx"), "--train"]
+    argv += [str(MODELS / "binary_train.csv"), "--population", str(population)]
+    argv += ["--label-column", "label", "--features", "x0,x1,x2,x3,x4,x5,x6,x7"]
+    code = main([*argv, "--json", str(out), *extra])
+    return code, "", json.loads(out.read_text())
+
+
+@pytest.fixture(scope="module")
+def shifted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The binary population with x0 moved by 1.5 of its standard deviations: a shift the
+    records carry whatever the model does (the blind AUC is about 0.8)."""
+    frame = pd.read_csv(MODELS / "binary_population.csv")
+    frame["x0"] = frame["x0"] + 1.5 * frame["x0"].std()
+    path = tmp_path_factory.mktemp("shifted") / "population.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_a_shifted_population_fails_the_premise(
+    shifted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, document = _audit(tmp_path, shifted)
+    stdout = capsys.readouterr().out
+    assert code == EXIT_OK  # no gate: the premise is reported, not enforced
+    assert document["premise_holds"] is False
+    baseline = document["blind_baseline"]
+    assert isinstance(baseline, dict)
+    assert baseline["lower_bound"] > 0
+    assert baseline["auc"] > 0.7
+    assert baseline["folds"] == 2
+    assert baseline["skipped"] is None
+    assert "premise FAILS" in stdout
+    assert f"warning: {WARNING}" in stdout
+
+
+def test_the_same_distribution_holds_the_premise(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, document = _audit(tmp_path, MODELS / "binary_population.csv")
+    stdout = capsys.readouterr().out
+    assert code == EXIT_OK
+    assert document["premise_holds"] is True
+    baseline = document["blind_baseline"]
+    assert isinstance(baseline, dict)
+    assert baseline["lower_bound"] == 0
+    # Both tables are one random split of one sample: the blind classifier guesses.
+    # (0.1 around 0.5 holds at 600/400 rows; a classifier scored on its own fit rows
+    # reaches 0.79 here.)
+    assert abs(baseline["auc"] - 0.5) < 0.1
+    assert "premise holds" in stdout
+    assert WARNING not in stdout
+
+
+def test_a_gate_on_a_failed_premise_exits_4_unless_accepted(
+    shifted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gate = ("--max-epsilon", "100")  # a limit the model passes
+    code, _, document = _audit(tmp_path, shifted, *gate)
+    stdout = capsys.readouterr().out
+    assert document["passed"] is True
+    assert code == EXIT_PREMISE_FAILED == 4
+    assert "the premise fails: exit 4 unless --accept-premise-failure" in stdout
+    code, _, document = _audit(tmp_path, shifted, *gate, "--accept-premise-failure")
+    assert code == EXIT_OK
+    code, _, _ = _audit(tmp_path, shifted, "--max-epsilon", "0", "--accept-premise-failure")
+    assert code == EXIT_GATE_FAILED
+
+
+def test_the_blind_baseline_can_be_skipped_with_a_reason(
+    shifted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reason = "population drawn by the same script, checked by hand"
+    code, _, document = _audit(
+        tmp_path, shifted, "--no-blind-baseline", reason, "--max-epsilon", "100"
+    )
+    stdout = capsys.readouterr().out
+    assert code == EXIT_OK  # not checked, so not enforced
+    assert document["premise_holds"] is None
+    assert document["blind_baseline"] == {
+        "epsilon_star": None,
+        "method": None,
+        "lower_bound": None,
+        "confidence": None,
+        "auc": None,
+        "classifier": None,
+        "folds": None,
+        "fitted_rows": None,
+        "skipped": reason,
+    }
+    assert f"blind baseline: not run ({reason})" in stdout
+    _, _, document = _audit(tmp_path, shifted, "--no-blind-baseline")
+    baseline = document["blind_baseline"]
+    assert isinstance(baseline, dict)
+    assert baseline["skipped"] == "skipped by --no-blind-baseline (no reason given)"
