@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Literal
 from epsstar import __version__
 from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
 from epsstar.audit.attacks.inputs import AttackInputs
+from epsstar.audit.attacks.registry import needs_of
 from epsstar.audit.attacks.run import with_attacks
 from epsstar.audit.attacks.scoring import LOSS_ONLY, AttackSettings
 from epsstar.audit.attacks.slices import SliceKeys, audit_slices, read_slice_keys
@@ -41,6 +42,7 @@ from epsstar.audit.data.files import digests_of, sha256_of
 from epsstar.audit.data.progress import Progress
 from epsstar.audit.data.reading import Role, Tables
 from epsstar.audit.data.summary_plans import SummaryPlans
+from epsstar.audit.data.text_records import TextTables
 from epsstar.audit.engines.references import attack_inputs
 from epsstar.audit.engines.streaming import StreamedTable, stream_table
 from epsstar.audit.engines.summaries import can_summarise, losses_of, summarise_table
@@ -48,6 +50,7 @@ from epsstar.audit.model.loading import LoadedAuditModel, ModelFile
 from epsstar.audit.model.output_reading import OutputReading
 from epsstar.audit.output.provenance import EngineRun, Provenance, Timings
 from epsstar.audit.output.result import AuditResult
+from epsstar.audit.text_run import TextRun, audit_text
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics.utility import Utility
 
@@ -55,7 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.engines.dask_audit import PartitionProgress
     from epsstar.audit.engines.dask_engine import Engine
 
-__all__ = ["AuditResult", "ModelFile", "Tables", "audit"]
+__all__ = ["AuditResult", "ModelFile", "Tables", "TextTables", "audit"]
 
 Step = Literal["load", "inference", "utility", "statistics"]
 ROLES: tuple[Role, Role] = ("train", "population")
@@ -121,7 +124,7 @@ class _Streamed:
 
 def audit(
     model: str | os.PathLike[str] | ModelFile,
-    tables: Tables,
+    tables: Tables | TextTables,
     options: AuditOptions | None = None,
     *,
     attack: AttackSettings = LOSS_ONLY,
@@ -129,6 +132,7 @@ def audit(
     engine: Engine | None = None,
     progress: Progress | PartitionProgress | None = None,
     command: str | None = None,
+    record_text: bool = True,
 ) -> AuditResult:
     """Audit a saved model against its training data and population data.
 
@@ -148,9 +152,18 @@ def audit(
     file (or two with the same content) as both data sets is refused. A single class,
     population rows also in the training data, or an ambiguous output reading raise a
     warning (``result.warnings``) that fails a gate (:mod:`epsstar.audit.data.checks`).
+
+    With :class:`~epsstar.audit.data.text_records.TextTables`, ``model`` is a causal
+    language model's folder audited on text records (:func:`epsstar.audit.text_run.audit_text`;
+    ``record_text=False`` keeps the records' text out of the result).
     """
     file = model if isinstance(model, ModelFile) else ModelFile(Path(model))
     on_dask = engine is not None and engine.name == "dask"
+    if isinstance(tables, TextTables):
+        return _audit_text(
+            file, tables, options, attack, (slice_by, engine, progress), command, record_text
+        )
+    _refuse_text_attacks(attack)
     run = _Run(
         file,
         tables,
@@ -173,8 +186,55 @@ def audit(
     return _finish(loaded, run, streamed, clock, keys)
 
 
+def _audit_text(
+    file: ModelFile,
+    tables: TextTables,
+    options: AuditOptions | None,
+    attack: AttackSettings,
+    engine_settings: tuple[str | None, Engine | None, object],
+    command: str | None,
+    record_text: bool,
+) -> AuditResult:
+    """A text audit (:mod:`epsstar.audit.text_run`), in this process, without slices."""
+    slice_by, engine, progress = engine_settings
+    if slice_by is not None:
+        raise InvalidInputError(
+            f"slice_by works with tabular audits only. Found slice_by {slice_by!r} with text "
+            "records."
+        )
+    if engine is not None and engine.name == "dask":
+        raise InvalidInputError(
+            "text records are scored by the single-process engine. Found the dask engine."
+        )
+    run = TextRun(
+        file,
+        tables,
+        AuditOptions() if options is None else options,
+        attack,
+        record_text,
+        _checked_progress(progress),
+        command,
+    )
+    return audit_text(run)
+
+
+def _refuse_text_attacks(attack: AttackSettings) -> None:
+    """Refuse the attacks on text records in an audit of a table."""
+    if attack.needs_text:
+        text = next(name for name in attack.attacks if "text" in needs_of([name]))
+        raise InvalidInputError(
+            f"the {text} attack scores text records read by a language model; pass "
+            f"--text-column (text_column=). Found a table with a label column."
+        )
+
+
 def _existing(role: str, path: Path) -> None:
     """``path`` checked to be a file."""
+    if role == "model" and path.is_dir():
+        raise InputFileError(
+            f"model: a model folder (a language model's) is audited on text records; pass "
+            f"--text-column (TextTables). Found the folder {str(path)!r}."
+        )
     if path.is_dir():
         raise InputFileError(f"{role}: must be a file, not a directory. Found {str(path)!r}.")
     if not path.is_file():

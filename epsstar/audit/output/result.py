@@ -12,6 +12,7 @@ from epsstar.audit.model.output_reading import OutputReading
 from epsstar.audit.output.attack_result import AttackResult
 from epsstar.audit.output.provenance import Provenance
 from epsstar.audit.output.slice_result import SliceResult
+from epsstar.audit.output.text_result import TextAudit
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.bounds.gate import GateStatistic
@@ -70,6 +71,9 @@ class AuditResult:
     #: ``"population"``); ``train_losses``/``population_losses`` then hold a random
     #: sample of that side's losses, for figures.
     summaries: dict[str, Losses] = field(default_factory=dict, repr=False)
+    #: What is particular to the audit of a language model on text records (``None``: a
+    #: tabular audit).
+    text: TextAudit | None = None
 
     @property
     def files_read(self) -> tuple[tuple[str, str], ...]:
@@ -207,4 +211,6 @@ class AuditResult:
             else self.strongest_attack.name,
             "slices": None if self.slices is None else self.slices.to_dict(),
             "epsstar_version": __version__,
+            # only in the audit of a language model on text records
+            **({} if self.text is None else {"text": self.text.to_dict()}),
         }
