@@ -766,7 +766,7 @@ def main() -> None:
             start = time.perf_counter()
             loss_only = run_audit(target, 0)
             loss_seconds = time.perf_counter() - start
-            inference = float(loss_only.provenance["seconds"]["inference"])
+            inference = loss_only.provenance.seconds.inference
             for k in KS:
                 start = time.perf_counter()
                 result = run_audit(target, k)

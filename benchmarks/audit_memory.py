@@ -68,16 +68,16 @@ def main() -> None:
         )
         code = (
             "import json, time\n"
-            "from epsstar.audit.run import audit\n"
+            "from epsstar.audit import AuditOptions, Tables, audit\n"
             "start = time.perf_counter()\n"
             f"r = audit({str(MODELS / 'binary_logreg.onnx')!r}, "
-            f"{str(MODELS / 'binary_train.parquet')!r}, {str(population)!r}, "
-            "label_column='label', delta=1e-6)\n"
+            f"Tables({str(MODELS / 'binary_train.parquet')!r}, {str(population)!r}, 'label'), "
+            "AuditOptions(delta=1e-6))\n"
             "seconds = time.perf_counter() - start\n"
             "status = open('/proc/self/status').read().splitlines()\n"
             "peak = [int(l.split()[1]) for l in status if l.startswith('VmHWM')][0] / 1024\n"
             "print(json.dumps({'seconds': seconds, 'peak_mib': peak, "
-            "'timing': r.provenance['seconds'], 'eps': r.epsilon_star, "
+            "'timing': r.provenance.seconds.to_dict(), 'eps': r.epsilon_star, "
             "'n_population': r.epsilon.n_population}))\n"
         )
         done = subprocess.run(

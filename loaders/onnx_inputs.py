@@ -16,7 +16,7 @@ Three layouts:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,7 +26,10 @@ from epsstar.exceptions import InputFileError, InvalidInputError
 
 __all__ = ["DTYPES", "InputLayout", "InputSpec", "layout_of"]
 
-DTYPES: Final[dict[str, Any]] = {
+#: A numpy scalar type (``np.float32``, ...).
+ScalarType: TypeAlias = type[np.generic]
+#: The numpy scalar type of each ONNX tensor type an input may have.
+DTYPES: Final[dict[str, ScalarType]] = {
     "tensor(float)": np.float32,
     "tensor(double)": np.float64,
     "tensor(float16)": np.float16,
@@ -48,7 +51,7 @@ class InputSpec:
 
     name: str
     type: str
-    dtype: Any
+    dtype: ScalarType
     shape: tuple[int | None, ...]
 
     @property
@@ -180,7 +183,7 @@ def _probe_column(spec: InputSpec, rng: np.random.Generator) -> NDArray[Any]:
 
 def cast_column(column: NDArray[Any], spec: InputSpec, name: str, source: str) -> NDArray[Any]:
     """``column`` as ``spec``'s element type; refusals name the input, its type and the column."""
-    target = np.dtype(spec.dtype)
+    target: np.dtype[Any] = np.dtype(spec.dtype)
     values = np.asarray(column)
 
     def refuse(need: str, found: object) -> InvalidInputError:

@@ -102,10 +102,11 @@ def _recorded_categories(booster: Any, types: tuple[str, ...]) -> dict[int, Cate
     return found
 
 
-def _iteration_range(booster: Any, config: dict[str, Any]) -> tuple[int, int]:
-    """``(0, best_iteration + 1)`` for an early-stopped tree booster, else every tree."""
+def _iteration_range(booster: Any, kind: str) -> tuple[int, int]:
+    """``(0, best_iteration + 1)`` for an early-stopped tree booster, else every tree
+    (``kind`` is the learner's ``gradient_booster`` name)."""
     best = booster.attr("best_iteration")
-    if best is None or config["gradient_booster"]["name"] == "gblinear":
+    if best is None or kind == "gblinear":
         return (0, 0)
     return (0, int(best) + 1)
 
@@ -134,7 +135,7 @@ class XGBoostModel(BatchedModel):
         self._objective = objective
         self._names = None if booster.feature_names is None else tuple(booster.feature_names)
         self._types = None if booster.feature_types is None else tuple(booster.feature_types)
-        self._range = _iteration_range(booster, config)
+        self._range = _iteration_range(booster, str(config["gradient_booster"]["name"]))
         self._reader = CategoricalReader(
             path,
             "XGBoost",

@@ -9,7 +9,8 @@ SVG and the template's context; it computes nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from epsstar import __version__
 from epsstar.audit.output.figures import (
@@ -29,8 +30,12 @@ if TYPE_CHECKING:
     from epsstar.audit.output.figures import (
         AttackCurvesFigure,
         AuditFigures,
+        ClippedLosses,
+        FitRow,
+        Histogram,
         HistogramFigure,
         KSGrid,
+        KSGridSide,
         TradeoffFigure,
     )
     from epsstar.audit.output.result import AuditResult
@@ -41,6 +46,7 @@ __all__ = [
     "KS_GRID_COMPONENTS",
     "KS_GRID_MAX_VALUES",
     "KS_GRID_SAMPLE_SIZES",
+    "AuditContext",
     "attacks_chart",
     "audit_context",
     "loss_chart",
@@ -294,26 +300,96 @@ def attacks_chart(figure: AttackCurvesFigure) -> Markup:
     return chart.render()
 
 
-def _ks_context(grid: KSGrid | None) -> dict[str, Any] | None:
-    """The grid as the template walks it: sides by name, rows of (components, p-values)."""
+@dataclass(frozen=True, slots=True)
+class KSContext:
+    """The goodness-of-fit grid as the template walks it: sides by name, rows of
+    (components, p-values)."""
+
+    sides: dict[str, KSGridSide]
+    max_values: int
+    components: list[int]
+
+
+def _ks_context(grid: KSGrid | None) -> KSContext | None:
     if grid is None:
         return None
-    return {
-        "sides": {"train": grid.train, "population": grid.population},
-        "max_values": grid.max_values,
-        "components": list(grid.components),
-    }
+    return KSContext(
+        {"train": grid.train, "population": grid.population},
+        grid.max_values,
+        list(grid.components),
+    )
 
 
 # --- the whole context ---------------------------------------------------------------------------
 
 
-def _columns(result: AuditResult) -> dict[str, bool]:
+@dataclass(frozen=True, slots=True)
+class Charts:
+    """The report's charts as inline SVG (``None``: not drawn for this audit)."""
+
+    loss: Markup
+    transformed: Markup | None
+    tradeoff: Markup
+    slices: Markup | None
+    attacks: Markup | None
+
+
+@dataclass(frozen=True, slots=True)
+class Histograms:
+    """The histograms of the losses and of the transformed losses (``None``: no transform)."""
+
+    loss: Histogram
+    transformed: Histogram | None
+
+
+@dataclass(frozen=True, slots=True)
+class Columns:
     """Table columns that have something to show (a column empty in every row is left out)."""
-    return {
-        "readings_fitted": any(t.tpr_fitted is not None for t in result.readings.tpr_at_fpr),
-        "utility_note": any(u.auroc_note for u in result.utility.values()),
-    }
+
+    readings_fitted: bool
+    utility_note: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SmallestSupported:
+    """The smallest error rates one record's worth of data supports: 1/n of each side."""
+
+    train: float
+    population: float
+
+
+@dataclass(frozen=True, slots=True)
+class AuditContext:
+    """Everything the template shows (``ctx``): the result's fields, its figures drawn as SVG."""
+
+    result: AuditResult
+    version: str
+    fits: tuple[FitRow, ...]
+    timings: tuple[tuple[str, float], ...]
+    epsilon_star_repr: str
+    verdict: str
+    estimator: str
+    charts: Charts
+    attack_curves: AttackCurvesFigure | None
+    histograms: Histograms
+    mu: float | None
+    boundary_corner: float
+    clipped: tuple[ClippedLosses, ...]
+    loss_tails: tuple[float, float] | None
+    columns: Columns
+    smallest_supported: SmallestSupported
+    ks_grid: KSContext | None
+    small_slices: tuple[SliceRow, ...]
+    headline_attack: str | None
+    bins: int
+    central_share: float
+
+
+def _columns(result: AuditResult) -> Columns:
+    return Columns(
+        readings_fitted=any(t.tpr_fitted is not None for t in result.readings.tpr_at_fpr),
+        utility_note=any(u.auroc_note for u in result.utility.values()),
+    )
 
 
 def _small_slices(result: AuditResult) -> tuple[SliceRow, ...]:
@@ -321,46 +397,46 @@ def _small_slices(result: AuditResult) -> tuple[SliceRow, ...]:
     return () if result.slices is None else result.slices.too_small
 
 
-def audit_context(result: AuditResult, figures: AuditFigures) -> dict[str, Any]:
+def audit_context(result: AuditResult, figures: AuditFigures) -> AuditContext:
     """Everything the template shows: the result's fields, its figures drawn as SVG."""
     losses, transformed, tradeoff = figures.losses, figures.transformed, figures.tradeoff
     provenance = result.provenance
-    return {
-        "result": result,
-        "version": __version__,
-        "fits": figures.fits,
-        "timings": ()
+    return AuditContext(
+        result=result,
+        version=__version__,
+        fits=figures.fits,
+        timings=()
         if provenance is None or provenance.seconds is None
         else provenance.seconds.steps(),
-        "epsilon_star_repr": repr(float(result.epsilon_star)),
-        "verdict": {True: "PASS", False: "FAIL", None: "NO GATE"}[result.passed],
-        "estimator": figures.estimator,
-        "charts": {
-            "loss": loss_chart(losses),
-            "transformed": None if transformed is None else transformed_chart(transformed),
-            "tradeoff": tradeoff_chart(result, tradeoff),
-            "slices": None
+        epsilon_star_repr=repr(float(result.epsilon_star)),
+        verdict={True: "PASS", False: "FAIL", None: "NO GATE"}[result.passed],
+        estimator=figures.estimator,
+        charts=Charts(
+            loss=loss_chart(losses),
+            transformed=None if transformed is None else transformed_chart(transformed),
+            tradeoff=tradeoff_chart(result, tradeoff),
+            slices=None
             if result.slices is None
             else slice_chart(result.slices, result.epsilon_star),
-            "attacks": None if figures.attacks is None else attacks_chart(figures.attacks),
-        },
-        "attack_curves": figures.attacks,
-        "histograms": {
-            "loss": losses.histogram,
-            "transformed": None if transformed is None else transformed.histogram,
-        },
-        "mu": tradeoff.gdp_mu,
-        "boundary_corner": tradeoff.boundary_corner.fpr,
-        "clipped": losses.clipped,
-        "loss_tails": losses.tails,
-        "columns": _columns(result),
-        "smallest_supported": {
-            "train": tradeoff.smallest_supported_fnr,
-            "population": tradeoff.smallest_supported_fpr,
-        },
-        "ks_grid": _ks_context(figures.ks_grid),
-        "small_slices": _small_slices(result),
-        "headline_attack": None if result.headline_attack is None else result.headline_attack.name,
-        "bins": losses.histogram.bins,
-        "central_share": losses.histogram.central_share,
-    }
+            attacks=None if figures.attacks is None else attacks_chart(figures.attacks),
+        ),
+        attack_curves=figures.attacks,
+        histograms=Histograms(
+            loss=losses.histogram,
+            transformed=None if transformed is None else transformed.histogram,
+        ),
+        mu=tradeoff.gdp_mu,
+        boundary_corner=tradeoff.boundary_corner.fpr,
+        clipped=losses.clipped,
+        loss_tails=losses.tails,
+        columns=_columns(result),
+        smallest_supported=SmallestSupported(
+            train=tradeoff.smallest_supported_fnr,
+            population=tradeoff.smallest_supported_fpr,
+        ),
+        ks_grid=_ks_context(figures.ks_grid),
+        small_slices=_small_slices(result),
+        headline_attack=None if result.headline_attack is None else result.headline_attack.name,
+        bins=losses.histogram.bins,
+        central_share=losses.histogram.central_share,
+    )

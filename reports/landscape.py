@@ -17,8 +17,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from epsstar.audit.output.landscape_data import MIN_DENSITY_VALUES
@@ -30,9 +31,18 @@ from .svg import Anchor, Chart
 if TYPE_CHECKING:
     from markupsafe import Markup
 
+    from epsstar.audit.data.manifest import HyperParameters
     from epsstar.audit.output.landscape_data import Landscape, Spread, StrategyPoint
 
-__all__ = ["landscape_context", "load_results", "main_chart", "marginal_charts", "place_labels"]
+__all__ = [
+    "LandscapeContext",
+    "StrategyRow",
+    "landscape_context",
+    "load_results",
+    "main_chart",
+    "marginal_charts",
+    "place_labels",
+]
 
 #: Pixel sizes of the drawing (it scales to the page's width): the main chart's width and
 #: height, the marginal charts' depth, the main chart's margins (top, right, bottom, left).
@@ -72,7 +82,7 @@ def _link(report: Path | None, out_dir: Path) -> str | None:
     return quote(Path(relative).as_posix())
 
 
-def _value(value: Any) -> str:
+def _value(value: object) -> str:
     """A hyper-parameter's value: yes/no, whole numbers as they are, others to 3 digits."""
     if isinstance(value, bool):
         return "yes" if value else "no"
@@ -85,7 +95,7 @@ def _value(value: Any) -> str:
     return str(value)
 
 
-def _settings(params: Mapping[str, Any]) -> list[str]:
+def _settings(params: HyperParameters) -> list[str]:
     """``name = value`` of the hyper-parameters that are set, but those in _NOT_LISTED."""
     return [
         f"{k} = {_value(v)}"
@@ -94,7 +104,7 @@ def _settings(params: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _describe(params: Mapping[str, Any]) -> str:
+def _describe(params: HyperParameters) -> str:
     return ", ".join(_settings(params)) or "none recorded"
 
 
@@ -250,50 +260,112 @@ def marginal_charts(data: Landscape) -> tuple[Markup, Markup]:
     return top.render(legend=False), right.render(legend=False)
 
 
-def _row(s: StrategyPoint, link: str | None, index: int) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class StrategyRow:
     """One strategy as the table shows it."""
-    return {
-        "number": index,
-        "name": s.name,
-        "dp_epsilon": _dp_epsilon(s),
-        "category": _category(s),
-        "settings": _settings(s.params),
-        "n_models": s.n_models,
-        "n_failed": s.n_failed,
-        "eps_mean": s.epsilon.mean if s.epsilon else None,
-        "eps_min": s.epsilon.low if s.epsilon else None,
-        "eps_max": s.epsilon.high if s.epsilon else None,
-        "mechanism": s.mechanism_epsilon,
-        "util_mean": s.utility.mean if s.utility else None,
-        "util_min": s.utility.low if s.utility else None,
-        "util_max": s.utility.high if s.utility else None,
-        "link": link,
-        "pareto": s.pareto,
-    }
+
+    number: int
+    name: str
+    dp_epsilon: tuple[str, str | None] | None
+    category: str
+    settings: list[str]
+    n_models: int
+    n_failed: int
+    eps_mean: float | None
+    eps_min: float | None
+    eps_max: float | None
+    mechanism: float | None
+    util_mean: float | None
+    util_min: float | None
+    util_max: float | None
+    link: str | None
+    pareto: bool
 
 
-def landscape_context(data: Landscape, target: Path) -> dict[str, Any]:
+def _row(s: StrategyPoint, link: str | None, index: int) -> StrategyRow:
+    return StrategyRow(
+        number=index,
+        name=s.name,
+        dp_epsilon=_dp_epsilon(s),
+        category=_category(s),
+        settings=_settings(s.params),
+        n_models=s.n_models,
+        n_failed=s.n_failed,
+        eps_mean=s.epsilon.mean if s.epsilon else None,
+        eps_min=s.epsilon.low if s.epsilon else None,
+        eps_max=s.epsilon.high if s.epsilon else None,
+        mechanism=s.mechanism_epsilon,
+        util_mean=s.utility.mean if s.utility else None,
+        util_min=s.utility.low if s.utility else None,
+        util_max=s.utility.high if s.utility else None,
+        link=link,
+        pareto=s.pareto,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LandscapeColumns:
+    """Table columns that have something to show: the DP ε, the links to reports."""
+
+    dp_epsilon: bool
+    report: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LandscapeLayout:
+    """Widths of the main chart and of the marginal charts beside it, in pixels."""
+
+    main: int
+    side: int
+
+
+@dataclass(frozen=True, slots=True)
+class LandscapeCharts:
+    """The charts as inline SVG, and whether any category has a density curve."""
+
+    main: Markup
+    top: Markup
+    right: Markup
+    kde: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LandscapeContext:
+    """Everything the template shows (``ctx``)."""
+
+    utility: str
+    utility_label: str
+    strategies: list[StrategyRow]
+    plotted: list[StrategyRow]
+    n_models: int
+    columns: LandscapeColumns
+    layout: LandscapeLayout
+    min_density_values: int
+    charts: LandscapeCharts
+
+
+def landscape_context(data: Landscape, target: Path) -> LandscapeContext:
     """Everything the template shows; report links relative to ``target``'s folder."""
     links = {s.name: _link(s.report, target.parent) for s in data.strategies}
     numbers = {s.name: index for index, s in enumerate(data.strategies, start=1)}
     rows = [_row(s, links[s.name], numbers[s.name]) for s in data.strategies]
     top, right = marginal_charts(data)
-    return {
-        "utility": data.utility,
-        "utility_label": _utility_label(data.utility),
-        "strategies": rows,
-        "plotted": [row for row, s in zip(rows, data.strategies, strict=True) if s.plotted],
-        "n_models": data.n_models,
-        "columns": {
-            "dp_epsilon": any(row["dp_epsilon"] for row in rows),
-            "report": any(row["link"] for row in rows),
-        },
-        "layout": {"main": _WIDTH, "side": _SIDE},
-        "min_density_values": MIN_DENSITY_VALUES,
-        "charts": {
-            "main": main_chart(data, links, numbers),
-            "top": top,
-            "right": right,
-            "kde": any(m.epsilon_density is not None for m in data.marginals),
-        },
-    }
+    return LandscapeContext(
+        utility=data.utility,
+        utility_label=_utility_label(data.utility),
+        strategies=rows,
+        plotted=[row for row, s in zip(rows, data.strategies, strict=True) if s.plotted],
+        n_models=data.n_models,
+        columns=LandscapeColumns(
+            dp_epsilon=any(row.dp_epsilon for row in rows),
+            report=any(row.link for row in rows),
+        ),
+        layout=LandscapeLayout(main=_WIDTH, side=_SIDE),
+        min_density_values=MIN_DENSITY_VALUES,
+        charts=LandscapeCharts(
+            main=main_chart(data, links, numbers),
+            top=top,
+            right=right,
+            kde=any(m.epsilon_density is not None for m in data.marginals),
+        ),
+    )

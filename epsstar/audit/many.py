@@ -28,15 +28,23 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from epsstar.audit.attacks.from_losses import AuditOptions
-from epsstar.audit.data.manifest import ManifestEntry, read_manifest
+from epsstar.audit.data.config_schema import Where
+from epsstar.audit.data.manifest import (
+    CELL,
+    PARAMS,
+    HyperParameters,
+    ManifestEntry,
+    params_json,
+    read_manifest,
+)
 from epsstar.audit.data.reading import DEFAULT_BATCH_SIZE, Tables
 from epsstar.audit.engines.pool import run_in_processes
 from epsstar.audit.model.loading import ModelFile
 from epsstar.exceptions import EpsstarError, InputFileError
 from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.bounds.from_counts import mechanism_epsilon
-from epsstar.statistics.json_types import JsonObject
-from epsstar.statistics.names import OUTPUT_KINDS, LossName
+from epsstar.statistics.json_types import JsonObject, JsonValue
+from epsstar.statistics.names import LossName
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.engines.dask_engine import Engine, TaskOutcome
@@ -81,7 +89,7 @@ class ModelAudit:
 
     def to_dict(self) -> JsonObject:
         """The record of ``epsstar audit-many --json``'s ``models``: keys only for what exists."""
-        record: dict[str, Any] = {"entry": self.entry.describe()}
+        record: JsonObject = {"entry": self.entry.describe()}
         if self.result is not None:
             record["result"] = self.result.to_dict()
             record["warnings"] = list(self.warnings)
@@ -116,32 +124,42 @@ class StrategySummary:
             "epsilon_star_mean": self.epsilon_mean,
             "epsilon_star_max": self.epsilon_max,
             "mechanism_epsilon": self.mechanism_epsilon,
-            "params": dict(self.params),
+            "params": params_json(self.params),
         }
 
 
 class _Outcome(NamedTuple):
     strategy: str
-    params: Mapping[str, Any]
+    params: HyperParameters
     epsilon: float | None
     failed: bool
 
 
-def _outcome(record: ModelAudit | Mapping[str, Any]) -> _Outcome:
+def _outcome(record: ModelAudit | Mapping[str, JsonValue]) -> _Outcome:
     if isinstance(record, ModelAudit):
         entry = record.entry
         return _Outcome(entry.strategy, entry.params, record.epsilon_star, record.failed)
     # A ``models`` record of an ``audit-many --json`` file, as read from disk.
+    where = Where("audit-many record")
     entry_dict, result = record["entry"], record.get("result")
+    if not isinstance(entry_dict, dict):
+        raise where.at("entry").error("a table", entry_dict)
+    epsilon: float | None = None
+    if result:
+        value = result.get("epsilon_star") if isinstance(result, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise where.at("result").at("epsilon_star").error("a number", value)
+        epsilon = float(value)
+    params = PARAMS.check(entry_dict.get("params") or {}, where.at("entry").at("params"))
     return _Outcome(
         str(entry_dict["strategy"]),
-        entry_dict.get("params") or {},
-        float(result["epsilon_star"]) if result else None,
+        params.extras(CELL),
+        epsilon,
         bool(record.get("error")),
     )
 
 
-def summarise(records: Iterable[ModelAudit | Mapping[str, Any]]) -> list[StrategySummary]:
+def summarise(records: Iterable[ModelAudit | Mapping[str, JsonValue]]) -> list[StrategySummary]:
     """Per-strategy statistics of audit records (in first-seen strategy order).
 
     ``records`` are :func:`audit_many`'s, or the ``models`` of ``audit-many --json``
@@ -202,8 +220,7 @@ class FleetSettings:
 
     def model(self, entry: ManifestEntry) -> ModelFile:
         """How the model of ``entry`` is loaded."""
-        outputs = None if entry.outputs is None else OUTPUT_KINDS.check(entry.outputs)
-        return ModelFile(entry.model, entry.loader, outputs, self.trust)
+        return ModelFile(entry.model, entry.loader, entry.outputs, self.trust)
 
     def tables(self, entry: ManifestEntry) -> Tables:
         """What the audit of ``entry`` reads."""

@@ -1,8 +1,9 @@
-"""The JSON form of the statistics' records: what each ``to_dict()`` returns.
+"""The JSON form of the records: what each ``to_dict()`` returns and a JSON file holds.
 
 A record's ``to_dict()`` is its JSON document (``json.dumps`` writes it as is): strings,
 numbers, booleans, ``null``, arrays and objects, nested to any depth. The aliases state
-that, so a reader of a ``to_dict()`` knows what it may find in it.
+that, so a reader of a ``to_dict()`` knows what it may find in it; the same aliases type
+a document read back (``json.loads``, ``tomllib.loads``), narrowed with ``isinstance``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -136,22 +138,42 @@ def test_quick_demo_lists_files_that_exist(
         assert (base / path).exists(), path
 
 
+def _visible_text(path: Path) -> str:
+    """The text a browser shows of an HTML file (styles and scripts dropped, spaces joined)."""
+    page = path.read_text(encoding="utf-8")
+    assert page.lstrip().lower().startswith("<!doctype html"), path
+    page = re.sub(r"<(style|script)\b.*?</\1>", " ", page, flags=re.DOTALL)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+
+
 def test_quick_demo_reports(quick: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    """The HTML reports ship with epsstar (jinja2 is a dependency): one report per model and
+    the landscape of all of them are written, listed and hold the models' own numbers."""
     base, done = quick
     payload = json.loads((base / "out" / "results.json").read_text())
-    assert payload["reports_available"] == demo.reports_available()
-    if not demo.reports_available():
-        assert "reports    unavailable" in done.stdout
-        assert not (base / "out" / "reports").exists()
-        return
-    for record in payload["models"]:
-        report = base / record["report"]
-        assert report.is_file()
-        assert report.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
-    if payload["landscape"] is not None:
-        assert (base / payload["landscape"]).is_file()
-    else:
-        assert payload["landscape_error"]
+    assert payload["reports_available"] is True
+    assert (payload["landscape"], payload["landscape_error"]) == ("out/landscape.html", None)
+    assert "  reports    out/reports/ (3 of 3 models)" in done.stdout
+    assert "  landscape  out/landscape.html" in done.stdout
+    expected = [f"{strategy}-0.html" for strategy in QUICK_STRATEGIES]
+    assert sorted(p.name for p in (base / "out" / "reports").iterdir()) == sorted(expected)
+    landscape_page = (base / "out" / "landscape.html").read_text(encoding="utf-8")
+    landscape = _visible_text(base / "out" / "landscape.html")
+    assert "3 strategies, 3 audited models; utility: AUROC on population data" in landscape
+    for record, name in zip(payload["models"], expected, strict=True):
+        assert record["report"] == f"out/reports/{name}"
+        model, result = record["entry"]["model"], record["result"]
+        report = _visible_text(base / record["report"])
+        assert f"Epsilon* audit: {model}" in report
+        assert f"Epsilon* (δ = {result['delta']:.3g}) {result['epsilon_star']:.4f}" in report
+        assert f"Empirical Epsilon* {result['empirical']['epsilon_star']:.4f}" in report
+        assert f"Lower bound (95 % confidence) {result['epsilon_lower_bound']:.4f}" in report
+        # The landscape draws the model's strategy at its AUROC and links to its report.
+        auroc = result["utility"]["population"]["auroc"]
+        strategy = record["entry"]["strategy"]
+        assert f"{strategy} " in landscape
+        assert f"AUROC {auroc:.4f} [{auroc:.4f}, {auroc:.4f}]" in landscape
+        assert f'href="reports/{name}"' in landscape_page
 
 
 def test_refuses_a_non_empty_folder(

@@ -90,12 +90,107 @@ def test_the_external_data_model_is_audited() -> None:
     assert epsilon >= 0.0
 
 
-def test_the_adult_pipeline_is_audited_with_its_columns_by_name() -> None:
-    epsilon = _audit(
-        "adult_pipeline_columns.onnx", "adult_train.csv", "adult_population.csv", "income"
+@pytest.fixture(scope="module")
+def leaky_adult(
+    tmp_path_factory: pytest.TempPathFactory, fixture_builder: Callable[[str], ModuleType]
+) -> dict[str, Any]:
+    """A per-column ONNX pipeline that leaks (a random forest on 1,000 Adult rows), with its
+    training and population rows written in another column order than its inputs': the
+    int64 columns among themselves and the string ones among themselves, so that handing
+    them over by position would run without error on the wrong columns."""
+    pytest.importorskip("skl2onnx")
+    from skl2onnx import to_onnx
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    folder = tmp_path_factory.mktemp("leaky_adult")
+    frame = fixture_builder("onnx_models").adult_frame(3000)
+    train, population = frame.iloc[:1000], frame.iloc[1000:]
+    features = train.drop(columns="income")
+    text = list(features.select_dtypes(exclude="number").columns)
+    numbers = [c for c in features.columns if c not in text]
+    forest = RandomForestClassifier(n_estimators=30, min_samples_leaf=2, random_state=0)
+    columns = ColumnTransformer(
+        [("text", OneHotEncoder(handle_unknown="ignore"), text)], remainder="passthrough"
     )
-    assert np.isfinite(epsilon)
-    assert epsilon >= 0.0
+    pipeline = Pipeline([("columns", columns), ("model", forest)])
+    pipeline.fit(features, train["income"])
+    onx = to_onnx(pipeline, features[:1], options={id(forest): {"zipmap": False}})
+    (folder / "leaky.onnx").write_bytes(onx.SerializeToString())
+    # Position by position, a column of the input's type but not its own: the numbers
+    # reversed, the strings rotated by one.
+    others = {"number": list(reversed(numbers)), "text": [*text[1:], text[0]]}
+    order = [others["text" if c in text else "number"].pop(0) for c in features.columns]
+    assert all(a != b for a, b in zip(order, features.columns, strict=True))
+    for role, rows in (("train", train), ("population", population)):
+        rows[["income", *order]].to_csv(folder / f"{role}.csv", index=False)
+    return {"folder": folder, "order": order, "pipeline": pipeline, "frame": frame}
+
+
+def _logit_losses(model: Path, table: pd.DataFrame, classes: list[str]) -> np.ndarray:
+    """The logit loss (footnote 1 of epsilon-star-negoescu-2024.md) of ``table``'s rows,
+    with onnxruntime fed by the test itself, input by input under its own column name."""
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    by_input = {name.replace("-", "_"): name for name in table.columns}
+    feeds = {}
+    for node in session.get_inputs():
+        column = table[by_input[node.name]].to_numpy()
+        kind = np.int64 if node.type == "tensor(int64)" else object
+        feeds[node.name] = column.astype(kind).reshape(-1, 1)
+    probabilities = session.run(["probabilities"], feeds)[0].astype(np.float64)
+    p = np.clip(probabilities[:, 1], np.finfo(np.float64).eps, 1 - np.finfo(np.float64).eps)
+    y = (table["income"].to_numpy() == classes[1]).astype(np.float64)
+    return (1 - 2 * y) * (np.log(p) - np.log1p(-p))
+
+
+def test_the_adult_pipeline_is_audited_with_its_columns_by_name(
+    leaky_adult: dict[str, Any],
+) -> None:
+    from epsstar.audit.attacks.from_losses import audit_losses
+
+    folder, model = leaky_adult["folder"], leaky_adult["folder"] / "leaky.onnx"
+    result = audit(
+        model, folder / "train.csv", folder / "population.csv", label_column="income", seed=0
+    )
+    assert result.provenance["columns_from"] == "model names"
+    # The losses are those of each input fed its own column, computed here without epsstar;
+    # 1e-12 absorbs the order of float64 operations only (the same float32 probabilities).
+    frame, classes = leaky_adult["frame"], [str(c) for c in leaky_adult["pipeline"].classes_]
+    expected = [_logit_losses(model, part, classes) for part in (frame[:1000], frame[1000:])]
+    np.testing.assert_allclose(result.train_losses, expected[0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(result.population_losses, expected[1], rtol=0, atol=1e-12)
+    # ... and the scikit-learn pipeline itself agrees on them (float32 trees: 1e-5 absorbs
+    # the rounding of the forest's probabilities, far below a swapped column's effect).
+    probabilities = leaky_adult["pipeline"].predict_proba(frame[:1000].drop(columns="income"))
+    p = np.clip(probabilities[:, 1], 1e-7, 1 - 1e-7)
+    y = (frame[:1000]["income"].to_numpy() == classes[1]).astype(np.float64)
+    sklearn_losses = (1 - 2 * y) * (np.log(p) - np.log1p(-p))
+    unclipped = np.abs(sklearn_losses) < 15
+    np.testing.assert_allclose(
+        result.train_losses[unclipped], sklearn_losses[unclipped], rtol=0, atol=1e-4
+    )
+    # A leaking model: Epsilon* is clearly above 0, and it is the estimator's value on the
+    # independently computed losses.
+    right = audit_losses(*expected, utility={}).epsilon.epsilon
+    assert result.epsilon.epsilon == pytest.approx(right, rel=1e-9)
+    assert result.epsilon.epsilon > 1.0
+    # Handed over by position (the file's order, under the model's names), the same files
+    # give another, wrong number.
+    by_position = audit(
+        model,
+        folder / "train.csv",
+        folder / "population.csv",
+        label_column="income",
+        seed=0,
+        features=leaky_adult["order"],
+    )
+    assert by_position.provenance["columns_from"] == "features option"
+    # (3.25 by name and 0.46 by position with these seeds; 1.0 leaves room for library drift.)
+    assert abs(by_position.epsilon.epsilon - result.epsilon.epsilon) > 1.0
 
 
 def test_the_digits_cnn_is_audited_on_image_records() -> None:

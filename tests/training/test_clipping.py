@@ -12,6 +12,7 @@ from scipy import stats
 from epsstar.training.clipping import (
     clipped_gradient_sum,
     clipped_gradient_sum_vmap,
+    gradient_sum,
     loss_sum,
 )
 from epsstar.training.models import MLP
@@ -73,8 +74,16 @@ def test_per_example_clipping_matches_naive_loop(
     model, x, y = _batch(n_classes, hidden)
     binary = n_classes == 2
     expected = naive_clipped_sum(model, x, y, binary, clip)
-    _close(clipped_gradient_sum(model, x, y, binary, clip).gradients, expected)
-    _close(clipped_gradient_sum_vmap(model, x, y, binary, clip).gradients, expected)
+    with torch.no_grad():
+        loss = sum(float(loss_sum(model(x[i : i + 1]), y[i : i + 1], binary)) for i in range(40))
+    for result in (
+        clipped_gradient_sum(model, x, y, binary, clip),
+        clipped_gradient_sum_vmap(model, x, y, binary, clip),
+    ):
+        _close(result.gradients, expected)
+        # The summed loss of the batch, before clipping; 1e-12 relative: float64 sums.
+        assert result.loss == pytest.approx(loss, rel=1e-12)
+        assert result.n_examples == 40
 
 
 @pytest.mark.parametrize(("n_classes", "hidden"), CASES)
@@ -101,6 +110,20 @@ def test_microbatch_clipping_matches_naive_loop(
         _close(got.gradients, expected)
 
 
+@pytest.mark.parametrize("method", ["gram", "outer"])
+def test_empty_groups_including_the_last_add_nothing(method: str) -> None:
+    """The trainer draws a group for every record, sampled or not, so a batch may leave
+    groups empty, the last one too: they contribute nothing, the others are clipped."""
+    model, x, y = _batch(3, (5,), n=12)
+    groups = torch.tensor([0, 2, 2, 0, 4, 4, 2, 0, 4, 2, 0, 4])  # 1, 3 and 5 (the last) empty
+    for clip in (0.05, 1e4):
+        expected = naive_clipped_sum(model, x, y, False, clip, groups, 6)
+        got = clipped_gradient_sum(
+            model, x, y, False, clip, groups=groups, n_groups=6, group_norm_method=method
+        )
+        _close(got.gradients, expected)
+
+
 def test_unclipped_limit_is_the_plain_gradient() -> None:
     model, x, y = _batch(4, (6,))
     params = list(model.parameters())
@@ -116,11 +139,44 @@ def test_every_clipped_unit_has_norm_at_most_clip() -> None:
         assert norm == pytest.approx(clip, rel=1e-9)
 
 
-def test_empty_batch_gives_zero_sum() -> None:
+@pytest.mark.parametrize(
+    "summed",
+    [
+        lambda m, x, y: clipped_gradient_sum(m, x, y, True, 1.0),
+        lambda m, x, y: clipped_gradient_sum(m, x, y, True, 1.0, groups=y[:0], n_groups=3),
+        lambda m, x, y: clipped_gradient_sum_vmap(m, x, y, True, 1.0),
+        lambda m, x, y: gradient_sum(m, x, y, True),
+    ],
+    ids=["per-example", "microbatches", "vmap", "unclipped"],
+)
+def test_empty_batch_gives_zero_sum(summed) -> None:  # type: ignore[no-untyped-def]
+    """A Poisson batch may be empty: a zero gradient of every parameter's shape, no loss."""
     model, x, y = _batch(2, (3,))
-    result = clipped_gradient_sum(model, x[:0], y[:0], True, 1.0)
-    assert result.n_examples == 0
+    result = summed(model, x[:0], y[:0])
+    assert (result.n_examples, result.loss) == (0, 0.0)
+    shapes = [tuple(p.shape) for p in model.parameters()]
+    assert [tuple(g.shape) for g in result.gradients] == shapes
     assert all(float(g.abs().sum()) == 0.0 for g in result.gradients)
+
+
+@pytest.mark.parametrize(("n_classes", "hidden"), CASES)
+@pytest.mark.parametrize("n", [1, 2, 17])
+def test_unclipped_sum_is_the_gradient_of_the_summed_loss(
+    n_classes: int, hidden: tuple[int, ...], n: int
+) -> None:
+    """The non-private baseline: Σ_i ∇ℓ_i, one autograd call per example, and Σ_i ℓ_i."""
+    model, x, y = _batch(n_classes, hidden, n=n)
+    binary = n_classes == 2
+    result = gradient_sum(model, x, y, binary)
+    expected = naive_clipped_sum(model, x, y, binary, clip=math.inf)
+    _close(result.gradients, expected)
+    assert result.n_examples == n
+    with torch.no_grad():
+        losses = [float(loss_sum(model(x[i : i + 1]), y[i : i + 1], binary)) for i in range(n)]
+    assert result.loss == pytest.approx(sum(losses), rel=1e-12)
+    # A batch of one record is a batch, not an empty one, for the vmap implementation too.
+    if n == 1:
+        _close(clipped_gradient_sum_vmap(model, x, y, binary, 1e9).gradients, expected)
 
 
 @pytest.mark.parametrize("n_groups", [0, 4])

@@ -176,3 +176,39 @@ def test_single_class_is_refused(binary_table: TabularData) -> None:
     )
     with pytest.raises(InvalidInputError, match="at least 2 values"):
         train(table, TrainingConfig(epochs=1))
+
+
+def test_the_plan_records_where_delta_came_from(binary_table: TabularData) -> None:
+    n = binary_table.n_records
+    given = plan_privacy(TrainingConfig(epochs=1, noise_multiplier=1.0, delta=1e-6), n)
+    assert given is not None
+    assert (given.delta, given.delta_rule) == (1e-6, "given")
+    default = plan_privacy(TrainingConfig(epochs=1, noise_multiplier=1.0), n)
+    assert default is not None
+    assert default.delta == pytest.approx(1 / (n * math.log(n)), rel=1e-12)
+    assert default.delta_rule == "1/(n ln n)"
+
+
+def test_a_small_target_refines_the_accounting_grid(binary_table: TabularData) -> None:
+    """The PLD grid step is ε/100 for targets below 0.1 (at most 1e-3, at least 1e-4)."""
+    n = binary_table.n_records
+    plan = plan_privacy(TrainingConfig(epochs=1, batch_size=50, target_epsilon=0.05), n)
+    assert plan is not None
+    assert plan.accountant.value_discretization_interval == pytest.approx(5e-4)
+    assert plan.epsilon_after(plan.steps) <= 0.05
+    assert (plan.target_epsilon, plan.steps_per_epoch, plan.steps) == (0.05, 24, 24)
+
+
+def test_the_noise_cap_bounds_the_microbatch_sigma(binary_table: TabularData) -> None:
+    """With microbatches σ is twice the accountant's; max_noise_multiplier caps σ itself."""
+    n = binary_table.n_records
+    base = TrainingConfig(epochs=2, batch_size=60, target_epsilon=1.0)
+    per_example = plan_privacy(base, n)
+    assert per_example is not None
+    needed = 2 * per_example.noise_multiplier  # σ of the grouped run
+    grouped = dataclasses.replace(base, microbatches=6, max_noise_multiplier=1.2 * needed)
+    plan = plan_privacy(grouped, n)
+    assert plan is not None
+    assert plan.noise_multiplier == pytest.approx(needed, rel=1e-6)
+    with pytest.raises(InvalidInputError, match="cannot be reached"):
+        plan_privacy(dataclasses.replace(grouped, max_noise_multiplier=0.8 * needed), n)

@@ -20,6 +20,7 @@ from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
 from epsstar.statistics.attacks.text_scores import DEFAULT_MIN_K
+from epsstar.statistics.json_types import JsonValue
 from epsstar.statistics.names import AttackName
 
 __all__ = ["Attack", "AttackParameters", "Need", "Scorer", "Scores"]
@@ -51,7 +52,7 @@ class Scores:
 
     members: FloatArray = field(repr=False)
     nonmembers: FloatArray = field(repr=False)
-    settings: Mapping[str, object]
+    settings: Mapping[str, JsonValue]
     nonmember_rows: NDArray[np.int64] | None = None
 
 

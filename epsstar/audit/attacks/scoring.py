@@ -35,6 +35,7 @@ from epsstar.statistics._validation import check_in_range
 from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
 from epsstar.statistics.attacks.power import attack_auc
 from epsstar.statistics.attacks.text_scores import DEFAULT_MIN_K
+from epsstar.statistics.json_types import JsonValue
 from epsstar.statistics.names import ATTACKS, DEFAULT_ATTACK, AttackName
 from epsstar.statistics.summaries.loss_sketch import pooled_parts, sketch_auc
 
@@ -125,7 +126,7 @@ LOSS_ONLY: Final[AttackSettings] = AttackSettings()
 def _result(
     name: AttackName,
     audited: AuditResult,
-    settings: Mapping[str, object],
+    settings: Mapping[str, JsonValue],
 ) -> AttackResult:
     members, others = audited.train_losses, audited.population_losses
     if audited.summaries:  # from the whole sketches, not the figures' samples

@@ -33,12 +33,15 @@ from pathlib import Path
 from typing import Any, Generic, TypeAlias, TypeVar, cast
 
 from epsstar.exceptions import InputFileError
+from epsstar.statistics.json_types import JsonObject, JsonValue
+from epsstar.statistics.names import Names
 
 __all__ = [
     "MAX_BYTES",
     "MAX_DEPTH",
     "Anything",
     "Cell",
+    "CellValue",
     "Fields",
     "Flag",
     "Integer",
@@ -47,6 +50,7 @@ __all__ = [
     "ListOf",
     "Nullable",
     "Number",
+    "OneOf",
     "Scalar",
     "Spec",
     "Table",
@@ -62,10 +66,6 @@ __all__ = [
     "shown",
 ]
 
-#: A JSON document as Python reads it (``json.loads``, ``tomllib.loads``).
-JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
-JsonObject: TypeAlias = "dict[str, JsonValue]"
-
 #: Deepest nesting of lists and tables a configuration may have (the deepest epsstar
 #: writes, an ``audit-many --json`` record, has 7 levels).
 MAX_DEPTH = 64
@@ -75,6 +75,9 @@ MAX_BYTES = 64 * 2**20
 MAX_TEXT = 4096
 
 T = TypeVar("T")
+K = TypeVar("K", bound=str)
+#: What a :class:`Cell` holds: a hyper-parameter's value.
+CellValue: TypeAlias = str | int | float | bool | tuple[str | int | float | bool, ...] | None
 _INTEGER_TEXT = re.compile(r"\s*[+-]?\d{1,40}\s*")
 
 
@@ -239,6 +242,23 @@ class Text(Spec[str]):
         return value
 
 
+@dataclass(frozen=True, slots=True)
+class OneOf(Spec[K], Generic[K]):
+    """One of the names of an option (:class:`~epsstar.statistics.names.Names`), typed as
+    the option's literal."""
+
+    names: Names[K]
+
+    @property
+    def rule(self) -> str:
+        return "one of " + ", ".join(repr(name) for name in self.names)
+
+    def check(self, value: object, where: Where) -> K:
+        if value not in self.names:
+            raise where.error(self.rule, value)
+        return self.names.check(value)
+
+
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
 
@@ -278,7 +298,7 @@ class Scalar(Spec["str | int | float | bool"]):
 
 
 @dataclass(frozen=True, slots=True)
-class Cell(Spec["str | int | float | bool | tuple[str | int | float | bool, ...] | None"]):
+class Cell(Spec[CellValue]):
     """A hyper-parameter's value: null, a :class:`Scalar`, or a list of up to ``max_items``."""
 
     max_items: int = 1_000
@@ -290,9 +310,7 @@ class Cell(Spec["str | int | float | bool | tuple[str | int | float | bool, ...]
             "of them"
         )
 
-    def check(
-        self, value: object, where: Where
-    ) -> str | int | float | bool | tuple[str | int | float | bool, ...] | None:
+    def check(self, value: object, where: Where) -> CellValue:
         if value is None:
             return None
         if isinstance(value, list) and len(value) <= self.max_items:
@@ -380,6 +398,13 @@ class Fields:
         if self.table.fields.get(key) is not spec:
             raise KeyError(f"{key!r} is not declared with this spec")  # a programming error
         return cast("T | None", self.values.get(key))
+
+    def extras(self, spec: Spec[T]) -> dict[str, T]:
+        """The keys outside the declaration with their values; ``spec`` must be the table's
+        ``extra``."""
+        if self.table.extra is not spec:
+            raise KeyError("the table's extra keys are not declared with this spec")  # a bug
+        return cast("dict[str, T]", dict(self.extra))
 
     def need(self, key: str, spec: Spec[T]) -> T:
         """The value of a required key."""

@@ -14,14 +14,16 @@ import io
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from epsstar.audit.data.config_schema import (
     Anything,
     Cell,
+    CellValue,
     Integer,
     ListOf,
     Nullable,
+    OneOf,
     Table,
     Text,
     Where,
@@ -29,14 +31,28 @@ from epsstar.audit.data.config_schema import (
 )
 from epsstar.exceptions import InputFileError
 from epsstar.statistics.json_types import JsonObject
+from epsstar.statistics.names import OUTPUT_KINDS, OutputKind
 
-__all__ = ["ENTRY", "MAX_MODELS", "ManifestEntry", "read_manifest"]
+__all__ = [
+    "CELL",
+    "ENTRY",
+    "MAX_MODELS",
+    "PARAMS",
+    "HyperParameters",
+    "ManifestEntry",
+    "params_json",
+    "read_manifest",
+]
 
 _ALIASES = {"train_data": "train", "population_data": "population", "path": "model"}
 #: The most models one manifest may list.
 MAX_MODELS = 100_000
 _PATH = Text()
 _NAME = Text(max_length=1024)
+#: A hyper-parameter's value: what a table cell can hold.
+CELL = Cell()
+#: A strategy's hyper-parameters, by name.
+HyperParameters: TypeAlias = Mapping[str, CellValue]
 #: One model's fields (after the aliases); any other key is a hyper-parameter of its
 #: strategy, which must be a table cell's value.
 ENTRY = Table(
@@ -49,11 +65,13 @@ ENTRY = Table(
         "repeat": Integer(0, 10**9),
         "features": Nullable(ListOf(_NAME, min_items=1, max_items=1_000_000)),
         "loader": Nullable(_NAME),
-        "outputs": Nullable(Text(choices=("probabilities", "logits"))),
+        "outputs": Nullable(OneOf(OUTPUT_KINDS)),
     },
     required=("model", "train", "population", "label_column"),
-    extra=Cell(),
+    extra=CELL,
 )
+#: The ``params`` of an entry as the results record them (:meth:`ManifestEntry.describe`).
+PARAMS = Table({}, extra=CELL)
 #: A TOML manifest: its ``[[models]]`` and, at the top, defaults for every model.
 MODELS = ListOf(Table({}, extra=Anything()), min_items=1, max_items=MAX_MODELS)
 
@@ -70,7 +88,7 @@ class ManifestEntry:
     repeat: int
     features: tuple[str, ...] | None = None
     loader: str | None = None
-    outputs: str | None = None
+    outputs: OutputKind | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def describe(self) -> JsonObject:
@@ -81,8 +99,15 @@ class ManifestEntry:
             "label_column": self.label_column,
             "strategy": self.strategy,
             "repeat": self.repeat,
-            "params": dict(self.params),
+            "params": params_json(self.params),
         }
+
+
+def params_json(params: HyperParameters) -> JsonObject:
+    """The hyper-parameters as JSON: a list of values is a JSON array."""
+    return {
+        key: list(value) if isinstance(value, tuple) else value for key, value in params.items()
+    }
 
 
 def _entry(raw: Mapping[str, object], base: Path, where: Where) -> ManifestEntry:
@@ -107,7 +132,7 @@ def _entry(raw: Mapping[str, object], base: Path, where: Where) -> ManifestEntry
         features=fields.get("features", ENTRY.fields["features"]) or None,
         loader=fields.get("loader", ENTRY.fields["loader"]),
         outputs=fields.get("outputs", ENTRY.fields["outputs"]),
-        params=dict(fields.extra),
+        params=fields.extras(CELL),
     )
 
 

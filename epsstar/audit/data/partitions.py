@@ -19,11 +19,23 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from epsstar.exceptions import InputFileError
+from epsstar.statistics.json_types import JsonValue
 
-__all__ = ["DataSet", "dataset_digest", "find_partitions", "local_partition", "partition_rows"]
+__all__ = [
+    "DataSet",
+    "StorageOptions",
+    "dataset_digest",
+    "find_partitions",
+    "local_partition",
+    "partition_rows",
+]
+
+#: fsspec's options for the storage of a data set (credentials, an endpoint, ...): a JSON
+#: object, as ``--storage-options`` gives it.
+StorageOptions: TypeAlias = Mapping[str, JsonValue]
 
 _LOCAL = ("file", "local")
 
@@ -34,7 +46,7 @@ class DataSet:
 
     source: str
     partitions: tuple[str, ...]
-    storage_options: Mapping[str, Any] = field(default_factory=dict)
+    storage_options: StorageOptions = field(default_factory=dict)
 
     @property
     def local(self) -> bool:
@@ -45,7 +57,7 @@ def _natural(name: str) -> list[Any]:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
-def _filesystem(source: str, options: Mapping[str, Any]) -> tuple[Any, list[str]]:
+def _filesystem(source: str, options: StorageOptions) -> tuple[Any, list[str]]:
     import fsspec
 
     try:
@@ -57,7 +69,7 @@ def _filesystem(source: str, options: Mapping[str, Any]) -> tuple[Any, list[str]
 
 
 def find_partitions(
-    source: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+    source: str | os.PathLike[str], storage_options: StorageOptions | None = None
 ) -> DataSet:
     """The partitions of ``source``: a file, a directory (its ``*.parquet`` files, at any
     depth, leaving out hidden ones) or a glob."""
@@ -94,7 +106,7 @@ def find_partitions(
 
 
 @contextmanager
-def local_partition(partition: str, storage_options: Mapping[str, Any]) -> Iterator[Path]:
+def local_partition(partition: str, storage_options: StorageOptions) -> Iterator[Path]:
     """A local file holding ``partition``: itself, or a temporary copy while the block runs."""
     if "://" not in partition:
         yield Path(partition)

@@ -16,12 +16,13 @@ The single-process engine, the Dask workers and the reference models all stream 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
 from epsstar.audit.data.column_match import ColumnMatch, match_model_columns
+from epsstar.audit.data.partitions import StorageOptions
 from epsstar.audit.data.tables import read_schema
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_positive_int
@@ -86,7 +87,7 @@ class Tables:
     input_shape: Sequence[int] | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
     loss: LossName = "logit"
-    storage_options: Mapping[str, object] | None = field(default=None, repr=False)
+    storage_options: StorageOptions | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.label_column, str) or not self.label_column:

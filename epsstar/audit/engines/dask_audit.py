@@ -36,6 +36,7 @@ from epsstar.audit.attacks.references import ReferenceConfidences, check_stated_
 from epsstar.audit.data.files import FileDigest, digests_of, sha256_of
 from epsstar.audit.data.partitions import (
     DataSet,
+    StorageOptions,
     dataset_digest,
     find_partitions,
     local_partition,
@@ -102,7 +103,7 @@ class DaskStreams:
 _Task: TypeAlias = tuple[
     ModelSpec,
     str,
-    Mapping[str, object],
+    StorageOptions,
     TableRead,
     tuple[tuple[ModelSpec, TableRead], ...],
     "Summarised | None",
@@ -156,7 +157,7 @@ class Summarised:
 def stream_partition(
     model: ModelSpec,
     partition: str,
-    storage_options: Mapping[str, object],
+    storage_options: StorageOptions,
     read: TableRead,
     references: tuple[tuple[ModelSpec, TableRead], ...] = (),
     summarised: Summarised | None = None,
@@ -178,7 +179,7 @@ def stream_partition(
 def _streamed_partition(
     model: ModelSpec,
     partition: str,
-    storage_options: Mapping[str, object],
+    storage_options: StorageOptions,
     read: TableRead,
     references: tuple[tuple[ModelSpec, TableRead], ...],
 ) -> tuple[StreamedTable, str, FloatArray | None]:

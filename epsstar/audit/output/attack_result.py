@@ -9,7 +9,6 @@ bound, the gate's statistic, the TPR at 0.1 % and 1 % FPR) and the test's AUC.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,7 +41,7 @@ class AttackResult:
     gate: GateStatistic | None
     readings: Readings
     auc: float
-    settings: dict[str, Any]
+    settings: JsonObject
     member_scores: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
     nonmember_scores: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
     #: Epsilon* from δ = 10/n down to the audit's δ, as for the loss attack.

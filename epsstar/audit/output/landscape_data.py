@@ -25,22 +25,16 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TypeGuard
 
 import numpy as np
 
-from epsstar.audit.data.config_schema import (
-    Anything,
-    Cell,
-    Integer,
-    Table,
-    Text,
-    Where,
-    read_json,
-)
+from epsstar.audit.data.config_schema import Anything, Integer, Table, Text, Where, read_json
+from epsstar.audit.data.manifest import CELL, PARAMS, HyperParameters
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.from_counts import mechanism_epsilon
+from epsstar.statistics.json_types import JsonObject, JsonValue
 
 __all__ = [
     "MIN_DENSITY_VALUES",
@@ -93,7 +87,7 @@ class ModelOutcome:
 
     strategy: str
     repeat: int
-    params: Mapping[str, Any]
+    params: HyperParameters
     #: None when the model could not be audited (``failed``).
     epsilon_star: float | None
     #: The chosen utility on the population data; None when it was not measured.
@@ -117,7 +111,7 @@ class StrategyPoint:
 
     name: str
     privacy: TrainingPrivacy
-    params: Mapping[str, Any]
+    params: HyperParameters
     n_models: int
     n_failed: int
     epsilons: tuple[float, ...]
@@ -180,21 +174,20 @@ class Landscape:
 MAX_RESULTS_BYTES = 256 * 2**20
 _STRATEGY = Text(max_length=1024)
 _REPEAT = Integer(0, 10**9)
-_PARAMS = Table({}, extra=Cell())
 #: The ``entry`` of an audit record (``ManifestEntry.describe()``): the strategy, repeat
 #: and hyper-parameters the landscape reads are declared; the paths are let through.
 ENTRY = Table(
     {
         "strategy": _STRATEGY,
         "repeat": _REPEAT,
-        "params": _PARAMS,
+        "params": PARAMS,
         **dict.fromkeys(("model", "train", "population", "label_column"), Anything()),
     },
     required=("strategy",),
 )
 
 
-def _flag(name: str, value: Any) -> bool | None:
+def _flag(name: str, value: object) -> bool | None:
     """A yes/no hyper-parameter: a bool, a number, or its CSV spelling ("True", "0", ...)."""
     if value is None or value == "":
         return None
@@ -207,7 +200,7 @@ def _flag(name: str, value: Any) -> bool | None:
     raise InputFileError(f"hyper-parameter {name} must be true or false. Found {value!r}.")
 
 
-def _number(name: str, value: Any) -> float | None:
+def _number(name: str, value: object) -> float | None:
     """A numeric hyper-parameter: a number or its text; None when empty."""
     if value is None or value == "" or value == [] or value == ():
         return None
@@ -219,7 +212,7 @@ def _number(name: str, value: Any) -> float | None:
     raise InputFileError(f"hyper-parameter {name} must be a number. Found {value!r}.")
 
 
-def _reported(value: Any) -> float | None:
+def _reported(value: object) -> float | None:
     """A number that is only shown (the accountant's ε or δ): None unless finite and numeric."""
     try:
         number = _number("", value)
@@ -228,7 +221,7 @@ def _reported(value: Any) -> float | None:
     return number if number is not None and math.isfinite(number) else None
 
 
-def training_privacy(params: Mapping[str, Any]) -> TrainingPrivacy:
+def training_privacy(params: HyperParameters) -> TrainingPrivacy:
     """The privacy of a strategy's training from its hyper-parameters (see the module doc)."""
     private = _flag("private", params.get("private"))
     target = _number("target_epsilon", params.get("target_epsilon"))
@@ -241,42 +234,59 @@ def training_privacy(params: Mapping[str, Any]) -> TrainingPrivacy:
     )
 
 
-def _is_audit(document: Any) -> bool:
+def _is_audit(document: JsonValue) -> TypeGuard[JsonObject]:
     return isinstance(document, dict) and isinstance(document.get("epsilon_star"), int | float)
 
 
-def _models(path: Path, document: Any, utility: str) -> list[dict[str, Any]]:
+def _listed(document: JsonValue) -> list[tuple[JsonObject, JsonObject]] | None:
+    """Each of the ``models`` of an ``audit-many --json`` document with its ``entry``; None
+    unless the document lists such records."""
+    models = document.get("models") if isinstance(document, dict) else None
+    if not isinstance(models, list):
+        return None
+    listed = []
+    for model in models:
+        entry = model.get("entry") if isinstance(model, dict) else None
+        if not isinstance(model, dict) or not isinstance(entry, dict):
+            return None
+        listed.append((model, entry))
+    return listed
+
+
+def _models(path: Path, document: JsonValue, utility: str) -> list[JsonObject]:
     """The records of one results document (a single audit becomes one record), each checked."""
     if _is_audit(document):
-        record = {"entry": {"strategy": path.stem, "repeat": 0, "params": {}}, "result": document}
+        record: JsonObject = {
+            "entry": {"strategy": path.stem, "repeat": 0, "params": {}},
+            "result": document,
+        }
         model_outcome(record, utility, source=str(path))
         return [record]
-    models = document.get("models") if isinstance(document, dict) else None
-    if not isinstance(models, list) or not all(
-        isinstance(m, dict) and isinstance(m.get("entry"), dict) for m in models
-    ):
+    listed = _listed(document)
+    if listed is None:
         raise InputFileError(
             f"{path}: not an epsstar results file (expected the JSON of 'epsstar audit' "
             "or 'epsstar audit-many'). Found neither."
         )
     folder = path.resolve().parent
     records = []
-    for model in models:
+    for model, model_entry in listed:
         record = dict(model)
-        entry = dict(record["entry"])
+        entry = dict(model_entry)
         if entry.get("model") and "strategy" not in entry:  # a model is its own strategy
             entry["strategy"] = Path(str(entry["model"])).stem
         record["entry"] = entry
         model_outcome(record, utility, source=str(path))
         entry.setdefault("params", {})
         entry.setdefault("repeat", 0)
-        if record.get("report"):
-            record["report"] = str(folder / record["report"])  # absolute paths stay as they are
+        report = record.get("report")
+        if isinstance(report, str) and report:  # model_outcome refuses any other report
+            record["report"] = str(folder / report)  # absolute paths stay as they are
         records.append(record)
     return records
 
 
-def read_results(paths: Sequence[str | Path], *, utility: str = "auroc") -> list[dict[str, Any]]:
+def read_results(paths: Sequence[str | Path], *, utility: str = "auroc") -> list[JsonObject]:
     """Records from ``audit-many --json`` files and single ``audit --json`` files.
 
     A single audit becomes one record whose strategy is the file's stem. Report
@@ -284,7 +294,7 @@ def read_results(paths: Sequence[str | Path], *, utility: str = "auroc") -> list
     checked as :func:`model_outcome` reads it for ``utility``; a record that lacks
     what the landscape needs is refused with a message naming its file.
     """
-    records: list[dict[str, Any]] = []
+    records: list[JsonObject] = []
     for raw in paths:
         path = Path(raw)
         if not path.is_file() and not path.is_dir():
@@ -296,11 +306,11 @@ def read_results(paths: Sequence[str | Path], *, utility: str = "auroc") -> list
     return records
 
 
-def _keys(value: Any) -> str:
+def _keys(value: object) -> str:
     return f"keys {sorted(value)}" if isinstance(value, Mapping) else repr(value)
 
 
-def _audited(source: str, name: str, result: Any, utility: str) -> tuple[float, float | None]:
+def _audited(source: str, name: str, result: JsonValue, utility: str) -> tuple[float, float | None]:
     """Epsilon* and the chosen population utility (None when recorded as null) of one result."""
     epsilon = result.get("epsilon_star") if isinstance(result, Mapping) else None
     if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
@@ -310,7 +320,7 @@ def _audited(source: str, name: str, result: Any, utility: str) -> tuple[float, 
             f"{source}: result.epsilon_star of model {name} must be a finite number ≥ 0. "
             f"Found {epsilon}."
         )
-    value: Any = result
+    value: JsonValue = result
     for key in ("utility", "population", utility):
         if not isinstance(value, Mapping) or key not in value:
             raise InputFileError(
@@ -328,7 +338,7 @@ def _audited(source: str, name: str, result: Any, utility: str) -> tuple[float, 
 
 
 def model_outcome(
-    record: Mapping[str, Any], utility: str, *, source: str = "results"
+    record: Mapping[str, JsonValue], utility: str, *, source: str = "results"
 ) -> ModelOutcome:
     """One audit record read by type; a record without a result or an error is refused.
 
@@ -347,14 +357,14 @@ def model_outcome(
             f"{source}: model {name} has neither a result nor an error. Found {_keys(record)}."
         )
     epsilon, value = (None, None) if result is None else _audited(source, name, result, utility)
-    params = checked.get("params", _PARAMS)
+    params = checked.get("params", PARAMS)
     report = record.get("report")
     if report is not None and not isinstance(report, str):
         raise Where(source, "report").error("a path", report)
     return ModelOutcome(
         strategy=checked.need("strategy", _STRATEGY),
         repeat=repeat,
-        params={} if params is None else dict(params.extra),
+        params={} if params is None else params.extras(CELL),
         epsilon_star=epsilon,
         utility=value,
         failed=result is None,
@@ -487,7 +497,7 @@ def _with_frontier(strategies: list[StrategyPoint]) -> list[StrategyPoint]:
     return strategies
 
 
-def landscape(records: Iterable[Mapping[str, Any]], *, utility: str = "auroc") -> Landscape:
+def landscape(records: Iterable[Mapping[str, JsonValue]], *, utility: str = "auroc") -> Landscape:
     """The landscape of audit records (the form of ``audit-many --json``'s ``models``).
 
     Refused with an :class:`~epsstar.exceptions.InputFileError` when a record is

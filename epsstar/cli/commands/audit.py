@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.attacks.from_losses import AuditOptions
     from epsstar.audit.many import FleetSettings
     from epsstar.audit.output.result import AuditResult
+    from epsstar.statistics.json_types import JsonObject
     from epsstar.statistics.readings.readings import Readings
     from epsstar.statistics.results import EpsilonStarResult
 
@@ -138,7 +139,7 @@ def fleet_settings(args: argparse.Namespace) -> FleetSettings:
     return FleetSettings(audit_options(args), args.loss, args.batch_size, args.trust_model)
 
 
-def _storage_options(text: str) -> dict[str, Any]:
+def _storage_options(text: str) -> JsonObject:
     """A ``--storage-options`` value: a JSON object."""
     from epsstar.audit.data.config_schema import Where, parse_json_object
     from epsstar.exceptions import InputFileError

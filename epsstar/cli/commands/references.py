@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from epsstar.cli.commands.train import add_threads_argument
 from epsstar.cli.exit_codes import EXIT_OK
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.training.runs.references import ReferencesResult
 
 SUMMARY = "train reference models for --attack lira/rmia on a reference split of the data"
 
@@ -57,19 +60,21 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def summarise(document: dict[str, Any]) -> str:
-    recipe = document["recipe"]
-    hidden = "x".join(str(width) for width in recipe["hidden"]) or "no hidden layer"
+def summarise(result: ReferencesResult) -> str:
+    """Two lines describing the reference models trained, and how to audit with them."""
+    recipe = result.recipe
+    hidden = "x".join(str(width) for width in recipe.config.hidden) or "no hidden layer"
     where = (
         "a default recipe: the reference models are a proxy for the target's training"
-        if recipe["proxy"]
-        else f"the recipe of {recipe['source']}"
+        if recipe.proxy
+        else f"the recipe of {recipe.source}"
     )
-    models = [model["model"] for model in document["models"]]
+    models = [model.model for model in result.models]
     return "\n".join(
         [
-            f"Trained {len(models)} reference models (MLP {hidden}, {recipe['epochs']} epochs, "
-            f"no privacy) on random halves of {document['n_reference_rows']:,} rows, with {where}.",
+            f"Trained {len(models)} reference models (MLP {hidden}, {recipe.config.epochs} "
+            f"epochs, no privacy) on random halves of {result.n_reference_rows:,} rows, with "
+            f"{where}.",
             "  audit with: --attack loss lira rmia --reference-models " + " ".join(models),
         ]
     )
@@ -111,5 +116,5 @@ def run(args: argparse.Namespace) -> int:
         + ([] if args.population is None else [("--population", args.population)]),
     )
     if not args.quiet:
-        print(summarise(result.to_dict()))
+        print(summarise(result))
     return EXIT_OK

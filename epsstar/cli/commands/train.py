@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from epsstar.cli.exit_codes import EXIT_OK
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.training.results import TrainingResult
 
 SUMMARY = "Train a reference model with DP-SGD (or without privacy) on a feature table"
 
@@ -182,40 +185,44 @@ def config_from_args(args: argparse.Namespace) -> Any:
     )
 
 
-def summarise(record: dict[str, Any], out: str) -> str:
-    """A few lines describing a finished run (from its ``training.json`` document)."""
-    model = record["model"]
+def _finite(value: float | None) -> float | None:
+    """``value``, or None when it is missing or not finite (as ``training.json`` holds it)."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def summarise(result: TrainingResult, out: str) -> str:
+    """A few lines describing a finished run (what its ``training.json`` records)."""
+    hidden = result.model.hidden
     architecture = (
-        "logistic regression"
-        if not model["hidden"]
-        else "MLP " + "x".join(str(width) for width in model["hidden"])
+        "logistic regression" if not hidden else "MLP " + "x".join(str(width) for width in hidden)
     )
     lines = []
-    privacy = record["privacy"]
+    privacy = result.privacy
     if privacy is None:
         lines.append(
-            f"Trained a non-private {architecture} model "
-            f"({record['hyperparameters']['epochs']} epochs)."
+            f"Trained a non-private {architecture} model ({result.hyperparameters.epochs} epochs)."
         )
     else:
-        target = privacy["target_epsilon"]
-        epsilon = privacy["epsilon"]
+        target = _finite(privacy.target_epsilon)
+        epsilon = _finite(privacy.epsilon)
         lines.append(
-            f"Trained {'an' if model['hidden'] else 'a'} {architecture} with DP-SGD: epsilon = "
+            f"Trained {'an' if hidden else 'a'} {architecture} with DP-SGD: epsilon = "
             f"{'inf' if epsilon is None else f'{epsilon:.5g}'}"
             f"{'' if target is None else f' (target {target:g})'}, "
-            f"delta = {privacy['delta']:.3g}, {privacy['accountant']['name']} accountant; "
-            f"sigma = {privacy['noise_multiplier']:.4g}, q = {privacy['sampling_rate']:.4g}, "
-            f"{privacy['steps']} steps."
+            f"delta = {privacy.delta:.3g}, {privacy.accountant['name']} accountant; "
+            f"sigma = {privacy.noise_multiplier:.4g}, q = {privacy.sampling_rate:.4g}, "
+            f"{privacy.steps} steps."
         )
-    utility = record["utility"]
-    for name in ("train", "population"):
-        entry = utility[name]
-        if entry is None:
+    for name, utility in (
+        ("train", result.utility_train),
+        ("population", result.utility_population),
+    ):
+        if utility is None:
             continue
-        auroc = "" if entry["auroc"] is None else f", AUROC {entry['auroc']:.4f}"
-        lines.append(f"  {name}: accuracy {entry['accuracy']:.4f}{auroc}")
-    seconds = record["wall_time_seconds"]
+        auroc = _finite(utility.auroc)
+        shown = "" if auroc is None else f", AUROC {auroc:.4f}"
+        lines.append(f"  {name}: accuracy {utility.accuracy:.4f}{shown}")
+    seconds = result.wall_time_seconds
     lines.append(
         f"  wrote model.onnx, model.pt, training.json to {out} ({seconds:.1f} s of training)"
         if math.isfinite(seconds)
@@ -245,5 +252,5 @@ def run(args: argparse.Namespace) -> int:
         description="train",
     )
     if not args.quiet:
-        print(summarise(result.to_dict(), args.out))
+        print(summarise(result, args.out))
     return EXIT_OK

@@ -12,6 +12,7 @@ from epsstar.statistics.names import DEFAULT_METHOD, FAMILIES, METHODS, Names
 if TYPE_CHECKING:  # the estimator modules load scipy: imported when a command runs
     from epsstar.audit.engines.dask_engine import Engine
     from epsstar.statistics.estimators.methods import Bootstrap, EstimatorConfig
+    from epsstar.statistics.json_types import JsonObject
 
 #: How every command treats its output files (its --help says so).
 OUTPUT_FILES = (
@@ -118,7 +119,7 @@ def json_path(given: str | None) -> str | None:
 
 
 def emit(
-    result: dict[str, Any],
+    result: JsonObject,
     json_path: str | None,
     summary: str,
     *,

@@ -39,6 +39,7 @@ from epsstar.statistics.bounds.held_out_bound import held_out_halves, split_lowe
 from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.conversions import gdp_epsilon, gdp_mu_lower_bound
 from epsstar.statistics.summaries.loss_sketch import Sample
+from epsstar.statistics.summaries.loss_values import LossValues
 
 __all__ = [
     "MANY_RUN_METHODS",
@@ -135,9 +136,11 @@ class RunSplit:
 
 
 def _values(half: Sample) -> FloatArray:
-    """A half of an array (a :class:`LossSketch` only comes from a summary, never here)."""
+    """A half of held values (a :class:`LossSketch` only comes from a summary, never here)."""
+    if isinstance(half, LossValues):
+        return half.values
     if not isinstance(half, np.ndarray):
-        raise TypeError("split_runs halves arrays only.")
+        raise TypeError("split_runs halves held values only.")
     return half
 
 

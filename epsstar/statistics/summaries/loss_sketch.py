@@ -110,14 +110,6 @@ class LossSketch:
         """A sketch does not hold every value as an array (:class:`~.protocols.Sample`)."""
         return None
 
-    @property
-    def sketch(self) -> LossSketch:
-        return self
-
-    def sketched(self, like: LossSketch) -> LossSketch:
-        """Itself (a sketch is already on its grid)."""
-        return self
-
     def sketch_of(self, values: FloatArray) -> LossSketch:
         """The sketch of ``values`` on this grid, with this ``k``."""
         return sketch_losses(
@@ -290,10 +282,19 @@ def pooled(first: SampleLike, second: SampleLike) -> Sample:
 def pooled_parts(first: SampleLike, second: SampleLike) -> tuple[LossSketch, LossSketch]:
     """Both samples as sketches on one grid (at least one of them is a sketch)."""
     a, b = as_sample(first), as_sample(second)
-    like = a.sketch or b.sketch
-    if like is None:
+    sketches = [sample for sample in (a, b) if isinstance(sample, LossSketch)]
+    if not sketches:
         raise InvalidInputError("pooled_parts needs a sketch among its samples. Found two arrays.")
-    return a.sketched(like), b.sketched(like)
+    like = sketches[0]
+
+    def on_grid(sample: Sample) -> LossSketch:
+        """A sketch as it is; every loss held, sketched on ``like``'s grid with its ``k``."""
+        if isinstance(sample, LossSketch):
+            return sample
+        assert sample.values is not None  # a sample that is no sketch holds every loss
+        return like.sketch_of(sample.values)
+
+    return on_grid(a), on_grid(b)
 
 
 def exact_counts(

@@ -11,7 +11,6 @@ threshold.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
@@ -19,9 +18,6 @@ from numpy.typing import DTypeLike, NDArray
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.summaries.protocols import Atoms
-
-if TYPE_CHECKING:
-    from epsstar.statistics.summaries.loss_sketch import LossSketch
 
 __all__ = ["LossValues", "sorted_body"]
 
@@ -113,13 +109,6 @@ class LossValues:
         return LossValues(shuffled[:half]), LossValues(shuffled[half:])
 
     # --- a sample --------------------------------------------------------------------------
-
-    @property
-    def sketch(self) -> None:
-        return None
-
-    def sketched(self, like: LossSketch) -> LossSketch:
-        return like.sketch_of(self.values)
 
     def count_below(self, thresholds: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:
         taus = np.asarray(thresholds, dtype=np.float64)

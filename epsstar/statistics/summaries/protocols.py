@@ -20,15 +20,12 @@ The estimators call these operations instead of asking which kind they were give
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, TypeAlias
+from typing import Protocol, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
 
 from epsstar.statistics._validation import FloatArray
-
-if TYPE_CHECKING:
-    from epsstar.statistics.summaries.loss_sketch import LossSketch
 
 __all__ = ["Atoms", "Losses", "Sample"]
 
@@ -47,15 +44,6 @@ class Sample(Protocol):
     @property
     def values(self) -> FloatArray | None:
         """Every loss, when they are held in memory (``None`` for a sketch)."""
-        ...
-
-    @property
-    def sketch(self) -> LossSketch | None:
-        """The sketch it is (``None`` when every loss is held)."""
-        ...
-
-    def sketched(self, like: LossSketch) -> LossSketch:
-        """Itself as a sketch on the grid and with the ``k`` of ``like``."""
         ...
 
     def count_below(self, thresholds: FloatArray) -> tuple[FloatArray, NDArray[np.bool_]]:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from epsstar.audit.data.column_match import match_columns, sanitised
+from epsstar.audit.data.column_match import match_columns, match_model_columns, sanitised
 from epsstar.audit.output.result import AuditResult
 from epsstar.cli.main import main
 from epsstar.exceptions import (
@@ -191,3 +191,34 @@ def test_names_match_exactly_then_sanitised_then_in_any_case() -> None:
     assert position.position_warning(model) is not None
     single = match_columns(["y", "b"], "y", model_names=None, features=None, model=model, data=data)
     assert single.position_warning(model) is None
+
+
+@pytest.mark.parametrize(("n_names", "shown"), [(8, ""), (9, " and 1 more"), (12, " and 4 more")])
+def test_a_refusal_names_the_first_eight_missing_columns(n_names: int, shown: str) -> None:
+    """Every missing name up to eight, then how many more: the message stays one line."""
+    names = [f"c{j}" for j in range(n_names)]
+    with pytest.raises(InputFileError) as caught:
+        match_columns(
+            ["y", "other"], "y", model_names=names, features=None, model=Path("m"), data=Path("d")
+        )
+    listed = ", ".join(repr(name) for name in names[:8])
+    assert f"missing {listed}{shown}. Found columns 'other'." in str(caught.value)
+
+
+def test_a_loaded_model_is_matched_by_the_names_it_records_if_any() -> None:
+    """``feature_names`` of a loaded model, when it has the attribute and it is not None."""
+
+    class Named:
+        feature_names = ("b", "a")
+
+    class Unnamed:
+        feature_names = None
+
+    options = {"features": None, "model_path": Path("m.onnx"), "data": Path("d.csv")}
+    named = match_model_columns(Named(), ["y", "a", "b"], "y", **options)
+    assert (named.file_columns, named.source) == (("b", "a"), "model names")
+    for model in (Unnamed(), object()):
+        plain = match_model_columns(model, ["y", "a", "b"], "y", **options)
+        assert (plain.file_columns, plain.source) == (("a", "b"), "position")
+    with pytest.raises(InputFileError, match=r"^d\.csv: must have the columns m\.onnx takes"):
+        match_model_columns(Named(), ["y", "a"], "y", **options)

@@ -31,8 +31,12 @@ def test_members_at_higher_loss_are_bounded_like_members_at_lower_loss(seed: int
     assert below.direction == "members_lower"
     assert above.epsilon > 2.0
     assert below.epsilon > 2.0
-    # A loss threshold and its negation split the same records: the same bound.
-    assert above.epsilon == pytest.approx(below.epsilon, abs=0.35)
+    # A loss threshold and its negation split the same records: nearly the same bound. The
+    # candidate thresholds are inverted-CDF quantiles, which for -x fall on the order
+    # statistic next to the mirror of x's, so the two searches see neighbouring thresholds
+    # (seeds 0-2: 0.064, 0 and 0 apart); 0.1 allows that, while a swapped direction or a
+    # miscounted side moves the bound by more than 1.
+    assert above.epsilon == pytest.approx(below.epsilon, abs=0.1)
 
 
 def test_the_reported_counts_are_the_evaluation_halves_at_the_recorded_test() -> None:

@@ -9,6 +9,7 @@ import numpy as np
 from epsstar.audit.attacks.attack import AttackParameters, Scores
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.statistics.attacks.lira import lira_offline
+from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["lira_scores"]
 
@@ -21,7 +22,7 @@ def lira_scores(inputs: AttackInputs, parameters: AttackParameters, seed: int) -
     refs = np.hstack([references.train, references.population])
     lira = lira_offline(both, refs)
     n = on_train.size
-    settings = {
+    settings: JsonObject = {
         "reference_models": references.count,
         "score": "(mu_out - phi) / sigma_out",
         "variance": lira.variance,

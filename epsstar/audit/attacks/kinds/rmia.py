@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 from epsstar.audit.attacks.attack import AttackParameters, Scores
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.statistics.attacks.rmia import rmia_offline
+from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["Z_FRACTION", "Z_MAX", "rmia_scores", "z_split"]
 
@@ -48,7 +49,7 @@ def rmia_scores(inputs: AttackInputs, parameters: AttackParameters, seed: int) -
         gamma=parameters.rmia_gamma,
     )
     n = on_train.size
-    settings = {
+    settings: JsonObject = {
         "reference_models": references.count,
         "score": "1 - Pr_z(LR(x, z) >= gamma)",
         "a": rmia.a,
