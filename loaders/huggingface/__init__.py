@@ -50,13 +50,17 @@ def _quiet(transformers: Any) -> Iterator[None]:
     """transformers' own log lines and warnings silenced while a folder is read."""
     logging = transformers.utils.logging
     level = logging.get_verbosity()
+    bars = logging.is_progress_bar_enabled()
     logging.set_verbosity_error()
+    logging.disable_progress_bar()  # "Loading weights" would break the audit's progress line
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             yield
     finally:
         logging.set_verbosity(level)
+        if bars:
+            logging.enable_progress_bar()
 
 
 def _causal(config: Any, path: Path) -> None:

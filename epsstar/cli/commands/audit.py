@@ -26,6 +26,13 @@ from epsstar.cli.common.options import (
     engine_option,
     json_path,
 )
+from epsstar.cli.common.text_options import (
+    add_text_options,
+    text_attack,
+    text_inputs,
+    text_lines,
+    text_tables,
+)
 from epsstar.cli.common.text_table import extrapolation_note, interval_lines
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
 from epsstar.statistics.names import DEFAULT_GATE, GATES, LOSSES, OUTPUT_KINDS
@@ -158,7 +165,11 @@ def register(subparsers: Any) -> None:
         "0 audited and within the gate (or no gate), 1 Epsilon* above "
         "--max-epsilon, 2 usage or input error.",
     )
-    parser.add_argument("model", metavar="MODEL", help="saved model (.onnx, .pt, .skops, ...)")
+    parser.add_argument(
+        "model",
+        metavar="MODEL",
+        help="saved model (.onnx, .pt, .skops, ..., or a Hugging Face model folder)",
+    )
     parser.add_argument(
         "--train",
         required=True,
@@ -172,7 +183,9 @@ def register(subparsers: Any) -> None:
         metavar="PATH",
         help="non-training data from the same distribution",
     )
-    parser.add_argument("--label-column", required=True, metavar="NAME", help="label column")
+    parser.add_argument(
+        "--label-column", default=None, metavar="NAME", help="label column (tables)"
+    )
     parser.add_argument(
         "--features",
         type=_columns,
@@ -212,6 +225,7 @@ def register(subparsers: Any) -> None:
         "(e.g. '{\"anon\": true}')",
     )
     add_attack_options(parser)
+    add_text_options(parser)
     add_json_option(parser)
     parser.add_argument(
         "--report",
@@ -355,6 +369,7 @@ def format_summary(result: AuditResult) -> str:
             *_reading_lines(result.readings),
             *attack_lines(result),
             *slice_lines(result),
+            *text_lines(result),
             f"  utility on population data: accuracy {utility.accuracy:.4f}{shown_auroc} "
             f"({utility.n:,} rows); training rows {result.epsilon.n_train:,}",
             *_summarised_lines(result),
@@ -377,12 +392,15 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInputError(
             f"--storage-options needs --engine dask. Found engine {engine.name!r}."
         )
-    inputs += attack_inputs(args)
+    inputs += attack_inputs(args) + text_inputs(args)
+    text = text_tables(args)
     with RunFiles(inputs) as files:
         json_file = files.plan("--json", json_path(args.json), JSON)
         report_file = files.plan("--report", args.report, REPORT)
-        model = ModelFile(args.model, args.loader, args.outputs, args.trust_model)
-        tables = Tables(
+        model = ModelFile(
+            args.model, args.loader, args.outputs, args.trust_model, base_model=args.base_model
+        )
+        tables = text or Tables(
             args.train,
             args.population,
             args.label_column,
@@ -393,6 +411,7 @@ def run(args: argparse.Namespace) -> int:
             storage_options=args.storage_options,
         )
         attack, slice_by = attack_options(args)
+        attack = attack if text is None else text_attack(args, attack)
         with _progress(engine.name, args.quiet) as progress:
             result = audit(
                 model,
@@ -403,6 +422,7 @@ def run(args: argparse.Namespace) -> int:
                 engine=engine,
                 progress=progress,
                 command=shlex.join(args.command_line),
+                record_text=not args.no_record_text,
             )
         files.add_inputs(result.files_read)
         payload = result.to_dict()
