@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ class TinyCorpus:
     population_texts: list[str]
 
 
-def tokenizer_for(texts: list[str]):  # noqa: ANN201 - a transformers tokenizer
+def tokenizer_for(texts: list[str]) -> Any:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -75,7 +76,7 @@ def tokenizer_for(texts: list[str]):  # noqa: ANN201 - a transformers tokenizer
     )
 
 
-def tiny_model(vocabulary: int, seed: int = 0):  # noqa: ANN201 - a GPT2LMHeadModel
+def tiny_model(vocabulary: int, seed: int = 0) -> Any:
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -92,7 +93,7 @@ def tiny_model(vocabulary: int, seed: int = 0):  # noqa: ANN201 - a GPT2LMHeadMo
     return GPT2LMHeadModel(config)
 
 
-def fine_tune(model, tokenizer, texts: list[str], epochs: int, seed: int = 0) -> None:  # noqa: ANN001
+def fine_tune(model: Any, tokenizer: Any, texts: list[str], epochs: int, seed: int = 0) -> None:
     """``epochs`` passes of AdamW over ``texts`` in batches of 16 (loss on real tokens)."""
     import torch
 
