@@ -7,7 +7,6 @@ distribution does not list it yet (an editable install made before the loader ex
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -54,9 +53,3 @@ def untrained(corpus: TinyCorpus, tmp_path_factory: pytest.TempPathFactory) -> P
     tiny_model(len(tokenizer), seed=1).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
-
-
-def copy_model(corpus: TinyCorpus, target: Path, *, without: tuple[str, ...] = ()) -> Path:
-    """A copy of the trained model folder, leaving out the files named ``without``."""
-    shutil.copytree(corpus.model, target, ignore=shutil.ignore_patterns(*without))
-    return target

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import copy_model
-from tiny_lm import TinyCorpus, sentences, write_jsonl
+from tiny_lm import TinyCorpus, copy_model, sentences, write_jsonl
 
 from epsstar.cli import main
 

@@ -11,6 +11,7 @@ members' loss falls below the population's (memorisation), then saves it with
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,9 @@ def build(
         train_texts,
         population_texts,
     )
+
+
+def copy_model(corpus: TinyCorpus, target: Path, *, without: tuple[str, ...] = ()) -> Path:
+    """A copy of the trained model folder, leaving out the files named ``without``."""
+    shutil.copytree(corpus.model, target, ignore=shutil.ignore_patterns(*without))
+    return target
