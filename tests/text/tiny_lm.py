@@ -141,3 +141,14 @@ def copy_model(corpus: TinyCorpus, target: Path, *, without: tuple[str, ...] = (
     """A copy of the trained model folder, leaving out the files named ``without``."""
     shutil.copytree(corpus.model, target, ignore=shutil.ignore_patterns(*without))
     return target
+
+
+if __name__ == "__main__":
+    # python tests/text/tiny_lm.py OUT [EPOCHS]: the tests' model and data, for docs/text.md
+    import sys
+
+    import torch
+
+    torch.set_num_threads(1)
+    built = build(Path(sys.argv[1]), epochs=int(sys.argv[2]) if len(sys.argv) > 2 else 12)
+    print(built.model, built.train, built.population)
