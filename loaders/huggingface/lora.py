@@ -31,6 +31,11 @@ from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["LoraSettings", "lora_settings", "merge_lora"]
 
+#: A torch tensor (torch is imported only when an adapter is merged).
+Tensor = Any
+#: An adapter's tensors by their names in the adapter file.
+Weights = Mapping[str, Tensor]
+
 _PREFIX = "base_model.model."
 _PARTS = re.compile(
     r"^(?P<module>.+)\.(?P<part>lora_A|lora_B|lora_embedding_A|lora_embedding_B)(\.weight)?$"
@@ -54,7 +59,7 @@ class LoraSettings:
         return float(alpha) / (math.sqrt(rank) if self.rslora else rank)
 
 
-def _pattern(patterns: Mapping[str, Any], module: str, default: Any) -> Any:
+def _pattern(patterns: Mapping[str, float], module: str, default: float) -> float:
     """The value of the first pattern that names ``module`` (PEFT's rule: the whole name or
     its ending after a dot, as a regular expression), else ``default``."""
     for key, value in patterns.items():
@@ -63,7 +68,7 @@ def _pattern(patterns: Mapping[str, Any], module: str, default: Any) -> Any:
     return default
 
 
-def _number(config: Mapping[str, object], key: str, default: float | None = None) -> float:
+def _number(config: JsonObject, key: str, default: float | None = None) -> float:
     value = config.get(key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise InvalidInputError(
@@ -107,10 +112,10 @@ def lora_settings(config: JsonObject) -> LoraSettings:
     )
 
 
-def _pairs(weights: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+def _pairs(weights: Weights) -> tuple[dict[str, dict[str, Tensor]], dict[str, Tensor]]:
     """The adapter's ``A``/``B`` matrices by module, and the whole modules it saved."""
-    pairs: dict[str, dict[str, Any]] = {}
-    saved: dict[str, Any] = {}
+    pairs: dict[str, dict[str, Tensor]] = {}
+    saved: dict[str, Tensor] = {}
     for key, tensor in weights.items():
         name = key.removeprefix(_PREFIX)
         if ".modules_to_save." in name:
@@ -127,7 +132,7 @@ def _pairs(weights: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[
     return pairs, saved
 
 
-def _delta(module: Any, parts: Mapping[str, Any], name: str, scale: float) -> Any:
+def _delta(module: Any, parts: Weights, name: str, scale: float) -> Tensor:
     """``s · B A`` shaped like the module's weight."""
     if "lora_A" in parts and "lora_B" in parts:
         delta = scale * (parts["lora_B"].float() @ parts["lora_A"].float())
@@ -150,7 +155,7 @@ def _delta(module: Any, parts: Mapping[str, Any], name: str, scale: float) -> An
     )
 
 
-def merge_lora(model: Any, weights: Mapping[str, Any], settings: LoraSettings) -> tuple[str, ...]:
+def merge_lora(model: Any, weights: Weights, settings: LoraSettings) -> tuple[str, ...]:
     """Add each adapted module's ``s · B A`` to ``model``'s weights in place, replace the
     modules the adapter saved whole, and return the names of the modules changed."""
     import torch

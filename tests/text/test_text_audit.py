@@ -211,3 +211,19 @@ def test_the_output_never_replaces_an_input(corpus: TinyCorpus, tmp_path: Path) 
     argv[argv.index(str(corpus.train))] = str(copy)
     assert main(argv) == 2
     assert copy.read_bytes() == corpus.train.read_bytes()
+
+
+def test_a_population_from_another_source_fails_the_premise(
+    corpus: TinyCorpus, tmp_path: Path
+) -> None:
+    # Records the model never saw and that any reader tells apart: numbered support tickets.
+    other = [f"Ticket {i}: {text.upper()}" for i, text in enumerate(sentences(120, seed=99))]
+    population = write_jsonl(tmp_path / "other.jsonl", other)
+    out = tmp_path / "out.json"
+    argv = _audit(corpus, corpus.model, "--json", str(out))
+    argv[argv.index(str(corpus.population))] = str(population)
+    assert main(argv) == 0
+    document = json.loads(out.read_text())
+    assert document["text"]["premise_holds"] is False
+    assert document["text"]["blind_baseline"]["epsilon_lower_bound"] > 0
+    assert any("the premise fails" in line for line in document["warnings"])
