@@ -211,6 +211,6 @@ class AuditResult:
             else self.strongest_attack.name,
             "slices": None if self.slices is None else self.slices.to_dict(),
             "epsstar_version": __version__,
-            # only in the audit of a language model on text records
-            **({} if self.text is None else {"text": self.text.to_dict()}),
+            # null but in the audit of a language model on text records
+            "text": None if self.text is None else self.text.to_dict(),
         }
