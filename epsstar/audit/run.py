@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Literal
 from epsstar import __version__
 from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
 from epsstar.audit.attacks.inputs import AttackInputs
+from epsstar.audit.attacks.registry import needs_of
 from epsstar.audit.attacks.run import with_attacks
 from epsstar.audit.attacks.scoring import LOSS_ONLY, AttackSettings
 from epsstar.audit.attacks.slices import SliceKeys, audit_slices, read_slice_keys
@@ -42,6 +43,7 @@ from epsstar.audit.data.progress import Progress
 from epsstar.audit.data.reading import Role, Tables
 from epsstar.audit.data.records import read_records
 from epsstar.audit.data.summary_plans import SummaryPlans
+from epsstar.audit.data.text_records import TextTables
 from epsstar.audit.engines.references import attack_inputs
 from epsstar.audit.engines.streaming import StreamedTable, stream_table
 from epsstar.audit.engines.summaries import can_summarise, losses_of, summarise_table
@@ -53,6 +55,7 @@ from epsstar.audit.premise.attribute import check_model_input
 from epsstar.audit.premise.classifier import READ_ROWS, blind_log_odds
 from epsstar.audit.premise.findings import PremiseInputs, PremiseKeys, premise_keys, with_premise
 from epsstar.audit.premise.settings import DEFAULT_PREMISE, PremiseSettings
+from epsstar.audit.text_run import TextRun, audit_text
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics.utility import Utility
 
@@ -60,7 +63,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.engines.dask_audit import PartitionProgress
     from epsstar.audit.engines.dask_engine import Engine
 
-__all__ = ["AuditResult", "ModelFile", "Tables", "audit"]
+__all__ = ["AuditResult", "ModelFile", "Tables", "TextTables", "audit"]
 
 Step = Literal["load", "inference", "utility", "statistics"]
 ROLES: tuple[Role, Role] = ("train", "population")
@@ -127,7 +130,7 @@ class _Streamed:
 
 def audit(
     model: str | os.PathLike[str] | ModelFile,
-    tables: Tables,
+    tables: Tables | TextTables,
     options: AuditOptions | None = None,
     *,
     attack: AttackSettings = LOSS_ONLY,
@@ -157,9 +160,15 @@ def audit(
     file (or two with the same content) as both data sets is refused. A single class,
     population rows also in the training data, or an ambiguous output reading raise a
     warning (``result.warnings``) that fails a gate (:mod:`epsstar.audit.data.checks`).
+
+    With :class:`~epsstar.audit.data.text_records.TextTables`, ``model`` is a causal
+    language model's folder audited on text records (:func:`epsstar.audit.text_run.audit_text`).
     """
     file = model if isinstance(model, ModelFile) else ModelFile(Path(model))
     on_dask = engine is not None and engine.name == "dask"
+    if isinstance(tables, TextTables):
+        return _audit_text(file, tables, options, attack, (slice_by, engine, progress), command)
+    _refuse_text_attacks(attack)
     run = _Run(
         file,
         tables,
@@ -189,8 +198,54 @@ def audit(
     return _finish(loaded, run, streamed, clock, (keys, users))
 
 
+def _audit_text(
+    file: ModelFile,
+    tables: TextTables,
+    options: AuditOptions | None,
+    attack: AttackSettings,
+    engine_settings: tuple[str | None, Engine | None, object],
+    command: str | None,
+) -> AuditResult:
+    """A text audit (:mod:`epsstar.audit.text_run`), in this process, without slices."""
+    slice_by, engine, progress = engine_settings
+    if slice_by is not None:
+        raise InvalidInputError(
+            f"slice_by works with tabular audits only. Found slice_by {slice_by!r} with text "
+            "records."
+        )
+    if engine is not None and engine.name == "dask":
+        raise InvalidInputError(
+            "text records are scored by the single-process engine. Found the dask engine."
+        )
+    run = TextRun(
+        file,
+        tables,
+        AuditOptions() if options is None else options,
+        attack,
+        tables.record_text,
+        _checked_progress(progress),
+        command,
+    )
+    return audit_text(run)
+
+
+def _refuse_text_attacks(attack: AttackSettings) -> None:
+    """Refuse the attacks on text records in an audit of a table."""
+    if attack.needs_text:
+        text = next(name for name in attack.attacks if "text" in needs_of([name]))
+        raise InvalidInputError(
+            f"the {text} attack scores text records read by a language model; pass "
+            f"--text-column (text_column=). Found a table with a label column."
+        )
+
+
 def _existing(role: str, path: Path) -> None:
     """``path`` checked to be a file."""
+    if role == "model" and path.is_dir():
+        raise InputFileError(
+            f"model: a model folder (a language model's) is audited on text records; pass "
+            f"--text-column (TextTables). Found the folder {str(path)!r}."
+        )
     if path.is_dir():
         raise InputFileError(f"{role}: must be a file, not a directory. Found {str(path)!r}.")
     if not path.is_file():

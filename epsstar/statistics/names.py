@@ -261,7 +261,9 @@ GATES: Final[Names[GateRule]] = Names(
 )
 DEFAULT_GATE: Final[GateRule] = "significant"
 
-AttackName = Literal["loss", "lira", "rmia", "qmia", "beyond-baseline"]
+AttackName = Literal[
+    "loss", "lira", "rmia", "qmia", "beyond-baseline", "zlib", "mink", "minkpp", "ref", "lowercase"
+]
 
 ATTACKS: Final[Names[AttackName]] = Names(
     "attack",
@@ -299,6 +301,42 @@ ATTACKS: Final[Names[AttackName]] = Names(
             "the model's leak beyond the blind baseline: a record is called a member when its "
             "loss says more about membership than the record itself does, the loss corrected "
             "by the log-odds of a classifier that never saw the model",
+        ),
+        Name(
+            "zlib",
+            "text: mean token loss over zlib-compressed length (Carlini et al. 2021)",
+            "the zlib ratio of Carlini et al. (2021): a text record is called a member when the "
+            "language model's mean token loss on it is low for how well zlib compresses it, "
+            "so that text any model finds easy is not taken for memorised text",
+        ),
+        Name(
+            "mink",
+            "text: Min-K% of the least likely tokens (Shi et al. 2024)",
+            "Min-K% (Shi et al. 2024): a text record is called a member when even its least "
+            "likely tokens (the K % with the lowest probability) are likely under the model",
+        ),
+        Name(
+            "minkpp",
+            "text: Min-K%++, token log-probabilities standardised (Zhang et al. 2024)",
+            "Min-K%++ (Zhang et al. 2024): like Min-K%, on each token's log-probability "
+            "standardised by the mean and spread of the model's log-probabilities over the "
+            "vocabulary at that position, so that a record is called a member when its "
+            "tokens are near the modes of the model's distribution",
+        ),
+        Name(
+            "ref",
+            "text: loss minus reference models' loss, needs --reference-models",
+            "the reference-model likelihood ratio (Carlini et al. 2021): a text record is "
+            "called a member when the target model's mean token loss on it is low compared "
+            "with that of reference models which never saw it, such as the base model "
+            "before fine-tuning",
+        ),
+        Name(
+            "lowercase",
+            "text: loss over the loss on the lower-case text (Carlini et al. 2021)",
+            "the lowercase ratio of Carlini et al. (2021): a text record is called a member "
+            "when the model's loss on it is low compared with its loss on the same text in "
+            "lower case",
         ),
     ),
 )

@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
+from epsstar.statistics.attacks.text_scores import DEFAULT_MIN_K
 from epsstar.statistics.json_types import JsonValue
 from epsstar.statistics.names import AttackName
 
@@ -27,16 +28,22 @@ __all__ = ["Attack", "AttackParameters", "Need", "Scorer", "Scores"]
 #: What an attack needs beyond the audit's own losses: ``"log_odds"``, the target's and the
 #: reference models' log-odds of the true label on every record (read by an engine);
 #: ``"references"``, reference model files (``--reference-models``); ``"records"``, the
-#: records of both tables; ``"blind"``, the blind classifier's log-odds (the blind baseline).
-Need = Literal["log_odds", "references", "records", "blind"]
+#: records of both tables; ``"blind"``, the blind classifier's log-odds (the blind baseline);
+#: ``"text"``, a language model's per-sequence statistics on text records (:mod:`.sequences`);
+#: ``"moments"``, the mean and spread of its log-probabilities over the vocabulary at every
+#: position (an extra pass over each position's distribution); ``"lowercase"``, its loss on
+#: the records in lower case (a second forward pass).
+Need = Literal["log_odds", "references", "records", "blind", "text", "moments", "lowercase"]
 
 
 @dataclass(frozen=True, slots=True)
 class AttackParameters:
-    """The attacks' tunable parameters: RMIA's offline scaling ``a`` and ratio ``γ``."""
+    """The attacks' tunable parameters: RMIA's offline scaling ``a`` and ratio ``γ``, and the
+    share ``min_k`` of tokens Min-K% and Min-K%++ average."""
 
     rmia_a: float = DEFAULT_A
     rmia_gamma: float = DEFAULT_GAMMA
+    min_k: float = DEFAULT_MIN_K
 
 
 @dataclass(frozen=True, slots=True)

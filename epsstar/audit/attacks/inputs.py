@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from epsstar.audit.attacks.references import ReferenceConfidences
+from epsstar.audit.attacks.sequences import TextInputs
 from epsstar.audit.data.records import Records
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray
@@ -26,13 +27,16 @@ Pair = tuple[FloatArray, FloatArray]
 class AttackInputs:
     """The target's log-odds of the true label on the training and population records,
     and the reference models' (``None``: not read); the audit's losses on both tables, the
-    records and the blind classifier's log-likelihood ratios (``None``: not available)."""
+    records and the blind classifier's log-likelihood ratios (``None``: not available); of a
+    language model on text records, ``text``, the per-sequence statistics of the text attacks
+    (:mod:`.sequences`)."""
 
     target: Pair | None = field(default=None, repr=False)
     references: ReferenceConfidences | None = None
     losses: Pair | None = field(default=None, repr=False)
     records: Records | None = field(default=None, repr=False)
     blind: Pair | None = field(default=None, repr=False)
+    text: TextInputs | None = None
 
     def with_references(self) -> tuple[Pair, ReferenceConfidences]:
         """The target's and the reference models' log-odds, which must have been read."""
@@ -66,3 +70,13 @@ class AttackInputs:
                 f"--no-blind-baseline."
             )
         return self.blind
+
+    def text_for(self, attack: str) -> TextInputs:
+        """The per-sequence statistics of a text audit, or a one-line refusal naming
+        ``attack``."""
+        if self.text is None:
+            raise InvalidInputError(
+                f"the {attack} attack scores text records read by a language model "
+                "(--text-column). Found a model without text records."
+            )
+        return self.text

@@ -42,18 +42,16 @@ class ReferenceConfidences:
 
 
 def check_reference_paths(paths: Sequence[str | Path]) -> tuple[Path, ...]:
-    """The reference model files, each checked to exist, before any work starts."""
+    """The reference model files (or model folders), each checked to exist, before any work
+    starts."""
     if isinstance(paths, (str, Path)):
         raise InvalidInputError(
             f"reference_models must be a sequence of files. Found the single value {paths!r}."
         )
     checked = tuple(Path(path) for path in paths)
     for path in checked:
-        if path.is_dir():
-            raise InputFileError(
-                f"reference model: must be a file, not a directory. Found {str(path)!r}."
-            )
-        if not path.is_file():
+        # A folder is a model too when a loader reads folders (a Hugging Face model's).
+        if not path.is_file() and not path.is_dir():
             raise InputFileError(f"reference model: no such file. Found {str(path)!r}.")
     return checked
 

@@ -34,6 +34,7 @@ from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_in_range
 from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
 from epsstar.statistics.attacks.power import attack_auc
+from epsstar.statistics.attacks.text_scores import DEFAULT_MIN_K
 from epsstar.statistics.json_types import JsonValue
 from epsstar.statistics.names import ATTACKS, DEFAULT_ATTACK, AttackName
 from epsstar.statistics.summaries.loss_sketch import pooled_parts, sketch_auc
@@ -58,6 +59,8 @@ class AttackSettings:
     reference_models: tuple[Path, ...] = ()
     rmia_a: float = DEFAULT_A
     rmia_gamma: float = DEFAULT_GAMMA
+    #: The share of tokens Min-K% and Min-K%++ average (text audits).
+    min_k: float = DEFAULT_MIN_K
 
     def __post_init__(self) -> None:
         references = check_reference_paths(self.reference_models)
@@ -68,11 +71,14 @@ class AttackSettings:
         object.__setattr__(
             self, "rmia_gamma", check_in_range("rmia_gamma", self.rmia_gamma, 0, inf)
         )
+        object.__setattr__(
+            self, "min_k", check_in_range("min_k", self.min_k, 0.0, 1.0, high_inclusive=True)
+        )
 
     @property
     def parameters(self) -> AttackParameters:
         """The parameters the scorers take."""
-        return AttackParameters(self.rmia_a, self.rmia_gamma)
+        return AttackParameters(self.rmia_a, self.rmia_gamma, self.min_k)
 
     @property
     def needs_records(self) -> bool:
@@ -88,6 +94,11 @@ class AttackSettings:
     def needs_log_odds(self) -> bool:
         """Whether an attack asked for needs the models' log-odds (read by an engine)."""
         return "log_odds" in needs_of(self.attacks)
+
+    @property
+    def needs_text(self) -> bool:
+        """Whether an attack asked for scores text records (read by the text engine)."""
+        return "text" in needs_of(self.attacks)
 
 
 def check_attacks(attacks: Sequence[str] | str, n_references: int) -> tuple[AttackName, ...]:
@@ -109,10 +120,10 @@ def check_attacks(attacks: Sequence[str] | str, n_references: int) -> tuple[Atta
             f"trained like the target on data without the population records. Found none."
         )
     if n_references and not needing:
+        using = [n for n in ATTACKS if "references" in attack(n).needs]
         raise InvalidInputError(
-            "reference models are used only by the "
-            + " and ".join(n for n in ATTACKS if "references" in attack(n).needs)
-            + " attacks (--attack lira rmia). "
+            f"reference models are used only by the {', '.join(using[:-1])} and {using[-1]} "
+            f"attacks (--attack {' '.join(using)}). "
             f"Found {n_references} reference model(s) and the attacks {', '.join(names)}."
         )
     return names

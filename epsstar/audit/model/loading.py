@@ -50,9 +50,13 @@ class ModelFile:
     outputs: OutputKind | None = None
     trust: bool = False
     classes: Sequence[object] | None = None
+    #: The base model folder an adapter folder (LoRA) applies to (``--base-model``).
+    base_model: Path | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", Path(self.path))
+        if self.base_model is not None:
+            object.__setattr__(self, "base_model", Path(self.base_model))
         classes = self.classes
         if classes is not None:
             if isinstance(classes, (str, bytes)) or not len(classes):
@@ -72,7 +76,18 @@ class ModelFile:
         from epsstar.audit.model.plugins import get_loader, loader_for_path
 
         plugin, info = get_loader(self.loader) if self.loader else loader_for_path(self.path)
-        model = plugin.load(self.path, outputs=self.outputs, trust=self.trust)
+        if self.base_model is None:
+            model = plugin.load(self.path, outputs=self.outputs, trust=self.trust)
+        elif getattr(plugin, "takes_base_model", False):
+            load = getattr(plugin, "load")  # noqa: B009 - the extended signature
+            model = load(
+                self.path, outputs=self.outputs, trust=self.trust, base_model=self.base_model
+            )
+        else:
+            raise InvalidInputError(
+                f"a base model (--base-model) is read only by loaders of adapter folders. "
+                f"Found the {info.name} loader."
+            )
         if self.classes is not None:
             return LoadedAuditModel(model, info, tuple(self.classes), "argument")
         if model.classes is not None:

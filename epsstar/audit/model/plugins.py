@@ -66,6 +66,9 @@ INSTALL_HINTS: Final[Mapping[str, str]] = MappingProxyType(
         "xgboost": 'pip install "epsstar[xgboost]"',
         "catboost": 'pip install "epsstar[catboost]"',
         "keras": 'pip install "epsstar[keras,torch]"',
+        "transformers": 'pip install "epsstar[text]"',
+        "tokenizers": 'pip install "epsstar[text]"',
+        "safetensors": 'pip install "epsstar[text]"',
     }
 )
 """How to install the optional package a built-in loader needs, by import name."""
@@ -132,7 +135,13 @@ class LoadedModel(Protocol):
 
 @runtime_checkable
 class ModelLoader(Protocol):
-    """What an ``epsstar.loaders`` entry point supplies."""
+    """What an ``epsstar.loaders`` entry point supplies.
+
+    A loader of model folders (a Hugging Face model's) also has ``reads_folder(path) ->
+    bool``, which says whether it reads the folder ``path``; its ``suffixes`` may then be
+    empty. A loader that applies adapters to a base model takes ``base_model=`` in
+    :meth:`load` and says so with ``takes_base_model = True``.
+    """
 
     name: str
     suffixes: tuple[str, ...]
@@ -271,9 +280,10 @@ def _check_protocol(name: str, value: str, loader: Any) -> ModelLoader:
     elif own_name != name:
         problems.append(f"the name it is registered under, {name!r} (found name {own_name!r})")
     suffixes = getattr(loader, "suffixes", None)
+    folders = callable(getattr(loader, "reads_folder", None))
     if not (
         isinstance(suffixes, tuple)
-        and suffixes
+        and (suffixes or folders)
         and all(isinstance(s, str) and s.startswith(".") and len(s) > 1 for s in suffixes)
     ):
         problems.append(
@@ -345,14 +355,47 @@ def _matches(path: Path, suffixes: tuple[str, ...]) -> int:
     return max((len(s) for s in suffixes if file_name.endswith(s.lower())), default=0)
 
 
+def _folder_loader(path: Path) -> tuple[ModelLoader, LoaderInfo]:
+    """The one loader that reads the model folder ``path`` (``reads_folder(path)`` true)."""
+    claims: list[tuple[ModelLoader, LoaderInfo]] = []
+    readers: list[str] = []
+    for name in sorted(_entries):
+        try:
+            loader = _instantiate(name, _entries[name])
+        except InvalidInputError:
+            continue
+        reads = getattr(loader, "reads_folder", None)
+        if callable(reads):
+            readers.append(name)
+            if reads(path):
+                claims.append((loader, _entries[name].info))
+    if len(claims) == 1:
+        return claims[0]
+    if claims:
+        names = ", ".join(info.name for _, info in claims)
+        raise InvalidInputError(
+            f"the model folder must be read by exactly one loader; name the loader to use. "
+            f"Found {str(path)!r}, claimed by {names}."
+        )
+    raise InvalidInputError(
+        f"the model folder must be one that a loader reads (loaders of folders: "
+        f"{', '.join(readers) or 'none installed'}; a Hugging Face model folder holds a "
+        f"config.json). Found {str(path)!r}."
+    )
+
+
 def loader_for_path(path: Path) -> tuple[ModelLoader, LoaderInfo]:
-    """The one loader whose suffixes match ``path`` (the longest matching suffix wins).
+    """The one loader whose suffixes match ``path`` (the longest matching suffix wins), or
+    for a folder the one loader that reads it (an optional ``reads_folder(path)`` method).
 
     Every plugin is imported to read its suffixes; plugins that fail to import are left
     out and named in the error if no loader matches.
     """
     path = Path(path)
     _discover()
+    if path.is_dir():
+        with _lock:
+            return _folder_loader(path)
     with _lock:
         claims: list[str] = []
         broken: list[str] = []

@@ -13,6 +13,7 @@ from epsstar.audit.output.attack_result import AttackResult
 from epsstar.audit.output.premise_result import BlindBaseline
 from epsstar.audit.output.provenance import Provenance
 from epsstar.audit.output.slice_result import SliceResult
+from epsstar.audit.output.text_result import TextAudit
 from epsstar.audit.output.threat_result import AttributeInference, ExposedRecords, UserLevel
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
@@ -83,6 +84,10 @@ class AuditResult:
     user_level: UserLevel | None = None
     #: Attribute inference (``--attribute``; ``None``: not asked for).
     attribute_inference: AttributeInference | None = None
+
+    #: What is particular to the audit of a language model on text records (``None``: a
+    #: tabular audit).
+    text: TextAudit | None = None
 
     @property
     def premise_holds(self) -> bool | None:
@@ -239,4 +244,6 @@ class AuditResult:
             if self.attribute_inference is None
             else self.attribute_inference.to_dict(),
             "epsstar_version": __version__,
+            # null but in the audit of a language model on text records
+            "text": None if self.text is None else self.text.to_dict(),
         }

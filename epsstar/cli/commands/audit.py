@@ -43,6 +43,13 @@ from epsstar.cli.common.premise_options import (
     premise_lines,
     premise_settings,
 )
+from epsstar.cli.common.text_options import (
+    add_text_options,
+    text_attack,
+    text_inputs,
+    text_lines,
+    text_tables,
+)
 from epsstar.cli.common.text_table import extrapolation_note, interval_lines
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PREMISE_FAILED
 from epsstar.statistics.names import DEFAULT_GATE, GATES, LOSSES, OUTPUT_KINDS
@@ -191,7 +198,11 @@ def register(subparsers: Any) -> None:
         "(train and population differ without the model; --accept-premise-failure "
         "reads the gate anyway).",
     )
-    parser.add_argument("model", metavar="MODEL", help="saved model (.onnx, .pt, .skops, ...)")
+    parser.add_argument(
+        "model",
+        metavar="MODEL",
+        help="saved model (.onnx, .pt, .skops, ..., or a Hugging Face model folder)",
+    )
     parser.add_argument(
         "--train",
         required=True,
@@ -205,7 +216,9 @@ def register(subparsers: Any) -> None:
         metavar="PATH",
         help="non-training data from the same distribution",
     )
-    parser.add_argument("--label-column", required=True, metavar="NAME", help="label column")
+    parser.add_argument(
+        "--label-column", default=None, metavar="NAME", help="label column (tables)"
+    )
     parser.add_argument(
         "--features",
         type=_columns,
@@ -246,6 +259,7 @@ def register(subparsers: Any) -> None:
     )
     add_attack_options(parser)
     add_premise_options(parser)
+    add_text_options(parser)
     add_json_option(parser)
     parser.add_argument(
         "--report",
@@ -437,6 +451,7 @@ def format_summary(result: AuditResult) -> str:
             *attack_lines(result),
             *slice_lines(result),
             *premise_lines(result),
+            *text_lines(result),
             f"  utility on population data: accuracy {utility.accuracy:.4f}{shown_auroc} "
             f"({utility.n:,} rows); training rows {result.epsilon.n_train:,}",
             *_summarised_lines(result),
@@ -462,7 +477,8 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInputError(
             f"--storage-options needs --engine dask. Found engine {engine.name!r}."
         )
-    inputs += attack_inputs(args)
+    inputs += attack_inputs(args) + text_inputs(args)
+    text = text_tables(args)
     limits = limits_option(args)
     limit = limits.for_model(args.model, args.attack)
     options = dataclasses.replace(audit_options(args), max_epsilon=limit)
@@ -472,8 +488,10 @@ def run(args: argparse.Namespace) -> int:
         report_file = files.plan("--report", args.report, REPORT)
         junit_file = files.plan("--junit-xml", args.junit_xml, JUNIT)
         summary_file = files.plan(f"${STEP_SUMMARY_VARIABLE}", summary_path, STEP_SUMMARY)
-        model = ModelFile(args.model, args.loader, args.outputs, args.trust_model)
-        tables = Tables(
+        model = ModelFile(
+            args.model, args.loader, args.outputs, args.trust_model, base_model=args.base_model
+        )
+        tables = text or Tables(
             args.train,
             args.population,
             args.label_column,
@@ -485,6 +503,7 @@ def run(args: argparse.Namespace) -> int:
             columns_by_position=args.match_columns_by_position,
         )
         attack, slice_by = attack_options(args)
+        attack = attack if text is None else text_attack(args, attack)
         with _progress(engine.name, args.quiet) as progress:
             result = audit(
                 model,

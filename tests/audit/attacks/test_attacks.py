@@ -231,7 +231,7 @@ def test_an_attack_s_warnings_name_the_attack() -> None:
         (["--attack", "lira", "lira", "--reference-models", "ref0.skops"], "'lira' twice"),
         (
             ["--reference-models", "ref0.skops"],
-            "reference models are used only by the lira and rmia attacks",
+            "reference models are used only by the lira, rmia and ref attacks",
         ),
         (["--attack", "strong"], "invalid choice: 'strong'"),
         (

@@ -1,0 +1,265 @@
+"""Scoring text records with a causal language model, fast on a CPU.
+
+:func:`score_text` streams one data set's records in chunks of
+:data:`~epsstar.audit.data.text_records.TEXT_CHUNK_ROWS` (:func:`iter_text_chunks`), so
+memory follows the chunk, not the corpus. Each chunk is tokenised in one call of the
+model's tokenizer; a record longer than the model's context is cut into overlapping windows
+of ``context`` tokens, each starting ``stride = context // 2`` tokens after the last
+(Hugging Face's sliding-window perplexity: each token is scored once, in the first window
+that holds it past the previous window's end, so with at least ``context − stride`` tokens
+before it). The pieces are sorted by length and grouped into batches of at most
+``batch_size`` pieces and :data:`TOKEN_BUDGET` padded tokens, so that padding wastes little;
+each batch runs once through the model (:meth:`TextModel.score_tokens`) and a padding mask
+keeps the scored positions. A record's statistics (:mod:`epsstar.statistics.attacks.text_scores`)
+are then computed over all its scored tokens, one padded array per chunk.
+
+The first token of a record is never predicted, so a record needs two tokens (a tokenizer
+that adds a beginning-of-sequence token gives every non-empty record two); shorter records
+are refused by row. The lower-case pass of the lowercase attack runs over the same chunk
+right after, with the loss alone.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from epsstar.audit.attacks.sequences import SequenceStatistics
+from epsstar.audit.data.progress import Progress
+from epsstar.audit.data.text_records import TextChunk, iter_text_chunks
+from epsstar.audit.model.text_model import TextModel
+from epsstar.audit.output.text_result import WindowsUsed
+from epsstar.exceptions import InvalidInputError
+from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.attacks.text_scores import (
+    mean_token_loss,
+    min_k_percent,
+    min_k_plus_plus,
+)
+
+__all__ = ["TOKEN_BUDGET", "ScoringPlan", "score_text"]
+
+#: Most padded tokens in one model call.
+TOKEN_BUDGET: Final = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringPlan:
+    """What to compute per record: Min-K% (at ``min_k``, ``None``: not), the vocabulary
+    moments of Min-K%++, the loss on the lower-case text; at most ``batch_size`` pieces per
+    model call."""
+
+    batch_size: int
+    min_k: float | None = None
+    moments: bool = False
+    lowercase: bool = False
+
+    @property
+    def loss_only(self) -> ScoringPlan:
+        return ScoringPlan(self.batch_size)
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    record: int  # index within the chunk
+    start: int
+    end: int
+    scored_from: int  # first position (in the record) this piece scores
+
+
+@dataclass(slots=True)
+class _Collected:
+    """The running per-record arrays of one data set (frozen into the statistics)."""
+
+    loss: list[FloatArray] = field(default_factory=list)
+    tokens: list[NDArray[np.int64]] = field(default_factory=list)
+    windows: list[NDArray[np.int64]] = field(default_factory=list)
+    zlib_bytes: list[NDArray[np.int64]] = field(default_factory=list)
+    min_k: list[FloatArray] = field(default_factory=list)
+    min_k_plus_plus: list[FloatArray] = field(default_factory=list)
+    lowercase: list[FloatArray] = field(default_factory=list)
+    correct: int = 0
+    long_rows: list[int] = field(default_factory=list)
+    long_records: int = 0
+
+
+def _pieces(lengths: Sequence[int], context: int) -> list[_Piece]:
+    """Every record's windows (see the module docstring)."""
+    stride = max(1, context // 2)
+    pieces = []
+    for record, n in enumerate(lengths):
+        if n <= context:
+            pieces.append(_Piece(record, 0, n, 1))
+            continue
+        start, scored = 0, 1
+        while True:
+            end = min(start + context, n)
+            pieces.append(_Piece(record, start, end, scored))
+            if end == n:
+                break
+            scored, start = end, start + stride
+    return pieces
+
+
+def _batches(pieces: list[_Piece], batch_size: int) -> Iterator[list[_Piece]]:
+    """The pieces, longest first, in batches within ``batch_size`` and the token budget."""
+    ordered = sorted(pieces, key=lambda p: p.end - p.start, reverse=True)
+    batch: list[_Piece] = []
+    for piece in ordered:
+        width = (batch[0].end - batch[0].start) if batch else piece.end - piece.start
+        if batch and (len(batch) >= batch_size or (len(batch) + 1) * width > TOKEN_BUDGET):
+            yield batch
+            batch = []
+        batch.append(piece)
+    if batch:
+        yield batch
+
+
+@dataclass(slots=True)
+class _Tokens:
+    """One pass's scored tokens of a chunk's records, piece by piece."""
+
+    log_probs: list[list[FloatArray]]
+    mu: list[list[FloatArray]]
+    sigma: list[list[FloatArray]]
+    correct: int = 0
+
+
+def _run(
+    model: TextModel, ids: list[NDArray[np.int64]], context: int, plan: ScoringPlan
+) -> tuple[_Tokens, list[_Piece]]:
+    """Score every piece of the chunk's records; their tokens, in record and window order."""
+    pieces = _pieces([len(x) for x in ids], context)
+    found = _Tokens([[] for _ in ids], [[] for _ in ids], [[] for _ in ids])
+    order = {id(p): i for i, p in enumerate(pieces)}
+    parts: dict[int, tuple[FloatArray, FloatArray | None, FloatArray | None]] = {}
+    for batch in _batches(pieces, plan.batch_size):
+        width = batch[0].end - batch[0].start
+        matrix = np.zeros((len(batch), width), dtype=np.int64)
+        lengths = np.empty(len(batch), dtype=np.int64)
+        for row, piece in enumerate(batch):
+            n = piece.end - piece.start
+            matrix[row, :n] = ids[piece.record][piece.start : piece.end]
+            lengths[row] = n
+        scores = model.score_tokens(matrix, lengths, moments=plan.moments)
+        for row, piece in enumerate(batch):
+            first = piece.scored_from - piece.start - 1  # index of the first scored position
+            last = piece.end - piece.start - 1
+            kept = slice(first, last)
+            found.correct += int(np.count_nonzero(scores.correct[row, kept]))
+            parts[order[id(piece)]] = (
+                scores.log_probs[row, kept],
+                None if scores.mu is None else scores.mu[row, kept],
+                None if scores.sigma is None else scores.sigma[row, kept],
+            )
+    for index, piece in enumerate(pieces):
+        log_probs, mu, sigma = parts[index]
+        found.log_probs[piece.record].append(log_probs)
+        if mu is not None and sigma is not None:
+            found.mu[piece.record].append(mu)
+            found.sigma[piece.record].append(sigma)
+    return found, pieces
+
+
+def _padded(rows: list[list[FloatArray]]) -> tuple[FloatArray, NDArray[np.bool_]]:
+    """Each record's concatenated values as a row of a padded array, with its mask."""
+    joined = [np.concatenate(parts) for parts in rows]
+    width = max(x.size for x in joined)
+    values = np.zeros((len(joined), width))
+    mask = np.zeros((len(joined), width), dtype=bool)
+    for row, x in enumerate(joined):
+        values[row, : x.size] = x
+        mask[row, : x.size] = True
+    return values, mask
+
+
+def _refuse_short(path: Path, chunk: TextChunk, ids: list[NDArray[np.int64]]) -> None:
+    short = [chunk.first_row + i for i, x in enumerate(ids) if x.size < 2]
+    if short:
+        shown = ", ".join(str(row) for row in short[:10])
+        more = f" and {len(short) - 10} more" if len(short) > 10 else ""
+        raise InvalidInputError(
+            f"{path}: every text record needs at least 2 tokens (the first token of a record "
+            f"is not predicted by the model). Found {len(short)} with fewer: rows {shown}{more}."
+        )
+
+
+def _score_chunk(
+    model: TextModel, chunk: TextChunk, path: Path, plan: ScoringPlan, into: _Collected
+) -> None:
+    context = model.info.context
+    ids = model.tokenize(chunk.texts)
+    _refuse_short(path, chunk, ids)
+    tokens, pieces = _run(model, ids, context, plan)
+    values, mask = _padded(tokens.log_probs)
+    into.loss.append(mean_token_loss(values, mask))
+    into.tokens.append(mask.sum(axis=1).astype(np.int64))
+    windows = np.bincount([p.record for p in pieces], minlength=len(ids)).astype(np.int64)
+    into.windows.append(windows)
+    long = np.flatnonzero(windows > 1)
+    into.long_records += int(long.size)
+    into.long_rows += [chunk.first_row + int(i) for i in long[: max(0, 10 - len(into.long_rows))]]
+    into.correct += tokens.correct
+    into.zlib_bytes.append(
+        np.array([len(zlib.compress(t.encode("utf-8"))) for t in chunk.texts], dtype=np.int64)
+    )
+    if plan.min_k is not None:
+        into.min_k.append(min_k_percent(values, mask, plan.min_k))
+        if plan.moments:
+            mu, _ = _padded(tokens.mu)
+            sigma, _ = _padded(tokens.sigma)
+            into.min_k_plus_plus.append(min_k_plus_plus(values, mu, sigma, mask, plan.min_k))
+    if plan.lowercase:
+        lower = model.tokenize([t.lower() for t in chunk.texts])
+        lowered, _ = _run(model, lower, context, plan.loss_only)
+        lower_values, lower_mask = _padded(lowered.log_probs)
+        into.lowercase.append(mean_token_loss(lower_values, lower_mask))
+
+
+def _joined(parts: list[FloatArray]) -> FloatArray | None:
+    return np.concatenate(parts) if parts else None
+
+
+def score_text(
+    model: TextModel,
+    path: Path,
+    column: str | None,
+    plan: ScoringPlan,
+    *,
+    role: str,
+    progress: Progress | None = None,
+) -> tuple[SequenceStatistics, WindowsUsed]:
+    """Every record of ``path`` scored by ``model`` (see the module docstring), and the
+    records that needed windows; ``progress`` is told as chunks finish."""
+    if progress is not None:
+        progress.start(role, path)
+    collected = _Collected()
+    for chunk in _chunks(path, column):
+        _score_chunk(model, chunk, path, plan, collected)
+        if progress is not None:
+            progress.advance(len(chunk.texts))
+    context = model.info.context
+    statistics = SequenceStatistics(
+        loss=np.concatenate(collected.loss),
+        tokens=np.concatenate(collected.tokens),
+        windows=np.concatenate(collected.windows),
+        zlib_bytes=np.concatenate(collected.zlib_bytes),
+        correct=collected.correct,
+        min_k=_joined(collected.min_k),
+        min_k_plus_plus=_joined(collected.min_k_plus_plus),
+        lowercase_loss=_joined(collected.lowercase),
+    )
+    used = WindowsUsed(
+        context, max(1, context // 2), collected.long_records, tuple(collected.long_rows)
+    )
+    return statistics, used
+
+
+def _chunks(path: Path, column: str | None) -> Iterable[TextChunk]:
+    return iter_text_chunks(path, column)

@@ -1,0 +1,362 @@
+"""Audit a causal language model on text records: :func:`audit_text`.
+
+The text counterpart of :func:`epsstar.audit.run.audit` (which hands text audits here), in
+the same steps:
+
+1. both data sets are scanned (:func:`~epsstar.audit.data.text_records.scan_text`): every
+   record text and not empty, and the population records also found verbatim among the
+   training records counted (a warning that fails the gate above 1 %);
+2. the model folder is loaded through its loader plugin and must be a
+   :class:`~epsstar.audit.model.text_model.TextModel`;
+3. both sides are scored (:func:`~epsstar.audit.engines.text_scoring.score_text`): the mean
+   token loss of every record, and what the attacks asked for need; each reference model
+   (``ref``) scores them too;
+4. the mean token losses are audited like any losses
+   (:func:`~epsstar.audit.attacks.from_losses.audit_losses`; the utility is the next-token
+   accuracy), then every attack through the registry (:mod:`epsstar.audit.attacks.run`);
+5. the blind baseline (:mod:`epsstar.audit.attacks.blind_text`) and the most exposed
+   training records of the strongest attack, with excerpts of their text unless hidden.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from epsstar import __version__
+from epsstar.audit.attacks.blind_text import blind_baseline, blind_rows
+from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.audit.attacks.inputs import AttackInputs
+from epsstar.audit.attacks.references import ReferenceConfidences
+from epsstar.audit.attacks.registry import needs_of
+from epsstar.audit.attacks.run import with_attacks
+from epsstar.audit.attacks.scoring import AttackSettings
+from epsstar.audit.attacks.sequences import SequenceStatistics, TextInputs
+from epsstar.audit.data.checks import GATE_BLOCKED
+from epsstar.audit.data.column_match import ColumnMatch
+from epsstar.audit.data.files import FileDigest, digests_of, sha256_of
+from epsstar.audit.data.progress import Progress
+from epsstar.audit.data.reading import Role
+from epsstar.audit.data.text_records import (
+    TextScan,
+    TextTables,
+    read_rows,
+    scan_text,
+    shared_text_warning,
+)
+from epsstar.audit.engines.text_scoring import ScoringPlan, score_text
+from epsstar.audit.model.loading import ModelFile
+from epsstar.audit.model.plugins import LoaderInfo
+from epsstar.audit.model.text_model import TextModel, text_model_of
+from epsstar.audit.output.provenance import Provenance, ReferenceModel, Timings
+from epsstar.audit.output.result import AuditResult
+from epsstar.audit.output.text_result import ExposedRecord, TextAudit, WindowsUsed, excerpt
+from epsstar.exceptions import InputFileError, InvalidInputError, SuspectDataWarning
+from epsstar.statistics.names import ATTACKS
+from epsstar.statistics.utility import Utility
+
+__all__ = ["EXPOSED_RECORDS", "TextRun", "audit_text"]
+
+#: The training records of the strongest attack listed as the most exposed.
+EXPOSED_RECORDS = 10
+_ROLES: tuple[Role, Role] = ("train", "population")
+
+
+@dataclass(frozen=True, slots=True)
+class TextRun:
+    """One text audit's settings: the model, the data, the estimation, the attacks, whether
+    the report may show the records' text, the progress display and the command line."""
+
+    model: ModelFile
+    tables: TextTables
+    options: AuditOptions
+    attack: AttackSettings
+    record_text: bool = True
+    progress: Progress | None = None
+    command: str | None = None
+
+
+def _check_attacks(attack: AttackSettings) -> None:
+    """Refuse the attacks that read a classifier's labels (LiRA, RMIA)."""
+    tabular = [name for name in attack.attacks if "log_odds" in needs_of([name])]
+    if tabular:
+        usable = [name for name in ATTACKS if "log_odds" not in needs_of([name])]
+        raise InvalidInputError(
+            f"the {tabular[0]} attack reads a classifier's labels; a text audit runs "
+            f"{', '.join(usable)}. Found --attack {' '.join(attack.attacks)}."
+        )
+
+
+def _folder_digests(folder: Path, files: tuple[Path, ...]) -> tuple[FileDigest, ...]:
+    """The folder's digest (the SHA-256 of its files' names and digests, in order) first,
+    then each file's."""
+    each = digests_of(files)
+    joined = "\n".join(f"{Path(d.path).name} {d.sha256}" for d in each)
+    whole = FileDigest(str(folder), hashlib.sha256(joined.encode("utf-8")).hexdigest())
+    return (whole, *each)
+
+
+def _scans(tables: TextTables) -> tuple[TextScan, TextScan, dict[Role, str]]:
+    """Both data sets scanned, refused when they are one file or the same content."""
+    paths = {role: tables.path(role) for role in _ROLES}
+    for role, path in paths.items():
+        if not path.is_file():
+            raise InputFileError(f"{role}: no such file. Found {str(path)!r}.")
+    digests = {role: sha256_of(path) for role, path in paths.items()}
+    if paths["train"].resolve() == paths["population"].resolve() or (
+        digests["train"] == digests["population"]
+    ):
+        raise InputFileError(
+            f"the training and population data must differ: the same records on both sides "
+            f"give Epsilon* = 0 whatever the model leaks. Found {str(paths['train'])!r} and "
+            f"{str(paths['population'])!r} with the same content."
+        )
+    column = tables.text_column
+    return scan_text(paths["train"], column), scan_text(paths["population"], column), digests
+
+
+def _plan(attack: AttackSettings, batch_size: int) -> ScoringPlan:
+    needs = needs_of(attack.attacks)
+    wants_k = any(name in attack.attacks for name in ("mink", "minkpp"))
+    return ScoringPlan(
+        batch_size,
+        min_k=attack.min_k if wants_k else None,
+        moments="moments" in needs,
+        lowercase="lowercase" in needs,
+    )
+
+
+def _loaded(file: ModelFile, what: str) -> tuple[TextModel, LoaderInfo]:
+    if not file.path.exists():
+        raise InputFileError(f"{what}: no such folder. Found {str(file.path)!r}.")
+    try:
+        loaded = file.load()
+    except (InvalidInputError, InputFileError) as error:
+        if what == "model":
+            raise
+        raise type(error)(f"{what} {str(file.path)!r}: {error}") from None
+    return text_model_of(loaded.model, loaded.loader.name), loaded.loader
+
+
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    train: SequenceStatistics
+    population: SequenceStatistics
+    windows: tuple[WindowsUsed, WindowsUsed]
+
+
+def _score(model: TextModel, run: TextRun, plan: ScoringPlan, progress: bool) -> _Scored:
+    tables = run.tables
+    found = [
+        score_text(
+            model,
+            tables.path(role),
+            tables.text_column,
+            plan,
+            role=role,
+            progress=run.progress if progress else None,
+        )
+        for role in _ROLES
+    ]
+    return _Scored(found[0][0], found[1][0], (found[0][1], found[1][1]))
+
+
+def _references(run: TextRun, plan: ScoringPlan, n: tuple[int, int]) -> ReferenceConfidences:
+    """The reference models' log-likelihoods (minus their mean token losses) on both sides."""
+    train, population, models = [], [], []
+    for path in run.attack.reference_models:
+        file = ModelFile(path, trust=run.model.trust)
+        model, loader = _loaded(file, "reference model")
+        scored = _score(model, run, plan.loss_only, progress=False)
+        train.append(-scored.train.loss)
+        population.append(-scored.population.loss)
+        digests = _folder_digests(path, model.files) if path.is_dir() else digests_of([path])
+        models.append(ReferenceModel.from_digests(path, loader.name, digests))
+    if not models:
+        return ReferenceConfidences(np.empty((0, n[0])), np.empty((0, n[1])), ())
+    return ReferenceConfidences(np.vstack(train), np.vstack(population), tuple(models))
+
+
+def _utility(side: SequenceStatistics) -> Utility:
+    tokens = int(side.tokens.sum())
+    return Utility(
+        side.rows, side.correct / tokens, None, f"next-token accuracy, {tokens:,} tokens"
+    )
+
+
+def _provenance(
+    run: TextRun, model: TextModel, loader: LoaderInfo, digests: dict[Role, str]
+) -> Provenance:
+    tables, folder = run.tables, run.model.path
+    column = tables.text_column or "(one record per line)"
+    return Provenance(
+        model=str(folder),
+        model_files=_folder_digests(folder, model.files),
+        loader=loader,
+        output_kind="logits",
+        loss="cross_entropy",
+        label_column="",
+        features=(column,),
+        columns=ColumnMatch((column,), ("input_ids",), "features option"),
+        input_shape=None,
+        classes=(),
+        classes_from="column order",
+        train=tables.source("train"),
+        population=tables.source("population"),
+        train_sha256=digests["train"],
+        population_sha256=digests["population"],
+        shared_rows=0,
+        n_train=0,
+        n_population=0,
+        seed=run.options.seed,
+        confidence=run.options.confidence,
+        epsstar_version=__version__,
+        python=sys.version.split()[0],
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        command=run.command,
+    )
+
+
+def _checked_result(result: AuditResult, shared: int, line: str | None, gate: bool) -> AuditResult:
+    """``result`` with the shared-records warning raised and kept (it fails a gate)."""
+    if line is None:
+        return result
+    said = [line, *([GATE_BLOCKED] if gate else [])]
+    for text in said:
+        warnings.warn(SuspectDataWarning(text), stacklevel=4)
+    return dataclasses.replace(result, warnings=(*result.warnings, *said), gate_blocked=True)
+
+
+def _exposed(result: AuditResult, run: TextRun, tokens: np.ndarray) -> tuple[ExposedRecord, ...]:
+    """The training records the strongest attack finds most member-like, with excerpts
+    unless the records' text is hidden."""
+    strongest = result.strongest_attack
+    if strongest is None:
+        return ()
+    members, others = strongest.member_scores, np.sort(strongest.nonmember_scores)
+    rows = np.argsort(members, kind="stable")[:EXPOSED_RECORDS]
+    texts = (
+        read_rows(run.tables.path("train"), run.tables.text_column, rows.tolist())
+        if run.record_text
+        else {}
+    )
+    return tuple(
+        ExposedRecord(
+            row=int(row),
+            attack=strongest.name,
+            score=float(members[row]),
+            nonmembers_at_or_below=float(
+                np.searchsorted(others, members[row], side="right") / others.size
+            ),
+            tokens=int(tokens[row]),
+            excerpt=excerpt(texts[int(row)]) if run.record_text else None,
+        )
+        for row in rows
+    )
+
+
+def _blind(run: TextRun, scans: tuple[TextScan, TextScan]) -> tuple[list[str], list[str]]:
+    """The texts the blind baseline reads: each side's, or a seeded sample of them."""
+    sides = []
+    for side, (role, scan) in enumerate(zip(_ROLES, scans, strict=True)):
+        rows = blind_rows(scan.rows, run.options.seed, side).tolist()
+        found = read_rows(run.tables.path(role), run.tables.text_column, rows)
+        sides.append([found[row] for row in rows])
+    return sides[0], sides[1]
+
+
+def _premise(result: AuditResult, baseline_holds: bool, lower: float) -> AuditResult:
+    if baseline_holds:
+        return result
+    line = (
+        f"the premise fails: a classifier that never sees the model tells the training "
+        f"records from the population records (blind lower bound {lower:.3f} > 0); train and "
+        f"population differ without the model, so Epsilon* measures that difference, not "
+        f"only memorisation"
+    )
+    warnings.warn(SuspectDataWarning(line), stacklevel=4)
+    return dataclasses.replace(result, warnings=(*result.warnings, line))
+
+
+def _mean_loss_attack(result: AuditResult) -> AuditResult:
+    """The loss attack's record said of text: the mean token loss."""
+    attacks = tuple(
+        dataclasses.replace(a, settings={"score": "mean token loss (cross-entropy, nats)"})
+        if a.name == "loss"
+        else a
+        for a in result.attacks
+    )
+    return dataclasses.replace(result, attacks=attacks)
+
+
+def audit_text(run: TextRun) -> AuditResult:
+    """Audit the language model of ``run`` on its text records (see the module docstring)."""
+    _check_attacks(run.attack)
+    started = time.perf_counter()
+    train_scan, population_scan, digests = _scans(run.tables)
+    model, loader = _loaded(run.model, "model")
+    loaded = time.perf_counter()
+    plan = _plan(run.attack, run.tables.batch_size)
+    scored = _score(model, run, plan, progress=True)
+    references = _references(run, plan, (scored.train.rows, scored.population.rows))
+    inferred = time.perf_counter()
+    utility = {"population": _utility(scored.population), "train": _utility(scored.train)}
+    provenance = dataclasses.replace(
+        _provenance(run, model, loader, digests),
+        n_train=scored.train.rows,
+        n_population=scored.population.rows,
+    )
+    result = audit_losses(
+        scored.train.loss,
+        scored.population.loss,
+        utility=utility,
+        options=run.options,
+        provenance=provenance,
+    )
+    statistics = time.perf_counter()
+    shared, line = shared_text_warning(train_scan, population_scan)
+    gate = run.options.max_epsilon is not None
+    result = _checked_result(result, shared, line, gate)
+    inputs = AttackInputs(
+        target=(-scored.train.loss, -scored.population.loss),
+        references=references,
+        text=TextInputs(scored.train, scored.population, run.attack.min_k),
+    )
+    result = _mean_loss_attack(with_attacks(result, run.attack, inputs, run.options))
+    baseline = blind_baseline(*_blind(run, (train_scan, population_scan)), run.options)
+    result = _premise(result, baseline.premise_holds, baseline.lower_bound.epsilon)
+    ended = time.perf_counter()
+    seconds = Timings(
+        load=round(loaded - started, 3),
+        inference=round(inferred - loaded, 3),
+        statistics=round(statistics - inferred, 3),
+        utility=0.0,
+        total=round(ended - started, 3),
+        attacks=round(ended - statistics, 3),
+    )
+    assert result.provenance is not None
+    final = dataclasses.replace(
+        result.provenance,
+        shared_rows=shared,
+        seconds=seconds,
+        reference_models=references.models or None,
+    )
+    text = TextAudit(
+        model=model.info,
+        text_column=run.tables.text_column,
+        tokens=(int(scored.train.tokens.sum()), int(scored.population.tokens.sum())),
+        windows=scored.windows,
+        shared_records=shared,
+        exposed=_exposed(result, run, scored.train.tokens),
+        record_text=run.record_text,
+        blind_baseline=baseline,
+    )
+    return dataclasses.replace(result, provenance=final, text=text)
