@@ -31,7 +31,7 @@ from .svg import Anchor, Chart
 if TYPE_CHECKING:
     from markupsafe import Markup
 
-    from epsstar.audit.data.manifest import HyperParameters
+    from epsstar.audit.data.configs.manifest import HyperParameters
     from epsstar.audit.output.landscape_data import Landscape, Spread, StrategyPoint
 
 __all__ = [

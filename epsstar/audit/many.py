@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from epsstar.audit.attacks.from_losses import AuditOptions
-from epsstar.audit.data.config_schema import Where
-from epsstar.audit.data.manifest import (
+from epsstar.audit.data.configs.manifest import (
     CELL,
     PARAMS,
     HyperParameters,
@@ -37,6 +36,7 @@ from epsstar.audit.data.manifest import (
     params_json,
     read_manifest,
 )
+from epsstar.audit.data.configs.schema import Where
 from epsstar.audit.data.reading import DEFAULT_BATCH_SIZE, Tables
 from epsstar.audit.engines.pool import run_in_processes
 from epsstar.audit.model.loading import ModelFile

@@ -11,7 +11,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from epsstar.audit.data.config_schema import JsonObject, JsonValue
+from epsstar.audit.data.configs.schema import JsonObject, JsonValue
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from epsstar.audit.data.config_schema import JsonObject
+from epsstar.audit.data.configs.schema import JsonObject
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_delta, check_in_range, check_positive_int
 from epsstar.statistics.utility import auroc

@@ -23,8 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from epsstar.audit.data.config_schema import MAX_DEPTH, Table, Where, parse_json_object
-from epsstar.audit.data.manifest import read_manifest
+from epsstar.audit.data.configs.manifest import read_manifest
+from epsstar.audit.data.configs.schema import MAX_DEPTH, Table, Where, parse_json_object
 from epsstar.audit.output.landscape_data import landscape, read_results
 from epsstar.cli import main
 from epsstar.exceptions import EpsstarError

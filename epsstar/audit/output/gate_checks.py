@@ -1,5 +1,5 @@
 """The checks a release gate makes on one audit: one per attack, and per slice where the
-limits name slices, each a statistic against its limit (:mod:`epsstar.audit.data.limits`).
+limits name slices, each a statistic against its limit (:mod:`epsstar.audit.data.configs.limits`).
 
 What each check compares is what the gate compares (:mod:`epsstar.statistics.bounds.gate`,
 under the audit's ``--gate`` rule):
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from epsstar.audit.data.limits import Limits
+from epsstar.audit.data.configs.limits import Limits
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.output.slice_result import SliceResult, SliceRow
 from epsstar.statistics.bounds.gate import GateStatistic

@@ -29,8 +29,8 @@ from typing import TypeGuard
 
 import numpy as np
 
-from epsstar.audit.data.config_schema import Anything, Integer, Table, Text, Where, read_json
-from epsstar.audit.data.manifest import CELL, PARAMS, HyperParameters
+from epsstar.audit.data.configs.manifest import CELL, PARAMS, HyperParameters
+from epsstar.audit.data.configs.schema import Anything, Integer, Table, Text, Where, read_json
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.from_counts import mechanism_epsilon

@@ -56,7 +56,7 @@ from epsstar.statistics.names import DEFAULT_GATE, GATES, LOSSES, OUTPUT_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.attacks.from_losses import AuditOptions
-    from epsstar.audit.data.limits import Limits
+    from epsstar.audit.data.configs.limits import Limits
     from epsstar.audit.many import FleetSettings
     from epsstar.audit.output.result import AuditResult
     from epsstar.statistics.json_types import JsonObject
@@ -178,7 +178,7 @@ def fleet_settings(args: argparse.Namespace) -> FleetSettings:
 
 def _storage_options(text: str) -> JsonObject:
     """A ``--storage-options`` value: a JSON object."""
-    from epsstar.audit.data.config_schema import Where, parse_json_object
+    from epsstar.audit.data.configs.schema import Where, parse_json_object
     from epsstar.exceptions import InputFileError
 
     try:

@@ -17,7 +17,7 @@ every model a command audited (:mod:`epsstar.audit.output.gate_checks`) and rend
 
 The limits come from ``--max-epsilon`` and the reviewed file (``--config``, else
 ``epsstar.toml`` or ``pyproject.toml``'s ``[tool.epsstar]`` in the working folder;
-:mod:`epsstar.audit.data.limits`).
+:mod:`epsstar.audit.data.configs.limits`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from xml.etree import ElementTree
 
 if TYPE_CHECKING:  # pragma: no cover
-    from epsstar.audit.data.limits import Limits
+    from epsstar.audit.data.configs.limits import Limits
     from epsstar.audit.output.gate_checks import GateCheck
 
 __all__ = [
@@ -78,7 +78,7 @@ def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
 
 def limits_option(args: argparse.Namespace) -> Limits:
     """The limits of ``--config`` (or the file found), with ``--max-epsilon`` as default."""
-    from epsstar.audit.data.limits import Limits, find_limits, read_limits
+    from epsstar.audit.data.configs.limits import Limits, find_limits, read_limits
 
     if args.config is not None:
         found = read_limits(args.config)

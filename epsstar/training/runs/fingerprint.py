@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from epsstar.audit.data.config_schema import JsonObject, JsonValue
+from epsstar.audit.data.configs.schema import JsonObject, JsonValue
 from epsstar.audit.data.files import sha256_of
 from epsstar.exceptions import InputFileError
 from epsstar.training.data.tables import TabularData

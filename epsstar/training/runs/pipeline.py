@@ -8,7 +8,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from epsstar.audit.data.config_schema import JsonObject
+from epsstar.audit.data.configs.schema import JsonObject
 from epsstar.audit.output.staging import interrupts_deferred, refuse_replacing_inputs
 from epsstar.exceptions import InputFileError
 from epsstar.training.data.tables import TabularData, load_table

@@ -31,7 +31,7 @@ from typing import Any, Final
 import numpy as np
 
 from epsstar.audit.data.checks import row_hashes
-from epsstar.audit.data.config_schema import (
+from epsstar.audit.data.configs.schema import (
     Anything,
     JsonObject,
     ListOf,

@@ -41,7 +41,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from epsstar.audit.data.config_schema import Fields, JsonObject, Where, read_json
+from epsstar.audit.data.configs.schema import Fields, JsonObject, Where, read_json
 from epsstar.audit.data.files import atomic_write_bytes
 from epsstar.audit.output.staging import refuse_replacing_inputs
 from epsstar.exceptions import InputFileError, InvalidInputError

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from epsstar.audit.data.limits import Limit, Limits, find_limits, read_limits
+from epsstar.audit.data.configs.limits import Limit, Limits, find_limits, read_limits
 from epsstar.exceptions import InputFileError
 
 _FILE = """

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Final
 
-from epsstar.audit.data.config_schema import (
+from epsstar.audit.data.configs.schema import (
     Flag,
     ListOf,
     Number,

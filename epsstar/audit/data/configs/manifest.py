@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from epsstar.audit.data.config_schema import (
+from epsstar.audit.data.configs.schema import (
     Anything,
     Cell,
     CellValue,
