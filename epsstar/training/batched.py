@@ -7,7 +7,8 @@ are (K, out, in) tensors (:mod:`epsstar.training.stacked`) and one step is one b
 matrix product per layer for all K models. Models stack when they take the same steps:
 the same architecture, epochs and steps per epoch, private or not, the same clipping unit
 and the same learning rate and momentum; their clip norms, noise, sampling rates and rows
-may differ. Other models go to other stacks, trained one after another.
+may differ. Other models go to other stacks, trained one after another; a stack of one
+model (on the CPU) is trained by :func:`~epsstar.training.trainer.train` itself.
 
 Model k of a stack draws from its own :class:`torch.Generator`, seeded with its
 configuration's seed, exactly the numbers :func:`epsstar.training.trainer.train` draws, in
@@ -49,6 +50,7 @@ from epsstar.training.trainer import (
     check_memory,
     check_population,
     plan_privacy,
+    train,
     trained_model,
 )
 
@@ -408,6 +410,27 @@ def _stacks(
     return stacks
 
 
+def _train_alone(
+    index: int,
+    config: TrainingConfig,
+    plan: PrivacyPlan | None,
+    data: TabularData,
+    subset: RowSubset | None,
+    population: TabularData | None,
+    on_epoch: Callable[[int, EpochStats], None] | None,
+) -> TrainedModel:
+    """A stack of one model, trained by :func:`~epsstar.training.trainer.train` itself: the
+    same draws and so the same model, bit for bit, and no slower (the stacked step's padding,
+    masks and batched products buy nothing for one model; docs/many-models.md)."""
+
+    def epoch_done(stats: EpochStats) -> None:
+        if on_epoch is not None:
+            on_epoch(index, stats)
+
+    rows = data if subset is None else subset.of(data)
+    return train(rows, config, population=population, on_epoch=epoch_done, plan=plan)
+
+
 def train_many(
     data: TabularData,
     configs: Sequence[TrainingConfig],
@@ -448,6 +471,12 @@ def train_many(
     every_plan = _plans(configs, sizes, plans)
     trained: list[TrainedModel | None] = [None] * len(configs)
     for indices in _stacks(configs, sizes, max_stack, data):
+        if len(indices) == 1 and where.type == "cpu":
+            k = indices[0]
+            trained[k] = _train_alone(
+                k, configs[k], every_plan[k], data, chosen[k], population, on_epoch
+            )
+            continue
         members = [_member(k, configs[k], every_plan[k], data, chosen[k]) for k in indices]
         for member, model in zip(
             members, _train_stack(data, members, population, chosen, on_epoch, where), strict=True

@@ -131,6 +131,15 @@ def _logit_gradient(
     return gradient * mask.unsqueeze(2), (losses * mask).sum(dim=1)
 
 
+def _relu_backward(gradient: torch.Tensor, output: torch.Tensor) -> torch.Tensor:
+    """``gradient`` with 0 where the ReLU's input ``output`` is ≤ 0: the kernel autograd uses
+    for ReLU (``threshold_backward``), the same values as ``masked_fill`` but an order of
+    magnitude faster on one CPU thread (``masked_fill`` with a boolean mask is not
+    vectorised there: 3.0 ms against 0.18 ms for a (8, 290, 100) batch)."""
+    result: torch.Tensor = torch.ops.aten.threshold_backward(gradient, output, 0.0)
+    return result
+
+
 def _backward(
     stack: StackedMLP, outputs: list[torch.Tensor], top: torch.Tensor
 ) -> list[torch.Tensor]:
@@ -138,8 +147,7 @@ def _backward(
     gradients = [top]
     for index in range(len(outputs) - 1, 0, -1):
         below = torch.bmm(gradients[0], stack.weights[index])
-        below.masked_fill_(outputs[index - 1] <= 0, 0.0)
-        gradients.insert(0, below)
+        gradients.insert(0, _relu_backward(below, outputs[index - 1]))
     return gradients
 
 

@@ -414,17 +414,21 @@ def _default_sigint() -> None:
 
 def _interrupted(args: list[str], pause_at_epoch: int) -> tuple[int, str]:
     """Run ``epsstar args`` in a child process that stops in epoch ``pause_at_epoch`` (counted
-    over every model it trains), send it SIGINT there; its exit code and standard error."""
+    over every model or stack of models it trains), send it SIGINT there; its exit code and
+    standard error."""
     code = (
         "import sys, time\n"
-        "from epsstar.training import trainer\n"
-        "original, calls = trainer._run_epoch, [0]\n"
-        "def epoch(*args, **kwargs):\n"
-        "    calls[0] += 1\n"
-        f"    if calls[0] == {pause_at_epoch}:\n"
-        "        sys.stderr.write('paused\\n'); sys.stderr.flush(); time.sleep(60)\n"
-        "    return original(*args, **kwargs)\n"
-        "trainer._run_epoch = epoch\n"
+        "from epsstar.training import batched, trainer\n"
+        "calls = [0]\n"
+        "def pausing(original):\n"
+        "    def epoch(*args, **kwargs):\n"
+        "        calls[0] += 1\n"
+        f"        if calls[0] == {pause_at_epoch}:\n"
+        "            sys.stderr.write('paused\\n'); sys.stderr.flush(); time.sleep(60)\n"
+        "        return original(*args, **kwargs)\n"
+        "    return epoch\n"
+        "trainer._run_epoch = pausing(trainer._run_epoch)\n"
+        "batched._run_epoch = pausing(batched._run_epoch)\n"
         "from epsstar.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
@@ -463,7 +467,8 @@ def _references(tmp_path: Path, out: Path, *extra: str) -> list[str]:
 
 def test_ctrl_c_during_the_second_reference_model_leaves_no_folder(tmp_path: Path) -> None:
     out = tmp_path / "deep" / "refs"
-    code, err = _interrupted(_references(tmp_path, out), pause_at_epoch=3)  # model 2, epoch 1
+    # the three models are trained as one stack: its epoch 2 is during every model, model 2 too
+    code, err = _interrupted(_references(tmp_path, out), pause_at_epoch=2)
     assert (code, err) == (130, "epsstar: interrupted\n")
     assert not (tmp_path / "deep").exists()
 
@@ -474,8 +479,8 @@ def test_ctrl_c_during_references_leaves_an_earlier_run_as_it_was(tmp_path: Path
     (out / "notes.txt").write_text("mine", encoding="utf-8")
     before = _snapshot(out)
     code, err = _interrupted(
-        _references(tmp_path, out, "--overwrite", "--seed", "7"), pause_at_epoch=5
-    )
+        _references(tmp_path, out, "--overwrite", "--seed", "7"), pause_at_epoch=2
+    )  # the last epoch of the stack of three, before any folder is written
     assert (code, err) == (130, "epsstar: interrupted\n")
     assert _snapshot(out) == before
     assert sorted(path.name for path in out.iterdir()) == [

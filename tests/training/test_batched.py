@@ -152,6 +152,40 @@ def test_models_that_cannot_share_steps_are_trained_in_their_own_stacks(
         _same_model(model, train(binary_table, config))
 
 
+def test_a_stack_of_one_is_the_trainers_run_bit_for_bit(
+    binary_table: TabularData, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model that stacks with no other (here: its own architecture) is trained by the
+    one-model trainer, not stepped as a stack, so its weights, losses and record equal the
+    run alone exactly, and its epochs are reported under its own index."""
+    import epsstar.training.batched as batched
+
+    def no_stack(*args: Any) -> Any:
+        raise AssertionError("a stack of one model was stepped as a stack")
+
+    monkeypatch.setattr(batched, "_train_stack", no_stack)
+    rows = RowSubset(np.arange(0, binary_table.n_records, 2), "even rows")
+    configs = [
+        TrainingConfig(epochs=2, batch_size=100, hidden=(8,), noise_multiplier=1.0, seed=5),
+        TrainingConfig(epochs=2, batch_size=100, hidden=(6, 6), noise_multiplier=1.0, seed=6),
+    ]
+    seen: list[tuple[int, int]] = []
+    single = train_many(
+        binary_table,
+        configs,
+        subsets=[None, rows],
+        on_epoch=lambda k, stats: seen.append((k, stats.epoch)),
+    )
+    assert sorted(seen) == [(0, 1), (0, 2), (1, 1), (1, 2)]
+    for model, config, data in zip(
+        single, configs, (binary_table, rows.of(binary_table)), strict=True
+    ):
+        alone = train(data, config)
+        np.testing.assert_array_equal(_weights(model), _weights(alone))
+        assert model.result.history[-1].loss == alone.result.history[-1].loss
+        assert model.result.data == alone.result.data
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
