@@ -66,6 +66,7 @@ INSTALL_HINTS: Final[Mapping[str, str]] = MappingProxyType(
         "xgboost": 'pip install "epsstar[xgboost]"',
         "catboost": 'pip install "epsstar[catboost]"',
         "keras": 'pip install "epsstar[keras,torch]"',
+        "yaml": 'pip install "epsstar[mlflow]"',
     }
 )
 """How to install the optional package a built-in loader needs, by import name."""
