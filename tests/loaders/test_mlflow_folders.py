@@ -178,7 +178,11 @@ def test_a_pickled_pytorch_module_is_refused(built: dict[str, Path], tmp_path: P
         _audit(built, folder)
 
 
-def test_the_cli_never_writes_over_a_file_of_the_folder(built: dict[str, Path]) -> None:
+def test_the_cli_audits_a_folder_and_never_writes_over_its_files(
+    built: dict[str, Path], tmp_path: Path, validate_json: Any
+) -> None:
+    import json
+
     target = built["skops"] / "model.skops"
     before = target.read_bytes()
     command = [sys.executable, "-m", "epsstar", "audit", os.fspath(built["skops"])]
@@ -188,9 +192,15 @@ def test_the_cli_never_writes_over_a_file_of_the_folder(built: dict[str, Path]) 
         "--population",
         os.fspath(built["population"]),
     ]
-    command += ["--label-column", "label", "--features", ",".join(NAMES)]
-    command += ["--json", os.fspath(target)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    command += ["--label-column", "label", "--features", ",".join(NAMES), "--quiet"]
+    done = subprocess.run([*command, "--json", os.fspath(target)], capture_output=True, text=True)
     assert done.returncode == 2, done.stderr
     assert "model.skops" in done.stderr
     assert target.read_bytes() == before
+
+    written = tmp_path / "audit.json"
+    done = subprocess.run([*command, "--json", os.fspath(written)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(written.read_text(encoding="utf-8"))
+    validate_json("audit", document)
+    assert document["provenance"]["model_folder"]["flavor"] == "sklearn"
