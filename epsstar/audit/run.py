@@ -184,7 +184,7 @@ def audit(
             f"the beyond-baseline attack needs the blind baseline. Found it skipped: "
             f"{premise.skip_blind_baseline!r}."
         )
-    _existing("model", file.path)
+    file.located()
     if not run.on_dask:
         for role in ("train", "population"):
             _existing(role, tables.path(role))
@@ -462,12 +462,10 @@ def _provenance(
     plans: SummaryPlans | None,
 ) -> Provenance:
     """What was audited and how, for the JSON and the report (timings are added later)."""
-    model, tables = run.model.path, run.tables
-    files = [os.fspath(f) for f in getattr(loaded.model, "files", (model,))]
-    if os.fspath(model) not in files:
-        files.insert(0, os.fspath(model))
+    tables = run.tables
+    files = loaded.files(run.model.path)
     return Provenance(
-        model=str(model),
+        model=os.fspath(loaded.file or run.model.path),
         model_files=digests_of(files),
         loader=loaded.loader,
         output_kind=loaded.model.output_kind,
@@ -493,6 +491,7 @@ def _provenance(
         command=run.command,
         engine=streamed.engine,
         summaries=plans,
+        model_folder=loaded.folder,
     )
 
 

@@ -1,19 +1,22 @@
 """Loading a model through its loader plugin, with the class labels of its outputs.
 
 :meth:`ModelFile.load` resolves the plugin (:mod:`.plugins`: by name, else by the file's
-suffix), loads the file and settles the class labels of the output columns: those given,
+suffix), loads the file (of a model folder, the model file the folder names:
+:mod:`.folders`) and settles the class labels of the output columns: those given,
 else those the model file states, else the column order.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from epsstar.audit.model.folders import DESCRIPTOR, ModelFolder, model_folder
 from epsstar.audit.model.plugins import LoadedModel, LoaderInfo, OutputKind
-from epsstar.exceptions import InvalidInputError
+from epsstar.exceptions import InputFileError, InvalidInputError
 
 __all__ = ["ClassesFrom", "LoadedAuditModel", "ModelFile"]
 
@@ -26,13 +29,27 @@ class LoadedAuditModel:
 
     ``classes`` are in output-column order (``None``: 0..K−1, the column order);
     ``classes_from`` says where they come from: ``"argument"``, ``"model"`` or
-    ``"column order"``.
+    ``"column order"``. ``file`` is the model file read (of a model folder, the one the
+    folder names; ``folder`` then says which folder and flavour).
     """
 
     model: LoadedModel
     loader: LoaderInfo
     classes: tuple[object, ...] | None
     classes_from: ClassesFrom
+    file: Path | None = None
+    folder: ModelFolder | None = None
+
+    def files(self, given: Path) -> list[str]:
+        """Every file the model was read from, the model file first (``given``: the path
+        the model was given as), then its sidecars and a folder's descriptor."""
+        model = os.fspath(self.file or given)
+        files = [os.fspath(f) for f in getattr(self.model, "files", (model,))]
+        if model not in files:
+            files.insert(0, model)
+        if self.folder is not None:
+            files.append(os.fspath(self.folder.descriptor))
+        return files
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,26 +87,41 @@ class ModelFile:
         """Whether the user chose how the model's outputs are read."""
         return self.outputs is not None
 
+    def located(self) -> ModelFolder | None:
+        """Check that the model exists: a file, an MLflow model folder (returned), or another
+        folder, which a loader of folders must read (a Hugging Face model's)."""
+        if self.path.is_dir():
+            return model_folder(self.path) if (self.path / DESCRIPTOR).is_file() else None
+        if not self.path.is_file():
+            raise InputFileError(f"model: no such file. Found {str(self.path)!r}.")
+        return None
+
     def load(self) -> LoadedAuditModel:
         """Load the file with its loader; the class labels are ``classes`` when given, else
-        those the model file states."""
+        those the model file states. A model folder is loaded from the file it names, by
+        the loader of its flavour unless ``loader`` is given."""
         from epsstar.audit.model.plugins import get_loader, loader_for_path
 
-        plugin, info = get_loader(self.loader) if self.loader else loader_for_path(self.path)
+        folder = self.located()
+        path = self.path if folder is None else folder.file
+        name = self.loader or (folder.loader if folder is not None else None)
+        plugin, info = get_loader(name) if name else loader_for_path(path)
         if self.base_model is None:
-            model = plugin.load(self.path, outputs=self.outputs, trust=self.trust)
+            model = plugin.load(path, outputs=self.outputs, trust=self.trust)
         elif getattr(plugin, "takes_base_model", False):
             load = getattr(plugin, "load")  # noqa: B009 - the extended signature
-            model = load(
-                self.path, outputs=self.outputs, trust=self.trust, base_model=self.base_model
-            )
+            model = load(path, outputs=self.outputs, trust=self.trust, base_model=self.base_model)
         else:
             raise InvalidInputError(
                 f"a base model (--base-model) is read only by loaders of adapter folders. "
                 f"Found the {info.name} loader."
             )
+        classes: tuple[object, ...] | None
+        source: ClassesFrom
         if self.classes is not None:
-            return LoadedAuditModel(model, info, tuple(self.classes), "argument")
-        if model.classes is not None:
-            return LoadedAuditModel(model, info, tuple(model.classes), "model")
-        return LoadedAuditModel(model, info, None, "column order")
+            classes, source = tuple(self.classes), "argument"
+        elif model.classes is not None:
+            classes, source = tuple(model.classes), "model"
+        else:
+            classes, source = None, "column order"
+        return LoadedAuditModel(model, info, classes, source, path, folder)

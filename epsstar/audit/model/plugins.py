@@ -69,6 +69,7 @@ INSTALL_HINTS: Final[Mapping[str, str]] = MappingProxyType(
         "transformers": 'pip install "epsstar[text]"',
         "tokenizers": 'pip install "epsstar[text]"',
         "safetensors": 'pip install "epsstar[text]"',
+        "yaml": 'pip install "epsstar[mlflow]"',
     }
 )
 """How to install the optional package a built-in loader needs, by import name."""
@@ -380,7 +381,7 @@ def _folder_loader(path: Path) -> tuple[ModelLoader, LoaderInfo]:
     raise InvalidInputError(
         f"the model folder must be one that a loader reads (loaders of folders: "
         f"{', '.join(readers) or 'none installed'}; a Hugging Face model folder holds a "
-        f"config.json). Found {str(path)!r}."
+        f"config.json, an MLflow model folder an MLmodel file). Found {str(path)!r}."
     )
 
 

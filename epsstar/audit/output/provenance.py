@@ -17,6 +17,7 @@ from typing import Literal
 from epsstar.audit.data.column_match import ColumnMatch
 from epsstar.audit.data.files import FileDigest, digests_of
 from epsstar.audit.data.summary_plans import SummaryPlans
+from epsstar.audit.model.folders import ModelFolder
 from epsstar.audit.model.loading import ClassesFrom
 from epsstar.audit.model.plugins import LoaderInfo, OutputKind
 from epsstar.statistics.json_types import JsonObject
@@ -128,6 +129,7 @@ class Provenance:
     """Where an audit's result came from (see the module docstring).
 
     ``model_files`` are every file the model was read from (the model file first);
+    ``model_folder`` the model folder that named the model file (an MLflow folder), if any;
     ``train`` and ``population`` the data as given (files, or partitioned data sets and
     URLs on a Dask cluster) with their SHA-256 (of a data set: of its partitions' names
     and digests); ``shared_rows`` the population rows also among the training rows.
@@ -161,6 +163,7 @@ class Provenance:
     summaries: SummaryPlans | None = None
     seconds: Timings | None = None
     reference_models: tuple[ReferenceModel, ...] | None = None
+    model_folder: ModelFolder | None = None
 
     @property
     def model_sha256(self) -> str:
@@ -213,4 +216,6 @@ class Provenance:
             found["seconds"] = self.seconds.to_dict()
         if self.reference_models is not None:
             found["reference_models"] = [model.to_dict() for model in self.reference_models]
+        if self.model_folder is not None:
+            found["model_folder"] = self.model_folder.to_dict()
         return found

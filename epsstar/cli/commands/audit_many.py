@@ -23,6 +23,7 @@ SUMMARY = "audit many models from a CSV or TOML manifest, with per-strategy summ
 
 def register(subparsers: Any) -> None:
     from epsstar.cli.commands.audit import add_model_options
+    from epsstar.cli.common.pipeline import add_junit_option
 
     parser = subparsers.add_parser(
         "audit-many",
@@ -59,6 +60,7 @@ def register(subparsers: Any) -> None:
         help="write each audited model's HTML report to DIR (named strategy-repeat.html)",
     )
     add_model_options(parser)
+    add_junit_option(parser)
     parser.set_defaults(handler=run)
 
 
@@ -173,6 +175,8 @@ def _print_summary(args: argparse.Namespace, records: list[ModelAudit]) -> None:
         )
     if args.json:
         print(f"JSON written to {args.json}")
+    if args.junit_xml:
+        print(f"JUnit XML written to {args.junit_xml}")
     if args.reports:
         n_reports = sum(1 for r in records if r.report is not None)
         print(f"{n_reports} reports written to {args.reports}")
@@ -181,7 +185,9 @@ def _print_summary(args: argparse.Namespace, records: list[ModelAudit]) -> None:
 def run(args: argparse.Namespace) -> int:
     from epsstar.audit.many import audit_many, read_manifest, summarise
     from epsstar.cli.commands.audit import fleet_settings
-    from epsstar.cli.common.writers import JSON, RunFiles, report_writer
+    from epsstar.cli.common import pipeline
+    from epsstar.cli.common.many_gate import gated_models
+    from epsstar.cli.common.writers import JSON, JUNIT, STEP_SUMMARY, RunFiles, report_writer
 
     entries = read_manifest(args.manifest)
     engine = engine_option(args, args.jobs)
@@ -192,8 +198,11 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(progress_line(done[0], len(entries), record), file=sys.stderr, flush=True)
 
+    summary_path = pipeline.step_summary_path()
     with RunFiles(_inputs(args, entries)) as files:
         json_file = files.plan("--json", args.json, JSON)
+        junit_file = files.plan("--junit-xml", args.junit_xml, JUNIT)
+        summary_file = files.plan(f"${pipeline.STEP_SUMMARY_VARIABLE}", summary_path, STEP_SUMMARY)
         reports = None if args.reports is None else _stage_reports(files, args.reports, entries)
         records = audit_many(
             entries,
@@ -210,9 +219,17 @@ def run(args: argparse.Namespace) -> int:
             records = [
                 replace(r, report=reports.path(r.report.name)) if r.report else r for r in records
             ]
-        files.write(json_file, _payload(args, records, summarise(records)))
+        if json_file is not None:
+            files.write(json_file, _payload(args, records, summarise(records)))
+        gated = gated_models(records, args.max_epsilon)
+        files.write(junit_file, gated)
+        if summary_path is not None:
+            section = pipeline.step_summary_markdown(gated)
+            previous = pipeline.read_step_summary(summary_path)
+            files.write(summary_file, pipeline.StepSummary(previous, section))
         files.commit()
     _print_summary(args, records)
+    pipeline.annotate(gated)
     if any(r.failed for r in records):
         return EXIT_PARTIAL
     return EXIT_GATE_FAILED if _above_gate(records) else EXIT_OK

@@ -39,6 +39,7 @@ __all__ = [
     "GatedModel",
     "GatedRun",
     "StepSummary",
+    "add_junit_option",
     "add_pipeline_options",
     "annotation_lines",
     "junit_text",
@@ -61,18 +62,23 @@ def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
         "epsstar.toml (default: epsstar.toml, else pyproject.toml, in the working folder, "
         "if either holds limits; docs/ci.md)",
     )
-    parser.add_argument(
-        "--junit-xml",
-        metavar="PATH",
-        default=None,
-        help="write the gate's checks as JUnit XML: one test case per model, attack and "
-        "slice checked",
-    )
+    add_junit_option(parser)
     parser.add_argument(
         "--warn-only",
         action="store_true",
         default=None,
         help="report and annotate a failed gate, but exit 0 (to roll a gate out)",
+    )
+
+
+def add_junit_option(parser: argparse.ArgumentParser) -> None:
+    """``--junit-xml``."""
+    parser.add_argument(
+        "--junit-xml",
+        metavar="PATH",
+        default=None,
+        help="write the gate's checks as JUnit XML: one test case per model, attack and "
+        "slice checked, and one errored case per model that could not be audited",
     )
 
 
