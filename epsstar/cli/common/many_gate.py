@@ -29,7 +29,7 @@ def model_name(record: ModelAudit) -> str:
 def gated_models(records: Sequence[ModelAudit], max_epsilon: float | None) -> GatedRun:
     """Every model's checks against ``max_epsilon`` (none without it), its warnings, its
     report, and the error of a model that could not be audited."""
-    from epsstar.audit.data.limits import Limits
+    from epsstar.audit.data.configs.limits import Limits
     from epsstar.audit.output.gate_checks import gate_checks
 
     limits = Limits().with_default(max_epsilon)
