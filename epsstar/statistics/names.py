@@ -291,8 +291,8 @@ ATTACKS: Final[Names[AttackName]] = Names(
         Name(
             "qmia",
             "QMIA (Bertran et al. 2023), quantile regression, no reference models",
-            "QMIA (Bertran et al. 2023): a record is called a member when the target model's "
-            "loss on it is far below the loss it gives population records like it, as a "
+            "the QMIA test (Bertran et al. 2023): a record is called a member when the target "
+            "model's loss on it is far below the loss it gives population records like it, as a "
             "quantile regression on population records predicts",
         ),
         Name(
@@ -311,14 +311,14 @@ ATTACKS: Final[Names[AttackName]] = Names(
         ),
         Name(
             "mink",
-            "text: Min-K% of the least likely tokens (Shi et al. 2024)",
-            "Min-K% (Shi et al. 2024): a text record is called a member when even its least "
-            "likely tokens (the K % with the lowest probability) are likely under the model",
+            "text: Min-K, the K percent least likely tokens (Shi et al. 2024)",
+            "the Min-K% test (Shi et al. 2024): a text record is called a member when even its "
+            "least likely tokens (the K % with the lowest probability) are likely under the model",
         ),
         Name(
             "minkpp",
-            "text: Min-K%++, token log-probabilities standardised (Zhang et al. 2024)",
-            "Min-K%++ (Zhang et al. 2024): like Min-K%, on each token's log-probability "
+            "text: Min-K++, token log-probabilities standardised (Zhang et al. 2024)",
+            "the Min-K%++ test (Zhang et al. 2024): like Min-K%, on each token's log-probability "
             "standardised by the mean and spread of the model's log-probabilities over the "
             "vocabulary at that position, so that a record is called a member when its "
             "tokens are near the modes of the model's distribution",

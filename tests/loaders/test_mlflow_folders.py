@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.exceptions import InvalidInputError
 from tests.conftest import audit_files
 
 mlflow_sklearn = pytest.importorskip("mlflow.sklearn")
@@ -164,7 +164,7 @@ def test_a_flavour_path_leading_outside_the_folder_is_refused(
 def test_a_directory_that_is_no_model_folder_names_what_was_expected(
     built: dict[str, Path], tmp_path: Path
 ) -> None:
-    with pytest.raises(InputFileError, match="must be an MLflow model folder .* no MLmodel"):
+    with pytest.raises(InvalidInputError, match="one that a loader reads .* an MLmodel file"):
         _audit(built, tmp_path)
 
 

@@ -249,14 +249,7 @@ def register(subparsers: Any) -> None:
     )
     add_model_options(parser)
     add_engine_options(parser, "data partition")
-    parser.add_argument(
-        "--storage-options",
-        type=_storage_options,
-        default=None,
-        metavar="JSON",
-        help="--engine dask: fsspec storage options of the data sets' URLs, as a JSON object "
-        "(e.g. '{\"anon\": true}')",
-    )
+    _add_storage_option(parser)
     add_attack_options(parser)
     add_premise_options(parser)
     add_text_options(parser)
@@ -269,6 +262,17 @@ def register(subparsers: Any) -> None:
     )
     add_pipeline_options(parser)
     parser.set_defaults(handler=run)
+
+
+def _add_storage_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--storage-options",
+        type=_storage_options,
+        default=None,
+        metavar="JSON",
+        help="--engine dask: fsspec storage options of the data sets' URLs, as a JSON object "
+        "(e.g. '{\"anon\": true}')",
+    )
 
 
 def estimator_name(result: EpsilonStarResult) -> str:

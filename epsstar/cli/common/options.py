@@ -24,8 +24,9 @@ MAX_SEED = 2**32 - 1
 
 
 def describe_choices(names: Names[Any]) -> str:
-    """``name: summary`` of each choice, for help text."""
-    return "; ".join(f"{name}: {entry.summary}" for name, entry in names.items())
+    """``name: summary`` of each choice, for help text (``%`` doubled: argparse formats help
+    strings with ``%``)."""
+    return "; ".join(f"{name}: {entry.summary}" for name, entry in names.items()).replace("%", "%%")
 
 
 def add_family_option(parser: argparse.ArgumentParser) -> None:
