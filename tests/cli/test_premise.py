@@ -110,7 +110,27 @@ def test_the_blind_baseline_can_be_skipped_with_a_reason(
         "skipped": reason,
     }
     assert f"blind baseline: not run ({reason})" in stdout
-    _, _, document = _audit(tmp_path, shifted, "--no-blind-baseline")
-    baseline = document["blind_baseline"]
-    assert isinstance(baseline, dict)
-    assert baseline["skipped"] == "skipped by --no-blind-baseline (no reason given)"
+
+
+def test_the_reason_is_required_so_the_option_never_takes_the_model_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Placed before MODEL, ``--no-blind-baseline`` once swallowed the model's path as its
+    reason. The reason is now a required value: given one, the model path is read as the
+    model; given none (the option last, or a blank reason), a usage error with exit 2."""
+    out = tmp_path / "audit.json"
+    tables = ["--train", str(MODELS / "binary_train.csv")]
+    tables += ["--population", str(MODELS / "binary_population.csv")]
+    tables += ["--label-column", "label", "--features", "x0,x1,x2,x3,x4,x5,x6,x7"]
+    model = str(MODELS / "binary_logreg.onnx")
+    reason = "a random hold-out"
+    code = main(["audit", "--no-blind-baseline", reason, model, *tables, "--json", str(out)])
+    assert code == EXIT_OK
+    document = json.loads(out.read_text())
+    assert document["blind_baseline"]["skipped"] == reason
+    assert document["provenance"]["model"].endswith("binary_logreg.onnx")
+    for bad in (["--no-blind-baseline"], ["--no-blind-baseline", "  "]):
+        with pytest.raises(SystemExit) as exited:
+            main(["audit", model, *tables, "--json", str(out), *bad])
+        assert exited.value.code == 2
+    assert "--no-blind-baseline" in capsys.readouterr().err

@@ -12,8 +12,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["add_premise_options", "premise_blocks_gate", "premise_lines", "premise_settings"]
 
-#: The reason recorded when ``--no-blind-baseline`` is given without one.
-NO_REASON = "skipped by --no-blind-baseline (no reason given)"
+def _reason(text: str) -> str:
+    """The reason for ``--no-blind-baseline``: required, so the option never takes the
+    model's path by accident, and not blank, because it is what the JSON records."""
+    reason = text.strip()
+    if not reason:
+        raise argparse.ArgumentTypeError(f"expected a reason for skipping it. Found {text!r}.")
+    return reason
 
 
 def _count(text: str) -> int:
@@ -29,13 +34,13 @@ def _count(text: str) -> int:
 def add_premise_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-blind-baseline",
-        nargs="?",
-        const=NO_REASON,
+        type=_reason,
         default=None,
         metavar="REASON",
         help="skip the blind baseline (a classifier that sees only the records, never the "
-        "model, telling --train rows from --population rows); the REASON is recorded in the "
-        "JSON (docs/premise.md)",
+        "model, telling --train rows from --population rows); REASON, required, is recorded "
+        "in the JSON, e.g. --no-blind-baseline 'population is a random hold-out' "
+        "(docs/premise.md)",
     )
     parser.add_argument(
         "--accept-premise-failure",
