@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["add_premise_options", "premise_blocks_gate", "premise_lines", "premise_settings"]
 
+
 def _reason(text: str) -> str:
     """The reason for ``--no-blind-baseline``: required, so the option never takes the
     model's path by accident, and not blank, because it is what the JSON records."""
