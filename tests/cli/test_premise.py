@@ -134,3 +134,35 @@ def test_the_reason_is_required_so_the_option_never_takes_the_model_path(
             main(["audit", model, *tables, "--json", str(out), *bad])
         assert exited.value.code == 2
     assert "--no-blind-baseline" in capsys.readouterr().err
+
+
+def _manifest(tmp_path: Path, population: Path) -> Path:
+    manifest = tmp_path / "manifest.csv"
+    row = f"logreg,0,{MODELS / 'binary_logreg.onnx'},{MODELS / 'binary_train.csv'},{population}"
+    manifest.write_text(
+        f"strategy,repeat,model,train,population,label_column\n{row},label\n", encoding="utf-8"
+    )
+    return manifest
+
+
+def test_audit_many_exits_4_on_a_failed_premise_under_a_gate_like_audit(
+    shifted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The gate of ``audit-many`` reads the premise as ``epsstar audit`` does: exit 4 when a
+    model's premise fails under --max-epsilon, the gate as usual when accepted, and no
+    exit 4 for a model whose premise holds or without a gate."""
+    argv = ["audit-many", "--jobs", "1", "--quiet", "--match-columns-by-position"]
+    gate = ["--max-epsilon", "100"]  # a limit the model passes
+    out = tmp_path / "many.json"
+    code = main([*argv, str(_manifest(tmp_path, shifted)), *gate, "--json", str(out)])
+    stdout = capsys.readouterr().out
+    assert code == EXIT_PREMISE_FAILED
+    assert "1 of 1 audited models fail the premise" in stdout
+    assert "logreg #0" in stdout
+    assert json.loads(out.read_text())["models"][0]["result"]["premise_holds"] is False
+    accepted = [*gate, "--accept-premise-failure"]
+    assert main([*argv, str(_manifest(tmp_path, shifted)), *accepted]) == EXIT_OK
+    assert main([*argv, str(_manifest(tmp_path, shifted))]) == EXIT_OK  # no gate
+    held = _manifest(tmp_path, MODELS / "binary_population.csv")
+    assert main([*argv, str(held), *gate]) == EXIT_OK
+    assert "fail the premise" not in capsys.readouterr().out

@@ -10,7 +10,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.output.result import AuditResult
     from epsstar.audit.premise.settings import PremiseSettings
 
-__all__ = ["add_premise_options", "premise_blocks_gate", "premise_lines", "premise_settings"]
+__all__ = [
+    "add_accept_premise_option",
+    "add_premise_options",
+    "premise_blocks_gate",
+    "premise_lines",
+    "premise_settings",
+]
 
 
 def _reason(text: str) -> str:
@@ -32,6 +38,17 @@ def _count(text: str) -> int:
     return value
 
 
+def add_accept_premise_option(parser: argparse.ArgumentParser) -> None:
+    """``--accept-premise-failure``, of ``epsstar audit`` and ``epsstar audit-many``."""
+    parser.add_argument(
+        "--accept-premise-failure",
+        action="store_true",
+        help="with --max-epsilon: read the gate as usual (exit 0 or 1) even when the blind "
+        "baseline finds that train and population differ without the model; otherwise such "
+        "an audit exits 4",
+    )
+
+
 def add_premise_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-blind-baseline",
@@ -43,13 +60,7 @@ def add_premise_options(parser: argparse.ArgumentParser) -> None:
         "in the JSON, e.g. --no-blind-baseline 'population is a random hold-out' "
         "(docs/premise.md)",
     )
-    parser.add_argument(
-        "--accept-premise-failure",
-        action="store_true",
-        help="with --max-epsilon: read the gate as usual (exit 0 or 1) even when the blind "
-        "baseline finds that train and population differ without the model; otherwise such "
-        "an audit exits 4",
-    )
+    add_accept_premise_option(parser)
     parser.add_argument(
         "--group-by",
         metavar="COLUMN",
