@@ -32,7 +32,7 @@ from epsstar.audit.premise.users import UserKeys, read_user_keys, user_level
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.names import Method
-from epsstar.statistics.readings.attribute import AttributeSecurity
+from epsstar.statistics.readings.attribute import AttributeSecurity, attribute_security_from_dp
 from epsstar.statistics.readings.exposure import most_exposed
 
 __all__ = ["PremiseInputs", "PremiseKeys", "premise_keys", "with_premise"]
@@ -102,6 +102,14 @@ def _exposed(result: AuditResult, k: int) -> ExposedRecords:
     return ExposedRecords(attack, rows, source)
 
 
+def _declared_bound(result: AuditResult) -> AttributeSecurity | None:
+    """The attribute bound of the DP guarantee the model declares (``None``: none)."""
+    declared = result.declared_privacy
+    if declared is None or not declared.private or declared.epsilon is None:
+        return None
+    return attribute_security_from_dp(declared.epsilon, declared.delta or 0.0)
+
+
 def with_premise(result: AuditResult, inputs: PremiseInputs, options: AuditOptions) -> AuditResult:
     """``result`` with the premise's readings (see the module docstring)."""
     settings = inputs.settings
@@ -122,7 +130,7 @@ def with_premise(result: AuditResult, inputs: PremiseInputs, options: AuditOptio
             inputs.model,
             delta=found.delta,
             confidence=options.confidence,
-            bound=inputs.attribute_bound,
+            bound=inputs.attribute_bound or _declared_bound(found),
         )
         found = dataclasses.replace(found, attribute_inference=inferred)
     return found

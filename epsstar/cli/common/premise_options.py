@@ -150,7 +150,7 @@ def _attribute_lines(result: AuditResult) -> list[str]:
     ]
     if inferred.bound is not None:
         lines.append(
-            f"    training bound (Cherubin et al. 2024, §5): advantage at most "
+            f"    training bound, from the {inferred.bound.source}: advantage at most "
             f"{inferred.bound.advantage:.4f} (Bayes security {inferred.bound.beta:.4f})"
         )
     return lines
