@@ -20,6 +20,7 @@ the TPR at 0.1 % and 1 % FPR, and the AUC.
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
 import tempfile
 import warnings
@@ -29,14 +30,19 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import skops.io as sio
 from sklearn.neural_network import MLPClassifier
 
 from epsstar import __version__
 from epsstar.cli.common.text_table import aligned_table
+from epsstar.statistics.names import AttackName
 
 ROOT = Path(__file__).resolve().parents[1]
-ATTACKS = ("loss", "qmia", "lira")
+ATTACKS: tuple[AttackName, ...] = ("loss", "qmia", "lira")
+
+
+def _skops() -> Any:
+    """``skops.io`` (imported by name: it ships no type information)."""
+    return importlib.import_module("skops.io")
 
 
 def _fixture_builder() -> ModuleType:
@@ -55,7 +61,7 @@ def _frame(features: np.ndarray, labels: np.ndarray) -> pd.DataFrame:
 
 
 def _save(estimator: Any, path: Path) -> Path:
-    sio.dump(estimator, path)
+    _skops().dump(estimator, path)
     return path
 
 
@@ -73,7 +79,7 @@ def _target(
     builder: ModuleType, task: str, model: str, n: int, k: int, seed: int, folder: Path
 ) -> tuple[Path, Path, Path, list[Path]]:
     """The target, its two tables and its K reference models, written into ``folder``."""
-    builder.N_TRAIN, builder.N_POPULATION = n, 3 * n  # make_data draws N_TRAIN + N_POPULATION
+    vars(builder).update(N_TRAIN=n, N_POPULATION=3 * n)  # make_data draws their sum
     features, labels = builder.make_data(np.random.default_rng(seed))[task]
     train = _frame(features[:n], labels[:n])
     population = _frame(features[n : 2 * n], labels[n : 2 * n])

@@ -21,6 +21,7 @@ records' log-likelihood ratios).
 from __future__ import annotations
 
 import argparse
+import importlib
 import tempfile
 import warnings
 from pathlib import Path
@@ -28,7 +29,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import skops.io as sio
 from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 
@@ -36,6 +36,11 @@ from epsstar import __version__
 from epsstar.cli.common.text_table import aligned_table
 
 FEATURES = [f"x{i}" for i in range(8)]
+
+
+def _skops() -> Any:
+    """``skops.io`` (imported by name: it ships no type information)."""
+    return importlib.import_module("skops.io")
 
 
 def _users(n_users: int, rng: np.random.Generator, w: np.ndarray, prefix: str) -> pd.DataFrame:
@@ -95,7 +100,7 @@ def main() -> None:
                     warnings.simplefilter("ignore")
                     estimator.fit(train[FEATURES].to_numpy(), train["label"].to_numpy())
                 model = Path(folder) / f"{name}-{seed}.skops"
-                sio.dump(estimator, model)
+                _skops().dump(estimator, model)
                 result = _audit(model, *paths)
                 users = result.user_level
                 counts = f"{len(train):,} / {len(population):,}"
