@@ -110,7 +110,59 @@ def test_the_blind_baseline_can_be_skipped_with_a_reason(
         "skipped": reason,
     }
     assert f"blind baseline: not run ({reason})" in stdout
-    _, _, document = _audit(tmp_path, shifted, "--no-blind-baseline")
-    baseline = document["blind_baseline"]
-    assert isinstance(baseline, dict)
-    assert baseline["skipped"] == "skipped by --no-blind-baseline (no reason given)"
+
+
+def test_the_reason_is_required_so_the_option_never_takes_the_model_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Placed before MODEL, ``--no-blind-baseline`` once swallowed the model's path as its
+    reason. The reason is now a required value: given one, the model path is read as the
+    model; given none (the option last, or a blank reason), a usage error with exit 2."""
+    out = tmp_path / "audit.json"
+    tables = ["--train", str(MODELS / "binary_train.csv")]
+    tables += ["--population", str(MODELS / "binary_population.csv")]
+    tables += ["--label-column", "label", "--features", "x0,x1,x2,x3,x4,x5,x6,x7"]
+    model = str(MODELS / "binary_logreg.onnx")
+    reason = "a random hold-out"
+    code = main(["audit", "--no-blind-baseline", reason, model, *tables, "--json", str(out)])
+    assert code == EXIT_OK
+    document = json.loads(out.read_text())
+    assert document["blind_baseline"]["skipped"] == reason
+    assert document["provenance"]["model"].endswith("binary_logreg.onnx")
+    for bad in (["--no-blind-baseline"], ["--no-blind-baseline", "  "]):
+        with pytest.raises(SystemExit) as exited:
+            main(["audit", model, *tables, "--json", str(out), *bad])
+        assert exited.value.code == 2
+    assert "--no-blind-baseline" in capsys.readouterr().err
+
+
+def _manifest(tmp_path: Path, population: Path) -> Path:
+    manifest = tmp_path / "manifest.csv"
+    row = f"logreg,0,{MODELS / 'binary_logreg.onnx'},{MODELS / 'binary_train.csv'},{population}"
+    manifest.write_text(
+        f"strategy,repeat,model,train,population,label_column\n{row},label\n", encoding="utf-8"
+    )
+    return manifest
+
+
+def test_audit_many_exits_4_on_a_failed_premise_under_a_gate_like_audit(
+    shifted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The gate of ``audit-many`` reads the premise as ``epsstar audit`` does: exit 4 when a
+    model's premise fails under --max-epsilon, the gate as usual when accepted, and no
+    exit 4 for a model whose premise holds or without a gate."""
+    argv = ["audit-many", "--jobs", "1", "--quiet", "--match-columns-by-position"]
+    gate = ["--max-epsilon", "100"]  # a limit the model passes
+    out = tmp_path / "many.json"
+    code = main([*argv, str(_manifest(tmp_path, shifted)), *gate, "--json", str(out)])
+    stdout = capsys.readouterr().out
+    assert code == EXIT_PREMISE_FAILED
+    assert "1 of 1 audited models fail the premise" in stdout
+    assert "logreg #0" in stdout
+    assert json.loads(out.read_text())["models"][0]["result"]["premise_holds"] is False
+    accepted = [*gate, "--accept-premise-failure"]
+    assert main([*argv, str(_manifest(tmp_path, shifted)), *accepted]) == EXIT_OK
+    assert main([*argv, str(_manifest(tmp_path, shifted))]) == EXIT_OK  # no gate
+    held = _manifest(tmp_path, MODELS / "binary_population.csv")
+    assert main([*argv, str(held), *gate]) == EXIT_OK
+    assert "fail the premise" not in capsys.readouterr().out

@@ -31,10 +31,9 @@ from epsstar.audit.premise.settings import PremiseSettings
 from epsstar.audit.premise.users import UserKeys, read_user_keys, user_level
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.fitting import LossDistribution
 from epsstar.statistics.names import Method
-from epsstar.statistics.readings.attribute import AttributeSecurity
-from epsstar.statistics.readings.exposure import LogCdf, most_exposed
+from epsstar.statistics.readings.attribute import AttributeSecurity, attribute_security_from_dp
+from epsstar.statistics.readings.exposure import most_exposed
 
 __all__ = ["PremiseInputs", "PremiseKeys", "premise_keys", "with_premise"]
 
@@ -90,19 +89,6 @@ def premise_keys(
     return PremiseKeys(users, attribute)
 
 
-def _fitted(result: AuditResult) -> tuple[LogCdf, LogCdf] | None:
-    """The log-CDFs of the distributions the headline estimate fitted, if it fitted whole
-    ones."""
-    estimate = result.epsilon
-    if estimate.transform is None or not estimate.fits:
-        return None
-    sides = [
-        LossDistribution(estimate.fits[side].fit, estimate.transform)
-        for side in ("train", "population")
-    ]
-    return sides[0].logcdf, sides[1].logcdf
-
-
 def _exposed(result: AuditResult, k: int) -> ExposedRecords:
     """The ``k`` training records with the strongest evidence under the headline attack."""
     headline = result.headline_attack
@@ -111,11 +97,17 @@ def _exposed(result: AuditResult, k: int) -> ExposedRecords:
         return ExposedRecords(
             attack, (), None, "the training losses were summarised (too many rows to keep)"
         )
-    found, source = most_exposed(
-        result.train_losses, result.population_losses, k, fitted=_fitted(result)
-    )
+    found, source = most_exposed(result.train_losses, result.population_losses, k)
     rows = tuple(ExposedRow(r.index, r.score, r.log_likelihood_ratio) for r in found)
     return ExposedRecords(attack, rows, source)
+
+
+def _declared_bound(result: AuditResult) -> AttributeSecurity | None:
+    """The attribute bound of the DP guarantee the model declares (``None``: none)."""
+    declared = result.declared_privacy
+    if declared is None or not declared.private or declared.epsilon is None:
+        return None
+    return attribute_security_from_dp(declared.epsilon, declared.delta or 0.0)
 
 
 def with_premise(result: AuditResult, inputs: PremiseInputs, options: AuditOptions) -> AuditResult:
@@ -138,7 +130,7 @@ def with_premise(result: AuditResult, inputs: PremiseInputs, options: AuditOptio
             inputs.model,
             delta=found.delta,
             confidence=options.confidence,
-            bound=inputs.attribute_bound,
+            bound=inputs.attribute_bound or _declared_bound(found),
         )
         found = dataclasses.replace(found, attribute_inference=inferred)
     return found

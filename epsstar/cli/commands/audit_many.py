@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from epsstar.cli.common.options import OUTPUT_FILES, add_engine_options, engine_option
 from epsstar.cli.common.text_table import aligned_table
-from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL
+from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_PREMISE_FAILED
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.many import ManifestEntry, ModelAudit, StrategySummary
@@ -24,6 +24,7 @@ SUMMARY = "audit many models from a CSV or TOML manifest, with per-strategy summ
 def register(subparsers: Any) -> None:
     from epsstar.cli.commands.audit import add_model_options
     from epsstar.cli.common.pipeline import add_junit_option
+    from epsstar.cli.common.premise_options import add_accept_premise_option
 
     parser = subparsers.add_parser(
         "audit-many",
@@ -32,7 +33,9 @@ def register(subparsers: Any) -> None:
         "manifest's folder, not the current one. " + OUTPUT_FILES + " Exit code: 0 all "
         "audited and within the gate, 1 some Epsilon* above --max-epsilon, 2 usage or input "
         "error (nothing audited or written), 3 some model could not be audited (the others' "
-        "results are still written).",
+        "results are still written), 4 with --max-epsilon, some model's premise fails (its "
+        "train and population differ without the model; --accept-premise-failure reads the "
+        "gate anyway).",
     )
     parser.add_argument(
         "manifest",
@@ -60,6 +63,7 @@ def register(subparsers: Any) -> None:
         help="write each audited model's HTML report to DIR (named strategy-repeat.html)",
     )
     add_model_options(parser)
+    add_accept_premise_option(parser)
     add_junit_option(parser)
     parser.set_defaults(handler=run)
 
@@ -125,6 +129,18 @@ def _above_gate(records: list[ModelAudit]) -> list[ModelAudit]:
     return [r for r in records if r.result is not None and r.result.passed is False]
 
 
+def _premise_failed(args: argparse.Namespace, records: list[ModelAudit]) -> list[ModelAudit]:
+    """The audited models whose premise fails under the gate, as ``epsstar audit`` reads one
+    (none without --max-epsilon or with --accept-premise-failure)."""
+    from epsstar.cli.common.premise_options import premise_blocks_gate
+
+    return [
+        r
+        for r in records
+        if r.result is not None and premise_blocks_gate(r.result, args.accept_premise_failure)
+    ]
+
+
 def _inputs(args: argparse.Namespace, entries: list[ManifestEntry]) -> list[tuple[str, Path]]:
     """The run's input files, which no output may replace: the manifest and what it lists."""
     inputs = [("MANIFEST", Path(args.manifest))]
@@ -173,6 +189,14 @@ def _print_summary(args: argparse.Namespace, records: list[ModelAudit]) -> None:
             f"{above} of {audited} audited models above the limit {args.max_epsilon:g} "
             f"(gate: {args.gate})"
         )
+        failing = _premise_failed(args, records)
+        if failing:
+            names = ", ".join(f"{r.entry.strategy} #{r.entry.repeat}" for r in failing)
+            print(
+                f"{len(failing)} of {audited} audited models fail the premise (train and "
+                f"population differ without the model: {names}): exit 4 unless "
+                "--accept-premise-failure"
+            )
     if args.json:
         print(f"JSON written to {args.json}")
     if args.junit_xml:
@@ -232,4 +256,6 @@ def run(args: argparse.Namespace) -> int:
     pipeline.annotate(gated)
     if any(r.failed for r in records):
         return EXIT_PARTIAL
+    if _premise_failed(args, records):
+        return EXIT_PREMISE_FAILED
     return EXIT_GATE_FAILED if _above_gate(records) else EXIT_OK

@@ -10,10 +10,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.output.result import AuditResult
     from epsstar.audit.premise.settings import PremiseSettings
 
-__all__ = ["add_premise_options", "premise_blocks_gate", "premise_lines", "premise_settings"]
+__all__ = [
+    "add_accept_premise_option",
+    "add_premise_options",
+    "premise_blocks_gate",
+    "premise_lines",
+    "premise_settings",
+]
 
-#: The reason recorded when ``--no-blind-baseline`` is given without one.
-NO_REASON = "skipped by --no-blind-baseline (no reason given)"
+
+def _reason(text: str) -> str:
+    """The reason for ``--no-blind-baseline``: required, so the option never takes the
+    model's path by accident, and not blank, because it is what the JSON records."""
+    reason = text.strip()
+    if not reason:
+        raise argparse.ArgumentTypeError(f"expected a reason for skipping it. Found {text!r}.")
+    return reason
 
 
 def _count(text: str) -> int:
@@ -26,17 +38,8 @@ def _count(text: str) -> int:
     return value
 
 
-def add_premise_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--no-blind-baseline",
-        nargs="?",
-        const=NO_REASON,
-        default=None,
-        metavar="REASON",
-        help="skip the blind baseline (a classifier that sees only the records, never the "
-        "model, telling --train rows from --population rows); the REASON is recorded in the "
-        "JSON (docs/premise.md)",
-    )
+def add_accept_premise_option(parser: argparse.ArgumentParser) -> None:
+    """``--accept-premise-failure``, of ``epsstar audit`` and ``epsstar audit-many``."""
     parser.add_argument(
         "--accept-premise-failure",
         action="store_true",
@@ -44,6 +47,20 @@ def add_premise_options(parser: argparse.ArgumentParser) -> None:
         "baseline finds that train and population differ without the model; otherwise such "
         "an audit exits 4",
     )
+
+
+def add_premise_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-blind-baseline",
+        type=_reason,
+        default=None,
+        metavar="REASON",
+        help="skip the blind baseline (a classifier that sees only the records, never the "
+        "model, telling --train rows from --population rows); REASON, required, is recorded "
+        "in the JSON, e.g. --no-blind-baseline 'population is a random hold-out' "
+        "(docs/premise.md)",
+    )
+    add_accept_premise_option(parser)
     parser.add_argument(
         "--group-by",
         metavar="COLUMN",
@@ -133,7 +150,7 @@ def _attribute_lines(result: AuditResult) -> list[str]:
     ]
     if inferred.bound is not None:
         lines.append(
-            f"    training bound (Cherubin et al. 2024, §5): advantage at most "
+            f"    training bound, from the {inferred.bound.source}: advantage at most "
             f"{inferred.bound.advantage:.4f} (Bayes security {inferred.bound.beta:.4f})"
         )
     return lines

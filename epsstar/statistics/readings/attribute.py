@@ -34,12 +34,16 @@ from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_in_range
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound, epsilon_lower_bound
 from epsstar.statistics.json_types import JsonObject
+from epsstar.statistics.readings.conversions import advantage_bound_dp
 
 __all__ = [
+    "FROM_DP",
+    "FROM_GRADIENTS",
     "AttributeReading",
     "AttributeSecurity",
     "attribute_bayes_security",
     "attribute_reading",
+    "attribute_security_from_dp",
 ]
 
 
@@ -102,14 +106,22 @@ def attribute_reading(
     )
 
 
+#: Where an :class:`AttributeSecurity` comes from.
+FROM_GRADIENTS = "tracked gradients (Cherubin et al. 2024, Corollary 10)"
+FROM_DP = "declared (epsilon, delta) (Humphries et al., eq. 5 of Cherubin et al. 2024)"
+
+
 @dataclass(frozen=True, slots=True)
 class AttributeSecurity:
-    """The leading term of β* against attribute inference and the advantage it allows."""
+    """A bound on attribute inference: the Bayes security β* and the advantage 1 − β* it
+    allows, and where it comes from (``source``; ``error_order`` and ``r_norm`` only for
+    the bound of tracked gradients)."""
 
     beta: float
     advantage: float
-    error_order: float
-    r_norm: float
+    error_order: float | None
+    r_norm: float | None
+    source: str = FROM_GRADIENTS
 
     def to_dict(self) -> JsonObject:
         return {
@@ -117,7 +129,25 @@ class AttributeSecurity:
             "advantage_bound": self.advantage,
             "error_order": self.error_order,
             "r_norm": self.r_norm,
+            "source": self.source,
         }
+
+
+def attribute_security_from_dp(epsilon: float, delta: float) -> AttributeSecurity:
+    """The bound an (ε, δ)-DP training run gives the attribute guess's advantage, whatever
+    its gradients were.
+
+    The guess being right is a test of the record's membership (module docstring), so its
+    advantage, accuracy on members less accuracy on non-members, is a TPR − FPR, which
+    (ε, δ)-DP under the add/remove relation (the relation ``epsstar train`` accounts
+    with) bounds by (e^ε − 1 + 2δ) / (e^ε + 1) (Humphries et al., eq. 5 of
+    ``closed-form-bounds-dpsgd-cherubin-2024.md``, which §4.2.1 there reads as β* ≥
+    2(1 − δ) / (e^ε + 1)). §5.1 there shows that without looking at the gradients no
+    bound on attribute inference can do better than the membership one; the
+    data-dependent bound of :func:`attribute_bayes_security` can.
+    """
+    advantage = advantage_bound_dp(epsilon, delta)
+    return AttributeSecurity(1.0 - advantage, advantage, None, None, FROM_DP)
 
 
 def attribute_bayes_security(
