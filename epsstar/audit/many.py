@@ -220,6 +220,9 @@ class FleetSettings:
     #: The data's column order is each model's when it records no names (see
     #: :class:`~epsstar.audit.data.reading.Tables`).
     columns_by_position: bool = False
+    #: What separates the fields of the CSV data files (see
+    #: :class:`~epsstar.audit.data.reading.Tables`).
+    csv_separator: str = ","
 
     def model(self, entry: ManifestEntry) -> ModelFile:
         """How the model of ``entry`` is loaded."""
@@ -235,6 +238,7 @@ class FleetSettings:
             batch_size=self.batch_size,
             loss=self.loss,
             columns_by_position=self.columns_by_position,
+            csv_separator=self.csv_separator,
         )
 
 
