@@ -131,3 +131,23 @@ def test_a_named_first_column_stays_a_column(tmp_path: Path) -> None:
     path = tmp_path / "named.csv"
     path.write_text("id,x0,label\n0,1.5,1\n1,2.5,0\n")
     assert read_schema(path).columns == ("id", "x0", "label")
+
+
+def test_the_dask_engine_refuses_another_separator_before_it_starts(tmp_path: Path) -> None:
+    """The Dask engine reads comma-separated partitions only: said in one line, before any
+    cluster starts (the address is never dialled)."""
+    from epsstar.audit.engines.dask_engine import Engine
+
+    train, population = written(tmp_path, "semi", sep=";", index=False)
+    with pytest.raises(InvalidInputError) as caught:
+        audit_files(
+            MODEL,
+            train,
+            population,
+            "label",
+            csv_separator=";",
+            engine=Engine("dask", "tcp://127.0.0.1:9"),
+        )
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.endswith("Found ';' with the dask engine.")
