@@ -151,3 +151,14 @@ def test_the_dask_engine_refuses_another_separator_before_it_starts(tmp_path: Pa
     message = str(caught.value)
     assert "\n" not in message
     assert message.endswith("Found ';' with the dask engine.")
+
+
+def test_the_premise_columns_are_read_with_the_separator(tmp_path: Path) -> None:
+    """``--attribute`` and ``--group-by`` read their columns with the same separator."""
+    from epsstar.audit.premise.attribute import read_attribute_values
+
+    train, population = written(tmp_path, "semi", sep=";", index=False)
+    with pytest.raises(InputFileError, match="--csv-separator"):
+        read_attribute_values(train, population, "label")
+    values = read_attribute_values(train, population, "label", separator=";").values
+    assert sorted(int(value) for value in values) == [0, 1]
