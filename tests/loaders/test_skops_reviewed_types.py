@@ -130,7 +130,8 @@ def test_a_histogram_boosting_file_audits_without_trust(tmp_path: Path) -> None:
         frame = pd.DataFrame(X[rows], columns=columns)
         frame["label"] = Y[rows]
         frame.to_csv(tmp_path / f"{name}.csv", index=False)
-    result = audit_files(path, tmp_path / "train.csv", tmp_path / "population.csv", "label")
+    train, population = tmp_path / "train.csv", tmp_path / "population.csv"
+    result = audit_files(path, train, population, "label", features=columns)
     assert 0 <= result.epsilon_star < 50
 
 
