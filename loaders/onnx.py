@@ -57,7 +57,7 @@ from .onnx_files import read_model
 from .onnx_graph import PROBABILITY_TOLERANCE, Exposure, expose_preactivation, logits_matching
 from .onnx_inputs import InputLayout, layout_of
 
-__all__ = ["OnnxLoader", "OnnxModel"]
+__all__ = ["OnnxLoader", "OnnxModel", "feature_inputs"]
 
 _FLOAT_TENSORS: Final = ("tensor(float)", "tensor(double)", "tensor(float16)")
 _CLASS_ATTRIBUTES: Final = ("classlabels_strings", "classlabels_int64s", "classlabels_ints")
@@ -310,7 +310,7 @@ class OnnxLoader:
         ort = import_optional("onnxruntime", loader=self.name)
         proto, files = read_model(path)
         session = _session(ort, proto, path)
-        layout = layout_of(session.get_inputs(), path)
+        layout = layout_of(feature_inputs(session.get_inputs(), proto), path)
         chosen, logits_output = _prediction_output(session, path, outputs, proto)
         others = [o for o in session.get_outputs() if o.name != chosen.name]
         label = next((o.name for o in others if not _is_prediction_output(o.type)), None)
@@ -345,6 +345,19 @@ class OnnxLoader:
             outputs=outputs,
             declared_privacy=_declared_privacy(proto, path),
         )
+
+
+def feature_inputs(inputs: list[Any], proto: Any) -> list[Any]:
+    """The graph inputs that take records: those that are not also initializers.
+
+    Older exporters (tf2onnx, ONNX IR version < 4) list every initializer among the graph
+    inputs too; such an input has a default value and is a weight, not a column of the
+    data. onnxruntime leaves them out of ``get_inputs()`` in the versions tested, and this
+    keeps them out whatever the runtime reports.
+    """
+    constants = {init.name for init in proto.graph.initializer}
+    constants |= {init.values.name for init in proto.graph.sparse_initializer}
+    return [node for node in inputs if node.name not in constants]
 
 
 def _session(ort: Any, proto: Any, path: Path) -> Any:

@@ -1,10 +1,14 @@
 """scikit-learn classifiers saved with skops (``.skops``) or pickled (``.pkl``, ``.joblib``).
 
-``.skops`` files are read with :mod:`skops.io`, which rebuilds only the types it trusts.
-If the file holds other types, the loader refuses it and lists them unless
-``trust=True`` (the CLI's ``--trust-model``); with trust, exactly those types are
-accepted. Pickle and joblib files run arbitrary code while they are read, so they are
-refused unless ``trust=True``: only load them from a source you trust.
+``.skops`` files are read with :mod:`skops.io`, which rebuilds only the types it trusts,
+and the scikit-learn types reviewed in :mod:`epsstar.loaders.skops_types.reviewed`
+(HistGradientBoosting's trees, CalibratedClassifierCV's calibrators, MLPClassifier's
+optimiser state, ...), whose trees are bounds-checked before they run
+(:mod:`epsstar.loaders.skops_types.tree_bounds`). If the file holds other types, the
+loader refuses it and lists them unless ``trust=True`` (the CLI's ``--trust-model``);
+with trust, exactly those types are accepted. Pickle and joblib files run arbitrary code
+while they are read, so they are refused unless ``trust=True``: only load them from a
+source you trust.
 
 Outputs, decided once, on the first batch of records (unless ``outputs=`` says), so that
 the losses are exact wherever the model can give them (:mod:`epsstar.statistics.losses`
@@ -66,6 +70,8 @@ from epsstar.exceptions import InputFileError, InvalidInputError
 
 from . import BatchedModel, check_outputs_argument, first_line
 from .sklearn_outputs import RELATIVE_TOLERANCE, Method, choose_method
+from .skops_types.reviewed import REVIEWED_TYPES
+from .skops_types.tree_bounds import check_tree_bounds
 
 __all__ = ["OWN_TOLERANCE", "SklearnLoader", "SklearnModel"]
 
@@ -263,6 +269,7 @@ class SklearnLoader:
             estimator = self._unpickle(path, suffix, trust)
         else:
             estimator = self._load_skops(path, trust)
+            check_tree_bounds(estimator, path)
         return SklearnModel(path, estimator, outputs=outputs)
 
     def _load_skops(self, path: Path, trust: bool) -> Any:
@@ -274,11 +281,12 @@ class SklearnLoader:
                 f"the model file must be a valid skops file. Found {path} "
                 f"({type(error).__name__}: {first_line(error)})."
             ) from None
-        if untrusted and not trust:
+        unknown = [name for name in untrusted if name not in REVIEWED_TYPES]
+        if unknown and not trust:
             raise InvalidInputError(
-                f"the skops file {path} must hold only types skops trusts, or be loaded with "
-                f"trust ({TRUST_FLAG}, trust=True) if you trust its source. Found untrusted "
-                f"types: {', '.join(untrusted)}."
+                f"the skops file {path} must hold only types skops trusts or epsstar has "
+                f"reviewed, or be loaded with trust ({TRUST_FLAG}, trust=True) if you trust "
+                f"its source. Found untrusted types: {', '.join(unknown)}."
             )
         try:
             return sio.load(path, trusted=untrusted)

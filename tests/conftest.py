@@ -139,7 +139,15 @@ def in_process() -> Iterator[str]:
 #: Which record of :func:`epsstar.audit.audit` each flat keyword of :func:`audit_files` fills.
 _MODEL_KEYS = frozenset({"loader", "outputs", "trust", "classes"})
 _TABLE_KEYS = frozenset(
-    {"features", "input_shape", "batch_size", "loss", "storage_options", "columns_by_position"}
+    {
+        "features",
+        "input_shape",
+        "batch_size",
+        "loss",
+        "storage_options",
+        "columns_by_position",
+        "csv_separator",
+    }
 )
 _OPTION_KEYS = frozenset(
     {"delta", "method", "family", "interval", "n_bootstrap", "max_epsilon", "gate", "confidence"}

@@ -220,6 +220,20 @@ class FleetSettings:
     #: The data's column order is each model's when it records no names (see
     #: :class:`~epsstar.audit.data.reading.Tables`).
     columns_by_position: bool = False
+    #: What separates the fields of the CSV data files (see
+    #: :class:`~epsstar.audit.data.reading.Tables`).
+    csv_separator: str = ","
+    #: The limit of each model named here, by ``strategy-repeat`` (from a reviewed limits
+    #: file, :mod:`epsstar.audit.data.configs.limits`); the others keep ``options``'.
+    limits_by_model: tuple[tuple[str, float | None], ...] = ()
+
+    def audit_options(self, entry: ManifestEntry) -> AuditOptions:
+        """The options of the audit of ``entry``: ``options`` with its own limit, if any."""
+        name = f"{entry.strategy}-{entry.repeat}"
+        for model, limit in self.limits_by_model:
+            if model == name:
+                return replace(self.options, max_epsilon=limit)
+        return self.options
 
     def model(self, entry: ManifestEntry) -> ModelFile:
         """How the model of ``entry`` is loaded."""
@@ -235,6 +249,7 @@ class FleetSettings:
             batch_size=self.batch_size,
             loss=self.loss,
             columns_by_position=self.columns_by_position,
+            csv_separator=self.csv_separator,
         )
 
 
@@ -253,7 +268,8 @@ def _audit_one(
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result = audit(settings.model(entry), settings.tables(entry), settings.options)
+            options = settings.audit_options(entry)
+            result = audit(settings.model(entry), settings.tables(entry), options)
     except Exception as error:  # one broken model must not stop the others
         return ModelAudit(entry, error=_message(error))
     audited = ModelAudit(

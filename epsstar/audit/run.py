@@ -188,6 +188,7 @@ def audit(
     if not run.on_dask:
         for role in ("train", "population"):
             _existing(role, tables.path(role))
+    _refuse_separator_on_dask(tables, run.on_dask)
     digests = {} if run.on_dask else _distinct_data(tables)
     keys = _slice_keys(slice_by, tables, run.on_dask)
     users = premise_keys(premise, tables, on_dask=run.on_dask, method=run.options.headline_method)
@@ -270,6 +271,15 @@ def _distinct_data(tables: Tables) -> dict[Role, str]:
     return digests
 
 
+def _refuse_separator_on_dask(tables: Tables, on_dask: bool) -> None:
+    """The Dask engine reads comma-separated CSV partitions only."""
+    if on_dask and tables.csv_separator != ",":
+        raise InvalidInputError(
+            f"csv_separator works with the single-process engine only. Found "
+            f"{tables.csv_separator!r} with the dask engine."
+        )
+
+
 def _slice_keys(column: str | None, tables: Tables, on_dask: bool) -> SliceKeys | None:
     """The slices of ``column`` (read now, so that a bad column fails before any model
     runs), or ``None`` without one."""
@@ -280,7 +290,8 @@ def _slice_keys(column: str | None, tables: Tables, on_dask: bool) -> SliceKeys 
             f"slice_by works with the single-process engine only. Found slice_by {column!r} "
             f"with the dask engine."
         )
-    return read_slice_keys(tables.path("train"), tables.path("population"), column)
+    train, population = tables.path("train"), tables.path("population")
+    return read_slice_keys(train, population, column, separator=tables.csv_separator)
 
 
 def _stream(loaded: LoadedAuditModel, run: _Run, digests: dict[Role, str]) -> _Streamed:

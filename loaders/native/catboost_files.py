@@ -13,10 +13,15 @@ logits. :attr:`classes` are the model's ``classes_``; :attr:`feature_names` are 
 array).
 
 Inputs: a float64 matrix; missing values (NaN) are passed on unless the model was trained
-with ``nan_mode="Forbidden"``. Models with categorical or text features are refused: their
-columns would need CatBoost's own hashing of the raw values, which this loader does not
-reproduce (export such a model to ONNX, or audit it through a loader plugin that passes
-CatBoost a ``Pool``).
+with ``nan_mode="Forbidden"``. A model trained with categorical features (``cat_features``)
+gets a DataFrame in which those columns hold the categories as text, and CatBoost hashes
+them itself, as its own ``predict`` does: text stays as it is and whole numbers become their
+integer text (``3`` and ``3.0`` become ``"3"``, which is how CatBoost reads an integer
+category; it refuses a real number or NaN as a category, and so does this loader, in one
+line). Numeric text such as ``"03"`` is read by the table reader as the number 3, so store
+such categories as text that is not a number. CatBoost cannot export a model with
+categorical features to ONNX (``save_model(format="onnx")`` refuses it), so such a model has
+no ONNX twin to compare with. Models with text or embedding features are refused.
 
 Self-check: the first records are scored by ``predict_proba`` too and must agree within
 :data:`OWN_TOLERANCE` (the same trees summed by the same library).
@@ -24,6 +29,7 @@ Self-check: the first records are scored by ``predict_proba`` too and must agree
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any, Final
@@ -62,15 +68,17 @@ class CatBoostModel(BatchedModel):
                 f"the CatBoost model in {path} must be a classifier (loss_function Logloss, "
                 f"CrossEntropy or MultiClass); retrain it with one. Found {loss or 'none'!r}."
             )
-        special = list(model.get_cat_feature_indices()) + list(model.get_text_feature_indices())
+        special = list(model.get_text_feature_indices())
+        special += list(getattr(model, "get_embedding_feature_indices", list)())
         if special:
             raise InvalidInputError(
-                f"the CatBoost model in {path} must take numeric features only (categorical "
-                f"and text features need CatBoost's own hashing); export it with "
-                f"save_model(format='onnx') and audit the .onnx file. Found categorical or "
-                f"text features at {special[:8]}."
+                f"the CatBoost model in {path} must take numeric and categorical features "
+                f"only (text and embedding features are not read). Found text or embedding "
+                f"features at {special[:8]}."
             )
+        self._categorical = tuple(int(i) for i in model.get_cat_feature_indices())
         names = tuple(str(name) for name in model.feature_names_ or ())
+        self._all_names = names
         self._names = None if all(_DEFAULT_NAME.fullmatch(n) for n in names) else names
         self._model = model
         self._missing = str(params.get("nan_mode", "Min")) != "Forbidden"
@@ -93,6 +101,30 @@ class CatBoostModel(BatchedModel):
         """CatBoost handles NaN itself unless trained with ``nan_mode="Forbidden"``."""
         return self._missing
 
+    @property
+    def takes_text(self) -> bool:
+        """A model with categorical features takes them as text."""
+        return bool(self._categorical)
+
+    def _prepare(self, features: Features) -> Any:
+        """The float64 matrix, or with categorical features the DataFrame of numbers and
+        category texts CatBoost's own ``predict`` takes."""
+        if not self._categorical:
+            return self._matrix(features)
+        import pandas as pd
+
+        if features.is_tensor or features.width != len(self._all_names):
+            return self._matrix(features)  # refuses, naming the shape or the width
+        columns: dict[str, Any] = {}
+        for index, name in enumerate(self._all_names):
+            values = features.columns[index]
+            given = features.names[index]
+            if index in self._categorical:
+                columns[name] = category_texts(values, given, self.source)
+            else:
+                columns[name] = numeric_values(values, given, self.source)
+        return pd.DataFrame(columns)
+
     def _run_batch(self, batch: NDArray[Any]) -> NDArray[Any]:
         try:
             logits = np.asarray(
@@ -109,11 +141,44 @@ class CatBoostModel(BatchedModel):
     def _own_predictions(self, sample: Features) -> OwnPredictions:
         """``predict_proba`` on the sample (all classes' columns)."""
         own = np.asarray(
-            self._model.predict_proba(self._matrix(sample), thread_count=1), dtype=np.float64
+            self._model.predict_proba(self._prepare(sample), thread_count=1), dtype=np.float64
         )
         return OwnPredictions(
             "CatBoost", "CatBoostClassifier.predict_proba", "probabilities", own, OWN_TOLERANCE
         )
+
+
+def category_texts(values: NDArray[Any], name: str, source: Path) -> NDArray[np.object_]:
+    """A categorical column as CatBoost reads categories: text as is, whole numbers as
+    their integer text; a missing value or a real number is refused."""
+    texts = np.empty(len(values), dtype=object)
+    for row, value in enumerate(values.tolist()):
+        if isinstance(value, str):
+            texts[row] = value
+            continue
+        number = float(value) if isinstance(value, (int, float)) else math.nan
+        if not math.isfinite(number) or number != round(number):
+            what = "a missing value" if value is None or number != number else repr(value)
+            raise InvalidInputError(
+                f"categorical feature {name!r} of {source} must hold text or whole numbers in "
+                f"every record, as CatBoost reads categories. Found {what} at row {row} of "
+                f"the batch."
+            )
+        texts[row] = str(int(number))
+    return texts
+
+
+def numeric_values(values: NDArray[Any], name: str, source: Path) -> NDArray[np.float64]:
+    """A numeric feature's column as float64 (NaN passed on); text is refused."""
+    if values.dtype.kind in "biuf":
+        return values.astype(np.float64)
+    for row, value in enumerate(values.tolist()):
+        if isinstance(value, str):
+            raise InvalidInputError(
+                f"feature {name!r} of {source} must be numeric (the model was not trained with "
+                f"it as a categorical feature). Found {value!r} at row {row} of the batch."
+            )
+    return np.array([math.nan if v is None else v for v in values.tolist()], dtype=np.float64)
 
 
 class CatBoostLoader:

@@ -62,13 +62,13 @@ def _text(value: object) -> str:
     return str(value).strip()
 
 
-def _texts(path: Path, column: str) -> NDArray[Any]:
+def _texts(path: Path, column: str, separator: str) -> NDArray[Any]:
     """Every value of ``column`` in ``path`` as slice text, missing values as ``None``."""
     import pandas as pd
 
     parts = []
     row0 = 0
-    for chunk in iter_column(path, column):
+    for chunk in iter_column(path, column, separator=separator):
         values = np.asarray(chunk)
         refuse_nested(path, f"slice_by column {column!r}", values, row0)
         row0 += len(values)
@@ -107,13 +107,16 @@ def _order(values: list[str | None]) -> list[str | None]:
     return ordered + ([None] if None in values else [])
 
 
-def read_slice_keys(train: Path, population: Path, column: str) -> SliceKeys:
-    """The slices of ``column`` over both tables (at most :data:`MAX_SLICES`)."""
+def read_slice_keys(
+    train: Path, population: Path, column: str, *, separator: str = ","
+) -> SliceKeys:
+    """The slices of ``column`` over both tables (at most :data:`MAX_SLICES`);
+    ``separator`` separates the fields of CSV files."""
     import pandas as pd
 
     if not isinstance(column, str) or not column:
         raise InvalidInputError(f"slice_by must name a column. Found {column!r}.")
-    texts = (_texts(train, column), _texts(population, column))
+    texts = (_texts(train, column, separator), _texts(population, column, separator))
     codes, uniques = pd.factorize(np.concatenate(texts), use_na_sentinel=False)
     if len(uniques) > MAX_SLICES:
         raise InvalidInputError(

@@ -23,7 +23,7 @@ from typing import Final, Literal
 
 from epsstar.audit.data.column_match import ColumnMatch, match_model_columns
 from epsstar.audit.data.partitions import StorageOptions
-from epsstar.audit.data.tables import read_schema
+from epsstar.audit.data.tables import check_separator, read_schema
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.names import LOSSES, LossName
@@ -81,6 +81,8 @@ class Tables:
     ``columns_by_position`` states that the file's column order is the model's when the
     model records no names and ``features`` is not given (without it a release gate refuses
     such a match: :meth:`~epsstar.audit.data.column_match.ColumnMatch.refuse_guess`).
+    ``csv_separator`` separates the fields of CSV files (``";"`` for what spreadsheets
+    write where the decimal mark is a comma).
     """
 
     train: str | os.PathLike[str]
@@ -92,6 +94,7 @@ class Tables:
     loss: LossName = "logit"
     storage_options: StorageOptions | None = field(default=None, repr=False)
     columns_by_position: bool = False
+    csv_separator: str = ","
 
     def __post_init__(self) -> None:
         if not isinstance(self.label_column, str) or not self.label_column:
@@ -102,6 +105,7 @@ class Tables:
         object.__setattr__(self, "input_shape", _shape(self.input_shape))
         object.__setattr__(self, "batch_size", check_positive_int("batch_size", self.batch_size))
         LOSSES.check(self.loss)
+        check_separator(self.csv_separator)
         if self.storage_options is not None:
             object.__setattr__(self, "storage_options", dict(self.storage_options))
 
@@ -126,7 +130,10 @@ class Tables:
         (:mod:`epsstar.audit.data.column_match`). ``columns`` are the table's column names
         when known already (a partitioned data set's first partition)."""
         path = self.path(role)
-        found = read_schema(path).columns if columns is None else tuple(columns)
+        if columns is None:
+            found = read_schema(path, separator=self.csv_separator).columns
+        else:
+            found = tuple(columns)
         return match_model_columns(
             model,
             found,
@@ -156,6 +163,7 @@ class Tables:
             loss=self.loss,
             input_shape=None if self.input_shape is None else tuple(self.input_shape),
             outputs_requested=outputs_requested,
+            separator=self.csv_separator,
         )
 
 
@@ -167,7 +175,8 @@ class TableRead:
     label) and ``model_names`` the names the model receives them under (``None``: the
     file's); ``input_shape``, if given, reshapes each record into one tensor column;
     ``outputs_requested`` says whether the user chose how the model's outputs are read
-    (for the message refusing its predictions). ``role`` names the table in messages.
+    (for the message refusing its predictions). ``role`` names the table in messages;
+    ``separator`` separates a CSV file's fields.
     """
 
     path: Path
@@ -179,6 +188,7 @@ class TableRead:
     loss: LossName = "logit"
     input_shape: tuple[int, ...] | None = None
     outputs_requested: bool = False
+    separator: str = ","
 
     @property
     def source(self) -> str:

@@ -90,6 +90,7 @@ def _read(
         features=columns,
         batch_size=1 << 16,
         missing=True,
+        separator=tables.csv_separator,
     ):
         named = list(zip(batch.features.names, batch.features.columns, strict=True))
         frame = _frame(named)

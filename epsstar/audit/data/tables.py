@@ -19,7 +19,13 @@ in one line naming the file, the column, the 0-based data row and the bad value.
 Conventions per format:
 
 * **CSV**: UTF-8 text (a byte-order mark is dropped); the first line is the
-  header. Blank lines are skipped. Every row has as many fields as the header: a
+  header. Fields are separated by commas unless ``separator`` says otherwise (``";"``,
+  what spreadsheets write where the decimal mark is a comma); a file read with commas
+  whose header is one field holding ``;``, a tab or ``|`` is refused, naming the
+  separator option (:data:`SEPARATOR_OPTION`), rather than read as one column. A first
+  column whose header field is empty is the pandas index ``DataFrame.to_csv(path)``
+  writes (row labels, not data) and is not a column of the table, as in Parquet.
+  Blank lines are skipped. Every row has as many fields as the header: a
   row with more or fewer is refused, naming its line, so that an unquoted decimal
   comma ("1,5") cannot shift the values of a row. The number of rows is unknown
   without reading the file (:attr:`TableSchema.n_rows` is ``None``;
@@ -73,10 +79,12 @@ from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInp
 __all__ = [
     "DATA_FILE_SUFFIXES",
     "MAX_COLUMNS",
+    "SEPARATOR_OPTION",
     "Batch",
     "LabelMap",
     "Table",
     "TableSchema",
+    "check_separator",
     "count_rows",
     "iter_batches",
     "iter_column",
@@ -100,6 +108,12 @@ _SHOWN = 10  # columns or labels quoted in a message before "..."
 MAX_COLUMNS = 1_000_000
 """The most columns a data file may have (a header can announce any number)."""
 
+SEPARATOR_OPTION = "--csv-separator"
+"""How the command line sets a CSV file's separator (named by the message refusing a
+file that looks separated by something else)."""
+
+_OTHER_SEPARATORS = (";", "\t", "|")
+
 
 # --------------------------------------------------------------------------- public types
 
@@ -108,13 +122,18 @@ MAX_COLUMNS = 1_000_000
 class TableSchema:
     """What a data file holds, read without scanning its rows where the format allows.
 
-    ``n_rows`` is ``None`` for CSV, whose length is unknown until it is read.
+    ``n_rows`` is ``None`` for CSV, whose length is unknown until it is read;
+    ``separator`` is the CSV field separator (unused by the other formats) and
+    ``csv_index`` says that the CSV file's first field, unnamed, is a pandas index left out
+    of ``columns``.
     """
 
     path: Path
     format: str
     columns: tuple[str, ...]
     n_rows: int | None
+    separator: str = ","
+    csv_index: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -517,11 +536,11 @@ def _not_utf8(path: Path, error: UnicodeDecodeError) -> InputFileError:
     return InputFileError(f"{path}: must be UTF-8 text. Found the byte 0x{byte}, which is not.")
 
 
-def _csv_header(path: Path) -> list[str]:
+def _csv_header(path: Path, separator: str = ",") -> list[str]:
     """The fields of the first non-blank line (a UTF-8 byte-order mark is dropped)."""
     try:
         with path.open(encoding="utf-8-sig", newline="") as stream:
-            return next((row for row in csv.reader(stream) if row), [])
+            return next((row for row in csv.reader(stream, delimiter=separator) if row), [])
     except UnicodeDecodeError as error:
         raise _not_utf8(path, error) from None
     except (csv.Error, OSError) as error:
@@ -552,12 +571,43 @@ def _check_text(path: Path) -> None:
         raise InputFileError(f"{path}: must be a CSV text file. Found a binary file (NUL bytes).")
 
 
-def _csv_columns(path: Path) -> tuple[str, ...]:
+def check_separator(separator: object) -> str:
+    """``separator`` if it is one character that can separate CSV fields, else an error."""
+    if (
+        not isinstance(separator, str)
+        or len(separator) != 1
+        or separator in '"\r\n'
+        or separator.isalnum()
+    ):
+        raise InvalidInputError(
+            f"the CSV separator ({SEPARATOR_OPTION}) must be one character such as ';', "
+            f"'\\t' or '|' (not a letter, digit, quote or line break). Found {separator!r}."
+        )
+    return separator
+
+
+def _check_one_field(path: Path, header: Sequence[str], separator: str) -> None:
+    """Refuse a header read as one field that another separator would split."""
+    if len(header) != 1:
+        return
+    for other in _OTHER_SEPARATORS:
+        if other != separator and other in header[0]:
+            fields = len(header[0].split(other))
+            raise InputFileError(
+                f"{path}: fields must be separated by {separator!r}; pass {SEPARATOR_OPTION} "
+                f"{other!r} if {other!r} separates them. Found one column "
+                f"{_clipped(header[0])} ({fields} fields if separated by {other!r})."
+            )
+
+
+def _csv_columns(path: Path, separator: str = ",") -> tuple[str, ...]:
+    """Every column of the header (a pandas index among them, named ``Unnamed: 0``)."""
     import pandas as pd
 
     _check_text(path)
+    _check_one_field(path, _csv_header(path, separator), separator)
     try:
-        header = pd.read_csv(path, nrows=0)
+        header = pd.read_csv(path, nrows=0, sep=separator)
     except pd.errors.EmptyDataError:
         raise InsufficientDataError(
             f"{path}: must hold a header line and rows. Found an empty file."
@@ -566,7 +616,7 @@ def _csv_columns(path: Path) -> tuple[str, ...]:
         raise _not_utf8(path, error) from None
     except (pd.errors.ParserError, OSError, ValueError) as error:
         raise _unreadable(path, "csv", error) from None
-    _check_unique(path, _csv_header(path))
+    _check_unique(path, _csv_header(path, separator))
     return tuple(str(name) for name in header.columns)
 
 
@@ -579,11 +629,11 @@ def _check_unique(path: Path, names: Sequence[str]) -> None:
         )
 
 
-def _ragged_line(path: Path) -> tuple[int, int, int] | None:
+def _ragged_line(path: Path, separator: str) -> tuple[int, int, int] | None:
     """(1-based line, fields, header fields) of the first row not as wide as the header."""
     try:
         with path.open(encoding="utf-8-sig", newline="") as stream:
-            reader = csv.reader(stream)
+            reader = csv.reader(stream, delimiter=separator)
             width = None
             for row in reader:
                 if not row:
@@ -599,7 +649,7 @@ def _ragged_line(path: Path) -> tuple[int, int, int] | None:
     return None
 
 
-def _check_csv_widths(path: Path) -> None:
+def _check_csv_widths(path: Path, separator: str) -> None:
     """Refuse a CSV file with a row whose number of fields differs from the header's.
 
     pandas would drop extra fields and fill missing ones, so a decimal comma ("1,5") would
@@ -613,7 +663,7 @@ def _check_csv_widths(path: Path) -> None:
         reader = pacsv.open_csv(
             path,
             read_options=pacsv.ReadOptions(autogenerate_column_names=True, block_size=1 << 24),
-            parse_options=pacsv.ParseOptions(newlines_in_values=True),
+            parse_options=pacsv.ParseOptions(newlines_in_values=True, delimiter=separator),
             convert_options=pacsv.ConvertOptions(
                 include_columns=["f0"], column_types={"f0": pa.string()}, check_utf8=False
             ),
@@ -623,7 +673,7 @@ def _check_csv_widths(path: Path) -> None:
         return
     except (pa.ArrowException, OSError):
         pass
-    found = _ragged_line(path)
+    found = _ragged_line(path, separator)
     if found is not None:
         line, fields, width = found
         raise InputFileError(
@@ -639,15 +689,22 @@ def _csv_chunks(
     batch_size: int,
     *,
     header: bool = True,
+    separator: str = ",",
+    skip: int = 0,
 ) -> Iterator[list[NDArray[Any]]]:
-    """The selected columns in chunks; ``header=False`` reads the first line as data."""
+    """The selected columns in chunks; ``header=False`` reads the first line as data, and
+    ``skip`` fields (a pandas index) come before ``columns`` on each line."""
     import pandas as pd
 
-    _check_csv_widths(path)
-    positions = [columns.index(name) for name in selected]
+    _check_csv_widths(path, separator)
+    positions = [skip + columns.index(name) for name in selected]
     try:
         with pd.read_csv(
-            path, header=0 if header else None, usecols=sorted(set(positions)), chunksize=batch_size
+            path,
+            header=0 if header else None,
+            usecols=sorted(set(positions)),
+            chunksize=batch_size,
+            sep=separator,
         ) as reader:
             for frame in reader:
                 by_position = dict(zip(sorted(set(positions)), frame.columns, strict=True))
@@ -702,11 +759,15 @@ def _pandas_index_columns(schema: Any) -> frozenset[str]:
     return frozenset(name for name in metadata.get("index_columns", ()) if isinstance(name, str))
 
 
-def read_schema(path: str | os.PathLike[str]) -> TableSchema:
-    """The format, column names and (except for CSV) row count of a data file."""
+def read_schema(path: str | os.PathLike[str], *, separator: str = ",") -> TableSchema:
+    """The format, column names and (except for CSV) row count of a data file; a CSV
+    file's fields are separated by ``separator``."""
     file, kind = _locate(path)
     if kind == "csv":
-        schema = TableSchema(file, kind, _csv_columns(file), None)
+        separator = check_separator(separator)
+        names = _csv_columns(file, separator)
+        unnamed = len(names) > 1 and _csv_header(file, separator)[0] == ""
+        schema = TableSchema(file, kind, names[unnamed:], None, separator, unnamed)
     elif kind == "parquet":
         with _open_parquet(file) as parquet:
             index = _pandas_index_columns(parquet.schema_arrow)
@@ -724,16 +785,18 @@ def read_schema(path: str | os.PathLike[str]) -> TableSchema:
     return schema
 
 
-def count_rows(path: str | os.PathLike[str]) -> int:
+def count_rows(path: str | os.PathLike[str], *, separator: str = ",") -> int:
     """The number of data rows: from metadata for Parquet, NPZ and NPY; by streaming for CSV."""
-    schema = read_schema(path)
+    schema = read_schema(path, separator=separator)
     if schema.n_rows is not None:
         return schema.n_rows
     import pandas as pd
 
     total = 0
     try:
-        with pd.read_csv(schema.path, usecols=[0], dtype=str, chunksize=1 << 20) as reader:
+        with pd.read_csv(
+            schema.path, usecols=[0], dtype=str, chunksize=1 << 20, sep=schema.separator
+        ) as reader:
             for frame in reader:
                 total += len(frame)
     except UnicodeDecodeError as error:
@@ -1001,6 +1064,7 @@ def iter_batches(
     input_dtype: DTypeLike | None = None,
     text: bool = True,
     missing: bool = False,
+    separator: str = ",",
 ) -> Iterator[Batch]:
     """Stream a table's rows as :class:`Batch` es of ``batch_size`` rows (the last may be fewer).
 
@@ -1013,12 +1077,12 @@ def iter_batches(
     model that takes numbers only) a column that is not numeric is refused, naming the
     file, the row and the value; otherwise it is kept as text. With ``missing=True`` (a
     model that handles missing values itself) a missing feature value is kept as NaN
-    rather than refused.
+    rather than refused. ``separator`` separates a CSV file's fields.
 
     The file is opened and its columns are checked before the first batch is
     requested; a file without rows raises :class:`InsufficientDataError`.
     """
-    options = (input_dtype, text, missing)
+    options = (input_dtype, text, missing, separator)
     return _open_batches(path, label_column, features, batch_size, progress, *options)[1]
 
 
@@ -1064,7 +1128,15 @@ def _chunks(
 ) -> Iterator[list[NDArray[Any]]]:
     """The raw values of the ``selected`` columns, in chunks of at most ``size`` rows."""
     if schema.format == "csv":
-        return _csv_chunks(schema.path, schema.columns, selected, size, header=header)
+        return _csv_chunks(
+            schema.path,
+            schema.columns,
+            selected,
+            size,
+            header=header,
+            separator=schema.separator,
+            skip=int(schema.csv_index),
+        )
     if schema.format == "parquet":
         return _parquet_chunks(schema.path, selected, size)
     return _array_chunks(schema.path, schema.format, selected, size)
@@ -1079,13 +1151,14 @@ def _open_batches(
     input_dtype: DTypeLike | None = None,
     text: bool = True,
     missing: bool = False,
+    separator: str = ",",
 ) -> tuple[list[str], Iterator[Batch]]:
     """The feature names and the batches; the arguments and columns are checked now."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
         raise InvalidInputError(f"batch_size must be an integer ≥ 1. Found {batch_size!r}.")
     if batch_size < 1:
         raise InvalidInputError(f"batch_size must be an integer ≥ 1. Found {batch_size}.")
-    schema = read_schema(path)
+    schema = read_schema(path, separator=separator)
     names = _select(schema, label_column, features)
     size = int(batch_size)
     chunks = _chunks(schema, [*names, label_column], size)
@@ -1130,13 +1203,14 @@ def _stream(
 
 
 def iter_column(
-    path: str | os.PathLike[str], name: str, *, batch_size: int = 1 << 20
+    path: str | os.PathLike[str], name: str, *, batch_size: int = 1 << 20, separator: str = ","
 ) -> Iterator[NDArray[Any]]:
-    """The values of the column ``name`` as stored, in chunks of at most ``batch_size`` rows.
+    """The values of the column ``name`` as stored, in chunks of at most ``batch_size`` rows
+    (``separator``: a CSV file's field separator).
 
     The file and the column are checked now, before the first chunk is asked for.
     """
-    schema = read_schema(path)
+    schema = read_schema(path, separator=separator)
     if name not in schema.columns:
         raise InputFileError(
             f"{schema.path}: column {name!r} must be one of the file's columns. Found columns "

@@ -133,6 +133,7 @@ def _log_odds_together(
             input_dtype=getattr(first, "input_dtype", None),
             text=bool(getattr(first, "takes_text", False)),
             missing=bool(getattr(first, "accepts_missing", False)),
+            separator=tables.csv_separator,
         ):
             labels = label_map.encode(batch.labels, source=reads[0].source)
             for (index, _), read in zip(members, reads, strict=True):

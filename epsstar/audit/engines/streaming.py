@@ -238,6 +238,7 @@ def stream_table(
         input_dtype=getattr(model, "input_dtype", None),
         text=bool(getattr(model, "takes_text", False)),
         missing=bool(getattr(model, "accepts_missing", False)),
+        separator=read.separator,
     ):
         predictions = predict_batch(model, batch.features, read)
         n_outputs = _n_outputs(predictions)

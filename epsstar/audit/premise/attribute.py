@@ -52,13 +52,16 @@ class AttributeValues:
     values: tuple[object, ...]
 
 
-def read_attribute_values(train: Path, population: Path, column: str) -> AttributeValues:
-    """The values ``column`` takes in both tables (missing values aside)."""
+def read_attribute_values(
+    train: Path, population: Path, column: str, *, separator: str = ","
+) -> AttributeValues:
+    """The values ``column`` takes in both tables (missing values aside; ``separator``
+    separates the fields of CSV files)."""
     import pandas as pd
 
     seen: list[Any] = []
     for path in (train, population):
-        for chunk in iter_column(path, column):
+        for chunk in iter_column(path, column, separator=separator):
             values = pd.Series(np.asarray(chunk)).dropna()
             seen.extend(pd.unique(values).tolist())
             seen = list(dict.fromkeys(seen))

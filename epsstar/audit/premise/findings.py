@@ -82,10 +82,14 @@ def premise_keys(
     train, population = tables.path("train"), tables.path("population")
     users = None
     if settings.group_by is not None:
-        users = read_user_keys(train, population, settings.group_by, method)
+        users = read_user_keys(
+            train, population, settings.group_by, method, separator=tables.csv_separator
+        )
     attribute = None
     if settings.attribute is not None:
-        attribute = read_attribute_values(train, population, settings.attribute)
+        attribute = read_attribute_values(
+            train, population, settings.attribute, separator=tables.csv_separator
+        )
     return PremiseKeys(users, attribute)
 
 

@@ -45,13 +45,13 @@ class UserKeys:
         return int(self.train.max()) + 1, int(self.population.max()) + 1
 
 
-def _texts(path: Path, column: str) -> NDArray[np.object_]:
+def _texts(path: Path, column: str, separator: str) -> NDArray[np.object_]:
     """Every value of ``column`` as text; a missing value is refused."""
     import pandas as pd
 
     parts = []
     row0 = 0
-    for chunk in iter_column(path, column):
+    for chunk in iter_column(path, column, separator=separator):
         values = np.asarray(chunk)
         refuse_nested(path, f"group_by column {column!r}", values, row0)
         missing = pd.isna(values)
@@ -66,11 +66,14 @@ def _texts(path: Path, column: str) -> NDArray[np.object_]:
     return np.concatenate(parts) if parts else np.empty(0, dtype=object)
 
 
-def read_user_keys(train: Path, population: Path, column: str, method: Method) -> UserKeys:
-    """The users of both tables (see the module docstring)."""
+def read_user_keys(
+    train: Path, population: Path, column: str, method: Method, *, separator: str = ","
+) -> UserKeys:
+    """The users of both tables (see the module docstring); ``separator`` separates the
+    fields of CSV files."""
     import pandas as pd
 
-    texts = _texts(train, column), _texts(population, column)
+    texts = _texts(train, column, separator), _texts(population, column, separator)
     shared = np.intersect1d(texts[0], texts[1])
     if shared.size:
         raise InvalidInputError(

@@ -86,6 +86,7 @@ def _shape(text: str) -> tuple[int, ...]:
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by ``audit`` and ``audit-many``."""
+    add_separator_option(parser)
     parser.add_argument(
         "--delta",
         type=float,
@@ -173,6 +174,7 @@ def fleet_settings(args: argparse.Namespace) -> FleetSettings:
         args.batch_size,
         args.trust_model,
         columns_by_position=args.match_columns_by_position,
+        csv_separator=args.csv_separator,
     )
 
 
@@ -262,6 +264,23 @@ def register(subparsers: Any) -> None:
     )
     add_pipeline_options(parser)
     parser.set_defaults(handler=run)
+
+
+def _separator(text: str) -> str:
+    """``--csv-separator``: one character; ``\\t`` and ``tab`` stand for a tab."""
+    return "\t" if text in ("\\t", "tab") else text
+
+
+def add_separator_option(parser: argparse.ArgumentParser) -> None:
+    """``--csv-separator`` (``audit`` and ``audit-many``)."""
+    parser.add_argument(
+        "--csv-separator",
+        type=_separator,
+        default=",",
+        metavar="CHAR",
+        help="the character separating the fields of CSV files (default ','; ';' for what "
+        "spreadsheets write where the decimal mark is a comma; '\\t' or tab for tabs)",
+    )
 
 
 def _add_storage_option(parser: argparse.ArgumentParser) -> None:
@@ -505,6 +524,7 @@ def run(args: argparse.Namespace) -> int:
             loss=args.loss,
             storage_options=args.storage_options,
             columns_by_position=args.match_columns_by_position,
+            csv_separator=args.csv_separator,
         )
         attack, slice_by = attack_options(args)
         attack = attack if text is None else text_attack(args, attack)

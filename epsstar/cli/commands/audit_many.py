@@ -16,6 +16,7 @@ from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.many import ManifestEntry, ModelAudit, StrategySummary
     from epsstar.audit.output.staging import StagedFolder
+    from epsstar.cli.common.pipeline import GatedRun
     from epsstar.cli.common.writers import RunFiles
 
 SUMMARY = "audit many models from a CSV or TOML manifest, with per-strategy summaries"
@@ -23,7 +24,7 @@ SUMMARY = "audit many models from a CSV or TOML manifest, with per-strategy summ
 
 def register(subparsers: Any) -> None:
     from epsstar.cli.commands.audit import add_model_options
-    from epsstar.cli.common.pipeline import add_junit_option
+    from epsstar.cli.common.pipeline import add_pipeline_options
     from epsstar.cli.common.premise_options import add_accept_premise_option
 
     parser = subparsers.add_parser(
@@ -31,11 +32,11 @@ def register(subparsers: Any) -> None:
         help=SUMMARY,
         description=SUMMARY + ". Relative paths in the manifest are read from the "
         "manifest's folder, not the current one. " + OUTPUT_FILES + " Exit code: 0 all "
-        "audited and within the gate, 1 some Epsilon* above --max-epsilon, 2 usage or input "
-        "error (nothing audited or written), 3 some model could not be audited (the others' "
-        "results are still written), 4 with --max-epsilon, some model's premise fails (its "
-        "train and population differ without the model; --accept-premise-failure reads the "
-        "gate anyway).",
+        "audited and within the gate, 1 some Epsilon* above its limit (--max-epsilon or "
+        "--config; 0 with --warn-only), 2 usage or input error (nothing audited or written), "
+        "3 some model could not be audited (the others' results are still written), 4 with a "
+        "limit, some model's premise fails (its train and population differ without the model; "
+        "--accept-premise-failure reads the gate anyway; 0 with --warn-only).",
     )
     parser.add_argument(
         "manifest",
@@ -64,7 +65,7 @@ def register(subparsers: Any) -> None:
     )
     add_model_options(parser)
     add_accept_premise_option(parser)
-    add_junit_option(parser)
+    add_pipeline_options(parser)
     parser.set_defaults(handler=run)
 
 
@@ -172,7 +173,7 @@ def _stage_reports(files: RunFiles, folder: str, entries: list[ManifestEntry]) -
     return files.folder("--reports", folder, list(names))
 
 
-def _print_summary(args: argparse.Namespace, records: list[ModelAudit]) -> None:
+def _print_summary(args: argparse.Namespace, records: list[ModelAudit], gated: GatedRun) -> None:
     """The table and the totals; each failure once (on its progress line, or here if --quiet)."""
     from epsstar.audit.many import summarise
 
@@ -183,20 +184,28 @@ def _print_summary(args: argparse.Namespace, records: list[ModelAudit]) -> None:
             print(f"FAILED {record.entry.model}: {record.error}", file=sys.stderr)
     audited = len(records) - len(failed)
     print(f"{len(records)} models: {audited} audited, {len(failed)} failed")
-    if args.max_epsilon is not None:
+    if gated.limits_source is not None:
+        failing = sum(1 for model in gated.models if model.failed)
+        print(
+            f"{failing} of {audited} audited models above their limits ({gated.limits_source}: "
+            f"{len(gated.checks)} checks)"
+        )
+    elif args.max_epsilon is not None:
         above = len(_above_gate(records))
         print(
             f"{above} of {audited} audited models above the limit {args.max_epsilon:g} "
             f"(gate: {args.gate})"
         )
-        failing = _premise_failed(args, records)
-        if failing:
-            names = ", ".join(f"{r.entry.strategy} #{r.entry.repeat}" for r in failing)
-            print(
-                f"{len(failing)} of {audited} audited models fail the premise (train and "
-                f"population differ without the model: {names}): exit 4 unless "
-                "--accept-premise-failure"
-            )
+    premise_failing = _premise_failed(args, records)
+    if premise_failing:
+        names = ", ".join(f"{r.entry.strategy} #{r.entry.repeat}" for r in premise_failing)
+        print(
+            f"{len(premise_failing)} of {audited} audited models fail the premise (train and "
+            f"population differ without the model: {names}): exit 4 unless "
+            "--accept-premise-failure"
+        )
+    if gated.warn_only and gated.failed:
+        print("warn-only: the gate failed; the exit code is 0")
     if args.json:
         print(f"JSON written to {args.json}")
     if args.junit_xml:
@@ -210,10 +219,12 @@ def run(args: argparse.Namespace) -> int:
     from epsstar.audit.many import audit_many, read_manifest, summarise
     from epsstar.cli.commands.audit import fleet_settings
     from epsstar.cli.common import pipeline
-    from epsstar.cli.common.many_gate import gated_models
+    from epsstar.cli.common.many_gate import gated_models, limited_settings
     from epsstar.cli.common.writers import JSON, JUNIT, STEP_SUMMARY, RunFiles, report_writer
 
     entries = read_manifest(args.manifest)
+    limits = pipeline.limits_option(args)  # a bad limits file is refused before any audit
+    settings = limited_settings(fleet_settings(args), entries, limits, args.manifest)
     engine = engine_option(args, args.jobs)
     done = [0]
 
@@ -230,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
         reports = None if args.reports is None else _stage_reports(files, args.reports, entries)
         records = audit_many(
             entries,
-            fleet_settings(args),
+            settings,
             jobs=args.jobs,
             on_done=report,
             report_dir=None if reports is None else reports.staging,
@@ -245,17 +256,19 @@ def run(args: argparse.Namespace) -> int:
             ]
         if json_file is not None:
             files.write(json_file, _payload(args, records, summarise(records)))
-        gated = gated_models(records, args.max_epsilon)
+        gated = gated_models(records, limits, args.manifest)
         files.write(junit_file, gated)
         if summary_path is not None:
             section = pipeline.step_summary_markdown(gated)
             previous = pipeline.read_step_summary(summary_path)
             files.write(summary_file, pipeline.StepSummary(previous, section))
         files.commit()
-    _print_summary(args, records)
+    _print_summary(args, records, gated)
     pipeline.annotate(gated)
     if any(r.failed for r in records):
         return EXIT_PARTIAL
-    if _premise_failed(args, records):
+    if _premise_failed(args, records) and not gated.warn_only:
         return EXIT_PREMISE_FAILED
-    return EXIT_GATE_FAILED if _above_gate(records) else EXIT_OK
+    # limits from a file: its checks decide; else each audit's own gate (the same verdict)
+    failed = gated.failed if limits.source is not None else bool(_above_gate(records))
+    return EXIT_GATE_FAILED if failed and not gated.warn_only else EXIT_OK

@@ -26,8 +26,14 @@ class RichAuditProgress:
 
     def start(self, role: str, path: Path) -> None:
         from epsstar.audit.data.tables import count_rows
+        from epsstar.exceptions import InputFileError
 
-        total = count_rows(path) if self._count_totals else None
+        total = None
+        if self._count_totals:
+            try:
+                total = count_rows(path)
+            except InputFileError:  # a CSV with another separator: the reading says so
+                total = None
         self._task = self._bar.add_task(f"{role} rows", total=total)
 
     def advance(self, rows: int) -> None:
