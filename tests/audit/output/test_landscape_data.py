@@ -288,8 +288,10 @@ def test_models_at_one_value_stack_one_dot_each() -> None:
     assert baseline.epsilon_levels == (*range(8), 0, 0, 0)
     assert dp.epsilon_levels == tuple(range(8, 23))
     assert data.epsilon_stack == 23
-    assert dp.point_mass == 0.0 and dp.epsilon_density is None
-    assert baseline.point_mass is None and baseline.epsilon_density is not None
+    assert dp.point_mass == 0.0
+    assert dp.epsilon_density is None
+    assert baseline.point_mass is None
+    assert baseline.epsilon_density is not None
     assert len(dp.utility_levels) == len(dp.utilities) == 15
 
 
