@@ -220,6 +220,9 @@ class FleetSettings:
     #: The data's column order is each model's when it records no names (see
     #: :class:`~epsstar.audit.data.reading.Tables`).
     columns_by_position: bool = False
+    #: The command that ran the audits, recorded in each result's provenance (None: the
+    #: Python API).
+    command: str | None = None
 
     def model(self, entry: ManifestEntry) -> ModelFile:
         """How the model of ``entry`` is loaded."""
@@ -253,7 +256,12 @@ def _audit_one(
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result = audit(settings.model(entry), settings.tables(entry), settings.options)
+            result = audit(
+                settings.model(entry),
+                settings.tables(entry),
+                settings.options,
+                command=settings.command,
+            )
     except Exception as error:  # one broken model must not stop the others
         return ModelAudit(entry, error=_message(error))
     audited = ModelAudit(

@@ -173,6 +173,7 @@ def fleet_settings(args: argparse.Namespace) -> FleetSettings:
         args.batch_size,
         args.trust_model,
         columns_by_position=args.match_columns_by_position,
+        command=shlex.join(args.command_line) if "command_line" in args else None,
     )
 
 
