@@ -291,7 +291,12 @@ def _reading_lines(result: AuditResult) -> list[str]:
 
     readings = result.readings
     noise = reading_noise(
-        readings, result.epsilon.n_train, result.epsilon.n_population, result.lower_bound.confidence
+        readings,
+        result.epsilon.n_train,
+        result.epsilon.n_population,
+        result.lower_bound.confidence,
+        epsilon=result.epsilon_star,
+        delta=result.delta,
     )
     mark = _noise_mark(noise.advantage_above, noise.advantage_beyond_noise)
     lines = [
