@@ -499,7 +499,7 @@ def _audit(
 def _demo_command(args: argparse.Namespace) -> str:
     """The provenance of the demo's audits: the demo that ran them, not the Python API."""
     words = getattr(args, "command_line", None)
-    return (shlex.join(words) if words else "epsstar demo") + " (its audit of each model)"
+    return shlex.join(words) if words else "epsstar demo"
 
 
 def _model_json(record: ModelAudit, training: dict[str, Any] | None) -> dict[str, Any]:
