@@ -56,6 +56,7 @@ def environment() -> jinja2.Environment:
     env.filters["num"] = numbers.number
     env.filters["pct"] = numbers.percent
     env.filters["int_"] = numbers.count
+    env.filters["counted"] = numbers.counted
     env.filters["rate"] = numbers.rate
     return env
 

@@ -210,7 +210,7 @@ def tradeoff_chart(result: AuditResult, figure: TradeoffFigure) -> Markup:
         tooltip="a test that learns nothing about membership: FNR = 1 − FPR",
     )
     if figure.gdp is not None:
-        label = f"μ-GDP, μ = {figure.gdp_mu:.3g}"
+        label = f"μ-GDP, μ = {figure.gdp_mu:.4g}"
         chart.line(figure.gdp.x, figure.gdp.y, css="gdp", label=label)
     chart.line(
         figure.empirical.x, figure.empirical.y, css="curve-empirical", label="observed (empirical)"
@@ -219,7 +219,7 @@ def tradeoff_chart(result: AuditResult, figure: TradeoffFigure) -> Markup:
         label = f"fitted ({eps.family})"
         chart.line(figure.fitted.x, figure.fitted.y, css="curve-fitted", label=label)
     boundary = figure.boundary
-    label = f"(ε*, δ) boundary, ε* = {eps.epsilon:.3g}"
+    label = f"(ε*, δ) boundary, ε* = {eps.epsilon:.4f}"
     chart.line(boundary.x, boundary.y, css="dp-boundary", label=label)
     _tradeoff_points(chart, figure)
     return chart.render()

@@ -42,6 +42,7 @@ __all__ = [
     "main_chart",
     "marginal_charts",
     "place_labels",
+    "strip_notes",
 ]
 
 #: Pixel sizes of the drawing (it scales to the page's width): the main chart's width and
@@ -61,6 +62,8 @@ _LABEL_SPOTS: tuple[tuple[float, float, Anchor], ...] = (
     (0, -14, "middle"),
     (0, 15, "middle"),
 )
+#: Dot strips of the margins: a dot's radius and the most pixels between stacked dots.
+_DOT_RADIUS, _DOT_PITCH = 2.4, 5.5
 #: Approximate width of a label's character and height of a label, in pixels.
 _LABEL_CHARACTER, _LABEL_HEIGHT = 7.5, 13.0
 _NUMBER = re.compile(r"[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?")
@@ -71,7 +74,7 @@ def _utility_label(utility: str) -> str:
 
 
 def _category(strategy: StrategyPoint) -> str:
-    return "DP" if strategy.privacy.dp else "baseline"
+    return _category_name(strategy.privacy.dp)
 
 
 def _link(report: Path | None, out_dir: Path) -> str | None:
@@ -222,8 +225,25 @@ def main_chart(
     return chart.render()
 
 
+def _pitch(chart: Chart, levels: int, axis: int) -> float:
+    """Data units between two stacked dots of a dot strip, so that the tallest stack fits.
+
+    ``axis`` is 1 for a vertical stack (the top chart), 0 for a horizontal one.
+    """
+    left, top, right, bottom = chart.plot_box
+    pixels = (bottom - top) if axis else (right - left)
+    span = chart.y_range if axis else chart.x_range
+    step = min(_DOT_PITCH, 0.92 * pixels / max(levels, 1))
+    return step / pixels * (span[1] - span[0])
+
+
+def _dot_tooltip(category: str, what: str, value: float, digits: str) -> str:
+    return f"a {category} model: {what} {number(value, digits)}"
+
+
 def marginal_charts(data: Landscape) -> tuple[Markup, Markup]:
-    """Densities of Epsilon* (above the main chart) and utility (to its right) per category."""
+    """Densities of Epsilon* (above the main chart) and utility (to its right) per category,
+    over a dot strip with one dot per model, stacked where models share a value."""
     label = _utility_label(data.utility)
     top = Chart(
         "Epsilon* density by category",
@@ -246,18 +266,42 @@ def marginal_charts(data: Landscape) -> tuple[Markup, Markup]:
         margin=(_GAP[0], 16, _GAP[2], 8),
         tick_labels=(True, False),
     )
+    up, across = _pitch(top, data.epsilon_stack, 1), _pitch(right, data.utility_stack, 0)
     for marginal in data.marginals:
         css = "kde-dp" if marginal.dp else "kde-baseline"
-        rug = "rug-dp" if marginal.dp else "rug-baseline"
+        dot = "rug-dp" if marginal.dp else "rug-baseline"
+        category = _category_name(marginal.dp)
         if marginal.epsilon_density is not None:
             top.line(data.epsilon_grid, marginal.epsilon_density, css=css)
-        for value in marginal.epsilons:
-            top.segment(value, 0.0, value, data.epsilon_tick, css=rug)
+        for value, level in zip(marginal.epsilons, marginal.epsilon_levels, strict=True):
+            tip = _dot_tooltip(category, "Epsilon*", value, ".4f")
+            top.point(value, (level + 0.5) * up, css=dot, radius=_DOT_RADIUS, tooltip=tip)
         if marginal.utility_density is not None:
             right.line(marginal.utility_density, data.utility_grid, css=css)
-        for value in marginal.utilities:
-            right.segment(0.0, value, data.utility_tick, value, css=rug)
+        for value, level in zip(marginal.utilities, marginal.utility_levels, strict=True):
+            tip = _dot_tooltip(category, label, value, ".4f")
+            right.point((level + 0.5) * across, value, css=dot, radius=_DOT_RADIUS, tooltip=tip)
     return top.render(legend=False), right.render(legend=False)
+
+
+def _category_name(dp: bool) -> str:
+    return "DP" if dp else "baseline"
+
+
+def strip_notes(data: Landscape) -> list[str]:
+    """What the margins show per category: the number of models and, where no curve is
+    drawn, why (too few models, or all at one value: a point mass, not a density)."""
+    notes = []
+    for m in data.marginals:
+        name = _category_name(m.dp)
+        models = f"{len(m.epsilons)} {name} model{'s' if len(m.epsilons) != 1 else ''}"
+        if m.epsilon_density is not None:
+            notes.append(f"{models}, with a curve")
+        elif (mass := m.point_mass) is not None and len(m.epsilons) >= MIN_DENSITY_VALUES:
+            notes.append(f"{models}, all at Epsilon* {number(mass, '.4f')}: a point mass, no curve")
+        else:
+            notes.append(f"{models}: too few for a curve")
+    return notes
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,6 +386,8 @@ class LandscapeContext:
     layout: LandscapeLayout
     min_density_values: int
     charts: LandscapeCharts
+    #: Per category: its number of models and whether (or why not) it has a curve.
+    strip_notes: list[str]
 
 
 def landscape_context(data: Landscape, target: Path) -> LandscapeContext:
@@ -368,4 +414,5 @@ def landscape_context(data: Landscape, target: Path) -> LandscapeContext:
             right=right,
             kde=any(m.epsilon_density is not None for m in data.marginals),
         ),
+        strip_notes=strip_notes(data),
     )

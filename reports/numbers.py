@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["count", "number", "percent", "rate"]
+__all__ = ["count", "counted", "number", "percent", "rate"]
 
 #: Largest relative error of the gap to 1 that a rate's plain form may show.
 RATE_GAP_TOLERANCE = 0.05
@@ -43,6 +43,16 @@ def count(value: Any) -> str:
     if value is None:
         return "—"
     return f"{int(value):,}"
+
+
+def counted(value: Any, noun: str, plural: str | None = None) -> str:
+    """A count with its noun in agreement: ``1 false positive``, ``8,141 false positives``.
+
+    ``plural`` when adding an ``s`` is wrong (``1 strategy``, ``2 strategies``).
+    """
+    if value is None:
+        return f"— {plural or noun + 's'}"
+    return f"{int(value):,} {noun if int(value) == 1 else plural or noun + 's'}"
 
 
 def rate(value: Any, digits: int = 4) -> str:

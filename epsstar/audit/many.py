@@ -220,6 +220,9 @@ class FleetSettings:
     #: The data's column order is each model's when it records no names (see
     #: :class:`~epsstar.audit.data.reading.Tables`).
     columns_by_position: bool = False
+    #: The command that ran the audits, recorded in each result's provenance (None: the
+    #: Python API).
+    command: str | None = None
     #: What separates the fields of the CSV data files (see
     #: :class:`~epsstar.audit.data.reading.Tables`).
     csv_separator: str = ","
@@ -268,8 +271,12 @@ def _audit_one(
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            options = settings.audit_options(entry)
-            result = audit(settings.model(entry), settings.tables(entry), options)
+            result = audit(
+                settings.model(entry),
+                settings.tables(entry),
+                settings.audit_options(entry),
+                command=settings.command,
+            )
     except Exception as error:  # one broken model must not stop the others
         return ModelAudit(entry, error=_message(error))
     audited = ModelAudit(

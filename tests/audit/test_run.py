@@ -493,6 +493,10 @@ def test_audit_many(workdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
     assert mlp["mechanism_epsilon"] == pytest.approx(expected)
     assert mlp["params"] == {"epochs": "300"}
     assert "mlp" in stdout
+    # Each audit records the command that ran it, not "(Python API)".
+    command = payload["models"][0]["result"]["provenance"]["command"]
+    assert command.startswith("epsstar audit-many ")
+    assert str(manifest) in command
 
 
 def test_auroc_scores_beyond_the_budget_are_dropped_not_the_audit(

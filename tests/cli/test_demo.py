@@ -90,6 +90,7 @@ def test_quick_demo_results_are_complete(
         assert result["n_train"] == demo.QUICK_ROWS[0]
         assert result["n_population"] == demo.QUICK_ROWS[1]
         assert result["provenance"]["classes_from"] == "model"
+        assert result["provenance"]["command"] == "epsstar demo --quick --out out"
         assert 0.0 <= result["utility"]["population"]["accuracy"] <= 1.0
         assert 0.0 <= result["utility"]["population"]["auroc"] <= 1.0
         if params["private"]:

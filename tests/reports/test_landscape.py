@@ -211,8 +211,8 @@ def test_densities_need_five_models(tmp_path: Path) -> None:
     few = [record(f"s{i}", 0.5 + i, 0.7 + 0.01 * i, epochs=i) for i in range(2)]
     html = render_landscape(few, tmp_path / "few.html").read_text("utf-8")
     assert 'class="kde-' not in html
-    assert html.count('class="rug-baseline"') == 2 * 2  # a tick per model on both margins
-    assert "(none here: too few models)" in html
+    assert html.count('class="rug-baseline"') == 2 * 2  # a dot per model on both margins
+    assert "2 baseline models: too few for a curve" in html
     many = [record(f"s{i}", 0.5 + i, 0.7 + 0.01 * i, epochs=i) for i in range(5)]
     html = render_landscape(many, tmp_path / "many.html").read_text("utf-8")
     assert html.count('<polyline class="kde-baseline"') == 2
@@ -232,3 +232,16 @@ def test_labels_beside_close_points_do_not_overlap() -> None:
     corner = place_labels([(398.0, 2.0, "7")], frame)  # top right: the label goes below left
     assert corner[0][0] < 0
     assert corner[0][1] > 0
+
+
+def test_every_model_at_zero_has_its_dot(tmp_path: Path) -> None:
+    records = [record(f"dp{i % 3}", 0.0, 0.7 + 0.01 * i, target_epsilon=1) for i in range(15)]
+    records += [record("base", 1.0 + 0.1 * i, 0.8 + 0.01 * i, epochs=i) for i in range(5)]
+    html = render_landscape(records, tmp_path / "l.html").read_text("utf-8")
+    top = html.split('aria-label="Epsilon* density by category"')[1].split("</svg>")[0]
+    assert top.count('<circle class="rug-dp"') == 15
+    assert top.count('<circle class="rug-baseline"') == 5
+    heights = {float(c.split('cy="')[1].split('"')[0]) for c in top.split("<circle")[1:]}
+    assert len(heights) == 15  # the models at 0 stacked at 15 heights (the others at 1)
+    assert "15 DP models, all at Epsilon* 0.0000: a point mass, no curve" in html
+    assert "5 baseline models, with a curve" in html

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from epsstar.reports.numbers import RATE_GAP_TOLERANCE, count, number, percent, rate
+from epsstar.reports.numbers import RATE_GAP_TOLERANCE, count, counted, number, percent, rate
 
 
 @pytest.mark.parametrize(
@@ -54,3 +54,12 @@ def test_other_numbers() -> None:
     assert number(float("inf")) == "∞"
     assert percent(0.961) == "96.1 %"
     assert count(32561) == "32,561"
+
+
+def test_counts_agree_with_their_noun() -> None:
+    assert counted(1, "false positive") == "1 false positive"
+    assert counted(0, "false positive") == "0 false positives"
+    assert counted(8141, "held-out non-member") == "8,141 held-out non-members"
+    assert counted(1, "strategy", "strategies") == "1 strategy"
+    assert counted(7, "strategy", "strategies") == "7 strategies"
+    assert counted(None, "record") == "— records"

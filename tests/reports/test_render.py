@@ -263,8 +263,11 @@ def test_the_tradeoff_chart_draws_the_no_leak_line_and_the_boundary_on_top(
     corner = figures.tradeoff.boundary_corner.fpr
     caption = html[html.index('<figure id="fig-tradeoff">') : html.index('id="tradeoff-table"')]
     caption = caption[caption.index("<figcaption>") :]
-    assert "FNR = 1 − FPR: the solid grey line" in caption
+    assert "<strong>Grey line:</strong> no leak\n(FNR = 1 − FPR)" in caption
     assert "top left\nto the bottom right through (0.5, 0.5)" in caption
+    # The caption proper is short; the details of reading the chart are folded away.
+    short = caption[: caption.index("<details")]
+    assert len(re.sub(r"<[^>]+>", "", short)) < 900
     assert f"(1 − δ)/(1 + e<sup>ε*</sup>) = {corner:.3g}" in caption
     assert "(top right)" not in caption  # the no-leak line never was there
 
@@ -421,3 +424,24 @@ def test_a_summarised_audit_says_what_its_charts_draw(
     assert "losses summarised: training (600 rows) and population (400 rows)" in (
         capsys.readouterr().out.replace("\n", " ")
     )
+
+
+def test_report_text_reads_as_sentences(make_synthetic: Synthetic, tmp_path: Path) -> None:
+    """Counts agree with their nouns, a note starts with a capital, the verdict cards fill
+    their rows, and the report's own figures of Epsilon* are printed alike."""
+    import dataclasses
+
+    result = make_synthetic(2_000)
+    lower = dataclasses.replace(result.lower_bound, false_positives=1)
+    noted = dataclasses.replace(result.epsilon, note="the held-out exact leak test found no leak")
+    html = render(
+        dataclasses.replace(result, lower_bound=lower, epsilon=noted),
+        tmp_path / "r.html",
+        ks_components=(),
+    ).read_text("utf-8")
+    assert "from 1 false positive of " in html
+    assert "<strong>Estimator.</strong> The held-out exact leak test" in html
+    cards = 4 if result.blind_baseline else 3
+    assert f'<div class="verdict cards-{cards}">' in html
+    assert f'<td class="num">{result.epsilon_star:.4f}</td>' in html
+    assert f"{result.epsilon_star:.6g}" not in html.replace(f"{result.epsilon_star:.4f}", "")

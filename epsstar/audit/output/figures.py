@@ -830,5 +830,7 @@ def audit_figures(
             result.epsilon.n_train,
             result.epsilon.n_population,
             result.lower_bound.confidence,
+            epsilon=result.epsilon_star,
+            delta=result.delta,
         ),
     )

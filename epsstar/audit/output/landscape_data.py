@@ -16,7 +16,10 @@ anything:
 * the Pareto frontier (lower Epsilon*, higher utility) and its step line;
 * Gaussian kernel densities of every model's Epsilon* and utility per category
   (DP or baseline) with at least :data:`MIN_DENSITY_VALUES` models, and the
-  ranges of all axes.
+  ranges of all axes;
+* every model's place in the margins' dot strips: models whose values fall in
+  the same :data:`STACK_BINS`-th of an axis stack (baseline first, then DP), so
+  that 23 models at Epsilon* 0 show as 23 marks, not one.
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ from epsstar.statistics.bounds.from_counts import mechanism_epsilon
 from epsstar.statistics.json_types import JsonObject, JsonValue
 
 __all__ = [
+    "EDGE",
     "MIN_DENSITY_VALUES",
+    "STACK_BINS",
     "UTILITIES",
     "Landscape",
     "Marginal",
@@ -49,6 +54,7 @@ __all__ = [
     "model_outcome",
     "pareto_front",
     "read_results",
+    "stack_levels",
     "training_privacy",
 ]
 
@@ -58,6 +64,10 @@ UTILITIES: tuple[str, ...] = ("auroc", "accuracy")
 DENSITY_POINTS = 200
 #: Fewest values (two of them distinct) a kernel density is drawn for; fewer get ticks only.
 MIN_DENSITY_VALUES = 5
+#: Share of the Epsilon* axis left below 0 when no value is negative (models at 0 drawn whole).
+EDGE = 0.015
+#: The margins' dot strips stack the models whose values share one of this many bins of an axis.
+STACK_BINS = 120
 _TRUE = frozenset({"true", "1", "yes", "y", "on"})
 _FALSE = frozenset({"false", "0", "no", "n", "off"})
 
@@ -138,6 +148,15 @@ class Marginal:
     utilities: tuple[float, ...]
     epsilon_density: FloatArray | None
     utility_density: FloatArray | None
+    #: Each model's level in its stack of the dot strip (0 on the axis), aligned with
+    #: ``epsilons`` and ``utilities``; a stack holds the models of one bin of the axis.
+    epsilon_levels: tuple[int, ...] = ()
+    utility_levels: tuple[int, ...] = ()
+
+    @property
+    def point_mass(self) -> float | None:
+        """The one Epsilon* of a category whose models all share it (no density to draw)."""
+        return self.epsilons[0] if len(set(self.epsilons)) == 1 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +181,9 @@ class Landscape:
     utility_density_range: tuple[float, float]
     epsilon_tick: float
     utility_tick: float
+    #: The most models in one stack of each dot strip.
+    epsilon_stack: int = 1
+    utility_stack: int = 1
 
     @property
     def plotted(self) -> tuple[StrategyPoint, ...]:
@@ -484,6 +506,46 @@ def _marginals(
     return tuple(marginals)
 
 
+def stack_levels(
+    values: Sequence[float], span: tuple[float, float], bins: int = STACK_BINS
+) -> tuple[int, ...]:
+    """Each value's level in a dot strip: how many earlier values share its bin of ``span``.
+
+    The span is cut into ``bins`` equal bins (values outside it go to the end bins); a
+    value's level is its rank among the values of its bin, in the given order.
+    """
+    low, high = span
+    width = (high - low) / bins if high > low else 1.0
+    seen: dict[int, int] = {}
+    levels = []
+    for value in values:
+        key = min(max(math.floor((value - low) / width), 0), bins - 1)
+        levels.append(seen.get(key, 0))
+        seen[key] = levels[-1] + 1
+    return tuple(levels)
+
+
+def _stacked(
+    marginals: Sequence[Marginal],
+    epsilon_range: tuple[float, float],
+    utility_range: tuple[float, float],
+) -> tuple[tuple[Marginal, ...], int, int]:
+    """The marginals with their dot-strip levels (baseline first), and the tallest stacks."""
+    epsilons = stack_levels([v for m in marginals for v in m.epsilons], epsilon_range)
+    utilities = stack_levels([v for m in marginals for v in m.utilities], utility_range)
+    out, e, u = [], 0, 0
+    for m in marginals:
+        out.append(
+            replace(
+                m,
+                epsilon_levels=epsilons[e : e + len(m.epsilons)],
+                utility_levels=utilities[u : u + len(m.utilities)],
+            )
+        )
+        e, u = e + len(m.epsilons), u + len(m.utilities)
+    return tuple(out), max(epsilons, default=0) + 1, max(utilities, default=0) + 1
+
+
 def _tallest(densities: Iterable[FloatArray | None]) -> float:
     return max([float(d.max()) for d in densities if d is not None] or [1.0])
 
@@ -519,11 +581,15 @@ def landscape(records: Iterable[Mapping[str, JsonValue]], *, utility: str = "aur
             f"plot. Found {len(outcomes)} model(s), {sum(o.failed for o in outcomes)} failed."
         )
     all_eps = [v for s in plotted for v in s.epsilons]
-    epsilon_range = _range(all_eps, floor=0.0 if min(all_eps) >= 0 else None)
+    epsilon_range = _range(all_eps)
+    if min(all_eps) >= 0:  # no room for negative values, but whole dots for models at 0
+        epsilon_range = (max(epsilon_range[0], -EDGE * epsilon_range[1]), epsilon_range[1])
     utility_range = _range([v for s in plotted for v in s.utilities])
     epsilon_grid = np.linspace(*epsilon_range, DENSITY_POINTS)
     utility_grid = np.linspace(*utility_range, DENSITY_POINTS)
-    marginals = _marginals(plotted, epsilon_grid, utility_grid)
+    marginals, epsilon_stack, utility_stack = _stacked(
+        _marginals(plotted, epsilon_grid, utility_grid), epsilon_range, utility_range
+    )
     top = _tallest(m.epsilon_density for m in marginals)
     right = _tallest(m.utility_density for m in marginals)
     frontier_x, frontier_y = _frontier(plotted, epsilon_range[1])
@@ -542,4 +608,6 @@ def landscape(records: Iterable[Mapping[str, JsonValue]], *, utility: str = "aur
         utility_density_range=(0.0, right * 1.1),
         epsilon_tick=top * 0.12,
         utility_tick=right * 0.12,
+        epsilon_stack=epsilon_stack,
+        utility_stack=utility_stack,
     )

@@ -175,6 +175,7 @@ def fleet_settings(args: argparse.Namespace) -> FleetSettings:
         args.trust_model,
         columns_by_position=args.match_columns_by_position,
         csv_separator=args.csv_separator,
+        command=shlex.join(args.command_line) if "command_line" in args else None,
     )
 
 
@@ -309,7 +310,12 @@ def _reading_lines(result: AuditResult) -> list[str]:
 
     readings = result.readings
     noise = reading_noise(
-        readings, result.epsilon.n_train, result.epsilon.n_population, result.lower_bound.confidence
+        readings,
+        result.epsilon.n_train,
+        result.epsilon.n_population,
+        result.lower_bound.confidence,
+        epsilon=result.epsilon_star,
+        delta=result.delta,
     )
     mark = _noise_mark(noise.advantage_above, noise.advantage_beyond_noise)
     lines = [

@@ -25,6 +25,7 @@ import math
 import multiprocessing
 import os
 import queue
+import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -478,7 +479,7 @@ def _audit(
     audited = iter(
         audit_many(
             trained,
-            FleetSettings(AuditOptions(seed=args.seed)),
+            FleetSettings(AuditOptions(seed=args.seed), command=_demo_command(args)),
             jobs=args.jobs,
             on_done=display.audited,
             report_dir=reports,
@@ -493,6 +494,12 @@ def _audit(
             reason = errors.get(entry.strategy, "training did not finish")
             records.append(ModelAudit(entry, error=f"not trained: {reason}"))
     return records
+
+
+def _demo_command(args: argparse.Namespace) -> str:
+    """The provenance of the demo's audits: the demo that ran them, not the Python API."""
+    words = getattr(args, "command_line", None)
+    return shlex.join(words) if words else "epsstar demo"
 
 
 def _model_json(record: ModelAudit, training: dict[str, Any] | None) -> dict[str, Any]:

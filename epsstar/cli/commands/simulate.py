@@ -10,7 +10,10 @@ from typing import Any
 from epsstar.cli.common.options import add_seed_option
 from epsstar.cli.exit_codes import EXIT_OK
 
-SUMMARY = "reproduce the paper's Appendix-B simulation on a small grid (about 10 s)"
+SUMMARY = (
+    "reproduce the paper's Appendix-B simulation on a small grid (every estimator; measured "
+    "timings in docs/performance.md)"
+)
 
 
 def register(subparsers: Any) -> None:

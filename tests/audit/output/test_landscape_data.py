@@ -15,10 +15,12 @@ from hypothesis import strategies as st
 
 from epsstar.audit.many import read_manifest
 from epsstar.audit.output.landscape_data import (
+    EDGE,
     MIN_DENSITY_VALUES,
     landscape,
     pareto_front,
     read_results,
+    stack_levels,
     training_privacy,
 )
 from epsstar.exceptions import InputFileError, InvalidInputError
@@ -208,8 +210,10 @@ def test_strategies_means_bars_and_frontier() -> None:
     # Axes cover every plotted value with 8 % of their span to spare.
     assert data.epsilon_range == pytest.approx((0.3, 3.2))
     assert data.utility_range == pytest.approx((0.684, 0.916))
-    # Epsilon* is never below 0: its axis starts there at the lowest.
-    assert landscape([record("x", 0.0, 0.5), record("y", 1.0, 0.6)]).epsilon_range[0] == 0.0
+    # Epsilon* is never below 0: its axis starts just below 0 (EDGE of the axis), so that
+    # models at 0 are drawn whole, not cut by the frame.
+    low, high = landscape([record("x", 0.0, 0.5), record("y", 1.0, 0.6)]).epsilon_range
+    assert low == pytest.approx(-EDGE * high)
 
 
 def test_marginal_densities_per_category() -> None:
@@ -271,3 +275,28 @@ def test_unusable_records_are_refused(records: list[dict[str, Any]], message: st
     with pytest.raises(InputFileError, match=message) as caught:
         landscape(records)
     assert "\n" not in str(caught.value)
+
+
+def test_models_at_one_value_stack_one_dot_each() -> None:
+    # 8 baselines and 15 DP models at Epsilon* 0 (as in the demo) and 3 baselines elsewhere.
+    records = [record(f"base{i % 2}", 0.0, 0.80 + 0.001 * i, epochs=i % 2) for i in range(8)]
+    records += [record(f"dp{i % 3}", 0.0, 0.70 + 0.001 * i, target_epsilon=1) for i in range(15)]
+    records += [record("base9", v, 0.9, epochs=9) for v in (1.0, 2.0, 3.0)]
+    data = landscape(records)
+    baseline, dp = data.marginals
+    # Every model at 0 has its own level: baselines first (0-7), then DP (8-22).
+    assert baseline.epsilon_levels == (*range(8), 0, 0, 0)
+    assert dp.epsilon_levels == tuple(range(8, 23))
+    assert data.epsilon_stack == 23
+    assert dp.point_mass == 0.0
+    assert dp.epsilon_density is None
+    assert baseline.point_mass is None
+    assert baseline.epsilon_density is not None
+    assert len(dp.utility_levels) == len(dp.utilities) == 15
+
+
+def test_stack_levels_share_a_bin() -> None:
+    assert stack_levels([0.0, 0.001, 0.5, 1.0, 0.999], (0.0, 1.0), bins=10) == (0, 1, 0, 0, 1)
+    # Values beyond the span go to the end bins; an empty span stacks everything.
+    assert stack_levels([-1.0, 0.0, 2.0, 1.0], (0.0, 1.0), bins=4) == (0, 1, 0, 1)
+    assert stack_levels([3.0, 3.0], (3.0, 3.0)) == (0, 1)
