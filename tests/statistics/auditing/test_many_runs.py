@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
 from scipy.special import betaincc, betaincinv
 from statsmodels.stats.proportion import confint_proportions_2indep
 
@@ -208,3 +211,117 @@ def test_bad_input_is_refused() -> None:
         many_run_bounds(11, 10, 1, 10, delta=0.0)
     with pytest.raises(InvalidInputError, match=r"scores_with needs at least 2 values. Found 1."):
         audit_many_runs([1.0], [1.0, 2.0], delta=0.0)
+
+
+# --- every setting reaches the record (mutation testing: docs/mutation.md) --------------------
+
+
+def _cp_upper(count: int, n: int, confidence: float) -> float:
+    """The two-sided Clopper–Pearson upper end, by hand: the (1 + c)/2 quantile of
+    Beta(count + 1, n − count), 1 when count = n."""
+    if count == n:
+        return 1.0
+    return float(stats.beta.ppf((1.0 + confidence) / 2.0, count + 1, n - count))
+
+
+def test_a_non_default_confidence_delta_and_prior_reach_every_bound() -> None:
+    fp, n_neg, fn, n_pos = 3, 200, 5, 200
+    bounds = many_run_bounds(fp, n_neg, fn, n_pos, delta=1e-3, confidence=0.8, prior=(2.0, 3.0))
+    assert (bounds.delta, bounds.confidence, bounds.prior) == (1e-3, 0.8, (2.0, 3.0))
+    alpha, beta = _cp_upper(fp, n_neg, 0.8), _cp_upper(fn, n_pos, 0.8)
+    # Nasr et al. eq. 5 and the lecture's mu from the same upper bounds, by hand; rel=1e-9
+    # guards against a bound computed at the default 95 % (there they are 7–8 % lower).
+    epsilon = max(math.log((1.0 - 1e-3 - alpha) / beta), math.log((1.0 - 1e-3 - beta) / alpha))
+    assert bounds.epsilon_clopper_pearson == pytest.approx(epsilon, rel=1e-9)
+    mu = float(stats.norm.ppf(1.0 - alpha) - stats.norm.ppf(beta))
+    assert bounds.mu_lower == pytest.approx(mu, rel=1e-9)
+    assert bounds.epsilon_gdp == pytest.approx(gdp_epsilon(1e-3, mu), rel=1e-9)
+    # The Bayesian and log-Katz bounds (checked against peers above) at the same settings.
+    assert bounds.epsilon_bayesian == bayesian_epsilon_lower_bound(
+        fp, n_neg, fn, n_pos, delta=1e-3, confidence=0.8, prior=(2.0, 3.0)
+    )
+    assert bounds.epsilon_log_katz == log_katz_epsilon_lower_bound(
+        fp, n_neg, fn, n_pos, delta=1e-3, confidence=0.8
+    )
+    default = many_run_bounds(fp, n_neg, fn, n_pos, delta=1e-3)
+    assert bounds.epsilon_bayesian != bayesian_epsilon_lower_bound(
+        fp, n_neg, fn, n_pos, delta=1e-3, confidence=0.8
+    )
+    assert bounds.epsilon_bayesian != default.epsilon_bayesian
+    assert bounds.epsilon_log_katz != default.epsilon_log_katz
+
+
+def test_the_table_rows_name_each_method_its_bound_and_its_promise() -> None:
+    bounds = many_run_bounds(3, 200, 5, 200, delta=1e-3)
+    assert bounds.epsilon_gdp is not None
+    assert [(row.method, row.epsilon_lower, row.guarantee) for row in bounds.table()] == [
+        ("clopper_pearson", bounds.epsilon_clopper_pearson, "exact"),
+        ("gdp_clopper_pearson", bounds.epsilon_gdp, "exact for Gaussian curves"),
+        ("bayesian_beta", bounds.epsilon_bayesian, "credible (posterior)"),
+        ("log_katz", bounds.epsilon_log_katz, "asymptotic"),
+    ]
+
+
+def test_delta_zero_gives_no_gdp_epsilon() -> None:
+    # At delta = 0 every mu > 0 means epsilon = infinity: the record says None, not a value.
+    assert many_run_bounds(3, 200, 5, 200, delta=0.0).epsilon_gdp is None
+    scores = np.random.default_rng(0)
+    ran = audit_many_runs(scores.normal(0, 1, 30), scores.normal(1, 1, 30), delta=0.0)
+    assert ran.delta == 0.0
+    assert ran.epsilon_gdp is None
+
+
+def _overlapping_runs() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return rng.normal(0.0, 1.0, 30), rng.normal(1.0, 1.0, 30)
+
+
+def test_audit_many_runs_passes_its_settings_on() -> None:
+    with_canary, without_canary = _overlapping_runs()
+    ran = audit_many_runs(
+        with_canary, without_canary, delta=1e-5, confidence=0.5, seed=0, prior=(2.0, 3.0)
+    )
+    assert (ran.confidence, ran.prior) == (0.5, (2.0, 3.0))
+    # On these runs the test chosen at 50 % differs from the one chosen at 95 %.
+    chosen = split_lower_bound(with_canary, without_canary, delta=1e-5, confidence=0.5, seed=0)
+    default = split_lower_bound(with_canary, without_canary, delta=1e-5, seed=0)
+    assert chosen.threshold != default.threshold
+    assert (ran.threshold, ran.false_positives, ran.false_negatives) == (
+        chosen.threshold,
+        chosen.false_positives,
+        chosen.false_negatives,
+    )
+
+
+def test_the_default_seed_is_zero_in_both_functions() -> None:
+    # A run without a seed is reproduced by split_runs without a seed (and by seed 0).
+    with_canary, without_canary = _overlapping_runs()
+    ran = audit_many_runs(with_canary, without_canary, delta=1e-5)
+    assert ran == audit_many_runs(with_canary, without_canary, delta=1e-5, seed=0)
+    assert ran != audit_many_runs(with_canary, without_canary, delta=1e-5, seed=1)
+    split, seeded = (
+        split_runs(with_canary, without_canary),
+        split_runs(with_canary, without_canary, seed=0),
+    )
+    np.testing.assert_array_equal(split.selection_with, seeded.selection_with)
+    other = split_runs(with_canary, without_canary, seed=1)
+    assert not np.array_equal(split.selection_with, other.selection_with)
+
+
+_SPLIT_OR_AUDIT: list[Callable[[list[float], list[float]], object]] = [
+    lambda with_canary, without_canary: split_runs(with_canary, without_canary),
+    lambda with_canary, without_canary: audit_many_runs(with_canary, without_canary, delta=1e-5),
+]
+
+
+@pytest.mark.parametrize("function", _SPLIT_OR_AUDIT, ids=["split_runs", "audit_many_runs"])
+def test_two_runs_a_side_are_the_fewest_accepted(
+    function: Callable[[list[float], list[float]], object],
+) -> None:
+    function([0.0, 1.0], [2.0, 3.0])
+    with pytest.raises(InvalidInputError, match=r"^scores_with needs at least 2 values\. Found 1"):
+        function([0.0], [2.0, 3.0])
+    with pytest.raises(
+        InvalidInputError, match=r"^scores_without needs at least 2 values\. Found 1"
+    ):
+        function([0.0, 1.0], [2.0])

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import optimize, stats
 
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.auditing.guesses import count_correct_guesses
@@ -118,6 +119,39 @@ def test_pure_epsilon_record_has_no_gdp_epsilon() -> None:
     bounds = one_run_bounds(100, 20, 20, delta=0.0)
     assert bounds.epsilon_lower_gdp is None
     assert bounds.mu_lower > 0.0
+
+
+def test_the_record_keeps_the_counts_and_settings() -> None:
+    bounds = one_run_bounds(1000, 100, 80, delta=1e-5, confidence=0.8)
+    assert (bounds.canaries, bounds.guesses, bounds.correct) == (1000, 100, 80)
+    assert (bounds.k_plus, bounds.k_minus) == (0, 0)  # only counts were given
+    assert (bounds.delta, bounds.confidence) == (1e-5, 0.8)
+    scores = np.arange(10.0)
+    included = np.array([1, 1, 1, 0, 1, 0, 0, 1, 0, 0])
+    ran = audit_one_run(
+        scores, included, k_plus=3, k_minus=2, direction="members_higher", delta=1e-5
+    )
+    assert (ran.canaries, ran.k_plus, ran.k_minus, ran.guesses) == (10, 3, 2, 5)
+
+
+def _pure_epsilon_bound_by_hand(guesses: int, correct: int, confidence: float) -> float:
+    """At δ = 0 the one-run bound is the binomial test of randomized response (Steinke et al.
+    2023, Theorem 3.1 with δ = 0): the ε at which P[Binomial(r, e^ε/(1 + e^ε)) ≥ v] = 1 − c."""
+
+    def excess(eps: float) -> float:
+        q = 1.0 / (1.0 + math.exp(-eps))
+        return float(stats.binom.sf(correct - 1, guesses, q)) - (1.0 - confidence)
+
+    return float(optimize.brentq(excess, 0.0, 20.0, xtol=1e-13))
+
+
+def test_a_non_default_confidence_reaches_both_bounds() -> None:
+    bounds = one_run_bounds(1000, 100, 80, delta=0.0, confidence=0.8)
+    # rel=1e-6 covers the two root finders' tolerances; at 95 % the bound is 16 % lower.
+    by_hand = _pure_epsilon_bound_by_hand(100, 80, 0.8)
+    assert bounds.epsilon_lower == pytest.approx(by_hand, rel=1e-6)
+    assert bounds.mu_lower == one_run_mu_lower_bound(1000, 100, 80, confidence=0.8)
+    assert bounds.mu_lower > one_run_mu_lower_bound(1000, 100, 80)
 
 
 @pytest.mark.parametrize("case", SCORE_CASES, ids=lambda c: f"m{c[0]}-mu{c[1]}-k{c[2]}-{c[3]}")
