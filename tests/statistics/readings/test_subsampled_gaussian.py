@@ -104,6 +104,6 @@ def test_an_unknown_neighbouring_is_refused() -> None:
     ],
 )
 def test_bad_settings_are_refused(args: tuple[float, float, int, int], message: str) -> None:
+    q, sigma, steps, samples = args
     with pytest.raises(InvalidInputError, match=message):
-        q, sigma, steps, samples = args
         advantage_monte_carlo(q, sigma, steps, "add_remove", samples)
