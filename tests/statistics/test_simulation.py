@@ -5,6 +5,7 @@ same maximisation, and the simulation's cells, seeds and summaries by hand."""
 
 from __future__ import annotations
 
+import math
 import statistics
 import warnings
 from typing import Any
@@ -160,12 +161,14 @@ def test_cell_summaries_by_hand() -> None:
     estimates = {
         "a": (Estimate(1.0, 0.5, False), Estimate(2.0, 1.5, True), Estimate(6.0, 1.0, True)),
         "b": (Estimate(4.0, 2.0),),
+        "c": (Estimate(1.0, 0.0), Estimate(3.0, 0.0)),
     }
     cell = Cell(d=1.0, n=10, delta=1e-3, truth=2.5, estimates=estimates)
     assert cell.mean("a") == 3.0
     assert cell.sd("a") == pytest.approx(statistics.stdev([1.0, 2.0, 6.0]), rel=1e-15)
     assert cell.seconds("a") == 1.0
     assert cell.poor_fit_share("a") == pytest.approx(2 / 3, rel=1e-15)
+    assert cell.sd("c") == pytest.approx(math.sqrt(2), rel=1e-15)  # two repeats: |3 − 1|/√2
     # one repeat: no spread to speak of
     assert cell.sd("b") == 0.0
     assert cell.poor_fit_share("b") == 0.0

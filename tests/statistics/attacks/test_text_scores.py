@@ -238,3 +238,20 @@ def test_the_ratios_refuse_bad_values() -> None:
         reference_ratio([1.0, 2.0], [[1.0, 2.0], [3.0, math.nan]])
     with pytest.raises(InvalidInputError, match=r"^loss must be finite"):
         reference_ratio([math.nan, 2.0], [1.0, 2.0])
+
+
+def test_float32_inputs_are_read_in_float64() -> None:
+    # the mean of float32 references in float32 would be off by ~1e-8
+    references = np.array([[0.1, 0.2], [0.2, 0.3], [0.7, 0.1]], dtype=np.float32)
+    expected = 1.0 - references.astype(np.float64).mean(axis=0)
+    np.testing.assert_array_equal(reference_ratio([1.0, 1.0], references), expected)
+    log_p = np.log(np.array([[0.3, 0.7], [0.1, 0.9]], dtype=np.float32))
+    mu, sigma = vocabulary_moments(log_p)
+    assert mu.dtype == sigma.dtype == np.float64
+
+
+def test_positive_denominators_below_one_are_accepted() -> None:
+    np.testing.assert_array_equal(lowercase_ratio([1.0], [0.5]), [2.0])
+    np.testing.assert_array_equal(zlib_ratio([1.0], [0.25]), [4.0])
+    with pytest.raises(InvalidInputError, match=r"^loss must be finite\. Found nan at index 0\.$"):
+        lowercase_ratio([math.nan], [1.0])
