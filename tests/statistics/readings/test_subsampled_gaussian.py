@@ -107,3 +107,10 @@ def test_bad_settings_are_refused(args: tuple[float, float, int, int], message: 
     q, sigma, steps, samples = args
     with pytest.raises(InvalidInputError, match=message):
         advantage_monte_carlo(q, sigma, steps, "add_remove", samples)
+
+
+def test_one_sample_is_enough() -> None:
+    # one draw: its gain, with a standard error of 0 (the sd of one value)
+    estimate, error = advantage_monte_carlo(0.5, 1.0, 1, "add_remove", 1, seed=0)
+    assert 0.0 <= estimate < 1.0
+    assert error == 0.0
