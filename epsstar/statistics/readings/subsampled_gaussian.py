@@ -17,6 +17,9 @@ import math
 
 import numpy as np
 
+from epsstar.exceptions import InvalidInputError
+from epsstar.statistics._validation import check_in_range
+
 __all__ = ["advantage_monte_carlo"]
 
 
@@ -24,8 +27,18 @@ def advantage_monte_carlo(
     q: float, sigma: float, steps: int, neighbouring: str, samples: int, seed: int = 0
 ) -> tuple[float, float]:
     """δ(0) of ``steps`` compositions (module doc) from ``samples`` draws: mean, standard error."""
+    if neighbouring not in ("add_remove", "substitution"):
+        raise InvalidInputError(
+            f"neighbouring must be 'add_remove' or 'substitution'. Found {neighbouring!r}."
+        )
+    check_in_range("q", q, 0.0, 1.0, high_inclusive=True)
+    check_in_range("sigma", sigma, 0.0, math.inf)
+    if steps < 1 or samples < 1:
+        raise InvalidInputError(f"steps and samples must be at least 1. Found {steps}, {samples}.")
     rng = np.random.default_rng(seed)
-    log_keep, log_q, two_var = math.log1p(-q), math.log(q), 2.0 * sigma**2
+    # q = 1 (the full batch) leaves no mass to N(0, σ²): log(1 − q) = −∞
+    log_keep = math.log1p(-q) if q < 1.0 else -math.inf
+    log_q, two_var = math.log(q), 2.0 * sigma**2
     loss = np.zeros(samples)
     for _ in range(steps):
         sampled = (rng.random(samples) < q).astype(float)
