@@ -187,9 +187,11 @@ def run(args: argparse.Namespace) -> int:
     from epsstar.cli.commands.audit import fleet_settings
     from epsstar.cli.common import pipeline
     from epsstar.cli.common.many_gate import gated_models
+    from epsstar.cli.common.text_options import refuse_text_models
     from epsstar.cli.common.writers import JSON, JUNIT, STEP_SUMMARY, RunFiles, report_writer
 
     entries = read_manifest(args.manifest)
+    refuse_text_models(entries)
     engine = engine_option(args, args.jobs)
     done = [0]
 
