@@ -10,8 +10,9 @@ log-probability of each token is read from its position's log-softmax, and the m
 spread of the log-probabilities over the vocabulary (Min-K%++) from the same log-softmax.
 The logits are taken :data:`CHUNK_NUMBERS` numbers (a few positions) at a time, so that each
 chunk's log-softmax, maximum and moments are computed while it is in the processor's cache:
-over a whole ``batch × positions × vocabulary`` tensor the same arithmetic runs two to three
-times slower, bound by memory (``benchmarks/text_throughput.py``).
+over a whole ``batch × positions × vocabulary`` tensor the same arithmetic is bound by memory
+(on logits of 32 × 255 × 4,096, one thread, 2026-11-27: 0.26 s for log-sum-exp, gather and
+argmax over the whole tensor, 0.09 s for the chunked log-softmax and gather).
 
 It also meets :class:`~epsstar.audit.model.plugins.LoadedModel` (no features, no classes,
 logits), so that a model folder given to a tabular audit is refused with a clear message.
