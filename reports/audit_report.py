@@ -20,6 +20,7 @@ from epsstar.audit.output.figures import (
     KS_GRID_SAMPLE_SIZES,
 )
 
+from .attack_histograms import AttackHistogramChart, attack_histogram_charts
 from .numbers import number, percent, rate
 from .slice_chart import slice_chart
 from .svg import Chart
@@ -333,6 +334,8 @@ class Charts:
     tradeoff: Markup
     slices: Markup | None
     attacks: Markup | None
+    #: One histogram of each attack's scores (text audits; none for tables).
+    attack_histograms: tuple[AttackHistogramChart, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,6 +424,7 @@ def audit_context(result: AuditResult, figures: AuditFigures) -> AuditContext:
             if result.slices is None
             else slice_chart(result.slices, result.epsilon_star),
             attacks=None if figures.attacks is None else attacks_chart(figures.attacks),
+            attack_histograms=attack_histogram_charts(figures.attack_histograms),
         ),
         attack_curves=figures.attacks,
         histograms=Histograms(

@@ -55,7 +55,7 @@ from epsstar.audit.premise.attribute import check_model_input
 from epsstar.audit.premise.classifier import READ_ROWS, blind_log_odds
 from epsstar.audit.premise.findings import PremiseInputs, PremiseKeys, premise_keys, with_premise
 from epsstar.audit.premise.settings import DEFAULT_PREMISE, PremiseSettings
-from epsstar.audit.text_run import TextRun, audit_text
+from epsstar.audit.text_run import TextRun, audit_text, check_text_settings
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics.utility import Utility
 
@@ -167,7 +167,9 @@ def audit(
     file = model if isinstance(model, ModelFile) else ModelFile(Path(model))
     on_dask = engine is not None and engine.name == "dask"
     if isinstance(tables, TextTables):
-        return _audit_text(file, tables, options, attack, (slice_by, engine, progress), command)
+        return _audit_text(
+            file, tables, options, attack, (slice_by, on_dask, progress), premise, command
+        )
     _refuse_text_attacks(attack)
     run = _Run(
         file,
@@ -204,20 +206,19 @@ def _audit_text(
     tables: TextTables,
     options: AuditOptions | None,
     attack: AttackSettings,
-    engine_settings: tuple[str | None, Engine | None, object],
+    engine_settings: tuple[str | None, bool, object],
+    premise: PremiseSettings,
     command: str | None,
 ) -> AuditResult:
     """A text audit (:mod:`epsstar.audit.text_run`), in this process, without slices."""
-    slice_by, engine, progress = engine_settings
-    if slice_by is not None:
-        raise InvalidInputError(
-            f"slice_by works with tabular audits only. Found slice_by {slice_by!r} with text "
-            "records."
-        )
-    if engine is not None and engine.name == "dask":
-        raise InvalidInputError(
-            "text records are scored by the single-process engine. Found the dask engine."
-        )
+    slice_by, on_dask, progress = engine_settings
+    check_text_settings(
+        slice_by=slice_by,
+        on_dask=on_dask,
+        group_by=premise.group_by,
+        attribute=premise.attribute,
+        skip_blind_baseline=premise.skip_blind_baseline,
+    )
     run = TextRun(
         file,
         tables,
@@ -226,6 +227,7 @@ def _audit_text(
         tables.record_text,
         _checked_progress(progress),
         command,
+        premise.top_records,
     )
     return audit_text(run)
 

@@ -63,7 +63,7 @@ from epsstar.exceptions import InputFileError, InvalidInputError, SuspectDataWar
 from epsstar.statistics.names import ATTACKS
 from epsstar.statistics.utility import Utility
 
-__all__ = ["EXPOSED_RECORDS", "TextRun", "audit_text"]
+__all__ = ["EXPOSED_RECORDS", "TextRun", "audit_text", "check_text_settings"]
 
 #: The training records of the strongest attack listed as the most exposed.
 EXPOSED_RECORDS = 10
@@ -82,6 +82,47 @@ class TextRun:
     record_text: bool = True
     progress: Progress | None = None
     command: str | None = None
+    #: How many training records to list as the most exposed (0: none).
+    exposed: int = EXPOSED_RECORDS
+
+
+def check_text_settings(
+    *,
+    slice_by: str | None,
+    on_dask: bool,
+    group_by: str | None,
+    attribute: str | None,
+    skip_blind_baseline: str | None,
+) -> None:
+    """Refuse, in one line each, what a text audit does not do: slices, the Dask engine,
+    user-level Epsilon*, attribute inference and skipping the blind baseline (a text audit
+    always says whether its premise holds)."""
+    refused = (
+        ("--slice-by (slice_by)", slice_by, "slices are drawn from a table's columns"),
+        (
+            "--engine dask",
+            "dask" if on_dask else None,
+            "text records are scored in this process (batches sorted by length)",
+        ),
+        ("--group-by (group_by)", group_by, "users are read from a table's columns"),
+        (
+            "--attribute (attribute)",
+            attribute,
+            "attribute inference guesses a column a classifier reads",
+        ),
+        (
+            "--no-blind-baseline",
+            skip_blind_baseline,
+            "a text audit always runs its blind baseline, so that it says whether the premise "
+            "holds",
+        ),
+    )
+    for option, value, why in refused:
+        if value is not None:
+            raise InvalidInputError(
+                f"{option} works with tabular audits only: {why}. Found {value!r} with text "
+                f"records (--text-column)."
+            )
 
 
 def _check_attacks(attack: AttackSettings) -> None:
@@ -239,10 +280,10 @@ def _exposed(result: AuditResult, run: TextRun, tokens: np.ndarray) -> tuple[Exp
     """The training records the strongest attack finds most member-like, with excerpts
     unless the records' text is hidden."""
     strongest = result.strongest_attack
-    if strongest is None:
+    if strongest is None or run.exposed == 0:
         return ()
     members, others = strongest.member_scores, np.sort(strongest.nonmember_scores)
-    rows = np.argsort(members, kind="stable")[:EXPOSED_RECORDS]
+    rows = np.argsort(members, kind="stable")[: run.exposed]
     texts = (
         read_rows(run.tables.path("train"), run.tables.text_column, rows.tolist())
         if run.record_text

@@ -6,10 +6,13 @@ and scores padded batches under ``torch.inference_mode``. Sequences are padded o
 and the model runs without an attention mask: in a causal model no token attends to those
 after it, so right padding changes nothing at the real positions (the tests compare a padded
 batch with each sequence alone), and the model keeps its fastest attention path. The
-log-probability of each token is its logit minus the log-sum-exp of its position's logits;
-the mean and spread of the log-probabilities over the vocabulary (Min-K%++) are computed
-from the log-softmax, a few rows at a time so that the ``rows × positions × vocabulary``
-tensors stay within :data:`MOMENTS_BUDGET` numbers.
+log-probability of each token is read from its position's log-softmax, and the mean and
+spread of the log-probabilities over the vocabulary (Min-K%++) from the same log-softmax.
+The logits are taken :data:`CHUNK_NUMBERS` numbers (a few positions) at a time, so that each
+chunk's log-softmax, maximum and moments are computed while it is in the processor's cache:
+over a whole ``batch × positions × vocabulary`` tensor the same arithmetic is bound by memory
+(on logits of 32 × 255 × 4,096, one thread, 2026-11-27: 0.26 s for log-sum-exp, gather and
+argmax over the whole tensor, 0.09 s for the chunked log-softmax and gather).
 
 It also meets :class:`~epsstar.audit.model.plugins.LoadedModel` (no features, no classes,
 logits), so that a model folder given to a tabular audit is refused with a clear message.
@@ -28,10 +31,10 @@ from epsstar.audit.model.text_model import TextModelInfo, TokenScores
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.names import OutputKind
 
-__all__ = ["MOMENTS_BUDGET", "CausalLanguageModel"]
+__all__ = ["CHUNK_NUMBERS", "CausalLanguageModel"]
 
-#: Most numbers in one ``rows × positions × vocabulary`` tensor of the Min-K%++ moments.
-MOMENTS_BUDGET: Final = 1 << 25
+#: Logits scored together (256 KiB of float32: a chunk stays in a core's L2 cache).
+CHUNK_NUMBERS: Final = 1 << 16
 
 
 class CausalLanguageModel:
@@ -80,36 +83,50 @@ class CausalLanguageModel:
         torch = self._torch
         with torch.inference_mode():
             tokens = torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64))
-            logits = self._model(input_ids=tokens, use_cache=False).logits[:, :-1, :].float()
-            targets = tokens[:, 1:]
-            chosen = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-            log_probs = chosen - torch.logsumexp(logits, dim=-1)
-            correct = logits.argmax(dim=-1) == targets
-            mu = sigma = None
-            if moments:
-                mu, sigma = self._moments(logits)
+            logits = self._model(input_ids=tokens, use_cache=False).logits.float()
+            rows, width, vocabulary = logits.shape
+            # Every position's logits as a row; the last position of each sequence predicts
+            # no token of it (target 0, dropped below).
+            flat = logits.reshape(rows * width, vocabulary)
+            targets = torch.cat((tokens[:, 1:], tokens.new_zeros(rows, 1)), dim=1).reshape(-1)
+            found = self._chunked(flat, targets, moments=moments)
+
+        def shaped(values: Any) -> Any:
+            """Back to ``(rows, width − 1)``: the positions that predict a token."""
+            return None if values is None else values.reshape(rows, width)[:, :-1].numpy()
+
+        log_probs, correct, mu, sigma = (shaped(x) for x in found)
         return TokenScores(
-            log_probs.double().numpy(),
-            correct.numpy(),
-            None if mu is None else mu.double().numpy(),
-            None if sigma is None else sigma.double().numpy(),
+            log_probs.astype(np.float64),
+            correct,
+            None if mu is None else mu.astype(np.float64),
+            None if sigma is None else sigma.astype(np.float64),
         )
 
-    def _moments(self, logits: Any) -> tuple[Any, Any]:
-        """``μ`` and ``σ`` of ``log p(v)`` under ``v ∼ p`` at every position, a few rows of
-        the batch at a time."""
+    def _chunked(self, flat: Any, targets: Any, *, moments: bool) -> list[Any]:
+        """Per row of ``flat`` (one position's logits): the target's log-probability,
+        whether the target is the most likely token, and (``moments``) ``μ`` and ``σ`` of
+        ``log p(v)`` under ``v ∼ p``; :data:`CHUNK_NUMBERS` logits at a time."""
         torch = self._torch
-        rows, positions, vocabulary = logits.shape
-        step = max(1, MOMENTS_BUDGET // max(1, positions * vocabulary))
-        means, spreads = [], []
-        for start in range(0, rows, step):
-            log_p = torch.log_softmax(logits[start : start + step], dim=-1)
-            p = log_p.exp()
-            mean = (p * log_p).sum(dim=-1)
-            second = (p * log_p * log_p).sum(dim=-1)
-            means.append(mean)
-            spreads.append((second - mean * mean).clamp_min(0.0).sqrt())
-        return torch.cat(means), torch.cat(spreads)
+        positions, vocabulary = flat.shape
+        log_probs = flat.new_empty(positions)
+        correct = torch.empty(positions, dtype=torch.bool)
+        mu = flat.new_empty(positions) if moments else None
+        sigma = flat.new_empty(positions) if moments else None
+        step = max(1, CHUNK_NUMBERS // vocabulary)
+        for start in range(0, positions, step):
+            part = slice(start, start + step)
+            log_p = torch.log_softmax(flat[part], dim=-1)
+            target = targets[part]
+            log_probs[part] = log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+            correct[part] = log_p.argmax(dim=-1) == target
+            if mu is not None and sigma is not None:
+                p = log_p.exp()
+                mean = (p * log_p).sum(dim=-1)
+                second = (p * log_p * log_p).sum(dim=-1)
+                mu[part] = mean
+                sigma[part] = (second - mean * mean).clamp_min(0.0).sqrt()
+        return [log_probs, correct, mu, sigma]
 
     # ---------------------------------------------------------------- LoadedModel
 

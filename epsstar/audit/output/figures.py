@@ -48,7 +48,7 @@ from epsstar.statistics.estimators.curves import parametric_curve
 from epsstar.statistics.fitting import GaussianMixtureFit, LossDistribution, NormalFit
 from epsstar.statistics.fitting.goodness_of_fit import GoodnessOfFit, ks_table
 from epsstar.statistics.losses import MAX_ABS_LOGIT, PROBABILITY_CLIP
-from epsstar.statistics.names import FAMILIES, METHODS
+from epsstar.statistics.names import ATTACKS, FAMILIES, METHODS
 from epsstar.statistics.readings.conversions import gdp_mu_from_rates
 from epsstar.statistics.readings.noise import ReadingNoise, reading_noise
 from epsstar.statistics.readings.readings import READING_FPRS
@@ -369,6 +369,19 @@ class AuditFigures:
     fits: tuple[FitRow, ...] = ()
     #: Which observed readings exceed what (ε*, δ) allows, and whether only by sampling noise.
     noise: ReadingNoise | None = None
+    #: Each attack's scores as histograms (text audits; none for tables).
+    attack_histograms: tuple[AttackHistogram, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AttackHistogram:
+    """One attack's scores on the members (training records) and the non-members
+    (population records), each side as a percentage of its records in shared bins."""
+
+    name: str
+    #: What the attack's score is (its summary in :data:`epsstar.statistics.names.ATTACKS`).
+    summary: str
+    figure: HistogramFigure
 
 
 # --- histograms ----------------------------------------------------------------------------------
@@ -489,6 +502,21 @@ def loss_figure(result: AuditResult) -> HistogramFigure:
         clipped=clipped,
         tails=_tails(pooled),
     )
+
+
+def attack_histograms(result: AuditResult) -> tuple[AttackHistogram, ...]:
+    """One histogram figure per attack of ``result`` with scores on both sides (finite
+    scores only, in :func:`histogram`'s bins over the central pooled values)."""
+    found = []
+    for attack in result.attacks:
+        members = attack.member_scores[np.isfinite(attack.member_scores)]
+        nonmembers = attack.nonmember_scores[np.isfinite(attack.nonmember_scores)]
+        if not (members.size and nonmembers.size):
+            continue
+        bars = histogram(members, nonmembers, density=False)
+        figure = HistogramFigure(bars, _span(bars), (0.0, _tallest(bars) * 1.1 or 1.0))
+        found.append(AttackHistogram(attack.name, ATTACKS[attack.name].summary, figure))
+    return tuple(found)
 
 
 def fitted_density(fit: FittedDistribution, x: FloatArray) -> FloatArray:
@@ -833,4 +861,5 @@ def audit_figures(
             epsilon=result.epsilon_star,
             delta=result.delta,
         ),
+        attack_histograms=() if result.text is None else attack_histograms(result),
     )

@@ -220,9 +220,11 @@ def run(args: argparse.Namespace) -> int:
     from epsstar.cli.commands.audit import fleet_settings
     from epsstar.cli.common import pipeline
     from epsstar.cli.common.many_gate import gated_models, limited_settings
+    from epsstar.cli.common.text_options import refuse_text_models
     from epsstar.cli.common.writers import JSON, JUNIT, STEP_SUMMARY, RunFiles, report_writer
 
     entries = read_manifest(args.manifest)
+    refuse_text_models(entries)
     limits = pipeline.limits_option(args)  # a bad limits file is refused before any audit
     settings = limited_settings(fleet_settings(args), entries, limits, args.manifest)
     engine = engine_option(args, args.jobs)

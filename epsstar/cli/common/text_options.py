@@ -12,11 +12,21 @@ from typing import TYPE_CHECKING
 from epsstar.statistics.attacks.text_scores import DEFAULT_MIN_K
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Sequence
+
     from epsstar.audit.attacks.scoring import AttackSettings
+    from epsstar.audit.data.configs.manifest import ManifestEntry
     from epsstar.audit.data.text_records import TextTables
     from epsstar.audit.output.result import AuditResult
 
-__all__ = ["add_text_options", "text_attack", "text_inputs", "text_lines", "text_tables"]
+__all__ = [
+    "add_text_options",
+    "refuse_text_models",
+    "text_attack",
+    "text_inputs",
+    "text_lines",
+    "text_tables",
+]
 
 
 def add_text_options(parser: argparse.ArgumentParser) -> None:
@@ -141,3 +151,19 @@ def text_lines(result: AuditResult) -> list[str]:
             f"  most exposed training record: row {first.row} ({first.attack} attack){shown}"
         )
     return lines
+
+
+def refuse_text_models(entries: Sequence[ManifestEntry]) -> None:
+    """Refuse a manifest that lists a language model's folder: ``audit-many`` audits
+    classifiers on tables, a text audit runs one model at a time."""
+    from epsstar.exceptions import InvalidInputError
+    from epsstar.loaders.huggingface import HuggingFaceLoader
+
+    reader = HuggingFaceLoader()
+    for entry in entries:
+        if entry.model.is_dir() and reader.reads_folder(entry.model):
+            raise InvalidInputError(
+                f"audit-many audits classifiers on tables; a language model's folder is audited "
+                f"on text records one at a time (epsstar audit MODEL --text-column NAME). "
+                f"Found the folder {str(entry.model)!r}."
+            )

@@ -113,6 +113,12 @@ def params_json(params: HyperParameters) -> JsonObject:
 def _entry(raw: Mapping[str, object], base: Path, where: Where) -> ManifestEntry:
     """One model's entry, every field checked by :data:`ENTRY` (paths against ``base``)."""
     row = {_ALIASES.get(key, key): value for key, value in raw.items()}
+    if "text_column" in row:
+        raise InputFileError(
+            f"{where.source}: audit-many audits classifiers on tables; a language model on "
+            f"text records is audited one at a time (epsstar audit MODEL --text-column NAME). "
+            f"Found text_column {row['text_column']!r}."
+        )
     if isinstance(row.get("features"), str) and not where.text_cells:
         row["features"] = [name.strip() for name in str(row["features"]).split(",")]
     fields = ENTRY.check(row, where)
