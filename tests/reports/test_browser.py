@@ -180,7 +180,7 @@ def test_landscape_in_browser(
     assert links.count() == 4
     target = links.first.get_attribute("href")
     assert (tmp_path / target).is_file()
-    assert page.locator("svg circle title").first.text_content().startswith("baseline-50")
+    assert links.first.locator("title").first.text_content().startswith("baseline-50")
     figure = page.locator("#fig-landscape").bounding_box()
     top, main, right = (page.locator("svg").nth(i) for i in range(3))
     assert main.bounding_box()["width"] + right.bounding_box()["width"] >= 0.97 * figure["width"]

@@ -41,7 +41,8 @@ def _manifest(folder: Path, models: list[Path]) -> Path:
 
 def _comparable(document: dict[str, Any]) -> dict[str, Any]:
     """An ``audit-many --json`` document without what may differ between engines: the engine,
-    the workers, the timings and the time of day (and the reports' folders)."""
+    the workers, the timings and the time of day, the command line (which names the engine)
+    and the reports' folders."""
     document = json.loads(json.dumps(document))
     document.pop("engine", None)
     for model in document["models"]:
@@ -50,6 +51,7 @@ def _comparable(document: dict[str, Any]) -> dict[str, Any]:
         if "result" in model:
             model["result"]["provenance"].pop("seconds")
             model["result"]["provenance"].pop("created")
+            model["result"]["provenance"].pop("command")
             _without_premise(model["result"])
     return document
 

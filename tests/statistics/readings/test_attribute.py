@@ -151,6 +151,7 @@ def test_bayes_security_in_closed_form() -> None:
         "advantage_bound": full.advantage,
         "error_order": full.error_order,
         "r_norm": 8.0,
+        "source": "tracked gradients (Cherubin et al. 2024, Corollary 10)",
     }
     # no distance at all: β* = 1, no advantage
     none = attribute_bayes_security(0.5, np.zeros(3), 1.0, 1.0)
