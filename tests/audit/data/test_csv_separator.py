@@ -70,11 +70,9 @@ def test_a_bad_separator_is_refused(separator: str) -> None:
         read_schema(MODELS / "binary_train.csv", separator=separator)
 
 
-def test_the_command_line_reads_a_semicolon_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    train, population = written(tmp_path, "semi", sep=";", index=False)
-    command = [
+def _audit_command(train: Path, population: Path) -> list[str]:
+    """``epsstar audit`` of the fixture model on ``train`` and ``population``, quiet."""
+    return [
         "audit",
         str(MODEL),
         "--train",
@@ -85,6 +83,13 @@ def test_the_command_line_reads_a_semicolon_file(
         "label",
         "--quiet",
     ]
+
+
+def test_the_command_line_reads_a_semicolon_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train, population = written(tmp_path, "semi", sep=";", index=False)
+    command = _audit_command(train, population)
     assert main(command) == 2
     error = capsys.readouterr().err.strip()
     assert "\n" not in error
@@ -94,20 +99,7 @@ def test_the_command_line_reads_a_semicolon_file(
 
 def test_the_command_line_takes_tab_for_a_tab(tmp_path: Path) -> None:
     train, population = written(tmp_path, "tabs", sep="\t", index=False)
-    command = [
-        "audit",
-        str(MODEL),
-        "--train",
-        str(train),
-        "--population",
-        str(population),
-        "--label-column",
-        "label",
-        "--quiet",
-        "--csv-separator",
-        "\\t",
-    ]
-    assert main(command) == 0
+    assert main([*_audit_command(train, population), "--csv-separator", "\\t"]) == 0
 
 
 def test_pandas_index_column_is_not_a_feature(tmp_path: Path) -> None:
