@@ -757,6 +757,17 @@ def test_landscape_makes_missing_folders(
     assert listing(tmp_path / "new") == ["folder", "folder/landscape.html"]
 
 
+def test_landscape_of_one_model_says_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"models": [record("a", 1.0)]}))
+    page = tmp_path / "landscape.html"
+    code, out, _ = invoke(["landscape", str(results), "--out", str(page)], capsys)
+    assert code == EXIT_OK
+    assert out == f"landscape of 1 model written to {page}\n"
+
+
 @pytest.mark.parametrize(
     ("models", "message"),
     [
@@ -909,6 +920,15 @@ def test_audit_many_says_each_failure_once_and_counts_plainly(
     assert document["n_failed"] == 2
 
 
+def test_audit_many_of_one_model_says_model(
+    inputs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = manifest(inputs, [("missing.onnx", "s", 0)])
+    code, stdout, _ = invoke(["audit-many", str(table), "--jobs", "1", "--quiet"], capsys)
+    assert code == EXIT_PARTIAL
+    assert "1 model: 0 audited, 1 failed\n" in stdout
+
+
 def test_audit_many_writes_reports_and_json_as_one(
     inputs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -924,7 +944,7 @@ def test_audit_many_writes_reports_and_json_as_one(
     document = json.loads((out / "r.json").read_text())
     assert document["models"][0]["report"] == "reports/lr-0.html"
     assert "2 models: 1 audited, 1 failed" in stdout
-    assert f"1 reports written to {out / 'reports'}" in stdout
+    assert f"1 report written to {out / 'reports'}" in stdout
 
 
 def test_audit_many_interrupted_leaves_nothing(

@@ -183,7 +183,8 @@ def _print_summary(args: argparse.Namespace, records: list[ModelAudit], gated: G
         for record in failed:
             print(f"FAILED {record.entry.model}: {record.error}", file=sys.stderr)
     audited = len(records) - len(failed)
-    print(f"{len(records)} models: {audited} audited, {len(failed)} failed")
+    noun = "model" if len(records) == 1 else "models"
+    print(f"{len(records)} {noun}: {audited} audited, {len(failed)} failed")
     if gated.limits_source is not None:
         failing = sum(1 for model in gated.models if model.failed)
         print(
@@ -212,7 +213,7 @@ def _print_summary(args: argparse.Namespace, records: list[ModelAudit], gated: G
         print(f"JUnit XML written to {args.junit_xml}")
     if args.reports:
         n_reports = sum(1 for r in records if r.report is not None)
-        print(f"{n_reports} reports written to {args.reports}")
+        print(f"{n_reports} report{'' if n_reports == 1 else 's'} written to {args.reports}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -42,5 +42,6 @@ def run(args: argparse.Namespace) -> int:
         data = landscape(read_results(args.results, utility=args.utility), utility=args.utility)
         files.write(page, data)
         files.commit()
-    print(f"landscape of {data.n_models} models written to {args.out}")
+    noun = "model" if data.n_models == 1 else "models"
+    print(f"landscape of {data.n_models} {noun} written to {args.out}")
     return EXIT_OK
