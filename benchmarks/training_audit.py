@@ -103,6 +103,27 @@ def _tables(folder: Path) -> tuple[Path, Path]:
     return paths[0], paths[1]
 
 
+def _audit_trainer(
+    tables: tuple[Path, Path], config: TrainingConfig, name: str, k: int | None, repeats: int
+) -> tuple[int, dict[str, list[float]], float, float]:
+    """Refutations, bounds per threat model, mean claim and total seconds of one trainer."""
+    procedure = OwnTrainer(config, "label", parameter_count(4, 2, HIDDEN), breakage=TRAINERS[name])
+    bounds: dict[str, list[float]] = {model: [] for model in THREAT_MODELS}
+    refuted, claims, seconds = 0, [], 0.0
+    for repeat in range(repeats):
+        setup = TrainingAuditSetup(
+            *tables, "label", canaries=CANARIES, threat_models=THREAT_MODELS, seed=repeat, k=k
+        )
+        start = time.perf_counter()
+        result = audit_training(procedure, setup)
+        seconds += time.perf_counter() - start
+        refuted += result.refuted
+        claims.append(result.claimed_epsilon)
+        for audit in result.threat_models:
+            bounds[audit.threat_model.name].append(audit.epsilon_lower_bound)
+    return refuted, bounds, float(np.mean(claims)), seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 4.0])
@@ -113,9 +134,9 @@ def main() -> None:
     threads = choose_threads(1, args.threads)
     apply_threads(threads)
     print(f"torch threads: {threads}", flush=True)
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory() as scratch:
         tables = _tables(Path(scratch))
-        rows = []
         for epsilon in args.epsilons:
             target = TrainingConfig(
                 epochs=EPOCHS,
@@ -130,57 +151,28 @@ def main() -> None:
             config = replace(target, target_epsilon=None, noise_multiplier=plan.noise_multiplier)
             k = design_k(plan.epsilon_after(plan.steps))
             plain_seconds(tables, config, 0)  # once untimed: torch's first optimiser imports
-            plain = [plain_seconds(tables, config, seed) for seed in range(3)]
+            plain = float(np.median([plain_seconds(tables, config, seed) for seed in range(3)]))
             print(
                 f"  ε = {epsilon:g}: σ = {plan.noise_multiplier:.3f}, k = {k or 'choose_k'}, "
-                f"plain training {np.median(plain):.2f} s",
+                f"plain training {plain:.2f} s",
                 flush=True,
             )
             for name in args.trainers:
-                breakage = TRAINERS[name]
-                procedure = OwnTrainer(
-                    config, "label", parameter_count(4, 2, HIDDEN), breakage=breakage
-                )
-                bounds: dict[str, list[float]] = {model: [] for model in THREAT_MODELS}
-                refuted, claims, seconds = 0, [], 0.0
-                for repeat in range(args.repeats):
-                    setup = TrainingAuditSetup(
-                        *tables,
-                        "label",
-                        canaries=CANARIES,
-                        threat_models=THREAT_MODELS,
-                        seed=repeat,
-                        k=k,
-                    )
-                    start = time.perf_counter()
-                    result = audit_training(procedure, setup)
-                    seconds += time.perf_counter() - start
-                    refuted += result.refuted
-                    claims.append(result.claimed_epsilon)
-                    for audit in result.threat_models:
-                        bounds[audit.threat_model.name].append(audit.epsilon_lower_bound)
-                rows.append(
-                    (
-                        epsilon,
-                        name,
-                        refuted,
-                        bounds,
-                        float(np.mean(claims)),
-                        seconds,
-                        float(np.median(plain)),
-                    )
-                )
+                found = _audit_trainer(tables, config, name, k, args.repeats)
+                rows.append((epsilon, name, *found, plain))
                 print(f"  done: {_row(rows[-1], args.repeats)}", flush=True)
-    print(
-        f"\n{args.repeats} repeats each; σ for the target ε on {RECORDS} records, δ = {DELTA:g}\n"
-    )
+    _print_tables(rows, args.repeats)
+
+
+def _print_tables(rows: list[Row], repeats: int) -> None:
+    print(f"\n{repeats} repeats each; σ for the target ε on {RECORDS} records, δ = {DELTA:g}\n")
     header = "| target ε | trainer | accounted ε | refuted | " + " | ".join(
         f"{m}: mean ε_lo (max)" for m in THREAT_MODELS
     )
     print(header + " | s per audit | s per plain training | ratio |")
     print("|" + "---|" * (len(THREAT_MODELS) + 7))
     for row in rows:
-        print(_row(row, args.repeats))
+        print(_row(row, repeats))
     print("\nTightness of the correct trainer: measured ε_lo / accounted ε, mean (max)\n")
     print("| target ε | accounted ε | " + " | ".join(THREAT_MODELS) + " |")
     print("|" + "---|" * (len(THREAT_MODELS) + 2))
