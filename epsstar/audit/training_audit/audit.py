@@ -62,7 +62,7 @@ from epsstar.audit.training_audit.threat_models import (
 )
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
 from epsstar.statistics._validation import check_confidence, check_delta, check_positive_int
-from epsstar.statistics.auditing.choose_k import choose_k
+from epsstar.statistics.auditing.choose_k import choose_k, given_k
 from epsstar.statistics.auditing.feasibility import (
     ManyRunMethod,
     check_canaries_can_refute,
@@ -85,7 +85,8 @@ __all__ = ["TrainingAuditSetup", "audit_training"]
 class TrainingAuditSetup:
     """What to audit: the data, the canaries per kind, one run or ``runs`` runs with and
     ``runs`` without the canary, the threat models, the claim (``None``: the runs' own), the
-    confidence, which bound decides, the seed, and the ``work`` folder to resume from."""
+    confidence, which bound decides, the seed, the ``work`` folder to resume from, and ``k``:
+    the one-run guesses k₊ = k₋ fixed by the design (``None``: :func:`choose_k`'s rule)."""
 
     train: Path
     population: Path
@@ -100,6 +101,7 @@ class TrainingAuditSetup:
     bound: BoundName = "epsilon-delta"
     seed: int = 0
     work: Path | None = None
+    k: int | None = None
 
     @property
     def many(self) -> bool:
@@ -121,6 +123,8 @@ def _check_setup(procedure: Procedure, setup: TrainingAuditSetup) -> tuple[Threa
     check_positive_int("--canaries", setup.canaries, minimum=1)
     check_positive_int("--runs", setup.runs, minimum=1)
     check_confidence(setup.confidence)
+    if setup.k is not None:
+        check_positive_int("k", setup.k, minimum=1)
     if setup.runs == 2 or setup.runs == 3:
         raise InvalidInputError(
             "--runs must be 1 (one run with every canary) or at least 4 (runs with and "
@@ -337,7 +341,17 @@ def _one_run(
     level: float,
 ) -> ThreatModelAudit:
     method = BOUNDS[setup.bound][0]
-    chosen = choose_k(scores.size, claim.epsilon, claim.delta, confidence=level, method=method)
+    if setup.k is None:
+        chosen = choose_k(scores.size, claim.epsilon, claim.delta, confidence=level, method=method)
+    else:
+        chosen = given_k(
+            scores.size,
+            min(setup.k, scores.size // 2),
+            claim.epsilon,
+            claim.delta,
+            confidence=level,
+            method=method,
+        )
     k = min(chosen.k, scores.size // 2)
     bounds = audit_one_run(
         scores,

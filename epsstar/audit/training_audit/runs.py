@@ -47,6 +47,7 @@ SEED_PURPOSES = {
     "arms": 7,
     "runs": 8,
     "split": 9,
+    "memorise": 10,
 }
 
 

@@ -19,6 +19,12 @@ best, which voids the confidence. So k is chosen from m and the claimed (ε, δ)
   :data:`_DOUBLINGS` times, until some k is: the k with most power against a trainer that
   leaks 2, 4, ... times the claim's μ. Still m and the claim alone.
 
+:func:`given_k` records a k fixed in advance by the audit's design instead (say k = m/2, every
+canary guessed), with what it is expected to give at the claim: the bounds hold for any k fixed
+before the scores are seen. The rule above aims at a trainer near its claim; a design that
+must refute a claim far above what few guesses can show (the one-run bound with 2k guesses all
+right is the most an audit can give) fixes a larger k.
+
 Candidate k are every k ≤ m/2 when m ≤ 512, else 128 values spaced geometrically from 1 to
 m/2. With every guess equally good (randomized response) the rule would be k = m/2; the
 Gaussian model prefers fewer, surer guesses, as the canaries' extreme scores are.
@@ -26,6 +32,7 @@ Gaussian model prefers fewer, surer guesses, as the canaries' extreme scores are
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 
@@ -43,7 +50,7 @@ from epsstar.statistics.auditing.one_run_gaussian_dp import one_run_mu_lower_bou
 from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.conversions import gdp_epsilon
 
-__all__ = ["ChosenK", "choose_k", "expected_precision"]
+__all__ = ["ChosenK", "choose_k", "expected_precision", "given_k"]
 
 _ALL_K_UP_TO = 256
 _GRID_SIZE = 128
@@ -148,6 +155,14 @@ def choose_k(
     if method not in ONE_RUN_METHODS:
         allowed = ", ".join(repr(name) for name in ONE_RUN_METHODS)
         raise InvalidInputError(f"method must be one of {allowed}. Found {method!r}.")
+    return _chosen(m, eps, d, level, method)
+
+
+@functools.lru_cache(maxsize=64)
+def _chosen(m: int, eps: float, d: float, level: float, method: OneRunMethod) -> ChosenK:
+    """:func:`choose_k` on checked arguments, remembered: the search costs about a second
+    (hundreds of bounds, each a root search), and the threat models of one audit that share a
+    canary count and the claim ask for the same k."""
     mu = claimed_mu(eps, d)
     for _ in range(_DOUBLINGS + 1):
         bound, k, correct = _best_k(method, m, mu, d, level)
@@ -163,5 +178,38 @@ def choose_k(
         method=method,
         expected_correct=correct,
         expected_epsilon_lower=bound,
+        mu=mu,
+    )
+
+
+def given_k(
+    canaries: int,
+    k: int,
+    claimed_epsilon: float,
+    delta: float,
+    *,
+    confidence: float = 0.95,
+    method: OneRunMethod = "steinke2023_epsilon_delta",
+) -> ChosenK:
+    """The record of a k fixed by the audit's design (1 ≤ k ≤ m/2), with the right guesses and
+    the bound expected for a Gaussian trainer exactly at the claim (see the module)."""
+    m = check_positive_int("canaries", canaries, minimum=2)
+    kk = check_positive_int("k", k, minimum=1)
+    eps = check_claimed_epsilon(claimed_epsilon)
+    d = check_in_range("delta", delta, 0.0, 0.5)
+    level = check_confidence(confidence)
+    if 2 * kk > m:
+        raise InvalidInputError(f"k must be at most half the canaries ({m // 2}). Found {kk}.")
+    mu = claimed_mu(eps, d)
+    correct = min(2 * kk, round(2 * kk * expected_precision(m, kk, mu)))
+    return ChosenK(
+        k=kk,
+        canaries=m,
+        claimed_epsilon=eps,
+        delta=d,
+        confidence=level,
+        method=method,
+        expected_correct=correct,
+        expected_epsilon_lower=_expected_bound(method, m, kk, correct, d, level),
         mu=mu,
     )

@@ -9,7 +9,11 @@ watch every step (:mod:`.observer`), which needs DP-SGD with per-example clippin
 
 :class:`Breakage` breaks the trainer on purpose, for the tests and the benchmark that show an
 audit catches a trainer that does not keep its claim: the noise scaled (0 removes it; 0.1 is
-σ/10), the noise added at one step per epoch only, the clipping removed. The claim stays the
+σ/10), the noise added at one step per epoch only, the clipping removed, or a fraction of the
+run's records memorised: the trained model answers those records with their own label at
+probability 1 (the least logit loss of ``statistics/losses.py``, −MAX_ABS_LOGIT ≈ −36), as a
+model that stores part of its training set does — a leak only the black-box threat models
+see, since it happens after the last noisy step. The claim stays the
 accountant's for the unbroken trainer, as a broken implementation would report it.
 """
 
@@ -31,7 +35,7 @@ from epsstar.audit.training_audit.threat_models import (
 )
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.json_types import JsonObject
-from epsstar.statistics.losses import compute_losses
+from epsstar.statistics.losses import MAX_ABS_LOGIT, compute_losses
 from epsstar.training.data.tables import TabularData, load_table
 from epsstar.training.models import MLP, ExportedModel, Standardiser, output_width
 from epsstar.training.threat_models.gradient_canaries import GradientInjector, canary_coordinates
@@ -43,7 +47,7 @@ from epsstar.training.threat_models.observer import (
 )
 from epsstar.training.trainer import PrivacyPlan, StepHooks, TrainingConfig, plan_privacy, train
 
-__all__ = ["Breakage", "OwnTrainer", "parameter_count"]
+__all__ = ["Breakage", "OwnTrainer", "memorised_losses", "parameter_count"]
 
 _ACCOUNTANT = "epsstar's accountant for this run (dp_accounting)"
 
@@ -55,10 +59,11 @@ class Breakage:
     noise: float = 1.0
     noise_once_per_epoch: bool = False
     clip: bool = True
+    memorise: float = 0.0
 
     @property
     def broken(self) -> bool:
-        return self.noise != 1.0 or self.noise_once_per_epoch or not self.clip
+        return self.noise != 1.0 or self.noise_once_per_epoch or not self.clip or self.memorise > 0
 
     def noise_scale(self, steps_per_epoch: int, step: int) -> float:
         """The factor of the noise's standard deviation at ``step``."""
@@ -77,6 +82,34 @@ def parameter_count(n_features: int, n_classes: int, hidden: tuple[int, ...]) ->
 def _plan(config: TrainingConfig, n_records: int) -> PrivacyPlan | None:
     """σ for a run of ``n_records`` (the σ search is slow; runs of one size share it)."""
     return plan_privacy(config, n_records)
+
+
+@functools.lru_cache(maxsize=8)
+def _accounted(config: TrainingConfig, n_records: int) -> tuple[float, float] | None:
+    """The accountant's (ε, δ) after the steps of :func:`_plan` (a PLD composition, about a
+    third of a second, asked before every run of an audit)."""
+    plan = _plan(config, n_records)
+    return None if plan is None else (plan.epsilon_after(plan.steps), plan.delta)
+
+
+def _row_keys(table: TabularData) -> list[bytes]:
+    """One key per record: its features and label, byte for byte."""
+    rows = np.column_stack([table.features.astype(np.float64), table.labels.astype(np.float64)])
+    return [row.tobytes() for row in rows]
+
+
+def memorised_losses(
+    losses: FloatArray, records: TabularData, data: TabularData, fraction: float, seed: int
+) -> FloatArray:
+    """``losses`` of ``records``, with −MAX_ABS_LOGIT (the logit loss of probability 1 for the
+    true label) for those among a seeded ``fraction`` of ``data``'s records: the ones a
+    memorising model answers with their own label."""
+    count = round(fraction * data.n_records)
+    chosen = np.random.default_rng(seed).permutation(data.n_records)[:count]
+    keys = _row_keys(data)
+    stored = {keys[i] for i in chosen}
+    hit = np.array([key in stored for key in _row_keys(records)], dtype=bool)
+    return np.where(hit, -MAX_ABS_LOGIT, losses)
 
 
 def _tensors(data: TabularData, standardiser: Standardiser) -> tuple[torch.Tensor, torch.Tensor]:
@@ -125,10 +158,10 @@ class OwnTrainer:
         return self.parameters if self._white_box() else 0
 
     def claim(self, n_records: int) -> Claim | None:
-        plan = _plan(replace(self.config, seed=0), n_records)
-        if plan is None:
+        accounted = _accounted(replace(self.config, seed=0), n_records)
+        if accounted is None:
             return Claim(False, source="epsstar's trainer without DP-SGD")
-        return Claim(True, plan.epsilon_after(plan.steps), plan.delta, _ACCOUNTANT)
+        return Claim(True, *accounted, _ACCOUNTANT)
 
     def _observer(
         self,
@@ -227,7 +260,18 @@ class OwnTrainer:
         seen = {} if observer is None else observer.scores(trained.model.network)
         for name in request.threat_models:
             kind = threat_model(name).canaries
-            scores[name] = seen[name] if name in seen else _losses(trained.model, tables[kind])
+            if name in seen:
+                scores[name] = seen[name]
+                continue
+            scores[name] = _losses(trained.model, tables[kind])
+            if self.breakage.memorise > 0:
+                scores[name] = memorised_losses(
+                    scores[name],
+                    tables[kind],
+                    data,
+                    self.breakage.memorise,
+                    derived_seed(request.seed, "memorise"),
+                )
         privacy = trained.result.privacy
         claim = (
             Claim(False, source="epsstar's trainer without DP-SGD")

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.auditing.choose_k import choose_k, expected_precision
+from epsstar.statistics.auditing.choose_k import choose_k, expected_precision, given_k
 from epsstar.statistics.auditing.claims import claimed_mu
 from epsstar.statistics.auditing.one_run import ONE_RUN_METHODS
 from epsstar.statistics.readings.conversions import gdp_epsilon
@@ -135,3 +135,30 @@ def test_with_no_power_at_the_claim_k_is_chosen_for_a_leakier_trainer() -> None:
     assert chosen.mu == 2.0 * claimed_mu(1.0, 3.4e-4)
     assert chosen.k > 10
     assert chosen.expected_epsilon_lower > 0.0
+
+
+def test_the_choice_is_remembered_per_argument() -> None:
+    # The threat models of one audit ask for the same k: the search runs once. Every argument
+    # is part of the key (a cache that ignored the confidence would return the other record).
+    first = choose_k(300, 2.0, 1e-5, confidence=0.9)
+    assert choose_k(300, 2.0, 1e-5, confidence=0.9) is first
+    other = choose_k(300, 2.0, 1e-5, confidence=0.99)
+    assert other.confidence == 0.99
+    assert other is not first
+    assert choose_k(300, 2.0, 1e-5, confidence=0.9, method="mahloujifar2024_gdp").method == (
+        "mahloujifar2024_gdp"
+    )
+
+
+def test_a_given_k_is_recorded_with_what_it_expects_at_the_claim() -> None:
+    # The chosen k's record and a given k's record agree when the k is the same: the same
+    # expected right guesses and bound at the claim's μ.
+    chosen = choose_k(300, 4.0, 1e-5)
+    given = given_k(300, chosen.k, 4.0, 1e-5)
+    assert given == chosen
+    wide = given_k(300, 150, 4.0, 1e-5)
+    assert wide.k == 150
+    assert wide.mu == claimed_mu(4.0, 1e-5)
+    assert wide.expected_correct == round(300 * expected_precision(300, 150, wide.mu))
+    with pytest.raises(InvalidInputError, match=r"k must be at most half the canaries \(150\)."):
+        given_k(300, 151, 4.0, 1e-5)
