@@ -17,11 +17,11 @@ argmax over the whole tensor, 0.09 s for the chunked log-softmax and gather).
 Only the positions that predict a token of their sequence are scored: when the model's
 logits are its output layer applied to its body's last hidden states (checked bit for bit
 on a probe when the model is loaded, :func:`split_head`; true of the tests' GPT-2 and of
-most causal LMs built the same way), the body runs on the padded batch and the output layer on the kept
-positions' hidden states, :data:`HEAD_NUMBERS` logits at a time. The padded positions' logits
-are never computed and the whole ``batch × positions × vocabulary`` tensor never exists;
-on the benchmark's records (docs/text.md) padding and the last position of each record were
-a fifth of the positions.
+most causal LMs built the same way), the body runs on the padded batch and the output
+layer on the kept positions' hidden states, :data:`HEAD_NUMBERS` logits at a time. The
+padded positions' logits are never computed and the whole ``batch × positions ×
+vocabulary`` tensor never exists; on the benchmark's records (docs/text.md) padding and the
+last position of each record were a fifth of the positions.
 
 It also meets :class:`~epsstar.audit.model.plugins.LoadedModel` (no features, no classes,
 logits), so that a model folder given to a tabular audit is refused with a clear message.
