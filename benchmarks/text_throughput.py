@@ -22,12 +22,15 @@ Three ways over the same two files (training and population, ``--records`` each)
   plan: reading the file, tokenising, sliding windows, batches, the forward pass, the
   token log-probabilities and each record's mean token loss.
 
-Then each attack's extra cost: the scoring time of its plan over the loss attack's
-(``zlib`` compresses each record's text, ``mink`` takes the lowest token log-probabilities,
-``minkpp`` also the moments of the log-probabilities over the vocabulary, ``lowercase``
-scores the lower-cased texts once more, ``ref`` is one loss pass per reference model), and
-the statistics every attack adds to the audit (the estimator, the lower bound and the leak
-test on the two sides' scores: :func:`epsstar.audit.attacks.from_losses.audit_losses`).
+Then each attack's extra cost over the plain sorted forward pass, the plans scored in turn
+``--repeats`` times: what an audit with that attack alone costs beyond the forward pass is
+epsstar's scoring with the loss attack's plan minus the forward pass, plus the attack's own
+scoring over the loss attack's (``zlib`` compresses each record's text, which every scoring
+does; ``mink`` takes the lowest token log-probabilities; ``minkpp`` also the moments of the
+log-probabilities over the vocabulary; ``lowercase`` scores the lower-cased texts once more;
+``ref`` loads one reference model of the same size and scores the texts with it), plus the
+statistics every attack adds to the audit (the estimator, the lower bound and the leak test
+on the two sides' scores: :func:`epsstar.audit.attacks.from_losses.audit_losses`).
 
     python benchmarks/text_throughput.py                    # the small model, 2,000 records a side
     python benchmarks/text_throughput.py --size tiny --records 500 --repeats 3
@@ -249,46 +252,57 @@ def measure(
     return {name: medians(found) for name, found in runs.items()}, tokens, model
 
 
+@dataclass(frozen=True, slots=True)
+class AttackCost:
+    """What one attack adds, in median processor seconds: its scoring over the loss
+    attack's (``scoring``) and its statistics (``statistics``)."""
+
+    attack: str
+    adds: str
+    scoring: float
+    statistics: float
+
+
 def attack_costs(
     model: TextModel, folder: Path, texts: dict[str, list[str]], batch: int, repeats: int
-) -> list[tuple[str, Seconds]]:
-    """Median extra seconds of each attack's scoring over the loss attack's, and the
-    statistics an attack adds."""
-
-    def scoring(plan: ScoringPlan) -> Seconds:
-        return medians([timed(lambda: epsstar_pass(model, folder, plan)) for _ in range(repeats)])
-
-    def extra(plan: ScoringPlan) -> Seconds:
-        found = scoring(plan)
-        return Seconds(found.cpu - loss.cpu, found.wall - loss.wall)
-
-    loss = scoring(ScoringPlan(batch))
+) -> tuple[float, list[AttackCost]]:
+    """The loss attack's scoring (median processor seconds) and each attack's extra cost,
+    the plans scored in turn ``repeats`` times (see the module docstring)."""
     both = [*texts["train"], *texts["population"]]
-    compress = medians(
-        [timed(lambda: [zlib.compress(t.encode("utf-8")) for t in both]) for _ in range(repeats)]
-    )
+
+    def reference() -> None:
+        loaded = ModelFile(folder / "model").load()
+        epsstar_pass(text_model_of(loaded.model, loaded.loader.name), folder, ScoringPlan(batch))
+
+    ways: dict[str, Callable[[], object]] = {
+        "loss": lambda: epsstar_pass(model, folder, ScoringPlan(batch)),
+        "zlib": lambda: [zlib.compress(t.encode("utf-8")) for t in both],
+        "mink": lambda: epsstar_pass(model, folder, ScoringPlan(batch, min_k=0.2)),
+        "minkpp": lambda: epsstar_pass(model, folder, ScoringPlan(batch, 0.2, moments=True)),
+        "lowercase": lambda: epsstar_pass(model, folder, ScoringPlan(batch, lowercase=True)),
+        "ref": reference,
+    }
     train, population = epsstar_pass(model, folder, ScoringPlan(batch))
     utility = {
         role: Utility(side.rows, side.correct / int(side.tokens.sum()), None)
         for role, side in zip(ROLES, (train, population), strict=True)
     }
-    options = AuditOptions()
-    audit = medians(
-        [
-            timed(
-                lambda: audit_losses(train.loss, population.loss, utility=utility, options=options)
-            )
-            for _ in range(repeats)
-        ]
+    ways["statistics"] = lambda: audit_losses(
+        train.loss, population.loss, utility=utility, options=AuditOptions()
     )
-    return [
-        ("loss (the base)", loss),
-        ("zlib", compress),
-        ("mink", extra(ScoringPlan(batch, min_k=0.2))),
-        ("minkpp", extra(ScoringPlan(batch, min_k=0.2, moments=True))),
-        ("lowercase", extra(ScoringPlan(batch, lowercase=True))),
-        ("ref (per reference model)", loss),
-        ("statistics (per attack)", audit),
+    runs: dict[str, list[float]] = {name: [] for name in ways}
+    for _ in range(repeats):
+        for name, run in ways.items():
+            runs[name].append(timed(run).cpu)
+    cpu = {name: statistics.median(found) for name, found in runs.items()}
+    loss, stats = cpu["loss"], cpu["statistics"]
+    return loss, [
+        AttackCost("loss", "the scoring itself", 0.0, stats),
+        AttackCost("zlib", f"zlib, in every scoring ({cpu['zlib']:.2f} s)", 0.0, stats),
+        AttackCost("mink", "the lowest 20 % of log-probabilities", cpu["mink"] - loss, stats),
+        AttackCost("minkpp", "moments over the vocabulary", cpu["minkpp"] - loss, stats),
+        AttackCost("lowercase", "a second pass, lower-cased", cpu["lowercase"] - loss, stats),
+        AttackCost("ref", "loading one reference model, its pass", cpu["ref"], stats),
     ]
 
 
@@ -324,11 +338,26 @@ def report(size: str, args: argparse.Namespace, seconds: dict[str, Seconds], tok
     print(aligned_table(rows, left_columns=1))
 
 
-def report_costs(costs: list[tuple[str, Seconds]]) -> None:
-    base = costs[0][1]
-    rows = [["attack", "extra CPU s", "x loss scoring"]]
-    rows += [[name, f"{extra.cpu:.2f}", f"{extra.cpu / base.cpu:.2f}"] for name, extra in costs]
-    print(aligned_table(rows, left_columns=1))
+def report_costs(plain: Seconds, loss: float, costs: list[AttackCost]) -> None:
+    """Each attack's extra processor seconds over the plain sorted forward pass's."""
+    print(
+        f"each attack alone over the plain sorted forward pass ({plain.cpu:.2f} CPU s); "
+        f"epsstar's scoring with the loss attack: {loss:.2f} CPU s"
+    )
+    rows = [["attack", "adds", "scoring s", "statistics s", "extra CPU s", "x plain sorted"]]
+    for cost in costs:
+        extra = loss - plain.cpu + cost.scoring + cost.statistics
+        rows.append(
+            [
+                cost.attack,
+                cost.adds,
+                f"{cost.scoring:.2f}",
+                f"{cost.statistics:.2f}",
+                f"{extra:+.2f}",
+                f"{(plain.cpu + extra) / plain.cpu:.2f}",
+            ]
+        )
+    print(aligned_table(rows, left_columns=2))
 
 
 def main() -> None:
@@ -353,7 +382,8 @@ def main() -> None:
         report(args.size, args, seconds, tokens)
         if not args.no_attacks:
             print()
-            report_costs(attack_costs(model, folder, texts, args.batch_size, args.repeats))
+            loss, costs = attack_costs(model, folder, texts, args.batch_size, args.repeats)
+            report_costs(seconds["plain, sorted"], loss, costs)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,15 @@ over a whole ``batch × positions × vocabulary`` tensor the same arithmetic is 
 (on logits of 32 × 255 × 4,096, one thread, 2026-11-27: 0.26 s for log-sum-exp, gather and
 argmax over the whole tensor, 0.09 s for the chunked log-softmax and gather).
 
+Only the positions that predict a token of their sequence are scored: when the model's
+logits are its output layer applied to its body's last hidden states (checked bit for bit
+on a probe when the model is loaded, :func:`split_head`; true of the tests' GPT-2 and of
+most causal LMs built the same way), the body runs on the padded batch and the output
+layer on the kept positions' hidden states, :data:`HEAD_NUMBERS` logits at a time. The
+padded positions' logits are never computed and the whole ``batch × positions ×
+vocabulary`` tensor never exists; on the benchmark's records (docs/text.md) padding and the
+last position of each record were a fifth of the positions.
+
 It also meets :class:`~epsstar.audit.model.plugins.LoadedModel` (no features, no classes,
 logits), so that a model folder given to a tabular audit is refused with a clear message.
 """
@@ -31,10 +40,37 @@ from epsstar.audit.model.text_model import TextModelInfo, TokenScores
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.names import OutputKind
 
-__all__ = ["CHUNK_NUMBERS", "CausalLanguageModel"]
+__all__ = ["CHUNK_NUMBERS", "HEAD_NUMBERS", "CausalLanguageModel", "split_head"]
 
 #: Logits scored together (256 KiB of float32: a chunk stays in a core's L2 cache).
 CHUNK_NUMBERS: Final = 1 << 16
+#: Logits the output layer computes at once (16 MiB of float32; 1,024 positions of a
+#: vocabulary of 4,096, 83 of GPT-2's 50,257).
+HEAD_NUMBERS: Final = 1 << 22
+#: Tokens of the probe :func:`split_head` runs both ways.
+PROBE_TOKENS: Final = 8
+
+
+def split_head(model: Any, context: int, vocabulary: int) -> tuple[Any, Any] | None:
+    """The model's body (``base_model``: the network up to its last hidden states) and its
+    output layer (``get_output_embeddings()``), when the model's logits are exactly that
+    layer applied to the body's last hidden states; ``None`` when not. Checked bit for bit
+    on a probe of :data:`PROBE_TOKENS` tokens, so that a model whose logits are more than
+    that (scaled, as Cohere's, or capped, as Gemma 2's) is read whole."""
+    import torch
+
+    body = getattr(model, "base_model", None)
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if body is None or body is model or head is None:
+        return None
+    probe = torch.arange(min(PROBE_TOKENS, context))[None, :] % vocabulary
+    try:
+        with torch.inference_mode():
+            whole = model(input_ids=probe, use_cache=False).logits
+            split = head(body(input_ids=probe, use_cache=False).last_hidden_state)
+    except (AttributeError, TypeError):  # a body that takes other arguments or returns a tuple
+        return None
+    return (body, head) if torch.equal(whole, split) else None
 
 
 class CausalLanguageModel:
@@ -56,6 +92,7 @@ class CausalLanguageModel:
         self._info = info
         self._files = files
         self._source = source
+        self._head = split_head(model, info.context, info.vocabulary)
 
     # ------------------------------------------------------------------ TextModel
 
@@ -81,27 +118,51 @@ class CausalLanguageModel:
         self, ids: NDArray[np.int64], lengths: NDArray[np.int64], *, moments: bool
     ) -> TokenScores:
         torch = self._torch
+        rows, width = ids.shape
         with torch.inference_mode():
             tokens = torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64))
-            logits = self._model(input_ids=tokens, use_cache=False).logits.float()
-            rows, width, vocabulary = logits.shape
-            # Every position's logits as a row; the last position of each sequence predicts
-            # no token of it (target 0, dropped below).
-            flat = logits.reshape(rows * width, vocabulary)
-            targets = torch.cat((tokens[:, 1:], tokens.new_zeros(rows, 1)), dim=1).reshape(-1)
-            found = self._chunked(flat, targets, moments=moments)
+            # The positions that predict a token of their sequence: t < length − 1.
+            counts = torch.from_numpy(np.asarray(lengths, dtype=np.int64)) - 1
+            keep = torch.arange(width - 1)[None, :] < counts[:, None]
+            targets = tokens[:, 1:][keep]
+            found = self._scored(tokens, keep, targets, moments=moments)
 
-        def shaped(values: Any) -> Any:
-            """Back to ``(rows, width − 1)``: the positions that predict a token."""
-            return None if values is None else values.reshape(rows, width)[:, :-1].numpy()
+        def shaped(values: Any, dtype: type) -> Any:
+            """Back to ``(rows, width − 1)``, 0 at padded positions."""
+            if values is None:
+                return None
+            out = np.zeros((rows, width - 1), dtype=dtype)
+            out[keep.numpy()] = values.numpy()
+            return out
 
-        log_probs, correct, mu, sigma = (shaped(x) for x in found)
+        log_probs, correct, mu, sigma = found
         return TokenScores(
-            log_probs.astype(np.float64),
-            correct,
-            None if mu is None else mu.astype(np.float64),
-            None if sigma is None else sigma.astype(np.float64),
+            shaped(log_probs, np.float64),
+            shaped(correct, np.bool_),
+            shaped(mu, np.float64),
+            shaped(sigma, np.float64),
         )
+
+    def _scored(self, tokens: Any, keep: Any, targets: Any, *, moments: bool) -> list[Any]:
+        """:meth:`_chunked` of the positions in ``keep``, their logits computed
+        :data:`HEAD_NUMBERS` at a time by the output layer when the model is its body and
+        that layer (:func:`split_head`), else read from the model's whole output."""
+        torch = self._torch
+        if self._head is None:
+            logits = self._model(input_ids=tokens, use_cache=False).logits[:, :-1][keep]
+            return self._chunked(logits.float(), targets, moments=moments)
+        body, head = self._head
+        hidden = body(input_ids=tokens, use_cache=False).last_hidden_state[:, :-1][keep]
+        step = max(1, HEAD_NUMBERS // self._info.vocabulary)
+        parts = [
+            self._chunked(
+                head(hidden[start : start + step]).float(),
+                targets[start : start + step],
+                moments=moments,
+            )
+            for start in range(0, max(1, hidden.shape[0]), step)
+        ]
+        return [None if part[0] is None else torch.cat(part) for part in zip(*parts, strict=True)]
 
     def _chunked(self, flat: Any, targets: Any, *, moments: bool) -> list[Any]:
         """Per row of ``flat`` (one position's logits): the target's log-probability,

@@ -1,0 +1,130 @@
+"""The output layer applied to the scored positions only, and the batches cut where padding
+and model calls cost least, score every record as the model's whole output read record by
+record does."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tiny_lm import TinyCorpus
+
+from epsstar.audit.engines.text_scoring import (
+    CALL_COST,
+    TOKEN_BUDGET,
+    ScoringPlan,
+    _cuts,
+    score_text,
+)
+from epsstar.loaders.huggingface import HuggingFaceLoader
+from epsstar.loaders.huggingface.model import split_head
+from epsstar.statistics.attacks.text_scores import vocabulary_moments
+
+
+def _padded(ids: list[Any]) -> tuple[Any, Any]:
+    width = max(len(x) for x in ids)
+    matrix = np.zeros((len(ids), width), dtype=np.int64)
+    for row, x in enumerate(ids):
+        matrix[row, : len(x)] = x
+    return matrix, np.array([len(x) for x in ids])
+
+
+def test_the_split_head_scores_as_the_model_s_whole_output(corpus: TinyCorpus) -> None:
+    import torch
+
+    model = HuggingFaceLoader().load(corpus.model)
+    assert model._head is not None  # a GPT-2 is its body and its output layer
+    whole = HuggingFaceLoader().load(corpus.model)
+    whole._head = None  # the path that reads the model's whole output
+    matrix, lengths = _padded(model.tokenize(corpus.population_texts[:16]))
+    split = model.score_tokens(matrix, lengths, moments=True)
+    read = whole.score_tokens(matrix, lengths, moments=True)
+    with torch.inference_mode():
+        logits = model._model(input_ids=torch.from_numpy(matrix)).logits[:, :-1].double()
+    log_p = torch.log_softmax(logits, -1).numpy()
+    mu, sigma = vocabulary_moments(log_p)
+    targets = matrix[:, 1:]
+    expected = np.take_along_axis(log_p, targets[..., None], -1)[..., 0]
+    for row, n in enumerate(lengths - 1):
+        for found in (split, read):
+            assert found.mu is not None
+            assert found.sigma is not None
+            # float32 logits and log-softmax against float64 on the same logits: 1e-5 nats
+            # hides rounding only (reading another position or token is off by > 0.01)
+            np.testing.assert_allclose(found.log_probs[row, :n], expected[row, :n], atol=1e-5)
+            np.testing.assert_allclose(found.mu[row, :n], mu[row, :n], atol=1e-5)
+            np.testing.assert_allclose(found.sigma[row, :n], sigma[row, :n], atol=1e-5)
+            np.testing.assert_array_equal(
+                found.correct[row, :n], log_p[row, :n].argmax(-1) == targets[row, :n]
+            )
+
+
+def test_a_model_whose_logits_are_more_than_its_output_layer_is_read_whole(
+    corpus: TinyCorpus,
+) -> None:
+    from transformers import GPT2LMHeadModel
+
+    plain = GPT2LMHeadModel.from_pretrained(corpus.model).eval()
+    scaled = GPT2LMHeadModel.from_pretrained(corpus.model).eval()
+    forward = scaled.forward
+
+    def doubled(*args: Any, **kwargs: Any) -> Any:  # logits scaled after the output layer
+        out = forward(*args, **kwargs)
+        out.logits = out.logits * 2.0
+        return out
+
+    scaled.forward = doubled
+    vocabulary = plain.config.vocab_size
+    assert split_head(plain, 64, vocabulary) is not None
+    assert split_head(scaled, 64, vocabulary) is None
+
+
+def _cost(lengths: list[int], cuts: list[int]) -> float:
+    return sum(
+        (end - start) * lengths[start] + CALL_COST for start, end in itertools.pairwise(cuts)
+    )
+
+
+def _allowed(lengths: list[int], cuts: list[int], batch_size: int) -> bool:
+    return all(
+        end - start <= batch_size
+        and (end - start == 1 or (end - start) * lengths[start] <= TOKEN_BUDGET)
+        for start, end in itertools.pairwise(cuts)
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(2, 3000), min_size=1, max_size=9),
+    st.integers(1, 5),
+)
+def test_the_cuts_cost_least_of_all_allowed_cuts(raw: list[int], batch_size: int) -> None:
+    lengths = sorted(raw, reverse=True)
+    n = len(lengths)
+    cuts = _cuts(np.array(lengths, dtype=np.int64), batch_size)
+    assert (cuts[0], cuts[-1]) == (0, n)
+    assert _allowed(lengths, cuts, batch_size)
+    every = [
+        [0, *inner, n]
+        for size in range(n)
+        for inner in itertools.combinations(range(1, n), size)
+        if _allowed(lengths, [0, *inner, n], batch_size)
+    ]
+    assert _cost(lengths, cuts) == min(_cost(lengths, other) for other in every)
+
+
+def test_batches_score_each_record_as_it_scores_alone(corpus: TinyCorpus) -> None:
+    model = HuggingFaceLoader().load(corpus.model)
+    plan = ScoringPlan(64, min_k=0.2, moments=True, lowercase=True)
+    batched, _ = score_text(model, corpus.train, "text", plan, role="train")
+    alone, _ = score_text(
+        model, corpus.train, "text", ScoringPlan(1, 0.2, True, True), role="train"
+    )
+    # float32 matmuls of other batch shapes: 1e-5 nats hides rounding only
+    for name in ("loss", "min_k", "min_k_plus_plus", "lowercase_loss"):
+        np.testing.assert_allclose(getattr(batched, name), getattr(alone, name), atol=1e-5)
+    np.testing.assert_array_equal(batched.tokens, alone.tokens)
+    assert batched.correct == alone.correct
