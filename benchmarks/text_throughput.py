@@ -32,7 +32,7 @@ log-probabilities over the vocabulary; ``lowercase`` scores the lower-cased text
 statistics every attack adds to the audit (the estimator, the lower bound and the leak test
 on the two sides' scores: :func:`epsstar.audit.attacks.from_losses.audit_losses`).
 
-    python benchmarks/text_throughput.py                    # the small model, 2,000 records a side
+    python benchmarks/text_throughput.py                    # the small model, 500 records a side
     python benchmarks/text_throughput.py --size tiny --records 500 --repeats 3
 """
 
