@@ -154,7 +154,8 @@ def test_the_record_holds_corollary_10_and_the_data_independent_bound(
     )
     assert record.bound.advantage <= record.data_independent.advantage
     document = record.to_dict()
-    assert document["column"] == "sex" and document["values"] == [0.0, 1.0]
+    assert document["column"] == "sex"
+    assert document["values"] == [0.0, 1.0]
     assert document["steps"] == plan.steps == len(record.distances)
 
 
@@ -193,6 +194,6 @@ def test_columns_that_cannot_be_tracked_are_refused(
     tables: tuple[TabularData, TabularData], column: str, message: str
 ) -> None:
     data, population = tables
-    with pytest.raises(InvalidInputError, match=None) as caught:
+    with pytest.raises(InvalidInputError) as caught:
         attribute_column(data, population, column)
     assert message in str(caught.value)
