@@ -181,8 +181,9 @@ class TrainingResult:
             "files": dict(self.files),
             "fingerprint": None if self.fingerprint is None else dict(self.fingerprint),
         }
-        if self.attribute_inference is not None:
-            document["attribute_inference"] = self.attribute_inference.to_dict()
+        document["attribute_inference"] = (
+            None if self.attribute_inference is None else self.attribute_inference.to_dict()
+        )
         cleaned = _json_safe(document)
         assert isinstance(cleaned, dict)
         return cleaned
