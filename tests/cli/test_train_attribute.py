@@ -5,17 +5,22 @@ is within it, and bad input is one line with exit code 2."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from epsstar.audit.premise.tracked_bound import FROM_TRAINING_RECORD, tracked_bound
+from epsstar.audit.premise.tracked_bound import (
+    FROM_EXACT_MEMBERSHIP,
+    FROM_TRAINING_RECORD,
+    tracked_bound,
+)
 from epsstar.cli import main
 from epsstar.cli.exit_codes import EXIT_OK, EXIT_USAGE
 from epsstar.exceptions import InputFileError
-from epsstar.statistics.readings.attribute import FROM_DP
+from epsstar.statistics.readings.attribute import FROM_DP, attribute_security_from_dp
 from tests.training.test_attribute import adult_numeric
 
 ROWS = 800
@@ -86,11 +91,25 @@ def test_the_audit_reads_the_bound_training_recorded(
     assert inferred["advantage"] <= bound["advantage_bound"]
 
 
-def test_another_column_gets_the_declared_bound(
+def test_another_column_gets_the_exact_membership_advantage(
     trained: Path, folder: Path, tmp_path: Path
 ) -> None:
+    """Without a tracked bound for the column, the PLD's exact membership advantage of the
+    run (training.json), tighter than eq. 5 of the declared (ε, δ); a model file without
+    its training.json gets eq. 5."""
+    record = json.loads((trained / "training.json").read_text())
+    exact = record["privacy"]["bayes_security"]["add_remove"]["advantage_exact"]
+    declared = attribute_security_from_dp(record["privacy"]["epsilon"], record["privacy"]["delta"])
     inferred = _audit(folder, trained / "model.onnx", tmp_path / "audit.json", "race")
+    assert inferred["training_bound"]["source"] == FROM_EXACT_MEMBERSHIP
+    assert inferred["training_bound"]["advantage_bound"] == exact
+    assert exact < declared.advantage
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(trained / "model.onnx", alone / "model.onnx")
+    inferred = _audit(folder, alone / "model.onnx", tmp_path / "alone.json", "sex")
     assert inferred["training_bound"]["source"] == FROM_DP
+    assert inferred["training_bound"]["advantage_bound"] == pytest.approx(declared.advantage)
 
 
 def test_a_record_for_other_files_or_a_broken_bound(trained: Path, tmp_path: Path) -> None:
@@ -99,6 +118,10 @@ def test_a_record_for_other_files_or_a_broken_bound(trained: Path, tmp_path: Pat
     record["files"] = {"onnx": "other.onnx"}
     (tmp_path / "training.json").write_text(json.dumps(record))
     assert tracked_bound(tmp_path / "model.onnx", "sex") is None
+    record["files"] = {"onnx": "model.onnx"}
+    record["privacy"]["bayes_security"]["add_remove"]["advantage_exact"] = None
+    (tmp_path / "training.json").write_text(json.dumps(record))
+    assert tracked_bound(tmp_path / "model.onnx", "race") is None
     record["files"] = {"onnx": "model.onnx"}
     record["attribute_inference"]["bound"]["advantage_bound"] = 1.5
     (tmp_path / "training.json").write_text(json.dumps(record))
