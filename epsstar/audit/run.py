@@ -55,6 +55,7 @@ from epsstar.audit.premise.attribute import check_model_input
 from epsstar.audit.premise.classifier import READ_ROWS, blind_log_odds
 from epsstar.audit.premise.findings import PremiseInputs, PremiseKeys, premise_keys, with_premise
 from epsstar.audit.premise.settings import DEFAULT_PREMISE, PremiseSettings
+from epsstar.audit.premise.tracked_bound import tracked_bound
 from epsstar.audit.text_run import TextRun, audit_text, check_text_settings
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics.utility import Utility
@@ -432,6 +433,9 @@ def _premise_inputs(
         losses=losses,
         keys=users,
         model=(loaded.model, run.tables.read("train", streamed.match), streamed.train.label_map),
+        attribute_bound=None
+        if users.attribute is None
+        else tracked_bound(run.model.path, users.attribute.column),
     )
 
 

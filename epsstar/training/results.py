@@ -10,8 +10,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from epsstar.audit.data.configs.schema import JsonObject, JsonValue
+
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.training.attribute import AttributeTracking
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -152,6 +156,8 @@ class TrainingResult:
     torch_version: str
     files: dict[str, str]
     fingerprint: JsonObject | None = field(default=None)
+    #: The tracked attribute and its bound (``epsstar train --attribute``; None: not tracked).
+    attribute_inference: AttributeTracking | None = field(default=None)
 
     def to_dict(self) -> JsonObject:
         """The JSON document (a plain dict; non-finite floats become ``None``)."""
@@ -175,6 +181,9 @@ class TrainingResult:
             "files": dict(self.files),
             "fingerprint": None if self.fingerprint is None else dict(self.fingerprint),
         }
+        document["attribute_inference"] = (
+            None if self.attribute_inference is None else self.attribute_inference.to_dict()
+        )
         cleaned = _json_safe(document)
         assert isinstance(cleaned, dict)
         return cleaned

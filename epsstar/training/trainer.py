@@ -436,13 +436,16 @@ class StepHooks:
     analysis lets an adversary see every step. ``noise_scale(step)`` multiplies the noise's
     standard deviation and ``clip=False`` sums unclipped gradients: test hooks that break the
     privacy the accountant reports, so that a test or a benchmark can show that the audit of
-    a training run catches them; the command line never sets them.
+    a training run catches them; the command line never sets them. ``sampled(step, network,
+    rows)`` sees the network before the step's update and the indices of the records sampled
+    for it (:class:`epsstar.training.attribute.AttributeTracker`); it must change nothing.
     """
 
     inject: Callable[[int], torch.Tensor | None] | None = None
     observe: Callable[[int, list[torch.Tensor], list[torch.Tensor]], None] | None = None
     noise_scale: Callable[[int], float] | None = None
     clip: bool = True
+    sampled: Callable[[int, MLP, torch.Tensor], None] | None = None
 
 
 def _hooked(
@@ -496,6 +499,8 @@ def _run_epoch(
         groups = None
         if private and settings.groups_count is not None:
             groups = torch.randint(settings.groups_count, (n,), generator=generator)[chosen]
+        if hooks is not None and hooks.sampled is not None:
+            hooks.sampled(first_step + index, network, chosen)
         noise_std = settings.noise_std
         if hooks is not None and hooks.noise_scale is not None:
             noise_std *= hooks.noise_scale(first_step + index)

@@ -168,6 +168,22 @@ def register(subparsers: Any) -> None:
         "computation into DIR/model-1 ... DIR/model-K; each is the model its own run "
         "would give (default 1: one model into DIR)",
     )
+    parser.add_argument(
+        "--attribute",
+        default=None,
+        metavar="COLUMN",
+        help="track, at every DP-SGD step, how far each sampled record's clipped gradient "
+        "moves when this feature takes its other values, and record in training.json the "
+        "bound on attribute inference it gives (Cherubin et al. 2024, Corollary 10); "
+        "epsstar audit --attribute COLUMN shows it",
+    )
+    parser.add_argument(
+        "--attribute-records",
+        choices=("sampled", "all"),
+        default="sampled",
+        help="records R_t is the largest distance over: those sampled at the step "
+        "(default, the paper's Algorithm 4) or every training record (slower, conservative)",
+    )
     add_threads_argument(parser)
     parser.add_argument(
         "--quiet",
@@ -236,6 +252,13 @@ def summarise(result: TrainingResult, out: str) -> str:
         auroc = _finite(utility.auroc)
         shown = "" if auroc is None else f", AUROC {auroc:.4f}"
         lines.append(f"  {name}: accuracy {utility.accuracy:.4f}{shown}")
+    tracked = result.attribute_inference
+    if tracked is not None:
+        lines.append(
+            f"  attribute {tracked.column.column!r}: advantage of attribute inference at most "
+            f"{tracked.bound.advantage:.4g} (tracked gradients, Corollary 10; "
+            f"{tracked.data_independent.advantage:.4g} without tracking)"
+        )
     seconds = result.wall_time_seconds
     lines.append(
         f"  wrote model.onnx, model.pt, training.json to {out} ({seconds:.1f} s of training)"
@@ -256,6 +279,8 @@ def run(args: argparse.Namespace) -> int:
         features = [name.strip() for name in args.features.split(",") if name.strip()]
     data, population = load_inputs(args.data, args.label_column, args.population, features)
     apply_threads(threads)
+    if args.attribute is not None:
+        return _run_tracked(args, data, population)
     if args.models != 1:
         return _run_many(args, data, population)
     result = train_to_directory(
@@ -266,6 +291,31 @@ def run(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         progress=False if args.quiet else None,
         description="train",
+    )
+    if not args.quiet:
+        print(summarise(result, args.out))
+    return EXIT_OK
+
+
+def _run_tracked(args: argparse.Namespace, data: Any, population: Any) -> int:
+    """``--attribute``: one model, with the attribute's gradient sensitivity tracked."""
+    from epsstar.exceptions import InvalidInputError
+    from epsstar.training.runs.pipeline import train_tracking_attribute
+
+    if args.models != 1:
+        raise InvalidInputError(
+            "--attribute tracks one model's training; train it alone. "
+            f"Found --models {args.models}."
+        )
+    result = train_tracking_attribute(
+        data,
+        config_from_args(args),
+        args.out,
+        args.attribute,
+        population=population,
+        records=args.attribute_records,
+        overwrite=args.overwrite,
+        progress=False if args.quiet else None,
     )
     if not args.quiet:
         print(summarise(result, args.out))

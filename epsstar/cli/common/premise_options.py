@@ -153,6 +153,11 @@ def _attribute_lines(result: AuditResult) -> list[str]:
             f"    training bound, from the {inferred.bound.source}: advantage at most "
             f"{inferred.bound.advantage:.4f} (Bayes security {inferred.bound.beta:.4f})"
         )
+        if inferred.bound.error_order is not None:
+            lines.append(
+                "    (the leading term of the closed form; the term it drops is of order "
+                f"sqrt(pT)/sigma = {inferred.bound.error_order:.3g})"
+            )
     return lines
 
 

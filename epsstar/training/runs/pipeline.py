@@ -10,7 +10,13 @@ from pathlib import Path
 
 from epsstar.audit.data.configs.schema import JsonObject
 from epsstar.audit.output.staging import interrupts_deferred, refuse_replacing_inputs
-from epsstar.exceptions import InputFileError
+from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.training.attribute import (
+    AttributeTracker,
+    Records,
+    attribute_column,
+    tracking_record,
+)
 from epsstar.training.data.tables import TabularData, load_table
 from epsstar.training.models import ExportedModel
 from epsstar.training.progress import EpochProgress, announce
@@ -24,6 +30,7 @@ from epsstar.training.runs.export import (
 from epsstar.training.runs.fingerprint import data_fingerprint, fingerprint
 from epsstar.training.trainer import (
     PrivacyPlan,
+    StepHooks,
     TrainingConfig,
     check_memory,
     plan_privacy,
@@ -35,6 +42,7 @@ __all__ = [
     "load_inputs",
     "model_files",
     "train_to_directory",
+    "train_tracking_attribute",
     "write_trained",
 ]
 
@@ -121,6 +129,73 @@ def train_to_directory(
     computed already. The model is trained in memory and written only when done
     (:func:`write_trained`): an error or Ctrl-C while training leaves ``out`` as it was.
     """
+    return _train_and_write(
+        data,
+        config,
+        out,
+        population=population,
+        overwrite=overwrite,
+        progress=progress,
+        description=description,
+        plan=plan,
+        on_epoch=on_epoch,
+        data_part=data_part,
+    )
+
+
+def train_tracking_attribute(
+    data: TabularData,
+    config: TrainingConfig,
+    out: str | os.PathLike[str],
+    column: str,
+    *,
+    population: TabularData | None = None,
+    records: Records = "sampled",
+    overwrite: bool = False,
+    progress: bool | None = None,
+) -> TrainingResult:
+    """:func:`train_to_directory` with the sensitivity to ``column`` tracked at every step
+    (:mod:`epsstar.training.attribute`) and its bound recorded in ``training.json``; the
+    model is the one the same run gives untracked. Needs DP-SGD with per-example clipping."""
+    tracked = attribute_column(data, population, column)
+    if not config.private:
+        raise InvalidInputError(
+            "--attribute needs DP-SGD (--target-epsilon or --noise-multiplier): without "
+            "noise the bound of Corollary 10 is 1. Found neither."
+        )
+    if config.clipping_groups() is not None:
+        raise InvalidInputError(
+            "--attribute needs per-example clipping (Corollary 10 bounds one record's "
+            f"clipped gradient). Found --microbatches {config.microbatches}."
+        )
+    tracker = AttributeTracker(tracked, data, clip=config.clip, records=records)
+    return _train_and_write(
+        data,
+        config,
+        out,
+        population=population,
+        overwrite=overwrite,
+        progress=progress,
+        description="train",
+        tracker=tracker,
+    )
+
+
+def _train_and_write(
+    data: TabularData,
+    config: TrainingConfig,
+    out: str | os.PathLike[str],
+    *,
+    population: TabularData | None = None,
+    overwrite: bool = False,
+    progress: bool | None = None,
+    description: str = "training",
+    plan: PrivacyPlan | None = None,
+    on_epoch: Callable[[EpochStats], None] | None = None,
+    data_part: JsonObject | None = None,
+    tracker: AttributeTracker | None = None,
+) -> TrainingResult:
+    """What :func:`train_to_directory` says, with ``tracker`` (if any) seeing every step."""
     check_output_dir(out, overwrite)
     inputs = [("--data", data.source)]
     if population is not None:
@@ -146,6 +221,13 @@ def train_to_directory(
             if on_epoch is not None:
                 on_epoch(stats)
 
-        trained = train(data, config, population=population, on_epoch=epoch_done, plan=plan)
+        hooks = None if tracker is None else StepHooks(sampled=tracker)
+        trained = train(
+            data, config, population=population, on_epoch=epoch_done, plan=plan, hooks=hooks
+        )
     result = dataclasses.replace(trained.result, fingerprint=fingerprint(config, data_part))
+    if tracker is not None:
+        assert plan is not None  # tracking is refused without DP-SGD
+        record = tracking_record(tracker, plan.sampling_rate, plan.noise_multiplier)
+        result = dataclasses.replace(result, attribute_inference=record)
     return write_trained(out, trained.model, result)
