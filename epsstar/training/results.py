@@ -152,6 +152,8 @@ class TrainingResult:
     torch_version: str
     files: dict[str, str]
     fingerprint: JsonObject | None = field(default=None)
+    #: The torch device the model was trained on (``--device``): ``cpu``, ``cuda:N``, ``mps``.
+    device: str = "cpu"
 
     def to_dict(self) -> JsonObject:
         """The JSON document (a plain dict; non-finite floats become ``None``)."""
@@ -172,6 +174,7 @@ class TrainingResult:
             "history": [dataclasses.asdict(entry) for entry in self.history],
             "wall_time_seconds": self.wall_time_seconds,
             "versions": {"epsstar": self.epsstar_version, "torch": self.torch_version},
+            "device": self.device,
             "files": dict(self.files),
             "fingerprint": None if self.fingerprint is None else dict(self.fingerprint),
         }
