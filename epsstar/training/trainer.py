@@ -200,7 +200,8 @@ def noisy_gradient(
     ``clip=None`` sums unclipped gradients (the non-private baseline). Noise is
     drawn from ``generator`` one parameter tensor at a time, in
     ``network.parameters()`` order, and moved to the gradients' device (the generator
-    stays on the CPU: the same numbers on every device). The returned ``loss`` is the batch's summed loss.
+    stays on the CPU: the same numbers on every device). The returned ``loss`` is the
+    batch's summed loss.
     """
     if clip is None:
         total = gradient_sum(network, x, y, binary)
