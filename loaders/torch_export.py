@@ -172,11 +172,19 @@ class TorchExportLoader:
 
     name = "torch-export"
     suffixes: tuple[str, ...] = (".pt2",)
+    takes_device = True
 
     def load(
-        self, path: Path, *, outputs: OutputKind | None = None, trust: bool = False
+        self,
+        path: Path,
+        *,
+        outputs: OutputKind | None = None,
+        trust: bool = False,
+        device: str = "cpu",
     ) -> ExportedModel:
-        """Open ``path``; without ``trust`` the archive and its graph are checked."""
+        """Open ``path``; without ``trust`` the archive and its graph are checked. The
+        program runs on ``device`` (moved by ``torch.export.passes.move_to_device_pass``,
+        which also moves the devices its graph names)."""
         outputs = check_outputs_argument(outputs)
         path = Path(path)
         torch = import_optional("torch", loader=self.name)
@@ -194,6 +202,10 @@ class TorchExportLoader:
             ) from None
         if not trust:
             check_program(path, program, torch)
+        if device != "cpu":
+            from torch.export.passes import move_to_device_pass
+
+            program = move_to_device_pass(program, device)
         return ExportedModel(
             path,
             program,
@@ -203,4 +215,5 @@ class TorchExportLoader:
             outputs=outputs,
             stated=stated_outputs(extra[OUTPUTS_KEY], path),
             declared_privacy=privacy_from_text(extra[PRIVACY_KEY], path),
+            device=device,
         )

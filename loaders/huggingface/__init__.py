@@ -188,6 +188,7 @@ class HuggingFaceLoader:
     name = "huggingface"
     suffixes: tuple[str, ...] = ()
     takes_base_model = True
+    takes_device = True
 
     def reads_folder(self, path: Path) -> bool:
         """Whether ``path`` is a model folder (``config.json``) or an adapter folder."""
@@ -201,8 +202,10 @@ class HuggingFaceLoader:
         outputs: OutputKind | None = None,
         trust: bool = False,
         base_model: Path | None = None,
+        device: str = "cpu",
     ) -> CausalLanguageModel:
-        """Read the folder ``path`` (and the base folder of an adapter)."""
+        """Read the folder ``path`` (and the base folder of an adapter); the model (with its
+        adapter merged on the CPU) runs on ``device``."""
         folder = Path(path)
         if not folder.is_dir():
             raise InputFileError(f"a Hugging Face model must be a folder. Found {str(folder)!r}.")
@@ -226,7 +229,8 @@ class HuggingFaceLoader:
         with _quiet(transformers):
             model = _read_model(transformers, torch, files)
             tokenizer, tokenizer_files = _tokenizer(transformers, [folder, base])
-        return self._wrap(model, tokenizer, files, tokenizer_files, adapter, folder)
+        wrapped = self._wrap(model, tokenizer, files, tokenizer_files, adapter, folder)
+        return wrapped if device == "cpu" else wrapped.to(device)
 
     def _wrap(
         self,

@@ -56,6 +56,14 @@ class CausalLanguageModel:
         self._info = info
         self._files = files
         self._source = source
+        self._device = torch.device("cpu")
+
+    def to(self, device: str) -> CausalLanguageModel:
+        """This model with its weights on ``device``; token ids are moved there and scores
+        brought back to the CPU."""
+        self._device = self._torch.device(device)
+        self._model = self._model.to(self._device)
+        return self
 
     # ------------------------------------------------------------------ TextModel
 
@@ -83,6 +91,7 @@ class CausalLanguageModel:
         torch = self._torch
         with torch.inference_mode():
             tokens = torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64))
+            tokens = tokens.to(self._device)
             logits = self._model(input_ids=tokens, use_cache=False).logits.float()
             rows, width, vocabulary = logits.shape
             # Every position's logits as a row; the last position of each sequence predicts
@@ -93,7 +102,7 @@ class CausalLanguageModel:
 
         def shaped(values: Any) -> Any:
             """Back to ``(rows, width − 1)``: the positions that predict a token."""
-            return None if values is None else values.reshape(rows, width)[:, :-1].numpy()
+            return None if values is None else values.reshape(rows, width)[:, :-1].cpu().numpy()
 
         log_probs, correct, mu, sigma = (shaped(x) for x in found)
         return TokenScores(
@@ -110,7 +119,7 @@ class CausalLanguageModel:
         torch = self._torch
         positions, vocabulary = flat.shape
         log_probs = flat.new_empty(positions)
-        correct = torch.empty(positions, dtype=torch.bool)
+        correct = torch.empty(positions, dtype=torch.bool, device=flat.device)
         mu = flat.new_empty(positions) if moments else None
         sigma = flat.new_empty(positions) if moments else None
         step = max(1, CHUNK_NUMBERS // vocabulary)

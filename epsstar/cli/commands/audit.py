@@ -250,6 +250,13 @@ def register(subparsers: Any) -> None:
         default=None,
         help=f"what the model outputs. {describe_choices(OUTPUT_KINDS)} (default: detected)",
     )
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        metavar="DEVICE",
+        help="torch device the TorchScript, torch.export and Hugging Face loaders run the "
+        "model on: cpu (default), cuda, cuda:N or mps, where this machine's torch has it",
+    )
     add_model_options(parser)
     add_engine_options(parser, "data partition")
     _add_storage_option(parser)
@@ -518,7 +525,12 @@ def run(args: argparse.Namespace) -> int:
         junit_file = files.plan("--junit-xml", args.junit_xml, JUNIT)
         summary_file = files.plan(f"${STEP_SUMMARY_VARIABLE}", summary_path, STEP_SUMMARY)
         model = ModelFile(
-            args.model, args.loader, args.outputs, args.trust_model, base_model=args.base_model
+            args.model,
+            args.loader,
+            args.outputs,
+            args.trust_model,
+            base_model=args.base_model,
+            device=args.device,
         )
         tables = text or Tables(
             args.train,
