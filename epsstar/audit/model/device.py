@@ -53,9 +53,7 @@ def checked_device(text: str | None, *, option: str = "--device") -> str:
         count = torch.cuda.device_count()
         index = 0 if device.index is None else device.index
         if index >= count:
-            raise _refused(
-                option, text, f"this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}"
-            )
+            raise _refused(option, text, f"this machine has {count} CUDA device(s), from cuda:0")
         return f"cuda:{index}"
     if device.type == "mps":
         if not torch.backends.mps.is_available():
