@@ -53,6 +53,7 @@ from epsstar.audit.model.class_labels import (
 )
 from epsstar.audit.model.declared_privacy import PRIVACY_KEY, privacy_from_text
 from epsstar.audit.model.plugins import OutputKind, import_optional
+from epsstar.audit.model.threads import torch_threads
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 from . import check_outputs_argument, first_line
@@ -188,6 +189,7 @@ class TorchExportLoader:
         outputs = check_outputs_argument(outputs)
         path = Path(path)
         torch = import_optional("torch", loader=self.name)
+        torch_threads(torch)
         if not path.is_file():
             raise InputFileError(f"the model file must exist. Found no file at {path}.")
         if not trust:

@@ -45,6 +45,7 @@ from epsstar.audit.model.declared_privacy import PRIVACY_KEY, DeclaredPrivacy, p
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.output_reading import OutputReading
 from epsstar.audit.model.plugins import OutputKind, import_optional
+from epsstar.audit.model.threads import torch_threads
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 from . import OUTPUT_KINDS, BatchedModel, check_outputs_argument, first_line
@@ -194,6 +195,7 @@ class TorchScriptLoader:
         outputs = check_outputs_argument(outputs)
         path = Path(path)
         torch = import_optional("torch", loader=self.name)
+        torch_threads(torch)
         if not path.is_file():
             raise InputFileError(f"the model file must exist. Found no file at {path}.")
         if not trust:

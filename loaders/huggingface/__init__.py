@@ -23,6 +23,7 @@ from typing import Any
 
 from epsstar.audit.model.plugins import import_optional
 from epsstar.audit.model.text_model import Adapter, TextModelInfo
+from epsstar.audit.model.threads import torch_threads
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.loaders import first_line
 from epsstar.statistics.names import OutputKind
@@ -211,6 +212,7 @@ class HuggingFaceLoader:
             raise InputFileError(f"a Hugging Face model must be a folder. Found {str(folder)!r}.")
         transformers = import_optional("transformers", loader=self.name)
         torch = import_optional("torch", loader=self.name)
+        torch_threads(torch)
         import_optional("safetensors", loader=self.name)
         adapter = None
         if (folder / ADAPTER_CONFIG).is_file():

@@ -113,13 +113,14 @@ def test_train_on_cuda_without_cuda_exits_2_with_one_line(
 ) -> None:
     """The device is checked before anything else: the other arguments need not even be
     complete for the command to say so."""
+    out = tmp_path / "out"
+    data = ["--label-column", "label"]
+    training = ["--population", str(csv_files[1]), "--epochs", "1"]
     argv = {
         "train": _train(csv_files, tmp_path / "out"),
-        "references": ["references", "--data", str(csv_files[0]), "--label-column", "label"]
-        + ["--out", str(tmp_path / "out")],
+        "references": ["references", "--data", str(csv_files[0]), *data, "--out", str(out)],
         "sweep": ["sweep", str(tmp_path / "sweep.yaml")],
-        "audit-training": ["audit-training", "--train", str(csv_files[0])]
-        + ["--population", str(csv_files[1]), "--label-column", "label", "--epochs", "1"],
+        "audit-training": ["audit-training", "--train", str(csv_files[0]), *data, *training],
     }[command]
     assert main([*argv, "--device", "cuda"]) == 2
     err = capsys.readouterr().err
@@ -127,7 +128,7 @@ def test_train_on_cuda_without_cuda_exits_2_with_one_line(
         f"epsstar {command}: error: --device cuda: torch has no CUDA on this machine. "
         "Found 'cuda'.\n"
     )
-    assert not (tmp_path / "out").exists()
+    assert not out.exists()
 
 
 @needs_cuda

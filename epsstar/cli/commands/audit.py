@@ -250,13 +250,7 @@ def register(subparsers: Any) -> None:
         default=None,
         help=f"what the model outputs. {describe_choices(OUTPUT_KINDS)} (default: detected)",
     )
-    parser.add_argument(
-        "--device",
-        default="cpu",
-        metavar="DEVICE",
-        help="torch device the TorchScript, torch.export and Hugging Face loaders run the "
-        "model on: cpu (default), cuda, cuda:N or mps, where this machine's torch has it",
-    )
+    _add_compute_options(parser)
     add_model_options(parser)
     add_engine_options(parser, "data partition")
     _add_storage_option(parser)
@@ -272,6 +266,25 @@ def register(subparsers: Any) -> None:
     )
     add_pipeline_options(parser)
     parser.set_defaults(handler=run)
+
+
+def _add_compute_options(parser: argparse.ArgumentParser) -> None:
+    """``--device`` and ``--threads``: where and on how many threads the model runs."""
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        metavar="DEVICE",
+        help="torch device the TorchScript, torch.export and Hugging Face loaders run the "
+        "model on: cpu (default), cuda, cuda:N or mps, where this machine's torch has it",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="intra-op threads of torch and onnxruntime (default: $EPSSTAR_THREADS, else the "
+        "cores this process may use that are not busy; never more than the cores)",
+    )
 
 
 def _separator(text: str) -> str:
@@ -501,11 +514,13 @@ def format_summary(result: AuditResult) -> str:
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
+    from epsstar.audit.model.threads import choose_threads, use_threads
     from epsstar.audit.run import ModelFile, Tables, audit
     from epsstar.cli.common.pipeline import limits_option
     from epsstar.cli.common.writers import JSON, JUNIT, REPORT, STEP_SUMMARY, RunFiles
 
     inputs = [("MODEL", args.model), ("--train", args.train), ("--population", args.population)]
+    use_threads(choose_threads(1, args.threads))
     engine = engine_option(args)
     if engine.name != "dask" and args.storage_options is not None:
         from epsstar.exceptions import InvalidInputError
