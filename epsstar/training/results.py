@@ -24,7 +24,7 @@ __all__ = [
     "TrainingUtility",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True, slots=True)
