@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.attacks.from_losses import AuditOptions
     from epsstar.audit.data.configs.limits import Limits
     from epsstar.audit.many import FleetSettings
+    from epsstar.audit.model.loading import ModelFile
     from epsstar.audit.output.result import AuditResult
     from epsstar.statistics.json_types import JsonObject
     from epsstar.statistics.results import EpsilonStarResult
@@ -511,11 +512,25 @@ def format_summary(result: AuditResult) -> str:
     )
 
 
+def _model_file(args: argparse.Namespace) -> ModelFile:
+    """The model file of the command line: its loader, outputs, trust, base and device."""
+    from epsstar.audit.run import ModelFile
+
+    return ModelFile(
+        args.model,
+        args.loader,
+        args.outputs,
+        args.trust_model,
+        base_model=args.base_model,
+        device=args.device,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
     from epsstar.audit.model.threads import choose_threads, use_threads
-    from epsstar.audit.run import ModelFile, Tables, audit
+    from epsstar.audit.run import Tables, audit
     from epsstar.cli.common.pipeline import limits_option
     from epsstar.cli.common.writers import JSON, JUNIT, REPORT, STEP_SUMMARY, RunFiles
 
@@ -539,14 +554,7 @@ def run(args: argparse.Namespace) -> int:
         report_file = files.plan("--report", args.report, REPORT)
         junit_file = files.plan("--junit-xml", args.junit_xml, JUNIT)
         summary_file = files.plan(f"${STEP_SUMMARY_VARIABLE}", summary_path, STEP_SUMMARY)
-        model = ModelFile(
-            args.model,
-            args.loader,
-            args.outputs,
-            args.trust_model,
-            base_model=args.base_model,
-            device=args.device,
-        )
+        model = _model_file(args)
         tables = text or Tables(
             args.train,
             args.population,
