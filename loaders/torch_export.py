@@ -53,6 +53,7 @@ from epsstar.audit.model.class_labels import (
 )
 from epsstar.audit.model.declared_privacy import PRIVACY_KEY, privacy_from_text
 from epsstar.audit.model.plugins import OutputKind, import_optional
+from epsstar.audit.model.threads import torch_threads
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 from . import check_outputs_argument, first_line
@@ -172,14 +173,23 @@ class TorchExportLoader:
 
     name = "torch-export"
     suffixes: tuple[str, ...] = (".pt2",)
+    takes_device = True
 
     def load(
-        self, path: Path, *, outputs: OutputKind | None = None, trust: bool = False
+        self,
+        path: Path,
+        *,
+        outputs: OutputKind | None = None,
+        trust: bool = False,
+        device: str = "cpu",
     ) -> ExportedModel:
-        """Open ``path``; without ``trust`` the archive and its graph are checked."""
+        """Open ``path``; without ``trust`` the archive and its graph are checked. The
+        program runs on ``device`` (moved by ``torch.export.passes.move_to_device_pass``,
+        which also moves the devices its graph names)."""
         outputs = check_outputs_argument(outputs)
         path = Path(path)
         torch = import_optional("torch", loader=self.name)
+        torch_threads(torch)
         if not path.is_file():
             raise InputFileError(f"the model file must exist. Found no file at {path}.")
         if not trust:
@@ -194,6 +204,10 @@ class TorchExportLoader:
             ) from None
         if not trust:
             check_program(path, program, torch)
+        if device != "cpu":
+            from torch.export.passes import move_to_device_pass
+
+            program = move_to_device_pass(program, device)
         return ExportedModel(
             path,
             program,
@@ -203,4 +217,5 @@ class TorchExportLoader:
             outputs=outputs,
             stated=stated_outputs(extra[OUTPUTS_KEY], path),
             declared_privacy=privacy_from_text(extra[PRIVACY_KEY], path),
+            device=device,
         )

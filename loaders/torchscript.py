@@ -45,6 +45,7 @@ from epsstar.audit.model.declared_privacy import PRIVACY_KEY, DeclaredPrivacy, p
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.output_reading import OutputReading
 from epsstar.audit.model.plugins import OutputKind, import_optional
+from epsstar.audit.model.threads import torch_threads
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 from . import OUTPUT_KINDS, BatchedModel, check_outputs_argument, first_line
@@ -84,8 +85,10 @@ class TorchScriptModel(BatchedModel):
         outputs: OutputKind | None,
         stated: OutputReading | None = None,
         declared_privacy: DeclaredPrivacy | None = None,
+        device: str = "cpu",
     ):
-        self._module = module
+        self._device = torch.device(device)
+        self._module = module if device == "cpu" else module.to(self._device)
         self._torch = torch
         self._feature_names = feature_names
         floating = [p for p in module.parameters() if p.is_floating_point()]
@@ -119,7 +122,7 @@ class TorchScriptModel(BatchedModel):
         torch = self._torch
         try:
             with torch.inference_mode():
-                result = self._module(torch.from_numpy(batch))
+                result = self._module(torch.from_numpy(batch).to(self._device))
         except Exception as error:
             message = (str(error).strip().splitlines() or [""])[-1][:200]
             raise InvalidInputError(
@@ -176,14 +179,23 @@ class TorchScriptLoader:
 
     name = "torchscript"
     suffixes: tuple[str, ...] = (".pt", ".pth", ".torchscript")
+    takes_device = True
 
     def load(
-        self, path: Path, *, outputs: OutputKind | None = None, trust: bool = False
+        self,
+        path: Path,
+        *,
+        outputs: OutputKind | None = None,
+        trust: bool = False,
+        device: str = "cpu",
     ) -> TorchScriptModel:
-        """Open ``path``; without ``trust`` the archive is checked first (see the module)."""
+        """Open ``path``; without ``trust`` the archive is checked first (see the module).
+        The module runs on ``device`` (checked by the caller: ``--device``); its inputs are
+        moved there and its outputs brought back to the CPU."""
         outputs = check_outputs_argument(outputs)
         path = Path(path)
         torch = import_optional("torch", loader=self.name)
+        torch_threads(torch)
         if not path.is_file():
             raise InputFileError(f"the model file must exist. Found no file at {path}.")
         if not trust:
@@ -215,4 +227,5 @@ class TorchScriptLoader:
             outputs=outputs,
             stated=stated,
             declared_privacy=privacy_from_text(extra[PRIVACY_KEY], path),
+            device=device,
         )

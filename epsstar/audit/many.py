@@ -18,6 +18,7 @@ repeats, log mean exp(ε*) (Theorem 2 of ``epsilon-star-negoescu-2024.md``).
 
 from __future__ import annotations
 
+import functools
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -40,6 +41,7 @@ from epsstar.audit.data.configs.schema import Where
 from epsstar.audit.data.reading import DEFAULT_BATCH_SIZE, Tables
 from epsstar.audit.engines.pool import run_in_processes
 from epsstar.audit.model.loading import ModelFile
+from epsstar.audit.model.threads import choose_threads, use_threads
 from epsstar.exceptions import EpsstarError, InputFileError
 from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.bounds.from_counts import mechanism_epsilon
@@ -402,4 +404,6 @@ def audit_many(
         if on_done:
             on_done(record)
 
-    return run_in_processes(_audit_one, arguments, jobs=jobs, on_done=done)
+    # each process's torch and onnxruntime threads: the idle cores shared among the jobs
+    threads = functools.partial(use_threads, choose_threads(jobs))
+    return run_in_processes(_audit_one, arguments, jobs=jobs, on_done=done, initializer=threads)

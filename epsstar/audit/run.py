@@ -509,6 +509,7 @@ def _provenance(
         engine=streamed.engine,
         summaries=plans,
         model_folder=loaded.folder,
+        device=loaded.device,
     )
 
 

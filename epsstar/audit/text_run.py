@@ -175,7 +175,7 @@ def _plan(attack: AttackSettings, batch_size: int) -> ScoringPlan:
     )
 
 
-def _loaded(file: ModelFile, what: str) -> tuple[TextModel, LoaderInfo]:
+def _loaded(file: ModelFile, what: str) -> tuple[TextModel, LoaderInfo, str | None]:
     if not file.path.exists():
         raise InputFileError(f"{what}: no such folder. Found {str(file.path)!r}.")
     try:
@@ -184,7 +184,7 @@ def _loaded(file: ModelFile, what: str) -> tuple[TextModel, LoaderInfo]:
         if what == "model":
             raise
         raise type(error)(f"{what} {str(file.path)!r}: {error}") from None
-    return text_model_of(loaded.model, loaded.loader.name), loaded.loader
+    return text_model_of(loaded.model, loaded.loader.name), loaded.loader, loaded.device
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,8 +214,8 @@ def _references(run: TextRun, plan: ScoringPlan, n: tuple[int, int]) -> Referenc
     """The reference models' log-likelihoods (minus their mean token losses) on both sides."""
     train, population, models = [], [], []
     for path in run.attack.reference_models:
-        file = ModelFile(path, trust=run.model.trust)
-        model, loader = _loaded(file, "reference model")
+        file = ModelFile(path, trust=run.model.trust, device=run.model.device)
+        model, loader, _ = _loaded(file, "reference model")
         scored = _score(model, run, plan.loss_only, progress=False)
         train.append(-scored.train.loss)
         population.append(-scored.population.loss)
@@ -343,7 +343,7 @@ def audit_text(run: TextRun) -> AuditResult:
     _check_attacks(run.attack)
     started = time.perf_counter()
     train_scan, population_scan, digests = _scans(run.tables)
-    model, loader = _loaded(run.model, "model")
+    model, loader, device = _loaded(run.model, "model")
     loaded = time.perf_counter()
     plan = _plan(run.attack, run.tables.batch_size)
     scored = _score(model, run, plan, progress=True)
@@ -354,6 +354,7 @@ def audit_text(run: TextRun) -> AuditResult:
         _provenance(run, model, loader, digests),
         n_train=scored.train.rows,
         n_population=scored.population.rows,
+        device=device,
     )
     result = audit_losses(
         scored.train.loss,

@@ -8,7 +8,7 @@ matrix product per layer for all K models. Models stack when they take the same 
 the same architecture, epochs and steps per epoch, private or not, the same clipping unit
 and the same learning rate and momentum; their clip norms, noise, sampling rates and rows
 may differ. Other models go to other stacks, trained one after another; a stack of one
-model (on the CPU) is trained by :func:`~epsstar.training.trainer.train` itself.
+model is trained by :func:`~epsstar.training.trainer.train` itself.
 
 Model k of a stack draws from its own :class:`torch.Generator`, seeded with its
 configuration's seed, exactly the numbers :func:`epsstar.training.trainer.train` draws, in
@@ -36,6 +36,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
+from epsstar.audit.model.device import torch_device
 from epsstar.exceptions import InvalidInputError
 from epsstar.training.data.tables import TabularData
 from epsstar.training.memory import available_memory, training_bytes
@@ -86,6 +87,7 @@ def stack_key(config: TrainingConfig, n_records: int) -> tuple[object, ...]:
         clipping,
         config.lr,
         config.momentum,
+        config.device,
     )
 
 
@@ -309,10 +311,11 @@ def _train_stack(
     population: TabularData | None,
     subsets: Sequence[RowSubset | None],
     on_epoch: Callable[[int, EpochStats], None] | None,
-    device: torch.device,
 ) -> list[TrainedModel]:
-    """Train the models of one stack together; their exported models and records."""
+    """Train the models of one stack together, on their configurations' device; their
+    exported models and records."""
     start = time.perf_counter()
+    device = torch_device(members[0].config.device)
     binary = data.n_classes == 2
     config = members[0].config
     shared = _shared(data, members, device)
@@ -447,14 +450,17 @@ def train_many(
     ``subsets[k]``, when given and not None, is the rows of ``data`` model k trains on (its
     record names them by the subset's ``source``); otherwise model k trains on all of
     ``data``. ``plans[k]`` reuses a privacy plan chosen earlier for model k's settings.
-    ``on_epoch(k, stats)`` is called after every epoch of model k. ``device`` is where the
-    stacks live (default the CPU; the random draws are made on the CPU). ``max_stack``
+    ``on_epoch(k, stats)`` is called after every epoch of model k. ``device``, when given,
+    replaces every configuration's ``device``: where the stacks live (the random draws are
+    made on the CPU, so they are the same on every device). ``max_stack``
     bounds the models stepped together (default: as many as fit in half the memory
     available). Each model is what :func:`epsstar.training.trainer.train` gives for its
     configuration and rows (see the module's description).
     """
     if not configs:
         raise InvalidInputError("train_many needs at least one configuration. Found 0.")
+    if device is not None:
+        configs = [dataclasses.replace(c, device=str(device)) for c in configs]
     chosen = [None] * len(configs) if subsets is None else list(subsets)
     if len(chosen) != len(configs):
         raise InvalidInputError(
@@ -467,11 +473,10 @@ def train_many(
     check_population(data, population)
     if max_stack is not None and max_stack < 1:
         raise InvalidInputError(f"max_stack must be a positive integer. Found {max_stack}.")
-    where = torch.device("cpu") if device is None else torch.device(device)
     every_plan = _plans(configs, sizes, plans)
     trained: list[TrainedModel | None] = [None] * len(configs)
     for indices in _stacks(configs, sizes, max_stack, data):
-        if len(indices) == 1 and where.type == "cpu":
+        if len(indices) == 1:
             k = indices[0]
             trained[k] = _train_alone(
                 k, configs[k], every_plan[k], data, chosen[k], population, on_epoch
@@ -479,7 +484,7 @@ def train_many(
             continue
         members = [_member(k, configs[k], every_plan[k], data, chosen[k]) for k in indices]
         for member, model in zip(
-            members, _train_stack(data, members, population, chosen, on_epoch, where), strict=True
+            members, _train_stack(data, members, population, chosen, on_epoch), strict=True
         ):
             trained[member.index] = model
     return [model for model in trained if model is not None]

@@ -180,7 +180,7 @@ def clipped_gradient_sum(
     with torch.no_grad():
         acts = [a.detach() for a in inputs]
         if groups is None:
-            squared = torch.zeros(x.shape[0], dtype=logits.dtype)
+            squared = torch.zeros(x.shape[0], dtype=logits.dtype, device=logits.device)
             for g, a in zip(grads_out, acts, strict=True):
                 squared += g.pow(2).sum(dim=1) * (a.pow(2).sum(dim=1) + 1.0)
             weights = clip_factors(squared.sqrt(), clip)

@@ -28,7 +28,7 @@ __all__ = [
     "TrainingUtility",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +158,8 @@ class TrainingResult:
     fingerprint: JsonObject | None = field(default=None)
     #: The tracked attribute and its bound (``epsstar train --attribute``; None: not tracked).
     attribute_inference: AttributeTracking | None = field(default=None)
+    #: The torch device the model was trained on (``--device``): ``cpu``, ``cuda:N``, ``mps``.
+    device: str = "cpu"
 
     def to_dict(self) -> JsonObject:
         """The JSON document (a plain dict; non-finite floats become ``None``)."""
@@ -178,6 +180,7 @@ class TrainingResult:
             "history": [dataclasses.asdict(entry) for entry in self.history],
             "wall_time_seconds": self.wall_time_seconds,
             "versions": {"epsstar": self.epsstar_version, "torch": self.torch_version},
+            "device": self.device,
             "files": dict(self.files),
             "fingerprint": None if self.fingerprint is None else dict(self.fingerprint),
         }

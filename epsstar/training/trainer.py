@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from epsstar.audit.data.configs.schema import JsonObject
+from epsstar.audit.model.device import checked_device, torch_device
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_delta, check_in_range, check_positive_int
 from epsstar.statistics.utility import auroc
@@ -106,6 +107,10 @@ class TrainingConfig:
     accountant: str = "pld"
     max_noise_multiplier: float = DEFAULT_MAX_NOISE_MULTIPLIER
     seed: int = 0
+    #: Where the run computes (``cpu``, ``cuda``, ``cuda:N``, ``mps``): not a setting of the
+    #: model (the same draws on every device, so the same model up to summation order), and
+    #: so left out of its fingerprint.
+    device: str = "cpu"
 
     @property
     def private(self) -> bool:
@@ -126,6 +131,7 @@ class TrainingConfig:
             check_positive_int("hidden layer width", width)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise InvalidInputError(f"seed must be an integer ≥ 0. Found {self.seed}.")
+        checked_device(self.device, option="device")
         if not self.private:
             return
         if self.target_epsilon is not None and self.noise_multiplier is not None:
@@ -193,7 +199,9 @@ def noisy_gradient(
 
     ``clip=None`` sums unclipped gradients (the non-private baseline). Noise is
     drawn from ``generator`` one parameter tensor at a time, in
-    ``network.parameters()`` order. The returned ``loss`` is the batch's summed loss.
+    ``network.parameters()`` order, and moved to the gradients' device (the generator
+    stays on the CPU: the same numbers on every device). The returned ``loss`` is the
+    batch's summed loss.
     """
     if clip is None:
         total = gradient_sum(network, x, y, binary)
@@ -204,7 +212,7 @@ def noisy_gradient(
         for summed in total.gradients:
             if noise_std > 0.0:
                 noise = torch.randn(summed.shape, generator=generator, dtype=summed.dtype)
-                summed = summed + noise_std * noise
+                summed = summed + noise_std * noise.to(summed.device)
             gradients.append(summed / normaliser)
     return ClippedSum(gradients, total.loss, total.n_examples)
 
@@ -461,7 +469,7 @@ def _hooked(
     canaries = None if hooks.inject is None else hooks.inject(step)
     if canaries is not None and canaries.shape[0] > 0:
         rows = canaries if settings.clip is None else clip_rows(canaries, settings.clip)
-        total = rows.sum(dim=0).to(gradients[0].dtype)
+        total = rows.sum(dim=0).to(gradients[0].device, gradients[0].dtype)
         pieces = torch.split(total, [p.numel() for p in params])
         gradients = [
             g + piece.reshape(g.shape) / settings.normaliser
@@ -470,8 +478,8 @@ def _hooked(
     if hooks.observe is not None:
         hooks.observe(
             step,
-            [p.detach().clone() for p in params],
-            [g * settings.normaliser for g in gradients],
+            [p.detach().cpu().clone() for p in params],
+            [(g * settings.normaliser).cpu() for g in gradients],
         )
     return gradients
 
@@ -486,7 +494,9 @@ def _run_epoch(
     hooks: StepHooks | None = None,
     first_step: int = 0,
 ) -> tuple[float, int]:
-    """One epoch of Poisson-sampled (noisy, clipped) SGD steps; summed loss and examples seen."""
+    """One epoch of Poisson-sampled (noisy, clipped) SGD steps; summed loss and examples seen.
+
+    The draws are made on the CPU ``generator`` and their rows moved to the features' device."""
     n = features.shape[0]
     private = settings.clip is not None
     params = list(network.parameters())
@@ -499,6 +509,8 @@ def _run_epoch(
         groups = None
         if private and settings.groups_count is not None:
             groups = torch.randint(settings.groups_count, (n,), generator=generator)[chosen]
+            groups = groups.to(features.device)
+        chosen = chosen.to(features.device)
         if hooks is not None and hooks.sampled is not None:
             hooks.sampled(first_step + index, network, chosen)
         noise_std = settings.noise_std
@@ -633,10 +645,15 @@ def train(
     ``plan`` may pass a :class:`PrivacyPlan` computed earlier by
     :func:`plan_privacy` (the σ search is the slow part of planning). ``hooks`` let an audit
     of the training run inject gradient canaries and observe every step (:class:`StepHooks`);
-    they need per-example clipping.
+    they need per-example clipping. ``config.device`` is where the network, the features
+    and every step live; the seeded
+    generator, and so the initial weights, the batches, the groups and the noise, stays on
+    the CPU, so a run draws the same numbers on every device and differs from the CPU run
+    only by floating-point summation order. The exported model is on the CPU.
     """
     start = time.perf_counter()
     n = data.n_records
+    where = torch_device(config.device)
     plan = _checked_plan(data, config, population, plan, hooks)
     binary = data.n_classes == 2
     dtype = torch.float32
@@ -644,14 +661,15 @@ def train(
     standardiser = Standardiser.fit(data.features, dtype)
     with torch.no_grad():
         features = standardiser(torch.as_tensor(data.features, dtype=dtype)).contiguous()
-    labels = torch.as_tensor(data.labels)
+    features = features.to(where)
+    labels = torch.as_tensor(data.labels).to(where)
     network = MLP(
         data.n_features,
         output_width(data.n_classes),
         config.hidden,
         generator=generator,
         dtype=dtype,
-    )
+    ).to(where)
     optimiser = torch.optim.SGD(network.parameters(), lr=config.lr, momentum=config.momentum)
     settings = StepSettings.of(config, plan, n, binary)
     history: list[EpochStats] = []
@@ -694,13 +712,14 @@ def trained_model(
     history: Sequence[EpochStats],
     seconds: float,
 ) -> TrainedModel:
-    """The exported model and the record of a finished run: ``network`` behind
-    ``standardiser``, its utility on the training and the population data (``data``), the
-    privacy spent after the last epoch of ``history``, and ``seconds`` of wall time."""
+    """The exported model and the record of a finished run: ``network`` (brought to the
+    CPU) behind ``standardiser``, its utility on the training and the population data
+    (``data``), the privacy spent after the last epoch of ``history``, ``seconds`` of wall
+    time and the device it was trained on."""
     train_data, population = data
     binary = train_data.n_classes == 2
     settings = StepSettings.of(config, plan, train_data.n_records, binary)
-    exported = _frozen_export(standardiser, network, binary)
+    exported = _frozen_export(standardiser, network.cpu(), binary)
     privacy = None
     if plan is not None:
         final = history[-1].epsilon
@@ -719,5 +738,6 @@ def trained_model(
         epsstar_version=_epsstar_version(),
         torch_version=torch.__version__,
         files={},
+        device=checked_device(config.device),
     )
     return TrainedModel(exported, result)

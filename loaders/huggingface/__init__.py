@@ -23,6 +23,7 @@ from typing import Any
 
 from epsstar.audit.model.plugins import import_optional
 from epsstar.audit.model.text_model import Adapter, TextModelInfo
+from epsstar.audit.model.threads import torch_threads
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.loaders import first_line
 from epsstar.statistics.names import OutputKind
@@ -188,6 +189,7 @@ class HuggingFaceLoader:
     name = "huggingface"
     suffixes: tuple[str, ...] = ()
     takes_base_model = True
+    takes_device = True
 
     def reads_folder(self, path: Path) -> bool:
         """Whether ``path`` is a model folder (``config.json``) or an adapter folder."""
@@ -201,13 +203,16 @@ class HuggingFaceLoader:
         outputs: OutputKind | None = None,
         trust: bool = False,
         base_model: Path | None = None,
+        device: str = "cpu",
     ) -> CausalLanguageModel:
-        """Read the folder ``path`` (and the base folder of an adapter)."""
+        """Read the folder ``path`` (and the base folder of an adapter); the model (with its
+        adapter merged on the CPU) runs on ``device``."""
         folder = Path(path)
         if not folder.is_dir():
             raise InputFileError(f"a Hugging Face model must be a folder. Found {str(folder)!r}.")
         transformers = import_optional("transformers", loader=self.name)
         torch = import_optional("torch", loader=self.name)
+        torch_threads(torch)
         import_optional("safetensors", loader=self.name)
         adapter = None
         if (folder / ADAPTER_CONFIG).is_file():
@@ -226,7 +231,8 @@ class HuggingFaceLoader:
         with _quiet(transformers):
             model = _read_model(transformers, torch, files)
             tokenizer, tokenizer_files = _tokenizer(transformers, [folder, base])
-        return self._wrap(model, tokenizer, files, tokenizer_files, adapter, folder)
+        wrapped = self._wrap(model, tokenizer, files, tokenizer_files, adapter, folder)
+        return wrapped if device == "cpu" else wrapped.to(device)
 
     def _wrap(
         self,

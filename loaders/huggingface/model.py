@@ -93,6 +93,14 @@ class CausalLanguageModel:
         self._files = files
         self._source = source
         self._head = split_head(model, info.context, info.vocabulary)
+        self._device = torch.device("cpu")
+
+    def to(self, device: str) -> CausalLanguageModel:
+        """This model with its weights on ``device``; token ids are moved there and scores
+        brought back to the CPU."""
+        self._device = self._torch.device(device)
+        self._model = self._model.to(self._device)
+        return self
 
     # ------------------------------------------------------------------ TextModel
 
@@ -123,7 +131,9 @@ class CausalLanguageModel:
             tokens = torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64))
             # The positions that predict a token of their sequence: t < length − 1.
             counts = torch.from_numpy(np.asarray(lengths, dtype=np.int64)) - 1
-            keep = torch.arange(width - 1)[None, :] < counts[:, None]
+            keep_rows = torch.arange(width - 1)[None, :] < counts[:, None]
+            tokens = tokens.to(self._device)
+            keep = keep_rows.to(self._device)
             targets = tokens[:, 1:][keep]
             found = self._scored(tokens, keep, targets, moments=moments)
 
@@ -132,7 +142,7 @@ class CausalLanguageModel:
             if values is None:
                 return None
             out = np.zeros((rows, width - 1), dtype=dtype)
-            out[keep.numpy()] = values.numpy()
+            out[keep_rows.numpy()] = values.cpu().numpy()
             return out
 
         log_probs, correct, mu, sigma = found
@@ -171,7 +181,7 @@ class CausalLanguageModel:
         torch = self._torch
         positions, vocabulary = flat.shape
         log_probs = flat.new_empty(positions)
-        correct = torch.empty(positions, dtype=torch.bool)
+        correct = torch.empty(positions, dtype=torch.bool, device=flat.device)
         mu = flat.new_empty(positions) if moments else None
         sigma = flat.new_empty(positions) if moments else None
         step = max(1, CHUNK_NUMBERS // vocabulary)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from epsstar.audit.model.device import CPU, checked_device
 from epsstar.audit.model.folders import DESCRIPTOR, ModelFolder, model_folder
 from epsstar.audit.model.plugins import LoadedModel, LoaderInfo, OutputKind
 from epsstar.exceptions import InputFileError, InvalidInputError
@@ -39,6 +40,8 @@ class LoadedAuditModel:
     classes_from: ClassesFrom
     file: Path | None = None
     folder: ModelFolder | None = None
+    #: The torch device the model runs on, for a loader that takes one (else ``None``).
+    device: str | None = None
 
     def files(self, given: Path) -> list[str]:
         """Every file the model was read from, the model file first (``given``: the path
@@ -60,6 +63,9 @@ class ModelFile:
     suffix); ``outputs`` overrides its logits/probabilities detection; ``trust`` allows
     formats that can execute code when loaded; ``classes`` are the class labels of the
     model's outputs, in column order (``None``: those the model file states, else 0..K−1).
+    ``device`` is the torch device a torch-based loader runs the model on (``--device``:
+    checked by :func:`~epsstar.audit.model.device.checked_device`); a loader that runs on
+    the CPU only refuses any other.
     """
 
     path: Path
@@ -69,9 +75,11 @@ class ModelFile:
     classes: Sequence[object] | None = None
     #: The base model folder an adapter folder (LoRA) applies to (``--base-model``).
     base_model: Path | None = None
+    device: str = CPU
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", Path(self.path))
+        object.__setattr__(self, "device", checked_device(self.device))
         if self.base_model is not None:
             object.__setattr__(self, "base_model", Path(self.base_model))
         classes = self.classes
@@ -106,16 +114,26 @@ class ModelFile:
         path = self.path if folder is None else folder.file
         name = self.loader or (folder.loader if folder is not None else None)
         plugin, info = get_loader(name) if name else loader_for_path(path)
-        if self.base_model is None:
-            model = plugin.load(path, outputs=self.outputs, trust=self.trust)
-        elif getattr(plugin, "takes_base_model", False):
+        extended: dict[str, Path | str] = {}
+        if self.base_model is not None:
+            if not getattr(plugin, "takes_base_model", False):
+                raise InvalidInputError(
+                    f"a base model (--base-model) is read only by loaders of adapter folders. "
+                    f"Found the {info.name} loader."
+                )
+            extended["base_model"] = self.base_model
+        if self.device != CPU:
+            if not getattr(plugin, "takes_device", False):
+                raise InvalidInputError(
+                    f"--device {self.device}: the {info.name} loader runs models on the CPU "
+                    f"only (the torch-based loaders take a device). Found {self.device!r}."
+                )
+            extended["device"] = self.device
+        if extended:
             load = getattr(plugin, "load")  # noqa: B009 - the extended signature
-            model = load(path, outputs=self.outputs, trust=self.trust, base_model=self.base_model)
+            model = load(path, outputs=self.outputs, trust=self.trust, **extended)
         else:
-            raise InvalidInputError(
-                f"a base model (--base-model) is read only by loaders of adapter folders. "
-                f"Found the {info.name} loader."
-            )
+            model = plugin.load(path, outputs=self.outputs, trust=self.trust)
         classes: tuple[object, ...] | None
         source: ClassesFrom
         if self.classes is not None:
@@ -124,4 +142,5 @@ class ModelFile:
             classes, source = tuple(model.classes), "model"
         else:
             classes, source = None, "column order"
-        return LoadedAuditModel(model, info, classes, source, path, folder)
+        device = self.device if getattr(plugin, "takes_device", False) else None
+        return LoadedAuditModel(model, info, classes, source, path, folder, device)

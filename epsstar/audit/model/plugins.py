@@ -141,7 +141,9 @@ class ModelLoader(Protocol):
     A loader of model folders (a Hugging Face model's) also has ``reads_folder(path) ->
     bool``, which says whether it reads the folder ``path``; its ``suffixes`` may then be
     empty. A loader that applies adapters to a base model takes ``base_model=`` in
-    :meth:`load` and says so with ``takes_base_model = True``.
+    :meth:`load` and says so with ``takes_base_model = True``; one that runs the model on
+    a torch device takes ``device=`` (``"cuda:0"``, ...) and says so with
+    ``takes_device = True``.
     """
 
     name: str

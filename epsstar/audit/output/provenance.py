@@ -164,6 +164,8 @@ class Provenance:
     seconds: Timings | None = None
     reference_models: tuple[ReferenceModel, ...] | None = None
     model_folder: ModelFolder | None = None
+    #: The torch device a torch-based loader ran the model on (``--device``), else ``None``.
+    device: str | None = None
 
     @property
     def model_sha256(self) -> str:
@@ -218,4 +220,6 @@ class Provenance:
             found["reference_models"] = [model.to_dict() for model in self.reference_models]
         if self.model_folder is not None:
             found["model_folder"] = self.model_folder.to_dict()
+        if self.device is not None:
+            found["device"] = self.device
         return found

@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.attacks.from_losses import AuditOptions
     from epsstar.audit.data.configs.limits import Limits
     from epsstar.audit.many import FleetSettings
+    from epsstar.audit.model.loading import ModelFile
     from epsstar.audit.output.result import AuditResult
     from epsstar.statistics.json_types import JsonObject
     from epsstar.statistics.results import EpsilonStarResult
@@ -250,6 +251,7 @@ def register(subparsers: Any) -> None:
         default=None,
         help=f"what the model outputs. {describe_choices(OUTPUT_KINDS)} (default: detected)",
     )
+    _add_compute_options(parser)
     add_model_options(parser)
     add_engine_options(parser, "data partition")
     _add_storage_option(parser)
@@ -265,6 +267,25 @@ def register(subparsers: Any) -> None:
     )
     add_pipeline_options(parser)
     parser.set_defaults(handler=run)
+
+
+def _add_compute_options(parser: argparse.ArgumentParser) -> None:
+    """``--device`` and ``--threads``: where and on how many threads the model runs."""
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        metavar="DEVICE",
+        help="torch device the TorchScript, torch.export and Hugging Face loaders run the "
+        "model on: cpu (default), cuda, cuda:N or mps, where this machine's torch has it",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="intra-op threads of torch and onnxruntime (default: $EPSSTAR_THREADS, else the "
+        "cores this process may use that are not busy; never more than the cores)",
+    )
 
 
 def _separator(text: str) -> str:
@@ -491,14 +512,30 @@ def format_summary(result: AuditResult) -> str:
     )
 
 
+def _model_file(args: argparse.Namespace) -> ModelFile:
+    """The model file of the command line: its loader, outputs, trust, base and device."""
+    from epsstar.audit.run import ModelFile
+
+    return ModelFile(
+        args.model,
+        args.loader,
+        args.outputs,
+        args.trust_model,
+        base_model=args.base_model,
+        device=args.device,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from epsstar.audit.run import ModelFile, Tables, audit
+    from epsstar.audit.model.threads import choose_threads, use_threads
+    from epsstar.audit.run import Tables, audit
     from epsstar.cli.common.pipeline import limits_option
     from epsstar.cli.common.writers import JSON, JUNIT, REPORT, STEP_SUMMARY, RunFiles
 
     inputs = [("MODEL", args.model), ("--train", args.train), ("--population", args.population)]
+    use_threads(choose_threads(1, args.threads))
     engine = engine_option(args)
     if engine.name != "dask" and args.storage_options is not None:
         from epsstar.exceptions import InvalidInputError
@@ -517,9 +554,7 @@ def run(args: argparse.Namespace) -> int:
         report_file = files.plan("--report", args.report, REPORT)
         junit_file = files.plan("--junit-xml", args.junit_xml, JUNIT)
         summary_file = files.plan(f"${STEP_SUMMARY_VARIABLE}", summary_path, STEP_SUMMARY)
-        model = ModelFile(
-            args.model, args.loader, args.outputs, args.trust_model, base_model=args.base_model
-        )
+        model = _model_file(args)
         tables = text or Tables(
             args.train,
             args.population,

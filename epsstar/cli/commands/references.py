@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from epsstar.cli.commands.train import add_threads_argument
+from epsstar.cli.commands.train import add_device_argument, add_threads_argument
 from epsstar.cli.exit_codes import EXIT_OK
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,6 +58,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--quiet", action="store_true", help="no progress or summary")
     add_threads_argument(parser)
+    add_device_argument(parser)
     parser.set_defaults(handler=run)
 
 
@@ -81,6 +83,7 @@ def summarise(result: ReferencesResult) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from epsstar.audit.model.device import checked_device
     from epsstar.training.data.tables import load_table
     from epsstar.training.runs.references import (
         check_count,
@@ -90,9 +93,11 @@ def run(args: argparse.Namespace) -> int:
     )
     from epsstar.training.threads import apply_threads, choose_threads
 
+    device = checked_device(args.device)
     threads = choose_threads(1, args.threads)
     check_count(args.count)
     recipe = read_recipe(args.recipe)
+    recipe = dataclasses.replace(recipe, config=dataclasses.replace(recipe.config, device=device))
     check_recipe_columns(recipe, args.data)
     data = load_table(
         args.data, args.label_column, features=recipe.feature_names, classes=recipe.classes

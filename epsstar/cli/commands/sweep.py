@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from epsstar.cli.commands.train import add_threads_argument
+from epsstar.cli.commands.train import add_device_argument, add_threads_argument
 from epsstar.cli.common.options import add_engine_options, engine_option
 from epsstar.cli.exit_codes import EXIT_OK, EXIT_PARTIAL
 
@@ -30,6 +30,7 @@ def register(subparsers: Any) -> None:
         "config's (or that predate fingerprints); without it such a model stops the sweep",
     )
     add_threads_argument(parser)
+    add_device_argument(parser)
     add_engine_options(parser, "model")
     parser.add_argument(
         "--workers",
@@ -52,9 +53,12 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from epsstar.audit.model.device import checked_device
     from epsstar.training.runs.sweep import load_sweep_config, run_sweep
+    from epsstar.training.runs.sweep_config import on_device
     from epsstar.training.threads import apply_threads, choose_threads
 
+    device = checked_device(args.device)
     engine = engine_option(args, args.workers)
     on_dask = engine.name == "dask"
     threads = choose_threads(args.workers if on_dask else 1, args.threads)
@@ -64,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInputError(
             f"--stack must be from 1 to 1,000 (1 with --engine dask). Found {args.stack}."
         )
-    config = load_sweep_config(args.config)
+    config = on_device(load_sweep_config(args.config), device)
     apply_threads(threads)
 
     def log(message: str) -> None:

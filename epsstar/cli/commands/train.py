@@ -44,6 +44,19 @@ def add_threads_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_device_argument(parser: argparse.ArgumentParser) -> None:
+    """``--device``: where torch trains (checked before any work by
+    :func:`epsstar.audit.model.device.checked_device`)."""
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        metavar="DEVICE",
+        help="torch device to train on: cpu (default), cuda, cuda:N or mps, where this "
+        "machine's torch has it; the batches and noise are drawn on the CPU, so a run draws "
+        "the same numbers on every device",
+    )
+
+
 def add_training_arguments(
     parser: argparse.ArgumentParser, *, epochs_required: bool = True
 ) -> None:
@@ -121,6 +134,7 @@ def add_training_arguments(
         help="largest noise multiplier the target-epsilon search tries (default 1000)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
+    add_device_argument(parser)
 
 
 def register(subparsers: Any) -> None:
@@ -195,6 +209,7 @@ def register(subparsers: Any) -> None:
 
 def config_from_args(args: argparse.Namespace) -> Any:
     """A :class:`~epsstar.training.trainer.TrainingConfig` from parsed options."""
+    from epsstar.audit.model.device import checked_device
     from epsstar.training.models import parse_hidden
     from epsstar.training.trainer import TrainingConfig
 
@@ -212,6 +227,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         accountant=args.accountant,
         max_noise_multiplier=args.max_noise_multiplier,
         seed=args.seed,
+        device=checked_device(args.device),
     )
 
 
@@ -269,9 +285,11 @@ def summarise(result: TrainingResult, out: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from epsstar.audit.model.device import checked_device
     from epsstar.training.runs.pipeline import load_inputs, train_to_directory
     from epsstar.training.threads import apply_threads, choose_threads
 
+    checked_device(args.device)
     threads = choose_threads(1, args.threads)
 
     features = None

@@ -58,6 +58,7 @@ def fingerprint(config: TrainingConfig, data_part: JsonObject) -> JsonObject:
     """The fingerprint of one run: its settings, its data and a SHA-256 of both."""
     settings: JsonObject = dataclasses.asdict(config)
     settings["hidden"] = list(config.hidden)
+    del settings["device"]  # where it ran, not what it trained: the same model on every device
     body: JsonObject = {"training": settings, "data": dict(data_part)}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return {"sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), **body}

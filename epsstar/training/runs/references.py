@@ -154,7 +154,7 @@ RECIPE_SCHEMA: Final = Table(
         "model": _MODEL,
         "hyperparameters": _HYPERPARAMETERS,
         **_ignored("schema_version", "kind", "private", "privacy", "utility", "history"),
-        **_ignored("wall_time_seconds", "versions", "files", "fingerprint"),
+        **_ignored("wall_time_seconds", "versions", "files", "fingerprint", "device"),
     },
     required=("model", "hyperparameters"),
 )

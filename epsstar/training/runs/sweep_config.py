@@ -43,7 +43,14 @@ from epsstar.training.runs.settings import (
 )
 from epsstar.training.trainer import TrainingConfig
 
-__all__ = ["MAX_MODELS", "SWEEP_SCHEMA", "GridStrategy", "SweepConfig", "load_sweep_config"]
+__all__ = [
+    "MAX_MODELS",
+    "SWEEP_SCHEMA",
+    "GridStrategy",
+    "SweepConfig",
+    "load_sweep_config",
+    "on_device",
+]
 
 #: The most models one sweep may describe (strategies × repeats).
 MAX_MODELS: Final[int] = 100_000
@@ -252,6 +259,15 @@ def _resolve(base: Path, value: str | None) -> Path | None:
         return None
     path = Path(value).expanduser()
     return path if path.is_absolute() else base / path
+
+
+def on_device(config: SweepConfig, device: str) -> SweepConfig:
+    """``config`` with every model trained on ``device`` (``--device``; not part of a
+    model's fingerprint, so a sweep may be resumed on another device)."""
+    strategies = tuple(
+        replace(s, config=replace(s.config, device=device)) for s in config.strategies
+    )
+    return replace(config, strategies=strategies)
 
 
 def load_sweep_config(path: str | os.PathLike[str]) -> SweepConfig:

@@ -141,7 +141,10 @@ class OwnTrainer:
     def describe(self) -> JsonObject:
         settings = asdict(self.config)
         settings["hidden"] = list(self.config.hidden)
+        device = settings.pop("device")
         described: JsonObject = {"kind": "epsstar", "training": settings}
+        if device != "cpu":  # named off the CPU only: a CPU audit's record is as before
+            described["device"] = device
         if self.breakage.broken:
             described["breakage"] = asdict(self.breakage)
         return described

@@ -1,0 +1,65 @@
+"""The audit's intra-op threads: one choice applied to torch and to every onnxruntime
+session, chosen by the trainer's rule (``EPSSTAR_THREADS`` or ``--threads``, else the idle
+cores)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from epsstar.audit.model import threads
+from epsstar.audit.model.loading import ModelFile
+from epsstar.cli import main
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnxruntime")
+
+MODELS = Path(__file__).resolve().parents[3] / "fixtures" / "models"
+
+
+@pytest.fixture
+def restored() -> Iterator[None]:
+    """This process's choice and torch's threads as they were."""
+    chosen, torch_threads = list(threads._chosen), torch.get_num_threads()
+    yield
+    threads._chosen[:] = chosen
+    torch.set_num_threads(torch_threads)
+
+
+def _session_threads(model: object) -> tuple[int, int]:
+    options = model.__dict__["_session"].get_session_options()  # the loader's own session
+    return options.intra_op_num_threads, options.inter_op_num_threads
+
+
+@pytest.mark.usefixtures("restored")
+def test_the_choice_reaches_torch_and_onnxruntime() -> None:
+    torch.set_num_threads(2)
+    threads.use_threads(1)
+    assert threads.chosen_threads() == 1
+    assert torch.get_num_threads() == 1  # torch imported: set at once
+    assert _session_threads(ModelFile(MODELS / "binary_mlp.onnx").load().model) == (1, 1)
+    torch.set_num_threads(2)
+    ModelFile(MODELS / "binary_mlp.pt").load()
+    assert torch.get_num_threads() == 1  # and again when a torch model is loaded
+
+
+@pytest.mark.usefixtures("restored")
+def test_without_a_choice_the_libraries_keep_their_defaults() -> None:
+    threads._chosen.clear()
+    assert threads.chosen_threads() is None
+    assert _session_threads(ModelFile(MODELS / "binary_mlp.onnx").load().model) == (0, 0)
+
+
+@pytest.mark.usefixtures("restored")
+def test_audit_threads_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["audit", str(MODELS / "binary_mlp.onnx"), "--train", str(MODELS / "binary_train.csv")]
+    argv += ["--population", str(MODELS / "binary_population.csv"), "--label-column", "label"]
+    argv += ["--json", str(tmp_path / "result.json"), "--quiet"]
+    assert main([*argv, "--threads", "0"]) == 2
+    assert capsys.readouterr().err == (
+        "epsstar audit: error: --threads must be a positive integer. Found '0'.\n"
+    )
+    assert main([*argv, "--threads", "1"]) == 0
+    assert threads.chosen_threads() == 1
