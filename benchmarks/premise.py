@@ -26,6 +26,7 @@ per side for it, whatever the tables' size).
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,13 +35,15 @@ import numpy as np
 import pandas as pd
 
 from epsstar import __version__
+from epsstar.audit.attacks.from_losses import AuditOptions
+from epsstar.audit.data.reading import Tables
 from epsstar.audit.data.records import LABEL, Records
 from epsstar.audit.output.provenance import Timings
 from epsstar.audit.output.result import AuditResult
+from epsstar.audit.premise.baseline import premise_tests
 from epsstar.audit.premise.classifier import blind_log_odds
 from epsstar.cli.common.text_table import aligned_table
 from epsstar.statistics.attacks.power import attack_auc
-from epsstar.statistics.bounds.held_out_bound import split_lower_bound
 from epsstar.statistics.estimators.estimator import default_delta
 
 KINDS = Path(__file__).resolve().parents[1] / "fixtures" / "models" / "kinds"
@@ -95,12 +98,16 @@ def _records(train: pd.DataFrame, population: pd.DataFrame) -> Records:
     return Records(t, p, np.arange(len(t)), np.arange(len(p)), len(t), len(p))
 
 
-def _flag(train: pd.DataFrame, population: pd.DataFrame, seed: int) -> tuple[bool, float]:
-    blind = blind_log_odds(_records(train, population), seed=seed)
-    members, others = -blind.train, -blind.population
-    delta = default_delta(members.size)
-    bound = split_lower_bound(members, others, delta=delta, confidence=0.95, seed=seed)
-    return bound.epsilon > 0, attack_auc(members, others)
+def _flag(train: pd.DataFrame, population: pd.DataFrame, seed: int) -> tuple[list[bool], float]:
+    """Whether each test of the premise flags the pair (the lower bound, the ranks, the
+    label frequencies), and the blind AUC."""
+    records = _records(train, population)
+    blind = blind_log_odds(records, seed=seed)
+    labels = records.train[LABEL].to_numpy(), records.population[LABEL].to_numpy()
+    delta = default_delta(blind.train.size)
+    options = AuditOptions(seed=seed)
+    _, tests = premise_tests(blind, options, delta=delta, labels=labels)
+    return [test.flagged for test in tests], attack_auc(-blind.train, -blind.population)
 
 
 def _adult() -> pd.DataFrame:
@@ -130,13 +137,47 @@ def _timings(result: AuditResult) -> Timings:
     return provenance.seconds
 
 
-def _fixture_cost(repeats: int) -> list[list[str]]:
-    """The audit's seconds on the shipped fixtures with the blind baseline (``premise``
-    step) and without, in one warm process (imports paid before)."""
+def _share(model: Path, tables: Tables, name: str, repeats: int) -> list[str]:
+    """One row of the cost table: the audit without the blind baseline and with it, run
+    alternately ``repeats`` times in this process after one warm-up; the baseline's cost
+    is the median of the paired differences of the totals (its records are kept while the
+    tables stream, so part of it is in the inference step), and its share is that over
+    the median total with it. The ``premise`` step is printed too."""
     from epsstar.audit import audit
-    from epsstar.audit.data.reading import Tables
     from epsstar.audit.premise.settings import PremiseSettings
 
+    skip = PremiseSettings(skip_blind_baseline="cost measured", top_records=0)
+    with_it = PremiseSettings(top_records=0)
+    audit(model, tables, premise=with_it)  # imports and caches, once
+    without, total, premise = [], [], []
+    for _ in range(repeats):
+        without.append(_timings(audit(model, tables, premise=skip)).total)
+        timed = _timings(audit(model, tables, premise=with_it))
+        total.append(timed.total)
+        premise.append(timed.premise or 0.0)
+    extra = float(np.median(np.subtract(total, without)))
+    return [
+        name,
+        f"{np.median(without):.2f}",
+        f"{np.median(total):.2f}",
+        f"{np.median(premise):.2f}",
+        f"{extra:.2f}",
+        f"{extra / float(np.median(total)):.0%}",
+    ]
+
+
+HEADER = [
+    "tables",
+    "audit without (s)",
+    "audit with (s)",
+    "premise step (s)",
+    "baseline's cost (s)",
+    "share of the audit",
+]
+
+
+def _fixture_cost(repeats: int) -> list[list[str]]:
+    """The cost table on the shipped fixtures (see :func:`_share`)."""
     models = KINDS.parent
     cases = {
         "multiclass_mlp.onnx, 600/400 rows": (
@@ -148,17 +189,29 @@ def _fixture_cost(repeats: int) -> list[list[str]]:
             Tables(KINDS / "adult_train.csv", KINDS / "adult_population.csv", "income"),
         ),
     }
-    skip = PremiseSettings(skip_blind_baseline="cost measured", top_records=0)
-    rows = [["fixture", "audit without (s)", "blind baseline (s)", "share of the audit"]]
-    for name, (model, tables) in cases.items():
-        audit(model, tables)  # imports and caches, once
-        without, premise = [], []
-        for _ in range(repeats):
-            without.append(_timings(audit(model, tables, premise=skip)).total)
-            premise.append(_timings(audit(model, tables)).premise or 0.0)
-        base, extra = float(np.median(without)), float(np.median(premise))
-        rows.append([name, f"{base:.2f}", f"{extra:.2f}", f"{extra / (base + extra):.0%}"])
-    return rows
+    return [HEADER] + [_share(model, t, name, repeats) for name, (model, t) in cases.items()]
+
+
+def _large_cost(records: int, repeats: int) -> list[list[str]]:
+    """The cost table on ``records`` Purchase-100-like rows (600 binary columns, 100
+    classes, split 2:1), with the ONNX model of ``benchmarks/audit_throughput.py`` trained
+    for one epoch."""
+    import importlib.util
+    import tempfile
+
+    spec = importlib.util.spec_from_file_location(
+        "audit_throughput", Path(__file__).with_name("audit_throughput.py")
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    throughput = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(throughput)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        throughput.build(work, records, 1, 0)
+        tables = Tables(work / "train.parquet", work / "population.parquet", "label")
+        name = f"purchase-like ONNX MLP, {records * 2 // 3:,}/{records - records * 2 // 3:,} rows"
+        return [HEADER, _share(work / "model.onnx", tables, name, repeats)]
 
 
 def main() -> None:
@@ -169,10 +222,17 @@ def main() -> None:
     parser.add_argument("--cost-rows", type=int, default=20_000)
     parser.add_argument("--cost-only", action="store_true", help="only the cost tables")
     parser.add_argument("--cost-repeats", type=int, default=3)
+    parser.add_argument(
+        "--cost-records", type=int, default=0, help="also the cost on this many rows"
+    )
     parser.add_argument("--cases", nargs="+", choices=list(CASES), help="only these cases")
     args = parser.parse_args()
     if args.cost_only:
-        print(aligned_table(_fixture_cost(args.cost_repeats)))
+        print(f"load average before: {os.getloadavg()}", flush=True)
+        print(aligned_table(_fixture_cost(args.cost_repeats)), flush=True)
+        if args.cost_records:
+            print(aligned_table(_large_cost(args.cost_records, args.cost_repeats)), flush=True)
+        print(f"load average after: {os.getloadavg()}")
         seconds = _cost(args.cost_rows, args.seed)
         print(f"blind classifier on {args.cost_rows:,} rows per side, 20 columns: {seconds:.1f} s")
         return
@@ -181,7 +241,9 @@ def main() -> None:
         flush=True,
     )
     pool = _adult()
-    rows = [["case", "flagged", "mean blind AUC", "repeats"]]
+    rows = [
+        ["case", "flagged", "by lower bound", "by ranks", "by labels", "mean blind AUC", "repeats"]
+    ]
     started = time.perf_counter()
     for index, (name, case) in enumerate(CASES.items()):
         if args.cases and name not in args.cases:
@@ -192,10 +254,17 @@ def main() -> None:
             flagged, auc = _flag(*case(pool, args.n, rng), seed=repeat)
             flags.append(flagged)
             aucs.append(auc)
-        rows.append([name, f"{np.mean(flags):.0%}", f"{np.mean(aucs):.3f}", str(args.repeats)])
-        print(
-            f"{name}: flagged {np.mean(flags):.0%}, mean blind AUC {np.mean(aucs):.3f}", flush=True
+        by_test = np.mean(flags, axis=0)
+        rows.append(
+            [
+                name,
+                f"{np.mean(np.any(flags, axis=1)):.0%}",
+                *(f"{share:.0%}" for share in by_test),
+                f"{np.mean(aucs):.3f}",
+                str(args.repeats),
+            ]
         )
+        print(" | ".join(rows[-1]), flush=True)
     print(aligned_table(rows))
     print(f"({time.perf_counter() - started:.0f} s)\n")
     seconds = _cost(args.cost_rows, args.seed)
