@@ -4,9 +4,10 @@ how often it flags one that does not; and what it costs.
 Each repeat pools the Adult fixture's 8,000 rows (fixtures/models/kinds/adult_*.csv), draws
 ``--n`` training rows and ``--n`` population rows from the pool without overlap, changes the
 population by one of the cases below, and runs the audit's blind baseline on the two tables:
-the cross-fitted classifier (:mod:`epsstar.audit.premise.classifier`) and the held-out
-Clopper-Pearson lower bound on its scores at δ = 1/(n ln n) and 95 % confidence. The premise
-fails (the population is *flagged*) when that bound is above 0. No model is involved: the
+the cross-fitted classifier (:mod:`epsstar.audit.premise.classifier`) and the tests of the
+premise (:func:`epsstar.audit.premise.baseline.premise_tests`: the held-out lower bound at
+δ = 1/(n ln n), the blind ranks, the label frequencies, each at 0.05/3). The premise fails
+(the population is *flagged*) when one of them flags it. No model is involved: the
 blind baseline never sees one, so its verdict is the same whatever the model memorised.
 
 Cases: ``same`` (both sides from the pool at random; the premise holds, so a flag is a
@@ -15,9 +16,11 @@ false alarm), ``age +0.5 sd`` (the population's age moved by half its standard d
 points, by drawing it from the two classes apart), ``de-duplicated`` (the training rows
 drawn with replacement, so a fifth or so are repeats; the population without repeats).
 
-The cost: the blind classifier on ``--cost-rows`` synthetic rows per side of 20 numeric
-columns (the audit reads at most :data:`~epsstar.audit.premise.classifier.READ_ROWS` rows
-per side for it, whatever the tables' size).
+The cost (``--cost-only``): audits of the shipped fixtures (and of ``--cost-records``
+Purchase-100-like rows) with the blind baseline and without, alternately in one process;
+then the blind classifier on ``--cost-rows`` synthetic rows per side of 20 numeric columns
+(the audit keeps at most :data:`~epsstar.audit.premise.classifier.READ_ROWS` rows per side
+for it, whatever the tables' size).
 
     python benchmarks/premise.py                      # 100 repeats, n = 1,000: minutes
     python benchmarks/premise.py --repeats 20 --n 2000
@@ -41,7 +44,7 @@ from epsstar.audit.data.records import LABEL, Records
 from epsstar.audit.output.provenance import Timings
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.premise.baseline import premise_tests
-from epsstar.audit.premise.classifier import blind_log_odds
+from epsstar.audit.premise.classifier import READ_ROWS, blind_log_odds
 from epsstar.cli.common.text_table import aligned_table
 from epsstar.statistics.attacks.power import attack_auc
 from epsstar.statistics.estimators.estimator import default_delta
@@ -219,7 +222,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=100)
     parser.add_argument("--n", type=int, default=1000, help="rows per side")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cost-rows", type=int, default=20_000)
+    parser.add_argument("--cost-rows", type=int, default=READ_ROWS)
     parser.add_argument("--cost-only", action="store_true", help="only the cost tables")
     parser.add_argument("--cost-repeats", type=int, default=3)
     parser.add_argument(
