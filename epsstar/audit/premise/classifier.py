@@ -28,9 +28,9 @@ scored only by a classifier fitted on other rows. How much power, docs/premise.m
 the power table there is measured with classifiers fitted on 500 rows per side, fewer than
 any table of :data:`FIT_ROWS` rows per side gets.
 
-Why these sizes (docs/premise.md, *Cost*): the baseline runs on every audit, and on
-300,000 rows of 600 columns a fit on 20,000 rows per side cost 8.6 s of CPU time, more
-than the whole audit without it (5 to 7 s); 2,500 rows per side cost 1.8 s.
+Why these sizes (docs/premise.md, *Cost*): the baseline runs on every audit, and the
+trees' cost grows with rows times columns; on 300,000 rows of 600 columns, a fit on 20,000
+rows per side cost more than the whole audit without it.
 
 The log-odds are ``log P(train | x) / P(population | x)`` less the log of the fitted rows'
 ratio, i.e. the classifier's log-likelihood ratio of the record.

@@ -22,7 +22,7 @@ most ``alpha``.
   twin fell in the other fold) is seen.
 - **The label frequencies** (:func:`label_p_value`): Fisher's exact test of the two
   tables' class counts, two-sided (scipy; for more than two classes, its Monte Carlo
-  p-value over 9,999 tables with the observed margins, which stays valid because it
+  p-value over 1,999 tables with the observed margins, which stays valid because it
   counts the observed table among them). A class mix is one number per class; a test of
   those numbers sees a 10-point change far sooner than any classifier of the records.
 
@@ -52,8 +52,10 @@ __all__ = [
 
 #: Tests of the premise; each is given ``alpha / TESTS``.
 TESTS: Final = 3
-#: Tables drawn for the Monte Carlo p-value of Fisher's test with more than two classes.
-MONTE_CARLO_TABLES: Final = 9_999
+#: Tables drawn for the Monte Carlo p-value of Fisher's test with more than two classes:
+#: its smallest p-value, 1 / 2,000, is 33 times below the level 0.05 / 3, at about a
+#: quarter of the time of 9,999 tables.
+MONTE_CARLO_TABLES: Final = 1_999
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,8 +44,8 @@ def test_more_classes_use_a_seeded_monte_carlo_p_value() -> None:
     moved = rng.choice(list("abc"), 600, p=[0.35, 0.35, 0.3])
     p = label_p_value(train, moved, seed=4)
     assert p == label_p_value(train, moved, seed=4)
-    # The Monte Carlo p-value counts the observed table: never below 1 / (9,999 + 1).
-    assert 1e-4 <= p < 0.05 / TESTS
+    # The Monte Carlo p-value counts the observed table: never below 1 / (1,999 + 1).
+    assert 5e-4 <= p < 0.05 / TESTS
     assert label_p_value(["a"] * 5, ["a"] * 7, seed=0) == 1.0
 
 
