@@ -4,9 +4,10 @@ how often it flags one that does not; and what it costs.
 Each repeat pools the Adult fixture's 8,000 rows (fixtures/models/kinds/adult_*.csv), draws
 ``--n`` training rows and ``--n`` population rows from the pool without overlap, changes the
 population by one of the cases below, and runs the audit's blind baseline on the two tables:
-the cross-fitted classifier (:mod:`epsstar.audit.premise.classifier`) and the held-out
-Clopper-Pearson lower bound on its scores at δ = 1/(n ln n) and 95 % confidence. The premise
-fails (the population is *flagged*) when that bound is above 0. No model is involved: the
+the cross-fitted classifier (:mod:`epsstar.audit.premise.classifier`) and the tests of the
+premise (:func:`epsstar.audit.premise.baseline.premise_tests`: the held-out lower bound at
+δ = 1/(n ln n), the blind ranks, the label frequencies, each at 0.05/3). The premise fails
+(the population is *flagged*) when one of them flags it. No model is involved: the
 blind baseline never sees one, so its verdict is the same whatever the model memorised.
 
 Cases: ``same`` (both sides from the pool at random; the premise holds, so a flag is a
@@ -15,9 +16,11 @@ false alarm), ``age +0.5 sd`` (the population's age moved by half its standard d
 points, by drawing it from the two classes apart), ``de-duplicated`` (the training rows
 drawn with replacement, so a fifth or so are repeats; the population without repeats).
 
-The cost: the blind classifier on ``--cost-rows`` synthetic rows per side of 20 numeric
-columns (the audit reads at most :data:`~epsstar.audit.premise.classifier.READ_ROWS` rows
-per side for it, whatever the tables' size).
+The cost (``--cost-only``): audits of the shipped fixtures (and of ``--cost-records``
+Purchase-100-like rows) with the blind baseline and without, alternately in one process;
+then the blind classifier on ``--cost-rows`` synthetic rows per side of 20 numeric columns
+(the audit keeps at most :data:`~epsstar.audit.premise.classifier.READ_ROWS` rows per side
+for it, whatever the tables' size).
 
     python benchmarks/premise.py                      # 100 repeats, n = 1,000: minutes
     python benchmarks/premise.py --repeats 20 --n 2000
@@ -26,6 +29,7 @@ per side for it, whatever the tables' size).
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,13 +38,16 @@ import numpy as np
 import pandas as pd
 
 from epsstar import __version__
+from epsstar.audit.attacks.from_losses import AuditOptions
+from epsstar.audit.data.reading import Tables
 from epsstar.audit.data.records import LABEL, Records
 from epsstar.audit.output.provenance import Timings
 from epsstar.audit.output.result import AuditResult
-from epsstar.audit.premise.classifier import blind_log_odds
+from epsstar.audit.premise.baseline import premise_tests
+from epsstar.audit.premise.classifier import READ_ROWS, blind_log_odds
+from epsstar.audit.premise.settings import PremiseSettings
 from epsstar.cli.common.text_table import aligned_table
 from epsstar.statistics.attacks.power import attack_auc
-from epsstar.statistics.bounds.held_out_bound import split_lower_bound
 from epsstar.statistics.estimators.estimator import default_delta
 
 KINDS = Path(__file__).resolve().parents[1] / "fixtures" / "models" / "kinds"
@@ -95,12 +102,16 @@ def _records(train: pd.DataFrame, population: pd.DataFrame) -> Records:
     return Records(t, p, np.arange(len(t)), np.arange(len(p)), len(t), len(p))
 
 
-def _flag(train: pd.DataFrame, population: pd.DataFrame, seed: int) -> tuple[bool, float]:
-    blind = blind_log_odds(_records(train, population), seed=seed)
-    members, others = -blind.train, -blind.population
-    delta = default_delta(members.size)
-    bound = split_lower_bound(members, others, delta=delta, confidence=0.95, seed=seed)
-    return bound.epsilon > 0, attack_auc(members, others)
+def _flag(train: pd.DataFrame, population: pd.DataFrame, seed: int) -> tuple[list[bool], float]:
+    """Whether each test of the premise flags the pair (the lower bound, the ranks, the
+    label frequencies), and the blind AUC."""
+    records = _records(train, population)
+    blind = blind_log_odds(records, seed=seed)
+    labels = records.train[LABEL].to_numpy(), records.population[LABEL].to_numpy()
+    delta = default_delta(blind.train.size)
+    options = AuditOptions(seed=seed)
+    _, tests = premise_tests(blind, options, delta=delta, labels=labels)
+    return [test.flagged for test in tests], attack_auc(-blind.train, -blind.population)
 
 
 def _adult() -> pd.DataFrame:
@@ -130,13 +141,61 @@ def _timings(result: AuditResult) -> Timings:
     return provenance.seconds
 
 
-def _fixture_cost(repeats: int) -> list[list[str]]:
-    """The audit's seconds on the shipped fixtures with the blind baseline (``premise``
-    step) and without, in one warm process (imports paid before)."""
+def _timed_audit(
+    model: Path, tables: Tables, premise: PremiseSettings
+) -> tuple[float, float, float]:
+    """One audit's wall seconds (its own ``total``), its ``premise`` step, and the CPU
+    seconds of this process while it ran (every thread)."""
     from epsstar.audit import audit
-    from epsstar.audit.data.reading import Tables
-    from epsstar.audit.premise.settings import PremiseSettings
 
+    cpu = time.process_time()
+    timed = _timings(audit(model, tables, premise=premise))
+    return timed.total, timed.premise or 0.0, time.process_time() - cpu
+
+
+def _share(model: Path, tables: Tables, name: str, repeats: int) -> list[str]:
+    """One row of the cost table: the audit without the blind baseline and with it, run
+    alternately ``repeats`` times in this process after one warm-up. The baseline's cost
+    is the median of the paired differences (its records are kept while the tables stream,
+    so part of it is in the inference step), and its share is that over the median with it,
+    in wall seconds and in CPU seconds (the CPU share is what a shared machine's load
+    changes least). The ``premise`` step (wall) is printed too."""
+    skip = PremiseSettings(skip_blind_baseline="cost measured", top_records=0)
+    with_it = PremiseSettings(top_records=0)
+    _timed_audit(model, tables, with_it)  # imports and caches, once
+    without, total = [], []
+    for _ in range(repeats):
+        without.append(_timed_audit(model, tables, skip))
+        total.append(_timed_audit(model, tables, with_it))
+    off, on = np.array(without), np.array(total)
+    extra = np.median(on - off, axis=0)
+    base = np.median(on, axis=0)
+    return [
+        name,
+        f"{np.median(off[:, 0]):.2f}",
+        f"{base[0]:.2f}",
+        f"{np.median(on[:, 1]):.2f}",
+        f"{extra[0]:.2f}",
+        f"{extra[0] / base[0]:.0%}",
+        f"{np.median(off[:, 2]):.2f} / {base[2]:.2f}",
+        f"{extra[2] / base[2]:.0%}",
+    ]
+
+
+HEADER = [
+    "tables",
+    "audit without (s)",
+    "audit with (s)",
+    "premise step (s)",
+    "baseline's cost (s)",
+    "share (wall)",
+    "CPU s without / with",
+    "share (CPU)",
+]
+
+
+def _fixture_cost(repeats: int) -> list[list[str]]:
+    """The cost table on the shipped fixtures (see :func:`_share`)."""
     models = KINDS.parent
     cases = {
         "multiclass_mlp.onnx, 600/400 rows": (
@@ -148,17 +207,29 @@ def _fixture_cost(repeats: int) -> list[list[str]]:
             Tables(KINDS / "adult_train.csv", KINDS / "adult_population.csv", "income"),
         ),
     }
-    skip = PremiseSettings(skip_blind_baseline="cost measured", top_records=0)
-    rows = [["fixture", "audit without (s)", "blind baseline (s)", "share of the audit"]]
-    for name, (model, tables) in cases.items():
-        audit(model, tables)  # imports and caches, once
-        without, premise = [], []
-        for _ in range(repeats):
-            without.append(_timings(audit(model, tables, premise=skip)).total)
-            premise.append(_timings(audit(model, tables)).premise or 0.0)
-        base, extra = float(np.median(without)), float(np.median(premise))
-        rows.append([name, f"{base:.2f}", f"{extra:.2f}", f"{extra / (base + extra):.0%}"])
-    return rows
+    return [HEADER] + [_share(model, t, name, repeats) for name, (model, t) in cases.items()]
+
+
+def _large_cost(records: int, repeats: int) -> list[list[str]]:
+    """The cost table on ``records`` Purchase-100-like rows (600 binary columns, 100
+    classes, split 2:1), with the ONNX model of ``benchmarks/audit_throughput.py`` trained
+    for one epoch."""
+    import importlib.util
+    import tempfile
+
+    spec = importlib.util.spec_from_file_location(
+        "audit_throughput", Path(__file__).with_name("audit_throughput.py")
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    throughput = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(throughput)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        throughput.build(work, records, 1, 0)
+        tables = Tables(work / "train.parquet", work / "population.parquet", "label")
+        name = f"purchase-like ONNX MLP, {records * 2 // 3:,}/{records - records * 2 // 3:,} rows"
+        return [HEADER, _share(work / "model.onnx", tables, name, repeats)]
 
 
 def main() -> None:
@@ -166,13 +237,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=100)
     parser.add_argument("--n", type=int, default=1000, help="rows per side")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cost-rows", type=int, default=20_000)
+    parser.add_argument("--cost-rows", type=int, default=READ_ROWS)
     parser.add_argument("--cost-only", action="store_true", help="only the cost tables")
     parser.add_argument("--cost-repeats", type=int, default=3)
+    parser.add_argument(
+        "--cost-records", type=int, default=0, help="also the cost on this many rows"
+    )
     parser.add_argument("--cases", nargs="+", choices=list(CASES), help="only these cases")
     args = parser.parse_args()
     if args.cost_only:
-        print(aligned_table(_fixture_cost(args.cost_repeats)))
+        print(f"load average before: {os.getloadavg()}", flush=True)
+        print(aligned_table(_fixture_cost(args.cost_repeats)), flush=True)
+        if args.cost_records:
+            print(aligned_table(_large_cost(args.cost_records, args.cost_repeats)), flush=True)
+        print(f"load average after: {os.getloadavg()}")
         seconds = _cost(args.cost_rows, args.seed)
         print(f"blind classifier on {args.cost_rows:,} rows per side, 20 columns: {seconds:.1f} s")
         return
@@ -181,7 +259,9 @@ def main() -> None:
         flush=True,
     )
     pool = _adult()
-    rows = [["case", "flagged", "mean blind AUC", "repeats"]]
+    rows = [
+        ["case", "flagged", "by lower bound", "by ranks", "by labels", "mean blind AUC", "repeats"]
+    ]
     started = time.perf_counter()
     for index, (name, case) in enumerate(CASES.items()):
         if args.cases and name not in args.cases:
@@ -192,10 +272,17 @@ def main() -> None:
             flagged, auc = _flag(*case(pool, args.n, rng), seed=repeat)
             flags.append(flagged)
             aucs.append(auc)
-        rows.append([name, f"{np.mean(flags):.0%}", f"{np.mean(aucs):.3f}", str(args.repeats)])
-        print(
-            f"{name}: flagged {np.mean(flags):.0%}, mean blind AUC {np.mean(aucs):.3f}", flush=True
+        by_test = np.mean(flags, axis=0)
+        rows.append(
+            [
+                name,
+                f"{np.mean(np.any(flags, axis=1)):.0%}",
+                *(f"{share:.0%}" for share in by_test),
+                f"{np.mean(aucs):.3f}",
+                str(args.repeats),
+            ]
         )
+        print(" | ".join(rows[-1]), flush=True)
     print(aligned_table(rows))
     print(f"({time.perf_counter() - started:.0f} s)\n")
     seconds = _cost(args.cost_rows, args.seed)

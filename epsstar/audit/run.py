@@ -41,9 +41,10 @@ from epsstar.audit.data.column_match import ColumnMatch
 from epsstar.audit.data.files import digests_of, sha256_of
 from epsstar.audit.data.progress import Progress
 from epsstar.audit.data.reading import Role, Tables
-from epsstar.audit.data.records import read_records
+from epsstar.audit.data.records import Records, read_records
 from epsstar.audit.data.summary_plans import SummaryPlans
 from epsstar.audit.data.text_records import TextTables
+from epsstar.audit.engines.record_sample import RecordSample, sampled_records
 from epsstar.audit.engines.references import attack_inputs
 from epsstar.audit.engines.streaming import StreamedTable, stream_table
 from epsstar.audit.engines.summaries import can_summarise, losses_of, summarise_table
@@ -127,6 +128,8 @@ class _Streamed:
     digests: dict[Role, str]
     engine: EngineRun | None = None
     attack_inputs: AttackInputs | None = None
+    #: The blind baseline's records, kept while streaming (``None``: not kept).
+    records: Records | None = None
 
 
 def audit(
@@ -305,19 +308,38 @@ def _stream(loaded: LoadedAuditModel, run: _Run, digests: dict[Role, str]) -> _S
     _refuse_guess(matches["train"], run)
     if run.premise.attribute is not None:
         check_model_input(run.premise.attribute, matches["train"].file_columns)
+    samples = _samples(run)
     train = stream_table(
         loaded.model,
         tables.read("train", matches["train"], outputs_requested=requested),
         classes=loaded.classes,
         progress=run.table_progress,
+        sample=None if samples is None else samples[0],
     )
     population = stream_table(
         loaded.model,
         tables.read("population", matches["population"], outputs_requested=requested),
         label_map=train.label_map,
         progress=run.table_progress,
+        sample=None if samples is None else samples[1],
     )
-    return _Streamed(train, population, matches["train"], digests)
+    records = None if samples is None else sampled_records(*samples)
+    return _Streamed(train, population, matches["train"], digests, records=records)
+
+
+def _needs_every_record(run: _Run) -> bool:
+    """Whether an attack or the attribute inference reads every record."""
+    attack = run.attack
+    return attack.needs_records or attack.needs_blind or run.premise.attribute is not None
+
+
+def _samples(run: _Run) -> tuple[RecordSample, RecordSample] | None:
+    """The blind baseline's records, kept as the tables are streamed (``None``: not
+    needed, or every record is read after the streaming)."""
+    if not run.premise.blind or _needs_every_record(run):
+        return None
+    seed = run.options.seed
+    return RecordSample(READ_ROWS, (seed, 0xB11D, 0)), RecordSample(READ_ROWS, (seed, 0xB11D, 1))
 
 
 def _stream_on_dask(loaded: LoadedAuditModel, run: _Run) -> _Streamed:
@@ -405,13 +427,13 @@ def _premise_inputs(
 ) -> PremiseInputs:
     """What the premise's readings and the attacks that read the records need: the records
     (read when one of them needs them) and, unless skipped, the blind classifier's scores."""
-    settings, attack = run.premise, run.attack
+    settings = run.premise
     skipped = settings.skip_blind_baseline
     if skipped is None and run.on_dask:
         skipped = "not run on the dask engine: the records stay on the cluster (docs/premise.md)"
-    every = attack.needs_records or attack.needs_blind or settings.attribute is not None
-    records = None
-    if (skipped is None or every) and not run.on_dask:
+    every = _needs_every_record(run)
+    records = streamed.records
+    if records is None and (skipped is None or every) and not run.on_dask:
         records = read_records(
             run.tables,
             streamed.match.file_columns,

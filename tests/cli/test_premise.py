@@ -108,6 +108,7 @@ def test_the_blind_baseline_can_be_skipped_with_a_reason(
         "folds": None,
         "fitted_rows": None,
         "skipped": reason,
+        "tests": [],
     }
     assert f"blind baseline: not run ({reason})" in stdout
 

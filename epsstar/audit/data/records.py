@@ -25,7 +25,7 @@ from epsstar.exceptions import InvalidInputError
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["LABEL", "Records", "read_records", "sklearn_frame"]
+__all__ = ["LABEL", "Records", "flat_frame", "read_records", "sklearn_frame"]
 
 #: Text columns with more distinct values than this are given as their codes.
 _MAX_CATEGORIES: Final = 250
@@ -60,7 +60,7 @@ class Records:
         return self.side(role).drop(columns=[LABEL])
 
 
-def _frame(columns: Sequence[tuple[str, NDArray[Any]]]) -> pd.DataFrame:
+def flat_frame(columns: Sequence[tuple[str, NDArray[Any]]]) -> pd.DataFrame:
     """One column per scalar feature; a tensor column as one column per value."""
     import pandas as pd
 
@@ -93,7 +93,7 @@ def _read(
         separator=tables.csv_separator,
     ):
         named = list(zip(batch.features.names, batch.features.columns, strict=True))
-        frame = _frame(named)
+        frame = flat_frame(named)
         frame[LABEL] = batch.labels
         if keep is not None:
             rows = keep[(keep >= row0) & (keep < row0 + len(frame))] - row0

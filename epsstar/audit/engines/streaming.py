@@ -28,6 +28,7 @@ from epsstar.audit.data.checks import TableScan, row_hashes
 from epsstar.audit.data.progress import Progress
 from epsstar.audit.data.reading import TableRead
 from epsstar.audit.data.tables import LabelMap, iter_batches, label_map_for
+from epsstar.audit.engines.record_sample import RecordSample
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.plugins import LoadedModel
 from epsstar.exceptions import InvalidInputError
@@ -218,12 +219,15 @@ def stream_table(
     classes: Sequence[object] | None = None,
     label_map: LabelMap | None = None,
     progress: Progress | None = None,
+    sample: RecordSample | None = None,
 ) -> StreamedTable:
     """Run ``model`` over the table ``read`` names, in batches of ``read.batch_size`` rows.
 
     Labels are encoded with ``label_map`` if given, else with a map built from
     ``classes`` (the model's classes in output-column order; ``None`` means 0..K−1) and
     the width of the first prediction. ``progress`` is told as the rows are read.
+    ``sample``, when given, is offered every batch's records (the blind baseline's, kept
+    so that the file is not read again).
     """
     if progress is not None:
         progress.start(read.role, read.path)
@@ -251,6 +255,8 @@ def stream_table(
         collected.add(losses, labels, predicted)
         collected.keep_scores(labels, scores)
         collected.scan(batch.features, labels, len(label_map))
+        if sample is not None:
+            sample.add(batch.features, batch.labels)
     assert label_map is not None  # iter_batches yields at least one batch or raises
     assert collected.class_counts is not None
     return StreamedTable(

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
+from epsstar.statistics.bounds.premise_tests import PremiseTest
 from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.results import EpsilonStarResult
 
@@ -33,6 +34,9 @@ class BlindBaseline:
     #: scored.
     fitted_rows: tuple[int, int] | None = None
     skipped: str | None = None
+    #: The tests of the premise, combined by Bonferroni
+    #: (:mod:`epsstar.statistics.bounds.premise_tests`); empty: the lower bound alone.
+    tests: tuple[PremiseTest, ...] = ()
 
     @classmethod
     def skipped_because(cls, reason: str) -> BlindBaseline:
@@ -40,10 +44,13 @@ class BlindBaseline:
 
     @property
     def premise_holds(self) -> bool | None:
-        """False when the blind lower bound is above 0 (the records alone tell the tables
-        apart at the audit's confidence); None when the baseline did not run."""
+        """False when a test of the premise flags the tables (the records alone tell them
+        apart at the audit's confidence); without tests, when the blind lower bound is
+        above 0; None when the baseline did not run."""
         if self.lower_bound is None:
             return None
+        if self.tests:
+            return not any(test.flagged for test in self.tests)
         return not self.lower_bound.epsilon > 0
 
     def to_dict(self) -> JsonObject:
@@ -60,4 +67,5 @@ class BlindBaseline:
             if self.fitted_rows is None
             else {"train": self.fitted_rows[0], "population": self.fitted_rows[1]},
             "skipped": self.skipped,
+            "tests": [test.to_dict() for test in self.tests],
         }

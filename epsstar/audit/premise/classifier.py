@@ -21,7 +21,16 @@ classifier that saw its row; the pooled scores of members and non-members are th
 exchangeable when the premise holds, and the held-out lower bound on them is valid. At most
 :data:`FIT_ROWS` rows per side are used to fit (a seeded random subset); the rows left out
 are scored by the classifier of a fold chosen at random, which did not see them either, so
-every row has a score and the counts of the lower bound use every row.
+every row has a score and the counts of the lower bound use every row. :data:`FIT_CELLS`
+caps the rows fitted on a wide table the same way. Fitting on a subset costs only power,
+never validity: the fitted rows are a seeded random subset of each side, and a row is
+scored only by a classifier fitted on other rows. How much power, docs/premise.md states:
+the power table there is measured with classifiers fitted on 500 rows per side, fewer than
+any table of :data:`FIT_ROWS` rows per side gets.
+
+Why these sizes (docs/premise.md, *Cost*): the baseline runs on every audit, and the
+trees' cost grows with rows times columns; on 300,000 rows of 600 columns, a fit on 20,000
+rows per side cost more than the whole audit without it.
 
 The log-odds are ``log P(train | x) / P(population | x)`` less the log of the fitted rows'
 ratio, i.e. the classifier's log-likelihood ratio of the record.
@@ -30,16 +39,21 @@ ratio, i.e. the classifier's log-likelihood ratio of the record.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
+from numpy.typing import NDArray
 
-from epsstar.audit.data.records import Records, sklearn_frame
+from epsstar.audit.data.records import Records
 from epsstar.statistics._validation import FloatArray
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = [
     "CLASSIFIER",
     "DEFAULT_FOLDS",
+    "FIT_CELLS",
     "FIT_ROWS",
     "LEAVES",
     "READ_ROWS",
@@ -51,19 +65,25 @@ __all__ = [
 #: Folds of the cross-fitting.
 DEFAULT_FOLDS: Final = 2
 #: Most rows per side the classifiers are fitted on (every row read is scored).
-FIT_ROWS: Final = 20_000
+FIT_ROWS: Final = 5_000
+#: Most values (rows x encoded columns) per side the classifiers are fitted on: a table of
+#: 600 columns is fitted on 2,500 rows per side. The trees' cost grows with both.
+FIT_CELLS: Final = 1_500_000
 #: Most rows per side the blind baseline reads when nothing else needs every record (a
-#: seeded random subset, drawn as the file is read). A random subset of each table keeps
-#: the premise's test exact (subsets of exchangeable rows are exchangeable); it only loses
-#: power (docs/premise.md measures it). With :data:`FIT_ROWS` as many, every row read is fitted.
-READ_ROWS: Final = 20_000
+#: seeded random subset, kept as the tables are streamed). A random subset of each table
+#: keeps the premise's tests exact (subsets of exchangeable rows are exchangeable); it only
+#: loses power (docs/premise.md states how much).
+READ_ROWS: Final = 10_000
 #: Trees of each classifier, and the most leaves of a tree.
 TREES: Final = 20
 LEAVES: Final = 8
+#: Text columns with more distinct values than this are given as their codes.
+_MAX_CATEGORIES: Final = 250
 #: How the classifier is described in the JSON.
 CLASSIFIER: Final = (
     f"HistGradientBoostingClassifier (scikit-learn; {TREES} trees of at most {LEAVES} leaves, "
-    f"fitted on at most {FIT_ROWS} rows per side) over the model's columns and the label"
+    f"fitted on at most {FIT_ROWS} rows and {FIT_CELLS} values per side) over the model's "
+    "columns and the label"
 )
 
 
@@ -76,18 +96,56 @@ class BlindLogOdds:
     population: FloatArray = field(repr=False)
     folds: int
     fitted: tuple[int, int]
+    #: The fold of every row of each table (``None``: not known; then the rows are read
+    #: as one fold).
+    fold_of: tuple[NDArray[np.int64], NDArray[np.int64]] | None = field(default=None, repr=False)
 
 
-def _classifier(seed: int) -> Any:
+def _classifier(seed: int, categorical: NDArray[np.bool_] | None = None) -> Any:
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     return HistGradientBoostingClassifier(
         max_iter=TREES,
         max_leaf_nodes=LEAVES,
         early_stopping=False,
-        categorical_features="from_dtype",
+        categorical_features=categorical,
         random_state=seed,
     )
+
+
+def _codes(column: pd.Series) -> tuple[NDArray[np.float64], bool]:
+    """A text column's codes (missing: NaN), and whether they are read as categories: up
+    to :data:`_MAX_CATEGORIES` distinct values; past that, as numbers."""
+    import pandas as pd
+
+    text = column.astype(str).where(column.notna())
+    codes, uniques = pd.factorize(text, use_na_sentinel=True)
+    values = np.where(codes < 0, np.nan, codes).astype(np.float64)
+    return values, len(uniques) <= _MAX_CATEGORIES
+
+
+def encoded(records: Records) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
+    """Both tables' records (train first) as one float32 matrix the trees read, and which
+    of its columns are categories. Encoded once, as numpy (the numeric columns in one
+    block), because the classifiers' own checks of a data frame with categories cost more
+    than their fits at the fixtures' sizes (docs/premise.md, *Cost*)."""
+    import pandas as pd
+
+    both = pd.concat([records.train, records.population], ignore_index=True)
+    numeric = [
+        pd.api.types.is_bool_dtype(both[name]) or pd.api.types.is_numeric_dtype(both[name])
+        for name in both.columns
+    ]
+    matrix = np.empty(both.shape, dtype=np.float32)
+    categorical = np.zeros(both.shape[1], dtype=bool)
+    at = np.flatnonzero(numeric)
+    if at.size:
+        block = both.iloc[:, at].to_numpy(dtype=np.float32, na_value=np.nan)
+        matrix[:, at] = block
+    for j, name in enumerate(both.columns):
+        if not numeric[j]:
+            matrix[:, j], categorical[j] = _codes(both[name])
+    return matrix, categorical
 
 
 def _fold_of(n: int, folds: int, rng: np.random.Generator) -> np.ndarray:
@@ -97,7 +155,6 @@ def _fold_of(n: int, folds: int, rng: np.random.Generator) -> np.ndarray:
 
 def blind_log_odds(records: Records, *, folds: int = DEFAULT_FOLDS, seed: int = 0) -> BlindLogOdds:
     """The cross-fitted log-likelihood ratios of every record (see the module docstring)."""
-    import pandas as pd
     from threadpoolctl import threadpool_limits
 
     # Imported before the limit is set: threadpoolctl limits only the libraries already
@@ -106,15 +163,16 @@ def blind_log_odds(records: Records, *, folds: int = DEFAULT_FOLDS, seed: int = 
 
     rng = np.random.default_rng([seed, 0xB11D])
     sides = (records.train, records.population)
-    both = sklearn_frame(pd.concat(sides, ignore_index=True))
+    both, categorical = encoded(records)
     member = np.concatenate([np.ones(len(sides[0]), bool), np.zeros(len(sides[1]), bool)])
     offset = np.concatenate([[0], np.cumsum([len(side) for side in sides])])
     fold = np.empty(len(both), np.int64)
     fitted = np.zeros(len(both), bool)
+    most = max(1, min(FIT_ROWS, FIT_CELLS // both.shape[1]))
     for i in range(2):
         rows = np.arange(offset[i], offset[i + 1])
         fold[rows] = _fold_of(len(rows), folds, rng)
-        chosen = rng.permutation(len(rows))[: min(len(rows), FIT_ROWS)]
+        chosen = rng.permutation(len(rows))[: min(len(rows), most)]
         fitted[rows[chosen]] = True
     n_fit = (int(fitted[member].sum()), int(fitted[~member].sum()))
     prior = np.log(n_fit[0] / n_fit[1])
@@ -122,11 +180,12 @@ def blind_log_odds(records: Records, *, folds: int = DEFAULT_FOLDS, seed: int = 
     # One thread: the histogram trees spend most of their time waiting on busy cores.
     with threadpool_limits(limits=1):
         for k in range(folds):
-            model = _classifier(seed + k)
+            model = _classifier(seed + k, categorical)
             train_on = fitted & (fold != k)
             model.fit(both[train_on], member[train_on])
             scored = fold == k
             p = model.predict_proba(both[scored])[:, 1]
             p = np.clip(p, 1e-12, 1 - 1e-12)
             scores[scored] = np.log(p) - np.log1p(-p) - prior
-    return BlindLogOdds(scores[: offset[1]], scores[offset[1] :], folds, n_fit)
+    cut = offset[1]
+    return BlindLogOdds(scores[:cut], scores[cut:], folds, n_fit, (fold[:cut], fold[cut:]))

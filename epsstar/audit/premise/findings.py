@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from epsstar.audit.attacks.from_losses import AuditOptions
 from epsstar.audit.data.reading import TableRead, Tables
-from epsstar.audit.data.records import Records
+from epsstar.audit.data.records import LABEL, Records
 from epsstar.audit.data.tables import LabelMap
 from epsstar.audit.model.plugins import LoadedModel
 from epsstar.audit.output.premise_result import BlindBaseline
@@ -25,7 +25,7 @@ from epsstar.audit.premise.attribute import (
     attribute_inference,
     read_attribute_values,
 )
-from epsstar.audit.premise.baseline import blind_baseline
+from epsstar.audit.premise.baseline import Labels, blind_baseline
 from epsstar.audit.premise.classifier import BlindLogOdds
 from epsstar.audit.premise.settings import PremiseSettings
 from epsstar.audit.premise.users import UserKeys, read_user_keys, user_level
@@ -106,6 +106,13 @@ def _exposed(result: AuditResult, k: int) -> ExposedRecords:
     return ExposedRecords(attack, rows, source)
 
 
+def _labels(records: Records | None) -> Labels:
+    """The labels of the records the blind classifier scored (``None``: none read)."""
+    if records is None:
+        return None
+    return records.train[LABEL].to_numpy(), records.population[LABEL].to_numpy()
+
+
 def _declared_bound(result: AuditResult) -> AttributeSecurity | None:
     """The attribute bound of the DP guarantee the model declares (``None``: none)."""
     declared = result.declared_privacy
@@ -118,7 +125,9 @@ def with_premise(result: AuditResult, inputs: PremiseInputs, options: AuditOptio
     """``result`` with the premise's readings (see the module docstring)."""
     settings = inputs.settings
     if inputs.blind is not None:
-        baseline = blind_baseline(inputs.blind, options, delta=result.delta)
+        baseline = blind_baseline(
+            inputs.blind, options, delta=result.delta, labels=_labels(inputs.records)
+        )
     else:
         baseline = BlindBaseline.skipped_because(inputs.skipped or "the records were not read")
     found = dataclasses.replace(result, blind_baseline=baseline)
