@@ -89,6 +89,7 @@ __all__ = [
     "iter_batches",
     "iter_column",
     "label_map_for",
+    "parquet_columns",
     "read_column",
     "read_schema",
     "read_table",
@@ -773,6 +774,12 @@ def _pandas_index_columns(schema: Any) -> frozenset[str]:
     return frozenset(name for name in metadata.get("index_columns", ()) if isinstance(name, str))
 
 
+def parquet_columns(schema: Any) -> tuple[str, ...]:
+    """The column names of a Parquet file's Arrow schema, without a pandas index's."""
+    index = _pandas_index_columns(schema)
+    return tuple(str(name) for name in schema.names if name not in index)
+
+
 def read_schema(path: str | os.PathLike[str], *, separator: str = ",") -> TableSchema:
     """The format, column names and (except for CSV) row count of a data file; a CSV
     file's fields are separated by ``separator``."""
@@ -784,8 +791,7 @@ def read_schema(path: str | os.PathLike[str], *, separator: str = ",") -> TableS
         schema = TableSchema(file, kind, names[unnamed:], None, separator, unnamed)
     elif kind == "parquet":
         with _open_parquet(file) as parquet:
-            index = _pandas_index_columns(parquet.schema_arrow)
-            names = tuple(str(name) for name in parquet.schema_arrow.names if name not in index)
+            names = parquet_columns(parquet.schema_arrow)
             schema = TableSchema(file, kind, names, int(parquet.metadata.num_rows))
     else:
         with _ArrayFile(file, kind) as arrays:
