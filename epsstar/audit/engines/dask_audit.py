@@ -212,7 +212,7 @@ def _model_spec(file: ModelFile, model: object) -> ModelSpec:
 
 def _columns(data: DataSet) -> tuple[str, ...]:
     """The column names of the data set's first partition."""
-    from epsstar.audit.data.tables import read_schema
+    from epsstar.audit.data.tables import parquet_columns, read_schema
 
     first = data.partitions[0]
     if first.endswith(".parquet") and not data.local:
@@ -220,7 +220,7 @@ def _columns(data: DataSet) -> tuple[str, ...]:
         import pyarrow.parquet as pq
 
         with fsspec.open(first, "rb", **data.storage_options) as stream:
-            return tuple(str(name) for name in pq.ParquetFile(stream).schema_arrow.names)
+            return parquet_columns(pq.ParquetFile(stream).schema_arrow)
     with local_partition(first, data.storage_options) as path:
         return read_schema(path).columns
 
