@@ -103,9 +103,9 @@ RECIPES: dict[str, tuple[str, str]] = {
     ),
     "unknown-key": (
         json.dumps({**_recipe(), "hiden": [4]}),
-        "the top level has no key 'hiden' (allowed: data, files, fingerprint, history, "
-        "hyperparameters, kind, model, privacy, private, schema_version, utility, versions, "
-        "wall_time_seconds). Found 'hiden'.",
+        "the top level has no key 'hiden' (allowed: attribute_inference, data, device, files, "
+        "fingerprint, history, hyperparameters, kind, model, privacy, private, schema_version, "
+        "utility, versions, wall_time_seconds). Found 'hiden'.",
     ),
     "not-json": ("{'model': 1}", "must be JSON (Expecting property name enclosed in double"),
     "missing-hyperparameters": (

@@ -134,7 +134,19 @@ def _logit_losses(model: Path, table: pd.DataFrame, classes: list[str]) -> np.nd
     with onnxruntime fed by the test itself, input by input under its own column name."""
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    from epsstar.audit.model.threads import chosen_threads
+
+    # The threads the audit's sessions use in this process (a command line run earlier in it
+    # may have chosen them): a tree ensemble sums its trees' float32 scores in an order that
+    # depends on the thread count, so the reference session uses the same count.
+    options = onnxruntime.SessionOptions()
+    threads = chosen_threads()
+    if threads is not None:
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(
+        str(model), sess_options=options, providers=["CPUExecutionProvider"]
+    )
     by_input = {name.replace("-", "_"): name for name in table.columns}
     feeds = {}
     for node in session.get_inputs():

@@ -155,6 +155,7 @@ RECIPE_SCHEMA: Final = Table(
         "hyperparameters": _HYPERPARAMETERS,
         **_ignored("schema_version", "kind", "private", "privacy", "utility", "history"),
         **_ignored("wall_time_seconds", "versions", "files", "fingerprint", "device"),
+        **_ignored("attribute_inference"),
     },
     required=("model", "hyperparameters"),
 )
