@@ -156,8 +156,8 @@ def _attribute_lines(result: AuditResult) -> list[str]:
         if inferred.bound.error_order is not None:
             lines.append(
                 "    (the leading term of the closed form; the term it drops is of order "
-                f"sqrt(pT)/sigma = {inferred.bound.error_order:.3g}: an estimate, not a guarantee, "
-                "unless that term is small)"
+                f"sqrt(pT)/sigma = {inferred.bound.error_order:.3g}: a bound only when that term "
+                "is small)"
             )
     return lines
 
