@@ -4,14 +4,16 @@
 into scores oriented like losses (``-log-odds``: lower, more likely a training row) and
 reads them as the headline of the loss attack is read, at the audit's δ: Epsilon* by the
 audit's method (:func:`epsstar.statistics.estimators.estimator.estimate`, one δ, not the
-profile of five), its held-out Clopper-Pearson lower bound
+profile of five; by ``tails-tested``, the cross-fitted estimate is computed only when the
+leak test finds a leak, since Epsilon* is 0 otherwise and the untested figure is not
+reported), its held-out Clopper-Pearson lower bound
 (:func:`epsstar.statistics.bounds.held_out_bound.split_lower_bound`), and the AUC.
 
 The premise holds while no test of :mod:`epsstar.statistics.bounds.premise_tests` flags the
-tables: the blind lower bound above 0, the blind scores' ranks, the label frequencies, each
-at a third of ``1 - confidence`` (Bonferroni), so two tables from one distribution are
-flagged at most ``1 - confidence`` of the time. The lower bound is therefore read at
-confidence ``1 - (1 - confidence) / 3`` (0.9833 for the default 0.95), and the JSON's
+tables: the blind lower bound above 0, the blind scores' ranks, the label frequencies, the
+exact repeats, each at a quarter of ``1 - confidence`` (Bonferroni), so two tables from one
+distribution are flagged at most ``1 - confidence`` of the time. The lower bound is therefore
+read at confidence ``1 - (1 - confidence) / 4`` (0.9875 for the default 0.95), and the JSON's
 ``confidence`` says so. The lower bound alone missed a class mix changed by 10 points in 99
 of 100 repeats (docs/premise.md): a shift that moves every record a little is one the
 threshold test of one tail cannot see at those sizes, while the test of the class counts
@@ -24,6 +26,7 @@ raised: the premise is read from the tests, which need no fit.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -43,8 +46,9 @@ from epsstar.statistics.bounds.premise_tests import (
     label_p_value,
     premise_verdict,
 )
+from epsstar.statistics.bounds.repeats_test import repeats_p_value
 from epsstar.statistics.estimators.estimator import estimate
-from epsstar.statistics.estimators.methods import method_config
+from epsstar.statistics.estimators.methods import TailsTested, method_config
 
 __all__ = ["Labels", "blind_baseline", "premise_tests"]
 
@@ -67,8 +71,12 @@ def premise_tests(
     folds = log_odds.fold_of or (np.zeros(members.size, np.int64), np.zeros(others.size, np.int64))
     ranks = fold_rank_p_value(log_odds.train, log_odds.population, *folds)
     mix = 1.0 if labels is None else label_p_value(*labels, seed=options.seed)
+    groups = log_odds.groups
+    repeats = 1.0 if groups is None else repeats_p_value(*groups, seed=options.seed)
     alpha = 1 - options.confidence
-    return bound, premise_verdict(bound.epsilon > 0, ranks=ranks, labels=mix, alpha=alpha)
+    return bound, premise_verdict(
+        bound.epsilon > 0, ranks=ranks, labels=mix, repeats=repeats, alpha=alpha
+    )
 
 
 def blind_baseline(
@@ -87,6 +95,9 @@ def blind_baseline(
             f"{members.size} training and {others.size} population rows."
         )
     config = method_config(method, family=options.family)
+    if isinstance(config, TailsTested):
+        # Epsilon* only is reported: no cross-fitted estimate when no leak is found.
+        config = dataclasses.replace(config, untested=False)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -46,6 +46,7 @@ from numpy.typing import NDArray
 
 from epsstar.audit.data.records import Records
 from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.bounds.repeats_test import repeat_groups
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -99,6 +100,10 @@ class BlindLogOdds:
     #: The fold of every row of each table (``None``: not known; then the rows are read
     #: as one fold).
     fold_of: tuple[NDArray[np.int64], NDArray[np.int64]] | None = field(default=None, repr=False)
+    #: An id of every row's values in each table, equal for rows equal in every column the
+    #: classifier read (:func:`~epsstar.statistics.bounds.repeats_test.repeat_groups`), for
+    #: the test of exact repeats (``None``: not known; then not tested).
+    groups: tuple[NDArray[np.int64], NDArray[np.int64]] | None = field(default=None, repr=False)
 
 
 def _classifier(seed: int, categorical: NDArray[np.bool_] | None = None) -> Any:
@@ -188,4 +193,12 @@ def blind_log_odds(records: Records, *, folds: int = DEFAULT_FOLDS, seed: int = 
             p = np.clip(p, 1e-12, 1 - 1e-12)
             scores[scored] = np.log(p) - np.log1p(-p) - prior
     cut = offset[1]
-    return BlindLogOdds(scores[:cut], scores[cut:], folds, n_fit, (fold[:cut], fold[cut:]))
+    group = repeat_groups(both)
+    return BlindLogOdds(
+        scores[:cut],
+        scores[cut:],
+        folds,
+        n_fit,
+        (fold[:cut], fold[cut:]),
+        (group[:cut], group[cut:]),
+    )

@@ -1,10 +1,10 @@
 """Tests of the audit's premise: do the training and population records come from one
-distribution? Each gives a p-value under that null; :func:`premise_verdict` combines them
-by Bonferroni, so the chance that any flags two tables drawn from one distribution is at
-most ``alpha``.
+distribution? Each gives a p-value under that null; :func:`premise_verdict` combines the
+four by Bonferroni (each at ``alpha / 4``), so the chance that any flags two tables drawn
+from one distribution is at most ``alpha``, whatever the dependence between them.
 
 - **The blind lower bound** (:func:`epsstar.statistics.bounds.held_out_bound.split_lower_bound`
-  on the blind classifier's scores) is above 0 at confidence ``1 - alpha / 3``. It reads the
+  on the blind classifier's scores) is above 0 at confidence ``1 - alpha / 4``. It reads the
   difference in Epsilon*'s own units, but it rests on one threshold's tail: a shift that
   moves every record a little (a class mix changed by 10 points: ε ≈ 0.14) leaves it at 0
   at the sizes the benchmark uses (docs/premise.md).
@@ -25,6 +25,10 @@ most ``alpha``.
   p-value over 1,999 tables with the observed margins, which stays valid because it
   counts the observed table among them). A class mix is one number per class; a test of
   those numbers sees a 10-point change far sooner than any classifier of the records.
+- **The exact repeats** (:func:`epsstar.statistics.bounds.repeats_test.repeats_p_value`): a
+  permutation test that both tables repeat their own rows at one rate. A de-duplicated
+  population is one number away from its training table, the share of repeated rows,
+  which the classifier sees only through the rows whose twin fell in the other fold.
 
 A large table makes any difference significant: the verdict says the tables differ, and
 the blind Epsilon* and AUC say by how much.
@@ -51,9 +55,9 @@ __all__ = [
 ]
 
 #: Tests of the premise; each is given ``alpha / TESTS``.
-TESTS: Final = 3
+TESTS: Final = 4
 #: Tables drawn for the Monte Carlo p-value of Fisher's test with more than two classes:
-#: its smallest p-value, 1 / 2,000, is 33 times below the level 0.05 / 3, at about a
+#: its smallest p-value, 1 / 2,000, is 25 times below the level 0.05 / 4, at about a
 #: quarter of the time of 9,999 tables.
 MONTE_CARLO_TABLES: Final = 1_999
 
@@ -126,14 +130,16 @@ def label_p_value(train: ArrayLike, population: ArrayLike, *, seed: int) -> floa
 
 
 def premise_verdict(
-    bound_flags: bool, *, ranks: float, labels: float, alpha: float
+    bound_flags: bool, *, ranks: float, labels: float, repeats: float, alpha: float
 ) -> tuple[PremiseTest, ...]:
     """The tests of the premise, each at ``alpha / TESTS`` (Bonferroni): the blind lower
     bound (``bound_flags``: above 0 at confidence ``1 - alpha / TESTS``), the blind ranks'
-    p-value ``ranks`` and the label frequencies' p-value ``labels``."""
+    p-value ``ranks``, the label frequencies' p-value ``labels`` and the exact repeats'
+    p-value ``repeats``."""
     level = alpha / TESTS
     return (
         PremiseTest("blind lower bound", None, level, bound_flags),
         PremiseTest("blind ranks", ranks, level, ranks < level),
         PremiseTest("label frequencies", labels, level, labels < level),
+        PremiseTest("exact repeats", repeats, level, repeats < level),
     )

@@ -45,7 +45,7 @@ from epsstar.exceptions import (
     PoorFitWarning,
 )
 from epsstar.statistics._validation import FloatArray, check_delta, check_positive_int
-from epsstar.statistics.bounds.leak_test import held_out_leak_test
+from epsstar.statistics.bounds.leak_test import LeakTest, held_out_leak_test
 from epsstar.statistics.estimators.crossfit import CrossFit, crossfit_fits, crossfit_score
 from epsstar.statistics.estimators.empirical import ZeroCounts, supremum_from_counts
 from epsstar.statistics.estimators.methods import (
@@ -499,9 +499,11 @@ def _tested(
 ) -> list[EpsilonStarResult]:
     """:class:`TailsTested`: the cross-fitted estimates, kept only if the leak test rejects."""
     crossfit = TailsCrossfit(config.tail_size, config.n_splits)
-    estimates = _tailed_at(train, population, deltas, crossfit, seed, tail_scale=tail_scale)
     leak = held_out_leak_test(train, population, seed=seed)
     found = leak.p_value < config.level
+    if not (found or config.untested) and _discrete_losses(train, population) is None:
+        return [_no_leak(train, population, d, config, leak, seed) for d in deltas]
+    estimates = _tailed_at(train, population, deltas, crossfit, seed, tail_scale=tail_scale)
     results = []
     for result in estimates:
         if result.method != crossfit.method:  # too discrete: the exact empirical estimate
@@ -527,6 +529,35 @@ def _tested(
             )
         results.append(tested)
     return results
+
+
+def _no_leak(
+    train: Losses,
+    population: Losses,
+    delta: float,
+    config: TailsTested,
+    leak: LeakTest,
+    seed: int,
+) -> EpsilonStarResult:
+    """:class:`TailsTested` when the leak test finds none and ``untested`` is off: Epsilon*
+    0, no test located, and no cross-fitted estimate computed."""
+    nan = float("nan")
+    located = _located(
+        Supremum(0.0, nan, nan, nan, 0),
+        train.n,
+        population.n,
+        delta=delta,
+        method=config.method,
+        seed=seed,
+    )
+    return dataclasses.replace(
+        located,
+        leak_test=leak,
+        note=(
+            f"the held-out exact leak test found no leak (p = {leak.p_value:.3g} ≥ "
+            f"{config.level:g}), so Epsilon* is 0; the cross-fitted estimate was not computed"
+        ),
+    )
 
 
 def _crossfitted(located: EpsilonStarResult, cross: CrossFit) -> EpsilonStarResult:

@@ -178,6 +178,10 @@ class TailsTested:
     measures both). A bootstrap interval keeps the test's decision on the original records
     (resampling duplicates records, which the test would read as a leak): its replicates
     are the cross-fitted estimate's, and without a leak its low end is 0.
+
+    ``untested=False`` skips the cross-fitted estimate when the test finds no leak (the
+    result's ``untested_epsilon`` is then ``None``; Epsilon* is the same): the premise's
+    blind baseline, which reports Epsilon* only, runs on every audit.
     """
 
     method: ClassVar[Method] = "tails-tested"
@@ -186,6 +190,7 @@ class TailsTested:
     tail_size: int | None = None
     n_splits: int = 1
     level: float = 0.05
+    untested: bool = True
 
     def __post_init__(self) -> None:
         _check_tail_size(self.tail_size)

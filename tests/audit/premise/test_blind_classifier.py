@@ -91,10 +91,39 @@ def test_a_class_mix_moved_by_ten_points_fails_the_premise() -> None:
     assert flagged["label frequencies"]
     assert baseline.premise_holds is False
     assert baseline.lower_bound is not None
-    assert baseline.lower_bound.confidence == pytest.approx(1 - 0.05 / 3)
+    assert baseline.lower_bound.confidence == pytest.approx(1 - 0.05 / 4)
     same = _mix(0.24, 1000, rng)
     records = Records(train, same, np.arange(1000), np.arange(1000), 1000, 1000)
     labels = train[LABEL].to_numpy(), same[LABEL].to_numpy()
     held = blind_baseline(blind_log_odds(records), AuditOptions(), delta=1e-4, labels=labels)
     assert held.premise_holds is True
-    assert len(held.tests) == 3
+    assert len(held.tests) == 4
+
+
+def test_a_de_duplicated_population_fails_the_premise_by_its_repeats() -> None:
+    """Training rows drawn with replacement (about a third repeat a row), the population
+    without repeats: the test of exact repeats flags it; a random split of the same rows,
+    repeats on both sides, is not flagged by it."""
+    rng = np.random.default_rng(7)
+    pool = pd.DataFrame({"a": rng.normal(size=2000), "b": rng.choice(["u", "v"], 2000)})
+    pool = pool.assign(**{LABEL: rng.integers(0, 2, 2000)})
+    train, population = pool.iloc[rng.integers(0, 1000, 1000)], pool.iloc[1000:]
+    records = Records(train, population, np.arange(1000), np.arange(1000), 1000, 1000)
+    baseline = blind_baseline(blind_log_odds(records), AuditOptions(), delta=1e-4)
+    flagged = {test.name: test.flagged for test in baseline.tests}
+    assert flagged["exact repeats"]
+    assert baseline.premise_holds is False
+    both = pd.concat([train, train.sample(frac=1.0, random_state=1)])
+    order = rng.permutation(2000)
+    split = Records(
+        both.iloc[order[:1000]],
+        both.iloc[order[1000:]],
+        np.arange(1000),
+        np.arange(1000),
+        1000,
+        1000,
+    )
+    held = blind_baseline(blind_log_odds(split), AuditOptions(), delta=1e-4)
+    repeats = {test.name: test for test in held.tests}["exact repeats"]
+    assert repeats.p_value is not None
+    assert not repeats.flagged

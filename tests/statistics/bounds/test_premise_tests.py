@@ -1,6 +1,6 @@
 """The tests of the premise: Fisher's test of the class mix against scipy's 2x2 test and a
 closed form, the fold-wise rank test against a shift and under the null, and the verdict's
-Bonferroni levels."""
+Bonferroni levels (four tests, each at alpha / 4)."""
 
 from __future__ import annotations
 
@@ -75,14 +75,19 @@ def test_ranks_keep_their_level_when_both_folds_read_one_coincidence() -> None:
     assert binomtest(flags, 2000, level, alternative="greater").pvalue > 1e-3
 
 
-def test_the_verdict_gives_each_test_a_third_of_alpha() -> None:
-    tests = premise_verdict(False, ranks=0.02, labels=0.01, alpha=0.05)
-    assert [t.name for t in tests] == ["blind lower bound", "blind ranks", "label frequencies"]
-    assert all(t.level == pytest.approx(0.05 / 3) for t in tests)
-    assert [t.flagged for t in tests] == [False, False, True]
+def test_the_verdict_gives_each_test_a_quarter_of_alpha() -> None:
+    tests = premise_verdict(False, ranks=0.02, labels=0.01, repeats=0.013, alpha=0.05)
+    assert [t.name for t in tests] == [
+        "blind lower bound",
+        "blind ranks",
+        "label frequencies",
+        "exact repeats",
+    ]
+    assert all(t.level == pytest.approx(0.05 / 4) for t in tests)
+    assert [t.flagged for t in tests] == [False, False, True, False]
     assert tests[2].to_dict() == {
         "test": "label frequencies",
         "p_value": 0.01,
-        "level": pytest.approx(0.05 / 3),
+        "level": pytest.approx(0.05 / 4),
         "flagged": True,
     }

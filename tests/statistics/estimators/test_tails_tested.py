@@ -78,3 +78,24 @@ def test_its_interval_keeps_the_tests_decision() -> None:
     # The replicates are the cross-fitted estimate's, on the same resamples.
     assert tested.interval.high == crossfit.interval.high
     assert tested.interval.replicate_mean == crossfit.interval.replicate_mean
+
+
+def test_without_the_untested_estimate_epsilon_is_the_same() -> None:
+    """``untested=False`` (the blind baseline's reading) gives the same Epsilon* and leak
+    test whether or not a leak is found, and skips only the untested figure when none is."""
+    from epsstar.statistics.estimators.estimator import estimate
+
+    rng = np.random.default_rng(3)
+    quick = TailsTested(untested=False)
+    for shift in (0.0, 0.0, 0.0, 1.0):
+        train, population = rng.normal(0, 1, 800), rng.normal(shift, 1, 800)
+        full = estimate(train, population, TailsTested(), delta=1e-4, seed=1)
+        fast = estimate(train, population, quick, delta=1e-4, seed=1)
+        assert fast.epsilon == full.epsilon
+        assert fast.leak_p_value == full.leak_p_value
+        assert fast.method == full.method == "tails-tested"
+        if full.leak_p_value is not None and full.leak_p_value >= 0.05:
+            assert fast.untested_epsilon is None
+            assert np.isnan(fast.fpr)
+        else:
+            assert fast.untested_epsilon == full.untested_epsilon
