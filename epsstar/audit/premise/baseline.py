@@ -12,22 +12,25 @@ reported), its held-out Clopper-Pearson lower bound
 The premise holds while no test of :mod:`epsstar.statistics.bounds.premise_tests` flags the
 tables: the blind lower bound above 0, the blind scores' ranks, the label frequencies, the
 exact repeats, each at a quarter of ``1 - confidence`` (Bonferroni), so two tables from one
-distribution are flagged at most ``1 - confidence`` of the time. The lower bound is therefore
-read at confidence ``1 - (1 - confidence) / 4`` (0.9875 for the default 0.95), and the JSON's
-``confidence`` says so. The lower bound alone missed a class mix changed by 10 points in 99
-of 100 repeats (docs/premise.md): a shift that moves every record a little is one the
-threshold test of one tail cannot see at those sizes, while the test of the class counts
-sees it in every repeat. Because the scores are cross-fitted (no row is scored by a
-classifier that saw it), members' and non-members' scores are exchangeable within a fold
-when both tables come from one distribution, and the tests' guarantees hold. The
-estimator's warnings about the blind scores (a poor fit, an extrapolated tail) are not
-raised: the premise is read from the tests, which need no fit.
+distribution are flagged at most ``1 - confidence`` of the time. The lower bound is
+therefore read at confidence ``1 - (1 - confidence) / 4`` (0.9875 for the default 0.95), and
+the JSON's ``confidence`` says so. An audit with a release gate reads the premise at
+:data:`GATE_PREMISE_CONFIDENCE` (0.99; each test at 0.0025) unless its own confidence is
+higher, so that the gate's exit 4 does not cry wolf. The lower bound alone missed a class
+mix changed by 10 points in 99 of 100 repeats (docs/premise.md): a shift that moves every
+record a little is one the threshold test of one tail cannot see at those sizes, while the
+test of the class counts sees it in every repeat. Because the scores are cross-fitted (no
+row is scored by a classifier that saw it), members' and non-members' scores are
+exchangeable within a fold when both tables come from one distribution, and the tests'
+guarantees hold. The estimator's warnings about the blind scores (a poor fit, an
+extrapolated tail) are not raised: the premise is read from the tests, which need no fit.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import warnings
+from typing import Final
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -50,7 +53,19 @@ from epsstar.statistics.bounds.repeats_test import repeats_p_value
 from epsstar.statistics.estimators.estimator import estimate
 from epsstar.statistics.estimators.methods import TailsTested, method_config
 
-__all__ = ["Labels", "blind_baseline", "premise_tests"]
+__all__ = [
+    "GATE_PREMISE_CONFIDENCE",
+    "Labels",
+    "blind_baseline",
+    "premise_confidence",
+    "premise_tests",
+]
+
+#: The premise's confidence in an audit with a release gate (``max_epsilon``), unless the
+#: audit's own is higher. A failed premise stops the gate (exit 4), and a gate that stops
+#: one release in twenty whose tables come from one distribution teaches its users to
+#: override it; at 0.99 it stops at most one in a hundred (docs/premise.md, *The gate*).
+GATE_PREMISE_CONFIDENCE: Final = 0.99
 
 #: The labels of the scored records, training then population (``None``: not tested).
 Labels = tuple[ArrayLike, ArrayLike] | None
@@ -79,13 +94,22 @@ def premise_tests(
     )
 
 
+def premise_confidence(options: AuditOptions) -> float:
+    """The confidence the premise is read at: the audit's, or with a release gate
+    :data:`GATE_PREMISE_CONFIDENCE` if higher."""
+    if options.max_epsilon is None:
+        return options.confidence
+    return max(options.confidence, GATE_PREMISE_CONFIDENCE)
+
+
 def blind_baseline(
     log_odds: BlindLogOdds, options: AuditOptions, *, delta: float, labels: Labels = None
 ) -> BlindBaseline:
     """The blind baseline's record at ``delta`` (see the module docstring); with too few
     rows for the estimator, a record saying so. ``labels``: the labels of the records the
     classifier scored (training, population), for the test of the class mix (``None``:
-    not tested)."""
+    not tested). With a release gate, the tests are read at :func:`premise_confidence`."""
+    options = dataclasses.replace(options, confidence=premise_confidence(options))
     members, others = -log_odds.train, -log_odds.population
     method = options.headline_method
     fewest = minimum_records(method)

@@ -14,7 +14,7 @@ from epsstar.audit.attacks.from_losses import AuditOptions
 from epsstar.audit.data.reading import Tables
 from epsstar.audit.data.records import LABEL, Records, read_records
 from epsstar.audit.premise import classifier
-from epsstar.audit.premise.baseline import blind_baseline
+from epsstar.audit.premise.baseline import blind_baseline, premise_confidence
 from epsstar.audit.premise.classifier import BlindLogOdds, blind_log_odds
 
 MODELS = Path(__file__).resolve().parents[3] / "fixtures" / "models"
@@ -127,3 +127,28 @@ def test_a_de_duplicated_population_fails_the_premise_by_its_repeats() -> None:
     repeats = {test.name: test for test in held.tests}["exact repeats"]
     assert repeats.p_value is not None
     assert not repeats.flagged
+
+
+def test_a_gate_reads_the_premise_at_confidence_0_99() -> None:
+    """A class mix of 24 % against 29.5 % (Fisher's p = 0.0063): the premise fails at the
+    audit's 0.95 (each test at 0.0125) and holds under a release gate (each at 0.0025)."""
+    rng = np.random.default_rng(9)
+    frames = [
+        pd.DataFrame({"a": rng.normal(size=1000), LABEL: [">50K"] * k + ["<=50K"] * (1000 - k)})
+        for k in (240, 295)
+    ]
+    records = Records(*frames, np.arange(1000), np.arange(1000), 1000, 1000)
+    scores = blind_log_odds(records, seed=0)
+    labels = frames[0][LABEL].to_numpy(), frames[1][LABEL].to_numpy()
+    plain = blind_baseline(scores, AuditOptions(), delta=1e-4, labels=labels)
+    gated = blind_baseline(scores, AuditOptions(max_epsilon=1.0), delta=1e-4, labels=labels)
+    mix = {test.name: test for test in plain.tests}["label frequencies"]
+    assert mix.p_value == pytest.approx(0.0063, abs=1e-4)
+    assert mix.flagged
+    assert plain.premise_holds is False
+    assert all(test.level == pytest.approx(0.01 / 4) for test in gated.tests)
+    assert gated.lower_bound is not None
+    assert gated.lower_bound.confidence == pytest.approx(1 - 0.01 / 4)
+    assert gated.premise_holds is True
+    stricter = AuditOptions(max_epsilon=1.0, confidence=0.999)
+    assert premise_confidence(stricter) == 0.999
