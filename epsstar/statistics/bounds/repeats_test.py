@@ -86,7 +86,8 @@ def repeats_p_value(
     def statistic(counts: NDArray[np.int64]) -> NDArray[np.int64]:
         # r_t / n_t - r_p / n_p, times n_t n_p: integers, so ties compare exactly.
         r = _repeats(counts, total)
-        return np.abs(r[..., 0] * n_p - r[..., 1] * n_t)
+        gap: NDArray[np.int64] = np.abs(r[..., 0] * n_p - r[..., 1] * n_t)
+        return gap
 
     observed = statistic(np.bincount(twin_group, is_train, minlength=g).astype(np.int64))
     # Under the null the training side is n_t rows drawn without replacement from the pool:
