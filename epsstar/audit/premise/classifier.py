@@ -101,8 +101,10 @@ class BlindLogOdds:
     #: as one fold).
     fold_of: tuple[NDArray[np.int64], NDArray[np.int64]] | None = field(default=None, repr=False)
     #: An id of every row's values in each table, equal for rows equal in every column the
-    #: classifier read (:func:`~epsstar.statistics.bounds.repeats_test.repeat_groups`), for
-    #: the test of exact repeats (``None``: not known; then not tested).
+    #: classifier read, as it read them (float32, text as codes;
+    #: :func:`~epsstar.statistics.bounds.repeats_test.repeat_groups`), for the test of exact
+    #: repeats (``None``: not known; then not tested). Any grouping that depends on the row
+    #: alone keeps that test's level, so the float32 rounding costs nothing in validity.
     groups: tuple[NDArray[np.int64], NDArray[np.int64]] | None = field(default=None, repr=False)
 
 
