@@ -46,6 +46,7 @@ from epsstar.training.threat_models.observer import (
     Observed,
     WhiteBoxObserver,
 )
+from epsstar.training.threat_models.stacked_runs import run_stack
 from epsstar.training.trainer import (
     PrivacyPlan,
     StepHooks,
@@ -270,14 +271,13 @@ class OwnTrainer:
     def stack_size(self, threat_models: tuple[ThreatModelName, ...]) -> int:
         """Runs trained together by :meth:`run_stack` (1: one at a time; see
         :mod:`.stacked_runs`)."""
-        from epsstar.training.threat_models.stacked_runs import stackable
-
-        return self.stack if stackable(self, threat_models) else 1
+        broken = self.breakage
+        hooked = broken.noise != 1.0 or broken.noise_once_per_epoch or not broken.clip
+        white = any(threat_model(name).white_box for name in threat_models)
+        return 1 if hooked or white else self.stack
 
     def run_stack(self, requests: list[RunRequest]) -> list[RunScores]:
         """The runs of ``requests`` trained together (:mod:`.stacked_runs`)."""
-        from epsstar.training.threat_models.stacked_runs import run_stack
-
         return run_stack(self, requests)
 
     def run(self, request: RunRequest) -> RunScores:
@@ -292,7 +292,9 @@ class OwnTrainer:
         config = replace(self.config, seed=request.seed)
         trained = train(data, config, plan=plan, hooks=self._hooks(plan, observer, injector))
         seen = {} if observer is None else observer.scores(trained.model.network)
-        return self.scored(request, data, trained, tables, seen, time.perf_counter() - start)
+        return self.scored(
+            request, data, trained, tables, seen, seconds=time.perf_counter() - start
+        )
 
     def scored(
         self,
@@ -301,6 +303,7 @@ class OwnTrainer:
         trained: TrainedModel,
         tables: dict[CanaryKind, TabularData] | None = None,
         seen: Mapping[str, FloatArray] | None = None,
+        *,
         seconds: float = 0.0,
     ) -> RunScores:
         """The run's canaries scored under ``trained`` (``seen``: the white-box scores its

@@ -13,9 +13,10 @@ scores.
 
 Only the black-box threat models (the final model's losses) are trained this way: the
 white-box ones watch every step of one run, and a broken trainer's noise or clipping is a hook
-of the one-run trainer, so those runs go one at a time (:func:`stackable`). Runs whose tables
+of the one-run trainer, so those runs go one at a time. Runs whose tables
 are encoded differently (a canary brings a category or a class that ``--train`` lacks) are
-trained one at a time too.
+trained one at a time too. Whether runs stack at all is
+:meth:`OwnTrainer.stack_size`'s to say.
 """
 
 from __future__ import annotations
@@ -23,26 +24,37 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from epsstar.audit.training_audit.procedure import RunRequest, RunScores
-from epsstar.audit.training_audit.threat_models import ThreatModelName, threat_model
 from epsstar.training.batched import RowSubset, train_many
 from epsstar.training.data.tables import TabularData, load_table
+from epsstar.training.trainer import PrivacyPlan, TrainedModel, TrainingConfig
 
-if TYPE_CHECKING:  # pragma: no cover
-    from epsstar.training.threat_models.own_trainer import OwnTrainer
-
-__all__ = ["run_stack", "stackable"]
+__all__ = ["StackedTrainer", "run_stack"]
 
 
-def stackable(trainer: OwnTrainer, threat_models: Sequence[ThreatModelName]) -> bool:
-    """Whether runs of ``trainer`` scored under ``threat_models`` can be trained together."""
-    breakage = trainer.breakage
-    hooked = breakage.noise != 1.0 or breakage.noise_once_per_epoch or not breakage.clip
-    return not hooked and not any(threat_model(name).white_box for name in threat_models)
+class StackedTrainer(Protocol):
+    """What :func:`run_stack` asks of the trainer (:class:`OwnTrainer`)."""
+
+    @property
+    def config(self) -> TrainingConfig: ...
+
+    @property
+    def label_column(self) -> str: ...
+
+    @property
+    def features(self) -> tuple[str, ...] | None: ...
+
+    def plan(self, n_records: int) -> PrivacyPlan | None: ...
+
+    def run(self, request: RunRequest) -> RunScores: ...
+
+    def scored(
+        self, request: RunRequest, data: TabularData, trained: TrainedModel, *, seconds: float
+    ) -> RunScores: ...
 
 
 def _laid_end_to_end(tables: Sequence[TabularData]) -> tuple[TabularData, list[RowSubset]]:
@@ -62,10 +74,10 @@ def _laid_end_to_end(tables: Sequence[TabularData]) -> tuple[TabularData, list[R
     return whole, subsets
 
 
-def run_stack(trainer: OwnTrainer, requests: Sequence[RunRequest]) -> list[RunScores]:
+def run_stack(trainer: StackedTrainer, requests: Sequence[RunRequest]) -> list[RunScores]:
     """The runs of ``requests`` (see the module), in order. Each run's ``seconds`` is its
     share of the stack's time (the stack's seconds over its runs)."""
-    if len(requests) < 2 or not stackable(trainer, requests[0].threat_models):
+    if len(requests) < 2:
         return [trainer.run(request) for request in requests]
     start = time.perf_counter()
     tables = [
