@@ -44,7 +44,7 @@ from epsstar.audit.model.plugins import LoadedModel
 from epsstar.audit.output.provenance import ReferenceModel
 from epsstar.statistics._validation import FloatArray
 
-__all__ = ["BatchScores", "SharedReferences"]
+__all__ = ["BatchScores", "SharedReferences", "partition_scores"]
 
 
 @dataclass(slots=True)
@@ -156,3 +156,30 @@ class SharedReferences:
             confidences.append(np.vstack([row for row in rows if row is not None]))
         references = ReferenceConfidences(confidences[0], confidences[1], self.models)
         return AttackInputs((target[0], target[1]), references)
+
+
+def partition_scores(
+    target: LoadedModel,
+    read: TableRead,
+    references: Sequence[tuple[LoadedModel, Path, TableRead]],
+) -> tuple[BatchScores, list[int]]:
+    """What rides on the target's read ``read`` of one partition (the Dask engine's task): the
+    target's log-odds and those of the ``references`` (each with its own read of the
+    partition) that read it as the target does; and the indices of the others."""
+    riders, others = [], []
+    for index, (model, path, theirs) in enumerate(references):
+        same = theirs.columns == read.columns and _reads_alike(model, target)
+        if same:
+            riders.append((index, (model, path), replace(theirs, loss="logit")))
+        else:
+            others.append(index)
+    target_read = None if read.loss == "logit" else replace(read, loss="logit")
+    return BatchScores(target, target_read, riders), others
+
+
+def _reads_alike(model: LoadedModel, target: LoadedModel) -> bool:
+    """Whether ``model`` converts a table's columns as ``target`` does (see :func:`read_key`)."""
+    return all(
+        str(getattr(model, name, None)) == str(getattr(target, name, None))
+        for name in ("input_dtype", "takes_text", "accepts_missing")
+    )
