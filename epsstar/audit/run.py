@@ -354,6 +354,7 @@ def _shared_references(loaded: LoadedAuditModel, run: _Run) -> SharedReferences 
         attack.reference_models,
         run.tables,
         trust=run.model.trust,
+        device=run.model.device,
     )
 
 

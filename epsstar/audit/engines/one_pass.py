@@ -39,6 +39,7 @@ from epsstar.audit.engines.references import (
     read_key,
 )
 from epsstar.audit.engines.streaming import batch_losses
+from epsstar.audit.model.device import CPU
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.plugins import LoadedModel
 from epsstar.audit.output.provenance import ReferenceModel
@@ -98,9 +99,11 @@ class SharedReferences:
         tables: Tables,
         *,
         trust: bool = False,
+        device: str = CPU,
     ) -> SharedReferences:
-        """Every reference model of ``paths``, loaded and matched to both tables."""
-        loaded, models = load_references(paths, trust=trust)
+        """Every reference model of ``paths``, loaded (on ``device`` when its loader takes one)
+        and matched to both tables."""
+        loaded, models = load_references(paths, trust=trust, device=device)
         matches = {role: matched_models(loaded, tables, role) for role in ROLES}
         return cls(target, tuple(loaded), tuple(models), matches)
 

@@ -22,6 +22,7 @@ from epsstar.audit.data.progress import Progress
 from epsstar.audit.data.reading import Role, TableRead, Tables
 from epsstar.audit.data.tables import LabelMap, iter_batches
 from epsstar.audit.engines.streaming import batch_losses, check_width, predict_batch, stream_table
+from epsstar.audit.model.device import CPU
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.plugins import LoadedModel
 from epsstar.audit.output.provenance import ReferenceModel
@@ -89,17 +90,23 @@ def reference_confidences(
 
 
 def load_references(
-    paths: Sequence[Path], *, trust: bool = False
+    paths: Sequence[Path], *, trust: bool = False, device: str = CPU
 ) -> tuple[list[tuple[LoadedModel, Path]], list[ReferenceModel]]:
     """Every reference model, loaded by the loader its suffix chooses, and its record; a model
-    that cannot be loaded is refused, its file named."""
+    that cannot be loaded is refused, its file named. ``device`` (the target's ``--device``)
+    is handed to the loaders that take one (the torch-based ones); the others run on the CPU
+    as they always do."""
     from epsstar.audit.model.plugins import loader_for_path
 
     loaded, models = [], []
     for path in paths:
         try:
             plugin, info = loader_for_path(path)
-            model = plugin.load(path, outputs=None, trust=trust)
+            if device != CPU and getattr(plugin, "takes_device", False):
+                load = getattr(plugin, "load")  # noqa: B009 - the extended signature
+                model = load(path, outputs=None, trust=trust, device=device)
+            else:
+                model = plugin.load(path, outputs=None, trust=trust)
         except InvalidInputError as error:
             raise type(error)(f"reference model {str(path)!r}: {error}") from None
         loaded.append((model, path))
