@@ -173,12 +173,18 @@ class _Pace:
         self.fresh = 0
         self.start = time.perf_counter()
 
-    def finished(self, plan: RunPlan, scores: RunScores) -> RunProgress:
-        self.done += 1
-        self.fresh += 1
+    def finished(self, plans: list[RunPlan], scores: list[RunScores]) -> list[RunProgress]:
+        """One event per run of a finished stack; the time left is reckoned once the whole
+        stack is counted (its runs end together)."""
+        first = self.done
+        self.done += len(plans)
+        self.fresh += len(plans)
         elapsed = time.perf_counter() - self.start
         left = elapsed / self.fresh * (self.total - self.done)
-        return RunProgress(self.done, self.total, plan.index, plan.arm, scores.seconds, left)
+        return [
+            RunProgress(first + i + 1, self.total, plan.index, plan.arm, run.seconds, left)
+            for i, (plan, run) in enumerate(zip(plans, scores, strict=True))
+        ]
 
 
 def _stacks(procedure: Procedure, todo: list[RunPlan], inputs: RunInputs) -> list[list[RunPlan]]:
@@ -243,8 +249,9 @@ def execute(
         for plan, run in zip(stack, scores, strict=True):
             store.save(plan.index, run)
             results[plan.index] = run
-            if on_progress is not None:
-                on_progress(pace.finished(plan, run))
+        if on_progress is not None:
+            for event in pace.finished(stack, scores):
+                on_progress(event)
 
     stacks = _stacks(procedure, todo, inputs)
     tasks = [(procedure, stack, inputs) for stack in stacks]
