@@ -44,6 +44,7 @@ from epsstar.audit.data.reading import Role, Tables
 from epsstar.audit.data.records import Records, read_records
 from epsstar.audit.data.summary_plans import SummaryPlans
 from epsstar.audit.data.text_records import TextTables
+from epsstar.audit.engines.one_pass import SharedReferences
 from epsstar.audit.engines.record_sample import RecordSample, sampled_records
 from epsstar.audit.engines.references import attack_inputs
 from epsstar.audit.engines.streaming import StreamedTable, stream_table
@@ -301,7 +302,8 @@ def _slice_keys(column: str | None, tables: Tables, on_dask: bool) -> SliceKeys 
 
 
 def _stream(loaded: LoadedAuditModel, run: _Run, digests: dict[Role, str]) -> _Streamed:
-    """The training table, then the population table, encoded with the same label map."""
+    """The training table, then the population table, encoded with the same label map; the
+    reference models of the attacks scored on the same reads (:mod:`.engines.one_pass`)."""
     tables, path = run.tables, run.model.path
     requested = run.model.outputs_requested
     matches = {role: tables.match(loaded.model, role, path) for role in ("train", "population")}
@@ -309,22 +311,51 @@ def _stream(loaded: LoadedAuditModel, run: _Run, digests: dict[Role, str]) -> _S
     if run.premise.attribute is not None:
         check_model_input(run.premise.attribute, matches["train"].file_columns)
     samples = _samples(run)
+    shared = _shared_references(loaded, run)
+    reads = {
+        role: tables.read(role, matches[role], outputs_requested=requested)
+        for role in ("train", "population")
+    }
+    riders = None if shared is None else [shared.scores(reads[r], matches[r]) for r in reads]
     train = stream_table(
         loaded.model,
-        tables.read("train", matches["train"], outputs_requested=requested),
+        reads["train"],
         classes=loaded.classes,
         progress=run.table_progress,
         sample=None if samples is None else samples[0],
+        scorer=None if riders is None else riders[0],
     )
     population = stream_table(
         loaded.model,
-        tables.read("population", matches["population"], outputs_requested=requested),
+        reads["population"],
         label_map=train.label_map,
         progress=run.table_progress,
         sample=None if samples is None else samples[1],
+        scorer=None if riders is None else riders[1],
     )
     records = None if samples is None else sampled_records(*samples)
-    return _Streamed(train, population, matches["train"], digests, records=records)
+    inputs = None
+    if shared is not None and riders is not None:
+        streamed = ((riders[0], train.losses), (riders[1], population.losses))
+        inputs = shared.inputs(streamed, tables, train.label_map, run.table_progress)
+    return _Streamed(
+        train, population, matches["train"], digests, attack_inputs=inputs, records=records
+    )
+
+
+def _shared_references(loaded: LoadedAuditModel, run: _Run) -> SharedReferences | None:
+    """The attacks' reference models, loaded to ride on the target's reads (``None``: no
+    attack needs them)."""
+    attack = run.attack
+    if not (attack.needs_log_odds and attack.reference_models):
+        return None
+    return SharedReferences.load(
+        loaded.model,
+        attack.reference_models,
+        run.tables,
+        trust=run.model.trust,
+        device=run.model.device,
+    )
 
 
 def _needs_every_record(run: _Run) -> bool:

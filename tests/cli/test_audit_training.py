@@ -172,3 +172,33 @@ def test_a_template_without_its_placeholders_is_refused(
     code = _audit(data, tmp_path / "audit.json", f"{PY} fit.py {{train}}")
     assert code == EXIT_USAGE
     assert "must contain {out}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("stack", ["0", "1001"])
+def test_a_stack_out_of_range_is_one_line_and_exit_2(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], stack: str
+) -> None:
+    out = tmp_path / "audit.json"
+    code = main(
+        [
+            "audit-training",
+            "--train",
+            str(data / "train.csv"),
+            "--population",
+            str(data / "population.csv"),
+            "--label-column",
+            "label",
+            "--epochs",
+            "1",
+            "--stack",
+            stack,
+            "--json",
+            str(out),
+            "--quiet",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE
+    assert err.count("\n") == 1
+    assert err.rstrip().endswith(f"--stack must be from 1 to 1,000. Found {stack}.")
+    assert not out.exists()

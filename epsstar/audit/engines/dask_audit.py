@@ -45,6 +45,7 @@ from epsstar.audit.data.partitions import (
 from epsstar.audit.data.reading import Role, TableRead, Tables
 from epsstar.audit.data.summary_plans import SummaryPlans
 from epsstar.audit.data.tables import LabelMap
+from epsstar.audit.engines.one_pass import partition_scores
 from epsstar.audit.engines.streaming import StreamedTable, stream_table
 from epsstar.audit.engines.summaries import join_tables, summarise_table
 from epsstar.audit.model.loading import LoadedAuditModel, ModelFile
@@ -138,12 +139,6 @@ def _checked_model(spec: ModelSpec) -> LoadedAuditModel:
     return loaded
 
 
-def _log_odds(model: LoadedAuditModel, read: TableRead, label_map: LabelMap) -> FloatArray:
-    """``model``'s log-odds of the true label on one partition (minus its logit loss)."""
-    streamed = stream_table(model.model, replace(read, loss="logit"), label_map=label_map)
-    return -streamed.losses
-
-
 @dataclass(frozen=True, slots=True)
 class Summarised:
     """How a worker summarises its partition: the side's plan (``None``: losses kept
@@ -187,18 +182,45 @@ def _streamed_partition(
     with local_partition(partition, storage_options) as path:
         digest = sha256_of(path)
         here = replace(read, path=path)
-        streamed = stream_table(loaded.model, here, classes=loaded.classes)
         if not references:
-            return streamed, digest, None
-        label_map = streamed.label_map
-        target = -streamed.losses if read.loss == "logit" else _log_odds(loaded, here, label_map)
-        rows = [target]
-        for spec, theirs in references:
-            try:
-                rows.append(_log_odds(_checked_model(spec), replace(theirs, path=path), label_map))
-            except InvalidInputError as error:
-                raise type(error)(f"reference model {str(spec.file.path)!r}: {error}") from None
-    return streamed, digest, np.vstack(rows)
+            return stream_table(loaded.model, here, classes=loaded.classes), digest, None
+        streamed, log_odds = _with_references(loaded, here, references)
+    return streamed, digest, log_odds
+
+
+def _reference_on(spec: ModelSpec, read: TableRead) -> tuple[LoadedModel, Path, TableRead]:
+    """A reference model loaded here, and its read of the partition ``read`` names."""
+    try:
+        return _checked_model(spec).model, Path(spec.file.path), read
+    except InvalidInputError as error:
+        raise type(error)(f"reference model {str(spec.file.path)!r}: {error}") from None
+
+
+def _with_references(
+    loaded: LoadedAuditModel,
+    here: TableRead,
+    references: tuple[tuple[ModelSpec, TableRead], ...],
+) -> tuple[StreamedTable, FloatArray]:
+    """The partition streamed through the target with the reference models that read it alike
+    riding on the same read (:mod:`.one_pass`), the others streamed after; the log-odds of the
+    target (row 0) and of each reference model (rows 1..K)."""
+    theirs = [_reference_on(spec, replace(read_of, path=here.path)) for spec, read_of in references]
+    scores, others = partition_scores(loaded.model, here, theirs)
+    streamed = stream_table(loaded.model, here, classes=loaded.classes, scorer=scores)
+    chunks = scores.target_chunks
+    rows = [-streamed.losses if scores.target_read is None else np.concatenate(chunks)]
+    rows += [np.zeros(0)] * len(theirs)
+    for index, parts in scores.chunks.items():
+        rows[index + 1] = np.concatenate(parts)
+    for index in others:
+        model, model_path, read_of = theirs[index]
+        try:
+            rows[index + 1] = -stream_table(
+                model, replace(read_of, loss="logit"), label_map=streamed.label_map
+            ).losses
+        except InvalidInputError as error:
+            raise type(error)(f"reference model {str(model_path)!r}: {error}") from None
+    return streamed, np.vstack(rows)
 
 
 def _model_spec(file: ModelFile, model: object) -> ModelSpec:

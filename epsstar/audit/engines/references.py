@@ -22,13 +22,24 @@ from epsstar.audit.data.progress import Progress
 from epsstar.audit.data.reading import Role, TableRead, Tables
 from epsstar.audit.data.tables import LabelMap, iter_batches
 from epsstar.audit.engines.streaming import batch_losses, check_width, predict_batch, stream_table
+from epsstar.audit.model.device import CPU
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.plugins import LoadedModel
 from epsstar.audit.output.provenance import ReferenceModel
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray
 
-__all__ = ["attack_inputs", "log_odds_of", "reference_confidences"]
+__all__ = [
+    "ROLES",
+    "attack_inputs",
+    "batch_log_odds",
+    "load_references",
+    "log_odds_of",
+    "log_odds_together",
+    "matched_models",
+    "read_key",
+    "reference_confidences",
+]
 
 ROLES: tuple[Role, Role] = ("train", "population")
 
@@ -69,25 +80,52 @@ def reference_confidences(
     of them) and every batch is handed to each model in turn, so K models cost K model
     calls but one read; the log-odds are those of :func:`log_odds_of`, model by model.
     """
+    loaded, models = load_references(paths, trust=trust)
+    for model, path in loaded:
+        check_stated_classes(getattr(model, "classes", None), label_map, path)
+    train, population = (
+        log_odds_together(loaded, tables, label_map, role, progress) for role in ROLES
+    )
+    return ReferenceConfidences(np.vstack(train), np.vstack(population), tuple(models))
+
+
+def load_references(
+    paths: Sequence[Path], *, trust: bool = False, device: str = CPU
+) -> tuple[list[tuple[LoadedModel, Path]], list[ReferenceModel]]:
+    """Every reference model, loaded by the loader its suffix chooses, and its record; a model
+    that cannot be loaded is refused, its file named. ``device`` (the target's ``--device``)
+    is handed to the loaders that take one (the torch-based ones); the others run on the CPU
+    as they always do."""
     from epsstar.audit.model.plugins import loader_for_path
 
     loaded, models = [], []
     for path in paths:
         try:
             plugin, info = loader_for_path(path)
-            model = plugin.load(path, outputs=None, trust=trust)
+            if device != CPU and getattr(plugin, "takes_device", False):
+                load = getattr(plugin, "load")  # noqa: B009 - the extended signature
+                model = load(path, outputs=None, trust=trust, device=device)
+            else:
+                model = plugin.load(path, outputs=None, trust=trust)
         except InvalidInputError as error:
             raise type(error)(f"reference model {str(path)!r}: {error}") from None
-        check_stated_classes(getattr(model, "classes", None), label_map, path)
         loaded.append((model, path))
         models.append(ReferenceModel.of(path, info.name, getattr(model, "files", (path,))))
-    train, population = (
-        _log_odds_together(loaded, tables, label_map, role, progress) for role in ROLES
+    return loaded, models
+
+
+def read_key(model: LoadedModel, match: ColumnMatch) -> tuple[object, ...]:
+    """What decides how ``model`` reads a table: the columns, the input type, text, missing
+    values. Models of one key can share a read of the table."""
+    return (
+        match.file_columns,
+        str(getattr(model, "input_dtype", None)),
+        bool(getattr(model, "takes_text", False)),
+        bool(getattr(model, "accepts_missing", False)),
     )
-    return ReferenceConfidences(np.vstack(train), np.vstack(population), tuple(models))
 
 
-def _matches(
+def matched_models(
     loaded: Sequence[tuple[LoadedModel, Path]], tables: Tables, role: Role
 ) -> dict[tuple[object, ...], list[tuple[int, ColumnMatch]]]:
     """The models grouped by what they read of the table of ``role`` (the columns, the
@@ -99,17 +137,11 @@ def _matches(
             match = tables.match(model, role, model_path, columns=columns)
         except InvalidInputError as error:
             raise InvalidInputError(f"reference model {str(model_path)!r}: {error}") from None
-        key = (
-            match.file_columns,
-            str(getattr(model, "input_dtype", None)),
-            bool(getattr(model, "takes_text", False)),
-            bool(getattr(model, "accepts_missing", False)),
-        )
-        groups.setdefault(key, []).append((index, match))
+        groups.setdefault(read_key(model, match), []).append((index, match))
     return groups
 
 
-def _log_odds_together(
+def log_odds_together(
     loaded: Sequence[tuple[LoadedModel, Path]],
     tables: Tables,
     label_map: LabelMap,
@@ -119,7 +151,7 @@ def _log_odds_together(
     """Each model's log-odds of the true label on one table (``role``), in order: the
     models that take the same columns (and input type) share one read of the table."""
     chunks: list[list[FloatArray]] = [[] for _ in loaded]
-    for members in _matches(loaded, tables, role).values():
+    for members in matched_models(loaded, tables, role).values():
         first = loaded[members[0][0]][0]
         reads = [replace(tables.read(role, match), loss="logit") for _, match in members]
         if progress is not None:
@@ -138,24 +170,25 @@ def _log_odds_together(
             labels = label_map.encode(batch.labels, source=reads[0].source)
             for (index, _), read in zip(members, reads, strict=True):
                 chunks[index].append(
-                    -_batch_losses(loaded[index], batch.features, labels, label_map, read)
+                    batch_log_odds(loaded[index], batch.features, labels, label_map, read)
                 )
     return [np.concatenate(parts) for parts in chunks]
 
 
-def _batch_losses(
+def batch_log_odds(
     loaded: tuple[LoadedModel, Path],
     features: Features,
     labels: NDArray[np.int64],
     label_map: LabelMap,
     read: TableRead,
 ) -> FloatArray:
-    """One reference model's logit losses on one batch, its errors naming its file."""
+    """One reference model's log-odds of the true label (minus its logit loss) on one batch,
+    its errors naming its file."""
     model, model_path = loaded
     try:
         predictions = predict_batch(model, features, read)
         check_width(predictions, label_map, read.role)
-        return batch_losses(model, labels, predictions, read)
+        return -batch_losses(model, labels, predictions, read)
     except InvalidInputError as error:
         raise InvalidInputError(f"reference model {str(model_path)!r}: {error}") from None
 

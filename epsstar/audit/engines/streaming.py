@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,6 +39,7 @@ from epsstar.statistics.utility import Utility, auroc
 
 __all__ = [
     "MAX_AUROC_VALUES",
+    "BatchScorer",
     "Progress",
     "StreamedTable",
     "batch_losses",
@@ -49,6 +50,19 @@ __all__ = [
 
 MAX_AUROC_VALUES = 50_000_000
 """AUROC needs every class score; past this many numbers per table they are dropped."""
+
+
+class BatchScorer(Protocol):
+    """Told every batch the target is streamed on, read and encoded once (the reference
+    models of :mod:`epsstar.audit.engines.one_pass`)."""
+
+    def add(
+        self,
+        features: Features,
+        labels: NDArray[np.int64],
+        predictions: NDArray[np.float64],
+        label_map: LabelMap,
+    ) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +234,7 @@ def stream_table(
     label_map: LabelMap | None = None,
     progress: Progress | None = None,
     sample: RecordSample | None = None,
+    scorer: BatchScorer | None = None,
 ) -> StreamedTable:
     """Run ``model`` over the table ``read`` names, in batches of ``read.batch_size`` rows.
 
@@ -227,7 +242,8 @@ def stream_table(
     ``classes`` (the model's classes in output-column order; ``None`` means 0..K−1) and
     the width of the first prediction. ``progress`` is told as the rows are read.
     ``sample``, when given, is offered every batch's records (the blind baseline's, kept
-    so that the file is not read again).
+    so that the file is not read again); ``scorer``, when given, every batch with its encoded
+    labels and the model's predictions (other models scored on the same read).
     """
     if progress is not None:
         progress.start(read.role, read.path)
@@ -257,6 +273,8 @@ def stream_table(
         collected.scan(batch.features, labels, len(label_map))
         if sample is not None:
             sample.add(batch.features, batch.labels)
+        if scorer is not None:
+            scorer.add(batch.features, labels, predictions, label_map)
     assert label_map is not None  # iter_batches yields at least one batch or raises
     assert collected.class_counts is not None
     return StreamedTable(

@@ -9,6 +9,13 @@ through the engines of ``audit-many``: this machine's processes
 (:func:`~epsstar.audit.engines.pool.run_in_processes`, ``--jobs``) or one task per run on a Dask
 cluster (:func:`~epsstar.audit.engines.dask_engine.run_tasks`). A finished run is kept in the
 :class:`~.store.RunStore` as it finishes, so an interrupted audit resumes with the others.
+
+A procedure that can train several runs together (:class:`Stacking`: epsstar's own trainer,
+``epsstar.training.threat_models.stacked_runs``) is handed its runs in *stacks* of at most
+``stack_size`` runs, in the order of the plans: a stack is then the unit of work of a worker
+process or a Dask task, its runs are kept in the store when the stack finishes (a stack
+stopped in the middle is trained again on resuming; the runs of finished stacks are not),
+and progress is reported run by run as each stack finishes.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -32,7 +39,17 @@ from epsstar.exceptions import InvalidInputError
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.engines.dask_engine import Engine, TaskOutcome
 
-__all__ = ["Arm", "RunInputs", "RunPlan", "RunProgress", "derived_seed", "execute", "run_once"]
+__all__ = [
+    "Arm",
+    "RunInputs",
+    "RunPlan",
+    "RunProgress",
+    "Stacking",
+    "derived_seed",
+    "execute",
+    "run_once",
+    "run_stack_once",
+]
 
 Arm = Literal["one", "with", "without"]
 
@@ -90,33 +107,62 @@ class RunProgress:
     left: float | None
 
 
-def run_once(procedure: Procedure, plan: RunPlan, inputs: RunInputs) -> RunScores:
-    """Write run ``plan``'s training table in a scratch folder and have ``procedure`` train on it
-    (a module-level function: the task of a worker process or a Dask worker)."""
+@runtime_checkable
+class Stacking(Protocol):
+    """A procedure that trains several runs together (see the module)."""
+
+    def stack_size(self, threat_models: tuple[ThreatModelName, ...]) -> int:
+        """How many runs scored under ``threat_models`` it trains together (1: one at a time)."""
+        ...
+
+    def run_stack(self, requests: list[RunRequest]) -> list[RunScores]:
+        """Train the runs of ``requests`` and score their canaries, in order."""
+        ...
+
+
+def _request(plan: RunPlan, inputs: RunInputs, scratch: Path) -> RunRequest:
+    """Run ``plan``'s request, its training table written in ``scratch``."""
     train = read_frame(inputs.train, "--train")
     included = []
     for kind, path in inputs.canaries.items():
         bits = np.asarray(plan.included.get(kind, ()), dtype=bool)
         frame = read_frame(path, f"the {kind} canaries")
         included.append(frame.iloc[np.flatnonzero(bits)])
+    table = write_frame(
+        combine(train, included, plan.seed), scratch / f"train{inputs.train.suffix.lower()}"
+    )
+    runs = scratch / "run"
+    runs.mkdir()
+    return RunRequest(
+        index=plan.index,
+        seed=plan.seed,
+        train=table,
+        base_train=inputs.train,
+        canaries=dict(inputs.canaries),
+        gradient_included=plan.included.get("gradient", ()),
+        threat_models=inputs.threat_models,
+        scratch=runs,
+    )
+
+
+def run_once(procedure: Procedure, plan: RunPlan, inputs: RunInputs) -> RunScores:
+    """Write run ``plan``'s training table in a scratch folder and have ``procedure`` train on it
+    (a module-level function: the task of a worker process or a Dask worker)."""
     with tempfile.TemporaryDirectory(prefix="epsstar-run-") as scratch:
-        folder = Path(scratch)
-        table = write_frame(
-            combine(train, included, plan.seed), folder / f"train{inputs.train.suffix.lower()}"
-        )
-        runs = folder / "run"
-        runs.mkdir()
-        request = RunRequest(
-            index=plan.index,
-            seed=plan.seed,
-            train=table,
-            base_train=inputs.train,
-            canaries=dict(inputs.canaries),
-            gradient_included=plan.included.get("gradient", ()),
-            threat_models=inputs.threat_models,
-            scratch=runs,
-        )
-        return procedure.run(request)
+        return procedure.run(_request(plan, inputs, Path(scratch)))
+
+
+def run_stack_once(
+    procedure: Stacking, plans: Sequence[RunPlan], inputs: RunInputs
+) -> list[RunScores]:
+    """:func:`run_once` for a stack of runs trained together (one scratch folder per run)."""
+    with tempfile.TemporaryDirectory(prefix="epsstar-runs-") as scratch:
+        requests = []
+        for plan in plans:
+            folder = Path(scratch) / f"run-{plan.index + 1:05d}"
+            folder.mkdir()
+            requests.append(_request(plan, inputs, folder))
+        return procedure.run_stack(requests)
 
 
 class _Pace:
@@ -127,34 +173,55 @@ class _Pace:
         self.fresh = 0
         self.start = time.perf_counter()
 
-    def finished(self, plan: RunPlan, scores: RunScores) -> RunProgress:
-        self.done += 1
-        self.fresh += 1
+    def finished(self, plans: list[RunPlan], scores: list[RunScores]) -> list[RunProgress]:
+        """One event per run of a finished stack; the time left is reckoned once the whole
+        stack is counted (its runs end together)."""
+        first = self.done
+        self.done += len(plans)
+        self.fresh += len(plans)
         elapsed = time.perf_counter() - self.start
         left = elapsed / self.fresh * (self.total - self.done)
-        return RunProgress(self.done, self.total, plan.index, plan.arm, scores.seconds, left)
+        return [
+            RunProgress(first + i + 1, self.total, plan.index, plan.arm, run.seconds, left)
+            for i, (plan, run) in enumerate(zip(plans, scores, strict=True))
+        ]
+
+
+def _stacks(procedure: Procedure, todo: list[RunPlan], inputs: RunInputs) -> list[list[RunPlan]]:
+    """The runs still to do, in stacks of the procedure's size (one run each when it has none)."""
+    size = 1
+    if isinstance(procedure, Stacking):
+        size = max(1, procedure.stack_size(inputs.threat_models))
+    return [todo[i : i + size] for i in range(0, len(todo), size)]
+
+
+def run_group(procedure: Procedure, plans: Sequence[RunPlan], inputs: RunInputs) -> list[RunScores]:
+    """The runs of ``plans``: trained together when the procedure stacks, else one by one (the
+    task of a worker process or a Dask worker)."""
+    if len(plans) > 1 and isinstance(procedure, Stacking):
+        return run_stack_once(procedure, plans, inputs)
+    return [run_once(procedure, plan, inputs) for plan in plans]
 
 
 def _on_dask(
     engine: Engine,
-    tasks: list[tuple[Procedure, RunPlan, RunInputs]],
-    finished: Callable[[RunPlan, RunScores], None],
+    tasks: list[tuple[Procedure, list[RunPlan], RunInputs]],
+    finished: Callable[[list[RunPlan], list[RunScores]], None],
 ) -> None:
-    """One Dask task per run; the first failure is raised once every task has ended (the
-    finished runs are kept)."""
+    """One Dask task per stack of runs; the first failure is raised once every task has ended
+    (the finished runs are kept)."""
     from epsstar.audit.engines.dask_engine import dask_client, run_tasks
 
     errors: list[str] = []
 
-    def done(outcome: TaskOutcome[RunScores]) -> None:
-        plan = tasks[outcome.index][1]
+    def done(outcome: TaskOutcome[list[RunScores]]) -> None:
         if outcome.value is None:
             errors.append(outcome.error or "lost")
         else:
-            finished(plan, outcome.value)
+            finished(tasks[outcome.index][1], outcome.value)
 
     with dask_client(engine) as client:
-        run_tasks(client, run_once, tasks, done, name="epsstar-training-run", keep=False)
+        run_tasks(client, run_group, tasks, done, name="epsstar-training-run", keep=False)
     if errors:
         raise InvalidInputError(errors[0])
 
@@ -178,21 +245,24 @@ def execute(
     todo = [plan for plan in plans if plan.index not in results]
     pace = _Pace(len(plans), len(plans) - len(todo), jobs)
 
-    def finished(plan: RunPlan, scores: RunScores) -> None:
-        store.save(plan.index, scores)
-        results[plan.index] = scores
+    def finished(stack: list[RunPlan], scores: list[RunScores]) -> None:
+        for plan, run in zip(stack, scores, strict=True):
+            store.save(plan.index, run)
+            results[plan.index] = run
         if on_progress is not None:
-            on_progress(pace.finished(plan, scores))
+            for event in pace.finished(stack, scores):
+                on_progress(event)
 
-    tasks = [(procedure, plan, inputs) for plan in todo]
+    stacks = _stacks(procedure, todo, inputs)
+    tasks = [(procedure, stack, inputs) for stack in stacks]
     if engine is not None and engine.name == "dask":
         _on_dask(engine, tasks, finished)
     elif tasks:
         run_in_processes(
-            run_once,
+            run_group,
             tasks,
             jobs=jobs,
-            on_done=lambda i, scores: finished(todo[i], scores),
+            on_done=lambda i, scores: finished(stacks[i], scores),
             initializer=initializer,
         )
     return results

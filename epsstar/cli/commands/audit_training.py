@@ -29,6 +29,8 @@ SUMMARY = (
 )
 #: Seconds a command may run for one training run, unless --timeout says otherwise.
 DEFAULT_TIMEOUT = 3600.0
+#: Runs of epsstar's own trainer trained together, unless --stack says otherwise.
+DEFAULT_STACK = 8
 
 
 def _add_procedure_options(parser: argparse.ArgumentParser) -> None:
@@ -66,6 +68,16 @@ def _add_procedure_options(parser: argparse.ArgumentParser) -> None:
     )
     add_training_arguments(parser, epochs_required=False)
     add_threads_argument(parser)
+    parser.add_argument(
+        "--stack",
+        type=int,
+        default=DEFAULT_STACK,
+        metavar="K",
+        help="epsstar's own trainer: train up to K runs together as one batched computation "
+        "when the threat models are black-box (input, crafted) and the trainer is not broken "
+        f"(default {DEFAULT_STACK}; 1: one run at a time). A stack is one task of --jobs or "
+        "--engine dask, and its runs are kept in --work when it finishes",
+    )
 
 
 def _add_audit_options(parser: argparse.ArgumentParser) -> None:
@@ -194,10 +206,12 @@ def _procedure(args: argparse.Namespace) -> Procedure:
     from epsstar.training.data.tables import load_table
     from epsstar.training.threat_models.own_trainer import OwnTrainer, parameter_count
 
+    if not 1 <= args.stack <= 1_000:
+        raise InvalidInputError(f"--stack must be from 1 to 1,000. Found {args.stack}.")
     config = config_from_args(args)
     data = load_table(args.train, args.label_column, features=_features(args))
     parameters = parameter_count(data.n_features, data.n_classes, config.hidden)
-    return OwnTrainer(config, args.label_column, parameters, _features(args))
+    return OwnTrainer(config, args.label_column, parameters, _features(args), stack=args.stack)
 
 
 def _setup(args: argparse.Namespace) -> TrainingAuditSetup:
@@ -291,4 +305,12 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_GATE_FAILED if result.refuted else EXIT_OK
 
 
-__all__ = ["DEFAULT_TIMEOUT", "SUMMARY", "progress_line", "register", "run", "summary"]
+__all__ = [
+    "DEFAULT_STACK",
+    "DEFAULT_TIMEOUT",
+    "SUMMARY",
+    "progress_line",
+    "register",
+    "run",
+    "summary",
+]

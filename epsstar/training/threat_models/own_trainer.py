@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
@@ -45,7 +46,15 @@ from epsstar.training.threat_models.observer import (
     Observed,
     WhiteBoxObserver,
 )
-from epsstar.training.trainer import PrivacyPlan, StepHooks, TrainingConfig, plan_privacy, train
+from epsstar.training.threat_models.stacked_runs import run_stack
+from epsstar.training.trainer import (
+    PrivacyPlan,
+    StepHooks,
+    TrainedModel,
+    TrainingConfig,
+    plan_privacy,
+    train,
+)
 
 __all__ = ["Breakage", "OwnTrainer", "memorised_losses", "parameter_count"]
 
@@ -137,6 +146,8 @@ class OwnTrainer:
     parameters: int
     features: tuple[str, ...] | None = None
     breakage: Breakage = field(default_factory=Breakage)
+    #: Runs trained together when they can be (:mod:`.stacked_runs`); 1: one at a time.
+    stack: int = 1
 
     def describe(self) -> JsonObject:
         settings = asdict(self.config)
@@ -243,24 +254,63 @@ class OwnTrainer:
             clip=breakage.clip,
         )
 
-    def run(self, request: RunRequest) -> RunScores:
-        start = time.perf_counter()
-        data = load_table(request.train, self.label_column, features=self.features)
-        tables = {
+    def plan(self, n_records: int) -> PrivacyPlan | None:
+        """The privacy plan of a run on ``n_records`` records (shared by runs of one size)."""
+        return _plan(replace(self.config, seed=0), n_records)
+
+    def _canary_tables(
+        self, request: RunRequest, data: TabularData
+    ) -> dict[CanaryKind, TabularData]:
+        return {
             kind: load_table(
                 path, self.label_column, features=data.feature_names, classes=data.classes
             )
             for kind, path in request.canaries.items()
         }
-        plan = _plan(replace(self.config, seed=0), data.n_records)
+
+    def stack_size(self, threat_models: tuple[ThreatModelName, ...]) -> int:
+        """Runs trained together by :meth:`run_stack` (1: one at a time; see
+        :mod:`.stacked_runs`)."""
+        broken = self.breakage
+        hooked = broken.noise != 1.0 or broken.noise_once_per_epoch or not broken.clip
+        white = any(threat_model(name).white_box for name in threat_models)
+        return 1 if hooked or white else self.stack
+
+    def run_stack(self, requests: list[RunRequest]) -> list[RunScores]:
+        """The runs of ``requests`` trained together (:mod:`.stacked_runs`)."""
+        return run_stack(self, requests)
+
+    def run(self, request: RunRequest) -> RunScores:
+        start = time.perf_counter()
+        data = load_table(request.train, self.label_column, features=self.features)
+        tables = self._canary_tables(request, data)
+        plan = self.plan(data.n_records)
         white = [name for name in request.threat_models if threat_model(name).white_box]
         observer = injector = None
         if white and plan is not None:
             observer, injector = self._observer(request, data, plan, tables)
         config = replace(self.config, seed=request.seed)
         trained = train(data, config, plan=plan, hooks=self._hooks(plan, observer, injector))
-        scores: dict[ThreatModelName, FloatArray] = {}
         seen = {} if observer is None else observer.scores(trained.model.network)
+        return self.scored(
+            request, data, trained, tables, seen, seconds=time.perf_counter() - start
+        )
+
+    def scored(
+        self,
+        request: RunRequest,
+        data: TabularData,
+        trained: TrainedModel,
+        tables: dict[CanaryKind, TabularData] | None = None,
+        seen: Mapping[str, FloatArray] | None = None,
+        *,
+        seconds: float = 0.0,
+    ) -> RunScores:
+        """The run's canaries scored under ``trained`` (``seen``: the white-box scores its
+        observer gave), its claim and record."""
+        tables = self._canary_tables(request, data) if tables is None else tables
+        seen = seen or {}
+        scores: dict[ThreatModelName, FloatArray] = {}
         for name in request.threat_models:
             kind = threat_model(name).canaries
             if name in seen:
@@ -286,4 +336,4 @@ class OwnTrainer:
             "sha256": None,
             "loader": "epsstar trainer (in process)",
         }
-        return RunScores(scores, claim, record, time.perf_counter() - start)
+        return RunScores(scores, claim, record, seconds)

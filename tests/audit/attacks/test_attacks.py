@@ -21,6 +21,7 @@ import pytest
 from epsstar.audit.attacks.scoring import AttackSettings
 from epsstar.cli import main
 from epsstar.exceptions import EpsstarWarning
+from epsstar.statistics.names import LossName
 from tests.conftest import audit_files
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "models"
@@ -352,3 +353,109 @@ def test_references_read_each_table_once_for_the_same_log_odds(folder: Path) -> 
         np.testing.assert_array_equal(together.population[k], alone[1])
     assert together.train.shape == (3, 300)
     assert not np.array_equal(together.train[0], together.train[1])
+
+
+class _Counted:
+    """A model that hands every call to ``model`` and keeps the rows of each call's input."""
+
+    def __init__(self, model: Any, rows: list[int]) -> None:
+        self._model, self._rows = model, rows
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    def predict(self, features: Any) -> Any:
+        self._rows.append(len(features))
+        return self._model.predict(features)
+
+
+@pytest.mark.parametrize("loss", ["logit", "cross_entropy"])
+def test_the_target_and_its_references_score_each_batch_of_one_read(
+    folder: Path, loss: LossName, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reference models ride on the target's pass over each table (one read of it), each
+    model scored batch by batch, and give, bit for bit, the log-odds of the model-by-model
+    path (the target's too, computed from the same predictions when its loss is not the
+    logit loss)."""
+    from epsstar.audit.data import tables as data_tables
+    from epsstar.audit.data.reading import Tables
+    from epsstar.audit.engines import references, streaming
+    from epsstar.audit.engines.one_pass import SharedReferences
+    from epsstar.audit.model.plugins import loader_for_path
+
+    paths = [Path(path) for path in _references(folder)]
+    reading = Tables(
+        folder / "train.csv",
+        folder / "population.csv",
+        "label",
+        features=[f"x{i}" for i in range(8)],
+        batch_size=64,
+        loss=loss,
+    )
+    target_path = folder / "target.skops"
+    target = loader_for_path(target_path)[0].load(target_path, outputs=None, trust=False)
+    shared = SharedReferences.load(target, paths, reading)
+    rows: list[int] = []
+    shared = SharedReferences(
+        target,
+        tuple((_Counted(model, rows), path) for model, path in shared.loaded),
+        shared.models,
+        shared.matches,
+    )
+    reads: list[int] = []
+    original = data_tables.iter_batches
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(streaming, "iter_batches", counted)
+    monkeypatch.setattr(references, "iter_batches", counted)
+    streamed = []
+    label_map = None
+    for role in ("train", "population"):
+        match = reading.match(target, role, target_path)
+        read = reading.read(role, match)
+        scores = shared.scores(read, match)
+        table = streaming.stream_table(
+            target, read, classes=target.classes, label_map=label_map, scorer=scores
+        )
+        label_map = table.label_map
+        streamed.append((scores, table.losses))
+    assert label_map is not None
+    inputs = shared.inputs((streamed[0], streamed[1]), reading, label_map)
+    assert len(reads) == 2  # one read per table, for the target and the six references
+    # Every reference model saw the batches, never a whole table: memory follows the batch.
+    assert max(rows) == 64
+    assert sum(rows) == N_REFERENCES * 600
+    monkeypatch.undo()
+    before = references.attack_inputs((target, target_path), paths, reading, label_map)
+    assert inputs.references is not None
+    assert before.references is not None
+    assert inputs.target is not None
+    assert before.target is not None
+    np.testing.assert_array_equal(inputs.references.train, before.references.train)
+    np.testing.assert_array_equal(inputs.references.population, before.references.population)
+    np.testing.assert_array_equal(inputs.target[0], before.target[0])
+    np.testing.assert_array_equal(inputs.target[1], before.target[1])
+    assert inputs.references.train.shape == (N_REFERENCES, 300)
+
+
+def test_an_audit_with_references_reads_each_table_once(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from epsstar.audit.data import tables as data_tables
+    from epsstar.audit.engines import references, streaming
+
+    reads: list[str] = []
+    original = data_tables.iter_batches
+
+    def counted(path: Any, *args: Any, **kwargs: Any) -> Any:
+        reads.append(Path(path).name)
+        return original(path, *args, **kwargs)
+
+    monkeypatch.setattr(streaming, "iter_batches", counted)
+    monkeypatch.setattr(references, "iter_batches", counted)
+    args = ["--reference-models", *_references(folder), "--attack", "lira", "rmia"]
+    assert main(_command(folder, *args, "--json", str(tmp_path / "out.json"))) == 0
+    assert sorted(reads) == ["population.csv", "train.csv"]
