@@ -5,10 +5,16 @@ on purpose through the test hooks of ``StepHooks`` (``Breakage``), claiming the 
 ε of the correct trainer: non-private (no noise, no clipping), no clipping, noise σ/10, noise
 added at one step per epoch only, a model that memorises 95 % of its records (answers them
 with their own label at probability 1), and the correct trainer. Each is audited in one run
-(Steinke et al. 2023, (ε, δ) bound, confidence 0.95 shared by the threat models) under three
-threat models at once: ``input`` (population canaries seen through the final model's
-loss), ``gradient`` (Dirac gradient canaries seen in the final weights) and ``every-step``
-(the same canaries seen in every step's noisy gradient sum).
+(Steinke et al. 2023, (ε, δ) bound; at ε ≥ 8, which that bound cannot refute at δ = 1e-5,
+the μ-GDP bound of Mahloujifar et al. 2024; confidence 0.95 shared by the threat models)
+under three threat models at once: ``input`` (population canaries seen through the final
+model's loss), ``gradient`` (Dirac gradient canaries seen in the final weights) and
+``every-step`` (the same canaries seen in every step's noisy gradient sum, each step weighted
+by the inverse of its noise variance read off the step), with the guessing rule ``--guesses``
+(default ``both``: top/bottom-k and "in"-only top-k, each at half the error rate).
+``--di-trainers`` adds rows of the DI adversary (threat model ``di`` alone) and
+``--many-runs R`` rows of the many-run design (R runs with and R without one gradient canary,
+``every-step``, μ-GDP bound, batch 150 on the 300 records so that q ≈ ½, ``--many-repeats``).
 
 Data: 300 training and 1000 population records of a 4-feature logistic problem (seeded); an
 MLP with one hidden layer of 128 (769 parameters: room for 700 gradient canaries), 10 epochs of
@@ -27,7 +33,10 @@ the white-box observer, the scoring and the bounds) with one plain training run 
 trainer on a table of the same size (300 + 350 records, no hooks), measured before each ε.
 
     python benchmarks/training_audit.py                      # ε ∈ {1, 4}, 5 repeats
-    python benchmarks/training_audit.py --epsilons 1 4 2 --repeats 20
+    python benchmarks/training_audit.py --epsilons 4 8 1 2 --repeats 20 \
+        --di-trainers correct non-private
+    python benchmarks/training_audit.py --epsilons 4 1 --repeats 0 --trainers \
+        --many-runs 20 --many-repeats 3
 """
 
 from __future__ import annotations
