@@ -33,9 +33,9 @@ the white-box observer, the scoring and the bounds) with one plain training run 
 trainer on a table of the same size (300 + 350 records, no hooks), measured before each ε.
 
     python benchmarks/training_audit.py                      # ε ∈ {1, 4}, 5 repeats
-    python benchmarks/training_audit.py --epsilons 4 8 1 2 --repeats 20 \
+    python benchmarks/training_audit.py --epsilons 4 8 1 2 --repeats 20 \\
         --di-trainers correct non-private
-    python benchmarks/training_audit.py --epsilons 4 1 --repeats 0 --trainers \
+    python benchmarks/training_audit.py --epsilons 4 1 --repeats 0 --trainers \\
         --many-runs 20 --many-repeats 3
 """
 
