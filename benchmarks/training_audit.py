@@ -5,10 +5,16 @@ on purpose through the test hooks of ``StepHooks`` (``Breakage``), claiming the 
 ε of the correct trainer: non-private (no noise, no clipping), no clipping, noise σ/10, noise
 added at one step per epoch only, a model that memorises 95 % of its records (answers them
 with their own label at probability 1), and the correct trainer. Each is audited in one run
-(Steinke et al. 2023, (ε, δ) bound, confidence 0.95 shared by the threat models) under three
-threat models at once: ``input`` (population canaries seen through the final model's
-loss), ``gradient`` (Dirac gradient canaries seen in the final weights) and ``every-step``
-(the same canaries seen in every step's noisy gradient sum).
+(Steinke et al. 2023, (ε, δ) bound; at ε ≥ 8, which that bound cannot refute at δ = 1e-5,
+the μ-GDP bound of Mahloujifar et al. 2024; confidence 0.95 shared by the threat models)
+under three threat models at once: ``input`` (population canaries seen through the final
+model's loss), ``gradient`` (Dirac gradient canaries seen in the final weights) and
+``every-step`` (the same canaries seen in every step's noisy gradient sum, each step weighted
+by the inverse of its noise variance read off the step), with the guessing rule ``--guesses``
+(default ``both``: top/bottom-k and "in"-only top-k, each at half the error rate).
+``--di-trainers`` adds rows of the DI adversary (threat model ``di`` alone) and
+``--many-runs R`` rows of the many-run design (R runs with and R without one gradient canary,
+``every-step``, μ-GDP bound, batch 150 on the 300 records so that q ≈ ½, ``--many-repeats``).
 
 Data: 300 training and 1000 population records of a 4-feature logistic problem (seeded); an
 MLP with one hidden layer of 128 (769 parameters: room for 700 gradient canaries), 10 epochs of
@@ -27,7 +33,10 @@ the white-box observer, the scoring and the bounds) with one plain training run 
 trainer on a table of the same size (300 + 350 records, no hooks), measured before each ε.
 
     python benchmarks/training_audit.py                      # ε ∈ {1, 4}, 5 repeats
-    python benchmarks/training_audit.py --epsilons 1 4 2 --repeats 20
+    python benchmarks/training_audit.py --epsilons 4 8 1 2 --repeats 20 \\
+        --di-trainers correct non-private
+    python benchmarks/training_audit.py --epsilons 4 1 --repeats 0 --trainers \\
+        --many-runs 20 --many-repeats 3
 """
 
 from __future__ import annotations
@@ -35,17 +44,20 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from epsstar.audit.training_audit.audit import TrainingAuditSetup, audit_training
+from epsstar.audit.training_audit.result import BOUNDS, BoundName
 from epsstar.audit.training_audit.threat_models import ThreatModelName
 from epsstar.statistics.auditing.choose_k import choose_k
+from epsstar.statistics.auditing.guess_rules import GUESS_RULES, GuessRule
 from epsstar.statistics.auditing.one_run import one_run_bounds
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence
+from epsstar.statistics.readings.conversions import gdp_epsilon
 from epsstar.training.data.tables import load_table
 from epsstar.training.threads import apply_threads, choose_threads
 from epsstar.training.threat_models.own_trainer import Breakage, OwnTrainer, parameter_count
@@ -55,6 +67,8 @@ HIDDEN = (128,)
 CANARIES = 700
 DELTA = 1e-5
 EPOCHS, BATCH = 10, 325
+#: The batch of the many-run design's runs (300 records and at most one canary: q ≈ ½).
+MANY_BATCH = 150
 POPULATION = 1000
 #: Records of a run: the 300 of the table and about half of the population canaries.
 RECORDS = 300 + CANARIES // 2
@@ -69,15 +83,25 @@ TRAINERS = {
 }
 
 
-def design_k(claim: float) -> int | None:
+def bound_for(epsilon: float) -> BoundName:
+    """The bound that decides: the (ε, δ) bound of Steinke et al. 2023, except at ε ≥ 8, which
+    it cannot refute at δ = 1e-5 with any number of canaries (its δ term); there the μ-GDP
+    bound of Mahloujifar et al. 2024, which has no such floor and holds for Gaussian trade-off
+    curves (DP-SGD's, approximately)."""
+    return "gdp" if epsilon >= 8.0 else "epsilon-delta"
+
+
+def design_k(claim: float, bound: BoundName, threat_models: int) -> int | None:
     """``None`` (choose_k's rule) when its 2k guesses, all right, could exceed ``claim`` at the
     benchmark's confidence; else k = m/2 − 3.5·√m/2: the canaries included are Binomial(m, ½)
     (standard deviation √m/2), and guessing "in" for more than are included, or "out" for more
     than are left out, forces wrong guesses; this k does so with probability about 2e-4."""
-    level = bonferroni_confidence(0.95, len(THREAT_MODELS))
-    k = choose_k(CANARIES, claim, DELTA, confidence=level).k
-    best = one_run_bounds(CANARIES, 2 * k, 2 * k, delta=DELTA, confidence=level).epsilon_lower
-    return None if best > claim else int(CANARIES / 2 - 3.5 * np.sqrt(CANARIES) / 2)
+    level = bonferroni_confidence(0.95, threat_models)
+    method = BOUNDS[bound][0]
+    k = choose_k(CANARIES, claim, DELTA, confidence=level, method=method).k
+    best = one_run_bounds(CANARIES, 2 * k, 2 * k, delta=DELTA, confidence=level)
+    reach = best.epsilon_lower if bound == "epsilon-delta" else gdp_epsilon(DELTA, best.mu_lower)
+    return None if reach > claim else int(CANARIES / 2 - 3.5 * np.sqrt(CANARIES) / 2)
 
 
 def plain_seconds(tables: tuple[Path, Path], config: TrainingConfig, seed: int) -> float:
@@ -104,15 +128,23 @@ def _tables(folder: Path) -> tuple[Path, Path]:
 
 
 def _audit_trainer(
-    tables: tuple[Path, Path], config: TrainingConfig, name: str, k: int | None, repeats: int
+    tables: tuple[Path, Path], config: TrainingConfig, name: str, design: Design, repeats: int
 ) -> tuple[int, dict[str, list[float]], float, float]:
     """Refutations, bounds per threat model, mean claim and total seconds of one trainer."""
     procedure = OwnTrainer(config, "label", parameter_count(4, 2, HIDDEN), breakage=TRAINERS[name])
-    bounds: dict[str, list[float]] = {model: [] for model in THREAT_MODELS}
+    bounds: dict[str, list[float]] = {model: [] for model in design.threat_models}
     refuted, claims, seconds = 0, [], 0.0
     for repeat in range(repeats):
         setup = TrainingAuditSetup(
-            *tables, "label", canaries=CANARIES, threat_models=THREAT_MODELS, seed=repeat, k=k
+            *tables,
+            "label",
+            canaries=CANARIES,
+            runs=design.runs,
+            threat_models=design.threat_models,
+            seed=repeat,
+            k=design.k,
+            bound=design.bound,
+            guesses=design.guesses,
         )
         start = time.perf_counter()
         result = audit_training(procedure, setup)
@@ -124,12 +156,72 @@ def _audit_trainer(
     return refuted, bounds, float(np.mean(claims)), seconds
 
 
+@dataclass(frozen=True, slots=True)
+class Design:
+    """One audit design: its threat models, runs per arm (1: one run), k, bound and rule."""
+
+    name: str
+    threat_models: tuple[ThreatModelName, ...]
+    runs: int
+    k: int | None
+    bound: BoundName
+    guesses: GuessRule
+    config: TrainingConfig | None = None
+
+
+def _many_config(target: TrainingConfig) -> TrainingConfig:
+    """The trainer of the many-run design: a run holds the 300 records and at most the one
+    canary, so batch 150 keeps q ≈ ½ and σ is the accountant's for the target ε on 301."""
+    many = replace(target, batch_size=MANY_BATCH)
+    plan = plan_privacy(many, 301)
+    assert plan is not None
+    return replace(many, target_epsilon=None, noise_multiplier=plan.noise_multiplier)
+
+
+def _designs(
+    args: argparse.Namespace, claim: float, epsilon: float, target: TrainingConfig
+) -> list[tuple[Design, list[str]]]:
+    """The designs run at one ε, each with the trainers it audits and its repeats."""
+    bound = bound_for(epsilon)
+    one = Design(
+        "one run",
+        THREAT_MODELS,
+        1,
+        design_k(claim, bound, len(THREAT_MODELS)),
+        bound,
+        args.guesses,
+    )
+    designs = [(one, list(args.trainers))]
+    if args.di_trainers:
+        di = Design("one run, DI", ("di",), 1, design_k(claim, bound, 1), bound, args.guesses)
+        designs.append((di, list(args.di_trainers)))
+    if args.many_runs:
+        many = Design(
+            f"{args.many_runs} runs per arm",
+            ("every-step",),
+            args.many_runs,
+            None,
+            "gdp",
+            args.guesses,
+            _many_config(target),
+        )
+        designs.append((many, list(args.many_trainers)))
+    return designs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 4.0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--trainers", nargs="+", default=list(TRAINERS), choices=list(TRAINERS))
+    parser.add_argument("--trainers", nargs="*", default=list(TRAINERS), choices=list(TRAINERS))
+    parser.add_argument("--guesses", default="both", choices=GUESS_RULES)
+    parser.add_argument("--di-trainers", nargs="*", default=[], choices=list(TRAINERS))
+    parser.add_argument("--many-runs", type=int, default=0, help="runs per arm (0: none)")
+    parser.add_argument("--many-repeats", type=int, default=3)
+    parser.add_argument(
+        "--many-trainers", nargs="*", default=["correct", "non-private"], choices=list(TRAINERS)
+    )
     args = parser.parse_args()
     threads = choose_threads(1, args.threads)
     apply_threads(threads)
@@ -149,53 +241,59 @@ def main() -> None:
             plan = plan_privacy(target, RECORDS)
             assert plan is not None
             config = replace(target, target_epsilon=None, noise_multiplier=plan.noise_multiplier)
-            k = design_k(plan.epsilon_after(plan.steps))
+            designs = _designs(args, plan.epsilon_after(plan.steps), epsilon, target)
             plain_seconds(tables, config, 0)  # once untimed: torch's first optimiser imports
             plain = float(np.median([plain_seconds(tables, config, seed) for seed in range(3)]))
             print(
-                f"  ε = {epsilon:g}: σ = {plan.noise_multiplier:.3f}, k = {k or 'choose_k'}, "
-                f"plain training {plain:.2f} s",
+                f"  ε = {epsilon:g}: σ = {plan.noise_multiplier:.3f}, bound {designs[0][0].bound}, "
+                f"k = {designs[0][0].k or 'choose_k'}, plain training {plain:.2f} s",
                 flush=True,
             )
-            for name in args.trainers:
-                found = _audit_trainer(tables, config, name, k, args.repeats)
-                rows.append((epsilon, name, *found, plain))
-                print(f"  done: {_row(rows[-1], args.repeats)}", flush=True)
-    _print_tables(rows, args.repeats)
+            for design, trainers in designs:
+                repeats = args.many_repeats if design.runs > 1 else args.repeats
+                for name in trainers:
+                    trainer = design.config or config
+                    found = _audit_trainer(tables, trainer, name, design, repeats)
+                    rows.append((epsilon, design, name, repeats, *found, plain))
+                    print(f"  done: {_row(rows[-1])}", flush=True)
+    _print_tables(rows)
 
 
-def _print_tables(rows: list[Row], repeats: int) -> None:
-    print(f"\n{repeats} repeats each; σ for the target ε on {RECORDS} records, δ = {DELTA:g}\n")
-    header = "| target ε | trainer | accounted ε | refuted | " + " | ".join(
-        f"{m}: mean ε_lo (max)" for m in THREAT_MODELS
+def _print_tables(rows: list[Row]) -> None:
+    print(f"\nσ for the target ε on {RECORDS} records, δ = {DELTA:g}\n")
+    print(
+        "| target ε | design | bound | trainer | accounted ε | refuted | mean ε_lo (max) per "
+        "threat model | s per audit | s per plain training | ratio |"
     )
-    print(header + " | s per audit | s per plain training | ratio |")
-    print("|" + "---|" * (len(THREAT_MODELS) + 7))
+    print("|" + "---|" * 10)
     for row in rows:
-        print(_row(row, repeats))
+        print(_row(row))
     print("\nTightness of the correct trainer: measured ε_lo / accounted ε, mean (max)\n")
-    print("| target ε | accounted ε | " + " | ".join(THREAT_MODELS) + " |")
-    print("|" + "---|" * (len(THREAT_MODELS) + 2))
-    for epsilon, name, _, bounds, claimed, *_ in rows:
+    print("| target ε | design | bound | accounted ε | threat model | ratio |")
+    print("|" + "---|" * 6)
+    for epsilon, design, name, _, _, bounds, claimed, *_ in rows:
         if name == "correct":
-            cells = " | ".join(
-                f"{np.mean(bounds[m]) / claimed:.3f} ({np.max(bounds[m]) / claimed:.3f})"
-                for m in THREAT_MODELS
-            )
-            print(f"| {epsilon:g} | {claimed:.3f} | {cells} |")
+            for m in design.threat_models:
+                ratio = f"{np.mean(bounds[m]) / claimed:.3f} ({np.max(bounds[m]) / claimed:.3f})"
+                print(
+                    f"| {epsilon:g} | {design.name} | {design.bound} | {claimed:.3f} | {m} "
+                    f"| {ratio} |"
+                )
 
 
-Row = tuple[float, str, int, dict[str, list[float]], float, float, float]
+Row = tuple[float, Design, str, int, int, dict[str, list[float]], float, float, float]
 
 
-def _row(row: Row, repeats: int) -> str:
+def _row(row: Row) -> str:
     """One line of the table."""
-    epsilon, name, refuted, bounds, claimed, seconds, plain = row
-    cells = " | ".join(f"{np.mean(bounds[m]):.3f} ({np.max(bounds[m]):.3f})" for m in THREAT_MODELS)
+    epsilon, design, name, repeats, refuted, bounds, claimed, seconds, plain = row
+    cells = "; ".join(
+        f"{m} {np.mean(bounds[m]):.3f} ({np.max(bounds[m]):.3f})" for m in design.threat_models
+    )
     audit = seconds / repeats
     return (
-        f"| {epsilon:g} | {name} | {claimed:.3f} | {refuted}/{repeats} | {cells} | "
-        f"{audit:.1f} | {plain:.2f} | {audit / plain:.1f} |"
+        f"| {epsilon:g} | {design.name} | {design.bound} | {name} | {claimed:.3f} | "
+        f"{refuted}/{repeats} | {cells} | {audit:.1f} | {plain:.2f} | {audit / plain:.1f} |"
     )
 
 

@@ -66,7 +66,12 @@ def _audit(
 
 
 @pytest.mark.parametrize(
-    "breakage", [Breakage(noise=0.0), Breakage(clip=False)], ids=["no-noise", "no-clipping"]
+    "breakage",
+    # Noise once per epoch leaves most steps noiseless: the every-step score weights each
+    # step by its own residual's inverse variance, so those steps decide (the plain sum let
+    # the noisy steps drown them, and this trainer went unrefuted).
+    [Breakage(noise=0.0), Breakage(clip=False), Breakage(noise_once_per_epoch=True)],
+    ids=["no-noise", "no-clipping", "noise-once-per-epoch"],
 )
 def test_a_broken_trainer_is_refuted_by_the_white_box_audit(
     tables: tuple[Path, Path], breakage: Breakage

@@ -69,9 +69,9 @@ from epsstar.statistics.auditing.feasibility import (
     smallest_canary_count,
     smallest_run_count,
 )
+from epsstar.statistics.auditing.guess_rules import GUESS_RULES, GuessRule, audit_guess_rule
 from epsstar.statistics.auditing.identifiability import identifiability_reading
 from epsstar.statistics.auditing.many_runs import audit_many_runs
-from epsstar.statistics.auditing.one_run import audit_one_run
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence
 from epsstar.statistics.json_types import JsonObject
 
@@ -85,8 +85,9 @@ __all__ = ["TrainingAuditSetup", "audit_training"]
 class TrainingAuditSetup:
     """What to audit: the data, the canaries per kind, one run or ``runs`` runs with and
     ``runs`` without the canary, the threat models, the claim (``None``: the runs' own), the
-    confidence, which bound decides, the seed, the ``work`` folder to resume from, and ``k``:
-    the one-run guesses k₊ = k₋ fixed by the design (``None``: :func:`choose_k`'s rule)."""
+    confidence, which bound decides, the seed, the ``work`` folder to resume from, ``k``:
+    the one-run guesses k₊ = k₋ fixed by the design (``None``: :func:`choose_k`'s rule), and
+    ``guesses``: the one-run guessing rule (:mod:`~epsstar.statistics.auditing.guess_rules`)."""
 
     train: Path
     population: Path
@@ -102,6 +103,7 @@ class TrainingAuditSetup:
     seed: int = 0
     work: Path | None = None
     k: int | None = None
+    guesses: GuessRule = "symmetric"
 
     @property
     def many(self) -> bool:
@@ -129,6 +131,10 @@ def _check_setup(procedure: Procedure, setup: TrainingAuditSetup) -> tuple[Threa
         raise InvalidInputError(
             "--runs must be 1 (one run with every canary) or at least 4 (runs with and "
             f"without the canary, half of them to choose the threshold). Found {setup.runs}."
+        )
+    if setup.guesses not in GUESS_RULES:
+        raise InvalidInputError(
+            f"--guesses must be one of {', '.join(GUESS_RULES)}. Found {setup.guesses!r}."
         )
     if setup.bound not in BOUNDS:
         raise InvalidInputError(
@@ -321,14 +327,14 @@ def _check_power(
             raise type(error)(f"threat model {model.name}: {error}") from None
 
 
-def _guesses(scores: np.ndarray, k: int, direction: str) -> np.ndarray:
-    """+1 for the k most member-like canaries, −1 for the k least, 0 for the rest (the rule of
-    :func:`~epsstar.statistics.auditing.guesses.count_correct_guesses`, stable order)."""
+def _guesses(scores: np.ndarray, k_plus: int, k_minus: int, direction: str) -> np.ndarray:
+    """+1 for the k₊ most member-like canaries, −1 for the k₋ least, 0 for the rest (the rule
+    of :func:`~epsstar.statistics.auditing.guesses.count_correct_guesses`, stable order)."""
     member_like = -scores if direction == "members_lower" else scores
     order = np.argsort(-member_like, kind="stable")
     guesses = np.zeros(scores.size, dtype=np.int8)
-    guesses[order[:k]] = 1
-    guesses[order[scores.size - k :]] = -1
+    guesses[order[:k_plus]] = 1
+    guesses[order[scores.size - k_minus :]] = -1
     return guesses
 
 
@@ -353,15 +359,17 @@ def _one_run(
             method=method,
         )
     k = min(chosen.k, scores.size // 2)
-    bounds = audit_one_run(
+    ruled = audit_guess_rule(
         scores,
         included,
-        k_plus=k,
-        k_minus=k,
+        rule=setup.guesses,
+        k=k,
         direction=model.direction,
         delta=claim.delta,
         confidence=level,
+        decide="epsilon" if setup.bound == "epsilon-delta" else "gdp",
     )
+    bounds = ruled.chosen
     deciding = bounds.epsilon_lower if setup.bound == "epsilon-delta" else bounds.epsilon_lower_gdp
     value = 0.0 if deciding is None else deciding
     return ThreatModelAudit(
@@ -373,9 +381,10 @@ def _one_run(
         epsilon_lower_bound=value,
         epsilon_lower_gdp=bounds.epsilon_lower_gdp,
         refutes=value > claim.epsilon,
-        guesses=_guesses(scores, k, model.direction),
+        guesses=_guesses(scores, bounds.k_plus, bounds.k_minus, model.direction),
         chosen_k=chosen,
         one_run=bounds,
+        guess_rule=ruled,
     )
 
 

@@ -27,6 +27,7 @@ from epsstar.audit.training_audit.threat_models import ThreatModel
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.auditing.choose_k import ChosenK
 from epsstar.statistics.auditing.feasibility import ManyRunMethod
+from epsstar.statistics.auditing.guess_rules import RuleBounds
 from epsstar.statistics.auditing.identifiability import IdentifiabilityReading
 from epsstar.statistics.auditing.many_runs import ManyRunBounds
 from epsstar.statistics.auditing.one_run import OneRunBounds, OneRunMethod
@@ -78,6 +79,7 @@ class ThreatModelAudit:
     one_run: OneRunBounds | None = None
     many_runs: ManyRunBounds | None = None
     identifiability: IdentifiabilityReading | None = None
+    guess_rule: RuleBounds | None = None
 
     def to_dict(self) -> JsonObject:
         """The record of the JSON's ``threat_models``."""
@@ -101,6 +103,7 @@ class ThreatModelAudit:
             "scores": [float(v) for v in self.scores],
             "included": [bool(v) for v in self.included],
             "guesses": guesses,
+            "guess_rule": None if self.guess_rule is None else self.guess_rule.to_dict(),
         }
 
 

@@ -121,6 +121,14 @@ def _add_audit_options(parser: argparse.ArgumentParser) -> None:
         "gdp (tighter, holds for trainers with a Gaussian trade-off curve such as DP-SGD)",
     )
     parser.add_argument(
+        "--guesses",
+        choices=("symmetric", "members-only", "both"),
+        default="symmetric",
+        help="one run: guess 'in' for the k most member-like canaries and 'out' for the k "
+        "least (symmetric; default), 'in' only (members-only: for trainers that leak on part "
+        "of the canaries), or both rules at half the error rate each, the larger bound kept",
+    )
+    parser.add_argument(
         "--confidence",
         type=float,
         default=0.95,
@@ -229,6 +237,7 @@ def _setup(args: argparse.Namespace) -> TrainingAuditSetup:
         delta=args.delta,
         confidence=args.confidence,
         bound=args.bound,
+        guesses=args.guesses,
         seed=args.seed,
         work=None if args.work is None else Path(args.work),
     )

@@ -15,7 +15,15 @@ is subtracted; what is left is the noise, the batch's departure from its expecta
 canaries the run includes. Three scores follow (``adversary-instantiation-nasr-2021-excerpt.txt``
 §III-IV; ``identifiability-bernau-2021.md`` Algorithm 1):
 
-* ``every-step``: gradient canary j scores Σ_t (g̃_t − E_t)[c_j] / C;
+* ``every-step``: gradient canary j scores Σ_t w_t (g̃_t − E_t)[c_j] / C with weights
+  w_t ∝ 1/ŝ_t², normalised to mean 1 over the steps: the log-likelihood ratio of "in" against
+  "out" when step t's residual is Gaussian with variance ŝ_t², which weights a quiet step
+  above a noisy one. The adversary does not take ŝ_t from the mechanism it was told (a
+  trainer that skips its noise on some steps would then go unseen) but reads it off the step
+  itself: ŝ_t² = median_i (g̃_t − E_t)_i² / 0.4549 over every coordinate i (0.4549 is the
+  median of χ²₁; the median ignores the minority of coordinates that carry a canary in that
+  step), floored at (10⁻⁶C)². With equal noise at every step the weights are all about 1 and
+  the score is the plain sum Σ_t (g̃_t − E_t)[c_j] / C; any score keeps the bounds valid;
 * ``di``: population canary i, whose clipped gradient at θ_t is G_i (its local sensitivity
   ‖G_i‖ ≤ C), adds to its log posterior odds (Lemma 1, uniform prior) the log-likelihood ratio
   of the step under "in" against "out". The adversary reads the step along G_i:
@@ -50,6 +58,9 @@ __all__ = ["VARIANCE_SAMPLE", "Mechanism", "Observed", "WhiteBoxObserver"]
 
 #: Records of the data on which the DI adversary estimates the batch's variance at each step.
 VARIANCE_SAMPLE = 1024
+#: The median of χ² with one degree of freedom (``scipy.stats.chi2.median(1)``): a Gaussian
+#: coordinate's median square is this share of its variance.
+_CHI2_1_MEDIAN = 0.454936423119572
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +105,14 @@ class WhiteBoxObserver:
     mechanism: Mechanism
     observed: Observed
     _every_step: torch.Tensor = field(init=False)
+    _weights: list[float] = field(init=False)
     _log_odds: torch.Tensor | None = field(init=False)
     _reference: MLP | None = field(init=False)
     _optimiser: torch.optim.Optimizer | None = field(init=False)
 
     def __post_init__(self) -> None:
         self._every_step = torch.zeros(self.observed.coordinates.numel(), dtype=torch.float64)
+        self._weights = []
         population = self.observed.population
         self._log_odds = (
             None if population is None else torch.zeros(population[0].shape[0], dtype=torch.float64)
@@ -198,17 +211,26 @@ class WhiteBoxObserver:
         residual = _flat(noisy_sum).detach() - self._expected(self.network)
         coordinates = self.observed.coordinates
         if coordinates.numel():
-            self._every_step += residual[coordinates].double() / self.mechanism.clip
+            weight = self._step_weight(residual)
+            self._weights.append(weight)
+            self._every_step += weight * residual[coordinates].double() / self.mechanism.clip
             self._reference_step(self._start)
         if self._log_odds is not None and self.mechanism.noise_std > 0.0:
             self._di_step(residual)
+
+    def _step_weight(self, residual: torch.Tensor) -> float:
+        """1/ŝ_t² of the module: the step's noise variance read off its own residual."""
+        squares = residual.detach().double() ** 2
+        floor = (1e-6 * self.mechanism.clip) ** 2
+        return 1.0 / max(float(squares.median()) / _CHI2_1_MEDIAN, floor)
 
     def scores(self, final: MLP) -> dict[str, FloatArray]:
         """The scores after the last step: ``every-step``, ``gradient``, ``di`` (those fed)."""
         found: dict[str, FloatArray] = {}
         coordinates = self.observed.coordinates
         if coordinates.numel() and self._reference is not None:
-            found["every-step"] = self._every_step.numpy().astype(np.float64)
+            mean_weight = float(np.mean(self._weights))
+            found["every-step"] = (self._every_step / mean_weight).numpy().astype(np.float64)
             distance = _flat(list(self._reference.parameters())) - _flat(list(final.parameters()))
             found["gradient"] = (
                 distance.detach()[coordinates].double() / self.mechanism.clip

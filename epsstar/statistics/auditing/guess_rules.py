@@ -1,0 +1,130 @@
+"""Guessing rules for a one-run audit, fixed before the scores are seen, and their bounds.
+
+Steinke, Nasr & Jagielski 2023 (GUIDE.md §2; the paper is not among the project's papers,
+see ``docs/training-audit.md``) bound the right guesses W of any guess vector
+T ∈ {−1, 0, +1}^m with at most r non-zero entries that is a function of the training run's
+output alone: the auditor may abstain on any canary, and may guess "in" only. So every rule
+below is a special case of their theorem:
+
+* ``"symmetric"`` — "in" for the k most member-like canaries, "out" for the k least
+  (k₊ = k₋ = k, r = 2k): the rule of :func:`~.guesses.count_correct_guesses` used so far.
+* ``"members-only"`` — "in" for the k most member-like, abstain on the rest (k₊ = k, k₋ = 0,
+  r = k). A trainer that leaks on part of its canaries only (a model memorising some of its
+  records, say) makes the exposed members the most member-like, but leaves the least
+  member-like as a mix of excluded canaries and members it did not expose: the "out"
+  guesses of the symmetric rule are then wrong at the rate of that mix, which caps the bound
+  (the arithmetic is in ``docs/training-audit.md``). Abstaining there removes the cap.
+* ``"both"`` — the two rules above, each bounded at confidence 1 − (1 − c)/2, and the larger
+  bound kept. Validity by the union bound (Bonferroni): if the trainer is (ε, δ)-DP, each
+  rule's bound exceeds ε with probability ≤ (1 − c)/2, so the larger exceeds it with
+  probability ≤ 1 − c. Keeping the larger is no peeking: the two rules and their confidence
+  were fixed before any score was seen, and the split pays for the choice.
+
+The same holds for the μ-GDP bound of Mahloujifar, Melis & Chaudhuri 2024, which reads the
+same counts. k itself must come from the design (the number of canaries and the claim:
+:func:`~.choose_k.choose_k` or a fixed k), never from the scores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from numpy.typing import ArrayLike
+
+from epsstar.exceptions import InvalidInputError
+from epsstar.statistics._validation import check_confidence, check_positive_int
+from epsstar.statistics.auditing.one_run import OneRunBounds, audit_one_run
+from epsstar.statistics.bounds.from_counts import bonferroni_confidence
+from epsstar.statistics.bounds.held_out_bound import Direction
+from epsstar.statistics.json_types import JsonObject
+
+__all__ = ["GUESS_RULES", "GuessRule", "RuleBounds", "audit_guess_rule", "rule_candidates"]
+
+GuessRule = Literal["symmetric", "members-only", "both"]
+#: The guessing rules, the first the default.
+GUESS_RULES: Final[tuple[GuessRule, ...]] = ("symmetric", "members-only", "both")
+Decide = Literal["epsilon", "gdp"]
+
+
+def rule_candidates(rule: GuessRule, k: int) -> tuple[tuple[int, int], ...]:
+    """The (k₊, k₋) pairs a rule bounds: one, or two for ``"both"`` (symmetric first)."""
+    if rule not in GUESS_RULES:
+        allowed = ", ".join(repr(name) for name in GUESS_RULES)
+        raise InvalidInputError(f"the guessing rule must be one of {allowed}. Found {rule!r}.")
+    kk = check_positive_int("k", k, minimum=1)
+    pairs = {"symmetric": ((kk, kk),), "members-only": ((kk, 0),)}
+    return pairs.get(rule, ((kk, kk), (kk, 0)))
+
+
+@dataclass(frozen=True, slots=True)
+class RuleBounds:
+    """The bounds of a rule: ``chosen`` is the candidate whose deciding bound is largest (the
+    only one for a single rule), each candidate bounded at ``confidence_each``."""
+
+    rule: GuessRule
+    confidence: float
+    confidence_each: float
+    candidates: tuple[OneRunBounds, ...]
+    chosen: OneRunBounds
+
+    def to_dict(self) -> JsonObject:
+        """The rule, its confidence split and each candidate's (k₊, k₋) and bounds."""
+        return {
+            "rule": self.rule,
+            "confidence": self.confidence,
+            "confidence_each": self.confidence_each,
+            "candidates": [
+                {
+                    "k_plus": b.k_plus,
+                    "k_minus": b.k_minus,
+                    "correct": b.correct,
+                    "epsilon_lower": b.epsilon_lower,
+                    "epsilon_lower_gdp": b.epsilon_lower_gdp,
+                }
+                for b in self.candidates
+            ],
+            "chosen_k_plus": self.chosen.k_plus,
+            "chosen_k_minus": self.chosen.k_minus,
+        }
+
+
+def _deciding(bounds: OneRunBounds, decide: Decide) -> float:
+    if decide == "epsilon":
+        return bounds.epsilon_lower
+    return bounds.mu_lower
+
+
+def audit_guess_rule(
+    scores: ArrayLike,
+    included: ArrayLike,
+    *,
+    rule: GuessRule,
+    k: int,
+    direction: Direction,
+    delta: float,
+    confidence: float = 0.95,
+    decide: Decide = "epsilon",
+) -> RuleBounds:
+    """Bound ε with ``rule`` and a k fixed in advance (see the module for why it is valid).
+
+    ``decide`` says which bound picks the candidate of ``"both"``: the (ε, δ) bound of
+    Steinke et al. (``"epsilon"``) or the μ-GDP bound (``"gdp"``, by μ).
+    """
+    level = check_confidence(confidence)
+    pairs = rule_candidates(rule, k)
+    each = bonferroni_confidence(level, len(pairs)) if len(pairs) > 1 else level
+    candidates = tuple(
+        audit_one_run(
+            scores,
+            included,
+            k_plus=plus,
+            k_minus=minus,
+            direction=direction,
+            delta=delta,
+            confidence=each,
+        )
+        for plus, minus in pairs
+    )
+    chosen = max(candidates, key=lambda b: _deciding(b, decide))  # first on ties
+    return RuleBounds(rule, level, each, candidates, chosen)

@@ -1,0 +1,92 @@
+"""The one-run guessing rule through the composed audit: a model that memorises most, not all,
+of its records claiming ε = 3 escapes the symmetric rule and is refuted by "in" guesses only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from epsstar.audit.training_audit.audit import TrainingAuditSetup, audit_training
+from epsstar.audit.training_audit.frames import read_frame, row_hashes
+from epsstar.audit.training_audit.procedure import Claim, RunRequest, RunScores
+from epsstar.audit.training_audit.threat_models import ThreatModelName, threat_model
+from epsstar.exceptions import InvalidInputError
+from epsstar.statistics.json_types import JsonObject
+
+COLUMNS = ["a", "b", "label"]
+
+
+@dataclass(frozen=True, slots=True)
+class PartialMemoriser:
+    """Scores a canary 0 (a loss) when its table holds it and a seeded 80 % of hashes say it is
+    remembered; every other canary 1 plus a jitter drawn from its hash alone."""
+
+    def describe(self) -> JsonObject:
+        return {"kind": "partial memoriser"}
+
+    def serves(self) -> tuple[ThreatModelName, ...]:
+        return ("input",)
+
+    def gradient_capacity(self) -> int:
+        return 0
+
+    def claim(self, n_records: int) -> Claim | None:
+        return None
+
+    def run(self, request: RunRequest) -> RunScores:
+        held = set(row_hashes(read_frame(request.train, "train"), COLUMNS).tolist())
+        path = request.canaries[threat_model("input").canaries]
+        hashes = row_hashes(read_frame(path, "canaries"), COLUMNS).tolist()
+        noise = np.array([np.random.default_rng(abs(int(h))).random(2) for h in hashes])
+        exposed = np.array([h in held for h in hashes]) & (noise[:, 0] < 0.8)
+        return RunScores({"input": np.where(exposed, 0.0, 1.0) + 0.01 * noise[:, 1]}, None, {}, 0.0)
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("tables")
+    rng = np.random.default_rng(2)
+    paths = []
+    for name, n in (("train", 50), ("population", 500)):
+        frame = pd.DataFrame(rng.normal(size=(n, 2)), columns=["a", "b"])
+        frame["label"] = rng.integers(0, 2, size=n)
+        frame.to_csv(folder / f"{name}.csv", index=False)
+        paths.append(folder / f"{name}.csv")
+    return paths[0], paths[1]
+
+
+def _audit(tables: tuple[Path, Path], guesses: Any) -> Any:
+    setup = TrainingAuditSetup(
+        *tables,
+        "label",
+        canaries=400,
+        claimed_epsilon=3.0,
+        delta=1e-5,
+        k=120,
+        guesses=guesses,
+    )
+    return audit_training(PartialMemoriser(), setup).to_dict()
+
+
+def test_members_only_and_both_refute_a_partial_memoriser_the_symmetric_rule_does_not(
+    tables: tuple[Path, Path],
+) -> None:
+    found = {rule: _audit(tables, rule) for rule in ("symmetric", "members-only", "both")}
+    assert [found[r]["refuted"] for r in found] == [False, True, True]
+    audits = {r: found[r]["threat_models"][0] for r in found}
+    assert audits["both"]["guess_rule"]["rule"] == "both"
+    assert audits["both"]["guess_rule"]["confidence_each"] == pytest.approx(0.975)
+    assert audits["both"]["guess_rule"]["chosen_k_minus"] == 0
+    assert audits["members-only"]["guesses"].count("out") == 0
+    assert audits["members-only"]["guesses"].count("in") == 120
+    assert audits["symmetric"]["guesses"].count("out") == 120
+
+
+def test_an_unknown_rule_is_refused(tables: tuple[Path, Path]) -> None:
+    with pytest.raises(InvalidInputError, match=r"--guesses must be one of .* Found 'top'\.$"):
+        _audit(tables, "top")
