@@ -207,10 +207,20 @@ def _class_mix(train: TableScan, population: TableScan, classes: Sequence[object
     )
 
 
+def _occurs_in(values: NDArray[np.uint64], among: NDArray[np.uint64]) -> NDArray[np.bool_]:
+    """``np.isin(values, among)`` by binary search in the sorted ``among`` (several times
+    faster than ``np.isin`` on hundreds of thousands of 64-bit hashes)."""
+    ordered = np.sort(among)
+    if ordered.size == 0:
+        return np.zeros(values.shape, dtype=bool)
+    where = np.minimum(np.searchsorted(ordered, values), ordered.size - 1)
+    return np.asarray(ordered[where] == values)
+
+
 def shared_rows(train: TableScan, population: TableScan) -> int:
     """Population rows whose features and label also occur in the training data (estimated
     as the count among the sampled rows over the rate when the scans keep a sample)."""
-    found = int(np.count_nonzero(np.isin(population.hashes, train.hashes)))
+    found = int(np.count_nonzero(_occurs_in(population.hashes, train.hashes)))
     rate = min(train.hash_rate, population.hash_rate)
     return found if rate >= 1 else round(found / rate)
 

@@ -88,3 +88,16 @@ def test_equal_rows_hash_equal_whatever_their_storage_type() -> None:
     first, second = (row_hashes(f, labels) for f in stored)
     assert first.tolist() == second.tolist()
     assert first[0] != first[1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 6), max_size=30),
+    among=st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 6), max_size=30),
+)
+def test_the_shared_row_lookup_agrees_with_isin(values: list[int], among: list[int]) -> None:
+    from epsstar.audit.data.checks import _occurs_in
+
+    mine = np.array(values, dtype=np.uint64)
+    theirs = np.array(among, dtype=np.uint64)
+    assert _occurs_in(mine, theirs).tolist() == np.isin(mine, theirs).tolist()
