@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import math
 import statistics
 import time
@@ -126,6 +127,36 @@ def measure(
     return Row(batched, sequential, opacus, estimated=len(some) < k)
 
 
+def multiply_adds_per_model(n_features: int, records: int, epochs: int) -> float:
+    """Multiply-adds one DP-SGD model of ``HIDDEN`` costs: per sampled example (on average
+    ``records`` per epoch) the forward pass, the output gradients of every layer above the
+    first and the weight gradients; then one forward pass over the training records (its
+    accuracy)."""
+    widths = [n_features, *HIDDEN, 1]
+    layers = [a * b for a, b in itertools.pairwise(widths)]
+    per_example = sum(layers) + sum(layers[1:]) + sum(layers)
+    return float(per_example * records * epochs + sum(layers) * records)
+
+
+def product_rate(k: int, batch: int, n_features: int) -> float:
+    """Multiply-adds per second of this machine's batched float32 products at the stacked
+    step's shapes (K models, the padded batch, the first and a hidden layer), best of 5."""
+    hidden = HIDDEN[0]
+    a = torch.randn(k, batch, n_features)
+    w = torch.randn(k, n_features, hidden)
+    h = torch.randn(k, batch, hidden)
+    v = torch.randn(k, hidden, hidden)
+    work = k * batch * hidden * (n_features + hidden)
+    best = math.inf
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(20):
+            torch.bmm(a, w)
+            torch.bmm(h, v)
+        best = min(best, (time.perf_counter() - start) / 20)
+    return work / best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="1,8,32", help="values of K (default 1,8,32)")
@@ -165,7 +196,7 @@ def main() -> None:
     # column is measured first (K = 1 batched: 2.0 s against 1.2 s for the same run)
     train_many(data, [private, private])
     train(data, private)
-    ratio = math.nan
+    ratio = one = math.nan
     for name, config in (("DP-SGD", private), ("non-DP", plain)):
         plan = plan_privacy(config, data.n_records)
         first = math.nan
@@ -180,7 +211,14 @@ def main() -> None:
                 f"{row.batched / first:>10.2f}x"
             )
             if config.private:
-                ratio = row.batched / first
+                ratio, one = row.batched / first, first
+    rate = product_rate(counts[-1], round(args.batch_size * 1.13), data.n_features)
+    floor = counts[-1] * multiply_adds_per_model(data.n_features, data.n_records, args.epochs)
+    print(
+        f"arithmetic floor: {counts[-1]} models need {floor / 1e9:.0f} G multiply-adds; at this "
+        f"machine's batched-product rate ({rate / 1e9:.1f} G/s, measured now) that is "
+        f"{floor / rate:.1f} s = {floor / rate / one:.2f}× the batched 1-model run"
+    )
     print(f"{counts[-1]} models / 1 model: {ratio:.2f}×")
 
 

@@ -232,6 +232,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1)")
     parser.add_argument("--jobs", type=int, default=1, help="parallel audits (1)")
     parser.add_argument(
+        "--stack", type=int, default=1, help="models the sweep trains together (1; see sweep)"
+    )
+    parser.add_argument(
         "--methods",
         nargs="+",
         default=["parametric", "tails-crossfit"],
@@ -281,7 +284,15 @@ def main() -> None:
         )
         tick = time.perf_counter()
         epsstar(
-            "sweep", str(config), "--out", str(out / name), "--quiet", threads=args.threads, log=log
+            "sweep",
+            str(config),
+            "--out",
+            str(out / name),
+            "--quiet",
+            "--stack",
+            str(args.stack),
+            threads=args.threads,
+            log=log,
         )
         timings[f"train {name}"] = time.perf_counter() - tick
         manifest = out / name / "manifest.csv"

@@ -113,6 +113,13 @@ def probe_features(width: int, dtype: DTypeLike = np.float64) -> NDArray[Any]:
     return rows.astype(dtype)
 
 
+def _within(array: NDArray[Any], low: float, high: float) -> bool:
+    """Whether every value of ``array`` lies in [low, high] (False if any is NaN): two
+    reductions, no temporary array, so the common case costs a fraction of a full check."""
+    smallest, largest = float(array.min()), float(array.max())
+    return low <= smallest and largest <= high
+
+
 class BatchedModel:
     """A :class:`~epsstar.audit.model.plugins.LoadedModel` built from a function on one batch.
 
@@ -305,13 +312,18 @@ class BatchedModel:
                 f"features must be a 2-D array (records × features) for {self._source}. Found "
                 f"records of shape {features.record_shape}."
             )
-        array = features.matrix()
+        target = self._input_dtype
+        exact = all(np.can_cast(column.dtype, target, "safe") for column in features.columns)
+        # Columns that the input type holds exactly are cast to it at once: no float64
+        # detour, and nothing to check (no value overflows or wraps, every one is whole).
+        array = features.matrix(target if exact else None)
         if self._n_features is not None and array.shape[1] != self._n_features:
             raise InvalidInputError(
                 f"features must have {self._n_features} columns, the input width of "
                 f"{self._source}. Found {array.shape[1]}."
             )
-        target = self._input_dtype
+        if exact:
+            return array
         if target.kind in "biu" and array.dtype.kind == "f":
             bad = ~np.isfinite(array) | (array != np.round(array))
             if bad.any():
@@ -330,6 +342,8 @@ class BatchedModel:
         narrower = array.dtype.itemsize > target.itemsize
         if target.kind == "f" and array.dtype.kind == "f" and narrower:
             limit = float(np.finfo(target).max)
+            if array.size == 0 or _within(array, -limit, limit):
+                return
             bad = np.isfinite(array) & (np.abs(array) > limit)
         elif target.kind in "iu" and array.dtype.kind in "iuf":
             if array.dtype.kind in "iu" and np.can_cast(array.dtype, target):

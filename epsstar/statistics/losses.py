@@ -192,10 +192,16 @@ def _true_class(scores: FloatArray, labels: IntArray) -> FloatArray:
     return scores[np.arange(labels.size), labels]
 
 
-def _logsumexp_rows(scores: FloatArray) -> FloatArray:
-    """``log Σ_j exp(scores_ij)`` per row; entries of ``−inf`` drop out of the sum."""
+def _logsumexp_rows(scores: FloatArray, *, overwrite: bool = False) -> FloatArray:
+    """``log Σ_j exp(scores_ij)`` per row; entries of ``−inf`` drop out of the sum.
+
+    ``overwrite=True`` lets it work in ``scores``' own memory (the same numbers, one
+    temporary array fewer per batch)."""
     peak: FloatArray = scores.max(axis=1)
-    total: FloatArray = np.exp(scores - peak[:, None]).sum(axis=1)
+    shifted = scores if overwrite else scores.copy()
+    shifted -= peak[:, None]
+    np.exp(shifted, out=shifted)
+    total: FloatArray = shifted.sum(axis=1)
     return peak + np.log(total)
 
 
@@ -210,7 +216,7 @@ def _logit_from_logits(labels: IntArray, scores: FloatArray) -> FloatArray:
         return (1.0 - 2.0 * labels) * scores
     others = scores.copy()
     others[np.arange(labels.size), labels] = -np.inf
-    return _logsumexp_rows(others) - _true_class(scores, labels)
+    return _logsumexp_rows(others, overwrite=True) - _true_class(scores, labels)
 
 
 def _cross_entropy_from_probabilities(labels: IntArray, scores: FloatArray) -> FloatArray:

@@ -207,14 +207,15 @@ def noisy_gradient(
         total = gradient_sum(network, x, y, binary)
     else:
         total = clipped_gradient_sum(network, x, y, binary, clip, groups=groups, n_groups=n_groups)
-    gradients: list[torch.Tensor] = []
     with torch.no_grad():
+        # In place: the sums are this step's own tensors, and (Σ + σC·z) / n is computed
+        # with the same roundings as out of place, without three temporaries per tensor.
         for summed in total.gradients:
             if noise_std > 0.0:
                 noise = torch.randn(summed.shape, generator=generator, dtype=summed.dtype)
-                summed = summed + noise_std * noise.to(summed.device)
-            gradients.append(summed / normaliser)
-    return ClippedSum(gradients, total.loss, total.n_examples)
+                summed.add_(noise.mul_(noise_std).to(summed.device))
+            summed.div_(normaliser)
+    return total
 
 
 def _epsstar_version() -> str:

@@ -129,10 +129,6 @@ _MULTIPLIERS = np.random.default_rng(20250611).integers(
 """Fixed odd 64-bit multipliers of the row hash (one per value of a row, cycled past 4096)."""
 
 
-_GROUP = 64
-"""Values of a row hashed per matrix product."""
-
-
 def _multipliers(count: int, offset: int = 0) -> NDArray[np.uint64]:
     return np.asarray(np.resize(np.roll(_MULTIPLIERS, -offset), count), dtype=np.uint64)
 
@@ -142,26 +138,32 @@ def row_hashes(features: Features, labels: NDArray[np.int64]) -> NDArray[np.uint
 
     Numbers and booleans are read as float32 (-0 as 0), so 3, 3.0 and True/1 hash alike
     whatever type the file stored, and a row's float32 bit patterns ``b_k`` are combined as
-    ``sum_k b_k * m_k`` modulo 2**64 with fixed random odd multipliers ``m_k`` (one integer
-    matrix product per batch, about ten times faster than hashing every value); text columns
+    ``sum_k b_k * m_k`` modulo 2**64 with fixed random odd multipliers ``m_k``; text columns
     and the label are hashed with pandas and added the same way. Equal rows always get
     equal hashes; two different rows collide with a probability of about 2**-64.
+
+    The sum is taken one value position ``k`` at a time over the whole batch (a column, or
+    one position of a tensor column), each a contiguous pass over reused buffers: unlike
+    gathering rows first, nothing is transposed, which is what made hashing cost as much as
+    running a small model (``benchmarks/audit_throughput.py``).
     """
     rows = len(labels)
     numeric = [c for c in features.columns if c.dtype.kind in "biuf"]
     text = [c for c in features.columns if c.dtype.kind not in "biuf"]
     total = np.zeros(rows, dtype=np.uint64)
     flats = [np.asarray(c).reshape(rows, -1) for c in numeric]
-    values = [(flat, k) for flat in flats for k in range(flat.shape[1])]
-    buffer = np.empty((rows, min(len(values), _GROUP)), dtype=np.float32)
+    multipliers = _multipliers(sum(flat.shape[1] for flat in flats))
+    value = np.empty(rows, dtype=np.float32)
+    term = np.empty(rows, dtype=np.uint64)
+    position = 0
     with np.errstate(over="ignore"):
-        for start in range(0, len(values), _GROUP):  # a reused buffer stays in cache
-            group = values[start : start + _GROUP]
-            for j, (flat, k) in enumerate(group):
-                buffer[:, j] = flat[:, k]
-            bits = buffer[:, : len(group)]
-            bits += np.float32(0.0)  # -0 becomes 0
-            total += bits.view(np.uint32) @ _multipliers(len(group), offset=start)
+        for flat in flats:
+            for k in range(flat.shape[1]):
+                value[:] = flat[:, k]
+                value += np.float32(0.0)  # -0 becomes 0
+                np.multiply(value.view(np.uint32), multipliers[position], out=term, dtype=np.uint64)
+                total += term
+                position += 1
     others = [pd.util.hash_array(np.asarray(c, dtype=object)) for c in text]
     others.append(pd.util.hash_array(np.asarray(labels, dtype=np.int64)))
     with np.errstate(over="ignore"):
@@ -205,10 +207,20 @@ def _class_mix(train: TableScan, population: TableScan, classes: Sequence[object
     )
 
 
+def _occurs_in(values: NDArray[np.uint64], among: NDArray[np.uint64]) -> NDArray[np.bool_]:
+    """``np.isin(values, among)`` by binary search in the sorted ``among`` (several times
+    faster than ``np.isin`` on hundreds of thousands of 64-bit hashes)."""
+    ordered = np.sort(among)
+    if ordered.size == 0:
+        return np.zeros(values.shape, dtype=bool)
+    where = np.minimum(np.searchsorted(ordered, values), ordered.size - 1)
+    return np.asarray(ordered[where] == values)
+
+
 def shared_rows(train: TableScan, population: TableScan) -> int:
     """Population rows whose features and label also occur in the training data (estimated
     as the count among the sampled rows over the rate when the scans keep a sample)."""
-    found = int(np.count_nonzero(np.isin(population.hashes, train.hashes)))
+    found = int(np.count_nonzero(_occurs_in(population.hashes, train.hashes)))
     rate = min(train.hash_rate, population.hash_rate)
     return found if rate >= 1 else round(found / rate)
 

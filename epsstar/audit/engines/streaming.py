@@ -120,9 +120,10 @@ def _class_scores(
     if predictions.shape[1] == 2:
         return np.argmax(predictions, axis=1), predictions[:, 1] - predictions[:, 0]
     if output_kind == "logits":
-        from scipy.special import softmax
-
-        probabilities: NDArray[np.float64] = softmax(predictions, axis=1)
+        # softmax, worked out in one array: exp(z − max z) / Σ exp(z − max z), row by row
+        probabilities: NDArray[np.float64] = predictions - predictions.max(axis=1, keepdims=True)
+        np.exp(probabilities, out=probabilities)
+        probabilities /= probabilities.sum(axis=1, keepdims=True)
     else:
         probabilities = predictions
     return np.argmax(predictions, axis=1), probabilities

@@ -178,7 +178,14 @@ class Features:
                     f"features must be scalar columns to form a matrix; column {name!r} holds "
                     f"records of shape {column.shape[1:]}. Found {len(self.names)} columns."
                 )
-        out = np.empty((self.rows, self.width), dtype=dtype or self._common_float())
+        target = np.dtype(dtype or self._common_float())
+        kinds = {column.dtype for column in self.columns}
+        if len(kinds) == 1 and next(iter(kinds)).itemsize < target.itemsize:
+            # Columns of one narrower type (bytes, booleans, small integers) are stacked as
+            # they are and then cast: the same values, with fewer bytes moved in the
+            # column-to-row transposition, which dominates for wide tables.
+            return np.stack(self.columns, axis=1).astype(target)
+        out = np.empty((self.rows, self.width), dtype=target)
         for j, column in enumerate(self.columns):
             out[:, j] = column
         return out
