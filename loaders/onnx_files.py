@@ -118,12 +118,16 @@ def read_model(path: Path) -> tuple[Any, tuple[Path, ...]]:
 
 def _load_external(proto: Any, path: Path) -> None:
     """Read every external tensor of ``proto`` from the model's folder, into the proto."""
+    from onnx import TensorProto
     from onnx.external_data_helper import load_external_data_for_tensor
 
     folder = str(path.resolve().parent)
     try:
         for tensor in _external(proto):
             load_external_data_for_tensor(tensor, folder)
+            # onnx 1.17 fills raw_data but leaves the tensor marked external (1.23 clears it)
+            tensor.data_location = TensorProto.DEFAULT
+            del tensor.external_data[:]
     except Exception as error:
         first = first_line(error)
         raise InputFileError(
@@ -131,7 +135,7 @@ def _load_external(proto: Any, path: Path) -> None:
             f"names; {SIDECAR_REMEDY}. Found {type(error).__name__}: {first}."
         ) from None
     left = _external(proto)
-    if left:  # pragma: no cover - onnx's reader clears the location of what it reads
+    if left:  # pragma: no cover - every tensor read above is marked as held in the proto
         raise InputFileError(
             f"{path}: every external tensor must be read from the model's folder. Found "
             f"{len(left)} tensor(s) still external, the first {left[0].name!r}."

@@ -44,6 +44,7 @@ __all__ = ["CausalLanguageModel", "HuggingFaceLoader"]
 
 _CAUSAL_ENDINGS = ("ForCausalLM", "LMHeadModel")
 _CONTEXT_KEYS = ("n_positions", "max_position_embeddings", "n_ctx", "seq_length")
+_VOCABULARY_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model")  # a tokenizer's own
 
 
 @contextlib.contextmanager
@@ -115,8 +116,8 @@ def _base_folder(adapter: AdapterFiles, base_model: Path | None) -> Path:
 def _tokenizer(transformers: Any, folders: list[Path]) -> tuple[Any, tuple[Path, ...]]:
     for folder in folders:
         files = tuple(folder / n for n in TOKENIZER_FILES if (folder / n).is_file())
-        if not files:
-            continue
+        if not any(path.name in _VOCABULARY_FILES for path in files):
+            continue  # special_tokens_map.json or tokenizer_config.json alone hold no tokenizer
         try:
             tokenizer = transformers.AutoTokenizer.from_pretrained(
                 str(folder), local_files_only=True, trust_remote_code=False, use_fast=True

@@ -41,8 +41,9 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # overfitting is the point
         model = MLPClassifier((32,), max_iter=300, random_state=0).fit(features[:600], labels[:600])
+    # opset 17: skl2onnx 1.20 with onnx 1.17 would write 22, which onnxruntime 1.18 refuses
     (folder / "model.onnx").write_bytes(
-        to_onnx(model, features[:1].astype(np.float32)).SerializeToString()
+        to_onnx(model, features[:1].astype(np.float32), target_opset=17).SerializeToString()
     )
     skops.io.dump(model, folder / "model.skops")
     with (folder / "model.pkl").open("wb") as stream:

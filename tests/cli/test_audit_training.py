@@ -33,7 +33,8 @@ frame = pd.read_csv(sys.argv[1])
 x = frame.drop(columns="label").to_numpy(np.float32)
 model = RandomForestClassifier(n_estimators=10, bootstrap=False, random_state=0)
 model.fit(x, frame["label"])
-onnx = to_onnx(model, x[:1], options={"zipmap": False})
+# opset 17: skl2onnx 1.20 with onnx 1.17 would write 22, which onnxruntime 1.18 refuses
+onnx = to_onnx(model, x[:1], options={"zipmap": False}, target_opset=17)
 (Path(sys.argv[2]) / "model.onnx").write_bytes(onnx.SerializeToString())
 """
 

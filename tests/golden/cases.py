@@ -274,6 +274,8 @@ CASES: tuple[Case, ...] = (
         ),
         ("audit.json",),
         prepare=_summarised_population,
+        # the case writes that Parquet file itself, and pyarrow puts its own version in it
+        drop=frozenset({"population_sha256"}),
     ),
     Case(
         "audit-error-label",

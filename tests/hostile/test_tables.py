@@ -36,7 +36,10 @@ def good(tmp_path_factory: pytest.TempPathFactory) -> Path:
     features = rng.normal(size=(400, 6))
     labels = (features @ rng.normal(size=6) > 0).astype(np.int64)
     model = LogisticRegression().fit(features[:200], labels[:200])
-    onnx = to_onnx(model, features[:1].astype(np.float32), options={"zipmap": False})
+    # opset 17: skl2onnx 1.20 with onnx 1.17 would write 22, which onnxruntime 1.18 refuses
+    onnx = to_onnx(
+        model, features[:1].astype(np.float32), options={"zipmap": False}, target_opset=17
+    )
     (folder / "model.onnx").write_bytes(onnx.SerializeToString())
     frame = pd.DataFrame(features, columns=COLUMNS).assign(label=labels)
     frame.iloc[:200].to_csv(folder / "train.csv", index=False)

@@ -46,7 +46,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         warnings.simplefilter("ignore", ConvergenceWarning)  # overfitting is the point
         network = MLPClassifier((32,), solver="lbfgs", alpha=1.0, max_iter=200, random_state=0)
         network.fit(features[:150], labels[:150])
-    exported = to_onnx(network, features[:1].astype(np.float32), options={"zipmap": False})
+    # opset 17: skl2onnx 1.20 with onnx 1.17 would write 22, which onnxruntime 1.18 refuses
+    exported = to_onnx(
+        network, features[:1].astype(np.float32), options={"zipmap": False}, target_opset=17
+    )
     paths = {"onnx": folder / "network.onnx"}
     paths["onnx"].write_bytes(exported.SerializeToString())
     with warnings.catch_warnings():

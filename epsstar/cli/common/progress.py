@@ -58,5 +58,8 @@ def audit_progress(enabled: bool) -> Iterator[RichAuditProgress | None]:
         console=console,
         disable=not console.is_terminal,
     )
+    if not console.is_terminal:  # nothing is drawn: rich 13.3's stop() would print an empty line
+        yield RichAuditProgress(bar, count_totals=False)
+        return
     with bar:
-        yield RichAuditProgress(bar, count_totals=console.is_terminal)
+        yield RichAuditProgress(bar, count_totals=True)
