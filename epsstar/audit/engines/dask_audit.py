@@ -207,20 +207,17 @@ def _with_references(
     theirs = [_reference_on(spec, replace(read_of, path=here.path)) for spec, read_of in references]
     scores, others = partition_scores(loaded.model, here, theirs)
     streamed = stream_table(loaded.model, here, classes=loaded.classes, scorer=scores)
-    chunks = scores.target_chunks
-    rows = [-streamed.losses if scores.target_read is None else np.concatenate(chunks)]
-    rows += [np.zeros(0)] * len(theirs)
-    for index, parts in scores.chunks.items():
-        rows[index + 1] = np.concatenate(parts)
+    rows = scores.rider_log_odds(len(theirs))
     for index in others:
         model, model_path, read_of = theirs[index]
         try:
-            rows[index + 1] = -stream_table(
+            rows[index] = -stream_table(
                 model, replace(read_of, loss="logit"), label_map=streamed.label_map
             ).losses
         except InvalidInputError as error:
             raise type(error)(f"reference model {str(model_path)!r}: {error}") from None
-    return streamed, np.vstack(rows)
+    target = scores.target_log_odds(streamed.losses)
+    return streamed, np.vstack([target, *(row for row in rows if row is not None)])
 
 
 def _model_spec(file: ModelFile, model: object) -> ModelSpec:

@@ -33,6 +33,7 @@ from epsstar.audit.data.tables import LabelMap
 from epsstar.audit.engines.references import (
     ROLES,
     batch_log_odds,
+    conversion_key,
     load_references,
     log_odds_together,
     matched_models,
@@ -79,6 +80,19 @@ class BatchScores:
         for index, loaded, read in self.riders:
             logits = batch_log_odds(loaded, features, labels, label_map, read)
             self.chunks.setdefault(index, []).append(logits)
+
+    def target_log_odds(self, losses: FloatArray) -> FloatArray:
+        """The target's log-odds on the whole table, given its ``losses`` as streamed: minus
+        them when they are logit losses, else those scored beside them."""
+        return -losses if self.target_read is None else np.concatenate(self.target_chunks)
+
+    def rider_log_odds(self, models: int) -> list[FloatArray | None]:
+        """The log-odds on the whole table of each of ``models`` reference models, in order
+        (``None`` for those that did not ride)."""
+        rows: list[FloatArray | None] = [None] * models
+        for index, parts in self.chunks.items():
+            rows[index] = np.concatenate(parts)
+        return rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,11 +158,8 @@ class SharedReferences:
         target: list[FloatArray] = []
         confidences: list[FloatArray] = []
         for role, (scores, losses) in zip(ROLES, streamed, strict=True):
-            chunks = scores.target_chunks
-            target.append(-losses if scores.target_read is None else np.concatenate(chunks))
-            rows: list[FloatArray | None] = [None] * len(self.loaded)
-            for index, parts in scores.chunks.items():
-                rows[index] = np.concatenate(parts)
+            target.append(scores.target_log_odds(losses))
+            rows = scores.rider_log_odds(len(self.loaded))
             left = [index for index, row in enumerate(rows) if row is None]
             if left:
                 alone = [self.loaded[index] for index in left]
@@ -171,18 +182,9 @@ def partition_scores(
     partition) that read it as the target does; and the indices of the others."""
     riders, others = [], []
     for index, (model, path, theirs) in enumerate(references):
-        same = theirs.columns == read.columns and _reads_alike(model, target)
-        if same:
+        if theirs.columns == read.columns and conversion_key(model) == conversion_key(target):
             riders.append((index, (model, path), replace(theirs, loss="logit")))
         else:
             others.append(index)
     target_read = None if read.loss == "logit" else replace(read, loss="logit")
     return BatchScores(target, target_read, riders), others
-
-
-def _reads_alike(model: LoadedModel, target: LoadedModel) -> bool:
-    """Whether ``model`` converts a table's columns as ``target`` does (see :func:`read_key`)."""
-    return all(
-        str(getattr(model, name, None)) == str(getattr(target, name, None))
-        for name in ("input_dtype", "takes_text", "accepts_missing")
-    )

@@ -33,6 +33,7 @@ __all__ = [
     "ROLES",
     "attack_inputs",
     "batch_log_odds",
+    "conversion_key",
     "load_references",
     "log_odds_of",
     "log_odds_together",
@@ -117,8 +118,14 @@ def load_references(
 def read_key(model: LoadedModel, match: ColumnMatch) -> tuple[object, ...]:
     """What decides how ``model`` reads a table: the columns, the input type, text, missing
     values. Models of one key can share a read of the table."""
+    return (match.file_columns, *conversion_key(model))
+
+
+def conversion_key(model: LoadedModel) -> tuple[str, bool, bool]:
+    """How ``model`` converts the columns it reads: its input type, whether it takes text,
+    whether it takes missing values (what :func:`~epsstar.audit.data.tables.iter_batches` is
+    told of the model)."""
     return (
-        match.file_columns,
         str(getattr(model, "input_dtype", None)),
         bool(getattr(model, "takes_text", False)),
         bool(getattr(model, "accepts_missing", False)),
