@@ -71,8 +71,14 @@ class Breakage:
     memorise: float = 0.0
 
     @property
+    def in_steps(self) -> bool:
+        """Whether the training steps themselves are broken (noise or clipping), which needs
+        the one-run trainer's step hooks; memorising is done after training."""
+        return self.noise != 1.0 or self.noise_once_per_epoch or not self.clip
+
+    @property
     def broken(self) -> bool:
-        return self.noise != 1.0 or self.noise_once_per_epoch or not self.clip or self.memorise > 0
+        return self.in_steps or self.memorise > 0
 
     def noise_scale(self, steps_per_epoch: int, step: int) -> float:
         """The factor of the noise's standard deviation at ``step``."""
@@ -271,10 +277,8 @@ class OwnTrainer:
     def stack_size(self, threat_models: tuple[ThreatModelName, ...]) -> int:
         """Runs trained together by :meth:`run_stack` (1: one at a time; see
         :mod:`.stacked_runs`)."""
-        broken = self.breakage
-        hooked = broken.noise != 1.0 or broken.noise_once_per_epoch or not broken.clip
         white = any(threat_model(name).white_box for name in threat_models)
-        return 1 if hooked or white else self.stack
+        return 1 if self.breakage.in_steps or white else self.stack
 
     def run_stack(self, requests: list[RunRequest]) -> list[RunScores]:
         """The runs of ``requests`` trained together (:mod:`.stacked_runs`)."""
