@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 from numpy.typing import NDArray
 from scipy.stats import binomtest, permutation_test
 
@@ -75,3 +78,49 @@ def test_equal_rows_share_an_id() -> None:
     ids = repeat_groups(rows)
     assert ids[0] == ids[1]
     assert len(set(ids.tolist())) == 3
+
+
+def _partition(ids: NDArray[np.int64]) -> set[frozenset[int]]:
+    groups: dict[int, set[int]] = {}
+    for row, group in enumerate(ids.tolist()):
+        groups.setdefault(group, set()).add(row)
+    return {frozenset(rows) for rows in groups.values()}
+
+
+def _sorted_partition(rows: NDArray[np.floating]) -> set[frozenset[int]]:
+    """The groups of equal rows found by sorting whole rows with ``np.unique(axis=0)`` (not
+    as the project finds them), after making -0.0 equal to 0.0 and every NaN one value
+    (9.0, which the rows never hold)."""
+    canonical = np.where(np.isnan(rows), 9.0, rows + 0.0)  # 9.0 is not among the values
+    _, ids = np.unique(canonical, axis=0, return_inverse=True)
+    return _partition(ids.ravel())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    arrays(
+        np.float64,
+        st.tuples(st.integers(1, 40), st.integers(1, 5)),
+        elements=st.sampled_from([0.0, -0.0, 1.0, 2.5, np.nan, 1e-300]),
+    ),
+    st.sampled_from([np.float32, np.float64]),
+)
+def test_the_groups_are_the_rows_equal_in_every_column(
+    rows: NDArray[np.float64], dtype: type[np.floating]
+) -> None:
+    ids = repeat_groups(rows.astype(dtype))
+    assert _partition(ids) == _sorted_partition(rows.astype(dtype).astype(np.float64))
+    assert sorted(set(ids.tolist())) == list(range(int(ids.max()) + 1))
+
+
+def test_rows_whose_hashes_collide_keep_their_own_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every hash made equal: the ids come from comparing the values alone."""
+    import epsstar.statistics.bounds.repeats_test as module
+
+    monkeypatch.setattr(module, "_row_hashes", lambda values: np.zeros(len(values), np.uint64))
+    rows = np.array([[1.0, 2.0], [1.0, 2.0], [2.0, 1.0], [3.0, 0.0]])
+    assert _partition(module.repeat_groups(rows)) == {
+        frozenset({0, 1}),
+        frozenset({2}),
+        frozenset({3}),
+    }
