@@ -51,6 +51,7 @@ from epsstar.audit.engines.streaming import StreamedTable, stream_table
 from epsstar.audit.engines.summaries import can_summarise, losses_of, summarise_table
 from epsstar.audit.model.loading import LoadedAuditModel, ModelFile
 from epsstar.audit.model.output_reading import OutputReading
+from epsstar.audit.model.threads import chosen_threads
 from epsstar.audit.output.provenance import EngineRun, Provenance, Timings
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.premise.attribute import check_model_input
@@ -563,6 +564,7 @@ def _provenance(
         summaries=plans,
         model_folder=loaded.folder,
         device=loaded.device,
+        threads=None if run.on_dask else chosen_threads(),
     )
 
 

@@ -56,6 +56,7 @@ from epsstar.audit.engines.text_scoring import ScoringPlan, score_text
 from epsstar.audit.model.loading import ModelFile
 from epsstar.audit.model.plugins import LoaderInfo
 from epsstar.audit.model.text_model import TextModel, text_model_of
+from epsstar.audit.model.threads import chosen_threads
 from epsstar.audit.output.provenance import Provenance, ReferenceModel, Timings
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.output.text_result import ExposedRecord, TextAudit, WindowsUsed, excerpt
@@ -263,6 +264,7 @@ def _provenance(
         python=sys.version.split()[0],
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         command=run.command,
+        threads=chosen_threads(),
     )
 
 

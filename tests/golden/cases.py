@@ -44,6 +44,7 @@ VOLATILE_KEYS = frozenset(
         "command",
         "seconds_per_epoch",
         "wall_time_seconds",
+        "threads",
     }
 )
 #: Relative tolerance of numbers (see the module docstring).

@@ -166,6 +166,10 @@ class Provenance:
     model_folder: ModelFolder | None = None
     #: The torch device a torch-based loader ran the model on (``--device``), else ``None``.
     device: str | None = None
+    #: The intra-op threads the model's library ran with in this process (``--threads``,
+    #: ``EPSSTAR_THREADS`` or the load-average rule of :mod:`epsstar.audit.model.threads`);
+    #: ``None``: the library's own default, or chosen by each Dask worker.
+    threads: int | None = None
 
     @property
     def model_sha256(self) -> str:
@@ -222,4 +226,6 @@ class Provenance:
             found["model_folder"] = self.model_folder.to_dict()
         if self.device is not None:
             found["device"] = self.device
+        if self.threads is not None:
+            found["threads"] = self.threads
         return found

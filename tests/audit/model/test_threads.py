@@ -4,6 +4,7 @@ cores)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,3 +64,5 @@ def test_audit_threads_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     )
     assert main([*argv, "--threads", "1"]) == 0
     assert threads.chosen_threads() == 1
+    # The JSON says which threads ran the model: the last digits of scores can depend on it.
+    assert json.loads((tmp_path / "result.json").read_text())["provenance"]["threads"] == 1
