@@ -70,9 +70,9 @@ def _canonical(rows: NDArray[np.floating]) -> NDArray[np.floating]:
     """``rows`` as a C-ordered 2-D float array (float32 kept, else float64) with one bit
     pattern per value: ``-0.0`` as ``0.0``, every NaN as one NaN."""
     array = np.asarray(rows)
-    dtype = np.float32 if array.dtype == np.float32 else np.float64
-    values = np.array(array, dtype=dtype, order="C").reshape(len(array), -1)
-    values += dtype(0.0)
+    dtype: type[np.floating] = np.float32 if array.dtype == np.float32 else np.float64
+    values: NDArray[np.floating] = np.array(array, dtype=dtype, order="C")
+    values = values.reshape(len(array), -1) + 0.0  # the sum keeps float32 and makes -0.0 0.0
     values[np.isnan(values)] = np.nan
     return values
 
