@@ -13,7 +13,10 @@ new program, not at the parent's peak).
 Beside each audit, the same run measures the floor it is held to: reading both tables
 and running the model on every record, nothing else (``read + inference alone``, in a
 fresh process too). The target is a whole audit at most 1.25x that floor; the last
-column prints the ratio.
+column prints the ratio. Below the table, the CPU seconds each side spends importing the
+modules it ran with (the modules a run left loaded, imported in that order in a fresh
+process): a fixed cost, the same for any number of rows, that the audit's statistics
+libraries (scipy, scikit-learn, pandas) add to the floor.
 
     python benchmarks/audit_throughput.py               # 300,000 records
     python benchmarks/audit_throughput.py --records 60000
@@ -115,7 +118,8 @@ def _audit_child(
         "print(json.dumps({'seconds': seconds, 'cpu': cpu, 'peak_mib': peak,"
         " 'timing': r.provenance.seconds.to_dict(),"
         " 'eps': r.epsilon_star, 'acc': r.utility['population'].accuracy,"
-        " 'rows': r.epsilon.n_train + r.epsilon.n_population}))\n"
+        " 'rows': r.epsilon.n_train + r.epsilon.n_population,"
+        " 'modules': list(__import__('sys').modules)}))\n"
     )
     return _child(code)
 
@@ -155,9 +159,28 @@ def inference_in_child(workdir: Path, model: str, batch_size: int, threads: int)
         "        x = np.stack([c.to_numpy() for c in batch.columns], axis=1)\n"
         "        run(x.astype(np.float32))\n"
         "print(json.dumps({'seconds': time.perf_counter() - start,"
-        " 'cpu': time.process_time() - cpu}))\n"
+        " 'cpu': time.process_time() - cpu, 'modules': list(__import__('sys').modules)}))\n"
     )
     return _child(code)
+
+
+def imports_in_child(modules: list[str]) -> float:
+    """CPU seconds a fresh process takes to import ``modules`` in their order (those that
+    import alone; ``__main__`` and the like are skipped)."""
+    code = (
+        "import importlib, json, sys, time, warnings\n"
+        "warnings.simplefilter('ignore')\n"
+        "cpu = time.process_time()\n"
+        f"for name in {modules!r}:\n"
+        "    if name in sys.modules or name == '__main__':\n"
+        "        continue\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "print(json.dumps({'cpu': time.process_time() - cpu}))\n"
+    )
+    return float(_child(code)["cpu"])
 
 
 def _best(
@@ -183,6 +206,7 @@ def main() -> None:
         f"{args.threads} intra-op thread(s), best of {args.repeats}"
     )
     ratios: dict[str, float] = {}
+    imports: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         start = time.perf_counter()
@@ -221,7 +245,17 @@ def main() -> None:
             )
             if batch == DEFAULT_BATCH_SIZE:
                 ratios[label] = cpu / floor
+                imports[label] = (
+                    min(imports_in_child(m["modules"]) for _ in range(args.repeats)),
+                    min(imports_in_child(alone["modules"]) for _ in range(args.repeats)),
+                )
         print(aligned_table(rows))
+        for label, (audit_imports, alone_imports) in imports.items():
+            print(
+                f"{label} imports: audit {audit_imports:.2f} CPU s, inference alone "
+                f"{alone_imports:.2f} CPU s (best of {args.repeats}; included in both columns "
+                "above)"
+            )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\n(benchmark process peak RSS {peak:.0f} MiB)")
     if ratios:
