@@ -46,7 +46,6 @@ from epsstar.audit.data.summary_plans import SummaryPlans
 from epsstar.audit.data.text_records import TextTables
 from epsstar.audit.engines.one_pass import SharedReferences
 from epsstar.audit.engines.record_sample import RecordSample, sampled_records
-from epsstar.audit.engines.references import attack_inputs
 from epsstar.audit.engines.streaming import StreamedTable, stream_table
 from epsstar.audit.engines.summaries import can_summarise, losses_of, summarise_table
 from epsstar.audit.model.loading import LoadedAuditModel, ModelFile
@@ -436,7 +435,7 @@ def _finish(
     premise = _premise_inputs(loaded, run, streamed, users)
     premise_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    result = _attacked(result, loaded, run, streamed, premise)
+    result = _attacked(result, run, streamed, premise)
     if any(attack.name != "loss" for attack in result.attacks):
         result = _timed(result, "attacks", time.perf_counter() - started)
     if keys is not None:
@@ -593,28 +592,14 @@ def _output_reading(loaded: LoadedAuditModel, requested: bool) -> OutputReading:
 
 
 def _attacked(
-    result: AuditResult,
-    loaded: LoadedAuditModel,
-    run: _Run,
-    streamed: _Streamed,
-    premise: PremiseInputs,
+    result: AuditResult, run: _Run, streamed: _Streamed, premise: PremiseInputs
 ) -> AuditResult:
-    """``result`` with the records of the membership tests (:mod:`.attacks.run`); the
-    log-odds the reference-model attacks need are read here unless the engine that
-    streamed the tables read them already."""
+    """``result`` with the records of the membership tests (:mod:`.attacks.run`). The
+    log-odds of the attacks that take reference models were read by the engine that
+    streamed the tables, beside the target's (an attack that needs log-odds needs reference
+    models: :func:`~epsstar.audit.attacks.scoring.check_attacks`)."""
     inputs, attack = streamed.attack_inputs, run.attack
-    if inputs is None and attack.needs_log_odds:
-        train, population = streamed.train, streamed.population
-        logit = (train.losses, population.losses) if run.tables.loss == "logit" else None
-        inputs = attack_inputs(
-            (loaded.model, run.model.path),
-            attack.reference_models,
-            run.tables,
-            train.label_map,
-            logit_losses=logit,
-            trust=run.model.trust,
-            progress=run.table_progress,
-        )
+    assert inputs is not None or not attack.needs_log_odds
     if attack.needs_records or attack.needs_blind:
         inputs = dataclasses.replace(
             AttackInputs() if inputs is None else inputs,

@@ -41,8 +41,8 @@ def _manifest(folder: Path, models: list[Path]) -> Path:
 
 def _comparable(document: dict[str, Any]) -> dict[str, Any]:
     """An ``audit-many --json`` document without what may differ between engines: the engine,
-    the workers, the timings and the time of day, the command line (which names the engine)
-    and the reports' folders."""
+    the workers, the timings and the time of day, the command line (which names the engine),
+    the threads (chosen by each process) and the reports' folders."""
     document = json.loads(json.dumps(document))
     document.pop("engine", None)
     for model in document["models"]:
@@ -52,6 +52,7 @@ def _comparable(document: dict[str, Any]) -> dict[str, Any]:
             model["result"]["provenance"].pop("seconds")
             model["result"]["provenance"].pop("created")
             model["result"]["provenance"].pop("command")
+            model["result"]["provenance"].pop("threads", None)
             _without_premise(model["result"])
     return document
 
@@ -123,10 +124,10 @@ def test_engine_errors_are_one_line(
 
 
 def _audit_document(path: Path) -> dict[str, Any]:
-    """An ``audit --json`` document without the timings, the time of day, the command line
-    and the engine."""
+    """An ``audit --json`` document without the timings, the time of day, the command line,
+    the engine and the threads (on a Dask cluster each worker chooses its own)."""
     document = json.loads(path.read_text())
-    for key in ("seconds", "created", "command", "engine"):
+    for key in ("seconds", "created", "command", "engine", "threads"):
         document["provenance"].pop(key, None)
     _without_premise(document)
     return dict(document)
