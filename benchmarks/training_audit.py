@@ -9,34 +9,42 @@ with their own label at probability 1), and the correct trainer. Each is audited
 the μ-GDP bound of Mahloujifar et al. 2024; confidence 0.95 shared by the threat models)
 under three threat models at once: ``input`` (population canaries seen through the final
 model's loss), ``gradient`` (Dirac gradient canaries seen in the final weights) and
-``every-step`` (the same canaries seen in every step's noisy gradient sum, each step weighted
-by the inverse of its noise variance read off the step), with the guessing rule ``--guesses``
+``every-step`` (the same canaries seen in every step's noisy gradient sum, each step and
+coordinate read with its own variance: the noise read off the step plus the batch's Poisson
+spread on that coordinate), with the guessing rule ``--guesses``
 (default ``both``: top/bottom-k and "in"-only top-k, each at half the error rate).
 ``--di-trainers`` adds rows of the DI adversary (threat model ``di`` alone) and
 ``--many-runs R`` rows of the many-run design (R runs with and R without one gradient canary,
 ``every-step``, μ-GDP bound, batch 150 on the 300 records so that q ≈ ½, ``--many-repeats``).
 
-Data: 300 training and 1000 population records of a 4-feature logistic problem (seeded); an
-MLP with one hidden layer of 128 (769 parameters: room for 700 gradient canaries), 10 epochs of
-batch 325 on about 650 records (sampling rate q ≈ ½, 20 steps: an included gradient canary is
-never sampled with probability (1 − q)^20 ≈ 1e-6, against 0.11 with the 2 epochs of batch 64
-on 550 records used before), clip 1, lr 0.5; σ is the one the accountant gives for the target
-ε on 650 records (δ = 1e-5), 700 canaries of each kind. k: :func:`choose_k`'s rule, except
-where its 2k guesses, every one right, could not exceed the claim (ε = 4: k = 30, at most
-2.62); there k = m/2 − 3.5·√m/2 = 303 (up to 4.96 with every guess right, 4.34 with two
-wrong). Repeats differ in the audit's seed (canaries, inclusion, training). Torch runs on
-the threads :func:`choose_threads` gives (one on a busy machine: two threads on two shared
-cores made each audit 5–25 times slower, the 40–70 s per audit measured before).
+Data: 300 training and 3500 population records of a 24-feature logistic problem (four
+informative features, seeded); an MLP with one hidden layer of 128 (3,329 parameters: room for
+3,000 gradient canaries, one parameter each), 10 epochs of batch 1650 on about 1800 records
+(300 and half the 3,000 population canaries; sampling rate q ≈ ½, 20 steps: an included
+gradient canary is never sampled with probability (1 − q)^20 ≈ 1e-6), clip 1, lr 0.5; σ is the
+one the accountant gives for the target ε on 1800 records (δ = 1e-5; the same as for the
+previous design of 700 canaries on 650 records, since q and the steps are the same), 3,000
+canaries of each kind. The canaries are the cap of a one-run audit: at ε = 4, 700 of them left
+room for three wrong guesses of 606, and the broken trainers that leak on part of their
+canaries or through a shrunken noise missed that in a quarter to a half of the repeats
+(docs/training-audit.md has the arithmetic). k: :func:`choose_k`'s rule, except where its 2k
+guesses, every one right, could not exceed the claim (ε = 4 and 8: k = 71 and 126); there
+k = 0.45·m = 1350, fixed by the design. Repeats differ in the audit's seed (canaries,
+inclusion, training). Torch runs on the threads :func:`choose_threads` gives (one on a busy
+machine: two threads on two shared cores made each audit 5–25 times slower).
 
 The last columns compare the wall time of one audit (its training run with the canaries and
 the white-box observer, the scoring and the bounds) with one plain training run of the same
-trainer on a table of the same size (300 + 350 records, no hooks), measured before each ε.
+trainer on a table of the same size (300 + 1500 records, no hooks), measured before each ε.
 
     python benchmarks/training_audit.py                      # ε ∈ {1, 4}, 5 repeats
-    python benchmarks/training_audit.py --epsilons 4 8 1 2 --repeats 20 \\
-        --di-trainers correct non-private
+    python benchmarks/training_audit.py --epsilons 4 8 --repeats 20
+    python benchmarks/training_audit.py --epsilons 1 2 --repeats 20
     python benchmarks/training_audit.py --epsilons 4 1 --repeats 0 --trainers \\
         --many-runs 20 --many-repeats 3
+
+The DI rows (``--di-trainers correct non-private``) read each population canary's gradient
+against every other at each step: with 3,000 canaries that is far slower than the rest.
 """
 
 from __future__ import annotations
@@ -63,15 +71,22 @@ from epsstar.training.threads import apply_threads, choose_threads
 from epsstar.training.threat_models.own_trainer import Breakage, OwnTrainer, parameter_count
 from epsstar.training.trainer import TrainingConfig, plan_privacy, train
 
+FEATURES = 24
+#: The logistic problem's coefficients: four informative features, the others noise.
+COEFFICIENTS = np.array([1.0, -1.0, 0.5, 0.0] + [0.0] * (FEATURES - 4))
+#: 24·128 + 128 + 128 + 1 = 3,329 parameters: room for 3,000 gradient canaries (one each).
 HIDDEN = (128,)
-CANARIES = 700
+CANARIES = 3000
 DELTA = 1e-5
-EPOCHS, BATCH = 10, 325
-#: The batch of the many-run design's runs (300 records and at most one canary: q ≈ ½).
-MANY_BATCH = 150
-POPULATION = 1000
 #: Records of a run: the 300 of the table and about half of the population canaries.
 RECORDS = 300 + CANARIES // 2
+#: Batch RECORDS/2: the sampling rate q ≈ ½ whatever the canary count, so 10 epochs are 20
+#: steps and σ for a target ε is the one of the 650-record design with 700 canaries.
+EPOCHS, BATCH = 10, RECORDS // 2
+#: The batch of the many-run design's runs (300 records and at most one canary: q ≈ ½).
+MANY_BATCH = 150
+#: Population records: every canary one of them, and some to spare.
+POPULATION = CANARIES + 500
 THREAT_MODELS: tuple[ThreatModelName, ...] = ("input", "gradient", "every-step")
 TRAINERS = {
     "correct": Breakage(),
@@ -93,19 +108,22 @@ def bound_for(epsilon: float) -> BoundName:
 
 def design_k(claim: float, bound: BoundName, threat_models: int) -> int | None:
     """``None`` (choose_k's rule) when its 2k guesses, all right, could exceed ``claim`` at the
-    benchmark's confidence; else k = m/2 − 3.5·√m/2: the canaries included are Binomial(m, ½)
-    (standard deviation √m/2), and guessing "in" for more than are included, or "out" for more
-    than are left out, forces wrong guesses; this k does so with probability about 2e-4."""
+    benchmark's confidence; else k = 0.45·m, fixed before any score: the canaries included are
+    Binomial(m, ½), and guessing "in" for more than are included, or "out" for more than are
+    left out, forces wrong guesses (at m = 3000 this k does so with probability below 1e-7);
+    and the "in"-only guesses of the memorising trainer stay among its exposed members (about
+    0.95·m/2) except with probability about 0.3 % (docs/training-audit.md)."""
     level = bonferroni_confidence(0.95, threat_models)
     method = BOUNDS[bound][0]
     k = choose_k(CANARIES, claim, DELTA, confidence=level, method=method).k
     best = one_run_bounds(CANARIES, 2 * k, 2 * k, delta=DELTA, confidence=level)
     reach = best.epsilon_lower if bound == "epsilon-delta" else gdp_epsilon(DELTA, best.mu_lower)
-    return None if reach > claim else int(CANARIES / 2 - 3.5 * np.sqrt(CANARIES) / 2)
+    return None if reach > claim else int(0.45 * CANARIES)
 
 
 def plain_seconds(tables: tuple[Path, Path], config: TrainingConfig, seed: int) -> float:
-    """Wall time of one plain training run on the train table and 350 population records."""
+    """Wall time of one plain training run on the train table and RECORDS − 300 population
+    records (the size of a run)."""
     frames = [pd.read_csv(tables[0]), pd.read_csv(tables[1]).iloc[: RECORDS - 300]]
     path = tables[0].with_name("plain.csv")
     pd.concat(frames, ignore_index=True).to_csv(path, index=False)
@@ -119,9 +137,9 @@ def _tables(folder: Path) -> tuple[Path, Path]:
     rng = np.random.default_rng(3)
     paths = []
     for name, n in (("train", 300), ("population", POPULATION)):
-        x = rng.normal(size=(n, 4))
-        y = (x @ np.array([1.0, -1.0, 0.5, 0.0]) + rng.normal(size=n) > 0).astype(int)
-        frame = pd.DataFrame({**{f"f{j}": x[:, j] for j in range(4)}, "label": y})
+        x = rng.normal(size=(n, FEATURES))
+        y = (x @ COEFFICIENTS + rng.normal(size=n) > 0).astype(int)
+        frame = pd.DataFrame({**{f"f{j}": x[:, j] for j in range(FEATURES)}, "label": y})
         frame.to_csv(folder / f"{name}.csv", index=False)
         paths.append(folder / f"{name}.csv")
     return paths[0], paths[1]
@@ -131,7 +149,8 @@ def _audit_trainer(
     tables: tuple[Path, Path], config: TrainingConfig, name: str, design: Design, repeats: int
 ) -> tuple[int, dict[str, list[float]], float, float]:
     """Refutations, bounds per threat model, mean claim and total seconds of one trainer."""
-    procedure = OwnTrainer(config, "label", parameter_count(4, 2, HIDDEN), breakage=TRAINERS[name])
+    parameters = parameter_count(FEATURES, 2, HIDDEN)
+    procedure = OwnTrainer(config, "label", parameters, breakage=TRAINERS[name])
     bounds: dict[str, list[float]] = {model: [] for model in design.threat_models}
     refuted, claims, seconds = 0, [], 0.0
     for repeat in range(repeats):

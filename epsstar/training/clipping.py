@@ -39,6 +39,7 @@ __all__ = [
     "clip_rows",
     "clipped_gradient_sum",
     "clipped_gradient_sum_vmap",
+    "clipped_square_sum",
     "gradient_sum",
     "group_norms",
     "loss_sum",
@@ -195,6 +196,34 @@ def clipped_gradient_sum(
             gradients.append(scaled.T @ a)
             gradients.append(scaled.sum(dim=0))
     return ClippedSum(gradients, float(loss.detach()), int(x.shape[0]))
+
+
+def clipped_square_sum(
+    model: MLP, x: torch.Tensor, y: torch.Tensor, binary: bool, clip: float
+) -> list[torch.Tensor]:
+    """Σ_i (min(1, C/‖∇_i‖)·∇_i)² elementwise, per parameter, without per-example gradients.
+
+    Example i's weight gradient is g_i a_iᵀ, so the sum of its clipped squares is
+    (c² ⊙ G²)ᵀ A² (squares elementwise) and the bias's Σ_i c_i² g_i²: the per-coordinate
+    variance of a Poisson batch's clipped sum, up to the factor q(1 − q).
+    """
+    params = list(model.parameters())
+    if x.shape[0] == 0:
+        return [torch.zeros_like(p) for p in params]
+    logits, inputs, outputs = _forward_capture(model, x)
+    grads_out = torch.autograd.grad(loss_sum(logits, y, binary), outputs)
+    with torch.no_grad():
+        acts = [a.detach() for a in inputs]
+        squared = torch.zeros(x.shape[0], dtype=logits.dtype, device=logits.device)
+        for g, a in zip(grads_out, acts, strict=True):
+            squared += g.pow(2).sum(dim=1) * (a.pow(2).sum(dim=1) + 1.0)
+        factors = clip_factors(squared.sqrt(), clip).pow(2)
+        sums: list[torch.Tensor] = []
+        for g, a in zip(grads_out, acts, strict=True):
+            scaled = g.pow(2) * factors.unsqueeze(1)
+            sums.append(scaled.T @ a.pow(2))
+            sums.append(scaled.sum(dim=0))
+    return sums
 
 
 def clipped_gradient_sum_vmap(

@@ -12,6 +12,7 @@ from scipy import stats
 from epsstar.training.clipping import (
     clipped_gradient_sum,
     clipped_gradient_sum_vmap,
+    clipped_square_sum,
     gradient_sum,
     loss_sum,
 )
@@ -84,6 +85,24 @@ def test_per_example_clipping_matches_naive_loop(
         # The summed loss of the batch, before clipping; 1e-12 relative: float64 sums.
         assert result.loss == pytest.approx(loss, rel=1e-12)
         assert result.n_examples == 40
+
+
+@pytest.mark.parametrize(("n_classes", "hidden"), CASES)
+@pytest.mark.parametrize("clip", [0.05, 1.0, 1e4])
+def test_clipped_squares_match_a_loop_over_examples(
+    n_classes: int, hidden: tuple[int, ...], clip: float
+) -> None:
+    model, x, y = _batch(n_classes, hidden)
+    binary = n_classes == 2
+    params = list(model.parameters())
+    expected = [torch.zeros_like(p) for p in params]
+    for i in range(x.shape[0]):
+        grads = torch.autograd.grad(loss_sum(model(x[i : i + 1]), y[i : i + 1], binary), params)
+        norm = math.sqrt(sum(float(g.pow(2).sum()) for g in grads))
+        factor = min(1.0, clip / norm) if norm > 0 else 1.0
+        for acc, g in zip(expected, grads, strict=True):
+            acc += (factor * g) ** 2
+    _close(clipped_square_sum(model, x, y, binary, clip), expected)
 
 
 @pytest.mark.parametrize(("n_classes", "hidden"), CASES)

@@ -15,7 +15,8 @@ accountant's ε (the tightness table of ``docs/training-audit.md``).
 * ``gradient``: gradient canaries (Dirac directions) added to the clipped sum, seen in the
   final weights (white box);
 * ``every-step``: the same gradient canaries, seen in every step's noisy gradient sum (each
-  step weighted by the inverse of its noise variance, read off the step);
+  step and coordinate read with its own variance: the noise read off the step plus the
+  batch's sampling spread on that coordinate);
 * ``di``: the population records again, scored by the DI adversary of
   ``identifiability-bernau-2021.md`` (Algorithm 1): the log posterior odds of the data set with
   the canary from every step's noisy gradient, with the canary's clipped gradient at that step
@@ -107,9 +108,10 @@ THREAT_MODELS: Final[tuple[ThreatModel, ...]] = (
         "every-step",
         "gradient",
         "every step's noisy gradient sum (white box)",
-        "the sum over steps, each weighted by the inverse of the noise variance read off that "
-        "step, of the noisy gradient sum along the canary's direction, less the part the rest "
-        "of the data is expected to give",
+        "the sum over steps of the log-likelihood ratio of in against out on the canary's "
+        "coordinate: the noisy gradient sum there, less the part the rest of the data is "
+        "expected to give, read with that step's noise variance (read off the step) plus the "
+        "variance the batch's sampling adds on that coordinate",
         "members_higher",
         True,
     ),

@@ -15,15 +15,13 @@ is subtracted; what is left is the noise, the batch's departure from its expecta
 canaries the run includes. Three scores follow (``adversary-instantiation-nasr-2021-excerpt.txt``
 §III-IV; ``identifiability-bernau-2021.md`` Algorithm 1):
 
-* ``every-step``: gradient canary j scores Σ_t w_t (g̃_t − E_t)[c_j] / C with weights
-  w_t ∝ 1/ŝ_t², normalised to mean 1 over the steps: the log-likelihood ratio of "in" against
-  "out" when step t's residual is Gaussian with variance ŝ_t², which weights a quiet step
-  above a noisy one. The adversary does not take ŝ_t from the mechanism it was told (a
-  trainer that skips its noise on some steps would then go unseen) but reads it off the step
-  itself: ŝ_t² = median_i (g̃_t − E_t)_i² / 0.4549 over every coordinate i (0.4549 is the
-  median of χ²₁; the median ignores the minority of coordinates that carry a canary in that
-  step), floored at (10⁻⁶C)². With equal noise at every step the weights are all about 1 and
-  the score is the plain sum Σ_t (g̃_t − E_t)[c_j] / C; any score keeps the bounds valid;
+* ``every-step``: gradient canary j scores Σ_t log(1 − q + q·exp((C·u_t − ½C²)/V_t[c_j])),
+  u_t = (g̃_t − E_t)[c_j] + ½qC, the log-likelihood ratio of "in" against "out" when step t's
+  residual on that coordinate is Gaussian with variance V_t[c_j] = ŝ_t² + v_t[c_j]: the noise
+  variance ŝ_t² read off the step itself (not taken from the mechanism it was told, or a
+  trainer that skips its noise on some steps would go unseen) plus the variance the Poisson
+  batch adds on that coordinate, from the data's and the canary records' clipped gradients
+  (:mod:`.every_step`, which says why the bounds stay valid: no inclusion bit is read);
 * ``di``: population canary i, whose clipped gradient at θ_t is G_i (its local sensitivity
   ‖G_i‖ ≤ C), adds to its log posterior odds (Lemma 1, uniform prior) the log-likelihood ratio
   of the step under "in" against "out". The adversary reads the step along G_i:
@@ -51,16 +49,19 @@ import torch
 from torch.func import functional_call, grad, vmap
 
 from epsstar.statistics._validation import FloatArray
-from epsstar.training.clipping import clip_rows, clipped_gradient_sum, loss_sum
+from epsstar.training.clipping import (
+    clip_rows,
+    clipped_gradient_sum,
+    clipped_square_sum,
+    loss_sum,
+)
 from epsstar.training.models import MLP
+from epsstar.training.threat_models.every_step import noise_variance, step_log_likelihood_ratio
 
 __all__ = ["VARIANCE_SAMPLE", "Mechanism", "Observed", "WhiteBoxObserver"]
 
 #: Records of the data on which the DI adversary estimates the batch's variance at each step.
 VARIANCE_SAMPLE = 1024
-#: The median of χ² with one degree of freedom (``scipy.stats.chi2.median(1)``): a Gaussian
-#: coordinate's median square is this share of its variance.
-_CHI2_1_MEDIAN = 0.454936423119572
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,14 +106,12 @@ class WhiteBoxObserver:
     mechanism: Mechanism
     observed: Observed
     _every_step: torch.Tensor = field(init=False)
-    _weights: list[float] = field(init=False)
     _log_odds: torch.Tensor | None = field(init=False)
     _reference: MLP | None = field(init=False)
     _optimiser: torch.optim.Optimizer | None = field(init=False)
 
     def __post_init__(self) -> None:
         self._every_step = torch.zeros(self.observed.coordinates.numel(), dtype=torch.float64)
-        self._weights = []
         population = self.observed.population
         self._log_odds = (
             None if population is None else torch.zeros(population[0].shape[0], dtype=torch.float64)
@@ -168,6 +167,19 @@ class WhiteBoxObserver:
             variance += half * (1.0 - half) * (along * along).sum(dim=1)
         return variance
 
+    def _coordinate_spread(self) -> torch.Tensor:
+        """v_t of :mod:`.every_step` on every coordinate: the variance the Poisson batch adds,
+        from the data's clipped gradients and every canary record's at its prior rate q/2."""
+        m = self.mechanism
+        q = m.sampling_rate
+        x, y = self.observed.train
+        variance = q * (1.0 - q) * _flat(clipped_square_sum(self.network, x, y, m.binary, m.clip))
+        cx, cy = self.observed.canaries
+        if cx.shape[0]:
+            canary = _flat(clipped_square_sum(self.network, cx, cy, m.binary, m.clip))
+            variance = variance + (q / 2.0) * (1.0 - q / 2.0) * canary
+        return variance.detach().double()
+
     def _di_step(self, residual: torch.Tensor) -> None:
         population, log_odds = self.observed.population, self._log_odds
         if population is None or log_odds is None:
@@ -211,26 +223,22 @@ class WhiteBoxObserver:
         residual = _flat(noisy_sum).detach() - self._expected(self.network)
         coordinates = self.observed.coordinates
         if coordinates.numel():
-            weight = self._step_weight(residual)
-            self._weights.append(weight)
-            self._every_step += weight * residual[coordinates].double() / self.mechanism.clip
+            m = self.mechanism
+            spread = self._coordinate_spread()
+            noise = noise_variance(residual, spread, coordinates, m.sampling_rate, m.clip)
+            self._every_step += step_log_likelihood_ratio(
+                residual[coordinates], noise + spread[coordinates], m.sampling_rate, m.clip
+            )
             self._reference_step(self._start)
         if self._log_odds is not None and self.mechanism.noise_std > 0.0:
             self._di_step(residual)
-
-    def _step_weight(self, residual: torch.Tensor) -> float:
-        """1/ŝ_t² of the module: the step's noise variance read off its own residual."""
-        squares = residual.detach().double() ** 2
-        floor = (1e-6 * self.mechanism.clip) ** 2
-        return 1.0 / max(float(squares.median()) / _CHI2_1_MEDIAN, floor)
 
     def scores(self, final: MLP) -> dict[str, FloatArray]:
         """The scores after the last step: ``every-step``, ``gradient``, ``di`` (those fed)."""
         found: dict[str, FloatArray] = {}
         coordinates = self.observed.coordinates
         if coordinates.numel() and self._reference is not None:
-            mean_weight = float(np.mean(self._weights))
-            found["every-step"] = (self._every_step / mean_weight).numpy().astype(np.float64)
+            found["every-step"] = self._every_step.numpy().astype(np.float64)
             distance = _flat(list(self._reference.parameters())) - _flat(list(final.parameters()))
             found["gradient"] = (
                 distance.detach()[coordinates].double() / self.mechanism.clip
