@@ -74,6 +74,10 @@ def tokenizer_for(texts: list[str]) -> Any:
         eos_token="<|endoftext|>",
         pad_token="<|endoftext|>",
         model_max_length=CONTEXT,
+        # GPT-2's own inputs. Without this, transformers before 5 also returns token_type_ids
+        # (zeros), which GPT-2 embeds as token 0 and adds at every position: the model would be
+        # fine-tuned on inputs other than those it is audited on.
+        model_input_names=["input_ids", "attention_mask"],
     )
 
 

@@ -86,6 +86,7 @@ __all__ = [
     "TableSchema",
     "check_separator",
     "count_rows",
+    "csv_float_precision",
     "iter_batches",
     "iter_column",
     "label_map_for",
@@ -683,7 +684,7 @@ def _check_csv_widths(path: Path, separator: str) -> None:
         )
 
 
-def _float_precision() -> Literal["round_trip"] | None:
+def csv_float_precision() -> Literal["round_trip"] | None:
     """The pandas CSV number converter that reads back exactly what ``to_csv`` wrote.
 
     Before pandas 3.0 the default converter is one unit in the last place off for about a
@@ -719,7 +720,7 @@ def _csv_chunks(
             usecols=sorted(set(positions)),
             chunksize=batch_size,
             sep=separator,
-            float_precision=_float_precision(),
+            float_precision=csv_float_precision(),
         ) as reader:
             for frame in reader:
                 by_position = dict(zip(sorted(set(positions)), frame.columns, strict=True))

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from epsstar.audit.data.tables import read_schema
+from epsstar.audit.data.tables import csv_float_precision, read_schema
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 __all__ = ["TABLE_FORMATS", "check_columns", "combine", "read_frame", "row_hashes", "write_frame"]
@@ -44,7 +44,12 @@ def read_frame(path: str | os.PathLike[str], option: str) -> pd.DataFrame:
     except InputFileError as error:
         raise InputFileError(f"{option}: {error}") from None
     try:
-        frame = pd.read_csv(file) if kind == "csv" else pd.read_parquet(file)
+        # The numbers the audit reads from the same file (its canaries are matched byte for byte)
+        frame = (
+            pd.read_csv(file, float_precision=csv_float_precision())
+            if kind == "csv"
+            else pd.read_parquet(file)
+        )
     except (OSError, ValueError, pd.errors.ParserError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise InputFileError(f"{option}: cannot read {str(file)!r}: {reason}.") from None
