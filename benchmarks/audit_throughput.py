@@ -14,7 +14,7 @@ Beside each audit, the same run measures the floor it is held to: reading both t
 and running the model on every record, nothing else (``read + inference alone``, in a
 fresh process too). The target is a whole audit at most 1.25x that floor; the last
 column prints the ratio. Below the table, the CPU seconds each side spends importing the
-modules it ran with (the modules a run left loaded, imported in that order in a fresh
+modules it imported while its clock ran (imported again in that order in a fresh
 process): a fixed cost, the same for any number of rows, that the audit's statistics
 libraries (scipy, scikit-learn, pandas) add to the floor.
 
@@ -109,6 +109,7 @@ def _audit_child(
         "from epsstar.audit.model.threads import use_threads\n"
         f"use_threads({threads})\n"
         "start, cpu = time.perf_counter(), time.process_time()\n"
+        "loaded = list(__import__('sys').modules)\n"
         f"r = audit({str(workdir / model)!r}, Tables({str(workdir / 'train.parquet')!r}, "
         f"{str(workdir / 'population.parquet')!r}, 'label', batch_size={batch_size}), "
         f"AuditOptions(delta=1e-6), premise=PremiseSettings(skip_blind_baseline={skip}))\n"
@@ -119,7 +120,7 @@ def _audit_child(
         " 'timing': r.provenance.seconds.to_dict(),"
         " 'eps': r.epsilon_star, 'acc': r.utility['population'].accuracy,"
         " 'rows': r.epsilon.n_train + r.epsilon.n_population,"
-        " 'modules': list(__import__('sys').modules)}))\n"
+        " 'loaded': loaded, 'modules': list(__import__('sys').modules)}))\n"
     )
     return _child(code)
 
@@ -150,6 +151,7 @@ def inference_in_child(workdir: Path, model: str, batch_size: int, threads: int)
     code = (
         "import json, time, numpy as np, pyarrow.parquet as pq\n"
         "start, cpu = time.perf_counter(), time.process_time()\n"
+        "loaded = list(__import__('sys').modules)\n"
         + runtime
         + "for name_ in ('train', 'population'):\n"
         f"    table = pq.ParquetFile({str(workdir)!r} + f'/{{name_}}.parquet')\n"
@@ -159,25 +161,31 @@ def inference_in_child(workdir: Path, model: str, batch_size: int, threads: int)
         "        x = np.stack([c.to_numpy() for c in batch.columns], axis=1)\n"
         "        run(x.astype(np.float32))\n"
         "print(json.dumps({'seconds': time.perf_counter() - start,"
-        " 'cpu': time.process_time() - cpu, 'modules': list(__import__('sys').modules)}))\n"
+        " 'cpu': time.process_time() - cpu, 'loaded': loaded,"
+        " 'modules': list(__import__('sys').modules)}))\n"
     )
     return _child(code)
 
 
-def imports_in_child(modules: list[str]) -> float:
-    """CPU seconds a fresh process takes to import ``modules`` in their order (those that
-    import alone; ``__main__`` and the like are skipped)."""
+def imports_in_child(measured: dict[str, Any]) -> float:
+    """CPU seconds a fresh process takes to import the modules a measured run imported while
+    its clock ran (``modules`` less ``loaded``), in their order, after importing untimed
+    those it had loaded before (``__main__`` and modules that do not import alone are
+    skipped)."""
     code = (
         "import importlib, json, sys, time, warnings\n"
         "warnings.simplefilter('ignore')\n"
+        "def load(names):\n"
+        "    for name in names:\n"
+        "        if name in sys.modules or name == '__main__':\n"
+        "            continue\n"
+        "        try:\n"
+        "            importlib.import_module(name)\n"
+        "        except Exception:\n"
+        "            pass\n"
+        f"load({measured['loaded']!r})\n"
         "cpu = time.process_time()\n"
-        f"for name in {modules!r}:\n"
-        "    if name in sys.modules or name == '__main__':\n"
-        "        continue\n"
-        "    try:\n"
-        "        importlib.import_module(name)\n"
-        "    except Exception:\n"
-        "        pass\n"
+        f"load({measured['modules']!r})\n"
         "print(json.dumps({'cpu': time.process_time() - cpu}))\n"
     )
     return float(_child(code)["cpu"])
@@ -246,8 +254,8 @@ def main() -> None:
             if batch == DEFAULT_BATCH_SIZE:
                 ratios[label] = cpu / floor
                 imports[label] = (
-                    min(imports_in_child(m["modules"]) for _ in range(args.repeats)),
-                    min(imports_in_child(alone["modules"]) for _ in range(args.repeats)),
+                    min(imports_in_child(m) for _ in range(args.repeats)),
+                    min(imports_in_child(alone) for _ in range(args.repeats)),
                 )
         print(aligned_table(rows))
         for label, (audit_imports, alone_imports) in imports.items():
