@@ -130,6 +130,9 @@ def build(folder: Path, size: Size, records: int, seed: int) -> dict[str, list[s
         eos_token="<|endoftext|>",
         pad_token="<|endoftext|>",
         model_max_length=size.context,
+        # GPT-2's own inputs (transformers before 5 would add token_type_ids, which GPT-2
+        # embeds as token 0 at every position).
+        model_input_names=["input_ids", "attention_mask"],
     )
     torch.manual_seed(seed)
     config = GPT2Config(
