@@ -25,6 +25,7 @@ independent implementation for tests and for the speed comparison in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -153,6 +154,17 @@ def group_norms(
     return squared.clamp_min(0.0).sqrt(), counts
 
 
+def _example_norms(grads_out: Sequence[torch.Tensor], acts: Sequence[torch.Tensor]) -> torch.Tensor:
+    """‖∇_i‖ per example from every Linear layer's output gradients g and inputs a: example
+    i's weight gradient g_i a_iᵀ has squared norm ‖g_i‖²‖a_i‖², its bias gradient ‖g_i‖²."""
+    squared = torch.zeros(
+        grads_out[0].shape[0], dtype=grads_out[0].dtype, device=grads_out[0].device
+    )
+    for g, a in zip(grads_out, acts, strict=True):
+        squared += g.pow(2).sum(dim=1) * (a.pow(2).sum(dim=1) + 1.0)
+    return squared.sqrt()
+
+
 def clipped_gradient_sum(
     model: MLP,
     x: torch.Tensor,
@@ -181,10 +193,7 @@ def clipped_gradient_sum(
     with torch.no_grad():
         acts = [a.detach() for a in inputs]
         if groups is None:
-            squared = torch.zeros(x.shape[0], dtype=logits.dtype, device=logits.device)
-            for g, a in zip(grads_out, acts, strict=True):
-                squared += g.pow(2).sum(dim=1) * (a.pow(2).sum(dim=1) + 1.0)
-            weights = clip_factors(squared.sqrt(), clip)
+            weights = clip_factors(_example_norms(grads_out, acts), clip)
         else:
             norms, counts = group_norms(list(grads_out), acts, groups, n_groups, group_norm_method)
             sizes = counts.clamp_min(1).to(logits.dtype)
@@ -214,10 +223,7 @@ def clipped_square_sum(
     grads_out = torch.autograd.grad(loss_sum(logits, y, binary), outputs)
     with torch.no_grad():
         acts = [a.detach() for a in inputs]
-        squared = torch.zeros(x.shape[0], dtype=logits.dtype, device=logits.device)
-        for g, a in zip(grads_out, acts, strict=True):
-            squared += g.pow(2).sum(dim=1) * (a.pow(2).sum(dim=1) + 1.0)
-        factors = clip_factors(squared.sqrt(), clip).pow(2)
+        factors = clip_factors(_example_norms(grads_out, acts), clip).pow(2)
         sums: list[torch.Tensor] = []
         for g, a in zip(grads_out, acts, strict=True):
             scaled = g.pow(2) * factors.unsqueeze(1)
