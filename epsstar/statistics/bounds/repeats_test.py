@@ -62,8 +62,8 @@ def repeat_groups(rows: NDArray[np.floating]) -> NDArray[np.int64]:
         raw = twins.view(np.dtype((np.void, twins.dtype.itemsize * twins.shape[1]))).ravel()
         _, exact = np.unique(raw, return_inverse=True)
         ids[shared] = len(counts) + exact.ravel()
-    _, dense = np.unique(ids, return_inverse=True)
-    return dense.astype(np.int64).ravel()
+        _, ids = np.unique(ids, return_inverse=True)  # 0 .. G-1 again
+    return ids.astype(np.int64).ravel()
 
 
 def _canonical(rows: NDArray[np.floating]) -> NDArray[np.floating]:
@@ -72,7 +72,8 @@ def _canonical(rows: NDArray[np.floating]) -> NDArray[np.floating]:
     array = np.asarray(rows)
     dtype: type[np.floating] = np.float32 if array.dtype == np.float32 else np.float64
     values: NDArray[np.floating] = np.array(array, dtype=dtype, order="C")
-    values = values.reshape(len(array), -1) + 0.0  # the sum keeps float32 and makes -0.0 0.0
+    values = values.reshape(len(array), -1)
+    values += 0.0  # -0.0 becomes 0.0 (a copy was made above: the caller's rows stay as they are)
     values[np.isnan(values)] = np.nan
     return values
 
