@@ -1,7 +1,7 @@
 """What the attacks take from the streaming of an audit.
 
-The single-process engine streams the reference models
-(:func:`epsstar.audit.engines.references.attack_inputs`); an audit on a Dask cluster
+The single-process engine scores the reference models on the target's reads
+(:mod:`epsstar.audit.engines.one_pass`); an audit on a Dask cluster
 computes the same log-odds on the workers, partition by partition
 (:mod:`epsstar.audit.engines.dask_audit`). Both hand them over in this record. The attacks
 that read the records (QMIA) or the blind classifier's log-odds (the leak beyond the blind

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.audit.attacks.references import ReferenceConfidences, check_stated_classes
 from epsstar.audit.data.column_match import ColumnMatch
 from epsstar.audit.data.progress import Progress
@@ -31,7 +30,6 @@ from epsstar.statistics._validation import FloatArray
 
 __all__ = [
     "ROLES",
-    "attack_inputs",
     "batch_log_odds",
     "conversion_key",
     "load_references",
@@ -198,28 +196,3 @@ def batch_log_odds(
         return -batch_losses(model, labels, predictions, read)
     except InvalidInputError as error:
         raise InvalidInputError(f"reference model {str(model_path)!r}: {error}") from None
-
-
-def attack_inputs(
-    target: tuple[LoadedModel, Path],
-    reference_models: Sequence[Path],
-    tables: Tables,
-    label_map: LabelMap,
-    *,
-    logit_losses: tuple[FloatArray, FloatArray] | None = None,
-    trust: bool = False,
-    progress: Progress | None = None,
-) -> AttackInputs:
-    """The target's and the reference models' log-odds of the true label on both tables.
-
-    ``logit_losses`` are the target's logit losses when the audit measured them already
-    (otherwise the target is streamed again).
-    """
-    if logit_losses is not None:
-        target_log_odds = (-logit_losses[0], -logit_losses[1])
-    else:
-        target_log_odds = log_odds_of(target[0], target[1], tables, label_map)
-    references = reference_confidences(
-        reference_models, tables, label_map, trust=trust, progress=progress
-    )
-    return AttackInputs(target_log_odds, references)

@@ -429,15 +429,15 @@ def test_the_target_and_its_references_score_each_batch_of_one_read(
     assert max(rows) == 64
     assert sum(rows) == N_REFERENCES * 600
     monkeypatch.undo()
-    before = references.attack_inputs((target, target_path), paths, reading, label_map)
+    # The model-by-model path: the target streamed again, the references on their own reads.
+    before_target = references.log_odds_of(target, target_path, reading, label_map)
+    before = references.reference_confidences(paths, reading, label_map)
     assert inputs.references is not None
-    assert before.references is not None
     assert inputs.target is not None
-    assert before.target is not None
-    np.testing.assert_array_equal(inputs.references.train, before.references.train)
-    np.testing.assert_array_equal(inputs.references.population, before.references.population)
-    np.testing.assert_array_equal(inputs.target[0], before.target[0])
-    np.testing.assert_array_equal(inputs.target[1], before.target[1])
+    np.testing.assert_array_equal(inputs.references.train, before.train)
+    np.testing.assert_array_equal(inputs.references.population, before.population)
+    np.testing.assert_array_equal(inputs.target[0], before_target[0])
+    np.testing.assert_array_equal(inputs.target[1], before_target[1])
     assert inputs.references.train.shape == (N_REFERENCES, 300)
 
 
