@@ -11,13 +11,15 @@ option overrides the choice; it is never more than the cores available.
 
 from __future__ import annotations
 
-from epsstar.audit.model.threads import THREADS_ENV, available_cores, choose_threads
+from epsstar.audit.model.threads import THREADS_ENV, available_cores, choose_threads, use_threads
 
 __all__ = ["THREADS_ENV", "apply_threads", "available_cores", "choose_threads"]
 
 
 def apply_threads(threads: int) -> None:
-    """Set torch's intra-op threads for this process."""
-    import torch
+    """Make ``threads`` torch's intra-op threads in this process, now: the choice the audit
+    keeps (:func:`~epsstar.audit.model.threads.use_threads`), so that models this process
+    loads afterwards, and the audit's record of the threads, follow it too."""
+    import torch  # noqa: F401 - imported first, so that use_threads sets its threads now
 
-    torch.set_num_threads(threads)
+    use_threads(threads)

@@ -43,6 +43,22 @@ def test_the_noise_variance_is_read_off_the_free_coordinates(noise: float) -> No
         assert found == pytest.approx(noise**2, rel=0.2, abs=0.05)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_noise_variance_is_the_root_of_the_median_condition(seed: int) -> None:
+    """At the returned s², the median of r²/(s² + v) over the free coordinates is χ²₁'s
+    median (scipy's), computed here with numpy on an odd count so that the median is one
+    value; 1e-8: the root's relative tolerance (1e-9) moves the median by no more."""
+    rng = np.random.default_rng(seed)
+    spread = rng.exponential(size=3001) ** 2
+    residual, v = _residual(rng, spread, 0.7)
+    canaries = torch.arange(3001, 4001)
+    residual = torch.cat([residual, torch.zeros(1000)])
+    v = torch.cat([v, torch.zeros(1000)])
+    found = noise_variance(residual, v, canaries, 0.5, 1.0)
+    ratios = residual.numpy()[:3001] ** 2 / (found + spread)
+    assert float(np.median(ratios)) == pytest.approx(stats.chi2.median(1), rel=1e-8)
+
+
 def test_with_every_coordinate_a_canary_the_folded_residuals_serve() -> None:
     rng = np.random.default_rng(1)
     spread = np.full(4000, 1e-4)

@@ -47,6 +47,20 @@ def test_the_choice_reaches_torch_and_onnxruntime() -> None:
 
 
 @pytest.mark.usefixtures("restored")
+def test_the_trainers_threads_are_the_audits_choice() -> None:
+    """The trainer's setter makes the one choice the audit keeps: torch's threads now, and
+    the onnxruntime sessions and the record of the threads after it."""
+    from epsstar.training.threads import apply_threads
+
+    torch.set_num_threads(2)
+    threads._chosen.clear()
+    apply_threads(1)
+    assert torch.get_num_threads() == 1
+    assert threads.chosen_threads() == 1
+    assert _session_threads(ModelFile(MODELS / "binary_mlp.onnx").load().model) == (1, 1)
+
+
+@pytest.mark.usefixtures("restored")
 def test_without_a_choice_the_libraries_keep_their_defaults() -> None:
     threads._chosen.clear()
     assert threads.chosen_threads() is None
