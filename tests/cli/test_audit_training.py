@@ -52,24 +52,21 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _audit(data: Path, out: Path, command: str, *options: str) -> int:
-    return main(
-        [
-            "audit-training",
-            "--train",
-            str(data / "train.csv"),
-            "--population",
-            str(data / "population.csv"),
-            "--label-column",
-            "label",
-            "--command",
-            command,
-            "--json",
-            str(out),
-            "--quiet",
-            *options,
-        ]
-    )
+def _run(data: Path, out: Path, *options: str, label: str = "label") -> int:
+    """``epsstar audit-training`` on the fixture's tables, writing ``out``."""
+    tables = ["--train", str(data / "train.csv"), "--population", str(data / "population.csv")]
+    written = ["--json", str(out), "--quiet"]
+    return main(["audit-training", *tables, "--label-column", label, *written, *options])
+
+
+def _audit(data: Path, out: Path, command: str, *options: str, label: str = "label") -> int:
+    return _run(data, out, "--command", command, *options, label=label)
+
+
+def _refused_in_one_line(code: int, err: str, out: Path) -> None:
+    assert code == EXIT_USAGE
+    assert err.count("\n") == 1
+    assert not out.exists()
 
 
 def test_a_non_private_random_forest_claiming_epsilon_1_is_refuted(
@@ -133,38 +130,19 @@ def test_a_bad_command_is_one_line_and_exit_2(
         data, out, command, "--claimed-epsilon", "1", "--canaries", "20", "--timeout", "1"
     )
     err = capsys.readouterr().err
-    assert code == EXIT_USAGE
+    _refused_in_one_line(code, err, out)
     assert said in err
-    assert err.count("\n") == 1
     assert err.startswith("epsstar audit-training: error:")
-    assert not out.exists()
 
 
 def test_a_table_without_the_label_column_is_one_line_and_exit_2(
     data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "audit.json"
-    code = main(
-        [
-            "audit-training",
-            "--train",
-            str(data / "train.csv"),
-            "--population",
-            str(data / "population.csv"),
-            "--label-column",
-            "target",
-            "--command",
-            f'{PY} -c "pass" {{train}} {{out}}',
-            "--json",
-            str(out),
-            "--quiet",
-        ]
-    )
+    code = _audit(data, out, f'{PY} -c "pass" {{train}} {{out}}', label="target")
     err = capsys.readouterr().err
-    assert code == EXIT_USAGE
-    assert err.count("\n") == 1
+    _refused_in_one_line(code, err, out)
     assert "'target'" in err
-    assert not out.exists()
 
 
 def test_a_template_without_its_placeholders_is_refused(
@@ -180,26 +158,7 @@ def test_a_stack_out_of_range_is_one_line_and_exit_2(
     data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], stack: str
 ) -> None:
     out = tmp_path / "audit.json"
-    code = main(
-        [
-            "audit-training",
-            "--train",
-            str(data / "train.csv"),
-            "--population",
-            str(data / "population.csv"),
-            "--label-column",
-            "label",
-            "--epochs",
-            "1",
-            "--stack",
-            stack,
-            "--json",
-            str(out),
-            "--quiet",
-        ]
-    )
+    code = _run(data, out, "--epochs", "1", "--stack", stack)
     err = capsys.readouterr().err
-    assert code == EXIT_USAGE
-    assert err.count("\n") == 1
+    _refused_in_one_line(code, err, out)
     assert err.rstrip().endswith(f"--stack must be from 1 to 1,000. Found {stack}.")
-    assert not out.exists()
