@@ -121,6 +121,8 @@ class StrategyPoint:
 
     name: str
     privacy: TrainingPrivacy
+    #: The hyper-parameters every one of its models was given the same value of: what a
+    #: repeat sets for itself (a seed, its files, its own accuracy) is not the strategy's.
     params: HyperParameters
     n_models: int
     n_failed: int
@@ -424,10 +426,11 @@ def _strategy(name: str, members: Sequence[ModelOutcome]) -> StrategyPoint:
     utilities = tuple(m.utility for m in audited if m.utility is not None)
     first = sorted(members, key=lambda m: m.repeat)
     params = members[0].params
+    shared = {k: v for k, v in params.items() if all(m.params.get(k) == v for m in members)}
     return StrategyPoint(
         name=name,
         privacy=training_privacy(params),
-        params=params,
+        params=shared,
         n_models=len(members),
         n_failed=sum(1 for m in members if m.failed),
         epsilons=epsilons,

@@ -216,6 +216,19 @@ def test_strategies_means_bars_and_frontier() -> None:
     assert low == pytest.approx(-EDGE * high)
 
 
+def test_a_strategys_hyper_parameters_are_those_its_models_share() -> None:
+    """A repeat's own files, seed and accuracy are not the strategy's hyper-parameters."""
+    records = [
+        record("a", 1.0, 0.8, repeat=r, lr=0.01, seed=r, onnx=f"a/{r}/model.onnx", acc=0.8 + r)
+        for r in range(3)
+    ]
+    records.append(record("b", 1.0, 0.8, lr=0.1, seed=0, onnx="b/0/model.onnx"))
+    by_name = {s.name: s for s in landscape(records).strategies}
+    assert dict(by_name["a"].params) == {"lr": 0.01}
+    # One model: nothing tells its own values from the strategy's, so all are listed.
+    assert dict(by_name["b"].params) == {"lr": 0.1, "seed": 0, "onnx": "b/0/model.onnx"}
+
+
 def test_marginal_densities_per_category() -> None:
     records = [record(f"base{i}", 1.0 + i, 0.8 + 0.01 * i, epochs=i) for i in range(5)]
     records += [record(f"dp{i}", 0.3 + 0.1 * i, 0.7, target_epsilon=1) for i in range(4)]
