@@ -86,7 +86,10 @@ def _link(report: Path | None, out_dir: Path) -> str | None:
 
 
 def _value(value: object) -> str:
-    """A hyper-parameter's value: yes/no, whole numbers as they are, others to 3 digits."""
+    """A hyper-parameter's value: yes/no (also for a CSV manifest's "True" and "False"),
+    whole numbers as they are, others to 3 digits."""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        value = value.strip().lower() == "true"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float) or (

@@ -183,6 +183,11 @@ def test_points_are_numbered_and_hyper_parameters_are_formatted(tmp_path: Path) 
         "private = no",
     ]
     assert "seed" not in table
+    # A CSV manifest spells its flags "True" and "False": they read as yes and no too.
+    spelled = [record("csv", 1.0, 0.8, private="False"), record("csv2", 1.0, 0.8, private="True")]
+    csv_html = render_landscape(spelled, tmp_path / "csv.html").read_text("utf-8")
+    flags = re.findall(r'data-params="(csv2?)">.*?<span class="nowrap">([^<]+)</span>', csv_html)
+    assert flags == [("csv", "private = no"), ("csv2", "private = yes")]
     assert '0.999<br><span class="range">target 1</span>' in _table_row(html, "dp-eps1")
     assert '<th class="num">DP ε</th>' in table
     # Numbers: one per strategy in the table, drawn beside each plotted point and keyed.
