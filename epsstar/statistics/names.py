@@ -40,7 +40,15 @@ __all__ = [
     "Search",
 ]
 
-Method = Literal["parametric", "empirical", "tails", "tails-crossfit", "tails-tested"]
+Method = Literal[
+    "parametric",
+    "empirical",
+    "tails",
+    "tails-crossfit",
+    "tails-tested",
+    "atoms-crossfit",
+    "atoms-tested",
+]
 Family = Literal["normal", "gmm"]
 Search = Literal["refine", "grid"]
 OutputKind = Literal["probabilities", "logits"]
@@ -152,7 +160,23 @@ METHODS: Final[Names[Method]] = Names(
             "tails-crossfit, or 0 when a held-out exact test finds no leak",
             "is the tails-crossfit estimate when a held-out exact test finds that the model "
             "tells its training records from population records better than chance (at level "
-            "0.05), and 0 when it does not, so that sampling noise alone does not read as a leak",
+            "0.05), and 0 when it does not, so that sampling noise alone does not read as a "
+            "leak; on losses with few distinct values it is the atoms-tested estimate",
+        ),
+        Name(
+            "atoms-crossfit",
+            "randomised tests at the distinct losses, chosen and scored on different halves",
+            "uses the exact counts at each distinct loss value, including tests that call "
+            "records at one value members at random, with the attack chosen on one random "
+            "half of the records and scored on the other half",
+        ),
+        Name(
+            "atoms-tested",
+            "atoms-crossfit, or 0 when a held-out exact test finds no leak",
+            "is the atoms-crossfit estimate when a held-out exact test finds that the model "
+            "tells its training records from population records better than chance, and 0 "
+            "when it does not; made for losses on a few values (trees, k-NN, rounded or "
+            "saturated outputs)",
         ),
     ),
 )

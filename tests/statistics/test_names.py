@@ -57,7 +57,15 @@ def test_literal_types_list_the_same_names(option: str) -> None:
 
 
 def test_default_method_and_the_methods_named_by_the_request() -> None:
-    assert METHODS.names == ("parametric", "empirical", "tails", "tails-crossfit", "tails-tested")
+    assert METHODS.names == (
+        "parametric",
+        "empirical",
+        "tails",
+        "tails-crossfit",
+        "tails-tested",
+        "atoms-crossfit",
+        "atoms-tested",
+    )
     assert names.DEFAULT_METHOD == "tails-tested"
     assert FAMILIES.names == ("normal", "gmm")
     assert OUTPUT_KINDS.names == ("probabilities", "logits")
@@ -76,7 +84,7 @@ def test_lookups_and_messages() -> None:
     with pytest.raises(
         InvalidInputError,
         match=r"^method must be one of parametric, empirical, tails, tails-crossfit, "
-        r"tails-tested\. Found 'magic'\.$",
+        r"tails-tested, atoms-crossfit, atoms-tested\. Found 'magic'\.$",
     ):
         METHODS.check("magic")
     assert LOSSES.alternatives() == "'logit' or 'cross_entropy'"

@@ -28,6 +28,7 @@ model's utility and the provenance it is given, both computed by the caller
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -52,7 +53,13 @@ from epsstar.statistics.estimators.estimator import (
     estimate,
     estimate_at_deltas,
 )
-from epsstar.statistics.estimators.methods import Bootstrap, method_config
+from epsstar.statistics.estimators.methods import (
+    AtomsTested,
+    Bootstrap,
+    EstimatorConfig,
+    TailsTested,
+    method_config,
+)
 from epsstar.statistics.names import (
     DEFAULT_GATE,
     DEFAULT_METHOD,
@@ -115,6 +122,14 @@ class AuditOptions:
         """The method of the headline Epsilon*."""
         return DEFAULT_METHOD if self.method is None else self.method
 
+    def estimator(self) -> EstimatorConfig:
+        """The headline's configuration: a tested method's leak test at the gate's level
+        ``1 - confidence``, so that the headline and the gate read one decision."""
+        config = method_config(self.headline_method, family=self.family)
+        if isinstance(config, AtomsTested | TailsTested):
+            return dataclasses.replace(config, level=round(1.0 - self.confidence, 12))
+        return config
+
 
 def _checked_losses(
     train: LossesLike, population: LossesLike, method: Method
@@ -170,7 +185,7 @@ def audit_losses(
     method = options.headline_method
     train, population = _checked_losses(train_losses, population_losses, method)
     delta = default_delta(train.n) if options.delta is None else options.delta
-    config = method_config(method, family=options.family)
+    config = options.estimator()
     grid = delta_grid(delta, train.n)
     # One pass over the grid fits the tails (and runs tails-tested's leak test) once for the
     # whole profile; its last point, at the audit's δ, is the headline. A bootstrap interval

@@ -30,7 +30,7 @@ from epsstar.audit.output.result import AuditResult
 from epsstar.audit.output.slice_result import MISSING, SliceResult, SliceRow
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.bounds.slices import SlicedScores, slice_estimates
-from epsstar.statistics.estimators.methods import Bootstrap, method_config
+from epsstar.statistics.estimators.methods import Bootstrap
 from epsstar.statistics.names import AttackName
 
 __all__ = ["MAX_SLICES", "MISSING", "SliceKeys", "audit_slices", "read_slice_keys"]
@@ -167,7 +167,7 @@ def audit_slices(result: AuditResult, keys: SliceKeys, options: AuditOptions) ->
     with prefixed_warnings(f"the slices of {keys.column!r}: "):
         table = slice_estimates(
             scored,
-            method_config(method, family=options.family),
+            options.estimator(),
             delta=result.delta,
             minimum=minimum,
             confidence=options.confidence,

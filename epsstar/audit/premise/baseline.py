@@ -51,7 +51,7 @@ from epsstar.statistics.bounds.premise_tests import (
 )
 from epsstar.statistics.bounds.repeats_test import repeats_p_value
 from epsstar.statistics.estimators.estimator import estimate
-from epsstar.statistics.estimators.methods import TailsTested, method_config
+from epsstar.statistics.estimators.methods import AtomsTested, TailsTested
 
 __all__ = [
     "GATE_PREMISE_CONFIDENCE",
@@ -118,8 +118,8 @@ def blind_baseline(
             f"the {method} estimate needs at least {fewest} rows per side. Found "
             f"{members.size} training and {others.size} population rows."
         )
-    config = method_config(method, family=options.family)
-    if isinstance(config, TailsTested):
+    config = options.estimator()
+    if isinstance(config, TailsTested | AtomsTested):
         # Epsilon* only is reported: no cross-fitted estimate when no leak is found.
         config = dataclasses.replace(config, untested=False)
     try:

@@ -424,6 +424,7 @@ def _gate_lines(result: AuditResult) -> list[str]:
             f"limit: the estimate lies below its own lower bound, so it understates the leak; "
             f"{test}"
         ]
+    untested = _untested_headline(result)
     if statistic.rule == "significant":
         found = "finds a leak" if statistic.leak_found else "finds no leak"
         compared = (
@@ -431,12 +432,40 @@ def _gate_lines(result: AuditResult) -> list[str]:
         )
         return [
             f"  gate ({statistic.rule}): compared {compared} with the limit; the {test} "
-            f"{found} at level {statistic.level:.3g}"
+            f"{found} at level {statistic.level:.3g}{untested}"
         ]
     named = "Epsilon*" if statistic.rule == "estimate" else "the lower bound"
+    found = "finds a leak" if statistic.leak_found else "finds no leak"
     return [
-        f"  gate ({statistic.rule}): compared {named} {statistic.value:.4f} with the limit; {test}"
+        f"  gate ({statistic.rule}): compared {named} {statistic.value:.4f} with the limit; "
+        f"{test} {found} at level {statistic.level:.3g}{untested}"
     ]
+
+
+def _untested_headline(result: AuditResult) -> str:
+    """Why a headline above 0 stands beside a leak test that finds no leak: its method is
+    not held to the test (only the tested methods, the default among them, are)."""
+    statistic = result.gate
+    if statistic is None or statistic.leak_found or not result.epsilon_star > 0:
+        return ""
+    return (
+        f"; the {result.epsilon.method} estimate above is not held to this test (the "
+        "tested methods, the default among them, report 0 without a leak found)"
+    )
+
+
+def _empirical_text(result: AuditResult) -> str:
+    """The empirical Epsilon*, with why it differs from the headline where it does."""
+    value = result.empirical.epsilon
+    text = f"empirical Epsilon* {value:.4f}"
+    if f"{value:.4f}" == f"{result.epsilon_star:.4f}":
+        return text
+    if value > result.epsilon_star:
+        return (
+            f"{text} (the plain maximum over every threshold, neither cross-fitted nor "
+            "tested: it keeps the selection noise the headline removes)"
+        )
+    return f"{text} (observed rates only: no rate beyond one record's worth)"
 
 
 def _summarised_lines(result: AuditResult) -> list[str]:
@@ -496,7 +525,7 @@ def format_summary(result: AuditResult) -> str:
             *_declared_lines(result),
             f"  lower bound {result.lower_bound.epsilon:.4f} at "
             f"{result.lower_bound.confidence:.0%} confidence (Clopper-Pearson, held-out split); "
-            f"empirical Epsilon* {result.empirical.epsilon:.4f}",
+            f"{_empirical_text(result)}",
             *_reading_lines(result),
             *attack_lines(result),
             *slice_lines(result),

@@ -34,7 +34,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from epsstar.statistics._validation import check_positive_int
-from epsstar.statistics.estimators.optimizer import evaluate_terms, zoom_maximum
+from epsstar.statistics.estimators.optimizer import (
+    admissible_span,
+    evaluate_terms,
+    inside_edges,
+    zoom_maximum,
+)
 from epsstar.statistics.estimators.ratio_terms import Supremum
 from epsstar.statistics.fitting.base import ContinuousDistribution
 from epsstar.statistics.summaries.loss_summary import LossesLike, as_losses
@@ -82,9 +87,7 @@ def ratio_maximisers(
     brackets each ratio's best point, which a few rounds of zooming refine.
     A ratio that is nowhere finite gets ``epsilon = -inf``.
     """
-    q = np.array([delta])
-    lo = float(max(population.ppf(q)[0], train.ppf(q)[0]))
-    hi = float(min(population.isf(q)[0], train.isf(q)[0]))
+    lo, hi = admissible_span(train, population, delta)
     nan = float("nan")
     if not lo < hi:
         return [Supremum(-np.inf, nan, nan, nan, j) for j in range(1, 5)]
@@ -92,6 +95,7 @@ def ratio_maximisers(
     grid = np.concatenate(
         [population.ppf(tail), population.isf(tail), train.ppf(tail), train.isf(tail)]
     )
+    grid = np.concatenate([grid, inside_edges(train, population, delta, lo, hi)])
     grid = np.unique(np.clip(np.append(grid[np.isfinite(grid)], [lo, hi]), lo, hi))
     inset = 1e-9 * (hi - lo)
     grid = np.clip(grid, lo + inset, hi - inset)
@@ -129,23 +133,20 @@ def score_on(
     """``max(0, log ratio)`` of ``chosen``'s ratio of eq. 7 under other fits.
 
     The test is the one whose denominator rate (FPR for ratios 1 and 3, FNR
-    for 2 and 4) equals ``chosen``'s; it is moved inside the admissible
-    thresholds of ``train`` and ``population`` if it falls outside.
+    for 2 and 4) equals ``chosen``'s; that rate is the admissible one, so it is
+    kept a hair inside ``(δ, 1-δ)``.
     """
     if chosen.term == 0 or not np.isfinite(chosen.epsilon):
         return 0.0
+    inside = 1e-9 * delta
     if chosen.term in FPR_DENOMINATOR_TERMS:
-        threshold = float(population.ppf(np.array([chosen.fpr]))[0])
+        rate = min(max(chosen.fpr, delta + inside), 1.0 - delta - inside)
+        threshold = float(population.ppf(np.array([rate]))[0])
     else:
-        threshold = float(train.isf(np.array([chosen.fnr]))[0])
-    q = np.array([delta])
-    lo = float(max(population.ppf(q)[0], train.ppf(q)[0]))
-    hi = float(min(population.isf(q)[0], train.isf(q)[0]))
-    if not lo < hi:
+        rate = min(max(chosen.fnr, delta + inside), 1.0 - delta - inside)
+        threshold = float(train.isf(np.array([rate]))[0])
+    if not np.isfinite(threshold):
         return 0.0
-    # The admissible interval is open: stay a hair inside its ends.
-    inset = 1e-9 * (hi - lo)
-    threshold = min(max(threshold, lo + inset), hi - inset)
     value = evaluate_terms(train, population, np.array([threshold]), delta)[chosen.term - 1, 0]
     return float(value) if value > 0 else 0.0
 

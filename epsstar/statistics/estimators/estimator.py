@@ -46,11 +46,24 @@ from epsstar.exceptions import (
 )
 from epsstar.statistics._validation import FloatArray, check_delta, check_positive_int
 from epsstar.statistics.bounds.leak_test import LeakTest, held_out_leak_test
+from epsstar.statistics.estimators.atoms import (
+    AtomTest,
+    Vertices,
+    atoms_crossfit,
+    atoms_halves,
+    atoms_supremum,
+)
 from epsstar.statistics.estimators.crossfit import CrossFit, crossfit_fits, crossfit_score
-from epsstar.statistics.estimators.empirical import ZeroCounts, supremum_from_counts
+from epsstar.statistics.estimators.empirical import (
+    ZeroCounts,
+    median_unbiased_zero_rate,
+    supremum_from_counts,
+)
 from epsstar.statistics.estimators.methods import (
     CONFIG_TYPES,
     MIN_PARAMETRIC_RECORDS,
+    AtomsCrossfit,
+    AtomsTested,
     Bootstrap,
     Empirical,
     EstimatorConfig,
@@ -58,6 +71,7 @@ from epsstar.statistics.estimators.methods import (
     Tails,
     TailsCrossfit,
     TailsTested,
+    TestedConfig,
     method_config,
 )
 from epsstar.statistics.estimators.optimizer import grid_supremum, parametric_supremum
@@ -158,11 +172,11 @@ def estimate_at_deltas(
 ) -> list[EpsilonStarResult]:
     """:func:`estimate` at each of ``deltas`` (no interval), equal to separate calls.
 
-    The tails methods fit their distributions once for every δ (the fits do not depend
-    on δ; only the supremum and the cross-fitted scores do); the other methods are
-    rerun per δ.
+    The tails and atoms methods fit their distributions (count their halves) once for
+    every δ (only the supremum and the cross-fitted scores depend on δ); the other methods
+    are rerun per δ.
     """
-    if not isinstance(config, Tails | TailsCrossfit | TailsTested):
+    if isinstance(config, Parametric | Empirical):
         return [_estimate(train_losses, population_losses, config, d, seed, None) for d in deltas]
     seed = check_positive_int("seed", seed, minimum=0)
     train = _losses("train_losses", train_losses, config)
@@ -219,7 +233,10 @@ def epsilon_star(
 
 def _config(method: Method | EstimatorConfig) -> EstimatorConfig:
     """The configuration ``method`` is, or names (with the method's defaults)."""
-    if isinstance(method, Parametric | Empirical | Tails | TailsCrossfit | TailsTested):
+    if isinstance(
+        method,
+        Parametric | Empirical | Tails | TailsCrossfit | TailsTested | AtomsCrossfit | AtomsTested,
+    ):
         return method
     return method_config(method)
 
@@ -282,12 +299,12 @@ def _with_interval(
     # tails-tested: the leak test decides once, on the original records (resampling with
     # replacement duplicates records, and a duplicate on both sides of the test's split
     # would read as a leak); the replicates measure the cross-fitted estimate's spread.
-    tested = isinstance(config, TailsTested)
-    resampled: EstimatorConfig = (
-        TailsCrossfit(config.tail_size, config.n_splits)
-        if isinstance(config, TailsTested)
-        else config
-    )
+    tested = isinstance(config, TailsTested | AtomsTested)
+    resampled: EstimatorConfig = config
+    if isinstance(config, TailsTested):
+        resampled = TailsCrossfit(config.tail_size, config.n_splits)
+    elif isinstance(config, AtomsTested):
+        resampled = AtomsCrossfit(config.n_splits)
     point = (
         result.untested_epsilon
         if tested and result.untested_epsilon is not None
@@ -368,7 +385,7 @@ def _tail_scales(config: EstimatorConfig, n_bootstrap: int, seed: int) -> FloatA
     Jonathan 2017, JRSS C 66:93-120), so the interval carries it; a fixed
     ``tail_size`` is kept. ``docs/accuracy.md`` measures the coverage this gives.
     """
-    if isinstance(config, Parametric | Empirical) or config.tail_size is not None:
+    if not isinstance(config, Tails | TailsCrossfit | TailsTested) or config.tail_size is not None:
         return np.ones(n_bootstrap)
     rng = np.random.default_rng([seed, 0x7A11])
     return np.exp(rng.uniform(np.log(TAIL_SCALE_LOW), 0.0, n_bootstrap))
@@ -433,20 +450,27 @@ def _tailed_at(
     train: Losses,
     population: Losses,
     deltas: tuple[float, ...],
-    config: Tails | TailsCrossfit | TailsTested,
+    config: Tails | TailsCrossfit | TailsTested | AtomsCrossfit | AtomsTested,
     seed: int,
     *,
     tail_scale: float = 1.0,
 ) -> list[EpsilonStarResult]:
-    """:class:`Tails`, :class:`TailsCrossfit`, :class:`TailsTested` at each of ``deltas``
-    (empirical for too discrete losses), fitting the tails once for all of them; the
-    default tail sizes are scaled by ``tail_scale``."""
-    if isinstance(config, TailsTested):
+    """:class:`Tails`, :class:`TailsCrossfit`, :class:`TailsTested` and the atoms methods at
+    each of ``deltas``, fitting the tails (counting the halves) once for all of them; the
+    default tail sizes are scaled by ``tail_scale``. Losses too discrete for a tail model
+    (:func:`_discrete_losses`) take the atoms estimator (the plug-in :class:`Tails`, the
+    empirical one)."""
+    if isinstance(config, TailsTested | AtomsTested):
         return _tested(train, population, deltas, config, seed, tail_scale)
     _refuse_all_equal(train, population)
     # One side's losses all equal (a model that memorised every record, such as a fully
     # grown tree) is the most discrete case of all.
     discrete = _discrete_losses(train, population)
+    if isinstance(config, AtomsCrossfit):
+        return _atoms_at(train, population, deltas, config.n_splits, seed, None)
+    if discrete is not None and isinstance(config, TailsCrossfit):
+        why = f"{discrete}; the tails methods need continuous losses"
+        return _atoms_at(train, population, deltas, config.n_splits, seed, why)
     if discrete is not None:
         note = (
             f"{discrete}; the {config.method} method needs continuous losses, so Epsilon* is "
@@ -489,31 +513,130 @@ def _tailed_at(
     return results
 
 
+#: What the atoms estimator does, for the notes of its results.
+_ATOMS_PATH = (
+    "randomised tests at the distinct losses, ties counted exactly, chosen and scored on "
+    "different halves"
+)
+
+
+def _atoms_at(
+    train: Losses,
+    population: Losses,
+    deltas: tuple[float, ...],
+    n_splits: int,
+    seed: int,
+    why: str | None,
+) -> list[EpsilonStarResult]:
+    """:class:`AtomsCrossfit` at each of ``deltas`` (:mod:`.atoms`): the full-sample hull
+    locates the test and gives the plug-in value, the halves the cross-fitted Epsilon*;
+    ``why`` says why a tails method took this path (its note)."""
+    train_atoms, pop_atoms = train.atoms, population.atoms
+    if train_atoms is None or pop_atoms is None:
+        raise InvalidInputError(
+            "the atoms methods count every distinct loss; a summary that holds too many "
+            "distinct values for that is for the tails methods. Found a summary without "
+            "its distinct values."
+        )
+    thresholds, pop_below, train_below = _atom_counts(train_atoms, pop_atoms)
+    full = Vertices(
+        thresholds=thresholds,
+        fpr=np.concatenate([[0.0], pop_below]) / population.n,
+        fnr=1.0 - np.concatenate([[0.0], train_below]) / train.n,
+        n_train=train.n,
+        n_population=population.n,
+    )
+    halvings = atoms_halves(train, population, thresholds, n_splits=n_splits, seed=seed)
+    note = f"{why}, so Epsilon* is the atoms-crossfit estimate ({_ATOMS_PATH})" if why else None
+    if halvings is None:
+        note = (
+            f"{why + ', so ' if why else ''}Epsilon* is the atoms estimate at every distinct "
+            "loss of the whole data (the halves of these summarised losses do not count "
+            "every distinct value, so it is not cross-fitted)"
+        )
+    results = []
+    for delta in deltas:
+        found, test = atoms_supremum(full, delta)
+        located = _located(
+            found, train.n, population.n, delta=delta, method=AtomsCrossfit.method, seed=seed
+        )
+        if halvings is not None:
+            located = _crossfitted(located, atoms_crossfit(halvings, delta))
+        else:
+            located = dataclasses.replace(located, plug_in_epsilon=located.epsilon)
+        parts = [note, _randomised(test, located), _resolution_limited(found, train, population)]
+        text = "; ".join(part for part in parts if part) or None
+        results.append(dataclasses.replace(located, note=text))
+    return results
+
+
+def _randomised(test: AtomTest | None, located: EpsilonStarResult) -> str | None:
+    """The note of a located test that calls members at random between two thresholds."""
+    if test is None or test.low == test.high or not located.epsilon > 0:
+        return None
+    return (
+        "the test calls members at random between two neighbouring points of the hull "
+        f"(weight {test.weight:.3g} on the lower threshold)"
+    )
+
+
+def _resolution_limited(found: Supremum, train: Losses, population: Losses) -> str | None:
+    """The note of a ratio whose denominator rate was counted 0 (read at the resolution)."""
+    if found.term == 0:
+        return None
+    rates = {1: found.fpr, 2: found.fnr, 3: 1.0 - found.fpr, 4: 1.0 - found.fnr}
+    if rates[found.term] > 0:
+        return None
+    name = {1: "FPR", 2: "FNR", 3: "1 - FPR", 4: "1 - FNR"}[found.term]
+    side, n = ("population", population.n) if found.term in (1, 3) else ("training", train.n)
+    return (
+        f"the test's {name} is 0 of {n:,} {side} records, read at the data's resolution "
+        f"1 - 2^(-1/n) = {median_unbiased_zero_rate(n):.3g}, so Epsilon* is limited by the "
+        "number of records, not by the model"
+    )
+
+
 def _tested(
     train: Losses,
     population: Losses,
     deltas: tuple[float, ...],
-    config: TailsTested,
+    config: TestedConfig,
     seed: int,
     tail_scale: float,
 ) -> list[EpsilonStarResult]:
-    """:class:`TailsTested`: the cross-fitted estimates, kept only if the leak test rejects."""
-    crossfit = TailsCrossfit(config.tail_size, config.n_splits)
+    """:class:`TailsTested` and :class:`AtomsTested`: the cross-fitted estimates, kept only
+    if the leak test rejects; on losses too discrete for a tail model, tails-tested is
+    atoms-tested. One rule for every shape: without a leak found, Epsilon* is 0."""
+    _refuse_all_equal(train, population)
+    atoms = isinstance(config, AtomsTested) or _discrete_losses(train, population) is not None
+    crossfit: TailsCrossfit | AtomsCrossfit = (
+        AtomsCrossfit(config.n_splits)
+        if isinstance(config, AtomsTested)
+        else TailsCrossfit(config.tail_size, config.n_splits)
+    )
+    name = AtomsTested.method if atoms else TailsTested.method
     leak = held_out_leak_test(train, population, seed=seed)
     found = leak.p_value < config.level
-    if not (found or config.untested) and _discrete_losses(train, population) is None:
-        return [_no_leak(train, population, d, config, leak, seed) for d in deltas]
+    if not (found or config.untested):
+        why = (
+            _discrete_losses(train, population)
+            if atoms and isinstance(config, TailsTested)
+            else None
+        )
+        return [_no_leak(train, population, d, config, name, leak, seed, why) for d in deltas]
     estimates = _tailed_at(train, population, deltas, crossfit, seed, tail_scale=tail_scale)
     results = []
     for result in estimates:
-        if result.method != crossfit.method:  # too discrete: the exact empirical estimate
-            results.append(result)
-            continue
         tested = dataclasses.replace(
-            result, method=config.method, leak_test=leak, untested_epsilon=result.epsilon
+            result, method=name, leak_test=leak, untested_epsilon=result.epsilon
         )
         if not found and result.epsilon > 0:
             nan = float("nan")
+            no_leak = (
+                f"the held-out exact leak test found no leak (p = {leak.p_value:.3g} ≥ "
+                f"{config.level:g}), so Epsilon* is 0; the cross-fitted estimate was "
+                f"{result.epsilon:.4g}"
+            )
             tested = dataclasses.replace(
                 tested,
                 epsilon=0.0,
@@ -521,11 +644,7 @@ def _tested(
                 fnr=nan,
                 threshold=nan,
                 attained_by=Supremum(0.0, nan, nan, nan, 0).term_name,
-                note=(
-                    f"the held-out exact leak test found no leak (p = {leak.p_value:.3g} ≥ "
-                    f"{config.level:g}), so Epsilon* is 0; the cross-fitted estimate was "
-                    f"{result.epsilon:.4g}"
-                ),
+                note="; ".join(part for part in (result.note, no_leak) if part),
             )
         results.append(tested)
     return results
@@ -535,28 +654,31 @@ def _no_leak(
     train: Losses,
     population: Losses,
     delta: float,
-    config: TailsTested,
+    config: TestedConfig,
+    name: str,
     leak: LeakTest,
     seed: int,
+    why: str | None,
 ) -> EpsilonStarResult:
-    """:class:`TailsTested` when the leak test finds none and ``untested`` is off: Epsilon*
-    0, no test located, and no cross-fitted estimate computed."""
+    """A tested method when the leak test finds none and ``untested`` is off: Epsilon* 0,
+    no test located, and no cross-fitted estimate computed."""
     nan = float("nan")
     located = _located(
         Supremum(0.0, nan, nan, nan, 0),
         train.n,
         population.n,
         delta=delta,
-        method=config.method,
+        method=name,
         seed=seed,
+    )
+    no_leak = (
+        f"the held-out exact leak test found no leak (p = {leak.p_value:.3g} ≥ "
+        f"{config.level:g}), so Epsilon* is 0; the cross-fitted estimate was not computed"
     )
     return dataclasses.replace(
         located,
         leak_test=leak,
-        note=(
-            f"the held-out exact leak test found no leak (p = {leak.p_value:.3g} ≥ "
-            f"{config.level:g}), so Epsilon* is 0; the cross-fitted estimate was not computed"
-        ),
+        note="; ".join(part for part in (why, no_leak) if part),
     )
 
 

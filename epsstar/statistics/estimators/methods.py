@@ -28,7 +28,10 @@ from epsstar.statistics.names import FAMILIES, METHODS, SEARCHES, Family, Method
 
 __all__ = [
     "CONFIG_TYPES",
+    "DEFAULT_LEVEL",
     "MIN_PARAMETRIC_RECORDS",
+    "AtomsCrossfit",
+    "AtomsTested",
     "Bootstrap",
     "Empirical",
     "EstimatorConfig",
@@ -36,9 +39,12 @@ __all__ = [
     "Tails",
     "TailsCrossfit",
     "TailsTested",
+    "TestedConfig",
     "method_config",
 ]
 
+#: The leak test's level of the tested methods (the release gate's at confidence 0.95).
+DEFAULT_LEVEL = 0.05
 #: Each side needs a fitting set and a goodness-of-fit evaluation set.
 MIN_PARAMETRIC_RECORDS = 2 * MIN_EVALUATION_SIZE
 #: The smallest tail a generalised-Pareto fit accepts.
@@ -189,7 +195,7 @@ class TailsTested:
 
     tail_size: int | None = None
     n_splits: int = 1
-    level: float = 0.05
+    level: float = DEFAULT_LEVEL
     untested: bool = True
 
     def __post_init__(self) -> None:
@@ -198,7 +204,56 @@ class TailsTested:
         check_in_range("level", self.level, 0.0, 1.0)
 
 
-EstimatorConfig: TypeAlias = Parametric | Empirical | Tails | TailsCrossfit | TailsTested
+@dataclass(frozen=True, slots=True)
+class AtomsCrossfit:
+    """Randomised threshold tests at the distinct losses, chosen and scored on different
+    halves (:mod:`epsstar.statistics.estimators.atoms`).
+
+    Every distinct loss is a threshold, and a test may call the records at one value
+    members at random, so the tests reach the convex hull of the thresholds' (FPR, FNR)
+    points, with ties counted exactly; each ratio's best test is chosen on one random half
+    and scored on the other, both ways, averaged over ``n_splits`` halvings. Made for
+    losses on a few values, where a tail model would smear atoms into a ramp;
+    :class:`TailsCrossfit` uses it on such losses. A denominator rate counted 0 is read at
+    the data's resolution, so it extrapolates nothing below one record's worth.
+    """
+
+    method: ClassVar[Method] = "atoms-crossfit"
+    min_records: ClassVar[int] = 2
+
+    n_splits: int = 1
+
+    def __post_init__(self) -> None:
+        check_positive_int("n_splits", self.n_splits)
+
+
+@dataclass(frozen=True, slots=True)
+class AtomsTested:
+    """:class:`AtomsCrossfit`, or 0 when the held-out exact leak test finds no leak.
+
+    The rule of :class:`TailsTested` (which is this method on losses on a few values): the
+    test (:mod:`epsstar.statistics.bounds.leak_test`) is exact for tied losses too, so where
+    nothing leaks Epsilon* is 0 in at least 1 − ``level`` of audits, on every loss shape.
+    ``untested=False`` skips the cross-fitted estimate when the test finds no leak.
+    """
+
+    method: ClassVar[Method] = "atoms-tested"
+    min_records: ClassVar[int] = 2
+
+    n_splits: int = 1
+    level: float = DEFAULT_LEVEL
+    untested: bool = True
+
+    def __post_init__(self) -> None:
+        check_positive_int("n_splits", self.n_splits)
+        check_in_range("level", self.level, 0.0, 1.0)
+
+
+EstimatorConfig: TypeAlias = (
+    Parametric | Empirical | Tails | TailsCrossfit | TailsTested | AtomsCrossfit | AtomsTested
+)
+#: The methods that hold Epsilon* at 0 unless the held-out leak test finds a leak.
+TestedConfig: TypeAlias = TailsTested | AtomsTested
 #: Every configuration class, in the order of :data:`~epsstar.statistics.names.METHODS`.
 CONFIG_TYPES: tuple[type[EstimatorConfig], ...] = (
     Parametric,
@@ -206,6 +261,8 @@ CONFIG_TYPES: tuple[type[EstimatorConfig], ...] = (
     Tails,
     TailsCrossfit,
     TailsTested,
+    AtomsCrossfit,
+    AtomsTested,
 )
 
 
@@ -239,7 +296,10 @@ _OWNERS: dict[str, tuple[tuple[Method, ...], str]] = {
     "significance": (("parametric",), "the parametric method"),
     "rate_window": (("empirical",), "the empirical method"),
     "tail_size": (("tails", "tails-crossfit", "tails-tested"), "the tails methods"),
-    "n_splits": (("tails-crossfit", "tails-tested"), "the cross-fitted tails methods"),
+    "n_splits": (
+        ("tails-crossfit", "tails-tested", "atoms-crossfit", "atoms-tested"),
+        "the cross-fitted methods",
+    ),
 }
 
 
@@ -297,4 +357,8 @@ def method_config(
         return Tails(tail_size)
     if name == "tails-tested":
         return TailsTested(tail_size, n_splits)
+    if name == "atoms-crossfit":
+        return AtomsCrossfit(n_splits)
+    if name == "atoms-tested":
+        return AtomsTested(n_splits)
     return TailsCrossfit(tail_size, n_splits)

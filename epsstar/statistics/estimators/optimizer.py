@@ -4,12 +4,14 @@ Parametric Epsilon* (``epsilon-star-negoescu-2024.md`` §3.1) is
 
     sup over c of max(1, four ratios of FPR(c) = F_pop(c) and FNR(c) = 1 - F_train(c)),
 
-over thresholds ``c`` whose FPR and FNR both lie in ``(δ, 1-δ)``. Both
+over thresholds ``c`` whose rate in each ratio's denominator lies in ``(δ, 1-δ)``
+(:mod:`epsstar.statistics.estimators.ratio_terms`). Both
 distributions are given on a loss-ordered scale (the test rejects H0 below
 ``c``), as objects with ``logcdf``, ``logsf``, ``ppf`` and ``isf``.
 
-The admissible thresholds form one interval ``(lo, hi)`` with
-``lo = max(ppf_pop(δ), ppf_train(δ))`` and ``hi = min(isf_pop(δ), isf_train(δ))``.
+Every ratio's admissible thresholds lie in one interval ``(lo, hi)`` with
+``lo = min(ppf_pop(δ), ppf_train(δ))`` and ``hi = max(isf_pop(δ), isf_train(δ))``
+(:func:`admissible_span`).
 :func:`parametric_supremum` brackets every local maximum of each ratio on a
 grid of a few hundred points spaced by *both* distributions' quantiles
 (geometrically spaced probabilities from δ to 1/2 in each tail, so the grid is
@@ -26,7 +28,14 @@ from epsstar.statistics._validation import FloatArray, check_delta, check_positi
 from epsstar.statistics.estimators.ratio_terms import RateWindow, Supremum, log_ratio_terms
 from epsstar.statistics.fitting.base import ContinuousDistribution
 
-__all__ = ["evaluate_terms", "grid_supremum", "parametric_supremum", "zoom_maximum"]
+__all__ = [
+    "admissible_span",
+    "evaluate_terms",
+    "grid_supremum",
+    "inside_edges",
+    "parametric_supremum",
+    "zoom_maximum",
+]
 
 #: Grid points per tail and distribution, and how many brackets are refined.
 GRID_PER_TAIL = 96
@@ -53,6 +62,33 @@ def evaluate_terms(
         delta,
         window or RateWindow.for_delta(delta),
     )
+
+
+def admissible_span(
+    train: ContinuousDistribution, population: ContinuousDistribution, delta: float
+) -> tuple[float, float]:
+    """The thresholds ``(lo, hi)`` outside which no ratio's denominator rate is in
+    ``(δ, 1-δ)``: below ``lo`` both CDFs are under δ, above ``hi`` both survival
+    functions are."""
+    q = np.array([delta])
+    lo = float(min(population.ppf(q)[0], train.ppf(q)[0]))
+    hi = float(max(population.isf(q)[0], train.isf(q)[0]))
+    return lo, hi
+
+
+def inside_edges(
+    train: ContinuousDistribution,
+    population: ContinuousDistribution,
+    delta: float,
+    lo: float,
+    hi: float,
+) -> FloatArray:
+    """Points a hair on either side of each ratio's admissible edge (where a denominator
+    rate is δ or 1 - δ): a supremum on an open edge is approached from inside."""
+    q = np.array([delta])
+    edges = np.concatenate([population.ppf(q), train.ppf(q), population.isf(q), train.isf(q)])
+    inset = 1e-9 * (hi - lo)
+    return np.concatenate([edges - inset, edges + inset])
 
 
 def _at(
@@ -124,11 +160,9 @@ def parametric_supremum(
 ) -> Supremum:
     """Epsilon* of two continuous distributions, located by bracketing and refinement."""
     delta = check_delta(delta)
-    probabilities = np.array([delta])
-    lo = float(max(population.ppf(probabilities)[0], train.ppf(probabilities)[0]))
-    hi = float(min(population.isf(probabilities)[0], train.isf(probabilities)[0]))
+    lo, hi = admissible_span(train, population, delta)
     if not lo < hi:
-        # No threshold has both rates inside (δ, 1 - δ): only the constant 1 remains.
+        # No threshold has a denominator rate inside (δ, 1 - δ): only the constant 1 remains.
         return _at(train, population, float("nan"), 0.0, 0)
 
     tail = np.geomspace(delta, 0.5, GRID_PER_TAIL)
@@ -139,6 +173,7 @@ def parametric_supremum(
             train.ppf(tail),
             train.isf(tail),
             np.linspace(lo, hi, 2 * GRID_PER_TAIL),
+            inside_edges(train, population, delta, lo, hi),
         ]
     )
     grid = np.unique(np.clip(grid[np.isfinite(grid)], lo, hi))

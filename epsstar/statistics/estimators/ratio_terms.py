@@ -4,8 +4,12 @@ For a test with false-positive rate ``t`` and false-negative rate ``eta``::
 
     eps* = log max(1, (1-δ-η)/t, (1-δ-t)/η, (η-δ)/(1-t), (t-δ)/(1-η))
 
-restricted to tests with ``t`` and ``eta`` inside an open interval of admissible
-rates, ``(δ, 1-δ)`` by default (footnote 2 of the paper). Every quantity is
+restricted to tests whose rate in the ratio's denominator (``t`` for the first and
+third, ``η`` for the second and fourth) lies inside an open interval of admissible
+rates, ``(δ, 1-δ)`` by default. The paper's footnote 2 restricts both rates; only the
+denominator needs it (a rate there near 0 is where the data run out), while a
+numerator rate of 0 is evidence, not a reason to drop the test: a test with FNR 0 at
+FPR ``f`` needs ``e^ε ≥ (1-δ)/f`` for (ε, δ)-DP to hold. Every quantity is
 taken on the log scale, with ``log(a - δ) = log a + log(1 - exp(log δ - log a))``,
 so tails where ``t`` is 1e-300 lose no precision.
 """
@@ -34,7 +38,8 @@ TERM_NAMES: dict[int, str] = {
 
 @dataclass(frozen=True, slots=True)
 class RateWindow:
-    """Admissible rates: both FPR and FNR must lie in the open interval ``(low, high)``."""
+    """Admissible rates: each ratio's denominator rate must lie in the open interval
+    ``(low, high)`` (FPR for the first and third ratio, FNR for the second and fourth)."""
 
     low: float
     high: float
@@ -96,19 +101,17 @@ def log_ratio_terms(
     delta: float,
     window: RateWindow,
 ) -> FloatArray:
-    """The logs of the four ratios of eq. 7, shape ``(4, n)``; ``-inf`` outside ``window``."""
+    """The logs of the four ratios of eq. 7, shape ``(4, n)``; ``-inf`` where a ratio's
+    denominator rate is outside ``window``."""
     lt, l1t, le, l1e = (
         np.atleast_1d(np.asarray(v, dtype=np.float64))
         for v in (log_fpr, log_one_minus_fpr, log_fnr, log_one_minus_fnr)
     )
     log_delta = float(np.log(delta)) if delta > 0 else -np.inf
     with np.errstate(invalid="ignore"):
-        admissible = (
-            (lt > window.log_low)
-            & (le > window.log_low)
-            & (l1t > window.log_one_minus_high)
-            & (l1e > window.log_one_minus_high)
-        )
+        fpr_held = (lt > window.log_low) & (l1t > window.log_one_minus_high)
+        fnr_held = (le > window.log_low) & (l1e > window.log_one_minus_high)
+        admissible = np.stack([fpr_held, fnr_held, fpr_held, fnr_held])
         terms = np.stack(
             [
                 _log_minus(l1e, log_delta) - lt,

@@ -160,7 +160,7 @@ def test_no_leak_bias_is_smaller_than_the_plug_in() -> None:
     assert np.mean(plug_in) > 0.06
 
 
-def test_discrete_losses_fall_back_to_the_exact_empirical_estimate() -> None:
+def test_discrete_losses_take_the_atoms_estimator() -> None:
     """Saturated probabilities leave two loss values; a tail model would invent ratios."""
     from epsstar.statistics.estimators.estimator import epsilon_star
 
@@ -168,10 +168,14 @@ def test_discrete_losses_fall_back_to_the_exact_empirical_estimate() -> None:
     train = np.where(rng.random(30_000) < 0.76, -36.04, 36.04)
     population = np.where(rng.random(15_000) < 0.75, -36.04, 36.04)
     exact = epsilon_star(train, population, delta=3e-6, method="empirical")
-    for method in ("tails", "tails-crossfit", "tails-tested"):
+    plug_in = epsilon_star(train, population, delta=3e-6, method="tails")
+    assert plug_in.method == "empirical"
+    assert plug_in.epsilon == exact.epsilon
+    for method, named in (("tails-crossfit", "atoms-crossfit"), ("tails-tested", "atoms-tested")):
         result = epsilon_star(train, population, delta=3e-6, method=method)  # type: ignore[arg-type]
-        assert result.method == "empirical"
-        assert result.epsilon == exact.epsilon
+        assert result.method == named
+        # The same estimate as the atoms method asked for by name.
+        assert result.epsilon == epsilon_star(train, population, delta=3e-6, method=named).epsilon
         assert result.epsilon < 0.05
         assert result.note is not None
         assert "take 2 distinct values" in result.note
@@ -197,7 +201,7 @@ def test_atoms_at_both_ends_fall_back_but_one_end_does_not() -> None:
 
     train, population = saturated(30_000, 0.76), saturated(15_000, 0.75)
     both = epsilon_star(train, population, delta=3e-6)
-    assert both.method == "empirical"
+    assert both.method == "atoms-tested"
     assert both.note is not None
     assert "both tails are single values" in both.note
     # An atom at the low end only (confident correct predictions): the tail model is kept.

@@ -1,4 +1,5 @@
-"""Empirical Epsilon* against a brute-force O(n²) transcription of eq. 7."""
+"""Empirical Epsilon* against a brute-force O(n²) transcription of eq. 7 (each ratio where
+its denominator rate is admissible)."""
 
 from __future__ import annotations
 
@@ -24,15 +25,15 @@ def brute_force(
     for tau in np.unique(np.concatenate([train, population])):
         t = float(np.mean(population <= tau))
         eta = float(np.mean(train > tau))
-        if not (low < t < high and low < eta < high):
-            continue
-        best = max(
-            best,
-            (1 - delta - eta) / t,
-            (1 - delta - t) / eta,
-            (eta - delta) / (1 - t),
-            (t - delta) / (1 - eta),
-        )
+        # Each ratio counts where its denominator rate is admissible.
+        for numerator, denominator, rate in (
+            (1 - delta - eta, t, t),
+            (1 - delta - t, eta, eta),
+            (eta - delta, 1 - t, t),
+            (t - delta, 1 - eta, eta),
+        ):
+            if low < rate < high:
+                best = max(best, numerator / denominator)
     return float(np.log(best))
 
 

@@ -22,7 +22,6 @@ from epsstar.exceptions import (
 from epsstar.statistics.estimators.estimator import default_delta
 from epsstar.statistics.estimators.methods import Empirical, Parametric, Tails
 from epsstar.statistics.fitting import LossDistribution
-from epsstar.statistics.names import Method
 
 
 def normal_losses(n: int, shift: float = 0.0, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -257,30 +256,45 @@ def test_bad_data() -> None:
         epsilon_star(np.ones((10, 10)), population, delta=1e-3)
 
 
-@pytest.mark.parametrize("method", ["tails", "tails-crossfit", "tails-tested"])
-def test_a_memorised_training_set_is_not_a_zero(method: Method) -> None:
+def test_a_memorised_training_set_is_not_a_zero() -> None:
     # Every training loss at one value (a fully grown tree); 40 % of the population above.
     # The test "loss <= 0.5" calls every member a member (FNR counted 0 of 1,000) and 60 %
-    # of non-members: eq. 7 is (1 - delta - 0.6) / FNR with FNR at its median-unbiased
-    # value 1 - 2^(-1/1000) (closed form below).
+    # of non-members: eq. 7's second ratio is (1 - delta - 0.6) / FNR with FNR at its
+    # median-unbiased value 1 - 2^(-1/n) (closed form below), and its first (1 - delta) / 0.6.
     train = np.full(1_000, 0.5)
     population = np.repeat([0.5, 2.0], [600, 400])
     delta = 1e-4
-    result = epsilon_star(train, population, delta=delta, method=method)
-    fnr = 1.0 - 0.5 ** (1 / 1_000)
-    assert result.epsilon == pytest.approx(np.log((1 - delta - 0.6) / fnr), rel=1e-12)
-    assert result.method == "empirical"
-    assert result.fnr == pytest.approx(fnr)
-    assert result.tail_extrapolated  # the FNR is below one record's worth
-    assert result.note is not None
-    assert "median-unbiased" in result.note
-    # The plain empirical method leaves a rate counted 0 out, as the paper's does.
-    assert epsilon_star(train, population, delta=delta, method="empirical").epsilon == 0.0
+
+    def resolution(n: int) -> float:
+        return 1.0 - 0.5 ** (1 / n)
+
+    plug_in = epsilon_star(train, population, delta=delta, method="tails")
+    assert plug_in.method == "empirical"
+    assert plug_in.epsilon == pytest.approx(np.log((1 - delta - 0.6) / resolution(1_000)))
+    assert plug_in.fnr == pytest.approx(resolution(1_000))
+    assert plug_in.tail_extrapolated  # the FNR is below one record's worth
+    assert plug_in.note is not None
+    assert "median-unbiased" in plug_in.note
+    # Cross-fitted, each half of 500 training records holds a rate of 0 at its own
+    # resolution, and every halving counts 300 of 500 population records at the atom.
+    for method in ("tails-crossfit", "tails-tested", "atoms-crossfit", "atoms-tested"):
+        result = epsilon_star(train, population, delta=delta, method=method)  # type: ignore[arg-type]
+        assert result.method.startswith("atoms")
+        assert result.plug_in_epsilon == pytest.approx(plug_in.epsilon)
+        assert result.epsilon <= plug_in.epsilon
+        assert result.epsilon > 5.0
+        assert result.note is not None
+        assert "resolution" in result.note
+    # The plain empirical method drops the rate counted 0 from the denominator, but the
+    # test with FNR 0 at FPR 0.6 is evidence: (1 - delta - 0) / 0.6.
+    empirical = epsilon_star(train, population, delta=delta, method="empirical")
+    assert empirical.epsilon == pytest.approx(np.log((1 - delta) / 0.6), rel=1e-12)
+    assert empirical.attained_by == "(1-delta-FNR)/FPR"
     # The same with the sides' roles swapped: every population loss at one value.
     swapped = epsilon_star(
-        np.repeat([0.5, 2.0], [400, 600]), np.full(1_000, 2.0), delta=delta, method=method
+        np.repeat([0.5, 2.0], [400, 600]), np.full(1_000, 2.0), delta=delta, method="tails"
     )
-    assert swapped.epsilon == pytest.approx(np.log((1 - delta - 0.6) / fnr), rel=1e-12)
+    assert swapped.epsilon == pytest.approx(np.log((1 - delta - 0.6) / resolution(1_000)))
 
 
 def test_empirical_accepts_zero_delta_and_all_equal_losses() -> None:

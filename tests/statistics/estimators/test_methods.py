@@ -134,8 +134,8 @@ def test_estimate_defaults_and_interval() -> None:
     [
         (
             lambda a, b: estimate(a, b, "tails"),  # type: ignore[arg-type]
-            "config must be one of Parametric, Empirical, Tails, TailsCrossfit, TailsTested. "
-            "Found 'tails'.",
+            "config must be one of Parametric, Empirical, Tails, TailsCrossfit, TailsTested, "
+            "AtomsCrossfit, AtomsTested. Found 'tails'.",
         ),
         (
             lambda a, b: estimate(a, b, Tails(), interval=0.95),  # type: ignore[arg-type]
@@ -164,7 +164,7 @@ def test_estimate_refuses_bad_arguments(call: Any, message: str) -> None:
         ("empirical", "significance", 0.01, "the parametric method"),
         ("parametric", "rate_window", (0.001, 0.999), "the empirical method"),
         ("empirical", "tail_size", 10, "the tails methods"),
-        ("tails", "n_splits", 2, "the cross-fitted tails methods"),
+        ("tails", "n_splits", 2, "the cross-fitted methods"),
     ],
 )
 def test_an_option_of_another_method_is_refused(
@@ -181,12 +181,14 @@ def test_an_option_of_another_method_is_refused(
     [
         (
             lambda a, b: epsilon_star(a, b, delta=1e-3, method="magic"),  # type: ignore[arg-type]
-            "method must be one of parametric, empirical, tails, tails-crossfit, tails-tested. "
+            "method must be one of parametric, empirical, tails, tails-crossfit, tails-tested, "
+            "atoms-crossfit, atoms-tested. "
             "Found 'magic'.",
         ),
         (
             lambda a, b: epsilon_star(a, b, delta=1e-3, method=Bootstrap()),  # type: ignore[arg-type]
-            "method must be one of parametric, empirical, tails, tails-crossfit, tails-tested. "
+            "method must be one of parametric, empirical, tails, tails-crossfit, tails-tested, "
+            "atoms-crossfit, atoms-tested. "
             "Found Bootstrap(level=0.95, n_bootstrap=200).",
         ),
         (

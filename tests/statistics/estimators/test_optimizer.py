@@ -136,8 +136,10 @@ def test_reflection_reverses_the_order() -> None:
     )
 
 
-def test_no_admissible_threshold_gives_zero() -> None:
-    # Population has no mass where the training distribution keeps both rates above δ.
+def test_disjoint_distributions_give_the_ratio_at_the_edge() -> None:
+    # No threshold keeps both rates above δ, but every test between the two laws has FNR 0:
+    # at FPR → δ the first ratio is (1 − δ − 0)/δ, a bound (ε, δ)-DP must meet.
     found = parametric_supremum(NormalFit(0, 1), NormalFit(1000, 1), 0.4)
-    assert found.epsilon == 0.0
-    assert found.term == 0
+    assert found.epsilon == pytest.approx(np.log(0.6 / 0.4), rel=1e-9)
+    assert found.term == 1
+    assert found.fpr == pytest.approx(0.4, rel=1e-9)

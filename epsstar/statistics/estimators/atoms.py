@@ -1,0 +1,273 @@
+"""Epsilon* of losses on a few values (atoms): randomised tests, chosen and scored apart.
+
+Losses with atoms (decision trees, k-NN, rounded, quantised or saturated outputs) reach
+only the (FPR, FNR) points of the thresholds at their distinct values ``a_1 < … < a_K``:
+vertex ``k`` calls a record a member when its loss is ≤ ``a_k``, with FPR
+``t_k = #{population ≤ a_k} / m`` and FNR ``η_k = #{train > a_k} / n`` (``k = 0``: nobody,
+``(0, 1)``). A test may also call members at random between two thresholds, which reaches
+every point of their segment, so the tests of a discrete score make the lower convex hull
+of its vertices (the trade-off curve of a discrete score is the convex hull of its points);
+the reversed tests (members above a threshold) make the hull of ``(1 − t_k, 1 − η_k)``, on
+which the third and fourth ratios of eq. 7 (``epsilon-star-negoescu-2024.md``) are the
+first and second. Each ratio is linear-fractional in ``(t, η)``, hence monotone along a
+segment: its supremum over a hull whose denominator rate must exceed δ is at a vertex or
+where a segment crosses that limit. The plug-in value is exact for the observed counts,
+with ties counted exactly (no interpolation between atoms).
+
+A denominator counted 0 of ``n`` records is read at its median-unbiased rate
+``1 − 2^(−1/n)`` (:func:`~epsstar.statistics.estimators.empirical.median_unbiased_zero_rate`):
+the data's resolution, below which no rate is observed. A numerator rate of 0 is evidence
+and enters as it is.
+
+The maximum over noisy vertices is biased upward, most where nothing leaks, so the
+estimate is cross-fitted as :mod:`epsstar.statistics.estimators.crossfit` does for
+continuous losses: both sides are split at random into halves; on one half each ratio's
+best test (a vertex, or a mix of two thresholds with its weight) is located, and the same
+test, a fixed rule now, is scored ``max(0, log ratio)`` on the other half's counts; the
+halves swap roles, scores are averaged over both and over ``n_splits`` halvings, and the
+estimate is the largest of the four averages. Written here because no library computes
+hull suprema of eq. 7's ratios; the hull itself is a monotone-chain scan of at most
+``K + 1`` points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from epsstar.statistics._validation import FloatArray, check_positive_int
+from epsstar.statistics.estimators.crossfit import CrossFit
+from epsstar.statistics.estimators.empirical import median_unbiased_zero_rate
+from epsstar.statistics.estimators.ratio_terms import Supremum
+from epsstar.statistics.summaries.protocols import Losses, Sample
+
+__all__ = [
+    "AtomTest",
+    "HalfCounts",
+    "Vertices",
+    "atoms_crossfit",
+    "atoms_halves",
+    "atoms_supremum",
+    "law_vertices",
+    "vertices",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Vertices:
+    """The threshold tests' rates at the atoms ``thresholds``: FPR ``fpr[k]`` and FNR
+    ``fnr[k]`` of "member when loss ≤ thresholds[k - 1]" (``k = 0``: nobody), with the
+    sides' sizes for reading a count of 0 at the data's resolution (0 for rates of known
+    laws, which are exact: a rate of 0 is then 0)."""
+
+    thresholds: FloatArray
+    fpr: FloatArray
+    fnr: FloatArray
+    n_train: int
+    n_population: int
+
+
+def _resolution(n: int) -> float:
+    """The smallest rate ``n`` records resolve (0 for a known law)."""
+    return median_unbiased_zero_rate(n) if n > 0 else 0.0
+
+
+def law_vertices(
+    thresholds: FloatArray, train_mass: FloatArray, population_mass: FloatArray
+) -> Vertices:
+    """The vertices of two known discrete laws with probability masses at ``thresholds``
+    (ascending; each mass array sums to 1): their exact Epsilon* is
+    :func:`atoms_supremum` of these."""
+    return Vertices(
+        thresholds=np.asarray(thresholds, dtype=np.float64),
+        fpr=np.concatenate([[0.0], np.cumsum(population_mass)]).clip(0.0, 1.0),
+        fnr=(1.0 - np.concatenate([[0.0], np.cumsum(train_mass)])).clip(0.0, 1.0),
+        n_train=0,
+        n_population=0,
+    )
+
+
+def vertices(thresholds: FloatArray, train: Sample, population: Sample) -> Vertices | None:
+    """The rates of the tests at ``thresholds`` (ascending atoms) counted on two samples;
+    ``None`` when a sample (a sketch) cannot count exactly at every atom."""
+    counted = [sample.count_below(thresholds) for sample in (population, train)]
+    if not all(bool(np.all(exact)) for _, exact in counted):
+        return None
+    pop_below = np.concatenate([[0.0], counted[0][0]])
+    train_below = np.concatenate([[0.0], counted[1][0]])
+    return Vertices(
+        thresholds=thresholds,
+        fpr=pop_below / population.n,
+        fnr=1.0 - train_below / train.n,
+        n_train=train.n,
+        n_population=population.n,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AtomTest:
+    """A possibly randomised threshold test: vertex ``low`` with probability ``weight``,
+    else vertex ``high`` (equal for a plain threshold), read in ``reversed`` orientation
+    (members above the threshold) for the third and fourth ratios."""
+
+    term: int
+    low: int
+    high: int
+    weight: float
+    reversed: bool
+
+    def rates(self, at: Vertices) -> tuple[float, float]:
+        """(FPR, FNR) of this test on the counts ``at`` (the original orientation)."""
+        w = self.weight
+        fpr = w * at.fpr[self.low] + (1.0 - w) * at.fpr[self.high]
+        fnr = w * at.fnr[self.low] + (1.0 - w) * at.fnr[self.high]
+        return float(fpr), float(fnr)
+
+
+def _lower_hull(x: FloatArray, y: FloatArray) -> NDArray[np.int64]:
+    """Indices of the lower convex hull of points sorted by ``x`` (monotone chain)."""
+    hull: list[int] = []
+    for i in range(x.size):
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            cross = (x[b] - x[a]) * (y[i] - y[a]) - (y[b] - y[a]) * (x[i] - x[a])
+            if cross > 0:
+                break
+            hull.pop()
+        hull.append(i)
+    return np.asarray(hull, dtype=np.int64)
+
+
+def _denominator(rate: float, n: int) -> float:
+    """A denominator rate, a count of 0 read at the median-unbiased rate of ``n`` records."""
+    return rate if rate > 0 else _resolution(n)
+
+
+def _log_ratio(term: int, fpr: float, fnr: float, at: Vertices, delta: float) -> float:
+    """Log of ratio ``term`` of eq. 7 at ``(fpr, fnr)``; ``-inf`` where its denominator
+    rate (at the data's resolution) is not above δ or its numerator is not positive."""
+    if term == 1:
+        numerator, denominator = 1.0 - delta - fnr, _denominator(fpr, at.n_population)
+    elif term == 2:
+        numerator, denominator = 1.0 - delta - fpr, _denominator(fnr, at.n_train)
+    elif term == 3:
+        numerator, denominator = fnr - delta, _denominator(1.0 - fpr, at.n_population)
+    else:
+        numerator, denominator = fpr - delta, _denominator(1.0 - fnr, at.n_train)
+    # The admissible rates are open at δ; their supremum is the value at δ itself (a mix
+    # placed at δ may land a rounding error below it).
+    if not (numerator > 0 and delta * (1.0 - 1e-12) <= denominator < 1.0 - delta):
+        return -np.inf
+    return float(np.log(numerator) - np.log(denominator))
+
+
+def _candidates(at: Vertices, term: int, delta: float) -> list[AtomTest]:
+    """Every test at which ratio ``term`` can attain its supremum over the hull: the hull's
+    vertices, and each point where a hull segment's denominator rate crosses δ, where δ
+    is at least the data's resolution (a rate of δ below it is not held by the data)."""
+    reversed_ = term in (3, 4)
+    x = 1.0 - at.fpr[::-1] if reversed_ else at.fpr
+    y = 1.0 - at.fnr[::-1] if reversed_ else at.fnr
+    order = _lower_hull(x, y)
+    index = (at.fpr.size - 1 - order) if reversed_ else order
+    # The denominator of ratios 1 and 3 is the x rate, of 2 and 4 the y rate.
+    d = x[order] if term in (1, 3) else y[order]
+    found = [AtomTest(term, int(k), int(k), 1.0, reversed_) for k in index]
+    side = at.n_population if term in (1, 3) else at.n_train
+    if delta < _resolution(side):
+        return found
+    for j in range(order.size - 1):
+        a, b = d[j], d[j + 1]
+        if (a - delta) * (b - delta) < 0:
+            w = float((b - delta) / (b - a))  # weight on vertex j: w a + (1 - w) b = δ
+            found.append(AtomTest(term, int(index[j]), int(index[j + 1]), w, reversed_))
+    return found
+
+
+def _best(at: Vertices, term: int, delta: float) -> tuple[float, AtomTest | None]:
+    """Ratio ``term``'s largest log value over the hull of ``at``, and the test there."""
+    best, chosen = -np.inf, None
+    for test in _candidates(at, term, delta):
+        value = _log_ratio(term, *test.rates(at), at, delta)
+        if value > best:
+            best, chosen = value, test
+    return best, chosen
+
+
+def atoms_supremum(at: Vertices, delta: float) -> tuple[Supremum, AtomTest | None]:
+    """Epsilon* over the convex hull of ``at`` (module doc), and the test attaining it."""
+    nan = float("nan")
+    best, chosen = 0.0, None
+    for term in range(1, 5):
+        value, test = _best(at, term, delta)
+        if value > best:
+            best, chosen = value, test
+    if chosen is None:
+        return Supremum(0.0, nan, nan, nan, 0), None
+    fpr, fnr = chosen.rates(at)
+    last = max(chosen.high, chosen.low)
+    threshold = float(at.thresholds[last - 1]) if last else nan
+    return Supremum(best, float(threshold), fpr, fnr, chosen.term), chosen
+
+
+def _score(test: AtomTest | None, at: Vertices, delta: float) -> float:
+    """``max(0, log ratio)`` of ``test``'s ratio on other counts; a denominator at or below
+    δ there is read at δ (the limit of the admissible rates)."""
+    if test is None:
+        return 0.0
+    fpr, fnr = test.rates(at)
+    clamped = _log_ratio(test.term, fpr, fnr, at, delta)
+    if clamped == -np.inf:
+        numerator = {1: 1.0 - delta - fnr, 2: 1.0 - delta - fpr, 3: fnr - delta, 4: fpr - delta}
+        if numerator[test.term] <= 0:
+            return 0.0
+        clamped = float(np.log(numerator[test.term]) - np.log(delta))
+    return max(0.0, clamped)
+
+
+#: The counts of one random halving: (half A, half B), each as :class:`Vertices`.
+HalfCounts = tuple[Vertices, Vertices]
+
+
+def atoms_halves(
+    train: Losses,
+    population: Losses,
+    thresholds: FloatArray,
+    *,
+    n_splits: int = 1,
+    seed: int = 0,
+) -> list[HalfCounts] | None:
+    """Both halves' counts at ``thresholds`` for ``n_splits`` seeded random halvings (the
+    halvings :func:`~epsstar.statistics.estimators.crossfit.crossfit_fits` draws); they do
+    not depend on δ, so one set serves Epsilon* at every δ. ``None`` when the halves of a
+    summary cannot count exactly at every atom."""
+    n_splits = check_positive_int("n_splits", n_splits)
+    rng = np.random.default_rng([seed, 0xC0F1])
+    found: list[HalfCounts] = []
+    for index in range(n_splits):
+        train_halves = train.crossfit_halves(index, rng)
+        pop_halves = population.crossfit_halves(index, rng)
+        a, b = (vertices(thresholds, train_halves[h], pop_halves[h]) for h in (0, 1))
+        if a is None or b is None:
+            return None
+        found.append((a, b))
+    return found
+
+
+def atoms_crossfit(halvings: list[HalfCounts], delta: float) -> CrossFit:
+    """Cross-fitted Epsilon* at ``delta`` from the counts of :func:`atoms_halves`."""
+    scores: list[list[float]] = []
+    for halves in halvings:
+        for chooser, scorer in ((0, 1), (1, 0)):
+            chosen = [_best(halves[chooser], term, delta)[1] for term in range(1, 5)]
+            scores.append([_score(test, halves[scorer], delta) for test in chosen])
+    means = np.mean(scores, axis=0)
+    term = int(np.argmax(means))
+    epsilon = float(means[term])
+    return CrossFit(
+        epsilon=epsilon,
+        term=term + 1 if epsilon > 0 else 0,
+        ratio_scores=(float(means[0]), float(means[1]), float(means[2]), float(means[3])),
+    )
