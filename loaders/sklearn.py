@@ -55,7 +55,7 @@ of the losses from one run to the next.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -236,11 +236,48 @@ class SklearnModel(BatchedModel):
             raise
         except Exception as error:
             rows, width = batch.shape
+            text_column = _numbers_for_text(self._estimator, batch)
+            if text_column is not None:
+                name, category, found = text_column
+                raise InvalidInputError(
+                    f"the model in {self.source} must receive text in column {name!r}: its "
+                    f"encoder was fitted on strings such as {category!r}, and the data hold "
+                    f"numbers there (write the categories as the model saw them). "
+                    f"Found {found!r} in {name!r}."
+                ) from error
             raise InvalidInputError(
                 f"the model in {self.source} must accept the features ({rows} × {width}, "
                 f"columns {_describe_types(batch)}). Found {type(error).__name__}: "
                 f"{first_line(error)}"
             ) from error
+
+
+def _encoders(estimator: Any) -> Iterator[Any]:
+    """Every fitted step of ``estimator`` that encodes categories (``categories_``), through
+    pipelines and column transformers."""
+    if hasattr(estimator, "categories_") and hasattr(estimator, "feature_names_in_"):
+        yield estimator
+    for step in getattr(estimator, "steps", ()):
+        yield from _encoders(step[1])
+    for transformer in getattr(estimator, "transformers_", ()):
+        yield from _encoders(transformer[1])
+
+
+def _numbers_for_text(estimator: Any, batch: Any) -> tuple[str, str, object] | None:
+    """The first column of ``batch`` (a frame) that holds numbers where an encoder of the
+    model was fitted on strings: its name, a category, a value found; None if there is none."""
+    columns = getattr(batch, "columns", None)
+    if columns is None:
+        return None
+    for encoder in _encoders(estimator):
+        for name, categories in zip(encoder.feature_names_in_, encoder.categories_, strict=False):
+            texts = [value for value in categories if isinstance(value, str)]
+            if not texts or name not in columns:
+                continue
+            values = batch[name]
+            if np.issubdtype(values.dtype, np.number) and len(values):
+                return str(name), texts[0], values.iloc[0].item()
+    return None
 
 
 def _describe_types(batch: Any) -> str:

@@ -28,6 +28,7 @@ file is loaded.
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,9 @@ __all__ = ["OUTPUTS_KEY", "TorchScriptLoader", "TorchScriptModel", "stated_outpu
 
 OUTPUTS_KEY = "epsstar.outputs"
 """The extra file in which an exporter states what the module returns."""
+
+#: The dimensions torch says an input must have ("Expected 3D ... or 4D", "4-dimensional").
+_DIMENSIONS = re.compile(r"\b(\d)(?:D|-dimensional)\b")
 
 
 def stated_outputs(text: str | bytes, path: Path) -> OutputReading | None:
@@ -125,9 +129,10 @@ class TorchScriptModel(BatchedModel):
                 result = self._module(torch.from_numpy(batch).to(self._device))
         except Exception as error:
             message = (str(error).strip().splitlines() or [""])[-1][:200]
+            hint = self._shape_hint(batch, message)
             raise InvalidInputError(
                 f"the model in {self.source} must accept the features "
-                f"({' × '.join(map(str, batch.shape))} {batch.dtype}). Found "
+                f"({' × '.join(map(str, batch.shape))} {batch.dtype}){hint}. Found "
                 f"{type(error).__name__}: {message}"
             ) from error
         if isinstance(result, (tuple, list)) and len(result) == 1:
@@ -140,6 +145,26 @@ class TorchScriptModel(BatchedModel):
             )
         output: NDArray[Any] = result.detach().to("cpu", torch.float64).numpy()
         return output
+
+    def _shape_hint(self, batch: NDArray[Any], message: str) -> str:
+        """For a table given to a network that takes records of more dimensions (its error
+        asks for 3-D or 4-D input), the option that reshapes them, with the shape its first
+        convolution's weights imply when the columns fit it."""
+        wanted = [int(found) for found in _DIMENSIONS.findall(message)]
+        if batch.ndim != 2 or not wanted or max(wanted) <= 2:
+            return ""
+        record = max(wanted) - 1  # the dimensions of one record
+        shape = "D1,D2,..."
+        weights = [p for p in self._module.parameters() if p.dim() == record + 1]
+        if weights:
+            channels, width = int(weights[0].shape[1]), int(batch.shape[1])
+            side = round((width / channels) ** (1 / (record - 1))) if width % channels == 0 else 0
+            if side > 0 and channels * side ** (record - 1) == width:
+                shape = ",".join(map(str, [channels, *[side] * (record - 1)]))
+        return (
+            f", but it takes records of {record} dimensions: give their shape with "
+            f"--input-shape {shape}"
+        )
 
     def _scores_of_pair(self, result: tuple[Any, ...] | list[Any]) -> Any:
         """Of ``(logits, softmax(logits))`` (either order; sigmoid for one column), the

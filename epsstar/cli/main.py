@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import re
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -61,7 +62,38 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.required = True
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    for command in subparsers.choices.values():
+        command.set_defaults(option_flags=_flags(command))
     return parser
+
+
+def _flags(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """The flag of each option of ``parser`` by the name its value is kept under
+    (``batch_size``: ``--batch-size``)."""
+    return {
+        action.dest: max(action.option_strings, key=len)
+        for action in parser._actions
+        if action.option_strings and action.dest != argparse.SUPPRESS
+    }
+
+
+#: A message about a parameter by its Python name, as the library checks them.
+_PARAMETER = re.compile(r"(?P<name>[a-z][a-z0-9_]*) (?P<rest>must |needs )")
+
+
+def _named_by_flag(message: str, args: argparse.Namespace) -> str:
+    """``message`` naming the flag the user typed instead of the parameter it fills: the
+    library checks ``batch_size``, the user typed ``--batch-size``. Only a flag given on the
+    command line is named (a value from a manifest or a configuration is not the flag's)."""
+    match = _PARAMETER.match(message)
+    flags: dict[str, str] = getattr(args, "option_flags", {})
+    flag = flags.get(match.group("name")) if match else None
+    words: list[str] = getattr(args, "command_line", [])
+    if match is None or flag is None:
+        return message
+    if not any(word == flag or word.startswith(f"{flag}=") for word in words):
+        return message
+    return f"{flag} {message[match.start('rest') :]}"
 
 
 def _show_warning(
@@ -157,7 +189,8 @@ def _handle(args: argparse.Namespace) -> int:
         try:
             return handler(args)
         except EpsstarError as error:
-            print(one_line(f"epsstar {args.command}: error: {error}"), file=sys.stderr)
+            message = _named_by_flag(str(error), args)
+            print(one_line(f"epsstar {args.command}: error: {message}"), file=sys.stderr)
             return EXIT_USAGE
 
 

@@ -40,7 +40,7 @@ def parse_hidden(text: str | Sequence[int]) -> tuple[int, ...]:
                 ) from None
     else:
         widths = list(text)
-    return tuple(check_positive_int("hidden layer width", width) for width in widths)
+    return tuple(check_positive_int("hidden", width) for width in widths)
 
 
 def output_width(n_classes: int) -> int:

@@ -128,7 +128,7 @@ class TrainingConfig:
         check_in_range("lr", self.lr, 0.0, math.inf)
         check_in_range("momentum", self.momentum, 0.0, 1.0, low_inclusive=True)
         for width in self.hidden:
-            check_positive_int("hidden layer width", width)
+            check_positive_int("hidden", width)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise InvalidInputError(f"seed must be an integer ≥ 0. Found {self.seed}.")
         checked_device(self.device, option="device")

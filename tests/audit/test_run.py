@@ -354,7 +354,7 @@ BAD_AUDITS = [
         "is a file, not a folder",
     ),
     ("loader", ONNX, TRAIN, POPULATION, ["--loader", "nosuch"], "onnx, sklearn"),
-    ("batch size", ONNX, TRAIN, POPULATION, ["--batch-size", "0"], "batch_size"),
+    ("batch size", ONNX, TRAIN, POPULATION, ["--batch-size", "0"], "--batch-size must be"),
     ("delta", ONNX, TRAIN, POPULATION, ["--delta", "2"], "delta must be in"),
     ("interval", ONNX, TRAIN, POPULATION, ["--interval", "1.5"], "interval must be in"),
     (
@@ -363,7 +363,7 @@ BAD_AUDITS = [
         TRAIN,
         POPULATION,
         ["--interval", "0.9", "--n-bootstrap", "1"],
-        "n_bootstrap",
+        "--n-bootstrap must be",
     ),
     ("method", ONNX, TRAIN, POPULATION, ["--method", "bogus"], "invalid choice"),
 ]

@@ -262,7 +262,7 @@ def test_an_output_path_that_is_a_file(tmp_path: Path, capsys: pytest.CaptureFix
     target = tmp_path / "file"
     target.write_text("x")
     assert main(["demo", "--quick", "--out", str(target)]) == 2
-    assert "not a directory" in capsys.readouterr().err
+    assert "--out must name a folder, not a file" in capsys.readouterr().err
 
 
 def test_full_demo_follows_the_paper() -> None:

@@ -265,12 +265,12 @@ BAD_INPUTS = [
     (
         "interval",
         ["--train-losses", "good.npy", *GOOD, "--interval", "1.5"],
-        "interval must be in (0, 1). Found 1.5.",
+        "--interval must be in (0, 1). Found 1.5.",
     ),
     (
         "bootstrap",
         ["--train-losses", "good.npy", *GOOD, "--interval", "0.9", "--n-bootstrap", "1"],
-        "n_bootstrap must be an integer ≥ 2. Found 1.",
+        "--n-bootstrap must be an integer ≥ 2. Found 1.",
     ),
     ("no train", GOOD, "required"),
 ]

@@ -189,9 +189,13 @@ REFUSED = {
         "need at least 100 rows",
         "--method empirical needs 50, which these rows allow. Found 60.",
     ),
-    "max-epsilon-negative": (_max_epsilon("-1"), "max_epsilon must be in [0, inf)", "Found -1.0."),
-    "max-epsilon-nan": (_max_epsilon("nan"), "max_epsilon must be in [0, inf)", "Found nan."),
-    "max-epsilon-inf": (_max_epsilon("inf"), "max_epsilon must be in [0, inf)", "Found inf."),
+    "max-epsilon-negative": (
+        _max_epsilon("-1"),
+        "--max-epsilon must be in [0, inf)",
+        "Found -1.0.",
+    ),
+    "max-epsilon-nan": (_max_epsilon("nan"), "--max-epsilon must be in [0, inf)", "Found nan."),
+    "max-epsilon-inf": (_max_epsilon("inf"), "--max-epsilon must be in [0, inf)", "Found inf."),
     "labels-half-integers": (_half_labels, "labels must be classes of the model", "0.5, 1.5."),
     "constant-predictions": (_constant_predictions, "all losses are equal", "Epsilon* = 0"),
 }
@@ -244,7 +248,7 @@ def test_epsilon_names_the_empirical_method_and_it_runs(
     assert main(command) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line == (
-        "epsstar epsilon: error: train_losses needs at least 100 values for the tails-tested "
+        "epsstar epsilon: error: --train-losses needs at least 100 values for the tails-tested "
         "method (--method empirical needs 1). Found 60."
     )
     assert main([*command, "--method", "empirical"]) == 0

@@ -602,6 +602,49 @@ def test_ctrl_c_in_a_real_process_leaves_no_file(inputs: Path, tmp_path: Path) -
     assert not out.exists()
 
 
+def test_ctrl_c_of_a_dask_audit_is_one_line(inputs: Path, tmp_path: Path) -> None:
+    """SIGINT to the whole process group, as a terminal sends it, once the local cluster's
+    workers run: exit 130 and the one line, without a worker's traceback; no file."""
+    pytest.importorskip("distributed")
+    out = tmp_path / "out"
+    code = (
+        "import contextlib, sys, time\n"
+        "import epsstar.audit.engines.dask_engine as engine\n"
+        "started = engine.dask_client\n"
+        "@contextlib.contextmanager\n"
+        "def waiting(chosen):\n"
+        "    with started(chosen) as client:\n"
+        "        client.wait_for_workers(chosen.workers)\n"
+        "        sys.stderr.write('running\\n'); sys.stderr.flush(); time.sleep(60)\n"
+        "        yield client\n"
+        "engine.dask_client = waiting\n"
+        "from epsstar.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    args = [*audit_args(inputs), "--engine", "dask", "--json", str(out / "a.json")]
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=default_sigint,
+        start_new_session=True,
+    )
+    assert process.stderr is not None
+    try:
+        assert process.stderr.readline() == "running\n"
+        os.killpg(process.pid, signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == EXIT_INTERRUPTED, stderr
+    assert stderr == "epsstar: interrupted\n"
+    assert stdout == ""
+    assert not out.exists()
+
+
 # --- epsilon -------------------------------------------------------------------------------------
 
 

@@ -250,7 +250,8 @@ def test_sweep_output_that_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert _sweep(config) == 2
     message = _error(capsys)
     assert message == (
-        f"epsstar sweep: error: sweep output is not a directory. Found '{tmp_path / 'models'}'."
+        "epsstar sweep: error: --out must name a folder, not a file. "
+        f"Found '{tmp_path / 'models'}'."
     )
     assert (tmp_path / "models").read_text() == "not a folder"
 
@@ -305,8 +306,8 @@ def test_train_into_the_data_folder(tmp_path: Path, capsys: pytest.CaptureFixtur
     data = (tmp_path / "train.csv").read_bytes()
     assert main(args) == 2
     assert _error(capsys) == (
-        "epsstar train: error: output directory is not empty; pass --overwrite to replace it. "
-        f"Found '{tmp_path}'."
+        "epsstar train: error: --out: the output folder is not empty; pass --overwrite to "
+        f"replace it. Found '{tmp_path}'."
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.csv"]
     assert main([*args, "--overwrite"]) == 0

@@ -81,6 +81,6 @@ def test_output_directory_rules(tmp_path: Path) -> None:
     prepare_output_dir(tmp_path / "busy", overwrite=True)
     assert not (tmp_path / "busy" / "training.json").exists()
     (tmp_path / "file").write_text("x")
-    with pytest.raises(InvalidInputError, match="not a directory"):
+    with pytest.raises(InvalidInputError, match="must name a folder, not a file"):
         prepare_output_dir(tmp_path / "file", overwrite=True)
     assert prepare_output_dir(tmp_path / "new" / "deep", overwrite=False).is_dir()

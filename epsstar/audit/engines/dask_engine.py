@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import signal
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
@@ -134,6 +135,28 @@ def _handshake(address: str, timeout: float) -> None:
 
 
 @contextmanager
+def _interrupts_ignored() -> Iterator[None]:
+    """Ctrl-C ignored while the block runs (main thread only), then as before.
+
+    A terminal sends Ctrl-C to every process of the command, the local cluster's workers
+    too, each of which would print its ``KeyboardInterrupt`` traceback. A process started
+    while Ctrl-C is ignored keeps ignoring it (and Python's ``asyncio`` then leaves it so),
+    so the workers started in the block leave Ctrl-C to this process, which stops them.
+    A Ctrl-C while they start is lost.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(
+            signal.SIGINT, previous if previous is not None else signal.default_int_handler
+        )
+
+
+@contextmanager
 def dask_client(engine: Engine) -> Iterator[Client]:
     """A client of ``engine``'s scheduler (or of a local cluster), closed on exit."""
     distributed = require_distributed()
@@ -144,13 +167,14 @@ def dask_client(engine: Engine) -> Iterator[Client]:
         level = logger.level
         logger.setLevel(logging.CRITICAL)
         try:
-            cluster = distributed.LocalCluster(
-                n_workers=engine.workers,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=":0",
-                silence_logs=logging.CRITICAL,
-            )
+            with _interrupts_ignored():
+                cluster = distributed.LocalCluster(
+                    n_workers=engine.workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=":0",
+                    silence_logs=logging.CRITICAL,
+                )
             try:
                 with distributed.Client(cluster) as client:
                     yield client

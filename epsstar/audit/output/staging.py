@@ -42,6 +42,7 @@ __all__ = [
     "Outputs",
     "StagedFile",
     "StagedFolder",
+    "check_output_folder",
     "input_files",
     "interrupts_deferred",
     "refuse_replacing_inputs",
@@ -58,6 +59,19 @@ PathLike = str | os.PathLike[str]
 
 def _reason(error: OSError) -> str:
     return error.strerror or str(error)
+
+
+@contextlib.contextmanager
+def _reachable(option: str, shown: str) -> Iterator[None]:
+    """Any error of the file system while an output location is checked (a folder on the way
+    that may not be searched: ``Path.exists`` raises then) as the option's one-line error."""
+    try:
+        yield
+    except OSError as error:
+        where = os.fsdecode(error.filename) if error.filename is not None else shown
+        raise InputFileError(
+            f"{option}: cannot reach {where!r} ({_reason(error)}). Found {shown!r}."
+        ) from None
 
 
 def _name_max(folder: Path) -> int:
@@ -135,6 +149,37 @@ def refuse_replacing_inputs(
             raise InputFileError(
                 f"{option} would overwrite {name}, an input of this run. Found {os.fspath(path)!r}."
             )
+
+
+def check_output_folder(option: str, path: PathLike) -> Path:
+    """Check the output folder ``path`` of ``option`` that a command makes or fills itself
+    (a model folder, a sweep), before its work: it is a folder or does not exist yet, every
+    folder on the way can be searched, it can be listed if it exists, and the nearest
+    folder that exists takes a new entry (tried with a hidden folder, removed at once).
+    Nothing is left behind; ``Path(path)`` is returned."""
+    shown = os.fspath(path)
+    target = _resolve(option, shown, "folder")
+    with _reachable(option, shown):
+        existing = target
+        for existing in (target, *target.parents):
+            if existing.is_dir():
+                break
+            if existing.exists() or existing.is_symlink():
+                if existing == target:
+                    raise InputFileError(
+                        f"{option} must name a folder, not a file. Found {shown!r}."
+                    )
+                raise InputFileError(
+                    f"{option}: {str(existing)!r} is a file, not a folder. Found {shown!r}."
+                )
+        if existing == target:
+            with os.scandir(target):  # a folder it may not list
+                pass
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".epsstar-", dir=existing))
+        except OSError as error:
+            raise _unwritable(option, shown, existing, error) from None
+    return Path(shown)
 
 
 def _backup(target: Path) -> Path | None:
@@ -289,8 +334,9 @@ class Outputs:
         shown = os.fspath(path)
         target = _resolve(option, shown, "file")
         self._claim(option, shown, target, "file")
-        self._check_file(option, shown, target)
-        self._make_folder(option, shown, target.parent)
+        with _reachable(option, shown):
+            self._check_file(option, shown, target)
+            self._make_folder(option, shown, target.parent)
         try:
             handle, temporary = tempfile.mkstemp(
                 prefix=f".{target.name[:_NAME_IN_TEMPORARY]}.", suffix=".tmp", dir=target.parent
@@ -307,12 +353,13 @@ class Outputs:
         shown = os.fspath(path)
         target = _resolve(option, shown, "folder")
         self._claim(option, shown, target, "folder")
-        if target.exists() and not target.is_dir():
-            raise InputFileError(f"{option} must name a folder, not a file. Found {shown!r}.")
-        for name in names:
-            self._claim(option, str(Path(shown) / name), target / name, "file")
-            self._check_file(option, str(Path(shown) / name), target / name)
-        self._make_folder(option, shown, target)
+        with _reachable(option, shown):
+            if target.exists() and not target.is_dir():
+                raise InputFileError(f"{option} must name a folder, not a file. Found {shown!r}.")
+            for name in names:
+                self._claim(option, str(Path(shown) / name), target / name, "file")
+                self._check_file(option, str(Path(shown) / name), target / name)
+            self._make_folder(option, shown, target)
         try:
             staging = Path(tempfile.mkdtemp(prefix=".epsstar-", dir=target))
         except OSError as error:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Final
 
 from epsstar.audit.data.files import atomic_write_json
+from epsstar.audit.output.staging import check_output_folder
 from epsstar.audit.training_audit.procedure import RunScores
 from epsstar.exceptions import InputFileError
 from epsstar.statistics.json_types import JsonObject
@@ -52,9 +53,14 @@ class RunStore:
         """The store of ``folder`` for an audit with ``settings`` (see the module)."""
         if folder is None:
             return cls(None)
-        if folder.exists() and not folder.is_dir():
-            raise InputFileError(f"--work must be a folder. Found the file {str(folder)!r}.")
-        folder.mkdir(parents=True, exist_ok=True)
+        check_output_folder("--work", folder)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise InputFileError(
+                f"--work: cannot create the folder ({error.strerror or error}). "
+                f"Found {str(folder)!r}."
+            ) from None
         record = folder / SETTINGS_FILE
         if record.is_file():
             try:

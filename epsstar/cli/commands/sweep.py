@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from epsstar.training.threads import apply_threads, choose_threads
 
     device = checked_device(args.device)
-    engine = engine_option(args, args.workers)
+    engine = engine_option(args, args.workers, "--workers")
     on_dask = engine.name == "dask"
     threads = choose_threads(args.workers if on_dask else 1, args.threads)
     if not 1 <= args.stack <= 1_000 or (on_dask and args.stack > 1):

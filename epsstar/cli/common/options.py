@@ -163,8 +163,12 @@ def add_engine_options(parser: argparse.ArgumentParser, unit: str) -> None:
     )
 
 
-def engine_option(args: argparse.Namespace, workers: int = 2) -> Engine:
-    """The engine ``--engine`` and ``--scheduler`` ask for (``workers`` for a local cluster)."""
+def engine_option(args: argparse.Namespace, workers: int = 2, option: str = "--jobs") -> Engine:
+    """The engine ``--engine`` and ``--scheduler`` ask for (``workers`` for a local cluster,
+    the value of ``option``)."""
     from epsstar.audit.engines.dask_engine import Engine
+    from epsstar.exceptions import InvalidInputError
 
+    if isinstance(workers, int) and workers < 1:
+        raise InvalidInputError(f"{option} must be an integer ≥ 1. Found {workers}.")
     return Engine(args.engine, args.scheduler, workers)

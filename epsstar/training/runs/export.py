@@ -44,6 +44,7 @@ from epsstar.audit.model.class_labels import (
     features_to_text,
 )
 from epsstar.audit.model.declared_privacy import PRIVACY_KEY, DeclaredPrivacy, privacy_to_text
+from epsstar.audit.output.staging import check_output_folder
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.training.models import ExportedModel
 from epsstar.training.results import TrainingResult
@@ -71,14 +72,17 @@ ONNX_OPSET = 17
 MODEL_FILES = {"onnx": "model.onnx", "torchscript": "model.pt", "record": "training.json"}
 
 
-def check_output_dir(path: str | os.PathLike[str], overwrite: bool) -> Path:
-    """Refuse a path that is a file, or a non-empty directory unless ``overwrite``."""
-    directory = Path(path)
-    if directory.exists() and not directory.is_dir():
-        raise InputFileError(f"output path exists and is not a directory. Found {str(path)!r}.")
+def check_output_dir(
+    path: str | os.PathLike[str], overwrite: bool, *, option: str = "--out"
+) -> Path:
+    """Refuse a path that is a file, a folder that cannot be made or written
+    (:func:`~epsstar.audit.output.staging.check_output_folder`), or a non-empty directory
+    unless ``overwrite``; ``option`` is the flag that named it."""
+    directory = check_output_folder(option, path)
     if directory.is_dir() and any(directory.iterdir()) and not overwrite:
         raise InvalidInputError(
-            f"output directory is not empty; pass --overwrite to replace it. Found {str(path)!r}."
+            f"{option}: the output folder is not empty; pass --overwrite to replace it. "
+            f"Found {str(path)!r}."
         )
     return directory
 
@@ -94,7 +98,9 @@ def prepare_output_dir(path: str | os.PathLike[str], overwrite: bool) -> Path:
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise InputFileError(f"cannot create output directory {str(path)!r}: {error}") from None
+        raise InputFileError(
+            f"--out: cannot create the folder ({error.strerror or error}). Found {str(path)!r}."
+        ) from None
     return directory
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from epsstar.audit.data.configs.schema import JsonObject
 from epsstar.audit.output.staging import interrupts_deferred, refuse_replacing_inputs
-from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.exceptions import InvalidInputError
 from epsstar.training.attribute import (
     AttributeTracker,
     Records,
@@ -79,13 +79,6 @@ def first_missing(path: Path) -> Path | None:
             break
         missing = folder
     return missing
-
-
-def _check_writable(out: Path) -> None:
-    """Refuse an output folder that could not be made or written, before any training."""
-    existing = next((folder for folder in (out, *out.parents) if folder.exists()), None)
-    if existing is not None and existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
-        raise InputFileError(f"--out: cannot write into {str(existing)!r}. Found {str(out)!r}.")
 
 
 def write_trained(
@@ -201,7 +194,6 @@ def _train_and_write(
     if population is not None:
         inputs.append(("--population", population.source))
     refuse_replacing_inputs(model_files(out), inputs)
-    _check_writable(Path(out))
     config.validate(data.n_records)
     check_memory(config, data)
     if data_part is None:

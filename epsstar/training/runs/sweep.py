@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 from epsstar.audit.data.configs.schema import Fields, JsonObject, Where, read_json
 from epsstar.audit.data.files import atomic_write_bytes
-from epsstar.audit.output.staging import refuse_replacing_inputs
+from epsstar.audit.output.staging import check_output_folder, refuse_replacing_inputs
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.training.data.tables import TabularData
 from epsstar.training.results import EpochStats
@@ -236,9 +236,7 @@ def _output_directory(config: SweepConfig, out: str | os.PathLike[str] | None) -
         raise InvalidInputError(
             "the sweep needs an output directory: give --out or 'out' in the config."
         )
-    if target.exists() and not target.is_dir():
-        raise InputFileError(f"sweep output is not a directory. Found {str(target)!r}.")
-    return target
+    return check_output_folder("--out" if out is not None else "the sweep's 'out'", target)
 
 
 #: The file beside a model trained on a Dask cluster that names the worker that trained it.
