@@ -123,8 +123,13 @@ def test_batches_score_each_record_as_it_scores_alone(corpus: TinyCorpus) -> Non
     alone, _ = score_text(
         model, corpus.train, "text", ScoringPlan(1, 0.2, True, True), role="train"
     )
-    # float32 matmuls of other batch shapes: 1e-5 nats hides rounding only
-    for name in ("loss", "min_k", "min_k_plus_plus", "lowercase_loss"):
-        np.testing.assert_allclose(getattr(batched, name), getattr(alone, name), atol=1e-5)
+    # float32 matmuls of other batch shapes round each log-probability differently by about
+    # 1e-7 nats (a few float32 ulps of values near 5; measured ≤ 1e-7 here): 1e-5 hides
+    # rounding only. Min-K%++ divides each token's log-probability gap by the σ of the
+    # vocabulary's log-probabilities, small for this untrained, almost uniform model, which
+    # scales that rounding by 1/σ (measured 2.5e-5 on an AMD EPYC's kernels): 1e-4.
+    tolerance = {"loss": 1e-5, "min_k": 1e-5, "min_k_plus_plus": 1e-4, "lowercase_loss": 1e-5}
+    for name, atol in tolerance.items():
+        np.testing.assert_allclose(getattr(batched, name), getattr(alone, name), atol=atol)
     np.testing.assert_array_equal(batched.tokens, alone.tokens)
     assert batched.correct == alone.correct
