@@ -214,17 +214,20 @@ def atoms_supremum(at: Vertices, delta: float) -> tuple[Supremum, AtomTest | Non
 
 def _score(test: AtomTest | None, at: Vertices, delta: float) -> float:
     """``max(0, log ratio)`` of ``test``'s ratio on other counts; a denominator at or below
-    δ there is read at δ (the limit of the admissible rates)."""
+    δ there (counted 0, or at most δ) is read at δ, the limit of the admissible rates."""
     if test is None:
         return 0.0
     fpr, fnr = test.rates(at)
-    clamped = _log_ratio(test.term, fpr, fnr, at, delta)
-    if clamped == -np.inf:
-        numerator = {1: 1.0 - delta - fnr, 2: 1.0 - delta - fpr, 3: fnr - delta, 4: fpr - delta}
-        if numerator[test.term] <= 0:
-            return 0.0
-        clamped = float(np.log(numerator[test.term]) - np.log(delta))
-    return max(0.0, clamped)
+    numerator, rate, n = {
+        1: (1.0 - delta - fnr, fpr, at.n_population),
+        2: (1.0 - delta - fpr, fnr, at.n_train),
+        3: (fnr - delta, 1.0 - fpr, at.n_population),
+        4: (fpr - delta, 1.0 - fnr, at.n_train),
+    }[test.term]
+    denominator = max(_denominator(rate, n), delta)
+    if not numerator > 0:
+        return 0.0
+    return max(0.0, float(np.log(numerator) - np.log(denominator)))
 
 
 #: The counts of one random halving: (half A, half B), each as :class:`Vertices`.
@@ -261,7 +264,9 @@ def atoms_crossfit(halvings: list[HalfCounts], delta: float) -> CrossFit:
     scores: list[list[float]] = []
     for halves in halvings:
         for chooser, scorer in ((0, 1), (1, 0)):
-            chosen = [_best(halves[chooser], term, delta)[1] for term in range(1, 5)]
+            # A ratio that is nowhere above 1 on the choosing half chooses no test.
+            best = [_best(halves[chooser], term, delta) for term in range(1, 5)]
+            chosen = [test if value > 0 else None for value, test in best]
             scores.append([_score(test, halves[scorer], delta) for test in chosen])
     means = np.mean(scores, axis=0)
     term = int(np.argmax(means))
