@@ -33,6 +33,8 @@ def row(bench: ModuleType, dataset: str, target: float, seed: int, **values: obj
         audit_delta=1e-6,
         seed=seed,
         epsilon_star=0.5,
+        method="tails-tested",
+        distinct_losses=1000,
         crossfit_epsilon=0.5,
         gate_value=0.0,
         leak_p_value=0.5,

@@ -237,7 +237,7 @@ def test_an_attack_s_warnings_name_the_attack() -> None:
         (["--attack", "strong"], "invalid choice: 'strong'"),
         (
             ["--attack", "rmia", "--reference-models", "ref0.skops", "--rmia-a", "1.5"],
-            "rmia_a must be in [0, 1]. Found 1.5.",
+            "--rmia-a must be in [0, 1]. Found 1.5.",
         ),
     ],
 )
