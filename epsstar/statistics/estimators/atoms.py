@@ -268,11 +268,4 @@ def atoms_crossfit(halvings: list[HalfCounts], delta: float) -> CrossFit:
             best = [_best(halves[chooser], term, delta) for term in range(1, 5)]
             chosen = [test if value > 0 else None for value, test in best]
             scores.append([_score(test, halves[scorer], delta) for test in chosen])
-    means = np.mean(scores, axis=0)
-    term = int(np.argmax(means))
-    epsilon = float(means[term])
-    return CrossFit(
-        epsilon=epsilon,
-        term=term + 1 if epsilon > 0 else 0,
-        ratio_scores=(float(means[0]), float(means[1]), float(means[2]), float(means[3])),
-    )
+    return CrossFit.of_scores(scores)

@@ -77,6 +77,19 @@ class CrossFit:
     term: int
     ratio_scores: tuple[float, float, float, float]
 
+    @classmethod
+    def of_scores(cls, scores: list[list[float]]) -> CrossFit:
+        """The cross-fitted Epsilon* of the four ratios' scores, one row per (halving,
+        direction): the largest of the four means (module doc)."""
+        means = np.mean(scores, axis=0)
+        term = int(np.argmax(means))
+        epsilon = float(means[term])
+        return cls(
+            epsilon=epsilon,
+            term=term + 1 if epsilon > 0 else 0,
+            ratio_scores=(float(means[0]), float(means[1]), float(means[2]), float(means[3])),
+        )
+
 
 def ratio_maximisers(
     train: ContinuousDistribution, population: ContinuousDistribution, delta: float
@@ -191,14 +204,7 @@ def crossfit_score(halvings: list[HalfFits], delta: float) -> CrossFit:
         for chooser, scorer in ((0, 1), (1, 0)):
             chosen = ratio_maximisers(*fits[chooser], delta)
             scores.append([score_on(c, *fits[scorer], delta) for c in chosen])
-    means = np.mean(scores, axis=0)
-    term = int(np.argmax(means))
-    epsilon = float(means[term])
-    return CrossFit(
-        epsilon=epsilon,
-        term=term + 1 if epsilon > 0 else 0,
-        ratio_scores=(float(means[0]), float(means[1]), float(means[2]), float(means[3])),
-    )
+    return CrossFit.of_scores(scores)
 
 
 def crossfit_epsilon(
