@@ -20,6 +20,7 @@ from epsstar.cli.common.options import (
 )
 from epsstar.cli.common.text_table import extrapolation_note, interval_lines, rate_text
 from epsstar.cli.exit_codes import EXIT_OK
+from epsstar.statistics.estimators.methods import DEFAULT_LEVEL
 from epsstar.statistics.names import SEARCHES
 
 if TYPE_CHECKING:
@@ -77,8 +78,8 @@ def register(subparsers: Any) -> None:
         type=_window,
         default=None,
         metavar="LOW,HIGH",
-        help="empirical method: admissible FPR/FNR interval instead of "
-        "(delta, 1-delta), e.g. 0.001,0.999 as in the paper",
+        help="empirical method: admissible interval of each ratio's denominator rate instead "
+        "of (delta, 1-delta), e.g. 0.001,0.999 as in the paper",
     )
     add_seed_option(parser, "seed of fits and goodness-of-fit tests")
     add_json_option(parser)
@@ -99,6 +100,13 @@ def _format(result: EpsilonStarResult) -> str:
             lines.append(extrapolation_note(result.unsupported_rates))
     else:
         lines.append("  no admissible threshold beats random guessing")
+    leak = result.leak_test
+    if leak is not None and result.epsilon > 0:
+        lines.append(
+            f"  held-out leak test p = {leak.p_value:.3g}: a leak found at level "
+            f"{DEFAULT_LEVEL:g}, so the cross-fitted estimate stands (where nothing leaks, a "
+            f"share {DEFAULT_LEVEL:g} of tests find one by chance)"
+        )
     if result.note:
         lines.append(f"  note: {result.note}")
     lines.extend(interval_lines(result))
