@@ -37,8 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.statistics._validation import FloatArray, check_positive_int
-from epsstar.statistics.estimators.crossfit import CrossFit
+from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.estimators.crossfit import CrossFit, crossfit_fits
 from epsstar.statistics.estimators.empirical import median_unbiased_zero_rate
 from epsstar.statistics.estimators.ratio_terms import Supremum
 from epsstar.statistics.summaries.protocols import Losses, Sample
@@ -246,17 +246,14 @@ def atoms_halves(
     halvings :func:`~epsstar.statistics.estimators.crossfit.crossfit_fits` draws); they do
     not depend on δ, so one set serves Epsilon* at every δ. ``None`` when the halves of a
     summary cannot count exactly at every atom."""
-    n_splits = check_positive_int("n_splits", n_splits)
-    rng = np.random.default_rng([seed, 0xC0F1])
-    found: list[HalfCounts] = []
-    for index in range(n_splits):
-        train_halves = train.crossfit_halves(index, rng)
-        pop_halves = population.crossfit_halves(index, rng)
-        a, b = (vertices(thresholds, train_halves[h], pop_halves[h]) for h in (0, 1))
-        if a is None or b is None:
-            return None
-        found.append((a, b))
-    return found
+
+    def count(train_half: Sample, population_half: Sample) -> Vertices | None:
+        return vertices(thresholds, train_half, population_half)
+
+    found = crossfit_fits(train, population, count, n_splits=n_splits, seed=seed)
+    if any(a is None or b is None for a, b in found):
+        return None
+    return [(a, b) for a, b in found if a is not None and b is not None]
 
 
 def atoms_crossfit(halvings: list[HalfCounts], delta: float) -> CrossFit:

@@ -28,8 +28,9 @@ records, so its tails reach less far than a full-sample fit's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -54,6 +55,8 @@ __all__ = [
     "score_on",
 ]
 
+#: What :func:`crossfit_fits` makes of one half of both sides.
+Fitted = TypeVar("Fitted")
 #: Fits both sides (training, population losses) to loss-ordered distributions.
 PairFitter = Callable[[Sample, Sample], tuple[ContinuousDistribution, ContinuousDistribution]]
 
@@ -174,12 +177,13 @@ HalfFits = tuple[
 def crossfit_fits(
     train: LossesLike,
     population: LossesLike,
-    fit: PairFitter,
+    fit: Callable[[Sample, Sample], Fitted],
     *,
     n_splits: int = 1,
     seed: int = 0,
-) -> list[HalfFits]:
-    """``fit`` applied to both halves of ``n_splits`` seeded random halvings (module doc).
+) -> list[tuple[Fitted, Fitted]]:
+    """``fit`` applied to both halves of ``n_splits`` seeded random halvings (module doc):
+    a :data:`PairFitter` gives :data:`HalfFits`, the atoms estimator its counts.
 
     Losses held in memory are shuffled (seeded) and halved; a
     :class:`~epsstar.statistics.summaries.loss_summary.LossSummary` brings the sketches of its
@@ -189,7 +193,7 @@ def crossfit_fits(
     n_splits = check_positive_int("n_splits", n_splits)
     sides = as_losses(train, "train"), as_losses(population, "population")
     rng = np.random.default_rng([seed, 0xC0F1])
-    found: list[HalfFits] = []
+    found: list[tuple[Fitted, Fitted]] = []
     for index in range(n_splits):
         a = sides[0].crossfit_halves(index, rng)
         b = sides[1].crossfit_halves(index, rng)
@@ -197,7 +201,7 @@ def crossfit_fits(
     return found
 
 
-def crossfit_score(halvings: list[HalfFits], delta: float) -> CrossFit:
+def crossfit_score(halvings: Sequence[HalfFits], delta: float) -> CrossFit:
     """Cross-fitted Epsilon* at ``delta`` from the fits of :func:`crossfit_fits`."""
     scores: list[list[float]] = []
     for fits in halvings:
