@@ -9,6 +9,7 @@ ends the command quietly (exit 141). Tests that could replace an input copy it i
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -608,7 +609,9 @@ def test_ctrl_c_of_a_dask_audit_is_one_line(inputs: Path, tmp_path: Path) -> Non
     pytest.importorskip("distributed")
     out = tmp_path / "out"
     code = (
-        "import contextlib, sys, time\n"
+        "import contextlib, faulthandler, sys, time\n"
+        # Where the command would hang, its threads' stacks reach the assertion message.
+        "faulthandler.dump_traceback_later(55, exit=False)\n"
         "import epsstar.audit.engines.dask_engine as engine\n"
         "started = engine.dask_client\n"
         "@contextlib.contextmanager\n"
@@ -635,10 +638,17 @@ def test_ctrl_c_of_a_dask_audit_is_one_line(inputs: Path, tmp_path: Path) -> Non
     try:
         assert process.stderr.readline() == "running\n"
         os.killpg(process.pid, signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=60)
+        # The command's own exit is what the user waits for. A worker process that is still
+        # shutting down after it (terminated by the command's exit) may hold the pipes a
+        # while longer, so the group is cleared before they are read.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=60)
     finally:
-        if process.poll() is None:
+        exited = process.poll() is not None
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
+    stdout, stderr = process.communicate(timeout=30)
+    assert exited, f"no exit within 60 s of SIGINT; standard error:\n{stderr}"
     assert process.returncode == EXIT_INTERRUPTED, stderr
     assert stderr == "epsstar: interrupted\n"
     assert stdout == ""
