@@ -54,10 +54,9 @@ from epsstar.statistics.estimators.estimator import (
     estimate_at_deltas,
 )
 from epsstar.statistics.estimators.methods import (
-    AtomsTested,
     Bootstrap,
     EstimatorConfig,
-    TailsTested,
+    TestedConfig,
     method_config,
 )
 from epsstar.statistics.names import (
@@ -126,7 +125,7 @@ class AuditOptions:
         """The headline's configuration: a tested method's leak test at the gate's level
         ``1 - confidence``, so that the headline and the gate read one decision."""
         config = method_config(self.headline_method, family=self.family)
-        if isinstance(config, AtomsTested | TailsTested):
+        if isinstance(config, TestedConfig):
             return dataclasses.replace(config, level=round(1.0 - self.confidence, 12))
         return config
 

@@ -51,7 +51,7 @@ from epsstar.statistics.bounds.premise_tests import (
 )
 from epsstar.statistics.bounds.repeats_test import repeats_p_value
 from epsstar.statistics.estimators.estimator import estimate
-from epsstar.statistics.estimators.methods import AtomsTested, TailsTested
+from epsstar.statistics.estimators.methods import TestedConfig
 
 __all__ = [
     "GATE_PREMISE_CONFIDENCE",
@@ -119,7 +119,7 @@ def blind_baseline(
             f"{members.size} training and {others.size} population rows."
         )
     config = options.estimator()
-    if isinstance(config, TailsTested | AtomsTested):
+    if isinstance(config, TestedConfig):
         # Epsilon* only is reported: no cross-fitted estimate when no leak is found.
         config = dataclasses.replace(config, untested=False)
     try:

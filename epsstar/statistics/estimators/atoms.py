@@ -38,7 +38,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.estimators.crossfit import CrossFit, crossfit_fits
+from epsstar.statistics.estimators.crossfit import (
+    FPR_DENOMINATOR_TERMS,
+    CrossFit,
+    crossfit_fits,
+)
 from epsstar.statistics.estimators.empirical import median_unbiased_zero_rate
 from epsstar.statistics.estimators.ratio_terms import Supremum
 from epsstar.statistics.summaries.protocols import Losses, Sample
@@ -50,6 +54,7 @@ __all__ = [
     "atoms_crossfit",
     "atoms_halves",
     "atoms_supremum",
+    "denominator_rate",
     "law_vertices",
     "vertices",
 ]
@@ -67,6 +72,24 @@ class Vertices:
     fnr: FloatArray
     n_train: int
     n_population: int
+
+    @classmethod
+    def from_counts(
+        cls,
+        thresholds: FloatArray,
+        train_below: FloatArray,
+        population_below: FloatArray,
+        n_train: int,
+        n_population: int,
+    ) -> Vertices:
+        """The vertices of ``#{train ≤ τ}`` and ``#{population ≤ τ}`` at each threshold τ."""
+        return cls(
+            thresholds=thresholds,
+            fpr=np.concatenate([[0.0], population_below]) / n_population,
+            fnr=1.0 - np.concatenate([[0.0], train_below]) / n_train,
+            n_train=n_train,
+            n_population=n_population,
+        )
 
 
 def _resolution(n: int) -> float:
@@ -95,15 +118,7 @@ def vertices(thresholds: FloatArray, train: Sample, population: Sample) -> Verti
     counted = [sample.count_below(thresholds) for sample in (population, train)]
     if not all(bool(np.all(exact)) for _, exact in counted):
         return None
-    pop_below = np.concatenate([[0.0], counted[0][0]])
-    train_below = np.concatenate([[0.0], counted[1][0]])
-    return Vertices(
-        thresholds=thresholds,
-        fpr=pop_below / population.n,
-        fnr=1.0 - train_below / train.n,
-        n_train=train.n,
-        n_population=population.n,
-    )
+    return Vertices.from_counts(thresholds, counted[1][0], counted[0][0], train.n, population.n)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,17 +160,23 @@ def _denominator(rate: float, n: int) -> float:
     return rate if rate > 0 else _resolution(n)
 
 
+def denominator_rate(term: int, fpr: float, fnr: float) -> float:
+    """The rate in ratio ``term``'s denominator: FPR, FNR, 1 − FPR or 1 − FNR."""
+    return {1: fpr, 2: fnr, 3: 1.0 - fpr, 4: 1.0 - fnr}[term]
+
+
+def _parts(term: int, fpr: float, fnr: float, at: Vertices, delta: float) -> tuple[float, float]:
+    """Ratio ``term``'s numerator and denominator at ``(fpr, fnr)``, a denominator rate
+    counted 0 read at the data's resolution."""
+    numerator = {1: 1.0 - fnr, 2: 1.0 - fpr, 3: fnr, 4: fpr}[term] - delta
+    n = at.n_population if term in FPR_DENOMINATOR_TERMS else at.n_train
+    return numerator, _denominator(denominator_rate(term, fpr, fnr), n)
+
+
 def _log_ratio(term: int, fpr: float, fnr: float, at: Vertices, delta: float) -> float:
     """Log of ratio ``term`` of eq. 7 at ``(fpr, fnr)``; ``-inf`` where its denominator
     rate (at the data's resolution) is not above δ or its numerator is not positive."""
-    if term == 1:
-        numerator, denominator = 1.0 - delta - fnr, _denominator(fpr, at.n_population)
-    elif term == 2:
-        numerator, denominator = 1.0 - delta - fpr, _denominator(fnr, at.n_train)
-    elif term == 3:
-        numerator, denominator = fnr - delta, _denominator(1.0 - fpr, at.n_population)
-    else:
-        numerator, denominator = fpr - delta, _denominator(1.0 - fnr, at.n_train)
+    numerator, denominator = _parts(term, fpr, fnr, at, delta)
     # The admissible rates are open at δ; their supremum is the value at δ itself (a mix
     # placed at δ may land a rounding error below it).
     if not (numerator > 0 and delta * (1.0 - 1e-12) <= denominator < 1.0 - delta):
@@ -173,9 +194,10 @@ def _candidates(at: Vertices, term: int, delta: float) -> list[AtomTest]:
     order = _lower_hull(x, y)
     index = (at.fpr.size - 1 - order) if reversed_ else order
     # The denominator of ratios 1 and 3 is the x rate, of 2 and 4 the y rate.
-    d = x[order] if term in (1, 3) else y[order]
+    fpr_denominator = term in FPR_DENOMINATOR_TERMS
+    d = x[order] if fpr_denominator else y[order]
     found = [AtomTest(term, int(k), int(k), 1.0, reversed_) for k in index]
-    side = at.n_population if term in (1, 3) else at.n_train
+    side = at.n_population if fpr_denominator else at.n_train
     if delta < _resolution(side):
         return found
     for j in range(order.size - 1):
@@ -209,7 +231,7 @@ def atoms_supremum(at: Vertices, delta: float) -> tuple[Supremum, AtomTest | Non
     fpr, fnr = chosen.rates(at)
     last = max(chosen.high, chosen.low)
     threshold = float(at.thresholds[last - 1]) if last else nan
-    return Supremum(best, float(threshold), fpr, fnr, chosen.term), chosen
+    return Supremum(best, threshold, fpr, fnr, chosen.term), chosen
 
 
 def _score(test: AtomTest | None, at: Vertices, delta: float) -> float:
@@ -217,17 +239,10 @@ def _score(test: AtomTest | None, at: Vertices, delta: float) -> float:
     δ there (counted 0, or at most δ) is read at δ, the limit of the admissible rates."""
     if test is None:
         return 0.0
-    fpr, fnr = test.rates(at)
-    numerator, rate, n = {
-        1: (1.0 - delta - fnr, fpr, at.n_population),
-        2: (1.0 - delta - fpr, fnr, at.n_train),
-        3: (fnr - delta, 1.0 - fpr, at.n_population),
-        4: (fpr - delta, 1.0 - fnr, at.n_train),
-    }[test.term]
-    denominator = max(_denominator(rate, n), delta)
+    numerator, denominator = _parts(test.term, *test.rates(at), at, delta)
     if not numerator > 0:
         return 0.0
-    return max(0.0, float(np.log(numerator) - np.log(denominator)))
+    return max(0.0, float(np.log(numerator) - np.log(max(denominator, delta))))
 
 
 #: The counts of one random halving: (half A, half B), each as :class:`Vertices`.

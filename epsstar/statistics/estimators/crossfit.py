@@ -38,7 +38,6 @@ from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.estimators.optimizer import (
     admissible_span,
     evaluate_terms,
-    inside_edges,
     zoom_maximum,
 )
 from epsstar.statistics.estimators.ratio_terms import Supremum
@@ -103,7 +102,7 @@ def ratio_maximisers(
     brackets each ratio's best point, which a few rounds of zooming refine.
     A ratio that is nowhere finite gets ``epsilon = -inf``.
     """
-    lo, hi = admissible_span(train, population, delta)
+    lo, hi, near_edges = admissible_span(train, population, delta)
     nan = float("nan")
     if not lo < hi:
         return [Supremum(-np.inf, nan, nan, nan, j) for j in range(1, 5)]
@@ -111,7 +110,7 @@ def ratio_maximisers(
     grid = np.concatenate(
         [population.ppf(tail), population.isf(tail), train.ppf(tail), train.isf(tail)]
     )
-    grid = np.concatenate([grid, inside_edges(train, population, delta, lo, hi)])
+    grid = np.concatenate([grid, near_edges])
     grid = np.unique(np.clip(np.append(grid[np.isfinite(grid)], [lo, hi]), lo, hi))
     inset = 1e-9 * (hi - lo)
     grid = np.clip(grid, lo + inset, hi - inset)

@@ -52,8 +52,14 @@ from epsstar.statistics.estimators.atoms import (
     atoms_crossfit,
     atoms_halves,
     atoms_supremum,
+    denominator_rate,
 )
-from epsstar.statistics.estimators.crossfit import CrossFit, crossfit_fits, crossfit_score
+from epsstar.statistics.estimators.crossfit import (
+    FPR_DENOMINATOR_TERMS,
+    CrossFit,
+    crossfit_fits,
+    crossfit_score,
+)
 from epsstar.statistics.estimators.empirical import (
     ZeroCounts,
     median_unbiased_zero_rate,
@@ -299,7 +305,7 @@ def _with_interval(
     # tails-tested: the leak test decides once, on the original records (resampling with
     # replacement duplicates records, and a duplicate on both sides of the test's split
     # would read as a leak); the replicates measure the cross-fitted estimate's spread.
-    tested = isinstance(config, TailsTested | AtomsTested)
+    tested = isinstance(config, TestedConfig)
     resampled: EstimatorConfig = config
     if isinstance(config, TailsTested):
         resampled = TailsCrossfit(config.tail_size, config.n_splits)
@@ -460,7 +466,7 @@ def _tailed_at(
     default tail sizes are scaled by ``tail_scale``. Losses too discrete for a tail model
     (:func:`_discrete_losses`) take the atoms estimator (the plug-in :class:`Tails`, the
     empirical one)."""
-    if isinstance(config, TailsTested | AtomsTested):
+    if isinstance(config, TestedConfig):
         return _tested(train, population, deltas, config, seed, tail_scale)
     _refuse_all_equal(train, population)
     # One side's losses all equal (a model that memorised every record, such as a fully
@@ -539,13 +545,7 @@ def _atoms_at(
             "its distinct values."
         )
     thresholds, pop_below, train_below = _atom_counts(train_atoms, pop_atoms)
-    full = Vertices(
-        thresholds=thresholds,
-        fpr=np.concatenate([[0.0], pop_below]) / population.n,
-        fnr=1.0 - np.concatenate([[0.0], train_below]) / train.n,
-        n_train=train.n,
-        n_population=population.n,
-    )
+    full = Vertices.from_counts(thresholds, train_below, pop_below, train.n, population.n)
     halvings = atoms_halves(train, population, thresholds, n_splits=n_splits, seed=seed)
     note = f"{why}, so Epsilon* is the atoms-crossfit estimate ({_ATOMS_PATH})" if why else None
     if halvings is None:
@@ -582,13 +582,11 @@ def _randomised(test: AtomTest | None, located: EpsilonStarResult) -> str | None
 
 def _resolution_limited(found: Supremum, train: Losses, population: Losses) -> str | None:
     """The note of a ratio whose denominator rate was counted 0 (read at the resolution)."""
-    if found.term == 0:
-        return None
-    rates = {1: found.fpr, 2: found.fnr, 3: 1.0 - found.fpr, 4: 1.0 - found.fnr}
-    if rates[found.term] > 0:
+    if found.term == 0 or denominator_rate(found.term, found.fpr, found.fnr) > 0:
         return None
     name = {1: "FPR", 2: "FNR", 3: "1 - FPR", 4: "1 - FNR"}[found.term]
-    side, n = ("population", population.n) if found.term in (1, 3) else ("training", train.n)
+    on_population = found.term in FPR_DENOMINATOR_TERMS
+    side, n = ("population", population.n) if on_population else ("training", train.n)
     return (
         f"the test's {name} is 0 of {n:,} {side} records, read at the data's resolution "
         f"1 - 2^(-1/n) = {median_unbiased_zero_rate(n):.3g}, so Epsilon* is limited by the "
@@ -608,7 +606,8 @@ def _tested(
     if the leak test rejects; on losses too discrete for a tail model, tails-tested is
     atoms-tested. One rule for every shape: without a leak found, Epsilon* is 0."""
     _refuse_all_equal(train, population)
-    atoms = isinstance(config, AtomsTested) or _discrete_losses(train, population) is not None
+    discrete = _discrete_losses(train, population)
+    atoms = isinstance(config, AtomsTested) or discrete is not None
     crossfit: TailsCrossfit | AtomsCrossfit = (
         AtomsCrossfit(config.n_splits)
         if isinstance(config, AtomsTested)
@@ -618,11 +617,7 @@ def _tested(
     leak = held_out_leak_test(train, population, seed=seed)
     found = leak.p_value < config.level
     if not (found or config.untested):
-        why = (
-            _discrete_losses(train, population)
-            if atoms and isinstance(config, TailsTested)
-            else None
-        )
+        why = discrete if isinstance(config, TailsTested) else None
         return [_no_leak(train, population, d, config, name, leak, seed, why) for d in deltas]
     estimates = _tailed_at(train, population, deltas, crossfit, seed, tail_scale=tail_scale)
     results = []
@@ -632,11 +627,7 @@ def _tested(
         )
         if not found and result.epsilon > 0:
             nan = float("nan")
-            no_leak = (
-                f"the held-out exact leak test found no leak (p = {leak.p_value:.3g} ≥ "
-                f"{config.level:g}), so Epsilon* is 0; the cross-fitted estimate was "
-                f"{result.epsilon:.4g}"
-            )
+            no_leak = _no_leak_note(leak, config.level, f"was {result.epsilon:.4g}")
             tested = dataclasses.replace(
                 tested,
                 epsilon=0.0,
@@ -671,14 +662,20 @@ def _no_leak(
         method=name,
         seed=seed,
     )
-    no_leak = (
-        f"the held-out exact leak test found no leak (p = {leak.p_value:.3g} ≥ "
-        f"{config.level:g}), so Epsilon* is 0; the cross-fitted estimate was not computed"
-    )
+    no_leak = _no_leak_note(leak, config.level, "was not computed")
     return dataclasses.replace(
         located,
         leak_test=leak,
         note="; ".join(part for part in (why, no_leak) if part),
+    )
+
+
+def _no_leak_note(leak: LeakTest, level: float, estimate: str) -> str:
+    """What a tested method says when its leak test finds no leak; ``estimate`` completes
+    "the cross-fitted estimate …"."""
+    return (
+        f"the held-out exact leak test found no leak (p = {leak.p_value:.3g} ≥ {level:g}), "
+        f"so Epsilon* is 0; the cross-fitted estimate {estimate}"
     )
 
 

@@ -32,7 +32,6 @@ __all__ = [
     "admissible_span",
     "evaluate_terms",
     "grid_supremum",
-    "inside_edges",
     "parametric_supremum",
     "zoom_maximum",
 ]
@@ -66,29 +65,18 @@ def evaluate_terms(
 
 def admissible_span(
     train: ContinuousDistribution, population: ContinuousDistribution, delta: float
-) -> tuple[float, float]:
+) -> tuple[float, float, FloatArray]:
     """The thresholds ``(lo, hi)`` outside which no ratio's denominator rate is in
-    ``(δ, 1-δ)``: below ``lo`` both CDFs are under δ, above ``hi`` both survival
-    functions are."""
+    ``(δ, 1-δ)`` (below ``lo`` both CDFs are under δ, above ``hi`` both survival functions
+    are), and points a hair on either side of each ratio's own edge (where a denominator
+    rate is δ or 1 - δ), since a supremum on an open edge is approached from inside."""
     q = np.array([delta])
-    lo = float(min(population.ppf(q)[0], train.ppf(q)[0]))
-    hi = float(max(population.isf(q)[0], train.isf(q)[0]))
-    return lo, hi
-
-
-def inside_edges(
-    train: ContinuousDistribution,
-    population: ContinuousDistribution,
-    delta: float,
-    lo: float,
-    hi: float,
-) -> FloatArray:
-    """Points a hair on either side of each ratio's admissible edge (where a denominator
-    rate is δ or 1 - δ): a supremum on an open edge is approached from inside."""
-    q = np.array([delta])
-    edges = np.concatenate([population.ppf(q), train.ppf(q), population.isf(q), train.isf(q)])
+    lows = np.concatenate([population.ppf(q), train.ppf(q)])
+    highs = np.concatenate([population.isf(q), train.isf(q)])
+    lo, hi = float(lows.min()), float(highs.max())
+    edges = np.concatenate([lows, highs])
     inset = 1e-9 * (hi - lo)
-    return np.concatenate([edges - inset, edges + inset])
+    return lo, hi, np.concatenate([edges - inset, edges + inset])
 
 
 def _at(
@@ -160,7 +148,7 @@ def parametric_supremum(
 ) -> Supremum:
     """Epsilon* of two continuous distributions, located by bracketing and refinement."""
     delta = check_delta(delta)
-    lo, hi = admissible_span(train, population, delta)
+    lo, hi, near_edges = admissible_span(train, population, delta)
     if not lo < hi:
         # No threshold has a denominator rate inside (δ, 1 - δ): only the constant 1 remains.
         return _at(train, population, float("nan"), 0.0, 0)
@@ -173,7 +161,7 @@ def parametric_supremum(
             train.ppf(tail),
             train.isf(tail),
             np.linspace(lo, hi, 2 * GRID_PER_TAIL),
-            inside_edges(train, population, delta, lo, hi),
+            near_edges,
         ]
     )
     grid = np.unique(np.clip(grid[np.isfinite(grid)], lo, hi))
