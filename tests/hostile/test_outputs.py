@@ -36,6 +36,7 @@ from epsstar.cli.exit_codes import (
 )
 from epsstar.exceptions import InputFileError
 from tests.conftest import invoke
+from tests.hostile.interrupting import cli_process
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "fixtures" / "models"
@@ -565,12 +566,6 @@ def test_audit_json_on_standard_output_stays_pure(
     assert report.is_file()
 
 
-def default_sigint() -> None:
-    """In the child: Ctrl-C as on a terminal, even when the tests run where SIGINT is
-    ignored (a background job of a non-interactive shell), which the child would inherit."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_ctrl_c_in_a_real_process_leaves_no_file(inputs: Path, tmp_path: Path) -> None:
     """SIGINT while the report is being drawn: exit 130, no JSON, no temporary, no folder."""
     out = tmp_path / "out"
@@ -584,14 +579,7 @@ def test_ctrl_c_in_a_real_process_leaves_no_file(inputs: Path, tmp_path: Path) -
         "sys.exit(main(sys.argv[1:]))\n"
     )
     args = [*audit_args(inputs), "--json", str(out / "a.json"), "--report", str(out / "r.html")]
-    process = subprocess.Popen(
-        [sys.executable, "-c", code, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        preexec_fn=default_sigint,
-    )
+    process = cli_process(code, args)
     assert process.stderr is not None
     assert process.stderr.readline() == "drawing\n"
     assert out.is_dir()  # the JSON waits, unnamed, for the report
@@ -625,15 +613,7 @@ def test_ctrl_c_of_a_dask_audit_is_one_line(inputs: Path, tmp_path: Path) -> Non
         "sys.exit(main(sys.argv[1:]))\n"
     )
     args = [*audit_args(inputs), "--engine", "dask", "--json", str(out / "a.json")]
-    process = subprocess.Popen(
-        [sys.executable, "-c", code, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        preexec_fn=default_sigint,
-        start_new_session=True,
-    )
+    process = cli_process(code, args, new_session=True)
     assert process.stderr is not None
     try:
         assert process.stderr.readline() == "running\n"

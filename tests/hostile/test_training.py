@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import signal
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +23,7 @@ from epsstar.exceptions import InvalidInputError
 from epsstar.training import trainer
 from epsstar.training.runs.sweep import load_sweep_config, run_sweep
 from epsstar.training.threads import THREADS_ENV, available_cores, choose_threads
+from tests.hostile.interrupting import cli_process
 
 SWEEP = """
 data = "train.csv"
@@ -401,16 +399,10 @@ def test_demo_says_when_it_chooses_a_noise_multiplier(
 
 # --- interrupts in a real process, and outputs that would replace an input ---------------------
 
-ROOT = Path(__file__).resolve().parents[2]
 RECIPE = {
     "model": {"hidden": [4]},
     "hyperparameters": {"epochs": 2, "batch_size": 16, "lr": 0.01, "momentum": 0.9},
 }
-
-
-def _default_sigint() -> None:
-    """In the child: Ctrl-C as on a terminal, even where the tests run with SIGINT ignored."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _interrupted(args: list[str], pause_at_epoch: int) -> tuple[int, str]:
@@ -433,14 +425,7 @@ def _interrupted(args: list[str], pause_at_epoch: int) -> tuple[int, str]:
         "from epsstar.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
-    process = subprocess.Popen(
-        [sys.executable, "-c", code, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        preexec_fn=_default_sigint,
-    )
+    process = cli_process(code, args)
     assert process.stderr is not None
     assert process.stderr.readline() == "paused\n"
     process.send_signal(signal.SIGINT)
