@@ -424,21 +424,19 @@ def _gate_lines(result: AuditResult) -> list[str]:
             f"limit: the estimate lies below its own lower bound, so it understates the leak; "
             f"{test}"
         ]
-    untested = _untested_headline(result)
+    found = "finds a leak" if statistic.leak_found else "finds no leak"
+    decided = f"{found} at level {statistic.level:.3g}{_untested_headline(result)}"
     if statistic.rule == "significant":
-        found = "finds a leak" if statistic.leak_found else "finds no leak"
         compared = (
             f"Epsilon* {statistic.value:.4f}" if statistic.leak_found else "0 (no leak found)"
         )
         return [
-            f"  gate ({statistic.rule}): compared {compared} with the limit; the {test} "
-            f"{found} at level {statistic.level:.3g}{untested}"
+            f"  gate ({statistic.rule}): compared {compared} with the limit; the {test} {decided}"
         ]
     named = "Epsilon*" if statistic.rule == "estimate" else "the lower bound"
-    found = "finds a leak" if statistic.leak_found else "finds no leak"
     return [
         f"  gate ({statistic.rule}): compared {named} {statistic.value:.4f} with the limit; "
-        f"{test} {found} at level {statistic.level:.3g}{untested}"
+        f"{test} {decided}"
     ]
 
 
