@@ -14,9 +14,9 @@ seeds each:
   10,000 records; these settings were the best of a few tried at ε = 3, seed 0);
 - Purchase-like, the paper's grid strategy clip 1, batch 1024, 32 microbatches, SGD lr 0.01,
   momentum 0.9, 5 epochs (``purchase-paper``): on these records it stays at chance, and its
-  losses are those of the exported model's float32 probabilities (softmax in float32,
-  clipped as the loaders clip them), which take few distinct values: the estimator's
-  atoms path on a model that should not leak.
+  losses are those of the exported model's float32 probabilities (its own forward pass,
+  clipped as the loaders clip them). On the full grid such models gave few distinct losses;
+  the table's ``distinct losses`` column says whether these do.
 
 Each model's logit losses (exact, from its logits) on its training and population
 rows go through the audit's statistics at the default settings
@@ -280,16 +280,13 @@ def _logit_losses(model: Any, data: Any, outputs: str) -> tuple[NDArray[np.float
         for start in range(0, data.n_records, BATCH_ROWS):
             x = torch.as_tensor(data.features[start : start + BATCH_ROWS], dtype=torch.float32)
             y = data.labels[start : start + BATCH_ROWS]
-            raw = model.network(model.standardiser(x))
-            logits = raw.double().numpy()
+            logits = model.network(model.standardiser(x)).double().numpy()
             if outputs == "logits":
                 losses.append(compute_losses(y, logits, loss="logit", outputs="logits"))
-            else:
-                shown = torch.sigmoid(raw) if raw.shape[1] == 1 else torch.softmax(raw, dim=1)
-                probabilities = shown.numpy().astype(np.float64)
-                losses.append(
-                    compute_losses(y, probabilities[:, 0] if raw.shape[1] == 1 else probabilities)
-                )
+            else:  # the exported model's float32 probabilities
+                probabilities = model(x).numpy().astype(np.float64)
+                binary = probabilities.shape[1] == 1
+                losses.append(compute_losses(y, probabilities[:, 0] if binary else probabilities))
             predicted = (logits[:, 0] > 0) if logits.shape[1] == 1 else logits.argmax(axis=1)
             correct += int((predicted == y).sum())
     return np.concatenate(losses), correct / data.n_records
