@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from epsstar.exceptions import InputFileError
 from epsstar.statistics.json_types import JsonValue
 
-__all__ = ["MAX_DEPTH", "nested_too_deep", "parse_json"]
+__all__ = ["MAX_DEPTH", "integer_too_long", "nested_too_deep", "parse_json"]
 
 #: Deepest nesting of lists and objects a document may have (the deepest epsstar writes, an
 #: ``audit-many --json`` record, has 7 levels).
@@ -38,6 +38,14 @@ def nested_too_deep(place: str, limit: int) -> InputFileError:
     return InputFileError(
         f"{place}: the top level must be nested at most {limit} levels deep. Found more than "
         f"{limit} levels."
+    )
+
+
+def integer_too_long(place: str) -> InputFileError:
+    """The error of an integer beyond Python's limit on converting text, found at ``place``."""
+    return InputFileError(
+        f"{place}: integers must have at most {sys.get_int_max_str_digits():,} digits "
+        "(Python's limit on reading an integer from text). Found a longer one."
     )
 
 
@@ -85,10 +93,7 @@ def parse_json(
         raise nested_too_deep(place, limit) from None
     except ValueError as error:
         if "integer string conversion" in str(error):
-            raise InputFileError(
-                f"{place}: integers must have at most {sys.get_int_max_str_digits():,} digits "
-                "(Python's limit on reading an integer from text). Found a longer one."
-            ) from None
+            raise integer_too_long(place) from None
         raise InputFileError(f"{place}: must be JSON ({error}). Found {_cut(text)}.") from None
     _check(document, place, limit)
     return document

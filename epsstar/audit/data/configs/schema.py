@@ -508,6 +508,8 @@ def parse_toml(text: str, where: Where) -> JsonValue:
         raise InputFileError(
             f"{where.source}: must be TOML ({error}). Found invalid TOML."
         ) from None
+    except ValueError:  # tomllib's int() of an integer beyond Python's conversion limit
+        raise json_input.integer_too_long(where.source) from None
     check_depth(document, where)
     return document
 
