@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from epsstar.exceptions import InputFileError
 from epsstar.statistics.json_types import JsonValue
 
-__all__ = ["MAX_DEPTH", "integer_too_long", "nested_too_deep", "parse_json"]
+__all__ = ["MAX_DEPTH", "check_document", "integer_too_long", "nested_too_deep", "parse_json"]
 
 #: Deepest nesting of lists and objects a document may have (the deepest epsstar writes, an
 #: ``audit-many --json`` record, has 7 levels).
@@ -57,8 +57,9 @@ def _lone_surrogate(text: str) -> bool:
     return False
 
 
-def _check(document: JsonValue, place: str, limit: int) -> None:
-    """Refuse nesting beyond ``limit`` and strings (keys too) holding lone surrogates."""
+def check_document(document: JsonValue, place: str, limit: int = MAX_DEPTH) -> None:
+    """Refuse nesting beyond ``limit`` (counted without recursion) and strings (keys too)
+    holding lone surrogates, in a document read from ``place``."""
     stack: list[tuple[object, int]] = [(document, 1)]
     while stack:
         value, depth = stack.pop()
@@ -95,5 +96,5 @@ def parse_json(
         if "integer string conversion" in str(error):
             raise integer_too_long(place) from None
         raise InputFileError(f"{place}: must be JSON ({error}). Found {_cut(text)}.") from None
-    _check(document, place, limit)
+    check_document(document, place, limit)
     return document

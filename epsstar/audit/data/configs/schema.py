@@ -464,23 +464,10 @@ class Table(Spec[Fields]):
         return spec.check(item, where)
 
 
-def check_depth(document: object, where: Where, limit: int = MAX_DEPTH) -> None:
-    """Refuse lists and tables nested more than ``limit`` deep (counted without recursion)."""
-    stack: list[tuple[object, int]] = [(document, 1)]
-    while stack:
-        value, depth = stack.pop()
-        children: list[Any] = (
-            list(value.values())
-            if isinstance(value, Mapping)
-            else list(value)
-            if isinstance(value, list)
-            else []
-        )
-        if not children:
-            continue
-        if depth >= limit:
-            raise where.refuse(f"nested at most {limit} levels deep", f"more than {limit} levels")
-        stack.extend((child, depth + 1) for child in children)
+def check_depth(document: JsonValue, where: Where, limit: int = MAX_DEPTH) -> None:
+    """Refuse lists and tables nested more than ``limit`` deep, counted without recursion
+    (:func:`epsstar.audit.json_input.check_document`)."""
+    json_input.check_document(document, where.source, limit)
 
 
 def parse_json(text: str, where: Where, limit: int = MAX_DEPTH) -> JsonValue:
@@ -501,9 +488,7 @@ def parse_toml(text: str, where: Where) -> JsonValue:
     try:
         document: JsonValue = tomllib.loads(text)
     except RecursionError:
-        raise where.refuse(
-            f"nested at most {MAX_DEPTH} levels deep", f"more than {MAX_DEPTH} levels"
-        ) from None
+        raise json_input.nested_too_deep(where.source, MAX_DEPTH) from None
     except tomllib.TOMLDecodeError as error:
         raise InputFileError(
             f"{where.source}: must be TOML ({error}). Found invalid TOML."
