@@ -67,26 +67,22 @@ def _read(path: Path) -> JsonValue:
 
 
 class RunStore:
-    """Finished runs, kept in ``folder`` (``None``: in memory only) for an audit of ``runs``
-    runs."""
+    """Finished runs, kept in ``folder`` (``None``: in memory only), each scored under
+    ``threat_models``."""
 
-    def __init__(
-        self, folder: Path | None, runs: int = 0, threat_models: frozenset[str] = frozenset()
-    ) -> None:
+    def __init__(self, folder: Path | None, threat_models: frozenset[str] = frozenset()) -> None:
         self.folder = folder
-        self.runs = runs
         self.threat_models = threat_models
         self._memory: dict[int, RunScores] = {}
 
     @classmethod
     def open(cls, folder: Path | None, settings: JsonObject) -> RunStore:
         """The store of ``folder`` for an audit with ``settings`` (see the module)."""
-        runs, names = settings["runs"], settings["threat_models"]
-        assert isinstance(runs, int)  # the audit's own settings
-        assert isinstance(names, list)
+        names = settings["threat_models"]
+        assert isinstance(names, list)  # the audit's own settings
         threat_models = frozenset(str(name) for name in names)
         if folder is None:
-            return cls(None, runs, threat_models)
+            return cls(None, threat_models)
         check_output_folder("--work", folder)
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -111,22 +107,25 @@ class RunStore:
             )
         else:
             atomic_write_json(record, settings)
-        return cls(folder, runs, threat_models)
+        return cls(folder, threat_models)
 
-    def _index(self, path: Path) -> int:
-        """The run ``path`` records (from 0); a name of no run of this audit is refused."""
+    @staticmethod
+    def _index(path: Path, planned: int) -> int:
+        """The run ``path`` records (from 0); a name of none of the ``planned`` runs is
+        refused."""
         match = _RUN_NAME.fullmatch(path.name)
         index = -1 if match is None else int(match.group(1)) - 1
-        if not 0 <= index < self.runs:
+        if not 0 <= index < planned:
             raise InputFileError(
                 f"--work: {path.name} is not the record of a run of this audit (its "
-                f"{self.runs} runs are {_run_file(0)} to {_run_file(self.runs - 1)}); remove it "
+                f"{planned} runs are {_run_file(0)} to {_run_file(planned - 1)}); remove it "
                 f"or use another folder. Found {str(path)!r}."
             )
         return index
 
-    def finished(self) -> dict[int, RunScores]:
-        """The runs finished so far, by index, each record checked (see the module)."""
+    def finished(self, planned: int) -> dict[int, RunScores]:
+        """The runs finished so far of the ``planned`` ones, by index, each record checked
+        (see the module)."""
         if self.folder is None:
             return dict(self._memory)
         done: dict[int, RunScores] = {}
@@ -138,7 +137,7 @@ class RunStore:
                 f"Found {str(self.folder)!r}."
             ) from None
         for path in paths:
-            index = self._index(path)
+            index = self._index(path, planned)
             value = _read(path)
             if not isinstance(value, dict):
                 raise InputFileError(
