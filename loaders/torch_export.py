@@ -35,7 +35,6 @@ the last one padded with copies of its last record whose outputs are dropped.
 from __future__ import annotations
 
 import io
-import json
 import operator
 import zipfile
 from collections import Counter
@@ -45,6 +44,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from epsstar.audit.json_input import parse_json
 from epsstar.audit.model.class_labels import (
     CLASSES_KEY,
     FEATURES_KEY,
@@ -76,8 +76,9 @@ def _check_config(path: Path, name: str, text: bytes) -> None:
     from torch.export.pt2_archive.constants import TENSOR_CONSTANT_FILENAME_PREFIX
 
     try:
-        config = json.loads(text).get("config", {})
-    except (ValueError, AttributeError):
+        document: Any = parse_json(text.decode("utf-8"), f"{path}:{name}")
+        config = document.get("config", {})
+    except (ValueError, AttributeError):  # InputFileError and UnicodeDecodeError among them
         raise _refusal(path, "holds a payload config that is not JSON", repr(name)) from None
     for key, meta in config.items():
         if not isinstance(meta, dict) or meta.get("use_pickle"):

@@ -40,13 +40,13 @@ built from the same booster (``predict_proba``, or ``predict(output_margin=True)
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
+from epsstar.audit.json_input import parse_json
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.own_predictions import OwnPredictions
 from epsstar.audit.model.plugins import OutputKind, import_optional
@@ -76,8 +76,8 @@ def _sklearn_classes(booster: Any) -> tuple[object, ...] | None:
     """``classes_`` of the ``XGBClassifier`` that saved the model, if it recorded them."""
     text = booster.attr("scikit_learn")
     try:
-        attributes = json.loads(text) if text else {}
-    except ValueError:
+        attributes = parse_json(text, "the scikit_learn attribute") if text else {}
+    except InputFileError:
         return None
     classes = attributes.get("classes_") if isinstance(attributes, dict) else None
     if not isinstance(classes, list) or not classes:
@@ -115,7 +115,8 @@ class XGBoostModel(BatchedModel):
     """An XGBoost classifier booster ready to predict (see the module docstring)."""
 
     def __init__(self, path: Path, booster: Any, *, outputs: OutputKind | None) -> None:
-        config = json.loads(booster.save_config())["learner"]
+        learner: Any = parse_json(booster.save_config(), str(path))
+        config = learner["learner"]
         objective = str(config["objective"]["name"])
         if objective not in _CLASSIFIERS:
             raise InvalidInputError(
@@ -259,8 +260,8 @@ class XGBoostLoader:
 def _check_json_model(path: Path) -> None:
     """Refuse a ``.json`` file that is not an XGBoost model, before XGBoost parses it."""
     try:
-        document = json.loads(path.read_bytes())
-    except (OSError, ValueError) as error:
+        document = parse_json(path.read_bytes().decode("utf-8"), str(path))
+    except (OSError, ValueError) as error:  # InputFileError among them
         raise InputFileError(
             f"the .json model file must be an XGBoost model saved with save_model. Found "
             f"{path} ({type(error).__name__}: {first_line(error)})."

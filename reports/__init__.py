@@ -40,8 +40,17 @@ __all__ = ["MAX_REPORT_BYTES", "render", "render_landscape"]
 MAX_REPORT_BYTES = 250_000
 
 
+def _safe(value: object) -> object:
+    """Every text a template writes, without the characters XML forbids (a file name or a
+    slice value from the inputs may hold them; :mod:`epsstar.audit.output.xml_text`)."""
+    from epsstar.audit.output.xml_text import xml_text
+
+    return xml_text(value) if isinstance(value, str) else value
+
+
 def environment() -> jinja2.Environment:
-    """The Jinja2 environment of the templates shipped in this package (autoescaping on)."""
+    """The Jinja2 environment of the templates shipped in this package (autoescaping on,
+    every written text through :func:`_safe`)."""
     import jinja2
 
     from epsstar.reports import numbers
@@ -52,6 +61,7 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_safe,
     )
     env.filters["num"] = numbers.number
     env.filters["pct"] = numbers.percent

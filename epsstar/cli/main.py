@@ -115,14 +115,19 @@ class _StandardOutputError(Exception):
 
 
 class _GuardedOutput:
-    """Standard output whose write errors are told apart from those of any other file."""
+    """Standard output whose write errors are told apart from those of any other file, and
+    which writes what its encoding cannot carry as backslash escapes (as standard error does)."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
 
     def write(self, text: str) -> int:
         try:
-            return self.stream.write(text)
+            try:
+                return self.stream.write(text)
+            except UnicodeEncodeError:  # a lone surrogate (a file name that is not UTF-8)
+                encoding = getattr(self.stream, "encoding", None) or "utf-8"
+                return self.stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
         except BrokenPipeError:
             raise
         except OSError as error:

@@ -11,11 +11,11 @@ model's own code (``auto_map``) is always refused, since ``trust_remote_code`` i
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
+from epsstar.audit.json_input import parse_json
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics.json_types import JsonObject
 
@@ -81,8 +81,8 @@ class AdapterFiles:
 def read_json(path: Path) -> JsonObject:
     """A JSON object from ``path``, or a one-line refusal naming the file."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        value = parse_json(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError, InputFileError) as error:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise InputFileError(f"{path}: must be a JSON file. Found: {first}.") from None
     if not isinstance(value, dict):

@@ -32,9 +32,6 @@ ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "fixtures" / "models"
 LOSSES = ROOT / "fixtures" / "losses"
 
-#: ``setpriv`` dropping every capability (the bounding and inheritable sets) for the child.
-WITHOUT_CAPABILITIES = ["--bounding-set=-all", "--inh-caps=-all"]
-
 AUDIT = [
     "audit",
     "binary_logreg.onnx",
@@ -101,25 +98,6 @@ def _inputs(folder: Path) -> None:
     }
     (folder / "results.json").write_text(json.dumps({"models": [model]}))
     (folder / "sweep.toml").write_text(SWEEP)
-
-
-@pytest.fixture(scope="module")
-def as_user() -> list[str]:
-    """The words that run a command without privileges (none when not root)."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("setpriv (util-linux) is missing: root writes into any folder")
-    probe = subprocess.run(
-        [setpriv, *WITHOUT_CAPABILITIES, "grep", "^CapEff:", "/proc/self/status"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if probe.stdout.split() != ["CapEff:", "0" * 16]:
-        pytest.skip(f"setpriv cannot drop the capabilities here: {probe.stderr.strip()}")
-    return [setpriv, *WITHOUT_CAPABILITIES]
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ few records again by row, for the report's excerpts.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -27,6 +26,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from epsstar.audit.data.checks import MAX_SHARED_FRACTION, TableScan, shared_rows
+from epsstar.audit.json_input import parse_json
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 from epsstar.statistics._validation import check_positive_int
 
@@ -165,13 +165,7 @@ def _jsonl_values(path: Path, column: str, size: int) -> Iterator[list[object]]:
             for number, line in enumerate(stream, 1):
                 if not line.strip():
                     continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise InputFileError(
-                        f"{path}: every line must be a JSON object. Found {error.msg} on line "
-                        f"{number}."
-                    ) from None
+                record = parse_json(line, str(path), line=number)
                 if not isinstance(record, dict) or column not in record:
                     raise InputFileError(
                         f"{path}: every line must be a JSON object with the key {column!r} "

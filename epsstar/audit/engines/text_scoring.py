@@ -218,11 +218,29 @@ def _refuse_short(path: Path, chunk: TextChunk, ids: list[NDArray[np.int64]]) ->
         )
 
 
+def _tokens(
+    model: TextModel, texts: Sequence[str], path: Path, first_row: int
+) -> list[NDArray[np.int64]]:
+    """The token ids of ``texts``, each checked against the model's vocabulary before any
+    reaches the model (a tokenizer may hand out ids its model has no embedding for)."""
+    ids = model.tokenize(texts)
+    vocabulary = model.info.vocabulary
+    for row, record in enumerate(ids):
+        outside = record[(record < 0) | (record >= vocabulary)]
+        if outside.size:
+            raise InvalidInputError(
+                f"{path}, row {first_row + row}: the model's tokenizer must give token ids "
+                f"its embedding holds (0 to {vocabulary - 1:,}). Found the id "
+                f"{int(outside[0]):,}."
+            )
+    return ids
+
+
 def _score_chunk(
     model: TextModel, chunk: TextChunk, path: Path, plan: ScoringPlan, into: _Collected
 ) -> None:
     context = model.info.context
-    ids = model.tokenize(chunk.texts)
+    ids = _tokens(model, chunk.texts, path, chunk.first_row)
     _refuse_short(path, chunk, ids)
     tokens, pieces = _run(model, ids, context, plan)
     values, mask = _padded(tokens.log_probs)
@@ -244,7 +262,7 @@ def _score_chunk(
             sigma, _ = _padded(tokens.sigma)
             into.min_k_plus_plus.append(min_k_plus_plus(values, mu, sigma, mask, plan.min_k))
     if plan.lowercase:
-        lower = model.tokenize([t.lower() for t in chunk.texts])
+        lower = _tokens(model, [t.lower() for t in chunk.texts], path, chunk.first_row)
         lowered, _ = _run(model, lower, context, plan.loss_only)
         lower_values, lower_mask = _padded(lowered.log_probs)
         into.lowercase.append(mean_token_loss(lower_values, lower_mask))

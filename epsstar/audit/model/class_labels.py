@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
+from epsstar.audit.json_input import parse_json
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 __all__ = [
@@ -61,8 +62,8 @@ def classes_from_text(text: str | bytes, source: object) -> tuple[Label, ...] | 
     if not text.strip():
         return None
     try:
-        labels = json.loads(text)
-    except ValueError:
+        labels: Any = parse_json(text, str(source))
+    except InputFileError:
         labels = None
     if (
         not isinstance(labels, list)
@@ -107,8 +108,8 @@ def features_from_text(text: str | bytes, source: object) -> tuple[str, ...] | N
     if not text.strip():
         return None
     try:
-        names = json.loads(text)
-    except ValueError:
+        names: Any = parse_json(text, str(source))
+    except InputFileError:
         names = None
     if (
         not isinstance(names, list)

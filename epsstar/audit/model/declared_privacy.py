@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Final, TypeGuard
 
+from epsstar.audit.json_input import parse_json
 from epsstar.exceptions import InputFileError
 from epsstar.statistics.json_types import JsonObject
 
@@ -80,8 +81,8 @@ def privacy_from_text(text: str | bytes, source: object) -> DeclaredPrivacy | No
     if not text.strip():
         return None
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
+        value = parse_json(text, str(source))
+    except InputFileError:
         value = None
     problem = f"the {PRIVACY_KEY!r} metadata of {source} must be a JSON object"
     if not isinstance(value, dict) or not isinstance(value.get("private"), bool):

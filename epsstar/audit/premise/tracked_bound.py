@@ -18,11 +18,11 @@ bound (:mod:`.findings`). The record is used only when its ``files`` name the au
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Final
 
+from epsstar.audit.json_input import parse_json
 from epsstar.exceptions import InputFileError
 from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.attribute import AttributeSecurity
@@ -102,8 +102,8 @@ def tracked_bound(model_path: Path, column: str) -> AttributeSecurity | None:
     advantage of its DP-SGD run (``None``: no record, or one for another model file)."""
     where = (model_path if model_path.is_dir() else model_path.parent) / RECORD_NAME
     try:
-        record = json.loads(where.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        record = parse_json(where.read_text(encoding="utf-8"), str(where))
+    except (OSError, UnicodeDecodeError, InputFileError):
         return None
     if not isinstance(record, dict):
         return None

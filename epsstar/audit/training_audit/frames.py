@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from epsstar.audit.data.files import atomic_write_bytes
 from epsstar.audit.data.tables import csv_float_precision, read_schema
 from epsstar.exceptions import InputFileError, InvalidInputError
 
@@ -90,9 +91,12 @@ def combine(train: pd.DataFrame, canaries: Sequence[pd.DataFrame], seed: int) ->
 
 
 def write_frame(frame: pd.DataFrame, path: Path) -> Path:
-    """Write ``frame`` in the format of ``path``'s suffix (CSV without the index)."""
+    """Write ``frame`` in the format of ``path``'s suffix (CSV without the index), all at once
+    (:func:`~epsstar.audit.data.files.atomic_write_bytes`: a file in the way is replaced, never
+    written through, and a folder that refuses it is one line)."""
     if TABLE_FORMATS[path.suffix.lower()] == "csv":
-        frame.to_csv(path, index=False)
+        data = frame.to_csv(index=False).encode("utf-8")
     else:
-        frame.to_parquet(path, index=False)
+        data = frame.to_parquet(index=False)
+    atomic_write_bytes(path, data)
     return path

@@ -241,7 +241,7 @@ def execute(
 
     ``initializer`` runs once in each worker process (torch's threads, say).
     """
-    results = store.finished()
+    results = store.finished(len(plans))
     todo = [plan for plan in plans if plan.index not in results]
     pace = _Pace(len(plans), len(plans) - len(todo), jobs)
 

@@ -11,10 +11,10 @@ declares (``epsstar.privacy``, the ε and δ of ``training.json``).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Final
 
+from epsstar.audit.json_input import parse_json
 from epsstar.audit.model.plugins import get_loader, loader_for_path
 from epsstar.exceptions import InvalidInputError
 
@@ -41,8 +41,8 @@ def _trainer_model(out: Path) -> Path | None:
     if not record.is_file():
         return None
     try:
-        document = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        document = parse_json(record.read_text(encoding="utf-8"), str(record))
+    except (OSError, ValueError):  # InputFileError among them
         return None
     files = document.get("files") if isinstance(document, dict) else None
     name = files.get("onnx") if isinstance(files, dict) else None

@@ -7,11 +7,15 @@ atomically once the run is done. Started again with the same settings, the audit
 finished runs and does only the others; with other settings, the folder is refused rather
 than mixed. The canaries' tables a run's workers read are kept there too. Without ``--work``
 the audit keeps its runs in memory and its tables in a temporary folder.
+
+Everything resumed is checked before it is used: the settings, each run's record (a run of
+this audit by its name, JSON through :func:`~epsstar.audit.json_input.parse_json`, scores under
+the audit's threat models), and a file that cannot be read or written is one line naming it.
 """
 
 from __future__ import annotations
 
-import json
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -20,14 +24,19 @@ from pathlib import Path
 from typing import Final
 
 from epsstar.audit.data.files import atomic_write_json
+from epsstar.audit.json_input import parse_json
 from epsstar.audit.output.staging import check_output_folder
 from epsstar.audit.training_audit.procedure import RunScores
 from epsstar.exceptions import InputFileError
-from epsstar.statistics.json_types import JsonObject
+from epsstar.statistics.json_types import JsonObject, JsonValue
 
 __all__ = ["SETTINGS_FILE", "RunStore", "work_folder"]
 
 SETTINGS_FILE: Final = "settings.json"
+
+
+#: The name of a finished run's record: its index from 1, five digits.
+_RUN_NAME: Final = re.compile(r"run-(\d{5})\.json")
 
 
 def _run_file(index: int) -> str:
@@ -41,18 +50,39 @@ def _first_difference(old: JsonObject, new: JsonObject) -> str:
     return "?"
 
 
-class RunStore:
-    """Finished runs, kept in ``folder`` (``None``: in memory only)."""
+def _read(path: Path) -> JsonValue:
+    """A JSON file of the work folder; what cannot be read or parsed is one line naming it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputFileError(
+            f"--work: {path.name} must be UTF-8 JSON written by audit-training. Found other "
+            f"bytes in {str(path)!r}."
+        ) from None
+    except OSError as error:
+        raise InputFileError(
+            f"--work: cannot read {path.name} ({error.strerror or error}). Found {str(path)!r}."
+        ) from None
+    return parse_json(text, str(path))
 
-    def __init__(self, folder: Path | None) -> None:
+
+class RunStore:
+    """Finished runs, kept in ``folder`` (``None``: in memory only), each scored under
+    ``threat_models``."""
+
+    def __init__(self, folder: Path | None, threat_models: frozenset[str] = frozenset()) -> None:
         self.folder = folder
+        self.threat_models = threat_models
         self._memory: dict[int, RunScores] = {}
 
     @classmethod
     def open(cls, folder: Path | None, settings: JsonObject) -> RunStore:
         """The store of ``folder`` for an audit with ``settings`` (see the module)."""
+        names = settings["threat_models"]
+        assert isinstance(names, list)  # the audit's own settings
+        threat_models = frozenset(str(name) for name in names)
         if folder is None:
-            return cls(None)
+            return cls(None, threat_models)
         check_output_folder("--work", folder)
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -62,11 +92,8 @@ class RunStore:
                 f"Found {str(folder)!r}."
             ) from None
         record = folder / SETTINGS_FILE
-        if record.is_file():
-            try:
-                kept = json.loads(record.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                kept = None
+        if record.exists():
+            kept = _read(record)
             if kept != settings:
                 key = _first_difference(kept, settings) if isinstance(kept, dict) else "all"
                 raise InputFileError(
@@ -80,26 +107,51 @@ class RunStore:
             )
         else:
             atomic_write_json(record, settings)
-        return cls(folder)
+        return cls(folder, threat_models)
 
-    def finished(self) -> dict[int, RunScores]:
-        """The runs finished so far, by index."""
+    @staticmethod
+    def _index(path: Path, planned: int) -> int:
+        """The run ``path`` records (from 0); a name of none of the ``planned`` runs is
+        refused."""
+        match = _RUN_NAME.fullmatch(path.name)
+        index = -1 if match is None else int(match.group(1)) - 1
+        if not 0 <= index < planned:
+            raise InputFileError(
+                f"--work: {path.name} is not the record of a run of this audit (its "
+                f"{planned} runs are {_run_file(0)} to {_run_file(planned - 1)}); remove it "
+                f"or use another folder. Found {str(path)!r}."
+            )
+        return index
+
+    def finished(self, planned: int) -> dict[int, RunScores]:
+        """The runs finished so far of the ``planned`` ones, by index, each record checked
+        (see the module)."""
         if self.folder is None:
             return dict(self._memory)
         done: dict[int, RunScores] = {}
-        for path in sorted(self.folder.glob("run-*.json")):
-            try:
-                index = int(path.stem.removeprefix("run-")) - 1
-                value = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                raise InputFileError(
-                    f"--work: {path.name} must be a finished run's record. Found something else."
-                ) from None
+        try:
+            paths = sorted(self.folder.glob("run-*"))
+        except OSError as error:
+            raise InputFileError(
+                f"--work: cannot list the folder ({error.strerror or error}). "
+                f"Found {str(self.folder)!r}."
+            ) from None
+        for path in paths:
+            index = self._index(path, planned)
+            value = _read(path)
             if not isinstance(value, dict):
                 raise InputFileError(
                     f"--work: {path.name} must be a finished run's record. Found something else."
                 )
-            done[index] = RunScores.from_dict(value, path)
+            run = RunScores.from_dict(value, path)
+            if set(run.scores) != self.threat_models or not all(
+                len(scores) for scores in run.scores.values()
+            ):
+                raise InputFileError(
+                    f"--work: {path.name} must hold scores under the threat models "
+                    f"{sorted(self.threat_models)}. Found {sorted(run.scores)}."
+                )
+            done[index] = run
         return done
 
     def save(self, index: int, scores: RunScores) -> None:

@@ -629,9 +629,8 @@ def run(args: argparse.Namespace) -> int:
         files.commit()
     written = [] if args.report is None else [("report", args.report)]
     written += [] if args.junit_xml is None else [("JUnit XML", args.junit_xml)]
-    summary = format_summary(result) + "".join(f"\n{line}" for line in _check_lines(gated))
-    emit(payload, args.json, summary, files=written)
-    annotate(gated)
+    emit(payload, args.json, format_summary(result), files=written, verdict=_check_lines(gated))
+    annotate(gated, json_on_stdout=args.json == "-")
     # limits from a file: its checks decide; else the audit's own gate (the same verdict)
     failed = gated.failed if limits.source is not None else result.passed is False
     if premise_blocks_gate(result, args.accept_premise_failure) and not gated.warn_only:

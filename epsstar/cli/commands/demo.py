@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import math
 import multiprocessing
 import os
@@ -433,6 +432,7 @@ def _params(config: TrainingConfig, privacy: dict[str, Any] | None) -> dict[str,
 
 def _models(config: SweepConfig) -> list[tuple[ManifestEntry, dict[str, Any] | None]]:
     """Every model of the grid as a manifest entry, with its ``training.json`` when trained."""
+    from epsstar.audit.data.configs.schema import read_json
     from epsstar.audit.many import ManifestEntry
     from epsstar.training.runs.export import MODEL_FILES
 
@@ -443,7 +443,7 @@ def _models(config: SweepConfig) -> list[tuple[ManifestEntry, dict[str, Any] | N
         for repeat in range(config.repeats):
             folder = config.out / strategy.label / str(repeat)
             record = folder / MODEL_FILES["record"]
-            training = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else None
+            training: Any = read_json(record, str(record)) if record.is_file() else None
             run_config = replace(strategy.config, seed=config.seed + repeat)
             entry = ManifestEntry(
                 model=folder / MODEL_FILES["onnx"],

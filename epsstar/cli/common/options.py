@@ -125,21 +125,25 @@ def emit(
     summary: str,
     *,
     files: Sequence[tuple[str, str]] = (),
+    verdict: Sequence[str] = (),
 ) -> None:
     """What a command prints once its files are in place.
 
-    With ``--json -`` the JSON goes to standard output, alone; the lines naming the
-    other ``files`` (``(what, path)``) go to standard error. Otherwise the summary is
-    printed, then a line per file written.
+    With ``--json -`` the JSON goes to standard output, alone; the ``verdict`` lines (what
+    a reader of the summary must not miss, such as a gate that failed under ``--warn-only``)
+    and the lines naming the other ``files`` (``(what, path)``) go to standard error.
+    Otherwise the summary is printed with the ``verdict`` lines, then a line per file written.
     """
     if json_path == "-":
         from epsstar.audit.data.files import json_text
 
         sys.stdout.write(json_text(result))
+        for line in verdict:
+            print(line.strip(), file=sys.stderr)
         for what, path in files:
             print(f"  {what} written to {path}", file=sys.stderr)
         return
-    print(summary)
+    print(summary + "".join(f"\n{line}" for line in verdict))
     written = [("JSON", json_path)] if json_path else []
     for what, path in [*written, *files]:
         print(f"  {what} written to {path}")

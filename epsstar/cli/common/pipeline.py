@@ -12,8 +12,12 @@ every model a command audited (:mod:`epsstar.audit.output.gate_checks`) and rend
 * when ``GITHUB_STEP_SUMMARY`` names a file, a markdown table appended to it;
 * under ``GITHUB_ACTIONS=true``, one ``::error`` line per failed check (``::warning`` with
   ``--warn-only``) and one ``::warning`` per warning about the inputs, in GitHub's
-  workflow-command syntax with its escapes (``%``, CR, LF; and ``:``, ``,`` in properties);
+  workflow-command syntax with its escapes (``%``, CR, LF; and ``:``, ``,`` in properties),
+  on standard error when standard output carries the JSON (``--json -``);
 * ``--warn-only``: all of the above, and exit 0 when only the gate failed.
+
+Every text of these outputs passes through :func:`~epsstar.audit.output.xml_text.xml_text`
+(a file name, a slice value or a strategy may hold characters XML forbids).
 
 The limits come from ``--max-epsilon`` and the reviewed file (``--config``, else
 ``epsstar.toml`` or ``pyproject.toml``'s ``[tool.epsstar]`` in the working folder;
@@ -30,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.etree import ElementTree
+
+from epsstar.audit.output.xml_text import xml_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.data.configs.limits import Limits
@@ -207,6 +213,11 @@ def junit_text(run: GatedRun) -> str:
     for element in (suites, suite):
         for key, value in counts.items():
             element.set(key, str(value))
+    for element in suites.iter():  # names, slices and messages come from the inputs
+        for name, text in element.attrib.items():
+            element.set(name, xml_text(text))
+        if element.text:
+            element.text = xml_text(element.text)
     ElementTree.indent(suites)
     body = ElementTree.tostring(suites, encoding="unicode")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"
@@ -250,7 +261,7 @@ def step_summary_markdown(run: GatedRun) -> str:
         if model.error is not None:
             lines.append(f"- {_cell(model.model)}: could not be audited: {_cell(model.error)}")
         lines += [f"- {_cell(model.model)}: warning: {_cell(line)}" for line in model.warnings]
-    return "\n".join(lines).rstrip() + "\n\n"
+    return xml_text("\n".join(lines).rstrip() + "\n\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,7 +305,7 @@ def read_step_summary(path: str) -> str:
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return xml_text(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _escape_property(text: str) -> str:
@@ -326,9 +337,14 @@ def annotation_lines(run: GatedRun) -> list[str]:
     return lines
 
 
-def annotate(run: GatedRun, environ: Mapping[str, str] | None = None) -> None:
-    """Print the annotations on standard output under ``GITHUB_ACTIONS=true``."""
+def annotate(
+    run: GatedRun, environ: Mapping[str, str] | None = None, *, json_on_stdout: bool = False
+) -> None:
+    """Print the annotations under ``GITHUB_ACTIONS=true``: on standard output, or on
+    standard error when standard output carries the JSON (``--json -``), which they would
+    corrupt (GitHub reads workflow commands from both streams)."""
     if (os.environ if environ is None else environ).get("GITHUB_ACTIONS") != "true":
         return
+    stream = sys.stderr if json_on_stdout else sys.stdout
     for line in annotation_lines(run):
-        print(line, file=sys.stdout)
+        print(line, file=stream)

@@ -23,7 +23,6 @@ runtime dependency today.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import tomllib
@@ -32,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeAlias, TypeVar, cast
 
+from epsstar.audit import json_input
+from epsstar.audit.json_input import MAX_DEPTH
 from epsstar.exceptions import InputFileError
 from epsstar.statistics.json_types import JsonObject, JsonValue
 from epsstar.statistics.names import Names
@@ -66,9 +67,6 @@ __all__ = [
     "shown",
 ]
 
-#: Deepest nesting of lists and tables a configuration may have (the deepest epsstar
-#: writes, an ``audit-many --json`` record, has 7 levels).
-MAX_DEPTH = 64
 #: Largest configuration file read, in bytes.
 MAX_BYTES = 64 * 2**20
 #: Longest text value, in characters.
@@ -466,39 +464,15 @@ class Table(Spec[Fields]):
         return spec.check(item, where)
 
 
-def check_depth(document: object, where: Where, limit: int = MAX_DEPTH) -> None:
-    """Refuse lists and tables nested more than ``limit`` deep (counted without recursion)."""
-    stack: list[tuple[object, int]] = [(document, 1)]
-    while stack:
-        value, depth = stack.pop()
-        children: list[Any] = (
-            list(value.values())
-            if isinstance(value, Mapping)
-            else list(value)
-            if isinstance(value, list)
-            else []
-        )
-        if not children:
-            continue
-        if depth >= limit:
-            raise where.refuse(f"nested at most {limit} levels deep", f"more than {limit} levels")
-        stack.extend((child, depth + 1) for child in children)
+def check_depth(document: JsonValue, where: Where, limit: int = MAX_DEPTH) -> None:
+    """Refuse lists and tables nested more than ``limit`` deep, counted without recursion
+    (:func:`epsstar.audit.json_input.check_document`)."""
+    json_input.check_document(document, where.source, limit)
 
 
 def parse_json(text: str, where: Where, limit: int = MAX_DEPTH) -> JsonValue:
-    """``json.loads`` with its errors, deep recursion among them, as one line."""
-    try:
-        document: JsonValue = json.loads(text)
-    except RecursionError:
-        raise where.refuse(
-            f"nested at most {limit} levels deep", f"more than {limit} levels"
-        ) from None
-    except ValueError as error:
-        raise InputFileError(
-            f"{where.source}: must be JSON ({error}). Found {shown(text)}."
-        ) from None
-    check_depth(document, where, limit)
-    return document
+    """The JSON document of ``text`` (:func:`epsstar.audit.json_input.parse_json`)."""
+    return json_input.parse_json(text, where.source, limit=limit)
 
 
 def parse_json_object(text: str, where: Where, limit: int = 16) -> dict[str, JsonValue]:
@@ -514,13 +488,13 @@ def parse_toml(text: str, where: Where) -> JsonValue:
     try:
         document: JsonValue = tomllib.loads(text)
     except RecursionError:
-        raise where.refuse(
-            f"nested at most {MAX_DEPTH} levels deep", f"more than {MAX_DEPTH} levels"
-        ) from None
+        raise json_input.nested_too_deep(where.source, MAX_DEPTH) from None
     except tomllib.TOMLDecodeError as error:
         raise InputFileError(
             f"{where.source}: must be TOML ({error}). Found invalid TOML."
         ) from None
+    except ValueError:  # tomllib's int() of an integer beyond Python's conversion limit
+        raise json_input.integer_too_long(where.source) from None
     check_depth(document, where)
     return document
 
