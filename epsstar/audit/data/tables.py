@@ -68,7 +68,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal, Protocol
+from typing import IO, Any, Final, Literal, Protocol
 
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
@@ -77,6 +77,7 @@ from epsstar.audit.model.features import Features
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 
 __all__ = [
+    "CLASS_LABELS_OPTION",
     "DATA_FILE_SUFFIXES",
     "MAX_COLUMNS",
     "SEPARATOR_OPTION",
@@ -899,7 +900,11 @@ def _typed_column(
                 f"{path}: feature column {name!r} must have a value in every row. Found "
                 f"{values[first]} at row {row0 + first}."
             )
-        odd = [i for i, v in enumerate(values) if not isinstance(v, (str, int, float, bool))]
+        odd = [
+            i
+            for i, v in enumerate(values)
+            if not (absent[i] or isinstance(v, (str, int, float, bool)))
+        ]
         if odd:
             raise InvalidInputError(
                 f"{path}: feature column {name!r} must hold numbers, booleans or text. Found "
@@ -1338,6 +1343,10 @@ def _text_key(value: object) -> str:
     return str(value).strip()
 
 
+#: The option naming the classes of a model's outputs, in order, when its file records none.
+CLASS_LABELS_OPTION: Final = "--class-labels"
+
+
 @dataclass(frozen=True, slots=True)
 class LabelMap:
     """The model's classes, in the order of its output columns, and how raw labels match them.
@@ -1349,6 +1358,9 @@ class LabelMap:
     """
 
     classes: tuple[object, ...]
+    #: Whether the classes are the model's own (``False``: ``0 … K−1`` stand in for labels
+    #: the model file does not record, and a refusal says how to name them).
+    named: bool = field(default=True, compare=False)
     numeric: bool = field(init=False, repr=False, compare=False)
     _lookup: dict[object, int] = field(init=False, repr=False, compare=False)
 
@@ -1410,11 +1422,29 @@ class LabelMap:
             )
         if unknown:
             raise InvalidInputError(
-                f"{where}labels must be classes of the model ({_shown(list(self.classes))}). "
-                f"Found "
+                f"{where}labels must be classes of the model ({_shown(list(self.classes))})"
+                f"{self._naming_hint(unknown)}. Found "
                 f"{len(unknown)} unknown label value(s): {_shown(unknown, 5)}."
             )
         return np.ascontiguousarray(table[codes], dtype=np.int64)
+
+    def _naming_hint(self, unknown: Sequence[object]) -> str:
+        """How to name the classes of a model that records none, for the refusal of
+        ``unknown`` labels (the sorted labels when they are as many as the classes: the
+        order of the scikit-learn wrappers of LightGBM and XGBoost, whose label encoder
+        sorts them)."""
+        if self.named:
+            return ""
+        hint = (
+            f"; the model file records no class labels: pass {CLASS_LABELS_OPTION} with them "
+            f"in the order of its outputs"
+        )
+        if len(unknown) != len(self.classes):
+            return hint
+        ordered = ",".join(sorted(str(value) for value in unknown))
+        return (
+            f"{hint} (sorted, as LightGBM and XGBoost number them: {CLASS_LABELS_OPTION} {ordered})"
+        )
 
 
 def label_map_for(model_classes: Sequence[object] | None, n_outputs: int) -> LabelMap:
@@ -1430,7 +1460,7 @@ def label_map_for(model_classes: Sequence[object] | None, n_outputs: int) -> Lab
         raise InvalidInputError(f"n_outputs must be an integer ≥ 1. Found {n_outputs}.")
     expected = 2 if n_outputs == 1 else int(n_outputs)
     if model_classes is None:
-        return LabelMap(tuple(range(expected)))
+        return LabelMap(tuple(range(expected)), named=False)
     classes = tuple(np.asarray(model_classes, dtype=object).reshape(-1).tolist())
     if len(classes) != expected:
         raise InvalidInputError(

@@ -69,7 +69,7 @@ SUMMARY = "audit a saved model against its training and population data"
 def _columns(text: str) -> list[str]:
     names = [name.strip() for name in text.split(",") if name.strip()]
     if not names:
-        raise argparse.ArgumentTypeError(f"expected comma-separated column names. Found {text!r}")
+        raise argparse.ArgumentTypeError(f"expected comma-separated names. Found {text!r}")
     return names
 
 
@@ -250,6 +250,14 @@ def register(subparsers: Any) -> None:
         choices=OUTPUT_KINDS.names,
         default=None,
         help=f"what the model outputs. {describe_choices(OUTPUT_KINDS)} (default: detected)",
+    )
+    parser.add_argument(
+        "--class-labels",
+        type=_columns,
+        default=None,
+        metavar="A,B,...",
+        help="the class labels of the model's outputs, in order, for a model file that "
+        "records none (a LightGBM booster); default: those the file records, else 0,1,...",
     )
     _add_compute_options(parser)
     add_model_options(parser)
@@ -549,7 +557,8 @@ def format_summary(result: AuditResult) -> str:
 
 
 def _model_file(args: argparse.Namespace) -> ModelFile:
-    """The model file of the command line: its loader, outputs, trust, base and device."""
+    """The model file of the command line: its loader, outputs, trust, classes, base and
+    device."""
     from epsstar.audit.run import ModelFile
 
     return ModelFile(
@@ -557,6 +566,7 @@ def _model_file(args: argparse.Namespace) -> ModelFile:
         args.loader,
         args.outputs,
         args.trust_model,
+        classes=args.class_labels,
         base_model=args.base_model,
         device=args.device,
     )
