@@ -128,7 +128,8 @@ class TableSchema:
     ``n_rows`` is ``None`` for CSV, whose length is unknown until it is read;
     ``separator`` is the CSV field separator (unused by the other formats) and
     ``csv_index`` says that the CSV file's first field, unnamed, is a pandas index left out
-    of ``columns``.
+    of ``columns``; ``unnamed`` are the columns whose names the reader made up because the
+    file records none (``x0``, ``x1``, … of an NPZ ``X``; an NPY array's ``0``, ``1``, …).
     """
 
     path: Path
@@ -137,6 +138,7 @@ class TableSchema:
     n_rows: int | None
     separator: str = ","
     csv_index: bool = False
+    unnamed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,6 +438,8 @@ class _Column:
 class _ArrayLayout:
     columns: dict[str, _Column]
     n_rows: int
+    #: The columns the file gives no name (those of a 2-D array without ``columns``).
+    unnamed: tuple[str, ...] = ()
 
 
 def _check_width(path: Path, shape: tuple[int, ...]) -> None:
@@ -460,15 +464,20 @@ def _array_layout(arrays: _ArrayFile) -> _ArrayLayout:
                 f"{path}: a .npy data file must hold a 2-D array"
                 f"{remedy if len(info.shape) > 2 else ''}. Found shape {info.shape}."
             )
-        return _ArrayLayout({str(j): _Column("", j) for j in range(info.shape[1])}, info.shape[0])
+        numbered = tuple(str(j) for j in range(info.shape[1]))
+        by_number = {name: _Column("", j) for j, name in enumerate(numbered)}
+        return _ArrayLayout(by_number, info.shape[0], numbered)
     shapes = {name: source.info.shape for name, source in sources.items()}
     columns: dict[str, _Column] = {}
     matrix = "X" in sources and len(shapes["X"]) == 2
+    unnamed: tuple[str, ...] = ()
     if matrix:
         n, d = shapes["X"]
         names = [f"x{j}" for j in range(d)]
         if "columns" in sources:
             names = _column_names(arrays, d)
+        else:
+            unnamed = tuple(names)
         columns = {name: _Column("X", j) for j, name in enumerate(names)}
         others = [name for name in sources if name not in ("X", "columns")]
     else:
@@ -495,7 +504,7 @@ def _array_layout(arrays: _ArrayFile) -> _ArrayLayout:
         if name in columns:
             raise InputFileError(f"{path}: column names must be unique. Found {name!r} twice.")
         columns[name] = _Column(name, None)
-    return _ArrayLayout(columns, n)
+    return _ArrayLayout(columns, n, unnamed)
 
 
 def _column_names(arrays: _ArrayFile, d: int) -> list[str]:
@@ -798,7 +807,8 @@ def read_schema(path: str | os.PathLike[str], *, separator: str = ",") -> TableS
     else:
         with _ArrayFile(file, kind) as arrays:
             layout = _array_layout(arrays)
-            return TableSchema(file, kind, tuple(layout.columns), layout.n_rows)
+            columns = tuple(layout.columns)
+            return TableSchema(file, kind, columns, layout.n_rows, unnamed=layout.unnamed)
     if len(schema.columns) > MAX_COLUMNS:
         raise InputFileError(
             f"{file}: must have at most {MAX_COLUMNS} columns. Found {len(schema.columns)}."

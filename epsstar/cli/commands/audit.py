@@ -127,9 +127,9 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--match-columns-by-position",
         action="store_true",
-        help="the data's columns, in file order, are the model's inputs when it records no "
-        "column names (without it a release gate refuses such a model unless --features "
-        "states the order)",
+        help="the data's columns, in file order, are the model's inputs when it (or the data "
+        "file) records no column names (without it a release gate refuses such a model "
+        "unless --features states the order)",
     )
     parser.add_argument(
         "--trust-model",
@@ -504,9 +504,14 @@ def _matching_lines(result: AuditResult) -> list[str]:
     if provenance is None or not provenance.columns.guessed:
         return []
     count = len(provenance.columns.file_columns)
+    unnamed = (
+        "the data file records no names, so the model's inputs get"
+        if provenance.columns.unnamed == "data"
+        else "the model records no names, so its inputs get"
+    )
     return [
-        f"columns matched by position: the model records no names, so its inputs get the "
-        f"data's {count} columns in file order (--features states the order)"
+        f"columns matched by position: {unnamed} the data's {count} columns in file order "
+        f"(--features states the order)"
     ]
 
 
