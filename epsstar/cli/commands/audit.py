@@ -239,6 +239,27 @@ def register(subparsers: Any) -> None:
         help="reshape each record into this shape for models taking tensors (e.g. 1,8,8 for "
         "64 pixel columns)",
     )
+    _add_reading_options(parser)
+    _add_compute_options(parser)
+    add_model_options(parser)
+    add_engine_options(parser, "data partition")
+    _add_storage_option(parser)
+    add_attack_options(parser)
+    add_premise_options(parser)
+    add_text_options(parser)
+    add_json_option(parser)
+    parser.add_argument(
+        "--report",
+        metavar="OUT.html",
+        default=None,
+        help="write a self-contained HTML report to OUT.html",
+    )
+    add_pipeline_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def _add_reading_options(parser: argparse.ArgumentParser) -> None:
+    """How the model file is read: its loader, its outputs and the classes they stand for."""
     parser.add_argument(
         "--loader",
         default=None,
@@ -259,22 +280,6 @@ def register(subparsers: Any) -> None:
         help="the class labels of the model's outputs, in order, for a model file that "
         "records none (a LightGBM booster); default: those the file records, else 0,1,...",
     )
-    _add_compute_options(parser)
-    add_model_options(parser)
-    add_engine_options(parser, "data partition")
-    _add_storage_option(parser)
-    add_attack_options(parser)
-    add_premise_options(parser)
-    add_text_options(parser)
-    add_json_option(parser)
-    parser.add_argument(
-        "--report",
-        metavar="OUT.html",
-        default=None,
-        help="write a self-contained HTML report to OUT.html",
-    )
-    add_pipeline_options(parser)
-    parser.set_defaults(handler=run)
 
 
 def _add_compute_options(parser: argparse.ArgumentParser) -> None:
