@@ -118,9 +118,11 @@ def test_missing_categories_are_read_as_missing(
     )
     # Refused before: "feature column 'colour' must hold numbers, booleans or text. Found
     # None" from Parquet, and for the pipeline "must have a value in every row" from both.
-    assert_audit_matches(
+    # Epsilon* is 3.29 (histogram), 1.34 (pipeline) and 3.52 (LightGBM) here.
+    own = assert_audit_matches(
         document, lambda frame: classifier.predict_proba(typed(frame)), train, population
     )
+    assert own > 1.0
 
 
 def test_a_pipeline_passing_missing_values_to_a_step_without_them_is_refused(
