@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import invoke
+from tests.loaders.test_converted_models import refused
 from tests.loaders.test_gbm_native_inputs import (
     COLOURS,
     ROWS,
@@ -211,10 +212,12 @@ def test_lightgbm_trained_on_text_labels_audits_with_class_labels(
     argv = ["audit", str(model), "--train", str(tmp_path / "train.csv")]
     argv += ["--population", str(tmp_path / "population.csv"), "--label-column", "label"]
 
-    code, _, err = invoke([*argv, "--quiet"], capsys)
-    assert code == 2
-    assert len(err.strip().splitlines()) == 1
-    assert "--class-labels no,yes" in err
+    line = refused([*argv, "--quiet"], capsys)
+    assert "the model file records no class labels: pass --class-labels" in line
+    assert "--class-labels no,yes" in line
+
+    line = refused([*argv, "--quiet", "--class-labels", "no,yes,maybe"], capsys)
+    assert "model classes (those the model file records, or --class-labels) must number 2" in line
 
     out = tmp_path / "audit.json"
     options = ["--class-labels", "no,yes", "--method", "empirical", "--quiet", "--json", str(out)]

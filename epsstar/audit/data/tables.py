@@ -1474,7 +1474,8 @@ def label_map_for(model_classes: Sequence[object] | None, n_outputs: int) -> Lab
     classes = tuple(np.asarray(model_classes, dtype=object).reshape(-1).tolist())
     if len(classes) != expected:
         raise InvalidInputError(
-            f"model classes must number {expected} for {n_outputs} output column(s). Found "
-            f"{len(classes)}: {_shown(list(classes))}."
+            f"model classes (those the model file records, or {CLASS_LABELS_OPTION}) must "
+            f"number {expected} for {n_outputs} output column(s). Found {len(classes)}: "
+            f"{_shown(list(classes))}."
         )
     return LabelMap(classes)
