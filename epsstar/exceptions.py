@@ -19,6 +19,7 @@ __all__ = [
     "OutputReadingWarning",
     "PoorFitWarning",
     "SuspectDataWarning",
+    "UnseenCategoryWarning",
 ]
 
 
@@ -64,3 +65,8 @@ class ColumnOrderWarning(EpsstarWarning):
 
 class OutputReadingWarning(EpsstarWarning):
     """Whether the model returns probabilities or logits was detected on weak evidence."""
+
+
+class UnseenCategoryWarning(EpsstarWarning):
+    """Records held categories the model was not trained on, scored as its library scores
+    them (as missing values)."""

@@ -17,8 +17,9 @@ columns into the float64 matrix of numbers and codes the library predicts on:
   which are the codes, and refuses text;
 * codes are passed as the library reads numbers on a categorical feature (LightGBM and
   XGBoost truncate them; a negative code or NaN is missing); a category the model was not
-  trained on is a missing value (LightGBM, as ``predict`` on a DataFrame does) or refused
-  (XGBoost, whose ``predict`` refuses it).
+  trained on is a missing value, as both libraries score it (LightGBM's ``predict`` on a
+  DataFrame, XGBoost's on ``category`` columns of the training categories), and the
+  records holding one are counted for :meth:`CategoricalReader.notes`.
 
 :meth:`CategoricalReader.frame` gives the same records as the DataFrame of ``category``
 columns the library's own ``predict`` takes, built without the codes read here, so that a
@@ -34,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -45,9 +46,8 @@ from epsstar.exceptions import InvalidInputError
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["CategoricalReader", "Categories", "Unseen"]
+__all__ = ["CategoricalReader", "Categories"]
 
-Unseen = Literal["missing", "refuse"]
 FloatArray = NDArray[np.float64]
 
 
@@ -110,7 +110,8 @@ class CategoricalReader:
 
     ``categorical`` maps the index of each categorical feature to its recorded
     :class:`Categories`, or to ``None`` when the model recorded none; ``why_no_categories``
-    ends the message refusing text where there are none.
+    ends the message refusing text where there are none. The records of :meth:`matrix`
+    that held a category the model never saw are counted (:meth:`notes`).
     """
 
     def __init__(
@@ -120,15 +121,14 @@ class CategoricalReader:
         names: Sequence[str],
         categorical: Mapping[int, Categories | None],
         *,
-        unseen: Unseen,
         why_no_categories: str = "",
     ) -> None:
         self._source = source
         self._library = library
         self._names = tuple(names)
         self._categorical = dict(categorical)
-        self._unseen: Unseen = unseen
         self._why = why_no_categories
+        self._unseen_records = 0
 
     @property
     def takes_text(self) -> bool:
@@ -140,8 +140,20 @@ class CategoricalReader:
         """The indices of the categorical features."""
         return tuple(sorted(self._categorical))
 
-    def matrix(self, features: Features) -> FloatArray:
-        """The ``(rows, d)`` float64 input: numbers, and codes for the categorical features."""
+    def notes(self) -> tuple[str, ...]:
+        """What the audit should say about the records read so far: how many held a
+        category the model was not trained on (scored as missing)."""
+        if not self._unseen_records:
+            return ()
+        return (
+            f"{self._unseen_records:,} record(s) held a category the {self._library} model in "
+            f"{self._source.name} was not trained on; each such value was scored as a missing "
+            f"value, as {self._library} scores it",
+        )
+
+    def matrix(self, features: Features, *, counted: bool = True) -> FloatArray:
+        """The ``(rows, d)`` float64 input: numbers, and codes for the categorical features;
+        ``counted`` adds its records holding unseen categories to :meth:`notes`."""
         width = len(self._names)
         if features.is_tensor or features.width != width:
             raise InvalidInputError(
@@ -149,9 +161,10 @@ class CategoricalReader:
                 f"Found {features.width} column(s) of records shaped {features.record_shape}."
             )
         out = np.empty((features.rows, width), dtype=np.float64)
+        unseen = np.zeros(features.rows, dtype=bool)
         for j, (name, column) in enumerate(zip(features.names, features.columns, strict=True)):
             if j in self._categorical:
-                out[:, j] = self._codes(j, name, column)
+                out[:, j] = self._codes(j, name, column, unseen)
             elif is_numeric_dtype(column.dtype):
                 out[:, j] = column
             else:
@@ -160,6 +173,8 @@ class CategoricalReader:
                     f"{self._source}, which does not read it as a category. Found "
                     f"{_first_text(column)!r}."
                 )
+        if counted:
+            self._unseen_records += int(unseen.sum())
         return out
 
     def frame(self, features: Features, matrix: FloatArray) -> pd.DataFrame | None:
@@ -179,7 +194,9 @@ class CategoricalReader:
             if categories is None:
                 columns[name] = matrix[:, j]
             elif not is_numeric_dtype(column.dtype):
-                columns[name] = pd.Categorical(column)
+                # the recorded categories: a value the model never saw is missing
+                texts = [str(value) for value in categories.values]
+                columns[name] = pd.Categorical(column).set_categories(texts)
             else:
                 codes = matrix[:, j]
                 known = np.isfinite(codes)
@@ -192,7 +209,11 @@ class CategoricalReader:
                 columns[name] = pd.Categorical.from_codes(as_int, categories=recorded)
         return pd.DataFrame(columns, columns=list(self._names))
 
-    def _codes(self, j: int, name: str, column: NDArray[Any]) -> FloatArray:
+    def _codes(
+        self, j: int, name: str, column: NDArray[Any], unseen: NDArray[np.bool_]
+    ) -> FloatArray:
+        """The codes of one categorical column; marks ``unseen`` where it holds a category
+        the model was not trained on."""
         categories = self._categorical[j]
         numeric = is_numeric_dtype(column.dtype)
         if numeric and (categories is None or not categories.by_value):
@@ -207,14 +228,7 @@ class CategoricalReader:
 
         codes = categories.codes(column)
         absent = codes < 0
-        unseen = absent & ~np.asarray(pd.isna(column), dtype=bool)
-        if unseen.any() and self._unseen == "refuse":
-            value = _plain(column[int(np.flatnonzero(unseen)[0])])
-            raise InvalidInputError(
-                f"feature column {name!r} must hold categories the {self._library} model in "
-                f"{self._source} was trained on ({categories.shown()}), as its own predict "
-                f"refuses others. Found {value!r}."
-            )
+        unseen |= absent & ~np.asarray(pd.isna(column), dtype=bool)
         out = codes.astype(np.float64)
         out[absent] = np.nan  # missing, or a category the model never saw
         return out

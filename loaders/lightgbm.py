@@ -29,7 +29,8 @@ columns records their categories (``pandas_categorical``), and a text column, or
 of numbers for a category of numbers, is mapped to LightGBM's codes with them; numbers
 given for a category of text are its codes, as LightGBM reads a numeric column
 (:mod:`epsstar.loaders.categories`). A category the model was not trained on is missing,
-as in LightGBM's own ``predict`` on a DataFrame. The file does not record which columns
+as in LightGBM's own ``predict`` on a DataFrame, and the audit says how many records held
+one. The file does not record which columns
 were ``category`` columns: the ``k``-th recorded list belongs to the ``k``-th categorical
 feature, which holds when the model splits every ``category`` column and no other column
 as categorical (LightGBM's default). Otherwise (an ordered ``category`` column, or an
@@ -138,7 +139,7 @@ class LightGBMModel(BatchedModel):
         self._names = None if default else names
         categorical, why = _categories(path, header, booster.pandas_categorical)
         self._reader = CategoricalReader(
-            path, "LightGBM", names, categorical, unseen="missing", why_no_categories=why
+            path, "LightGBM", names, categorical, why_no_categories=why
         )
         self._probabilities = outputs == "probabilities"
         super().__init__(
@@ -173,6 +174,11 @@ class LightGBMModel(BatchedModel):
         """The indices of the features LightGBM splits as categories."""
         return self._reader.categorical
 
+    @property
+    def input_notes(self) -> tuple[str, ...]:
+        """How many records read so far held a category the model never saw."""
+        return self._reader.notes()
+
     def _prepare(self, features: Features) -> Any:
         return self._reader.matrix(features)
 
@@ -200,7 +206,7 @@ class LightGBMModel(BatchedModel):
         """``Booster.predict`` (probabilities) on the sample, from a DataFrame of ``category``
         columns when the booster recorded categories; multiclassova's one-vs-rest
         probabilities normalised to sum to 1, as the loader reads them."""
-        matrix = self._reader.matrix(sample)
+        matrix = self._reader.matrix(sample, counted=False)
         frame = self._reader.frame(sample, matrix)
         data = matrix if frame is None else frame
         own = np.asarray(self._booster.predict(data, num_threads=1), dtype=np.float64)

@@ -4,10 +4,11 @@ Covers the two common producers:
 
 * classifiers converted by skl2onnx, with a label output and a probability output,
   either a tensor ``(n, K)`` or, with ZipMap, a list of ``{class: probability}`` dicts
-  (turned into an ``(n, K)`` array in class order). The class labels come from the
-  ZipMap or classifier node's ``classlabels_*`` attribute, or from the constant table
-  the label output is looked up in. With two classes the loader returns one value per
-  record, ``P(y = classes[1])``;
+  (turned into an ``(n, K)`` array in class order), or, with ``zipmap="columns"``, one
+  output per class, read from the table they are the columns of (:mod:`.onnx_graph`).
+  The class labels come from the ZipMap or classifier node's ``classlabels_*``
+  attribute, or from the constant table the label output is looked up in. With two
+  classes the loader returns one value per record, ``P(y = classes[1])``;
 * networks exported by ``torch.onnx.export`` (or written by hand, or by ``epsstar
   train``) with one float output: logits or probabilities, detected by the rule of
   :mod:`epsstar.loaders` unless ``outputs=`` says. Their class labels, if the exporter
@@ -55,7 +56,13 @@ from epsstar.exceptions import InputFileError, InvalidInputError
 
 from . import DEFAULT_BATCH_SIZE, BatchedModel, check_outputs_argument, first_line
 from .onnx_files import read_model
-from .onnx_graph import PROBABILITY_TOLERANCE, Exposure, expose_preactivation, logits_matching
+from .onnx_graph import (
+    PROBABILITY_TOLERANCE,
+    Exposure,
+    expose_class_columns,
+    expose_preactivation,
+    logits_matching,
+)
 from .onnx_inputs import InputLayout, layout_of
 
 __all__ = ["OnnxLoader", "OnnxModel", "feature_inputs"]
@@ -310,9 +317,10 @@ class OnnxLoader:
         import_optional("onnx", loader=self.name)
         ort = import_optional("onnxruntime", loader=self.name)
         proto, files = read_model(path)
+        table = expose_class_columns(proto, _float_outputs(proto))
         session = _session(ort, proto, path)
         layout = layout_of(feature_inputs(session.get_inputs(), proto), path)
-        chosen, logits_output = _prediction_output(session, path, outputs, proto)
+        chosen, logits_output = _prediction_output(session, path, outputs, proto, table)
         others = [o for o in session.get_outputs() if o.name != chosen.name]
         label = next((o.name for o in others if not _is_prediction_output(o.type)), None)
         classes = _class_labels(proto, label) if label is not None else None
@@ -396,11 +404,26 @@ def _activation_pair(proto: Any, candidates: list[Any]) -> tuple[Any, Any] | Non
     return None
 
 
+def _float_outputs(proto: Any) -> list[str]:
+    """The graph's outputs of floating-point tensors, in order."""
+    from onnx import TensorProto
+
+    floats = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16)
+    return [
+        o.name
+        for o in proto.graph.output
+        if o.type.HasField("tensor_type") and o.type.tensor_type.elem_type in floats
+    ]
+
+
 def _prediction_output(
-    session: Any, path: Path, outputs: OutputKind | None, proto: Any
+    session: Any, path: Path, outputs: OutputKind | None, proto: Any, table: str | None
 ) -> tuple[Any, str | None]:
     """The probabilities (or only) output, and the logits beside them if any: an output
-    named ``logits``, or the scores a Softmax/Sigmoid output is computed from."""
+    named ``logits``, or the scores a Softmax/Sigmoid output is computed from. ``table`` is
+    the probability table exposed from one output per class, which is the output then."""
+    if table is not None:
+        return next(o for o in session.get_outputs() if o.name == table), None
     candidates = [o for o in session.get_outputs() if _is_prediction_output(o.type)]
     pair = _activation_pair(proto, candidates)
     if pair is not None:

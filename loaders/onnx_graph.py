@@ -1,4 +1,11 @@
-"""Exposing a classifier's pre-activation scores, for exact losses.
+"""Exposing what a classifier's graph computes but does not output: the probability table
+that an exporter split into one output per class, and the pre-activation scores, for exact
+losses.
+
+skl2onnx's ``zipmap="columns"`` option replaces the probability output by one output per
+class, each a column of the classifier's ``(n, K)`` probabilities (a ``Slice`` or an
+``ArrayFeatureExtractor`` of it, reshaped). :func:`expose_class_columns` finds that table
+when the outputs are its columns 0 … K−1, in order, and makes it a graph output.
 
 A graph whose probabilities come from a final ``Softmax``, ``Sigmoid`` or an
 ``ai.onnx.ml`` ``LinearClassifier`` with a ``LOGISTIC``/``SOFTMAX`` post-transform (what
@@ -19,7 +26,13 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import expit, softmax
 
-__all__ = ["PROBABILITY_TOLERANCE", "Exposure", "expose_preactivation", "logits_matching"]
+__all__ = [
+    "PROBABILITY_TOLERANCE",
+    "Exposure",
+    "expose_class_columns",
+    "expose_preactivation",
+    "logits_matching",
+]
 
 PROBABILITY_TOLERANCE: Final = 1e-5
 """Absolute tolerance between the recomputed and the graph's float32 probabilities."""
@@ -114,6 +127,72 @@ def expose_preactivation(proto: Any, output: str) -> Exposure | None:
         elem_type = TensorProto.FLOAT if name == _EXPOSED else _elem_type(proto, name)
         graph.output.append(helper.make_tensor_value_info(name, elem_type, None))
     return Exposure(name, activation)
+
+
+_RESHAPES: Final = ("Identity", "Reshape", "Cast", "Squeeze", "Flatten", "Unsqueeze")
+
+
+def _constant_ints(graph: Any, name: str) -> list[int] | None:
+    """The values of the integer initializer ``name``, or None when it is not one."""
+    from onnx import numpy_helper
+
+    for init in graph.initializer:
+        if init.name == name:
+            values = numpy_helper.to_array(init).reshape(-1)
+            return [int(v) for v in values] if values.dtype.kind in "iu" else None
+    return None
+
+
+def _column_of(graph: Any, output: str) -> tuple[str, int] | None:
+    """The table and the column index that ``output`` is, through reshapes, or None."""
+    from onnx import helper
+
+    producers = {name: node for node in graph.node for name in node.output}
+    current = producers.get(output)
+    for _ in range(len(graph.node)):
+        if current is None:
+            return None
+        inputs = list(current.input)
+        if current.op_type in _RESHAPES:
+            current = producers.get(inputs[0])
+            continue
+        if current.op_type == "Slice" and len(inputs) >= 3:
+            starts, ends = _constant_ints(graph, inputs[1]), _constant_ints(graph, inputs[2])
+            axes = _constant_ints(graph, inputs[3]) if len(inputs) > 3 and inputs[3] else [1]
+            steps = _constant_ints(graph, inputs[4]) if len(inputs) > 4 and inputs[4] else [1]
+            if starts is None or ends is None or axes not in ([1], [-1]) or steps != [1]:
+                return None
+            if len(starts) == 1 and ends == [starts[0] + 1] and starts[0] >= 0:
+                return inputs[0], starts[0]
+            return None
+        if current.op_type in ("ArrayFeatureExtractor", "Gather") and len(inputs) == 2:
+            axis = [helper.get_attribute_value(a) for a in current.attribute if a.name == "axis"]
+            index = _constant_ints(graph, inputs[1])
+            along = current.op_type == "ArrayFeatureExtractor" or axis in ([1], [-1])
+            if along and index is not None and len(index) == 1 and index[0] >= 0:
+                return inputs[0], index[0]
+        return None
+    return None
+
+
+def expose_class_columns(proto: Any, outputs: list[str]) -> str | None:
+    """The ``(n, K)`` table whose columns 0 … K−1 the float ``outputs`` are, in order, made
+    a graph output of ``proto`` (in place); None when they are not such columns."""
+    from onnx import helper
+
+    if len(outputs) < 2:
+        return None
+    columns = [_column_of(proto.graph, output) for output in outputs]
+    tables = {column[0] for column in columns if column is not None}
+    if None in columns or len(tables) != 1:
+        return None
+    if [column[1] for column in columns if column is not None] != list(range(len(outputs))):
+        return None
+    table = tables.pop()
+    if table not in {o.name for o in proto.graph.output}:
+        elem_type = _elem_type(proto, table)
+        proto.graph.output.append(helper.make_tensor_value_info(table, elem_type, None))
+    return table
 
 
 def _columns(values: NDArray[Any]) -> NDArray[np.float64]:

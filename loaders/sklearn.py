@@ -40,7 +40,9 @@ position. A model without names receives the float64 ``(rows, d)`` matrix of num
 features, or the frame if some are text.
 :attr:`n_features` is ``n_features_in_``. Missing values (NaN) reach the model only when
 it declares that it handles them (scikit-learn's ``allow_nan`` tag: histogram gradient
-boosting, trees and forests; :attr:`accepts_missing`); a pipeline does not declare it.
+boosting, trees and forests; :attr:`accepts_missing`), or, for a pipeline, when every
+column's missing values meet an imputer (or a one-hot encoder, or an estimator with the tag)
+through steps that pass NaN on (a ``ColumnTransformer``'s transformers, scalers).
 
 Self-check: when the loader chose ``decision_function`` or ``predict_log_proba``, the first
 records of the first batch are also scored by ``predict_proba``, and the probabilities the
@@ -101,6 +103,48 @@ def _single_threaded(estimator: Any) -> None:
 
 
 def _allows_nan(estimator: Any) -> bool:
+    """Whether ``estimator`` handles missing values itself: scikit-learn's ``allow_nan``
+    tag; for a pipeline, whether every column's missing values meet a step that removes them
+    (an imputer, a one-hot encoder) or an estimator with the tag, having passed only through
+    steps with the tag (a scaler passes NaN on)."""
+    return _takes_nan(estimator, ())
+
+
+def _takes_nan(step: Any, after: tuple[Any, ...]) -> bool:
+    """Whether NaN in the columns ``step`` receives are handled by it or, when it passes
+    them on, by the steps ``after`` it."""
+    try:
+        from sklearn.compose import ColumnTransformer
+        from sklearn.pipeline import Pipeline
+        from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
+    except ImportError:  # pragma: no cover - the loader needs scikit-learn
+        return False
+    if step == "passthrough" or (isinstance(step, FunctionTransformer) and step.func is None):
+        return bool(after) and _takes_nan(after[0], after[1:])
+    if isinstance(step, Pipeline):
+        steps = tuple(s for _, s in step.steps if s is not None and s != "passthrough")
+        return bool(steps) and _takes_nan(steps[0], steps[1:] + after)
+    if isinstance(step, ColumnTransformer) and hasattr(step, "transformers_"):
+        return all(
+            _takes_nan(transformer, after)
+            for _, transformer, columns in step.transformers_
+            if transformer != "drop" and _selects_some(columns)
+        )
+    if not _tag_allows_nan(step):
+        return False
+    removes = isinstance(step, OneHotEncoder) or type(step).__module__.startswith("sklearn.impute")
+    return removes or not after or _takes_nan(after[0], after[1:])
+
+
+def _selects_some(columns: Any) -> bool:
+    """Whether a ``ColumnTransformer`` column selection names at least one column."""
+    try:
+        return len(columns) > 0
+    except TypeError:  # a single column given by name or index
+        return True
+
+
+def _tag_allows_nan(estimator: Any) -> bool:
     """scikit-learn's ``allow_nan`` tag: the estimator handles missing values itself."""
     try:
         from sklearn.utils import get_tags
@@ -179,7 +223,7 @@ class SklearnModel(BatchedModel):
 
     @property
     def accepts_missing(self) -> bool:
-        """Whether the estimator declares that it handles NaN (the ``allow_nan`` tag)."""
+        """Whether the estimator handles NaN itself (the ``allow_nan`` tag, through a pipeline)."""
         return self._allows_nan
 
     def predict(self, features: Features | NDArray[Any]) -> NDArray[np.float64]:

@@ -29,7 +29,9 @@ type ``c``) are read as in :mod:`epsstar.loaders.categories`: a model saved by X
 from a DataFrame records its categories, and text (or numbers, for a category of numbers)
 is mapped to XGBoost's codes with them; numbers given for a category of text, or for a
 model that recorded no categories, are the codes. A category the model was not trained on
-is refused, as XGBoost's own ``predict`` refuses it.
+is a missing value, as XGBoost scores it when the column holds the training categories (its
+``predict`` refuses a ``category`` column whose categories it never saw), and the audit
+says how many records held one.
 
 Self-check: the first records of the first batch are scored by ``XGBClassifier`` too,
 built from the same booster (``predict_proba``, or ``predict(output_margin=True)`` for
@@ -142,7 +144,6 @@ class XGBoostModel(BatchedModel):
             "XGBoost",
             self._names or tuple(f"f{i}" for i in range(width)),
             _recorded_categories(booster, self._types or ()),
-            unseen="refuse",
             why_no_categories=" (trained on codes, or saved by XGBoost before 3.1)",
         )
         self._probabilities = outputs == "probabilities"
@@ -178,6 +179,11 @@ class XGBoostModel(BatchedModel):
     def accepts_missing(self) -> bool:
         """XGBoost handles missing values (NaN) itself."""
         return True
+
+    @property
+    def input_notes(self) -> tuple[str, ...]:
+        """How many records read so far held a category the model never saw."""
+        return self._reader.notes()
 
     def _prepare(self, features: Features) -> Any:
         return self._reader.matrix(features)
@@ -216,7 +222,7 @@ class XGBoostModel(BatchedModel):
         classifier = xgboost.XGBClassifier(n_jobs=1)
         classifier.load_model(bytearray(self._booster.save_raw()))
         classifier.set_params(n_jobs=1, enable_categorical=bool(self._reader.categorical))
-        matrix = self._reader.matrix(sample)
+        matrix = self._reader.matrix(sample, counted=False)
         frame = self._reader.frame(sample, matrix)
         data = matrix if frame is None else frame
         if self._objective == "binary:logitraw":

@@ -419,6 +419,7 @@ def _finish(
         streamed.train.label_map.classes,
         None if stated else streamed.match.position_warning(run.model.path),
         _output_reading(loaded, run.model.outputs_requested),
+        tuple(getattr(loaded.model, "input_notes", ())),
     )
     clock.done("inference")  # streaming, summarising and the checks of the data
     utility = _utility(streamed.train, streamed.population)

@@ -1,11 +1,16 @@
-"""Keras 3 models saved as ``.keras`` files (``model.save``), run with the torch backend.
+"""Keras models saved as ``.keras`` files (``model.save``) or in the legacy HDF5 format
+(``.h5``, ``.hdf5``), run with the torch backend.
 
 Keras 3 runs on PyTorch (``KERAS_BACKEND=torch``, set by this loader unless the
 environment chose a backend), so no TensorFlow is needed. The file is read with
-``keras.saving.load_model(path, compile=False, safe_mode=not trust)``: Keras' safe mode
-refuses to deserialise Python lambdas (``Lambda`` layers), which would run code; such a
-file needs ``--trust-model``. Other custom objects are refused by Keras itself unless
-registered.
+``keras.saving.load_model(path, compile=False, safe_mode=not trust)``, which reads both
+formats: Keras' safe mode refuses to deserialise Python lambdas (``Lambda`` layers), which
+would run code; such a file needs ``--trust-model``. Other custom objects are refused by
+Keras itself unless registered.
+
+A TensorFlow SavedModel folder (``saved_model.pb``) is claimed and refused with the
+command that converts it to ONNX (:data:`SAVED_MODEL_CONVERSION`): Keras 3 reads one only
+through TensorFlow, which epsstar does not depend on.
 
 The model takes one input: the features' one tensor column as it is (an image batch), or
 the ``(n, d)`` matrix of their scalar columns, cast to float32.
@@ -20,6 +25,7 @@ activation. Otherwise the outputs are read by the rule of :mod:`epsstar.loaders`
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,10 +39,15 @@ from epsstar.exceptions import InputFileError, InvalidInputError
 
 from .. import BatchedModel, check_outputs_argument, first_line
 
-__all__ = ["KerasLoader", "KerasModel"]
+__all__ = ["SAVED_MODEL_CONVERSION", "KerasLoader", "KerasModel"]
 
 _ACTIVATIONS: Final = frozenset({"softmax", "sigmoid"})
 _TRUST_FLAG: Final = "--trust-model"
+_SAVED_MODEL: Final = "saved_model.pb"
+
+SAVED_MODEL_CONVERSION: Final = "python -m tf2onnx.convert --saved-model {folder} --output {file}"
+"""The command (tf2onnx, run where TensorFlow is installed) that turns a SavedModel folder
+into an ONNX file the audit reads."""
 
 
 def _final_activation(model: Any, keras: Any) -> str | None:
@@ -97,10 +108,15 @@ class KerasModel(BatchedModel):
 
 
 class KerasLoader:
-    """Loads Keras 3 ``.keras`` files with the torch backend."""
+    """Loads Keras ``.keras`` and legacy ``.h5`` files with the torch backend; refuses
+    TensorFlow SavedModel folders with the command that converts them."""
 
     name = "keras"
-    suffixes: tuple[str, ...] = (".keras",)
+    suffixes: tuple[str, ...] = (".keras", ".h5", ".hdf5")
+
+    def reads_folder(self, path: Path) -> bool:
+        """A TensorFlow SavedModel folder: claimed, to be refused with its conversion."""
+        return (Path(path) / _SAVED_MODEL).is_file()
 
     def load(
         self, path: Path, *, outputs: OutputKind | None = None, trust: bool = False
@@ -108,6 +124,15 @@ class KerasLoader:
         """Open ``path`` in Keras' safe mode unless ``trust`` (module docstring)."""
         outputs = check_outputs_argument(outputs)
         path = Path(path)
+        if self.reads_folder(path):
+            command = SAVED_MODEL_CONVERSION.format(
+                folder=shlex.quote(str(path)), file=shlex.quote(f"{path}.onnx")
+            )
+            raise InputFileError(
+                f"the TensorFlow SavedModel folder must be converted to ONNX first (Keras 3 "
+                f"reads it only through TensorFlow): run {command} where TensorFlow is "
+                f"installed, and audit that file. Found {path} with {_SAVED_MODEL}."
+            )
         if not path.is_file():
             raise InputFileError(f"the model file must exist. Found no file at {path}.")
         os.environ.setdefault("KERAS_BACKEND", "torch")
@@ -123,7 +148,7 @@ class KerasLoader:
                     f"{_TRUST_FLAG} only if you trust its source. Found a Python lambda."
                 ) from None
             raise InputFileError(
-                f"the model file must be a Keras 3 model saved with model.save (.keras). "
-                f"Found {path} ({type(error).__name__}: {first_line(error)})."
+                f"the model file must be a Keras model saved with model.save (.keras, or "
+                f"the legacy .h5). Found {path} ({type(error).__name__}: {first_line(error)})."
             ) from None
         return KerasModel(path, model, keras, outputs=outputs)

@@ -234,12 +234,15 @@ def test_categories_are_read_from_text_and_codes_as_xgboost_reads_them(tmp_path:
     )
     codes = frame.assign(colour=frame["colour"].cat.codes.astype(np.int64))
     np.testing.assert_array_equal(model.predict(Features.from_frame(codes)), expected)
+    # a colour the model never saw is missing to XGBoost, and counted
     odd = frame.assign(colour=frame["colour"].astype(object))
     odd.loc[4, "colour"] = "violet"
-    with pytest.raises(
-        InvalidInputError, match=r"'colour' must hold categories the XGBoost model.*'violet'"
-    ):
-        model.predict(_text(odd))
+    gap = frame.assign(colour=frame["colour"].cat.set_categories(frame["colour"].cat.categories))
+    gap.loc[4, "colour"] = np.nan
+    missing = booster.predict(xgb.DMatrix(gap, enable_categorical=True), output_margin=True)
+    assert model.input_notes == ()
+    np.testing.assert_array_equal(model.predict(_text(odd)), missing)
+    assert model.input_notes[0].startswith("1 record(s) held a category the XGBoost model")
 
 
 def test_a_categorical_model_without_recorded_categories_takes_codes(tmp_path: Path) -> None:

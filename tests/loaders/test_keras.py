@@ -116,5 +116,8 @@ def test_a_lambda_needs_trust_and_garbage_is_refused(tmp_path: Path) -> None:
     trusted = KerasLoader().load(path, trust=True)
     assert trusted.predict(np.ones((4, 3))).shape == (4, 2)
     (tmp_path / "junk.keras").write_bytes(b"not a zip" * 10)
-    with pytest.raises(InputFileError, match=r"must be a Keras 3 model saved with model\.save"):
+    with pytest.raises(
+        InputFileError,
+        match=r"must be a Keras model saved with model\.save \(\.keras, or the legacy \.h5\)",
+    ):
         KerasLoader().load(tmp_path / "junk.keras")

@@ -224,11 +224,12 @@ def test_loader_for_path_by_suffix(file_name: str, expected: str) -> None:
 
 def test_unknown_suffix_lists_loaders_and_suffixes() -> None:
     with pytest.raises(InvalidInputError) as caught:
-        loader_for_path(Path("model.h5"))
+        loader_for_path(Path("model.bin"))
     message = str(caught.value)
     assert "onnx (.onnx)" in message
     assert "sklearn (.skops, .pkl, .pickle, .joblib)" in message
-    assert message.endswith("Found 'model.h5'.")
+    assert "keras (.keras, .h5, .hdf5)" in message
+    assert message.endswith("Found 'model.bin'.")
 
 
 def test_ambiguous_suffix_names_the_claimants() -> None:

@@ -258,6 +258,11 @@ def test_missing_values_reach_only_estimators_that_declare_them(tmp_path: Path) 
     np.testing.assert_array_equal(model.predict(gaps), histogram.decision_function(gaps))
     assert load(dump(LogisticRegression().fit(features, labels), tmp_path / "lr.skops"))
     assert not load(tmp_path / "lr.skops").accepts_missing
-    # a pipeline does not declare it, even one that imputes: NaN stays refused
-    imputing = make_pipeline(SimpleImputer(), LogisticRegression()).fit(gaps, labels)
-    assert not load(dump(imputing, tmp_path / "imputing.skops"), trust=True).accepts_missing
+    # a pipeline handles them when an imputer meets them before a step that does not
+    imputing = make_pipeline(StandardScaler(), SimpleImputer(), LogisticRegression())
+    imputing.fit(gaps, labels)
+    model = load(dump(imputing, tmp_path / "imputing.skops"), trust=True)
+    assert model.accepts_missing is True
+    np.testing.assert_array_equal(model.predict(gaps), imputing.decision_function(gaps))
+    scaling = make_pipeline(StandardScaler(), LogisticRegression()).fit(features, labels)
+    assert not load(dump(scaling, tmp_path / "scaling.skops"), trust=True).accepts_missing

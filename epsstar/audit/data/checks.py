@@ -43,6 +43,7 @@ from epsstar.exceptions import (
     InputFileError,
     OutputReadingWarning,
     SuspectDataWarning,
+    UnseenCategoryWarning,
 )
 
 __all__ = [
@@ -292,10 +293,12 @@ def check_inputs(
     classes: Sequence[object],
     by_position: str | None,
     output_reading: OutputReading,
+    model_notes: Sequence[str] = (),
 ) -> InputChecks:
     """Check both tables for shared rows and single classes (:func:`data_warnings`), and
     add the warnings that columns were matched by position (``by_position``, the line, if
-    any) and that the model's outputs were read ambiguously."""
+    any), that the model's outputs were read ambiguously, and what the model said about
+    the records it read (``model_notes``: categories it never saw)."""
     train, population = scans
     found: list[tuple[type[EpsstarWarning], str, bool]] = [
         (SuspectDataWarning, line, blocks_gate)
@@ -305,4 +308,5 @@ def check_inputs(
         found.append((ColumnOrderWarning, by_position, False))
     if output_reading.ambiguous:
         found.append((OutputReadingWarning, output_reading.describe(), True))
+    found += [(UnseenCategoryWarning, note, False) for note in model_notes]
     return InputChecks(output_reading, shared_rows(train, population), tuple(found))

@@ -14,7 +14,12 @@ of 7.2 into 0.05). The rules, in order:
    column whose name is the same once every character other than a letter or digit is
    replaced by ``_`` (skl2onnx turns ``education-num`` into ``education_num``), else the
    same ignoring case; a name with no such column is refused, naming it;
-3. neither: every column but the label, in file order, **by position**; the audit says so
+3. the model records names but the file records none (an NPZ ``X`` without ``columns``,
+   an NPY array, whose columns the reader names ``x0, x1, …`` or ``0, 1, …``): every
+   column but the label **by position**, under the model's names, when there are as many
+   as the model has inputs (the audit says so and warns, as below); otherwise refused,
+   naming both counts and ``--features``;
+4. neither: every column but the label, in file order, **by position**; the audit says so
    in its result and warns when there are two or more columns.
 
 A release gate never passes on a guess: with a limit, a match by position of two or more
@@ -67,6 +72,8 @@ class ColumnMatch:
     file_columns: tuple[str, ...]
     model_names: tuple[str, ...]
     source: ColumnsFrom
+    #: Which side records no column names when they are matched by position.
+    unnamed: Literal["model", "data"] = "model"
 
     @property
     def renamed(self) -> bool:
@@ -76,7 +83,7 @@ class ColumnMatch:
     @property
     def guessed(self) -> bool:
         """Whether two or more columns reach the model by position alone (an order nobody
-        stated: the model records no names and ``--features`` was not given)."""
+        stated: the model or the file records no names and ``--features`` was not given)."""
         return self.source == "position" and len(self.file_columns) >= 2
 
     def refuse_guess(self, model: Path, *, gate: bool, by_position: bool) -> None:
@@ -86,19 +93,25 @@ class ColumnMatch:
         if not gate or by_position or not self.guessed:
             return
         raise InvalidInputError(
-            f"a release gate needs the model's column order stated: {model.name} records no "
-            f"column names, so its inputs would get the data's columns by position. Pass "
+            f"a release gate needs the model's column order stated: {self._why(model)}, so "
+            f"its inputs would get the data's columns by position. Pass "
             f"--features with the file's columns in the model's order, or "
             f"{BY_POSITION_OPTION} to accept the file's order. Found "
             f"{len(self.file_columns)} columns ({_shown(self.file_columns)})."
         )
+
+    def _why(self, model: Path) -> str:
+        """Why the columns are matched by position: which side records no names."""
+        if self.unnamed == "data":
+            return f"the data file records no column names for the inputs {model.name} names"
+        return f"{model.name} records no column names"
 
     def position_warning(self, model: Path) -> str | None:
         """The warning for columns matched by position (None when it does not apply)."""
         if not self.guessed:
             return None
         return (
-            f"columns are matched by position: {model.name} records no column names, so "
+            f"columns are matched by position: {self._why(model)}, so "
             f"its inputs get the data's {len(self.file_columns)} columns in file order "
             f"({_shown(self.file_columns)}); if that is not the order it was trained on, "
             f"Epsilon* is wrong. Pass --features to state the order"
@@ -149,6 +162,22 @@ def _by_name(
     return tuple(found)
 
 
+def _unnamed_data(
+    candidates: tuple[str, ...], names: tuple[str, ...], model: Path, data: Path
+) -> ColumnMatch:
+    """A file without column names against a model with names: by position when the counts
+    agree, else refused."""
+    if len(candidates) != len(names):
+        raise InputFileError(
+            f"{data}: records no column names, so its columns can reach {model.name}'s "
+            f"{len(names)} named inputs ({_shown(list(names))}) only by position, one per "
+            f"input; pass --features naming the file's columns in the model's order, or "
+            f"save the names as a 'columns' array beside X. Found {len(candidates)} columns "
+            f"({_shown(list(candidates))})."
+        )
+    return ColumnMatch(candidates, names, "position", unnamed="data")
+
+
 def match_model_columns(
     model: object,
     available: Sequence[str],
@@ -157,6 +186,7 @@ def match_model_columns(
     features: Sequence[str] | None,
     model_path: Path,
     data: Path,
+    unnamed: Sequence[str] = (),
 ) -> ColumnMatch:
     """:func:`match_columns` with the input names a loaded ``model`` records (its
     ``feature_names``, when it has them)."""
@@ -168,6 +198,7 @@ def match_model_columns(
         features=features,
         model=model_path,
         data=data,
+        unnamed=unnamed,
     )
 
 
@@ -179,9 +210,11 @@ def match_columns(
     features: Sequence[str] | None,
     model: Path,
     data: Path,
+    unnamed: Sequence[str] = (),
 ) -> ColumnMatch:
     """Match the columns of a file (``available``) to a model's inputs by the rules of the
-    module docstring. The label column is never a feature."""
+    module docstring; ``unnamed`` are the file's columns whose names the reader made up.
+    The label column is never a feature."""
     candidates = [column for column in available if column != label_column]
     if features is not None:
         chosen = tuple(str(name) for name in features)
@@ -194,5 +227,7 @@ def match_columns(
         return ColumnMatch(chosen, names, "features option")
     if model_names is not None:
         names = tuple(str(name) for name in model_names)
+        if candidates and set(candidates) <= set(unnamed):
+            return _unnamed_data(tuple(candidates), names, model, data)
         return ColumnMatch(_by_name(names, candidates, model, data), names, "model names")
     return ColumnMatch(tuple(candidates), tuple(candidates), "position")

@@ -130,8 +130,10 @@ class Tables:
         (:mod:`epsstar.audit.data.column_match`). ``columns`` are the table's column names
         when known already (a partitioned data set's first partition)."""
         path = self.path(role)
+        unnamed: tuple[str, ...] = ()
         if columns is None:
-            found = read_schema(path, separator=self.csv_separator).columns
+            schema = read_schema(path, separator=self.csv_separator)
+            found, unnamed = schema.columns, schema.unnamed
         else:
             found = tuple(columns)
         return match_model_columns(
@@ -141,6 +143,7 @@ class Tables:
             features=self.features,
             model_path=model_path,
             data=path,
+            unnamed=unnamed,
         )
 
     def read(

@@ -68,7 +68,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal, Protocol
+from typing import IO, Any, Final, Literal, Protocol
 
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
@@ -77,6 +77,7 @@ from epsstar.audit.model.features import Features
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 
 __all__ = [
+    "CLASS_LABELS_OPTION",
     "DATA_FILE_SUFFIXES",
     "MAX_COLUMNS",
     "SEPARATOR_OPTION",
@@ -127,7 +128,8 @@ class TableSchema:
     ``n_rows`` is ``None`` for CSV, whose length is unknown until it is read;
     ``separator`` is the CSV field separator (unused by the other formats) and
     ``csv_index`` says that the CSV file's first field, unnamed, is a pandas index left out
-    of ``columns``.
+    of ``columns``; ``unnamed`` are the columns whose names the reader made up because the
+    file records none (``x0``, ``x1``, … of an NPZ ``X``; an NPY array's ``0``, ``1``, …).
     """
 
     path: Path
@@ -136,6 +138,7 @@ class TableSchema:
     n_rows: int | None
     separator: str = ","
     csv_index: bool = False
+    unnamed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,6 +438,8 @@ class _Column:
 class _ArrayLayout:
     columns: dict[str, _Column]
     n_rows: int
+    #: The columns the file gives no name (those of a 2-D array without ``columns``).
+    unnamed: tuple[str, ...] = ()
 
 
 def _check_width(path: Path, shape: tuple[int, ...]) -> None:
@@ -459,15 +464,20 @@ def _array_layout(arrays: _ArrayFile) -> _ArrayLayout:
                 f"{path}: a .npy data file must hold a 2-D array"
                 f"{remedy if len(info.shape) > 2 else ''}. Found shape {info.shape}."
             )
-        return _ArrayLayout({str(j): _Column("", j) for j in range(info.shape[1])}, info.shape[0])
+        numbered = tuple(str(j) for j in range(info.shape[1]))
+        by_number = {name: _Column("", j) for j, name in enumerate(numbered)}
+        return _ArrayLayout(by_number, info.shape[0], numbered)
     shapes = {name: source.info.shape for name, source in sources.items()}
     columns: dict[str, _Column] = {}
     matrix = "X" in sources and len(shapes["X"]) == 2
+    unnamed: tuple[str, ...] = ()
     if matrix:
         n, d = shapes["X"]
         names = [f"x{j}" for j in range(d)]
         if "columns" in sources:
             names = _column_names(arrays, d)
+        else:
+            unnamed = tuple(names)
         columns = {name: _Column("X", j) for j, name in enumerate(names)}
         others = [name for name in sources if name not in ("X", "columns")]
     else:
@@ -494,7 +504,7 @@ def _array_layout(arrays: _ArrayFile) -> _ArrayLayout:
         if name in columns:
             raise InputFileError(f"{path}: column names must be unique. Found {name!r} twice.")
         columns[name] = _Column(name, None)
-    return _ArrayLayout(columns, n)
+    return _ArrayLayout(columns, n, unnamed)
 
 
 def _column_names(arrays: _ArrayFile, d: int) -> list[str]:
@@ -797,7 +807,8 @@ def read_schema(path: str | os.PathLike[str], *, separator: str = ",") -> TableS
     else:
         with _ArrayFile(file, kind) as arrays:
             layout = _array_layout(arrays)
-            return TableSchema(file, kind, tuple(layout.columns), layout.n_rows)
+            columns = tuple(layout.columns)
+            return TableSchema(file, kind, columns, layout.n_rows, unnamed=layout.unnamed)
     if len(schema.columns) > MAX_COLUMNS:
         raise InputFileError(
             f"{file}: must have at most {MAX_COLUMNS} columns. Found {len(schema.columns)}."
@@ -899,7 +910,11 @@ def _typed_column(
                 f"{path}: feature column {name!r} must have a value in every row. Found "
                 f"{values[first]} at row {row0 + first}."
             )
-        odd = [i for i, v in enumerate(values) if not isinstance(v, (str, int, float, bool))]
+        odd = [
+            i
+            for i, v in enumerate(values)
+            if not (absent[i] or isinstance(v, (str, int, float, bool)))
+        ]
         if odd:
             raise InvalidInputError(
                 f"{path}: feature column {name!r} must hold numbers, booleans or text. Found "
@@ -1338,6 +1353,10 @@ def _text_key(value: object) -> str:
     return str(value).strip()
 
 
+#: The option naming the classes of a model's outputs, in order, when its file records none.
+CLASS_LABELS_OPTION: Final = "--class-labels"
+
+
 @dataclass(frozen=True, slots=True)
 class LabelMap:
     """The model's classes, in the order of its output columns, and how raw labels match them.
@@ -1349,6 +1368,9 @@ class LabelMap:
     """
 
     classes: tuple[object, ...]
+    #: Whether the classes are the model's own (``False``: ``0 … K−1`` stand in for labels
+    #: the model file does not record, and a refusal says how to name them).
+    named: bool = field(default=True, compare=False)
     numeric: bool = field(init=False, repr=False, compare=False)
     _lookup: dict[object, int] = field(init=False, repr=False, compare=False)
 
@@ -1410,11 +1432,29 @@ class LabelMap:
             )
         if unknown:
             raise InvalidInputError(
-                f"{where}labels must be classes of the model ({_shown(list(self.classes))}). "
-                f"Found "
+                f"{where}labels must be classes of the model ({_shown(list(self.classes))})"
+                f"{self._naming_hint(unknown)}. Found "
                 f"{len(unknown)} unknown label value(s): {_shown(unknown, 5)}."
             )
         return np.ascontiguousarray(table[codes], dtype=np.int64)
+
+    def _naming_hint(self, unknown: Sequence[object]) -> str:
+        """How to name the classes of a model that records none, for the refusal of
+        ``unknown`` labels (the sorted labels when they are as many as the classes: the
+        order of the scikit-learn wrappers of LightGBM and XGBoost, whose label encoder
+        sorts them)."""
+        if self.named:
+            return ""
+        hint = (
+            f"; the model file records no class labels: pass {CLASS_LABELS_OPTION} with them "
+            f"in the order of its outputs"
+        )
+        if len(unknown) != len(self.classes):
+            return hint
+        ordered = ",".join(sorted(str(value) for value in unknown))
+        return (
+            f"{hint} (sorted, as LightGBM and XGBoost number them: {CLASS_LABELS_OPTION} {ordered})"
+        )
 
 
 def label_map_for(model_classes: Sequence[object] | None, n_outputs: int) -> LabelMap:
@@ -1430,11 +1470,12 @@ def label_map_for(model_classes: Sequence[object] | None, n_outputs: int) -> Lab
         raise InvalidInputError(f"n_outputs must be an integer ≥ 1. Found {n_outputs}.")
     expected = 2 if n_outputs == 1 else int(n_outputs)
     if model_classes is None:
-        return LabelMap(tuple(range(expected)))
+        return LabelMap(tuple(range(expected)), named=False)
     classes = tuple(np.asarray(model_classes, dtype=object).reshape(-1).tolist())
     if len(classes) != expected:
         raise InvalidInputError(
-            f"model classes must number {expected} for {n_outputs} output column(s). Found "
-            f"{len(classes)}: {_shown(list(classes))}."
+            f"model classes (those the model file records, or {CLASS_LABELS_OPTION}) must "
+            f"number {expected} for {n_outputs} output column(s). Found {len(classes)}: "
+            f"{_shown(list(classes))}."
         )
     return LabelMap(classes)

@@ -96,12 +96,15 @@ class ModelFile:
         return self.outputs is not None
 
     def located(self) -> ModelFolder | None:
-        """Check that the model exists: a file, an MLflow model folder (returned), or another
-        folder, which a loader of folders must read (a Hugging Face model's)."""
+        """Check that the model exists: a file, an MLflow model folder (returned; its
+        ``MLmodel`` file stands for it), or another folder, which a loader of folders must
+        read (a Hugging Face model's)."""
         if self.path.is_dir():
             return model_folder(self.path) if (self.path / DESCRIPTOR).is_file() else None
         if not self.path.is_file():
             raise InputFileError(f"model: no such file. Found {str(self.path)!r}.")
+        if self.path.name == DESCRIPTOR and self.loader is None:
+            return model_folder(self.path.parent)
         return None
 
     def load(self) -> LoadedAuditModel:

@@ -79,8 +79,8 @@ INSTALL_HINTS: Final[Mapping[str, str]] = MappingProxyType(
 class LoadedModel(Protocol):
     """A model ready to predict, as returned by :meth:`ModelLoader.load`.
 
-    Besides the members below, the audit reads seven optional attributes when a model has
-    them (:class:`epsstar.loaders.BatchedModel` has all seven):
+    Besides the members below, the audit reads eight optional attributes when a model has
+    them (:class:`epsstar.loaders.BatchedModel` has the first seven):
 
     * ``accepts_features`` — true when :meth:`predict` takes
       :class:`~epsstar.audit.model.features.Features` (typed, named columns: text for a pipeline
@@ -101,6 +101,8 @@ class LoadedModel(Protocol):
       to fit it;
     * ``declared_privacy`` — the DP guarantee the file says the model was trained under
       (:class:`~epsstar.audit.model.declared_privacy.DeclaredPrivacy`), shown beside Epsilon*.
+    * ``input_notes`` — lines the audit warns with after streaming the records, about how
+      the model read them (the records holding a category it was not trained on).
     """
 
     @property

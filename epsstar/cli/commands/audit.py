@@ -69,7 +69,7 @@ SUMMARY = "audit a saved model against its training and population data"
 def _columns(text: str) -> list[str]:
     names = [name.strip() for name in text.split(",") if name.strip()]
     if not names:
-        raise argparse.ArgumentTypeError(f"expected comma-separated column names. Found {text!r}")
+        raise argparse.ArgumentTypeError(f"expected comma-separated names. Found {text!r}")
     return names
 
 
@@ -127,9 +127,9 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--match-columns-by-position",
         action="store_true",
-        help="the data's columns, in file order, are the model's inputs when it records no "
-        "column names (without it a release gate refuses such a model unless --features "
-        "states the order)",
+        help="the data's columns, in file order, are the model's inputs when it (or the data "
+        "file) records no column names (without it a release gate refuses such a model "
+        "unless --features states the order)",
     )
     parser.add_argument(
         "--trust-model",
@@ -239,18 +239,7 @@ def register(subparsers: Any) -> None:
         help="reshape each record into this shape for models taking tensors (e.g. 1,8,8 for "
         "64 pixel columns)",
     )
-    parser.add_argument(
-        "--loader",
-        default=None,
-        metavar="NAME",
-        help="loader plugin (default: chosen by the model file's suffix)",
-    )
-    parser.add_argument(
-        "--outputs",
-        choices=OUTPUT_KINDS.names,
-        default=None,
-        help=f"what the model outputs. {describe_choices(OUTPUT_KINDS)} (default: detected)",
-    )
+    _add_reading_options(parser)
     _add_compute_options(parser)
     add_model_options(parser)
     add_engine_options(parser, "data partition")
@@ -267,6 +256,30 @@ def register(subparsers: Any) -> None:
     )
     add_pipeline_options(parser)
     parser.set_defaults(handler=run)
+
+
+def _add_reading_options(parser: argparse.ArgumentParser) -> None:
+    """How the model file is read: its loader, its outputs and the classes they stand for."""
+    parser.add_argument(
+        "--loader",
+        default=None,
+        metavar="NAME",
+        help="loader plugin (default: chosen by the model file's suffix)",
+    )
+    parser.add_argument(
+        "--outputs",
+        choices=OUTPUT_KINDS.names,
+        default=None,
+        help=f"what the model outputs. {describe_choices(OUTPUT_KINDS)} (default: detected)",
+    )
+    parser.add_argument(
+        "--class-labels",
+        type=_columns,
+        default=None,
+        metavar="A,B,...",
+        help="the class labels of the model's outputs, in order, for a model file that "
+        "records none (a LightGBM booster); default: those the file records, else 0,1,...",
+    )
 
 
 def _add_compute_options(parser: argparse.ArgumentParser) -> None:
@@ -496,9 +509,14 @@ def _matching_lines(result: AuditResult) -> list[str]:
     if provenance is None or not provenance.columns.guessed:
         return []
     count = len(provenance.columns.file_columns)
+    unnamed = (
+        "the data file records no names, so the model's inputs get"
+        if provenance.columns.unnamed == "data"
+        else "the model records no names, so its inputs get"
+    )
     return [
-        f"columns matched by position: the model records no names, so its inputs get the "
-        f"data's {count} columns in file order (--features states the order)"
+        f"columns matched by position: {unnamed} the data's {count} columns in file order "
+        f"(--features states the order)"
     ]
 
 
@@ -549,7 +567,8 @@ def format_summary(result: AuditResult) -> str:
 
 
 def _model_file(args: argparse.Namespace) -> ModelFile:
-    """The model file of the command line: its loader, outputs, trust, base and device."""
+    """The model file of the command line: its loader, outputs, trust, classes, base and
+    device."""
     from epsstar.audit.run import ModelFile
 
     return ModelFile(
@@ -557,6 +576,7 @@ def _model_file(args: argparse.Namespace) -> ModelFile:
         args.loader,
         args.outputs,
         args.trust_model,
+        classes=args.class_labels,
         base_model=args.base_model,
         device=args.device,
     )

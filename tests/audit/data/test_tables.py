@@ -159,8 +159,10 @@ def test_read_schema_per_format(tmp_path: Path) -> None:
     assert read_schema(parquet) == TableSchema(parquet, "parquet", ("a", "y", "b", "c"), N_ROWS)
     matrix, _ = _write(frame, tmp_path, "npz-matrix")
     assert read_schema(matrix).columns == ("a", "b", "c", "y")
+    assert read_schema(matrix).unnamed == ()  # named by its 'columns' array
     npy, _ = _write(frame, tmp_path, "npy")
-    assert read_schema(npy) == TableSchema(npy, "npy", ("0", "1", "2", "3"), N_ROWS)
+    numbered = ("0", "1", "2", "3")  # names the reader makes up: the file records none
+    assert read_schema(npy) == TableSchema(npy, "npy", numbered, N_ROWS, unnamed=numbered)
 
 
 def test_unnamed_npz_matrix_columns_are_x0_x1(tmp_path: Path) -> None:
