@@ -7,15 +7,18 @@ tokenizer's files; an adapter saved by PEFT holds ``adapter_config.json`` and
 ``adapter_model.bin``) can run code when read, so they are refused unless the user trusts the
 model (``--trust-model``), like the other pickle formats; a configuration that needs the
 model's own code (``auto_map``) is always refused, since ``trust_remote_code`` is never set.
+The JSON files are read within the bound of every structured input file, and each shard a
+weights index names must stay inside the folder (:mod:`epsstar.audit.inputs`).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
+from epsstar.audit.inputs.bounds import read_json_file
+from epsstar.audit.inputs.inside import inside_folder
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics.json_types import JsonObject
 
@@ -79,12 +82,9 @@ class AdapterFiles:
 
 
 def read_json(path: Path) -> JsonObject:
-    """A JSON object from ``path``, or a one-line refusal naming the file."""
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise InputFileError(f"{path}: must be a JSON file. Found: {first}.") from None
+    """A JSON object from ``path`` within the bound of every structured input file
+    (:mod:`epsstar.audit.inputs.bounds`), or a one-line refusal naming the file."""
+    value = read_json_file(path, str(path))
     if not isinstance(value, dict):
         raise InputFileError(f"{path}: must hold a JSON object. Found {type(value).__name__}.")
     return value
@@ -100,7 +100,10 @@ def _shards(folder: Path, index: str) -> tuple[Path, ...]:
     mapping = read_json(folder / index).get("weight_map")
     if not isinstance(mapping, dict) or not mapping:
         raise InputFileError(f"{folder / index}: must map the weights to their files.")
-    shards = tuple(folder / str(name) for name in dict.fromkeys(mapping.values()))
+    shards = tuple(
+        inside_folder(folder, str(name), f"{folder / index}: each weight file's path")
+        for name in dict.fromkeys(mapping.values())
+    )
     missing = [p.name for p in shards if not p.is_file()]
     if missing:
         raise InputFileError(

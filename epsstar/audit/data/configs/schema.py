@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeAlias, TypeVar, cast
 
+from epsstar.audit.inputs.bounds import MAX_BYTES, MAX_DEPTH, depth_exceeds, read_text, shown
 from epsstar.exceptions import InputFileError
 from epsstar.statistics.json_types import JsonObject, JsonValue
 from epsstar.statistics.names import Names
@@ -66,11 +67,6 @@ __all__ = [
     "shown",
 ]
 
-#: Deepest nesting of lists and tables a configuration may have (the deepest epsstar
-#: writes, an ``audit-many --json`` record, has 7 levels).
-MAX_DEPTH = 64
-#: Largest configuration file read, in bytes.
-MAX_BYTES = 64 * 2**20
 #: Longest text value, in characters.
 MAX_TEXT = 4096
 
@@ -79,23 +75,6 @@ K = TypeVar("K", bound=str)
 #: What a :class:`Cell` holds: a hyper-parameter's value.
 CellValue: TypeAlias = str | int | float | bool | tuple[str | int | float | bool, ...] | None
 _INTEGER_TEXT = re.compile(r"\s*[+-]?\d{1,40}\s*")
-
-
-def shown(value: object, width: int = 60) -> str:
-    """The value as a message ends with it: ``repr`` cut to ``width`` characters, and a
-    list or table described by its size (never ``repr``'d whole)."""
-    if isinstance(value, Mapping):
-        keys = ", ".join(repr(key) for key in list(value)[:5])
-        return _cut(f"a table with keys {keys}" if value else "an empty table", width)
-    if isinstance(value, list | tuple):
-        if len(value) <= 8 and all(isinstance(item, str | int | float | None) for item in value):
-            return _cut(repr(list(value)), width)
-        return f"a list of {len(value)} item{'s' * (len(value) != 1)}"
-    return _cut(repr(value), width)
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else f"{text[: width - 14]}... ({len(text)} chars)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -467,22 +446,9 @@ class Table(Spec[Fields]):
 
 
 def check_depth(document: object, where: Where, limit: int = MAX_DEPTH) -> None:
-    """Refuse lists and tables nested more than ``limit`` deep (counted without recursion)."""
-    stack: list[tuple[object, int]] = [(document, 1)]
-    while stack:
-        value, depth = stack.pop()
-        children: list[Any] = (
-            list(value.values())
-            if isinstance(value, Mapping)
-            else list(value)
-            if isinstance(value, list)
-            else []
-        )
-        if not children:
-            continue
-        if depth >= limit:
-            raise where.refuse(f"nested at most {limit} levels deep", f"more than {limit} levels")
-        stack.extend((child, depth + 1) for child in children)
+    """Refuse lists and tables nested more than ``limit`` deep."""
+    if depth_exceeds(document, limit):
+        raise where.refuse(f"nested at most {limit} levels deep", f"more than {limit} levels")
 
 
 def parse_json(text: str, where: Where, limit: int = MAX_DEPTH) -> JsonValue:
@@ -523,33 +489,6 @@ def parse_toml(text: str, where: Where) -> JsonValue:
         ) from None
     check_depth(document, where)
     return document
-
-
-def read_text(path: str | Path, what: str, *, max_bytes: int = MAX_BYTES) -> str:
-    """The UTF-8 text of the file ``path`` (a byte-order mark dropped), at most ``max_bytes``
-    long; ``what`` names it in the errors."""
-    file = Path(path)
-    try:
-        if file.is_dir():
-            raise InputFileError(f"{what} must be a file, not a directory. Found {str(file)!r}.")
-        size = file.stat().st_size
-        if size > max_bytes:
-            raise InputFileError(
-                f"{what} must be at most {max_bytes:,} bytes. Found {size:,} in {str(file)!r}."
-            )
-        return file.read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        raise InputFileError(f"{what}: no such file. Found {str(file)!r}.") from None
-    except UnicodeDecodeError as error:
-        byte = error.object[error.start : error.start + 1].hex()
-        raise InputFileError(
-            f"{file}: {what} must be UTF-8 text. Found the byte 0x{byte} at offset "
-            f"{error.start}, which is not."
-        ) from None
-    except OSError as error:
-        raise InputFileError(
-            f"{what}: cannot read ({error.strerror or error}). Found {str(file)!r}."
-        ) from None
 
 
 def read_json(path: str | Path, what: str, *, max_bytes: int = MAX_BYTES) -> JsonValue:
