@@ -4,9 +4,14 @@ A LoRA adapter (Hu et al. 2021, "LoRA: Low-Rank Adaptation of Large Language Mod
 stores, for each module it adapts, two matrices ``A`` (``r × in``) and ``B`` (``out × r``); the
 fine-tuned weight is ``W + s · B A`` with ``s = α / r`` (``α / √r`` for rank-stabilised LoRA),
 ``r`` and ``α`` from ``adapter_config.json`` or its per-module ``rank_pattern`` and
-``alpha_pattern``. An embedding's adapter stores ``lora_embedding_A`` (``r × vocabulary``) and
-``lora_embedding_B`` (``dim × r``) and adds ``s · (B A)ᵀ``; GPT-2's ``Conv1D`` keeps its weight
-as ``in × out`` and adds ``s · (B A)ᵀ`` too. Modules the adapter saved whole
+``alpha_pattern``, whose keys are regular expressions matched as PEFT matches them (the whole
+module name or its ending after a dot): each key must compile, be at most
+:data:`MAX_PATTERN_LENGTH` characters long and match within :data:`PATTERN_SECONDS` (the
+``regex`` package's time limit; a key that backtracks without end is refused in one line),
+and each module's ``A`` and ``B`` must have the rank the configuration gives it. An
+embedding's adapter stores ``lora_embedding_A`` (``r × vocabulary``) and ``lora_embedding_B``
+(``dim × r``) and adds ``s · (B A)ᵀ``; GPT-2's ``Conv1D`` keeps its weight as ``in × out``
+and adds ``s · (B A)ᵀ`` too. Modules the adapter saved whole
 (``modules_to_save``) replace the base model's.
 
 Why by hand rather than with PEFT: the merge is the one formula above, while ``peft`` brings
@@ -24,18 +29,29 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
+from epsstar.audit.inputs.bounds import shown
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.json_types import JsonObject
 
-__all__ = ["LoraSettings", "lora_settings", "merge_lora"]
+__all__ = [
+    "MAX_PATTERN_LENGTH",
+    "PATTERN_SECONDS",
+    "LoraSettings",
+    "lora_settings",
+    "merge_lora",
+]
 
 #: A torch tensor (torch is imported only when an adapter is merged).
 Tensor = Any
 #: An adapter's tensors by their names in the adapter file.
 Weights = Mapping[str, Tensor]
 
+#: Longest time one ``rank_pattern`` or ``alpha_pattern`` key may take to match a module.
+PATTERN_SECONDS: Final = 1.0
+#: Longest ``rank_pattern`` or ``alpha_pattern`` key, in characters.
+MAX_PATTERN_LENGTH: Final = 1000
 _PREFIX = "base_model.model."
 _PARTS = re.compile(
     r"^(?P<module>.+)\.(?P<part>lora_A|lora_B|lora_embedding_A|lora_embedding_B)(\.weight)?$"
@@ -52,27 +68,70 @@ class LoraSettings:
     rank_pattern: Mapping[str, int]
     alpha_pattern: Mapping[str, float]
 
+    def rank_of(self, module: str) -> int:
+        """``r`` for ``module`` (its ``rank_pattern`` entry, else ``r``)."""
+        return int(_pattern(self.rank_pattern, "rank_pattern", module, self.rank))
+
     def scale(self, module: str) -> float:
         """``s = α / r`` (``α / √r`` with rank-stabilised LoRA) for ``module``."""
-        rank = _pattern(self.rank_pattern, module, self.rank)
-        alpha = _pattern(self.alpha_pattern, module, self.alpha)
+        rank = self.rank_of(module)
+        alpha = _pattern(self.alpha_pattern, "alpha_pattern", module, self.alpha)
         return float(alpha) / (math.sqrt(rank) if self.rslora else rank)
 
 
-def _pattern(patterns: Mapping[str, float], module: str, default: float) -> float:
-    """The value of the first pattern that names ``module`` (PEFT's rule: the whole name or
-    its ending after a dot, as a regular expression), else ``default``."""
+def _regular_expression(key: str) -> str:
+    """PEFT's expression for a pattern key: the whole module name, or its ending after a
+    dot (``peft.utils.other.get_pattern_key``)."""
+    return rf"(.*\.)?({key})$"
+
+
+def _pattern(patterns: Mapping[str, float], field: str, module: str, default: float) -> float:
+    """The value of the first key of ``patterns`` that names ``module`` (PEFT's rule), else
+    ``default``; each match may take at most :data:`PATTERN_SECONDS`."""
+    import regex
+
     for key, value in patterns.items():
-        if re.match(rf"(.*\.)?({key})$", module):
+        try:
+            found = regex.match(_regular_expression(key), module, timeout=PATTERN_SECONDS)
+        except TimeoutError:
+            raise InvalidInputError(
+                f"adapter_config.json: each {field} key must match a module name within "
+                f"{PATTERN_SECONDS:g} s (a regular expression that backtracks without end "
+                f"does not). Found {shown(key)} on module {shown(module)}."
+            ) from None
+        if found:
             return value
     return default
+
+
+def _checked_patterns(config: JsonObject, field: str) -> dict[str, float]:
+    """``rank_pattern`` or ``alpha_pattern``: keys that compile as PEFT compiles them."""
+    patterns = config.get(field) or {}
+    if not isinstance(patterns, dict):
+        raise InvalidInputError(
+            f"adapter_config.json: {field} must be an object. Found {shown(patterns)}."
+        )
+    for key in patterns:
+        if len(key) > MAX_PATTERN_LENGTH:
+            raise InvalidInputError(
+                f"adapter_config.json: each {field} key must be at most {MAX_PATTERN_LENGTH} "
+                f"characters. Found {shown(key)} ({len(key):,})."
+            )
+        try:
+            re.compile(_regular_expression(key))
+        except (re.error, RecursionError, OverflowError) as error:
+            raise InvalidInputError(
+                f"adapter_config.json: each {field} key must be a regular expression (PEFT "
+                f"matches module names with it). Found {shown(key)} ({error})."
+            ) from None
+    return {str(key): _number(patterns, str(key)) for key in patterns}
 
 
 def _number(config: JsonObject, key: str, default: float | None = None) -> float:
     value = config.get(key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise InvalidInputError(
-            f"adapter_config.json: {key} must be a positive number. Found {value!r}."
+            f"adapter_config.json: {key} must be a positive number. Found {shown(value)}."
         )
     return float(value)
 
@@ -96,19 +155,13 @@ def lora_settings(config: JsonObject) -> LoraSettings:
             f"adapter_config.json: adapters that train biases are not merged by epsstar; "
             f"merge it with PEFT's merge_and_unload(). Found bias {bias!r}."
         )
-    ranks = config.get("rank_pattern") or {}
-    alphas = config.get("alpha_pattern") or {}
-    if not isinstance(ranks, dict) or not isinstance(alphas, dict):
-        raise InvalidInputError(
-            "adapter_config.json: rank_pattern and alpha_pattern must be objects. Found "
-            f"{ranks!r} and {alphas!r}."
-        )
+    ranks = _checked_patterns(config, "rank_pattern")
     return LoraSettings(
         rank=int(_number(config, "r")),
         alpha=_number(config, "lora_alpha", 8),
         rslora=bool(config.get("use_rslora", False)),
-        rank_pattern={str(k): int(_number(ranks, str(k))) for k in ranks},
-        alpha_pattern={str(k): _number(alphas, str(k)) for k in alphas},
+        rank_pattern={key: int(value) for key, value in ranks.items()},
+        alpha_pattern=_checked_patterns(config, "alpha_pattern"),
     )
 
 
@@ -130,6 +183,20 @@ def _pairs(weights: Weights) -> tuple[dict[str, dict[str, Tensor]], dict[str, Te
             )
         pairs.setdefault(found["module"], {})[found["part"]] = tensor
     return pairs, saved
+
+
+def _check_rank(parts: Weights, name: str, rank: int) -> None:
+    """``A`` (``r × in``) and ``B`` (``out × r``) must have the rank the configuration gives."""
+    a = parts.get("lora_A", parts.get("lora_embedding_A"))
+    b = parts.get("lora_B", parts.get("lora_embedding_B"))
+    if a is None or b is None or a.dim() != 2 or b.dim() != 2:
+        return  # _delta names the part missing
+    if a.shape[0] != rank or b.shape[1] != rank:
+        raise InvalidInputError(
+            f"adapter_model: module {name!r} must have the rank adapter_config.json gives it, "
+            f"{rank}. Found rank {a.shape[0]} in its A matrix {tuple(a.shape)} and "
+            f"{b.shape[1]} in its B matrix {tuple(b.shape)}."
+        )
 
 
 def _delta(module: Any, parts: Weights, name: str, scale: float) -> Tensor:
@@ -171,6 +238,7 @@ def merge_lora(model: Any, weights: Weights, settings: LoraSettings) -> tuple[st
                     f"adapter_model: the adapter changes module {name!r}, which the base "
                     f"model does not have; is --base-model the model it was trained on?"
                 )
+            _check_rank(parts, name, settings.rank_of(name))
             delta = _delta(module, parts, name, settings.scale(name))
             if tuple(delta.shape) != tuple(module.weight.shape):
                 raise InvalidInputError(
