@@ -134,3 +134,36 @@ def test_a_model_config_beyond_the_size_bound_is_refused_unread(
         file.truncate(MAX_BYTES + 1)
     with pytest.raises(InputFileError, match=f"must be at most {MAX_BYTES:,} bytes"):
         huggingface.load(folder)  # type: ignore[attr-defined]
+
+
+def test_a_manifest_beyond_the_size_bound_is_refused_unread(tmp_path: Path) -> None:
+    manifest = tmp_path / "models.csv"
+    with manifest.open("wb") as file:
+        file.write(b"model,train,population\n")
+        file.truncate(MAX_BYTES + 1)
+    finished = run_cli(["audit-many", str(manifest)], seconds=60)
+    assert finished.code == 2
+    assert f"a manifest must be at most {MAX_BYTES:,} bytes" in finished.one_line()
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize("reader", ["classes", "features", "privacy"])
+def test_metadata_nested_deep_in_a_model_file_is_one_line(reader: str) -> None:
+    from epsstar.audit.model.class_labels import classes_from_text, features_from_text
+    from epsstar.audit.model.declared_privacy import privacy_from_text
+
+    read = {"classes": classes_from_text, "features": features_from_text,
+            "privacy": privacy_from_text}[reader]  # fmt: skip
+    with pytest.raises(InputFileError) as refused:
+        read(DEEP, Path("model.onnx"))
+    assert "\n" not in str(refused.value)
+    assert len(str(refused.value)) < 400
+
+
+def test_a_training_record_nested_deep_beside_a_model_is_no_record(tmp_path: Path) -> None:
+    from epsstar.audit.premise.tracked_bound import RECORD_NAME, tracked_bound
+
+    (tmp_path / RECORD_NAME).write_text(DEEP, encoding="utf-8")
+    assert tracked_bound(tmp_path / "model.onnx", "age") is None

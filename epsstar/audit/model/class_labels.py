@@ -62,7 +62,7 @@ def classes_from_text(text: str | bytes, source: object) -> tuple[Label, ...] | 
         return None
     try:
         labels = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested beyond the parser's recursion
         labels = None
     if (
         not isinstance(labels, list)
@@ -108,7 +108,7 @@ def features_from_text(text: str | bytes, source: object) -> tuple[str, ...] | N
         return None
     try:
         names = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         names = None
     if (
         not isinstance(names, list)

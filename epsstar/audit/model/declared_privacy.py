@@ -81,7 +81,7 @@ def privacy_from_text(text: str | bytes, source: object) -> DeclaredPrivacy | No
         return None
     try:
         value = json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # nested beyond the parser's recursion
         value = None
     problem = f"the {PRIVACY_KEY!r} metadata of {source} must be a JSON object"
     if not isinstance(value, dict) or not isinstance(value.get("private"), bool):

@@ -18,11 +18,11 @@ bound (:mod:`.findings`). The record is used only when its ``files`` name the au
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Final
 
+from epsstar.audit.inputs.bounds import read_json_file
 from epsstar.exceptions import InputFileError
 from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.attribute import AttributeSecurity
@@ -101,10 +101,12 @@ def tracked_bound(model_path: Path, column: str) -> AttributeSecurity | None:
     ``column``: the tracked one when it recorded ``column``'s, else the exact membership
     advantage of its DP-SGD run (``None``: no record, or one for another model file)."""
     where = (model_path if model_path.is_dir() else model_path.parent) / RECORD_NAME
-    try:
-        record = json.loads(where.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    if not where.is_file():
         return None
+    try:
+        record = read_json_file(where, str(where))
+    except InputFileError:
+        return None  # unreadable, malformed or beyond the bound: no record to read
     if not isinstance(record, dict):
         return None
     files = record.get("files")
