@@ -4,11 +4,9 @@ A LoRA adapter (Hu et al. 2021, "LoRA: Low-Rank Adaptation of Large Language Mod
 stores, for each module it adapts, two matrices ``A`` (``r × in``) and ``B`` (``out × r``); the
 fine-tuned weight is ``W + s · B A`` with ``s = α / r`` (``α / √r`` for rank-stabilised LoRA),
 ``r`` and ``α`` from ``adapter_config.json`` or its per-module ``rank_pattern`` and
-``alpha_pattern``, whose keys are regular expressions matched as PEFT matches them (the whole
-module name or its ending after a dot): each key must compile, be at most
-:data:`MAX_PATTERN_LENGTH` characters long and match within :data:`PATTERN_SECONDS` (the
-``regex`` package's time limit; a key that backtracks without end is refused in one line),
-and each module's ``A`` and ``B`` must have the rank the configuration gives it. An
+``alpha_pattern``, whose keys are regular expressions matched as PEFT matches them, within a
+deadline (:mod:`.patterns`); each module's ``A`` and ``B`` must have the rank the
+configuration gives it. An
 embedding's adapter stores ``lora_embedding_A`` (``r × vocabulary``) and ``lora_embedding_B``
 (``dim × r``) and adds ``s · (B A)ᵀ``; GPT-2's ``Conv1D`` keeps its weight as ``in × out``
 and adds ``s · (B A)ᵀ`` too. Modules the adapter saved whole
@@ -27,31 +25,23 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from epsstar.audit.inputs.bounds import shown
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.json_types import JsonObject
 
-__all__ = [
-    "MAX_PATTERN_LENGTH",
-    "PATTERN_SECONDS",
-    "LoraSettings",
-    "lora_settings",
-    "merge_lora",
-]
+from .patterns import check_keys, first_keys
+
+__all__ = ["LoraSettings", "lora_settings", "merge_lora"]
 
 #: A torch tensor (torch is imported only when an adapter is merged).
 Tensor = Any
 #: An adapter's tensors by their names in the adapter file.
 Weights = Mapping[str, Tensor]
 
-#: Longest time one ``rank_pattern`` or ``alpha_pattern`` key may take to match a module.
-PATTERN_SECONDS: Final = 1.0
-#: Longest ``rank_pattern`` or ``alpha_pattern`` key, in characters.
-MAX_PATTERN_LENGTH: Final = 1000
 _PREFIX = "base_model.model."
 _PARTS = re.compile(
     r"^(?P<module>.+)\.(?P<part>lora_A|lora_B|lora_embedding_A|lora_embedding_B)(\.weight)?$"
@@ -68,62 +58,28 @@ class LoraSettings:
     rank_pattern: Mapping[str, int]
     alpha_pattern: Mapping[str, float]
 
-    def rank_of(self, module: str) -> int:
-        """``r`` for ``module`` (its ``rank_pattern`` entry, else ``r``)."""
-        return int(_pattern(self.rank_pattern, "rank_pattern", module, self.rank))
-
-    def scale(self, module: str) -> float:
-        """``s = α / r`` (``α / √r`` with rank-stabilised LoRA) for ``module``."""
-        rank = self.rank_of(module)
-        alpha = _pattern(self.alpha_pattern, "alpha_pattern", module, self.alpha)
-        return float(alpha) / (math.sqrt(rank) if self.rslora else rank)
-
-
-def _regular_expression(key: str) -> str:
-    """PEFT's expression for a pattern key: the whole module name, or its ending after a
-    dot (``peft.utils.other.get_pattern_key``)."""
-    return rf"(.*\.)?({key})$"
-
-
-def _pattern(patterns: Mapping[str, float], field: str, module: str, default: float) -> float:
-    """The value of the first key of ``patterns`` that names ``module`` (PEFT's rule), else
-    ``default``; each match may take at most :data:`PATTERN_SECONDS`."""
-    import regex
-
-    for key, value in patterns.items():
-        try:
-            found = regex.match(_regular_expression(key), module, timeout=PATTERN_SECONDS)
-        except TimeoutError:
-            raise InvalidInputError(
-                f"adapter_config.json: each {field} key must match a module name within "
-                f"{PATTERN_SECONDS:g} s (a regular expression that backtracks without end "
-                f"does not). Found {shown(key)} on module {shown(module)}."
-            ) from None
-        if found:
-            return value
-    return default
+    def per_module(self, modules: Sequence[str]) -> dict[str, tuple[int, float]]:
+        """``(r, s)`` for each of ``modules``: ``r`` and ``α`` from the first pattern key that
+        names the module (:mod:`.patterns`), else the adapter's; ``s = α / r`` (``α / √r``
+        with rank-stabilised LoRA)."""
+        ranks = first_keys(list(self.rank_pattern), modules, "rank_pattern")
+        alphas = first_keys(list(self.alpha_pattern), modules, "alpha_pattern")
+        values = {}
+        for module in modules:
+            rank = self.rank_pattern[ranks[module]] if module in ranks else self.rank
+            alpha = self.alpha_pattern[alphas[module]] if module in alphas else self.alpha
+            values[module] = (rank, float(alpha) / (math.sqrt(rank) if self.rslora else rank))
+        return values
 
 
 def _checked_patterns(config: JsonObject, field: str) -> dict[str, float]:
-    """``rank_pattern`` or ``alpha_pattern``: keys that compile as PEFT compiles them."""
+    """``rank_pattern`` or ``alpha_pattern``: an object whose keys :func:`check_keys` takes."""
     patterns = config.get(field) or {}
     if not isinstance(patterns, dict):
         raise InvalidInputError(
             f"adapter_config.json: {field} must be an object. Found {shown(patterns)}."
         )
-    for key in patterns:
-        if len(key) > MAX_PATTERN_LENGTH:
-            raise InvalidInputError(
-                f"adapter_config.json: each {field} key must be at most {MAX_PATTERN_LENGTH} "
-                f"characters. Found {shown(key)} ({len(key):,})."
-            )
-        try:
-            re.compile(_regular_expression(key))
-        except (re.error, RecursionError, OverflowError) as error:
-            raise InvalidInputError(
-                f"adapter_config.json: each {field} key must be a regular expression (PEFT "
-                f"matches module names with it). Found {shown(key)} ({error})."
-            ) from None
+    check_keys(list(patterns), field)
     return {str(key): _number(patterns, str(key)) for key in patterns}
 
 
@@ -231,6 +187,7 @@ def merge_lora(model: Any, weights: Weights, settings: LoraSettings) -> tuple[st
     modules = dict(model.named_modules())
     parameters = dict(model.named_parameters())
     with torch.no_grad():
+        values = settings.per_module(sorted(pairs))
         for name, parts in sorted(pairs.items()):
             module = modules.get(name)
             if module is None:
@@ -238,8 +195,9 @@ def merge_lora(model: Any, weights: Weights, settings: LoraSettings) -> tuple[st
                     f"adapter_model: the adapter changes module {name!r}, which the base "
                     f"model does not have; is --base-model the model it was trained on?"
                 )
-            _check_rank(parts, name, settings.rank_of(name))
-            delta = _delta(module, parts, name, settings.scale(name))
+            rank, scale = values[name]
+            _check_rank(parts, name, rank)
+            delta = _delta(module, parts, name, scale)
             if tuple(delta.shape) != tuple(module.weight.shape):
                 raise InvalidInputError(
                     f"adapter_model: module {name!r} of the base model must have the shape the "
