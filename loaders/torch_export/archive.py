@@ -30,7 +30,7 @@ nothing beyond what that unpickler allows. Custom and opaque objects and compile
 are refused, and every expression, parsed as Python (:mod:`ast`) without being run, must be
 arithmetic: integers of at most 40 digits, shape symbols (``s0``, ``Symbol('s0', ...)``),
 operators, comparisons and calls of :data:`EXPRESSION_FUNCTIONS` with constant keywords,
-a power only of a symbol by an integer up to 99, and text only as a symbol's name or a
+a power only of a symbol by an integer from -99 to 99, and text only as a symbol's name or a
 float's digits; so no expression evaluates to a number much longer than itself.
 
 Entries are read with the reader torch reads them with, and for the older layout every zip
@@ -120,8 +120,11 @@ def _is_symbol(node: ast.AST) -> bool:
 
 
 def _is_small_exponent(node: ast.AST) -> bool:
+    """A literal integer from -99 to 99 (``2``, ``-1``, ``Integer(-1)``)."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Integer":
         node = node.args[0] if len(node.args) == 1 else node
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
     return (
         isinstance(node, ast.Constant)
         and type(node.value) is int

@@ -324,6 +324,7 @@ def test_a_compiled_library_is_refused_without_trust(program: Any, tmp_path: Pat
         "Add(FloorDiv(Pow(Symbol('s77', positive=True, integer=True), Integer(2)), "
         "Integer(3)), Integer(1))",
         "Max(2, s0) + Mod(s1, 3)",
+        "Pow(Symbol('s0', positive=True, integer=True), Integer(-1))",
         "Float('1.5', precision=53)",
         "-int_oo",
     ],
