@@ -45,6 +45,14 @@ TOKENIZER_FILES: Final = (
     "tokenizer.model",
     "special_tokens_map.json",
 )
+#: The small JSON files transformers reads beside the model and tokenizer, checked within
+#: the structured-file bound before it reads them (``tokenizer.json`` and ``vocab.json``
+#: are vocabularies, read by the tokenizers library).
+_SETTINGS_FILES: Final = (
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "generation_config.json",
+)
 _SAFE_INDEX: Final = "model.safetensors.index.json"
 _PICKLE_INDEX: Final = "pytorch_model.bin.index.json"
 WeightsKind = Literal["safetensors", "pickle"]
@@ -138,7 +146,11 @@ def _weights(folder: Path, trust: bool) -> tuple[tuple[Path, ...], WeightsKind]:
 
 
 def tokenizer_files(folder: Path) -> tuple[Path, ...]:
-    """The tokenizer files in ``folder`` (possibly none)."""
+    """The tokenizer files in ``folder`` (possibly none); its small JSON settings files
+    (:data:`_SETTINGS_FILES`) are first read within the structured-file bound."""
+    for name in _SETTINGS_FILES:
+        if (folder / name).is_file():
+            read_json(folder / name)
     return tuple(folder / name for name in TOKENIZER_FILES if (folder / name).is_file())
 
 

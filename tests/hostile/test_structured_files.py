@@ -167,3 +167,22 @@ def test_a_training_record_nested_deep_beside_a_model_is_no_record(tmp_path: Pat
 
     (tmp_path / RECORD_NAME).write_text(DEEP, encoding="utf-8")
     assert tracked_bound(tmp_path / "model.onnx", "age") is None
+
+
+@pytest.mark.parametrize(
+    "name", ["tokenizer_config.json", "special_tokens_map.json", "generation_config.json"]
+)
+def test_a_settings_file_transformers_reads_is_bounded_first(
+    huggingface: object, name: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"architectures": ["GPT2LMHeadModel"]}', "utf-8")
+    (folder / "model.safetensors").write_bytes(b"not read")
+    (folder / name).write_text(DEEP, encoding="utf-8")
+    with pytest.raises(InputFileError) as refused:
+        huggingface.load(folder)  # type: ignore[attr-defined]
+    assert str(refused.value) == (
+        f"{folder / name}: must be nested at most {MAX_DEPTH} levels deep. Found more than "
+        f"{MAX_DEPTH} levels."
+    )
