@@ -48,7 +48,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.json_input import parse_json
+from epsstar.audit.inputs.json_text import parse_json
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.own_predictions import OwnPredictions
 from epsstar.audit.model.plugins import OutputKind, import_optional

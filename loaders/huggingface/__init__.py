@@ -9,7 +9,8 @@ model (its architecture a ``...ForCausalLM`` or ``...LMHeadModel``), every weigh
 declares must be in the files (a weight left at its random initial value would audit another
 model) and the tokenizer must fit the model's vocabulary. An adapter folder
 (``adapter_config.json``) is applied to its base model, given with ``--base-model`` or, when
-it is a local folder, as the adapter's ``base_model_name_or_path`` (:mod:`.lora`). The model
+it is a local folder, as the adapter's ``base_model_name_or_path`` (a relative one read from
+the adapter's folder, not the working folder; :mod:`.lora`). The model
 is scored in float32 on the CPU (:mod:`.model`).
 """
 
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from epsstar.audit.inputs.bounds import shown
 from epsstar.audit.model.plugins import import_optional
 from epsstar.audit.model.text_model import Adapter, TextModelInfo
 from epsstar.audit.model.threads import torch_threads
@@ -103,13 +105,16 @@ def _base_folder(adapter: AdapterFiles, base_model: Path | None) -> Path:
     if base_model is not None:
         return Path(base_model)
     named = adapter.config.get("base_model_name_or_path")
-    candidate = None if not isinstance(named, str) else Path(named)
+    # a relative path is the adapter folder's, so that the audit reads the same files
+    # wherever it runs
+    candidate = None if not isinstance(named, str) or not named else adapter.folder / named
     if candidate is not None and candidate.is_dir():
         return candidate
     raise InvalidInputError(
         f"{adapter.folder}: an adapter is applied to its base model, given as a local folder "
         f"with --base-model (epsstar downloads nothing). Found base_model_name_or_path "
-        f"{named!r}, which is not a folder."
+        f"{shown(named)}, which is not a folder (a relative path is read from the adapter's "
+        f"folder)."
     )
 
 

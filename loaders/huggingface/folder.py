@@ -7,6 +7,8 @@ tokenizer's files; an adapter saved by PEFT holds ``adapter_config.json`` and
 ``adapter_model.bin``) can run code when read, so they are refused unless the user trusts the
 model (``--trust-model``), like the other pickle formats; a configuration that needs the
 model's own code (``auto_map``) is always refused, since ``trust_remote_code`` is never set.
+The JSON files are read within the bound of every structured input file, and each shard a
+weights index names must stay inside the folder (:mod:`epsstar.audit.inputs`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from epsstar.audit.json_input import parse_json
+from epsstar.audit.inputs.inside import inside_folder
+from epsstar.audit.inputs.json_text import read_json_file
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics.json_types import JsonObject
 
@@ -41,6 +44,14 @@ TOKENIZER_FILES: Final = (
     "merges.txt",
     "tokenizer.model",
     "special_tokens_map.json",
+)
+#: The small JSON files transformers reads beside the model and tokenizer, checked within
+#: the structured-file bound before it reads them (``tokenizer.json`` and ``vocab.json``
+#: are vocabularies, read by the tokenizers library).
+_SETTINGS_FILES: Final = (
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "generation_config.json",
 )
 _SAFE_INDEX: Final = "model.safetensors.index.json"
 _PICKLE_INDEX: Final = "pytorch_model.bin.index.json"
@@ -79,12 +90,9 @@ class AdapterFiles:
 
 
 def read_json(path: Path) -> JsonObject:
-    """A JSON object from ``path``, or a one-line refusal naming the file."""
-    try:
-        value = parse_json(path.read_text(encoding="utf-8"), str(path))
-    except (OSError, UnicodeDecodeError, InputFileError) as error:
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise InputFileError(f"{path}: must be a JSON file. Found: {first}.") from None
+    """A JSON object from ``path`` within the bound of every structured input file
+    (:mod:`epsstar.audit.inputs.bounds`), or a one-line refusal naming the file."""
+    value = read_json_file(path, str(path))
     if not isinstance(value, dict):
         raise InputFileError(f"{path}: must hold a JSON object. Found {type(value).__name__}.")
     return value
@@ -100,7 +108,10 @@ def _shards(folder: Path, index: str) -> tuple[Path, ...]:
     mapping = read_json(folder / index).get("weight_map")
     if not isinstance(mapping, dict) or not mapping:
         raise InputFileError(f"{folder / index}: must map the weights to their files.")
-    shards = tuple(folder / str(name) for name in dict.fromkeys(mapping.values()))
+    shards = tuple(
+        inside_folder(folder, str(name), f"{folder / index}: each weight file's path")
+        for name in dict.fromkeys(mapping.values())
+    )
     missing = [p.name for p in shards if not p.is_file()]
     if missing:
         raise InputFileError(
@@ -135,7 +146,11 @@ def _weights(folder: Path, trust: bool) -> tuple[tuple[Path, ...], WeightsKind]:
 
 
 def tokenizer_files(folder: Path) -> tuple[Path, ...]:
-    """The tokenizer files in ``folder`` (possibly none)."""
+    """The tokenizer files in ``folder`` (possibly none); its small JSON settings files
+    (:data:`_SETTINGS_FILES`) are first read within the structured-file bound."""
+    for name in _SETTINGS_FILES:
+        if (folder / name).is_file():
+            read_json(folder / name)
     return tuple(folder / name for name in TOKENIZER_FILES if (folder / name).is_file())
 
 

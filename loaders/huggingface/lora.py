@@ -4,9 +4,12 @@ A LoRA adapter (Hu et al. 2021, "LoRA: Low-Rank Adaptation of Large Language Mod
 stores, for each module it adapts, two matrices ``A`` (``r × in``) and ``B`` (``out × r``); the
 fine-tuned weight is ``W + s · B A`` with ``s = α / r`` (``α / √r`` for rank-stabilised LoRA),
 ``r`` and ``α`` from ``adapter_config.json`` or its per-module ``rank_pattern`` and
-``alpha_pattern``. An embedding's adapter stores ``lora_embedding_A`` (``r × vocabulary``) and
-``lora_embedding_B`` (``dim × r``) and adds ``s · (B A)ᵀ``; GPT-2's ``Conv1D`` keeps its weight
-as ``in × out`` and adds ``s · (B A)ᵀ`` too. Modules the adapter saved whole
+``alpha_pattern``, whose keys are regular expressions matched as PEFT matches them, within a
+deadline (:mod:`.patterns`); each module's ``A`` and ``B`` must have the rank the
+configuration gives it. An
+embedding's adapter stores ``lora_embedding_A`` (``r × vocabulary``) and ``lora_embedding_B``
+(``dim × r``) and adds ``s · (B A)ᵀ``; GPT-2's ``Conv1D`` keeps its weight as ``in × out``
+and adds ``s · (B A)ᵀ`` too. Modules the adapter saved whole
 (``modules_to_save``) replace the base model's.
 
 Why by hand rather than with PEFT: the merge is the one formula above, while ``peft`` brings
@@ -22,12 +25,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from epsstar.audit.inputs.bounds import shown
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.json_types import JsonObject
+
+from .patterns import check_keys, first_keys
 
 __all__ = ["LoraSettings", "lora_settings", "merge_lora"]
 
@@ -52,27 +58,36 @@ class LoraSettings:
     rank_pattern: Mapping[str, int]
     alpha_pattern: Mapping[str, float]
 
-    def scale(self, module: str) -> float:
-        """``s = α / r`` (``α / √r`` with rank-stabilised LoRA) for ``module``."""
-        rank = _pattern(self.rank_pattern, module, self.rank)
-        alpha = _pattern(self.alpha_pattern, module, self.alpha)
-        return float(alpha) / (math.sqrt(rank) if self.rslora else rank)
+    def per_module(self, modules: Sequence[str]) -> dict[str, tuple[int, float]]:
+        """``(r, s)`` for each of ``modules``: ``r`` and ``α`` from the first pattern key that
+        names the module (:mod:`.patterns`), else the adapter's; ``s = α / r`` (``α / √r``
+        with rank-stabilised LoRA)."""
+        ranks = first_keys(list(self.rank_pattern), modules, "rank_pattern")
+        alphas = first_keys(list(self.alpha_pattern), modules, "alpha_pattern")
+        values = {}
+        for module in modules:
+            rank = self.rank_pattern[ranks[module]] if module in ranks else self.rank
+            alpha = self.alpha_pattern[alphas[module]] if module in alphas else self.alpha
+            values[module] = (rank, float(alpha) / (math.sqrt(rank) if self.rslora else rank))
+        return values
 
 
-def _pattern(patterns: Mapping[str, float], module: str, default: float) -> float:
-    """The value of the first pattern that names ``module`` (PEFT's rule: the whole name or
-    its ending after a dot, as a regular expression), else ``default``."""
-    for key, value in patterns.items():
-        if re.match(rf"(.*\.)?({key})$", module):
-            return value
-    return default
+def _checked_patterns(config: JsonObject, field: str) -> dict[str, float]:
+    """``rank_pattern`` or ``alpha_pattern``: an object whose keys :func:`check_keys` takes."""
+    patterns = config.get(field) or {}
+    if not isinstance(patterns, dict):
+        raise InvalidInputError(
+            f"adapter_config.json: {field} must be an object. Found {shown(patterns)}."
+        )
+    check_keys(list(patterns), field)
+    return {str(key): _number(patterns, str(key)) for key in patterns}
 
 
 def _number(config: JsonObject, key: str, default: float | None = None) -> float:
     value = config.get(key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise InvalidInputError(
-            f"adapter_config.json: {key} must be a positive number. Found {value!r}."
+            f"adapter_config.json: {key} must be a positive number. Found {shown(value)}."
         )
     return float(value)
 
@@ -96,19 +111,13 @@ def lora_settings(config: JsonObject) -> LoraSettings:
             f"adapter_config.json: adapters that train biases are not merged by epsstar; "
             f"merge it with PEFT's merge_and_unload(). Found bias {bias!r}."
         )
-    ranks = config.get("rank_pattern") or {}
-    alphas = config.get("alpha_pattern") or {}
-    if not isinstance(ranks, dict) or not isinstance(alphas, dict):
-        raise InvalidInputError(
-            "adapter_config.json: rank_pattern and alpha_pattern must be objects. Found "
-            f"{ranks!r} and {alphas!r}."
-        )
+    ranks = _checked_patterns(config, "rank_pattern")
     return LoraSettings(
         rank=int(_number(config, "r")),
         alpha=_number(config, "lora_alpha", 8),
         rslora=bool(config.get("use_rslora", False)),
-        rank_pattern={str(k): int(_number(ranks, str(k))) for k in ranks},
-        alpha_pattern={str(k): _number(alphas, str(k)) for k in alphas},
+        rank_pattern={key: int(value) for key, value in ranks.items()},
+        alpha_pattern=_checked_patterns(config, "alpha_pattern"),
     )
 
 
@@ -130,6 +139,20 @@ def _pairs(weights: Weights) -> tuple[dict[str, dict[str, Tensor]], dict[str, Te
             )
         pairs.setdefault(found["module"], {})[found["part"]] = tensor
     return pairs, saved
+
+
+def _check_rank(parts: Weights, name: str, rank: int) -> None:
+    """``A`` (``r × in``) and ``B`` (``out × r``) must have the rank the configuration gives."""
+    a = parts.get("lora_A", parts.get("lora_embedding_A"))
+    b = parts.get("lora_B", parts.get("lora_embedding_B"))
+    if a is None or b is None or a.dim() != 2 or b.dim() != 2:
+        return  # _delta names the part missing
+    if a.shape[0] != rank or b.shape[1] != rank:
+        raise InvalidInputError(
+            f"adapter_model: module {name!r} must have the rank adapter_config.json gives it, "
+            f"{rank}. Found rank {a.shape[0]} in its A matrix {tuple(a.shape)} and "
+            f"{b.shape[1]} in its B matrix {tuple(b.shape)}."
+        )
 
 
 def _delta(module: Any, parts: Weights, name: str, scale: float) -> Tensor:
@@ -164,6 +187,7 @@ def merge_lora(model: Any, weights: Weights, settings: LoraSettings) -> tuple[st
     modules = dict(model.named_modules())
     parameters = dict(model.named_parameters())
     with torch.no_grad():
+        values = settings.per_module(sorted(pairs))
         for name, parts in sorted(pairs.items()):
             module = modules.get(name)
             if module is None:
@@ -171,7 +195,9 @@ def merge_lora(model: Any, weights: Weights, settings: LoraSettings) -> tuple[st
                     f"adapter_model: the adapter changes module {name!r}, which the base "
                     f"model does not have; is --base-model the model it was trained on?"
                 )
-            delta = _delta(module, parts, name, settings.scale(name))
+            rank, scale = values[name]
+            _check_rank(parts, name, rank)
+            delta = _delta(module, parts, name, scale)
             if tuple(delta.shape) != tuple(module.weight.shape):
                 raise InvalidInputError(
                     f"adapter_model: module {name!r} of the base model must have the shape the "

@@ -74,3 +74,26 @@ def test_an_adapter_audits_with_its_base_model(
     recorded = json.loads(out.read_text())["text"]["model"]["adapter"]
     assert recorded["base_model"] == str(corpus.model)
     assert recorded["rank"] == 4
+
+
+def test_a_relative_base_path_is_read_from_the_adapter_s_folder(
+    corpus: TinyCorpus, adapter: tuple[Path, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import shutil
+
+    folder = tmp_path / "adapters" / "a"
+    shutil.copytree(adapter[0], folder)
+    relative = os.path.relpath(corpus.model, folder)
+    config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
+    config["base_model_name_or_path"] = relative
+    (folder / "adapter_config.json").write_text(json.dumps(config), encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere" / "deeper"
+    elsewhere.mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)  # where the relative path leads nowhere
+    out = tmp_path / "out.json"
+    argv = ["audit", str(folder), "--train", str(corpus.train), "--population"]
+    argv += [str(corpus.population), "--text-column", "text", "--quiet", "--json", str(out)]
+    assert main(argv) == 0
+    recorded = json.loads(out.read_text())["text"]["model"]["adapter"]
+    assert Path(recorded["base_model"]).resolve() == Path(corpus.model).resolve()

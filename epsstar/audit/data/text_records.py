@@ -26,7 +26,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from epsstar.audit.data.checks import MAX_SHARED_FRACTION, TableScan, shared_rows
-from epsstar.audit.json_input import parse_json
+from epsstar.audit.inputs.json_text import parse_json
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 from epsstar.statistics._validation import check_positive_int
 

@@ -25,7 +25,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
-from epsstar.audit.json_input import parse_json
+from epsstar.audit.inputs.json_text import parse_json
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 __all__ = [

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Final, TypeGuard
 
-from epsstar.audit.json_input import parse_json
+from epsstar.audit.inputs.json_text import parse_json
 from epsstar.exceptions import InputFileError
 from epsstar.statistics.json_types import JsonObject
 

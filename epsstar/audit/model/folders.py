@@ -14,8 +14,9 @@ MLflow's own ``load_model`` reads, so the model audited is the model MLflow woul
 and each loader keeps its own safety rules (a pickle still needs trust; skops and ONNX do
 not). Importing ``mlflow`` would instead load the model through pickle for every flavour it
 pickles, and add a heavy dependency. ``safe_load`` builds only plain YAML values, so the
-descriptor cannot run code. The flavour's path must stay inside the folder: an absolute
-path, ``..`` or a link leading outside is refused.
+descriptor cannot run code; the descriptor is read within the bound of every structured
+input file (:mod:`epsstar.audit.inputs.bounds`: its size, its nesting, no YAML aliases). The
+flavour's path must stay inside the folder (:mod:`epsstar.audit.inputs.inside`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from epsstar.audit.inputs.bounds import read_yaml_file, shown
+from epsstar.audit.inputs.inside import inside_folder
 from epsstar.audit.model.plugins import import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics.json_types import JsonObject
@@ -103,13 +106,7 @@ def model_folder(folder: Path) -> ModelFolder:
 def _flavors(descriptor: Path) -> Mapping[object, object]:
     """The ``flavors`` mapping of an ``MLmodel`` file."""
     yaml = import_optional("yaml", loader="MLflow folder")
-    try:
-        document = yaml.safe_load(descriptor.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise InputFileError(
-            f"model: the MLflow {DESCRIPTOR} file must be readable YAML. "
-            f"Found {type(error).__name__} in {os.fspath(descriptor)!r}."
-        ) from error
+    document = read_yaml_file(descriptor, f"model: the MLflow {DESCRIPTOR} file", yaml)
     flavors = document.get("flavors") if isinstance(document, dict) else None
     if not isinstance(flavors, dict) or not flavors:
         raise InputFileError(
@@ -143,19 +140,12 @@ def _inside(folder: Path, flavor: str, value: object, *, directory: bool = False
     inside it, links followed."""
     if not isinstance(value, str) or not value:
         raise InputFileError(
-            f"model: the MLflow {flavor} flavour must name its model file. Found {value!r}."
+            f"model: the MLflow {flavor} flavour must name its model file. Found {shown(value)}."
         )
-    relative = Path(value)
-    root = Path(os.path.realpath(folder))
-    target = Path(os.path.realpath(folder / relative))
-    if relative.is_absolute() or ".." in relative.parts or not target.is_relative_to(root):
-        raise InvalidInputError(
-            f"model: the MLflow {flavor} flavour's path must stay inside the model folder. "
-            f"Found {value!r}."
-        )
-    if not (target.is_dir() if directory else target.is_file()):
+    path = inside_folder(folder, value, f"model: the MLflow {flavor} flavour's path")
+    if not (path.is_dir() if directory else path.is_file()):
         raise InputFileError(
             f"model: the MLflow {flavor} flavour's {'folder' if directory else 'file'} must "
-            f"exist. Found {os.fspath(folder / relative)!r}."
+            f"exist. Found {os.fspath(path)!r}."
         )
-    return folder / relative
+    return path

@@ -22,7 +22,7 @@ import math
 from pathlib import Path
 from typing import Final
 
-from epsstar.audit.json_input import parse_json
+from epsstar.audit.inputs.json_text import read_json_file
 from epsstar.exceptions import InputFileError
 from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.attribute import AttributeSecurity
@@ -101,10 +101,12 @@ def tracked_bound(model_path: Path, column: str) -> AttributeSecurity | None:
     ``column``: the tracked one when it recorded ``column``'s, else the exact membership
     advantage of its DP-SGD run (``None``: no record, or one for another model file)."""
     where = (model_path if model_path.is_dir() else model_path.parent) / RECORD_NAME
-    try:
-        record = parse_json(where.read_text(encoding="utf-8"), str(where))
-    except (OSError, UnicodeDecodeError, InputFileError):
+    if not where.is_file():
         return None
+    try:
+        record = read_json_file(where, str(where))
+    except InputFileError:
+        return None  # unreadable, malformed or beyond the bound: no record to read
     if not isinstance(record, dict):
         return None
     files = record.get("files")

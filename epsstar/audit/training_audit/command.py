@@ -5,30 +5,48 @@
 pipes, redirections or variables are interpreted, and nothing in a path can run as code.
 ``{train}`` becomes the path of the run's training table and ``{out}`` that of an empty
 folder into which the command saves one model; ``{seed}`` (optional) becomes the run's seed.
-The command runs in its own process group, so that on a timeout it is stopped with every
-process it started; a command that cannot start, fails or runs out of time is reported in
-one line with the last line it wrote to standard error.
+What is guaranteed, however a run ends (the command finished, failed, ran out of
+``--timeout`` or the audit was interrupted): the run returns within its timeout plus
+:data:`_STOP_SECONDS`, and no process it started outlives it. The command runs in its own
+session and process group, with a random token in its environment
+(:data:`RUN_VARIABLE`); when it ends, the group is killed, then every process whose
+environment still holds the token (read from ``/proc``: children that called ``setsid`` or
+were left in the background, at any depth) until none is left. A process that replaced its
+whole environment (``exec`` with a new one) escapes the second step; where there is no
+``/proc`` (macOS) only the group is killed. Standard error goes to an unnamed temporary
+file, not a pipe, so a process that keeps it open cannot hold the run; a command that
+cannot start, fails or runs out of time is reported in one line with the last line it wrote
+there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import shlex
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_in_range
 
-__all__ = ["CommandTemplate", "run_command"]
+__all__ = ["RUN_VARIABLE", "CommandTemplate", "run_command"]
 
 PLACEHOLDERS: Final = ("{train}", "{out}")
+#: The environment variable that carries a run's token to every process it starts.
+RUN_VARIABLE: Final = "EPSSTAR_COMMAND_RUN"
 #: Characters of standard error kept for the one-line message.
 _STDERR_SHOWN = 300
+#: Bytes read from the end of standard error for it.
+_STDERR_KEPT = 64 * 1024
+#: Longest time spent stopping what a run left behind, in seconds.
+_STOP_SECONDS: Final = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,13 +94,51 @@ def _last_line(stderr: bytes) -> str:
     return shown if len(shown) <= _STDERR_SHOWN else shown[: _STDERR_SHOWN - 3] + "..."
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Stop the command's process group (it was started as its leader)."""
+def _tail(file: BinaryIO) -> bytes:
+    """The last :data:`_STDERR_KEPT` bytes the command wrote to standard error."""
+    size = os.fstat(file.fileno()).st_size
+    file.seek(max(0, size - _STDERR_KEPT))
+    return file.read(_STDERR_KEPT)
+
+
+def _carrying(token: str) -> list[int]:
+    """The processes whose environment holds the run's token (read from ``/proc``; none
+    where there is no ``/proc``). A zombie's environment reads empty: it is not listed."""
+    wanted = f"{RUN_VARIABLE}={token}".encode()
+    found = []
     try:
+        entries = [entry for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as file:
+                environment = file.read()
+        except OSError:
+            continue  # gone, or another user's
+        if wanted in environment.split(b"\0") and int(entry) != os.getpid():
+            found.append(int(entry))
+    return found
+
+
+def _stop_all(process: subprocess.Popen[bytes], token: str) -> None:
+    """Kill the command's process group, then every process still carrying the run's token
+    (those that left the group with ``setsid``, or were left in the background), until none
+    is left or :data:`_STOP_SECONDS` have passed; and reap the command."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
+    deadline = time.monotonic() + _STOP_SECONDS
+    while time.monotonic() < deadline:
+        left = _carrying(token)
+        if not left:
+            break
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+    with contextlib.suppress(ProcessLookupError):
         process.kill()
-    process.communicate()
+    process.wait()
 
 
 def run_command(
@@ -91,37 +147,41 @@ def run_command(
     """Run the template for one training run; the seconds it took.
 
     ``run`` (0-based) names the run in the errors. Standard output is discarded; standard
-    error is kept for the message of a failure.
+    error goes to an unnamed temporary file (no pipe that a process left behind could hold
+    open), whose last line makes the message of a failure. However the run ends, every
+    process it started is stopped (the module docstring).
     """
     arguments = template.arguments(train, out, seed)
     where = f"--command (run {run + 1})"
+    token = secrets.token_hex(16)
+    environment = {**os.environ, RUN_VARIABLE: token}
     start = time.perf_counter()
-    try:
-        process = subprocess.Popen(
-            arguments,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as error:
-        raise InvalidInputError(
-            f"{where}: cannot start {arguments[0]!r} ({error.strerror or error}). "
-            f"Found {template.text!r}."
-        ) from None
-    try:
-        _, stderr = process.communicate(timeout=template.timeout)
-    except subprocess.TimeoutExpired:
-        _stop(process)
-        raise InvalidInputError(
-            f"{where} did not finish within {template.timeout:g} s (--timeout) and was "
-            f"stopped. Found {template.text!r}."
-        ) from None
-    except BaseException:
-        _stop(process)
-        raise
+    with tempfile.TemporaryFile() as stderr:
+        try:
+            process = subprocess.Popen(
+                arguments,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                start_new_session=True,
+                env=environment,
+            )
+        except OSError as error:
+            raise InvalidInputError(
+                f"{where}: cannot start {arguments[0]!r} ({error.strerror or error}). "
+                f"Found {template.text!r}."
+            ) from None
+        try:
+            process.wait(timeout=template.timeout)
+        except subprocess.TimeoutExpired:
+            raise InvalidInputError(
+                f"{where} did not finish within {template.timeout:g} s (--timeout) and was "
+                f"stopped with every process it started. Found {template.text!r}."
+            ) from None
+        finally:
+            _stop_all(process, token)  # what it left behind, or on Ctrl-C
+        said = _last_line(_tail(stderr))
     if process.returncode != 0:
-        said = _last_line(stderr)
         tail = f": {said}" if said else " and wrote nothing to standard error"
         raise InvalidInputError(
             f"{where} failed with exit code {process.returncode}{tail}. Found {template.text!r}."

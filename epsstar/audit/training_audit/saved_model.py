@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
-from epsstar.audit.json_input import parse_json
+from epsstar.audit.inputs.json_text import parse_json
 from epsstar.audit.model.plugins import get_loader, loader_for_path
 from epsstar.exceptions import InvalidInputError
 

@@ -28,6 +28,7 @@ from epsstar.audit.data.configs.schema import (
     Text,
     Where,
     parse_toml,
+    read_text,
 )
 from epsstar.exceptions import InputFileError
 from epsstar.statistics.json_types import JsonObject
@@ -142,21 +143,6 @@ def _entry(raw: Mapping[str, object], base: Path, where: Where) -> ManifestEntry
     )
 
 
-def _manifest_text(file: Path) -> str:
-    """The manifest's text; it must be UTF-8 (a byte-order mark is dropped)."""
-    try:
-        return file.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as error:
-        byte = error.object[error.start : error.start + 1].hex()
-        raise InputFileError(
-            f"{file}: a manifest must be UTF-8 text. Found the byte 0x{byte} at offset "
-            f"{error.start}, which is not."
-        ) from None
-    except OSError as error:
-        message = error.strerror or str(error)
-        raise InputFileError(f"{file}: cannot read the manifest: {message}.") from None
-
-
 def _csv_rows(file: Path, text: str) -> list[tuple[int, dict[str, str]]]:
     """The rows of a CSV manifest, each as wide as its header, which names each column once."""
     try:
@@ -195,7 +181,7 @@ def read_manifest(path: str | Path) -> list[ManifestEntry]:
     suffix = file.suffix.lower()
     if suffix not in (".toml", ".csv"):
         raise InputFileError(f"manifest must be a .csv or .toml file. Found {str(file)!r}.")
-    text = _manifest_text(file)
+    text = read_text(file, "a manifest")
     if suffix == ".toml":
         return _toml_entries(file, text, base)
     rows = _csv_rows(file, text)

@@ -31,8 +31,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeAlias, TypeVar, cast
 
-from epsstar.audit import json_input
-from epsstar.audit.json_input import MAX_DEPTH
+from epsstar.audit.inputs import json_text
+from epsstar.audit.inputs.bounds import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    integer_too_long,
+    nested_too_deep,
+    read_text,
+    shown,
+)
 from epsstar.exceptions import InputFileError
 from epsstar.statistics.json_types import JsonObject, JsonValue
 from epsstar.statistics.names import Names
@@ -67,8 +74,6 @@ __all__ = [
     "shown",
 ]
 
-#: Largest configuration file read, in bytes.
-MAX_BYTES = 64 * 2**20
 #: Longest text value, in characters.
 MAX_TEXT = 4096
 
@@ -77,23 +82,6 @@ K = TypeVar("K", bound=str)
 #: What a :class:`Cell` holds: a hyper-parameter's value.
 CellValue: TypeAlias = str | int | float | bool | tuple[str | int | float | bool, ...] | None
 _INTEGER_TEXT = re.compile(r"\s*[+-]?\d{1,40}\s*")
-
-
-def shown(value: object, width: int = 60) -> str:
-    """The value as a message ends with it: ``repr`` cut to ``width`` characters, and a
-    list or table described by its size (never ``repr``'d whole)."""
-    if isinstance(value, Mapping):
-        keys = ", ".join(repr(key) for key in list(value)[:5])
-        return _cut(f"a table with keys {keys}" if value else "an empty table", width)
-    if isinstance(value, list | tuple):
-        if len(value) <= 8 and all(isinstance(item, str | int | float | None) for item in value):
-            return _cut(repr(list(value)), width)
-        return f"a list of {len(value)} item{'s' * (len(value) != 1)}"
-    return _cut(repr(value), width)
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else f"{text[: width - 14]}... ({len(text)} chars)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -466,13 +454,13 @@ class Table(Spec[Fields]):
 
 def check_depth(document: JsonValue, where: Where, limit: int = MAX_DEPTH) -> None:
     """Refuse lists and tables nested more than ``limit`` deep, counted without recursion
-    (:func:`epsstar.audit.json_input.check_document`)."""
-    json_input.check_document(document, where.source, limit)
+    (:func:`epsstar.audit.inputs.json_text.check_document`)."""
+    json_text.check_document(document, where.source, limit)
 
 
 def parse_json(text: str, where: Where, limit: int = MAX_DEPTH) -> JsonValue:
-    """The JSON document of ``text`` (:func:`epsstar.audit.json_input.parse_json`)."""
-    return json_input.parse_json(text, where.source, limit=limit)
+    """The JSON document of ``text`` (:func:`epsstar.audit.inputs.json_text.parse_json`)."""
+    return json_text.parse_json(text, where.source, limit=limit)
 
 
 def parse_json_object(text: str, where: Where, limit: int = 16) -> dict[str, JsonValue]:
@@ -488,42 +476,15 @@ def parse_toml(text: str, where: Where) -> JsonValue:
     try:
         document: JsonValue = tomllib.loads(text)
     except RecursionError:
-        raise json_input.nested_too_deep(where.source, MAX_DEPTH) from None
+        raise nested_too_deep(where.source, MAX_DEPTH) from None
     except tomllib.TOMLDecodeError as error:
         raise InputFileError(
             f"{where.source}: must be TOML ({error}). Found invalid TOML."
         ) from None
     except ValueError:  # tomllib's int() of an integer beyond Python's conversion limit
-        raise json_input.integer_too_long(where.source) from None
+        raise integer_too_long(where.source) from None
     check_depth(document, where)
     return document
-
-
-def read_text(path: str | Path, what: str, *, max_bytes: int = MAX_BYTES) -> str:
-    """The UTF-8 text of the file ``path`` (a byte-order mark dropped), at most ``max_bytes``
-    long; ``what`` names it in the errors."""
-    file = Path(path)
-    try:
-        if file.is_dir():
-            raise InputFileError(f"{what} must be a file, not a directory. Found {str(file)!r}.")
-        size = file.stat().st_size
-        if size > max_bytes:
-            raise InputFileError(
-                f"{what} must be at most {max_bytes:,} bytes. Found {size:,} in {str(file)!r}."
-            )
-        return file.read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        raise InputFileError(f"{what}: no such file. Found {str(file)!r}.") from None
-    except UnicodeDecodeError as error:
-        byte = error.object[error.start : error.start + 1].hex()
-        raise InputFileError(
-            f"{file}: {what} must be UTF-8 text. Found the byte 0x{byte} at offset "
-            f"{error.start}, which is not."
-        ) from None
-    except OSError as error:
-        raise InputFileError(
-            f"{what}: cannot read ({error.strerror or error}). Found {str(file)!r}."
-        ) from None
 
 
 def read_json(path: str | Path, what: str, *, max_bytes: int = MAX_BYTES) -> JsonValue:

@@ -1,5 +1,5 @@
-"""Reading JSON that came from outside: the one parser of every JSON and JSON Lines text
-epsstar reads (configurations, model metadata, work folders, text records).
+"""The one parser of every JSON and JSON Lines text epsstar reads from outside
+(configurations, model metadata, Hugging Face folders, work folders, text records).
 
 ``json.loads`` fails in ways its callers do not expect from a parser: it recurses once per
 level of nesting (a ``RecursionError`` for a document nested a few thousand levels deep),
@@ -7,46 +7,23 @@ refuses an integer longer than Python's limit on converting text to integers wit
 ``ValueError``, and returns strings holding lone surrogates (``"\\ud800"``), which no UTF-8
 file, stream or tokenizer can carry further. :func:`parse_json` turns each into one
 :class:`~epsstar.exceptions.InputFileError` line naming the file (and the line of a JSON
-Lines file), and refuses nesting deeper than :data:`MAX_DEPTH`, counted without recursion.
+Lines file), and refuses nesting deeper than :data:`~.bounds.MAX_DEPTH`, counted without
+recursion. :func:`read_json_file` reads a JSON file within the size bound of
+:mod:`.bounds` first.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from epsstar.exceptions import InputFileError
 from epsstar.statistics.json_types import JsonValue
 
-__all__ = ["MAX_DEPTH", "check_document", "integer_too_long", "nested_too_deep", "parse_json"]
+from .bounds import MAX_DEPTH, integer_too_long, nested_too_deep, read_text, shown
 
-#: Deepest nesting of lists and objects a document may have (the deepest epsstar writes, an
-#: ``audit-many --json`` record, has 7 levels).
-MAX_DEPTH = 64
-
-_WIDTH = 60
-
-
-def _cut(text: str) -> str:
-    shown = repr(text)
-    return shown if len(shown) <= _WIDTH else f"{shown[: _WIDTH - 14]}... ({len(shown)} chars)"
-
-
-def nested_too_deep(place: str, limit: int) -> InputFileError:
-    """The error of a document nested more than ``limit`` levels deep, found at ``place``."""
-    return InputFileError(
-        f"{place}: the top level must be nested at most {limit} levels deep. Found more than "
-        f"{limit} levels."
-    )
-
-
-def integer_too_long(place: str) -> InputFileError:
-    """The error of an integer beyond Python's limit on converting text, found at ``place``."""
-    return InputFileError(
-        f"{place}: integers must have at most {sys.get_int_max_str_digits():,} digits "
-        "(Python's limit on reading an integer from text). Found a longer one."
-    )
+__all__ = ["check_document", "parse_json", "read_json_file"]
 
 
 def _lone_surrogate(text: str) -> bool:
@@ -67,7 +44,7 @@ def check_document(document: JsonValue, place: str, limit: int = MAX_DEPTH) -> N
             if _lone_surrogate(value):
                 raise InputFileError(
                     f"{place}: strings must be Unicode text (a lone surrogate cannot be "
-                    f"written as UTF-8). Found {_cut(value)}."
+                    f"written as UTF-8). Found {shown(value)}."
                 )
             continue
         children: list[object]
@@ -95,6 +72,12 @@ def parse_json(
     except ValueError as error:
         if "integer string conversion" in str(error):
             raise integer_too_long(place) from None
-        raise InputFileError(f"{place}: must be JSON ({error}). Found {_cut(text)}.") from None
+        raise InputFileError(f"{place}: must be JSON ({error}). Found {shown(text)}.") from None
     check_document(document, place, limit)
     return document
+
+
+def read_json_file(path: str | Path, what: str) -> JsonValue:
+    """The JSON document in ``path``, within the size bound of :mod:`.bounds` and
+    :data:`~.bounds.MAX_DEPTH`; ``what`` names it in the errors."""
+    return parse_json(read_text(path, what), str(path))

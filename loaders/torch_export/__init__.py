@@ -5,17 +5,9 @@ PyTorch's documentation marks TorchScript as deprecated in favour of ``torch.exp
 JSON with its weights as raw tensor bytes. ``torch.export.load`` rebuilds it and
 ``ExportedProgram.module()`` runs it; no Python code of the exporter's is stored or run.
 
-What ``torch.export.load`` may still unpickle, and how it is refused without trust
-(``--trust-model``), before the archive is loaded:
-
-* a weight or constant saved with ``use_pickle`` (its ``*_config.json`` says so), a custom
-  or opaque object among the constants (``torch._C._pickle_load_obj``, ``pickle.loads``):
-  refused;
-* every ``.pt`` entry (the sample inputs, legacy weights and constants) is read by torch
-  with ``weights_only=True`` and, when that fails, again with ``weights_only=False``: each
-  must load here with ``weights_only=True``, so torch never falls back;
-* two zip entries whose names differ only in case (torch's reader and Python's ``zipfile``
-  could take different ones): refused.
+Before the archive is loaded without trust (``--trust-model``), every entry that loading
+would unpickle, map into the process or evaluate is checked by the loader's own rules
+(:mod:`epsstar.loaders.torch_export.archive`, both layouts torch reads).
 
 After loading, every operator of the graph must be one of tensor computation: the
 allowlist of :mod:`epsstar.loaders.torchscript_scan` (namespaces ``aten``, ``prim``,
@@ -34,17 +26,13 @@ the last one padded with copies of its last record whose outputs are dropped.
 
 from __future__ import annotations
 
-import io
 import operator
-import zipfile
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.json_input import parse_json
 from epsstar.audit.model.class_labels import (
     CLASSES_KEY,
     FEATURES_KEY,
@@ -56,64 +44,12 @@ from epsstar.audit.model.plugins import OutputKind, import_optional
 from epsstar.audit.model.threads import torch_threads
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from . import check_outputs_argument, first_line
-from .torchscript import OUTPUTS_KEY, TorchScriptModel, stated_outputs
-from .torchscript_scan import ALLOWED_NAMESPACES, TRUST_FLAG, refused_operators
+from .. import check_outputs_argument, first_line
+from ..torchscript import OUTPUTS_KEY, TorchScriptModel, stated_outputs
+from ..torchscript_scan import ALLOWED_NAMESPACES, refused_operators
+from .archive import check_export_archive, refusal
 
 __all__ = ["ExportedModel", "TorchExportLoader", "check_export_archive", "check_program"]
-
-
-def _refusal(path: Path, what: str, found: str) -> InvalidInputError:
-    return InvalidInputError(
-        f"the torch.export program {path} must hold tensors and tensor operators only to be "
-        f"loaded without {TRUST_FLAG}; it {what}. Load it with {TRUST_FLAG} only if you "
-        f"trust its source. Found {found}."
-    )
-
-
-def _check_config(path: Path, name: str, text: bytes) -> None:
-    """A weights or constants config: no pickled payload, constants tensors only."""
-    from torch.export.pt2_archive.constants import TENSOR_CONSTANT_FILENAME_PREFIX
-
-    try:
-        document: Any = parse_json(text.decode("utf-8"), f"{path}:{name}")
-        config = document.get("config", {})
-    except (ValueError, AttributeError):  # InputFileError and UnicodeDecodeError among them
-        raise _refusal(path, "holds a payload config that is not JSON", repr(name)) from None
-    for key, meta in config.items():
-        if not isinstance(meta, dict) or meta.get("use_pickle"):
-            raise _refusal(path, "stores a pickled payload, which loading would run", repr(key))
-        if "constants" in name and not str(meta.get("path_name", "")).startswith(
-            TENSOR_CONSTANT_FILENAME_PREFIX
-        ):
-            raise _refusal(path, "stores a constant that is not a tensor", repr(key))
-
-
-def check_export_archive(path: Path, torch: Any) -> None:
-    """Refuse an archive whose loading could unpickle code (see the module docstring)."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
-            repeated = [n for n, k in Counter(n.lower() for n in names).items() if k > 1]
-            if repeated:
-                raise _refusal(path, "holds two zip entries of the same name (up to case)", "")
-            for name in names:
-                if name.endswith("_config.json"):
-                    _check_config(path, name, archive.read(name))
-                elif name.endswith(".pt"):
-                    try:
-                        torch.load(io.BytesIO(archive.read(name)), weights_only=True)
-                    except Exception:
-                        raise _refusal(
-                            path, "holds a pickle that weights_only loading refuses", repr(name)
-                        ) from None
-    except InvalidInputError:
-        raise
-    except (zipfile.BadZipFile, OSError, ValueError) as error:
-        raise InputFileError(
-            f"the model file must be a torch.export archive (torch.export.save, a zip file). "
-            f"Found {path} ({type(error).__name__}: {error})."
-        ) from None
 
 
 def check_program(path: Path, program: Any, torch: Any) -> None:
@@ -127,7 +63,7 @@ def check_program(path: Path, program: Any, torch: Any) -> None:
         namespace = getattr(target, "namespace", None)
         name = str(schema.name) if schema is not None else repr(target)
         if namespace not in ALLOWED_NAMESPACES or name in refused:
-            raise _refusal(path, f"calls {name} (node {node.name})", name)
+            raise refusal(path, f"calls {name} (node {node.name})", name)
 
 
 class ExportedModel(TorchScriptModel):
