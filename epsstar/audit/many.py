@@ -3,7 +3,7 @@
 A manifest lists one model per row (CSV) or per ``[[models]]`` table (TOML):
 ``model``, ``train`` (or ``train_data``), ``population`` (or
 ``population_data``), ``label_column``, ``strategy`` and ``repeat``, optionally
-``features`` (comma-separated), ``loader`` and ``outputs``. In TOML, top-level
+``features`` and ``class_labels`` (comma-separated), ``loader`` and ``outputs``. In TOML, top-level
 keys are defaults for every model. Any other column is a hyper-parameter of the
 strategy and is carried into the results (``epsstar train``'s sweep manifest is
 one such file). Relative paths are relative to the manifest's folder.
@@ -242,7 +242,9 @@ class FleetSettings:
 
     def model(self, entry: ManifestEntry) -> ModelFile:
         """How the model of ``entry`` is loaded."""
-        return ModelFile(entry.model, entry.loader, entry.outputs, self.trust)
+        return ModelFile(
+            entry.model, entry.loader, entry.outputs, self.trust, classes=entry.class_labels
+        )
 
     def tables(self, entry: ManifestEntry) -> Tables:
         """What the audit of ``entry`` reads."""

@@ -236,3 +236,35 @@ def test_lightgbm_trained_on_text_labels_audits_with_class_labels(
         as_numbers(train),
         as_numbers(population),
     )
+
+
+def test_an_audit_many_manifest_names_the_class_labels_of_a_lightgbm_booster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The manifest's ``class_labels`` column is ``--class-labels`` for one model: without
+    it the model is refused naming the column, with it the model audits as alone."""
+    train, population = text_labels(ROWS, 17), text_labels(ROWS, 18)
+    classifier = lgb.LGBMClassifier(n_estimators=20, num_leaves=8, n_jobs=1, verbose=-1)
+    classifier.fit(train[["size", "weight"]], train["label"])
+    classifier.booster_.save_model(str(tmp_path / "model.txt"))
+    train.to_csv(tmp_path / "train.csv", index=False)
+    population.to_csv(tmp_path / "population.csv", index=False)
+    header = "model,train,population,label_column,strategy,class_labels\n"
+    row = 'model.txt,train.csv,population.csv,label,{},"{}"\n'
+    manifest = tmp_path / "manifest.csv"
+    manifest.write_text(header + row.format("unnamed", "") + row.format("named", "no,yes"))
+    out = tmp_path / "many.json"
+    args = ["audit-many", str(manifest), "--jobs", "1", "--quiet", "--method", "empirical"]
+    code, _, err = invoke([*args, "--json", str(out)], capsys)
+    assert code == 3, err  # one model could not be audited; the other's result is kept
+    models = {m["entry"]["strategy"]: m for m in json.loads(out.read_text())["models"]}
+    assert "in an audit-many manifest, a class_labels column" in models["unnamed"]["error"]
+    named = models["named"]["result"]
+    assert named["provenance"]["classes"] == ["no", "yes"]
+
+    alone = tmp_path / "alone.json"
+    argv = ["audit", str(tmp_path / "model.txt"), "--train", str(tmp_path / "train.csv")]
+    argv += ["--population", str(tmp_path / "population.csv"), "--label-column", "label"]
+    argv += ["--class-labels", "no,yes", "--method", "empirical", "--quiet"]
+    assert invoke([*argv, "--json", str(alone)], capsys)[0] == 0
+    assert named["epsilon_star"] == json.loads(alone.read_text())["epsilon_star"]

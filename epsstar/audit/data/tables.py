@@ -1355,6 +1355,8 @@ def _text_key(value: object) -> str:
 
 #: The option naming the classes of a model's outputs, in order, when its file records none.
 CLASS_LABELS_OPTION: Final = "--class-labels"
+#: The same for one model of an ``audit-many`` manifest: its column (CSV) or key (TOML).
+MANIFEST_CLASS_LABELS: Final = "a class_labels column"
 
 
 @dataclass(frozen=True, slots=True)
@@ -1447,7 +1449,7 @@ class LabelMap:
             return ""
         hint = (
             f"; the model file records no class labels: pass {CLASS_LABELS_OPTION} with them "
-            f"in the order of its outputs"
+            f"in the order of its outputs (in an audit-many manifest, {MANIFEST_CLASS_LABELS})"
         )
         if len(unknown) != len(self.classes):
             return hint

@@ -1,7 +1,8 @@
 """The ``audit-many`` manifest: one model to audit per CSV row or ``[[models]]`` TOML table.
 
 Columns: ``model``, ``train`` (or ``train_data``), ``population`` (or ``population_data``),
-``label_column``, ``strategy`` and ``repeat``, optionally ``features`` (comma-separated),
+``label_column``, ``strategy`` and ``repeat``, optionally ``features`` and ``class_labels``
+(comma-separated),
 ``loader`` and ``outputs``. In TOML, top-level keys are defaults for every model. Any other
 column is a hyper-parameter of the strategy and is carried into the results (``epsstar
 sweep``'s manifest is one such file). Relative paths are relative to the manifest's folder.
@@ -65,6 +66,7 @@ ENTRY = Table(
         "strategy": _NAME,
         "repeat": Integer(0, 10**9),
         "features": Nullable(ListOf(_NAME, min_items=1, max_items=1_000_000)),
+        "class_labels": Nullable(ListOf(_NAME, min_items=1, max_items=1_000_000)),
         "loader": Nullable(_NAME),
         "outputs": Nullable(OneOf(OUTPUT_KINDS)),
     },
@@ -88,6 +90,8 @@ class ManifestEntry:
     strategy: str
     repeat: int
     features: tuple[str, ...] | None = None
+    #: The class labels of the model's outputs, in order (``--class-labels``).
+    class_labels: tuple[str, ...] | None = None
     loader: str | None = None
     outputs: OutputKind | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -120,8 +124,9 @@ def _entry(raw: Mapping[str, object], base: Path, where: Where) -> ManifestEntry
             f"text records is audited one at a time (epsstar audit MODEL --text-column NAME). "
             f"Found text_column {row['text_column']!r}."
         )
-    if isinstance(row.get("features"), str) and not where.text_cells:
-        row["features"] = [name.strip() for name in str(row["features"]).split(",")]
+    for listed in ("features", "class_labels"):
+        if isinstance(row.get(listed), str) and not where.text_cells:
+            row[listed] = [name.strip() for name in str(row[listed]).split(",")]
     fields = ENTRY.check(row, where)
 
     def path(key: str) -> Path:
@@ -137,6 +142,7 @@ def _entry(raw: Mapping[str, object], base: Path, where: Where) -> ManifestEntry
         strategy=fields.get("strategy", _NAME) or model.stem,
         repeat=fields.get("repeat", ENTRY.fields["repeat"]) or 0,
         features=fields.get("features", ENTRY.fields["features"]) or None,
+        class_labels=fields.get("class_labels", ENTRY.fields["class_labels"]) or None,
         loader=fields.get("loader", ENTRY.fields["loader"]),
         outputs=fields.get("outputs", ENTRY.fields["outputs"]),
         params=fields.extras(CELL),
