@@ -12,8 +12,10 @@ would unpickle, map into the process or evaluate is checked by the loader's own 
 After loading, every operator of the graph must be one of tensor computation: the
 allowlist of :mod:`epsstar.loaders.torchscript_scan` (namespaces ``aten``, ``prim``,
 ``quantized``…, without the operators that touch files or the process), plus
-``operator.getitem`` (which picks one result of a multi-output operator); higher-order
-operators (``cond``, ``map``…) and custom operators are refused without trust.
+``operator.getitem`` (which picks one result of a multi-output operator) and the arithmetic
+and comparisons on symbolic sizes that a dynamic batch dimension brings
+(:data:`SIZE_ARITHMETIC`); higher-order operators (``cond``, ``map``…) and custom
+operators are refused without trust.
 
 The program takes one tensor: the features' one tensor column as it is, or the ``(n, d)``
 matrix of their scalar columns, as for TorchScript (:mod:`epsstar.loaders.torchscript`);
@@ -26,9 +28,10 @@ the last one padded with copies of its last record whose outputs are dropped.
 
 from __future__ import annotations
 
+import math
 import operator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
@@ -49,15 +52,42 @@ from ..torchscript import OUTPUTS_KEY, TorchScriptModel, stated_outputs
 from ..torchscript_scan import ALLOWED_NAMESPACES, refused_operators
 from .archive import check_export_archive, refusal
 
-__all__ = ["ExportedModel", "TorchExportLoader", "check_export_archive", "check_program"]
+__all__ = [
+    "SIZE_ARITHMETIC",
+    "TORCH_SIZE_FUNCTIONS",
+    "ExportedModel",
+    "TorchExportLoader",
+    "check_export_archive",
+    "check_program",
+]
+
+#: The Python functions a program may call on symbolic sizes (``n * 2`` for a reshape of a
+#: dynamic batch): those torch.export's serializer writes for them, less ``operator.pow``
+#: and ``operator.lshift``, whose constant operand could ask for an integer larger than
+#: memory; with the ``torch.sym_*`` functions of :data:`TORCH_SIZE_FUNCTIONS`.
+SIZE_ARITHMETIC: Final = frozenset(
+    (
+        operator.eq, operator.ne, operator.le, operator.ge, operator.lt, operator.gt,
+        operator.neg, operator.pos, operator.mul, operator.add, operator.sub,
+        operator.floordiv, operator.mod, operator.truediv, operator.and_, operator.or_,
+        operator.rshift, math.trunc,
+    )
+)  # fmt: skip
+#: The ``torch`` functions on symbolic sizes that torch.export's serializer writes.
+TORCH_SIZE_FUNCTIONS: Final = (
+    "sym_not", "sym_int", "sym_float", "sym_ite", "sym_max", "sym_min", "sym_sqrt",
+)  # fmt: skip
 
 
 def check_program(path: Path, program: Any, torch: Any) -> None:
     """Refuse a loaded program with an operator outside the allowlist (module docstring)."""
     refused = refused_operators(torch)
+    sizes = SIZE_ARITHMETIC | {getattr(torch, name) for name in TORCH_SIZE_FUNCTIONS}
     for node in program.graph.nodes:
         if node.op != "call_function" or node.target is operator.getitem:
             continue
+        if node.target in sizes:
+            continue  # arithmetic on symbolic sizes
         target = node.target
         schema = getattr(target, "_schema", None)
         namespace = getattr(target, "namespace", None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import operator
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -156,3 +157,32 @@ def test_a_custom_operator_is_refused_without_trust(tmp_path: Path) -> None:
         TorchExportLoader().load(path)
     assert str(caught.value).endswith("Found epsstar_test::twice.")
     assert TorchExportLoader().load(path, trust=True).predict(np.ones((4, 3))).shape == (4, 3)
+
+
+def test_arithmetic_on_a_dynamic_batch_loads_without_trust(tmp_path: Path) -> None:
+    """A dynamic batch dimension brings Python arithmetic on symbolic sizes (``n * 2``)
+    into the graph; it is loaded without trust and runs at every batch size."""
+
+    class Reshaping(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            n = x.shape[0]
+            return self.linear(x.reshape(n * 2, 2).reshape(n, 4))
+
+    torch.manual_seed(0)
+    network = Reshaping().eval()
+    batch = torch.export.Dim("batch")
+    program = torch.export.export(network, (torch.zeros(3, 4),), dynamic_shapes={"x": {0: batch}})
+    assert any(node.target is operator.mul for node in program.graph.nodes)
+    path = tmp_path / "reshaping.pt2"
+    torch.export.save(program, path)
+    model = TorchExportLoader().load(path)
+    for rows in (1, 5, 300):
+        features = np.random.default_rng(rows).normal(size=(rows, 4))
+        with torch.no_grad():
+            expected = network(torch.tensor(features, dtype=torch.float32)).numpy()
+        # the same float32 operations in the same order: the program is the network
+        np.testing.assert_array_equal(model.predict(features), expected)
