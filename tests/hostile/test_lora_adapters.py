@@ -17,10 +17,12 @@ from tests.hostile.bounded import ROOT
 
 torch = pytest.importorskip("torch")
 
-#: A module name as long as real ones, and a key that backtracks on it without end (the
-#: ways to split the name into one- and two-letter parts grow like Fibonacci numbers).
+#: A module name as long as real ones, and a key that backtracks on it without end: a
+#: repeat of a repeat tries each of the 2^45 ways to cut the 46-character name into runs
+#: before it fails on the "!" no name holds (a key whose steps grow more slowly, like the
+#: Fibonacci numbers of one- and two-letter parts, ends here within the 10 s limit).
 MODULE = "model.layers.0.self_attention.query_key_value"
-CATASTROPHIC = r"(\w|\w\w|\.)*0"
+CATASTROPHIC = r"([\w.]+)+!"
 
 
 class _Model(torch.nn.Module):  # type: ignore[misc]
