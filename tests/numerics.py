@@ -30,7 +30,8 @@ is derived here, once:
    receives on unamplified (condition 1), so that a token's logits carry ``γ_K`` times their
    own terms ``Σ_i |h_i·W_vi|`` (``h`` the last hidden state, ``W`` the output layer), with
    ``K`` the sums on the path (:func:`transformer_path`). A log-probability
-   ``z_v − logsumexp(z)`` moves by at most twice the largest logit's error; the Min-K%++
+   ``z_v − logsumexp(z)`` moves by at most twice the largest logit's error, plus the
+   rounding of the log-softmax's own sum of exponentials; the Min-K%++
    moments ``μ = Σ_v p_v·log p_v`` and ``σ`` by the sums of their derivatives' magnitudes
    (:func:`moments_tolerance`).
 5. **A statistic of the losses** (Epsilon*, its fitted tails, rates) moves by at most
@@ -176,12 +177,21 @@ def transformer_path(width: int, blocks: int, head_width: int, positions: int) -
     return blocks * block + 2 * width
 
 
-def log_softmax_tolerance(hidden: FloatArray, output_layer: FloatArray, path: int) -> FloatArray:
-    """Per position, how far a float32 log-probability may lie from another evaluation's:
-    ``hidden`` is ``(positions, width)``, ``output_layer`` ``(vocabulary, width)`` (point 4)."""
-    terms = np.abs(np.asarray(hidden, np.float64)) @ np.abs(np.asarray(output_layer, np.float64)).T
-    logits: FloatArray = sum_tolerance(path, terms.max(axis=-1))  # type: ignore[assignment]
-    return 2 * logits
+def logits_magnitude(hidden: FloatArray, output_layer: FloatArray) -> FloatArray:
+    """Per position, the largest ``Σ_i |h_i·W_vi|`` over the vocabulary: the terms of a
+    logit, ``hidden`` ``(positions, width)``, ``output_layer`` ``(vocabulary, width)``."""
+    hidden_abs = np.abs(np.asarray(hidden, dtype=np.float64))
+    terms: FloatArray = hidden_abs @ np.abs(np.asarray(output_layer, dtype=np.float64)).T
+    return terms.max(axis=-1)
+
+
+def log_softmax_tolerance(
+    logit_tolerance: FloatArray | float, vocabulary: int, float32_softmaxes: int
+) -> FloatArray | float:
+    """How far a log-probability ``z_v − logsumexp(z)`` may move: twice its logits'
+    ``logit_tolerance``, plus each float32 log-softmax's own rounding (a sum of
+    ``vocabulary`` exponentials, their exp and the log: ``γ_(vocabulary + 2)``; point 4)."""
+    return 2 * logit_tolerance + float32_softmaxes * gamma(vocabulary + 2)
 
 
 def moments_tolerance(

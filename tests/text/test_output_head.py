@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tiny_lm import TinyCorpus
+from token_tolerances import token_tolerances, whole_path
 
 from epsstar.audit.engines.text_scoring import (
     CALL_COST,
@@ -22,13 +23,7 @@ from epsstar.audit.engines.text_scoring import (
 )
 from epsstar.loaders.huggingface import HuggingFaceLoader
 from epsstar.loaders.huggingface.model import split_head
-from epsstar.statistics.attacks.text_scores import MIN_SIGMA, vocabulary_moments
-from tests.numerics import (
-    log_softmax_tolerance,
-    moments_tolerance,
-    standardised_tolerance,
-    transformer_path,
-)
+from epsstar.statistics.attacks.text_scores import vocabulary_moments
 
 
 def _padded(ids: list[Any]) -> tuple[Any, Any]:
@@ -55,15 +50,20 @@ def test_the_split_head_scores_as_the_model_s_whole_output(corpus: TinyCorpus) -
     mu, sigma = vocabulary_moments(log_p)
     targets = matrix[:, 1:]
     expected = np.take_along_axis(log_p, targets[..., None], -1)[..., 0]
+    gpt2 = model._model
     for row, n in enumerate(lengths - 1):
+        # the output layer summed again (its width) and one float32 log-softmax, against
+        # float64 on the whole output's logits (another position or token is off by > 0.01)
+        token = token_tolerances(gpt2, matrix[row, : n + 1], gpt2.config.n_embd, softmaxes=1)
         for found in (split, read):
             assert found.mu is not None
             assert found.sigma is not None
-            # float32 logits and log-softmax against float64 on the same logits: 1e-5 nats
-            # hides rounding only (reading another position or token is off by > 0.01)
-            np.testing.assert_allclose(found.log_probs[row, :n], expected[row, :n], atol=1e-5)
-            np.testing.assert_allclose(found.mu[row, :n], mu[row, :n], atol=1e-5)
-            np.testing.assert_allclose(found.sigma[row, :n], sigma[row, :n], atol=1e-5)
+            for got, want, tolerance in (
+                (found.log_probs, expected, token.log_prob),
+                (found.mu, mu, token.mu_tolerance),
+                (found.sigma, sigma, token.sigma_tolerance),
+            ):
+                np.testing.assert_array_less(np.abs(got[row, :n] - want[row, :n]), tolerance)
             np.testing.assert_array_equal(
                 found.correct[row, :n], log_p[row, :n].argmax(-1) == targets[row, :n]
             )
@@ -125,45 +125,22 @@ def test_the_cuts_cost_least_of_all_allowed_cuts(raw: list[int], batch_size: int
 
 def _derived_tolerances(model: Any, texts: list[str]) -> dict[str, Any]:
     """Per record, how far each score may move between two float32 evaluations of ``model``
-    (``tests/numerics.py``, point 4), from each record's own hidden states and distributions;
-    ``"correct"`` is how many predicted tokens sit on a knife's edge (their two likeliest
-    tokens' log-probabilities within the tolerance of each other)."""
-    import torch
-
+    on the whole path (``tests/numerics.py``, point 4); ``"correct"`` is how many predicted
+    tokens sit on a knife's edge."""
     gpt2 = model._model
-    config = gpt2.config
-    output_layer = gpt2.get_output_embeddings().weight.detach().double().numpy()
     found: dict[str, Any] = {"loss": [], "min_k": [], "min_k_plus_plus": [], "lowercase_loss": []}
     edges = 0
     for text in texts:
-        for name, ids in (("", model.tokenize([text])[0]), ("lowercase_", None)):
-            if ids is None:
-                ids = model.tokenize([text.lower()])[0]
-            assert ids.size <= config.n_positions  # one window per record
-            with torch.inference_mode():
-                out = gpt2(input_ids=torch.from_numpy(ids[None]), output_hidden_states=True)
-            hidden = out.hidden_states[-1][0, :-1].double().numpy()
-            logs = torch.log_softmax(out.logits[0, :-1].double(), -1).numpy()
-            path = transformer_path(
-                config.n_embd, config.n_layer, config.n_embd // config.n_head, ids.size
-            )
-            log_tolerance = log_softmax_tolerance(hidden, output_layer, path)
-            found[f"{name}loss"].append(log_tolerance.mean())
-            if name:
-                continue
-            mu, sigma, mu_tolerance, sigma_tolerance = moments_tolerance(logs, log_tolerance)
-            chosen = np.take_along_axis(logs, ids[1:, None], -1)[:, 0]
-            z_tolerance = standardised_tolerance(
-                chosen,
-                mu,
-                np.maximum(sigma, MIN_SIGMA),
-                (log_tolerance, mu_tolerance, sigma_tolerance),
-            )
-            # the mean of the k lowest values moves by at most the largest move
-            found["min_k"].append(log_tolerance.max())
-            found["min_k_plus_plus"].append(z_tolerance.max())
-            top_two = np.sort(logs, axis=-1)[:, -2:]
-            edges += int(np.count_nonzero(top_two[:, 1] - top_two[:, 0] <= 2 * log_tolerance))
+        ids, lower = model.tokenize([text, text.lower()])
+        assert max(ids.size, lower.size) <= gpt2.config.n_positions  # one window per record
+        token = token_tolerances(gpt2, ids, whole_path(gpt2, ids.size), softmaxes=2)
+        lowered = token_tolerances(gpt2, lower, whole_path(gpt2, lower.size), softmaxes=2)
+        found["loss"].append(token.log_prob.mean())
+        found["lowercase_loss"].append(lowered.log_prob.mean())
+        # the mean of the k lowest values moves by at most the largest move
+        found["min_k"].append(token.log_prob.max())
+        found["min_k_plus_plus"].append(token.standardised.max())
+        edges += token.knife_edges
     return {name: np.array(values) for name, values in found.items()} | {"correct": edges}
 
 
