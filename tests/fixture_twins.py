@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tests.numerics import Layer
+from tests.numerics import Layer, estimator_layers
 
 MODELS = Path(__file__).resolve().parents[1] / "fixtures" / "models"
 
@@ -27,6 +27,4 @@ def twin_layers(source: Path) -> tuple[Layer, ...] | None:
     from epsstar.audit.model.plugins import loader_for_path
 
     estimator: Any = loader_for_path(twin)[0].load(twin)._estimator
-    if hasattr(estimator, "coefs_"):
-        return tuple(zip(estimator.coefs_, estimator.intercepts_, strict=True))
-    return ((estimator.coef_.T, estimator.intercept_),)
+    return tuple(estimator_layers(estimator))

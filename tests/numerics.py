@@ -49,6 +49,7 @@ Outputs of models computed in float64 from fixed inputs keep their exact values.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -75,6 +76,25 @@ def sum_tolerance(k: int, magnitude: FloatArray | float) -> FloatArray | float:
 
 
 Layer = tuple[FloatArray, FloatArray]  # (weights: fan-in × fan-out, bias: fan-out)
+
+
+def estimator_layers(estimator: Any) -> list[Layer]:
+    """The dense layers of a scikit-learn ``LogisticRegression`` or ``MLPClassifier``."""
+    if hasattr(estimator, "coefs_"):
+        return list(zip(estimator.coefs_, estimator.intercepts_, strict=True))
+    return [(estimator.coef_.T, estimator.intercept_)]
+
+
+def module_layers(module: Any) -> list[Layer]:
+    """The dense layers of a torch ``Sequential`` of ``Linear`` layers and ReLUs, in float64."""
+    return [
+        (
+            layer.weight.detach().double().numpy().T,
+            layer.bias.detach().double().numpy(),
+        )
+        for layer in module
+        if hasattr(layer, "weight")
+    ]
 
 
 def absolute_forward(layers: Sequence[Layer], inputs: FloatArray) -> FloatArray:

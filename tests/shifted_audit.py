@@ -10,7 +10,7 @@ predictions.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,13 +51,16 @@ def shifted_losses(direction: int, tolerance: LossTolerance) -> Iterator[None]:
         streaming.predict_batch, streaming.batch_losses = predict, losses
 
 
-def largest_move(
-    audit: Callable[[], Any], value: Callable[[Any], float], tolerance: LossTolerance
-) -> float:
-    """How far ``value(audit())`` moves, at most, with the losses shifted either way."""
-    here = value(audit())
-    moves = []
+def largest_moves(
+    audit: Callable[[], Any], values: Sequence[Callable[[Any], float]], tolerance: LossTolerance
+) -> list[float]:
+    """How far each of ``values`` of ``audit()`` moves, at most, with the losses shifted
+    either way."""
+    here = audit()
+    moves = [0.0] * len(values)
     for direction in DIRECTIONS:
         with shifted_losses(direction, tolerance):
-            moves.append(abs(value(audit()) - here))
-    return max(moves)
+            shifted = audit()
+        for index, value in enumerate(values):
+            moves[index] = max(moves[index], abs(value(shifted) - value(here)))
+    return moves
