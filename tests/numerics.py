@@ -111,15 +111,22 @@ def depth(layers: Sequence[Layer]) -> int:
 
 
 def network_tolerance(
-    layers: Sequence[Layer], inputs: FloatArray, *, against_float64: bool = False
+    layers: Sequence[Layer],
+    inputs: FloatArray,
+    *,
+    against_float64: bool = False,
+    input_roundings: int = 0,
 ) -> FloatArray:
     """Per record and output, how far a float32 evaluation of the dense network ``layers``
     may lie from another float32 evaluation (any kernel), or with ``against_float64`` from
-    the float64 evaluation of the same weights (point 3)."""
+    the float64 evaluation of the same weights (point 3). ``input_roundings`` are float32
+    operations applied to each input first (a standardiser's subtraction and division: 2),
+    the inputs then given as they come out of them."""
     magnitude = absolute_forward(layers, inputs)
+    path = depth(layers) + input_roundings
     if against_float64:
-        return (gamma(depth(layers)) + gamma(len(layers) + 1)) * magnitude
-    return 2 * gamma(depth(layers)) * magnitude
+        return (gamma(path) + gamma(len(layers) + 1)) * magnitude
+    return 2 * gamma(path) * magnitude
 
 
 def logit_loss_tolerance(logit_tolerance: FloatArray) -> FloatArray:
