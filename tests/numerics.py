@@ -129,6 +129,28 @@ def network_tolerance(
     return 2 * gamma(path) * magnitude
 
 
+def module_tolerance(module: Any, inputs: FloatArray) -> FloatArray:
+    """Per record and output, how far two float32 evaluations of a torch ``module`` of affine
+    layers (``Linear``, ``Conv``), ReLUs, max-pools and reshapes may lie apart (point 3): its
+    ``A(x)`` is the module itself run with absolute parameters on ``|x|``, its ``K`` each
+    weight's fan-in and bias."""
+    import torch
+
+    parameters = list(module.parameters())
+    path = sum(int(np.prod(p.shape[1:])) + 1 for p in parameters if p.ndim >= 2)
+    kept = [p.detach().clone() for p in parameters]
+    with torch.no_grad():
+        try:
+            for parameter in parameters:
+                parameter.abs_()
+            absolute = torch.as_tensor(np.abs(np.asarray(inputs)), dtype=torch.float32)
+            magnitude = module(absolute).double().numpy()
+        finally:
+            for parameter, value in zip(parameters, kept, strict=True):
+                parameter.copy_(value)
+    return 2 * gamma(path) * magnitude
+
+
 def logit_loss_tolerance(logit_tolerance: FloatArray) -> FloatArray:
     """Per record, how far the logit loss may move when each logit moves within
     ``logit_tolerance`` (``(n,)`` or ``(n, 1)`` binary log-odds, ``(n, K)`` class logits;

@@ -24,7 +24,9 @@ import epsstar
 from epsstar.audit.model.plugins import loader_for_path
 from tests.fixture_twins import twin_layers
 from tests.numerics import (
+    logit_loss_tolerance,
     loss_tolerance,
+    module_tolerance,
     network_tolerance,
     probability_tolerance,
     propagated,
@@ -180,6 +182,8 @@ def test_exact_losses_agree_across_formats_and_do_not_saturate(
 
 def test_the_digits_cnn_gives_the_same_exact_losses_as_torchscript_and_onnx() -> None:
     """digits_cnn.onnx is torch.onnx's export of the network in digits_cnn.pt."""
+    import torch
+
     kinds = MODELS / "kinds"
     data = np.load(kinds / "digits_population.npz")
     losses = []
@@ -188,6 +192,8 @@ def test_the_digits_cnn_gives_the_same_exact_losses_as_torchscript_and_onnx() ->
         predictions = model.predict(data["X"])
         assert model.output_kind == "logits"
         losses.append(epsstar.compute_losses(data["y"], predictions, outputs="logits"))
-    # torch's and onnxruntime's float32 convolutions round differently: 1.5e-6 apart at
-    # worst; 1e-4 is 70 times that, and a network trained one epoch more differs by 0.6
-    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5, atol=1e-4)
+    # torch's and onnxruntime's float32 convolutions round differently (1.5e-6 apart at
+    # worst here); a network trained one epoch more differs by 0.6
+    network = torch.jit.load(kinds / "digits_cnn.pt")
+    tolerance = logit_loss_tolerance(module_tolerance(network, data["X"]))
+    np.testing.assert_array_less(np.abs(losses[1] - losses[0]), tolerance)
