@@ -129,15 +129,15 @@ def network_tolerance(
     return 2 * gamma(path) * magnitude
 
 
-def module_tolerance(module: Any, inputs: FloatArray) -> FloatArray:
+def module_tolerance(module: Any, inputs: FloatArray, *, pooled: int = 0) -> FloatArray:
     """Per record and output, how far two float32 evaluations of a torch ``module`` of affine
-    layers (``Linear``, ``Conv``), ReLUs, max-pools and reshapes may lie apart (point 3): its
+    layers (``Linear``, ``Conv``), ReLUs, pools and reshapes may lie apart (point 3): its
     ``A(x)`` is the module itself run with absolute parameters on ``|x|``, its ``K`` each
-    weight's fan-in and bias."""
+    weight's fan-in and bias, plus the sums and divisions of average pools (``pooled``)."""
     import torch
 
     parameters = list(module.parameters())
-    path = sum(int(np.prod(p.shape[1:])) + 1 for p in parameters if p.ndim >= 2)
+    path = pooled + sum(int(np.prod(p.shape[1:])) + 1 for p in parameters if p.ndim >= 2)
     kept = [p.detach().clone() for p in parameters]
     with torch.no_grad():
         try:
