@@ -16,7 +16,7 @@ from epsstar.audit.model.features import Features
 from epsstar.exceptions import EpsstarWarning, InputFileError, InvalidInputError
 from epsstar.loaders.torchscript import OUTPUTS_KEY, TorchScriptLoader
 from tests.conftest import audit_files
-from tests.numerics import module_layers, network_tolerance
+from tests.numerics import SIGMOID_ROUNDINGS, gamma, module_layers, network_tolerance
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ROOT / "fixtures" / "models" / "kinds"
@@ -148,4 +148,6 @@ def test_a_module_returning_logits_and_softmax_is_read_as_logits(
     assert reading.reason == f"the {place} of the two tensors the module returns, whose " \
         "activation is the other"  # fmt: skip
     probabilities = TorchScriptLoader().load(path, outputs="probabilities").predict(features)
-    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=0, atol=1e-6)
+    # a float32 softmax: each probability rounded (exp, add, divide), their sum off 1 by γ
+    rounding = gamma(probabilities.shape[1] + SIGMOID_ROUNDINGS)
+    np.testing.assert_array_less(np.abs(probabilities.sum(axis=1) - 1.0), rounding)
