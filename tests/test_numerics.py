@@ -30,6 +30,7 @@ def _network(seed: int) -> tuple[object, np.ndarray]:
     return network.eval(), features
 
 
+@pytest.mark.kernels
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_float32_network_lies_within_its_tolerance_of_float64(seed: int) -> None:
     network, features = _network(seed)
@@ -45,6 +46,7 @@ def test_a_float32_network_lies_within_its_tolerance_of_float64(seed: int) -> No
     )
 
 
+@pytest.mark.kernels
 def test_batches_and_threads_stay_within_two_evaluations_tolerance() -> None:
     network, features = _network(3)
     x = torch.as_tensor(features, dtype=torch.float32)
