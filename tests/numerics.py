@@ -19,22 +19,22 @@ is derived here, once:
    its bias): two float32 evaluations lie within ``2γ_K·A(x)`` of each other. Against a
    float64 evaluation one float32 evaluation is off by its own ``γ_K·A(x)`` plus the
    rounding of its inputs and weights to float32, ``γ_(L+1)·A(x)`` for ``L`` layers.
-4. **Losses.** The binary logit loss ``(1 − 2y)·z`` moves as ``z`` does; the multiclass one,
+4. **A decoder-only transformer** (GPT-2) has layer norms and attention, which the
+   absolute-value network does not bound: its estimate takes every stage to pass the
+   relative error it receives on unamplified (condition 1), so that a token's logits carry
+   ``γ_K`` times their own terms ``Σ_i |h_i·W_vi|`` (``h`` the last hidden state, ``W`` the
+   output layer), with ``K`` the sums on the path (:func:`transformer_path`). A
+   log-probability ``z_v − logsumexp(z)`` moves by at most twice the largest logit's error,
+   plus the rounding of the log-softmax's own sum of exponentials; the Min-K%++ moments
+   ``μ = Σ_v p_v·log p_v`` and ``σ`` by the sums of their derivatives' magnitudes
+   (:func:`moments_tolerance`).
+5. **Losses.** The binary logit loss ``(1 − 2y)·z`` moves as ``z`` does; the multiclass one,
    ``logsumexp_{j≠y} z_j − z_y``, has a gradient of ℓ1 norm at most 2, so it moves by at
    most twice the largest logit's error. From a float32 probability ``p`` the log-odds
    ``log p − log(1 − p)`` also carry the rounding of ``p`` and ``1 − p`` (the sigmoid's
    exp, add and divide: ``3u`` absolute each, per evaluation), divided by ``p`` and
    ``1 − p``.
-   A decoder-only transformer (GPT-2) has layer norms and attention, which the absolute-value
-   network does not bound: its estimate takes every stage to pass the relative error it
-   receives on unamplified (condition 1), so that a token's logits carry ``γ_K`` times their
-   own terms ``Σ_i |h_i·W_vi|`` (``h`` the last hidden state, ``W`` the output layer), with
-   ``K`` the sums on the path (:func:`transformer_path`). A log-probability
-   ``z_v − logsumexp(z)`` moves by at most twice the largest logit's error, plus the
-   rounding of the log-softmax's own sum of exponentials; the Min-K%++
-   moments ``μ = Σ_v p_v·log p_v`` and ``σ`` by the sums of their derivatives' magnitudes
-   (:func:`moments_tolerance`).
-5. **A statistic of the losses** (Epsilon*, its fitted tails, rates) moves by at most
+6. **A statistic of the losses** (Epsilon*, its fitted tails, rates) moves by at most
    ``Σ_i |∂S/∂ℓ_i|·τ_i`` for losses within ``τ_i``. Epsilon* grows as the training losses
    fall below the population's, so the derivative has one sign on each side: the bound is
    attained by shifting each side by its tolerance in one direction (training down,
@@ -154,7 +154,7 @@ def module_tolerance(module: Any, inputs: FloatArray, *, pooled: int = 0) -> Flo
 def logit_loss_tolerance(logit_tolerance: FloatArray) -> FloatArray:
     """Per record, how far the logit loss may move when each logit moves within
     ``logit_tolerance`` (``(n,)`` or ``(n, 1)`` binary log-odds, ``(n, K)`` class logits;
-    point 4)."""
+    point 5)."""
     tolerance = np.asarray(logit_tolerance, dtype=np.float64)
     if tolerance.ndim == 2 and tolerance.shape[1] > 1:
         return 2 * tolerance.max(axis=1)
@@ -166,7 +166,7 @@ def probability_loss_tolerance(
 ) -> FloatArray:
     """Per record, how far the binary logit loss read from a float32 probability ``p`` may
     move: the log-odds' own error and the rounding of ``p`` in ``evaluations`` float32
-    evaluations (two when two are compared, one against float64; point 4)."""
+    evaluations (two when two are compared, one against float64; point 5)."""
     p = np.asarray(probabilities, dtype=np.float64).reshape(-1)
     rounding = evaluations * SIGMOID_ROUNDINGS * UNIT_ROUNDOFF
     return logit_loss_tolerance(logit_tolerance) + rounding * (1 / p + 1 / (1 - p))
@@ -177,7 +177,7 @@ def loss_tolerance(
 ) -> FloatArray:
     """Per record, how far the logit loss of a model's ``predictions`` (``output_kind``
     ``"logits"`` or ``"probabilities"``) may move when its logits move within
-    ``logit_tolerance`` (point 4)."""
+    ``logit_tolerance`` (point 5)."""
     if output_kind == "probabilities":
         return probability_loss_tolerance(logit_tolerance, predictions, evaluations=evaluations)
     return logit_loss_tolerance(logit_tolerance)
@@ -209,7 +209,7 @@ def propagated(
     population_tolerance: FloatArray | float,
 ) -> float:
     """How far ``statistic(train, population)`` may move when each loss moves within its
-    tolerance: the larger change of the two one-signed shifts (point 5)."""
+    tolerance: the larger change of the two one-signed shifts (point 6)."""
     here = statistic(train, population)
     apart = statistic(train - train_tolerance, population + population_tolerance)
     closer = statistic(train + train_tolerance, population - population_tolerance)

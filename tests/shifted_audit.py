@@ -1,6 +1,6 @@
 """Audits whose losses are shifted by their float32 tolerance, to see how far a result moves.
 
-Point 5 of ``tests/numerics.py``: a statistic of the losses moves furthest when the training
+Point 6 of ``tests/numerics.py``: a statistic of the losses moves furthest when the training
 losses all move down by their tolerance and the population's up, or the other way.
 :func:`shifted_losses` does that to every loss the audit computes in this process, record by
 record, from a tolerance the caller derives from each batch's model, features and

@@ -1,7 +1,7 @@
 """How far each number of a golden case may move under another machine's float32 kernels.
 
 A case that audits a float32 model is run twice more with every loss of that model shifted
-by its derived tolerance (``tests/numerics.py``, points 3 to 5; ``tests/shifted_audit.py``):
+by its derived tolerance (``tests/numerics.py``, points 3, 5 and 6; ``tests/shifted_audit.py``):
 the training losses down and the population losses up, then the other way. Each number that
 moves is kept with the larger of its two moves in ``tolerances.json`` beside the case's
 golden files, and is compared within it; every other number (whatever is computed in
