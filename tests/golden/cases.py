@@ -9,8 +9,11 @@ in the run) is dropped.
 
 Numbers are compared with a relative tolerance of 1e-6 by default: a change of the code
 moves an Epsilon* by far more, while a new release of numpy or scipy may move the last
-digits (summation order, an optimizer's stopping point). ``EPSSTAR_GOLDEN=exact`` compares
-every number bit for bit, which is how a restructuring shows it changed nothing.
+digits (summation order, an optimizer's stopping point). A number downstream of a float32
+model's outputs is compared within its propagated tolerance as well, kept in the case's
+``tolerances.json`` (``tests/golden/sensitivity.py``): another CPU's kernels round those
+outputs differently. ``EPSSTAR_GOLDEN=exact`` compares every number bit for bit, which is
+how a restructuring shows it changed nothing on one machine.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import math
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +52,8 @@ VOLATILE_KEYS = frozenset(
 )
 #: Relative tolerance of numbers (see the module docstring).
 RELATIVE = 1e-6
+#: The file of a case's propagated tolerances, beside its golden files.
+TOLERANCES = "tolerances.json"
 EXACT = os.environ.get("EPSSTAR_GOLDEN") == "exact"
 
 Prepare = Callable[[Path], None]
@@ -453,6 +458,21 @@ def write_expected(case: Case, outputs: dict[str, Any]) -> None:
             target.write_text(str(value), encoding="utf-8")
 
 
+def write_tolerances(case: Case, tolerances: dict[str, float]) -> None:
+    """Keep how far each number of ``case`` may move (an empty mapping keeps no file)."""
+    target = EXPECTED / case.name / TOLERANCES
+    if tolerances:
+        target.write_text(json.dumps(tolerances, indent=1, sort_keys=True) + "\n", "utf-8")
+    else:
+        target.unlink(missing_ok=True)
+
+
+def read_tolerances(case: Case) -> dict[str, float]:
+    """How far each number of ``case`` downstream of a float32 model may move, by path."""
+    path = EXPECTED / case.name / TOLERANCES
+    return json.loads(path.read_text("utf-8")) if path.exists() else {}
+
+
 def read_expected(case: Case) -> dict[str, Any]:
     """The golden files of ``case``, as :func:`run_case` returns them."""
     folder = EXPECTED / case.name
@@ -469,18 +489,20 @@ def read_expected(case: Case) -> dict[str, Any]:
 
 # --- comparing -----------------------------------------------------------------------------------
 
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
-def _close(expected: float, found: float) -> bool:
+def close(expected: float, found: float, tolerance: float = 0.0) -> bool:
     if EXACT:
         return expected == found or (math.isnan(expected) and math.isnan(found))
+    if abs(expected - found) <= tolerance:
+        return True
     return math.isclose(expected, found, rel_tol=RELATIVE, abs_tol=1e-12)
 
 
-def _text_numbers_close(expected: str, found: str, last_place: bool) -> bool:
+def text_numbers_close(expected: str, found: str, last_place: bool, tolerance: float) -> bool:
     a, b = float(expected), float(found)
-    if _close(a, b):
+    if close(a, b, tolerance):
         return True
     if EXACT or not last_place:
         return False
@@ -489,41 +511,48 @@ def _text_numbers_close(expected: str, found: str, last_place: bool) -> bool:
     return abs(a - b) <= 10.0**-decimals * 1.0001 and "e" not in expected.lower()
 
 
-def differences(expected: Any, found: Any, where: str = "") -> Iterator[str]:
-    """Where ``found`` differs from ``expected`` (numbers within the tolerance agree)."""
+def differences(
+    expected: Any, found: Any, where: str = "", tolerances: Mapping[str, float] | None = None
+) -> Iterator[str]:
+    """Where ``found`` differs from ``expected`` (numbers within the tolerance agree: the
+    relative one, or the propagated one ``tolerances`` gives by path)."""
+    tolerances = tolerances or {}
     if isinstance(expected, dict) and isinstance(found, dict):
         for key in sorted(set(expected) | set(found)):
             if key not in found or key not in expected:
                 yield f"{where}.{key}: only in {'expected' if key in expected else 'found'}"
                 continue
-            yield from differences(expected[key], found[key], f"{where}.{key}")
+            yield from differences(expected[key], found[key], f"{where}.{key}", tolerances)
     elif isinstance(expected, list) and isinstance(found, list):
         if len(expected) != len(found):
             yield f"{where}: {len(expected)} items expected, {len(found)} found"
             return
         for index, (a, b) in enumerate(zip(expected, found, strict=True)):
-            yield from differences(a, b, f"{where}[{index}]")
+            yield from differences(a, b, f"{where}[{index}]", tolerances)
     elif isinstance(expected, str) and isinstance(found, str):
-        yield from _text_differences(expected, found, where)
+        yield from _text_differences(expected, found, where, tolerances)
     elif isinstance(expected, bool) or isinstance(found, bool) or expected is None:
         if expected != found:
             yield f"{where}: expected {expected!r}, found {found!r}"
     elif isinstance(expected, (int, float)) and isinstance(found, (int, float)):
-        if not _close(float(expected), float(found)):
+        if not close(float(expected), float(found), tolerances.get(where, 0.0)):
             yield f"{where}: expected {expected!r}, found {found!r}"
     elif expected != found:
         yield f"{where}: expected {expected!r}, found {found!r}"
 
 
-def _text_differences(expected: str, found: str, where: str) -> Iterator[str]:
+def _text_differences(
+    expected: str, found: str, where: str, tolerances: Mapping[str, float]
+) -> Iterator[str]:
     """Texts agree when they agree outside their numbers and each number agrees."""
-    parts_a, parts_b = _NUMBER.split(expected), _NUMBER.split(found)
-    numbers_a, numbers_b = _NUMBER.findall(expected), _NUMBER.findall(found)
+    parts_a, parts_b = NUMBER.split(expected), NUMBER.split(found)
+    numbers_a, numbers_b = NUMBER.findall(expected), NUMBER.findall(found)
     if parts_a != parts_b or len(numbers_a) != len(numbers_b):
         yield f"{where}: text differs\n{_first_difference(expected, found)}"
         return
-    for a, b in zip(numbers_a, numbers_b, strict=True):
-        if not _text_numbers_close(a, b, last_place=True):
+    for index, (a, b) in enumerate(zip(numbers_a, numbers_b, strict=True)):
+        tolerance = tolerances.get(f"{where}#{index}", 0.0)
+        if not text_numbers_close(a, b, last_place=True, tolerance=tolerance):
             yield f"{where}: number {a} became {b}"
             return
 

@@ -1,7 +1,9 @@
 """Write the golden outputs again: ``python -m tests.golden.make [CASE ...]``.
 
 Run it only when a change of the outputs is intended, and read the diff of
-``tests/golden/expected/`` before committing it.
+``tests/golden/expected/`` before committing it. Each case is run three times: once for its
+outputs, twice with its float32 models' losses shifted for its tolerances
+(``tests/golden/sensitivity.py``).
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.golden.cases import CASES, run_case, write_expected
+from tests.golden.cases import CASES, run_case, write_expected, write_tolerances
+from tests.golden.sensitivity import tolerances
 
 
 def main(names: list[str]) -> int:
@@ -21,7 +24,11 @@ def main(names: list[str]) -> int:
         return 2
     for case in chosen:
         with tempfile.TemporaryDirectory(prefix="epsstar-golden-") as folder:
-            write_expected(case, run_case(case, Path(folder)))
+            out = Path(folder) / "run"
+            out.mkdir()
+            outputs = run_case(case, out)
+            write_expected(case, outputs)
+            write_tolerances(case, tolerances(case, outputs, Path(folder)))
         print(f"wrote {case.name}")
     return 0
 

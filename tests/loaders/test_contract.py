@@ -11,8 +11,10 @@ import pandas as pd
 import pytest
 
 import epsstar.audit.model.contract
-from epsstar.audit.model.plugins import get_loader
+from epsstar.audit.model.plugins import get_loader, loader_for_path
 from epsstar.loaders.onnx import OnnxLoader
+from tests.fixture_twins import twin_layers
+from tests.numerics import network_tolerance, probability_tolerance
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 
@@ -24,12 +26,32 @@ def table(task: str, part: str) -> tuple[np.ndarray, np.ndarray]:
     return frame[[f"x{i}" for i in range(8)]].to_numpy(dtype=np.float64), frame["label"].to_numpy()
 
 
+def tolerance(path: Path, features: np.ndarray) -> dict[str, float]:
+    """The contract's tolerance for a float32 fixture: a row alone or in chunks is another
+    float32 evaluation of its network (``tests/numerics.py``); the defaults otherwise."""
+    layers = twin_layers(path)
+    if layers is None:
+        return {}
+    loaded = loader_for_path(path)[0].load(path)
+    if getattr(loaded, "input_dtype", None) == "float64":
+        return {}
+    scores = network_tolerance(layers, features)
+    output = loaded.predict(features)  # a TorchScript file knows its output kind after it
+    if loaded.output_kind == "probabilities":
+        scores = probability_tolerance(scores, output, rounded=2)
+    return {"rtol": 0.0, "atol": float(np.max(scores))}
+
+
+@pytest.mark.kernels
 @pytest.mark.parametrize("check", epsstar.audit.model.contract.CHECKS)
 @pytest.mark.models
 def test_builtin_loaders_meet_the_contract(fixture_model: Any, check: str) -> None:
     loader, _ = get_loader({"skops": "sklearn"}.get(fixture_model.format, fixture_model.format))
     features, _ = table(fixture_model.task, "population")
-    checks = dict(epsstar.audit.model.contract.loader_checks(loader, fixture_model.path, features))
+    limits = tolerance(fixture_model.path, features)
+    checks = dict(
+        epsstar.audit.model.contract.loader_checks(loader, fixture_model.path, features, **limits)
+    )
     # A loader that cannot know the output kind before it sees records (no input width, or a
     # scikit-learn model choosing its method) detects it on the first predict().
     checks["model_protocol"]()
@@ -38,7 +60,10 @@ def test_builtin_loaders_meet_the_contract(fixture_model: Any, check: str) -> No
 
 # The one-line form a third party writes for its own loader.
 test_one_line_contract = epsstar.audit.model.contract.loader_contract_test(
-    OnnxLoader(), MODELS / "binary_mlp.onnx", table("binary", "population")[0]
+    OnnxLoader(),
+    MODELS / "binary_mlp.onnx",
+    table("binary", "population")[0],
+    **tolerance(MODELS / "binary_mlp.onnx", table("binary", "population")[0]),
 )
 
 

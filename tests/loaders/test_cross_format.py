@@ -1,12 +1,13 @@
 """The same weights in skops, ONNX and TorchScript give the same predictions and ε*.
 
 The skops models compute in float64; most ONNX and TorchScript files in float32
-(``multiclass_logreg`` is float64 in all three). Predictions agree to ~1e-7 absolute
-(float32 rounding of features, weights and sums), well inside 1e-5. The losses derived
-from them then differ by about 1e-6, and the empirical ε* depends only on how the
-training losses rank among the population losses, so it is identical unless two losses
-from different sets lie within that error of each other; on these fixtures it is
-identical to 1e-6 (in fact exactly).
+(``multiclass_logreg`` is float64 in all three). A float32 file's predictions, losses and
+ε* are compared with the float64 ones within the tolerances their arithmetic allows
+(``tests/numerics.py``: the float32 rounding of features, weights and sums through the
+network's layers, carried to the losses and, by shifting the losses within them, to ε*).
+The empirical ε* depends only on how the training losses rank among the population
+losses, so it sits on a knife's edge: it is compared by its value within that propagated
+tolerance, not by which record attains it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,17 @@ import pytest
 
 import epsstar
 from epsstar.audit.model.plugins import loader_for_path
+from tests.fixture_twins import twin_layers
+from tests.numerics import (
+    logit_loss_tolerance,
+    loss_tolerance,
+    module_tolerance,
+    network_tolerance,
+    probability_tolerance,
+    propagated,
+)
+
+pytestmark = pytest.mark.kernels
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 
@@ -51,20 +63,35 @@ def class_indices(fixture_model: Any, labels: np.ndarray) -> np.ndarray:
     return np.searchsorted(np.asarray(fixture_model.classes), labels)
 
 
-def epsilon(fixture_model: Any) -> float:
-    model = loader_for_path(fixture_model.path)[0].load(fixture_model.path)
-    losses = []
-    for part in ("train", "population"):
-        features, labels = table(fixture_model.task, part)
-        losses.append(
-            epsstar.compute_losses(
-                class_indices(fixture_model, labels),
-                model.predict(features),
-                outputs=model.output_kind,
-            )
-        )
-    result = epsstar.epsilon_star(losses[0], losses[1], delta=DELTA, method="empirical")
-    return float(result.epsilon)
+def empirical_epsilon(train: np.ndarray, population: np.ndarray) -> float:
+    return float(epsstar.epsilon_star(train, population, delta=DELTA, method="empirical").epsilon)
+
+
+def prediction_tolerance(fixture_model: Any, features: np.ndarray, expected: np.ndarray) -> Any:
+    """How far a file's probabilities may lie from the float64 twin's ``expected``: float64
+    formats to rounding, float32 ones as their arithmetic allows."""
+    layers = twin_layers(fixture_model.path)
+    if fixture_model.input_dtype == "float64" or layers is None:
+        return 1e-12
+    logits = network_tolerance(layers, features, against_float64=True)
+    rounded = int(fixture_model.output_kind == "probabilities")  # the file's own sigmoid/softmax
+    return probability_tolerance(logits, expected, rounded=rounded)
+
+
+def losses_tolerance(fixture_model: Any, part: str) -> Any:
+    """Per record, how far a file's losses on ``part`` may lie from its float64 twin's."""
+    layers = twin_layers(fixture_model.path)
+    if fixture_model.input_dtype == "float64" or layers is None:
+        return 1e-12
+    features, _ = table(fixture_model.task, part)
+    logits = network_tolerance(layers, features, against_float64=True)
+    predictions = loaded(fixture_model).predict(features)
+    return loss_tolerance(logits, predictions, fixture_model.output_kind, evaluations=1)
+
+
+@cache
+def loaded(fixture_model: Any) -> Any:
+    return loader_for_path(fixture_model.path)[0].load(fixture_model.path)
 
 
 @pytest.mark.parametrize(
@@ -76,23 +103,21 @@ def test_formats_agree(stem: str, all_models: tuple[Any, ...]) -> None:
     reference = next(f for f in same if f.format == "skops")
     features, _ = table(reference.task, "population")
     expected = probabilities(reference, features)
-    reference_epsilon = epsilon(reference)
+    reference_losses = {part: losses_of(reference, part) for part in ("train", "population")}
+    reference_epsilon = empirical_epsilon(*reference_losses.values())
     assert reference_epsilon > 0.0
     for fixture_model in same:
-        # float64 formats agree to rounding (2.2e-16 seen); float32 graphs and modules to
-        # float32 rounding through two layers (1.4e-7 seen), 70 times below 1e-5; the
-        # empirical Epsilon* depends only on the losses' order, which that leaves alone
-        tolerance = 1e-12 if fixture_model.input_dtype == "float64" else 1e-5
-        np.testing.assert_allclose(
-            probabilities(fixture_model, features),
-            expected,
-            rtol=0,
-            atol=tolerance,
-            err_msg=fixture_model.file,
+        tolerance = prediction_tolerance(fixture_model, features, expected)
+        found = np.abs(probabilities(fixture_model, features) - expected)
+        assert np.all(found <= tolerance), (fixture_model.file, np.max(found - tolerance))
+        moved = propagated(
+            empirical_epsilon,
+            reference_losses["train"],
+            reference_losses["population"],
+            *(losses_tolerance(fixture_model, part) for part in reference_losses),
         )
-        assert epsilon(fixture_model) == pytest.approx(reference_epsilon, abs=1e-6), (
-            fixture_model.file
-        )
+        got = empirical_epsilon(*(losses_of(fixture_model, part) for part in reference_losses))
+        assert abs(got - reference_epsilon) <= moved + 1e-12, (fixture_model.file, moved)
 
 
 @pytest.mark.models(task="multiclass")
@@ -122,9 +147,9 @@ def test_exact_losses_agree_across_formats_and_do_not_saturate(
     stem: str, all_models: tuple[Any, ...]
 ) -> None:
     """skops computes in float64, ONNX and TorchScript mostly in float32; from logits (exposed
-    from the graph, decision_function, or the module's own output) the losses agree to 1e-5
-    relative (1e-5 absolute near 0), never sit at the ±36.04 clip, and the headline
-    Epsilon* of each format is within 0.02 nats of the float64 one."""
+    from the graph, decision_function, or the module's own output) the losses agree within
+    their derived tolerance, never sit at the ±36.04 clip, and the headline Epsilon* of each
+    format is within its propagated tolerance of the float64 one."""
     from epsstar.statistics.losses import MAX_ABS_LOGIT
 
     same = [f for f in all_models if f.file.split(".")[0] in (stem, f"{stem}_torch")]
@@ -136,18 +161,29 @@ def test_exact_losses_agree_across_formats_and_do_not_saturate(
         expected["train"], expected["population"], delta=delta, seed=0
     ).epsilon
     for fixture_model in same:
+        tolerance = {part: losses_tolerance(fixture_model, part) for part in expected}
         got = {part: losses_of(fixture_model, part) for part in ("train", "population")}
         for part in got:
-            np.testing.assert_allclose(
-                got[part], expected[part], rtol=1e-5, atol=1e-5, err_msg=fixture_model.file
-            )
+            found = np.abs(got[part] - expected[part])
+            assert np.all(found <= tolerance[part]), (fixture_model.file, part)
             assert not np.any(np.isclose(np.abs(got[part]), MAX_ABS_LOGIT, rtol=1e-9))
         value = epsstar.epsilon_star(got["train"], got["population"], delta=delta, seed=0).epsilon
-        assert abs(value - headline) <= 0.02, fixture_model.file
+        moved = propagated(
+            lambda train, population: (
+                epsstar.epsilon_star(train, population, delta=delta, seed=0).epsilon
+            ),
+            expected["train"],
+            expected["population"],
+            tolerance["train"],
+            tolerance["population"],
+        )
+        assert abs(value - headline) <= moved + 1e-12, (fixture_model.file, moved)
 
 
 def test_the_digits_cnn_gives_the_same_exact_losses_as_torchscript_and_onnx() -> None:
     """digits_cnn.onnx is torch.onnx's export of the network in digits_cnn.pt."""
+    import torch
+
     kinds = MODELS / "kinds"
     data = np.load(kinds / "digits_population.npz")
     losses = []
@@ -156,6 +192,8 @@ def test_the_digits_cnn_gives_the_same_exact_losses_as_torchscript_and_onnx() ->
         predictions = model.predict(data["X"])
         assert model.output_kind == "logits"
         losses.append(epsstar.compute_losses(data["y"], predictions, outputs="logits"))
-    # torch's and onnxruntime's float32 convolutions round differently: 1.5e-6 apart at
-    # worst; 1e-4 is 70 times that, and a network trained one epoch more differs by 0.6
-    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5, atol=1e-4)
+    # torch's and onnxruntime's float32 convolutions round differently (1.5e-6 apart at
+    # worst here); a network trained one epoch more differs by 0.6
+    network = torch.jit.load(kinds / "digits_cnn.pt")
+    tolerance = logit_loss_tolerance(module_tolerance(network, data["X"]))
+    np.testing.assert_array_less(np.abs(losses[1] - losses[0]), tolerance)

@@ -20,6 +20,7 @@ import pytest
 
 from epsstar.exceptions import InvalidInputError
 from tests.conftest import audit_files
+from tests.numerics import logit_loss_tolerance, module_layers, network_tolerance
 
 mlflow_sklearn = pytest.importorskip("mlflow.sklearn")
 pytest.importorskip("skl2onnx")
@@ -104,6 +105,7 @@ def test_the_onnx_flavour_audits_as_the_onnx_file(built: dict[str, Path]) -> Non
     assert folder.provenance.loader.name == "onnx"
 
 
+@pytest.mark.kernels
 def test_the_pytorch_flavour_reads_its_torch_export_program(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     mlflow_pytorch = pytest.importorskip("mlflow.pytorch")
@@ -135,8 +137,11 @@ def test_the_pytorch_flavour_reads_its_torch_export_program(tmp_path: Path) -> N
         frame.to_csv(tmp_path / f"{role}.csv", index=False)
     paths = {"train": tmp_path / "train.csv", "population": tmp_path / "population.csv"}
     results = [_audit(paths, model, outputs="logits") for model in (folder, onnx_file)]
-    # the same float32 network: losses equal up to float32 rounding of the kernels
-    np.testing.assert_allclose(results[0].train_losses, results[1].train_losses, atol=1e-4)
+    # the same float32 network through torch's and onnxruntime's kernels: two float32
+    # evaluations, the losses within their derived tolerance (tests/numerics.py)
+    logits = network_tolerance(module_layers(network), features[:100].astype(np.float64))
+    found = np.abs(results[0].train_losses - results[1].train_losses)
+    np.testing.assert_array_less(found, logit_loss_tolerance(logits))
     assert results[0].epsilon.epsilon > 0.5  # the network memorised its records
     assert abs(results[0].epsilon.epsilon - results[1].epsilon.epsilon) < 0.02
     assert results[0].provenance.loader.name == "torch-export"

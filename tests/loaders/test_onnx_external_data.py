@@ -13,6 +13,7 @@ from onnx import helper, numpy_helper
 
 from epsstar.exceptions import InputFileError
 from epsstar.loaders.onnx import OnnxLoader
+from tests.numerics import module_layers, network_tolerance
 
 
 def _export(folder: Path, seed: int) -> tuple[Path, torch.nn.Module]:
@@ -44,7 +45,8 @@ def test_weights_come_from_the_models_folder_not_the_working_directory(
     expected_b = network_b(torch.as_tensor(x, dtype=torch.float32)).detach().numpy()
     assert np.abs(expected_a - expected_b).max() > 0.1
     model = OnnxLoader().load(Path(os.path.relpath(model_a)))
-    np.testing.assert_allclose(model.predict(x), expected_a, rtol=1e-5, atol=1e-5)
+    tolerance = network_tolerance(module_layers(network_a), x)  # torch's and onnxruntime's
+    np.testing.assert_array_less(np.abs(model.predict(x) - expected_a), tolerance)
     assert [p.name for p in model.files] == ["model.onnx", "model.onnx.data"]
     assert model.files[1].parent == model_a.parent.resolve()
 

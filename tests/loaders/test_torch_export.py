@@ -20,6 +20,7 @@ import epsstar.audit.model.contract
 from epsstar.audit.model import plugins
 from epsstar.exceptions import InvalidInputError
 from tests.conftest import audit_files
+from tests.numerics import logit_loss_tolerance, module_layers, network_tolerance
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnx")
@@ -75,22 +76,29 @@ def registered() -> Iterator[None]:
         plugins._reset()
 
 
+@pytest.mark.kernels
 def test_the_program_predicts_the_networks_logits_in_any_batch(exported: dict[str, Any]) -> None:
     model = TorchExportLoader().load(exported["paths"]["pt2"])
     assert model.classes == (0, 1)
     features = exported["features"][:77]  # two chunks of 32 and a padded one of 13
     with torch.inference_mode():
         expected = exported["network"](torch.tensor(features, dtype=torch.float32)).numpy()
-    # the same float32 graph on the same rows: equal up to float32 rounding of the sums
-    np.testing.assert_allclose(model.predict(features), expected, rtol=0, atol=1e-6)
+    # the same float32 graph on the same rows in other batches: two float32 evaluations
+    tolerance = network_tolerance(module_layers(exported["network"]), features)
+    np.testing.assert_array_less(np.abs(model.predict(features) - expected), tolerance)
 
 
+@pytest.mark.kernels
 def test_the_loader_keeps_the_contract(exported: dict[str, Any]) -> None:
+    features = exported["features"][:40]
+    # a row alone or in chunks is another float32 evaluation of the same network
+    tolerance = float(network_tolerance(module_layers(exported["network"]), features).max())
     epsstar.audit.model.contract.check_loader(
-        TorchExportLoader(), exported["paths"]["pt2"], exported["features"][:40]
+        TorchExportLoader(), exported["paths"]["pt2"], features, rtol=0, atol=tolerance
     )
 
 
+@pytest.mark.kernels
 def test_epsilon_star_agrees_with_the_onnx_export(
     exported: dict[str, Any], registered: None
 ) -> None:
@@ -102,8 +110,11 @@ def test_epsilon_star_agrees_with_the_onnx_export(
         )
         for kind in ("pt2", "onnx")
     ]
-    # the same float32 network: losses equal up to float32 rounding (onnxruntime's kernels)
-    np.testing.assert_allclose(results[0].train_losses, results[1].train_losses, rtol=0, atol=1e-4)
+    # the same float32 network through torch's and onnxruntime's kernels: two float32
+    # evaluations, the losses within their derived tolerance (tests/numerics.py)
+    logits = network_tolerance(module_layers(exported["network"]), exported["features"][:150])
+    found = np.abs(results[0].train_losses - results[1].train_losses)
+    np.testing.assert_array_less(found, logit_loss_tolerance(logits))
     assert results[0].epsilon.epsilon > 0.5  # the network memorised its records
     assert abs(results[0].epsilon.epsilon - results[1].epsilon.epsilon) < 0.02
     assert results[0].provenance.loader.name == "torch-export"
