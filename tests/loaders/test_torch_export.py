@@ -20,7 +20,12 @@ import epsstar.audit.model.contract
 from epsstar.audit.model import plugins
 from epsstar.exceptions import InvalidInputError
 from tests.conftest import audit_files
-from tests.numerics import logit_loss_tolerance, module_layers, network_tolerance
+from tests.numerics import (
+    logit_loss_tolerance,
+    module_layers,
+    module_tolerance,
+    network_tolerance,
+)
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnx")
@@ -170,6 +175,7 @@ def test_a_custom_operator_is_refused_without_trust(tmp_path: Path) -> None:
     assert TorchExportLoader().load(path, trust=True).predict(np.ones((4, 3))).shape == (4, 3)
 
 
+@pytest.mark.kernels
 def test_arithmetic_on_a_dynamic_batch_loads_without_trust(tmp_path: Path) -> None:
     """A dynamic batch dimension brings Python arithmetic on symbolic sizes (``n * 2``)
     into the graph; it is loaded without trust and runs at every batch size."""
@@ -195,5 +201,6 @@ def test_arithmetic_on_a_dynamic_batch_loads_without_trust(tmp_path: Path) -> No
         features = np.random.default_rng(rows).normal(size=(rows, 4))
         with torch.no_grad():
             expected = network(torch.tensor(features, dtype=torch.float32)).numpy()
-        # the same float32 operations in the same order: the program is the network
-        np.testing.assert_array_equal(model.predict(features), expected)
+        # the same float32 network, perhaps through other kernels or thread splits
+        tolerance = module_tolerance(network, features)
+        assert (np.abs(model.predict(features) - expected) <= tolerance).all()
