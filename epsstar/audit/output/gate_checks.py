@@ -100,6 +100,11 @@ class ModelFigures:
     premise_holds: bool | None
 
     @property
+    def delta_text(self) -> str:
+        """δ to three significant digits, as the command line prints it."""
+        return f"{self.delta:.3g}"
+
+    @property
     def lower_bound_name(self) -> str:
         """``lower bound at 95%``: the bound named with the confidence it was taken at."""
         return f"lower bound at {self.confidence:.0%}"
@@ -112,10 +117,10 @@ class ModelFigures:
         return "holds" if self.premise_holds else "fails"
 
     def line(self) -> str:
-        """One line naming each figure: ``Epsilon* 2.5218 at δ 1e-05, lower bound at 95%
-        1.2000, premise holds``."""
+        """One line naming each figure: ``Epsilon* 2.5218 at δ 0.000261, lower bound at 95%
+        0.2640, premise holds``."""
         return (
-            f"Epsilon* {self.epsilon_star:.4f} at δ {self.delta:g}, {self.lower_bound_name} "
+            f"Epsilon* {self.epsilon_star:.4f} at δ {self.delta_text}, {self.lower_bound_name} "
             f"{self.lower_bound:.4f}, premise {self.premise}"
         )
 

@@ -88,7 +88,9 @@ def add_junit_option(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         default=None,
         help="write the gate's checks as JUnit XML: one test case per model, attack and "
-        "slice checked, and one errored case per model that could not be audited",
+        "slice checked (a passing 'measure' case per model without a limit), each with the "
+        "model's Epsilon*, lower bound and premise, and one errored case per model that "
+        "could not be audited",
     )
 
 
@@ -319,7 +321,7 @@ def _figures_table(run: GatedRun) -> list[str]:
         if len(confidences) > 1:
             bound += f" at {figures.confidence:.0%}"
         lines.append(
-            f"| {_cell(model.model)} | {figures.epsilon_star:.4f} | {figures.delta:g} | "
+            f"| {_cell(model.model)} | {figures.epsilon_star:.4f} | {figures.delta_text} | "
             f"{bound} | {figures.premise} |"
         )
     return [*lines, ""]
