@@ -210,3 +210,17 @@ def test_the_workflow_of_the_docs_runs_through_the_action_and_gates(
     assert f"| {float(given['max-epsilon']):g} | {verdict} |" in summary
     if leaks:
         assert "\n::error file=models/classifier.skops,title=epsstar release gate::" in done.stdout
+
+
+def test_a_limit_that_is_no_number_fails_the_step_in_one_line_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    workspace = _workspace(tmp_path / "workspace", leaks=False)
+    before = sorted(workspace.rglob("*"))
+    done = run_action(workspace, {**FILES, "max-epsilon": "one"})
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert "--max-epsilon" in line
+    assert "'one'" in line
+    assert sorted(workspace.rglob("*")) == before
+    assert not (tmp_path / "summary.md").exists()
