@@ -57,26 +57,30 @@ def test_a_failing_and_an_erroring_model_show_in_junit_and_the_step_summary(
     failure = cases["epsstar.mlp-0"].find("failure")
     assert failure is not None
     report = tmp_path / "reports" / "mlp-0.html"
-    assert failure.get("message") == f"epsilon* 2.5218 above the limit 2; report: {report}"
+    significant = "Epsilon* (counted when the leak test finds a leak)"  # the default rule
+    assert failure.get("message") == f"{significant} 2.5218 above the limit 2; report: {report}"
     assert report.is_file()
-    assert list(cases["epsstar.logreg-0"]) == [cases["epsstar.logreg-0"].find("properties")]
+    logreg = cases["epsstar.logreg-0"]
+    assert list(logreg) == [logreg.find("properties"), logreg.find("system-out")]
     error = cases["epsstar.broken-0"].find("error")
     assert error is not None
     assert "valid ONNX model" in (error.get("message") or "")
 
     text = summary.read_text(encoding="utf-8")
     assert text.startswith("## an earlier step\n### epsstar release gate: FAIL\n")
-    assert "| mlp-0 | attack loss | 2.5218 | 2 | FAIL |" in text
+    assert f"| mlp-0 | attack loss | {significant} | 2.5218 | 2 | FAIL |" in text
+    assert "| model | Epsilon* | δ | lower bound at 95% | premise (blind baseline) |" in text
+    assert "| mlp-0 | 2.5218 |" in text
     assert "| logreg-0 | attack loss | " in text
     assert "| 2 | PASS |" in text
     assert "- broken-0: could not be audited: the model file must be a valid ONNX" in text
 
 
-def test_without_a_limit_only_the_model_that_failed_is_a_case(
+def test_without_a_limit_each_audited_model_passes_as_a_case_that_carries_its_figures(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """No --max-epsilon, no gate: JUnit still reports the model that could not be audited,
-    and no --json is needed."""
+    """No --max-epsilon, no gate: each audited model is one passing ``measure`` case with
+    its figures, the model that could not be audited an error; no --json is needed."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     junit = tmp_path / "junit.xml"
     args = ["audit-many", str(_manifest(tmp_path)), "--jobs", "1", "--quiet"]
@@ -84,4 +88,13 @@ def test_without_a_limit_only_the_model_that_failed_is_a_case(
     assert code == 3
     suite = ElementTree.parse(junit).getroot().find("testsuite")
     assert suite is not None
-    assert (suite.get("tests"), suite.get("errors")) == ("1", "1")
+    counts = tuple(suite.get(key) for key in ("tests", "failures", "errors"))
+    assert counts == ("3", "0", "1")
+    cases = {case.get("classname"): case for case in suite.findall("testcase")}
+    mlp = cases["epsstar.mlp-0"]
+    assert (mlp.get("name"), mlp.find("failure")) == ("measure", None)
+    properties = {p.get("name"): p.get("value") for p in mlp.iter("property")}
+    assert properties["epsilon_star"] == "2.5218"
+    assert float(properties["lower_bound"]) >= 0.0
+    assert properties["lower_bound_confidence"] == "0.95"
+    assert (mlp.findtext("system-out") or "").startswith("Epsilon* 2.5218 at δ ")

@@ -1,6 +1,7 @@
-"""The audit commands of docs/ci.md's GitHub and GitLab jobs and of action.yml, run as
-their CI would run them (bash, the job's variables), on a fixture model that records its
-column names (the CI systems themselves are not run)."""
+"""The audit commands of docs/ci.md's GitHub and GitLab jobs, run as their CI would run
+them (bash, the job's variables), on a fixture model that records its column names (the CI
+systems themselves are not run); and every documented install names a source that serves
+epsstar (action.yml itself: tests/cli/test_action.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -45,18 +47,6 @@ def _gitlab_job() -> tuple[dict[str, str], str]:
     return job["variables"], command
 
 
-def _action_step() -> tuple[dict[str, str], str]:
-    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
-    (step,) = [s for s in action["runs"]["steps"] if s["name"] == "Audit the model"]
-    defaults = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
-    inputs = {**defaults, "model": "m", "train": "t", "population": "p", "label-column": "l"}
-    env = {
-        key: re.sub(r"\$\{\{ inputs\.([\w-]+) \}\}", lambda m: str(inputs[m.group(1)]), value)
-        for key, value in step["env"].items()
-    }
-    return env, step["run"]
-
-
 def _run(script: str, variables: dict[str, str], folder: Path) -> subprocess.CompletedProcess[str]:
     epsstar = shutil.which("epsstar", path=str(Path(sys.executable).parent))
     if epsstar is None:  # pragma: no cover - the console script comes with the install
@@ -74,7 +64,7 @@ def _run(script: str, variables: dict[str, str], folder: Path) -> subprocess.Com
     )
 
 
-@pytest.mark.parametrize("job", [_github_job, _gitlab_job, _action_step])
+@pytest.mark.parametrize("job", [_github_job, _gitlab_job])
 def test_the_documented_audit_step_gates_and_writes_junit(job: Any, tmp_path: Path) -> None:
     variables, script = job()
     assert set(FILES) <= set(variables)  # the job names every file through its variables
@@ -88,3 +78,28 @@ def test_the_documented_audit_step_gates_and_writes_junit(job: Any, tmp_path: Pa
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert summary.startswith("### epsstar release gate: PASS\n\nLimits from `epsstar.toml`.")
     assert (tmp_path / "epsilon-star.json").is_file()
+
+
+#: A pip install of epsstar from its git repository (epsstar is on no registry).
+GIT_INSTALL = re.compile(
+    r'pip install "epsstar\[([\w,]+)\] @ git\+https://github\.com/OWNER/epsstar@TAG"'
+)
+
+
+DOCS = ["README.md", *sorted(str(path.relative_to(ROOT)) for path in (ROOT / "docs").glob("*.md"))]
+#: The docs that show a CI job, which must install epsstar from its repository.
+CI_DOCS = {"docs/ci.md", "docs/release-gate.md"}
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_documented_install_of_epsstar_names_its_git_repository(doc: str) -> None:
+    """No doc installs ``epsstar[...]`` from a registry; each git install asks for extras
+    pyproject.toml declares."""
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    assert not re.search(r'pip install "epsstar\[[\w,]+\]"', text)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    declared = set(project["project"]["optional-dependencies"])
+    for extras in GIT_INSTALL.findall(text):
+        assert set(extras.split(",")) <= declared, extras
+    if doc in CI_DOCS:
+        assert GIT_INSTALL.search(text), doc

@@ -3,12 +3,13 @@ annotations, --warn-only and limits from a reviewed file (issue 29; docs/ci.md).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
 
-from epsstar.audit.output.gate_checks import GateCheck
+from epsstar.audit.output.gate_checks import GateCheck, ModelFigures
 from epsstar.cli.common.pipeline import (
     GatedModel,
     GatedRun,
@@ -23,6 +24,9 @@ MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 FEATURES = "x0,x1,x2,x3,x4,x5,x6,x7"
 
 
+FIGURES = ModelFigures(2.5, 1e-5, 1.25, 0.95, True)
+
+
 def _run(warn_only: bool = False) -> GatedRun:
     checks = (
         GateCheck("m.onnx", "loss", None, "estimate", 2.5, 1.0),
@@ -30,7 +34,9 @@ def _run(warn_only: bool = False) -> GatedRun:
         GateCheck("m.onnx", "loss", "group=a", "estimate", None, 1.0),
     )
     models = (
-        GatedModel("m.onnx", checks, ("50% of rows, 100%: odd",), "r.html", "position"),
+        GatedModel(
+            "m.onnx", checks, ("50% of rows, 100%: odd",), "r.html", "position", figures=FIGURES
+        ),
         GatedModel("broken.onnx", error="cannot be read"),
     )
     return GatedRun(models, warn_only, "epsstar.toml")
@@ -52,7 +58,14 @@ def test_junit_xml_holds_a_case_per_check_and_the_failures_carry_the_numbers() -
     ]
     failure = cases[0].find("failure")
     assert failure is not None
-    assert failure.get("message") == "epsilon* 2.5000 above the limit 1; report: r.html"
+    assert failure.get("message") == "Epsilon* 2.5000 above the limit 1; report: r.html"
+    properties = {p.get("name"): p.get("value") for p in cases[0].iter("property")}
+    assert properties["statistic_name"] == "Epsilon*"
+    assert properties["lower_bound"] == "1.2500"
+    assert properties["premise"] == "holds"
+    assert cases[0].findtext("system-out") == (
+        "Epsilon* 2.5000 at δ 1e-05, lower bound at 95% 1.2500, premise holds"
+    )
     assert failure.text is not None
     assert "warning: 50% of rows" in failure.text
     assert cases[1].find("failure") is None
@@ -65,8 +78,10 @@ def test_junit_xml_holds_a_case_per_check_and_the_failures_carry_the_numbers() -
 def test_the_step_summary_gives_the_verdict_and_a_row_per_check() -> None:
     text = step_summary_markdown(_run())
     assert text.startswith("### epsstar release gate: FAIL\n\nLimits from `epsstar.toml`.")
-    assert "| m.onnx | attack loss | 2.5000 | 1 | FAIL | r.html |" in text
-    assert "| m.onnx | attack loss, slice group=a | – | 1 | SKIPPED | r.html |" in text
+    assert "| model | Epsilon* | δ | lower bound at 95% | premise (blind baseline) |" in text
+    assert "| m.onnx | 2.5000 | 1e-05 | 1.2500 | holds |" in text
+    assert "| m.onnx | attack loss | Epsilon* | 2.5000 | 1 | FAIL | r.html |" in text
+    assert "| m.onnx | attack loss, slice group=a | Epsilon* | – | 1 | SKIPPED | r.html |" in text
     assert "- m.onnx: columns matched by position" in text
     assert "- broken.onnx: could not be audited: cannot be read" in text
     assert step_summary_markdown(_run(warn_only=True)).startswith(
@@ -128,10 +143,14 @@ def test_a_failing_gate_writes_junit_and_the_step_summary_and_annotates(
     root = ElementTree.parse(tmp_path / "junit.xml").getroot()
     failure = root.find("testsuite/testcase/failure")
     assert failure is not None
-    assert failure.get("message") == f"epsilon* 2.5218 above the limit 2; report: {tmp_path}/r.html"
+    significant = "Epsilon* (counted when the leak test finds a leak)"  # the default rule
+    assert failure.get("message") == (
+        f"{significant} 2.5218 above the limit 2; report: {tmp_path}/r.html"
+    )
     text = summary.read_text()
     assert text.startswith("## an earlier step\n### epsstar release gate: FAIL\n")
-    assert "| 2.5218 | 2 | FAIL |" in text
+    assert f"| {significant} | 2.5218 | 2 | FAIL |" in text
+    assert "| model | Epsilon* | δ | lower bound at 95% | premise (blind baseline) |" in text
 
     # warn-only: the same outputs, a warning annotation, and exit 0
     code, out, _ = invoke([*args, "--warn-only"], capsys)
@@ -141,6 +160,36 @@ def test_a_failing_gate_writes_junit_and_the_step_summary_and_annotates(
         "::warning"
     ]
     assert summary.read_text().count("FAIL (warn-only: the job goes on)") == 1
+
+
+def test_without_a_limit_the_figures_pass_as_one_measured_case_and_fill_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No --max-epsilon and no file of limits: exit 0, one passing JUnit case that carries
+    Epsilon*, the lower bound and the premise, and the same figures in the job summary."""
+    monkeypatch.chdir(tmp_path)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    code, _, err = invoke(_audit_args(tmp_path, "--features", FEATURES), capsys)
+    assert code == 0, err
+    audit = json.loads((tmp_path / "audit.json").read_text())
+    root = ElementTree.parse(tmp_path / "junit.xml").getroot()
+    assert root.get("tests") == "1"
+    assert root.get("failures") == "0"
+    (case,) = root.iter("testcase")
+    assert case.get("name") == "measure"
+    assert list(case) == [case.find("properties"), case.find("system-out")]
+    properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert float(properties["epsilon_star"]) == pytest.approx(audit["epsilon_star"], abs=1e-4)
+    assert float(properties["lower_bound"]) == pytest.approx(audit["epsilon_lower_bound"], abs=1e-4)
+    premise = {True: "holds", False: "fails", None: "not checked"}[audit["premise_holds"]]
+    assert properties["premise"] == premise
+    assert f"Epsilon* {audit['epsilon_star']:.4f}" in (case.findtext("system-out") or "")
+    text = summary.read_text()
+    assert text.startswith("### epsstar release gate: NO GATE (no limit:")
+    row = f"| {MODELS / 'multiclass_mlp.onnx'} | {audit['epsilon_star']:.4f} |"
+    assert row in text
+    assert f"| {audit['epsilon_lower_bound']:.4f} | {premise} |" in text
 
 
 def test_a_limit_from_the_file_alone_refuses_columns_matched_by_position(

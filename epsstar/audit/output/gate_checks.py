@@ -14,7 +14,8 @@ under the audit's ``--gate`` rule):
 
 An audit whose inputs drew a warning that can hide a leak (``gate_blocked``) fails every
 check, whatever the statistic. These records feed the pipeline outputs (JUnit XML, the
-step summary, workflow annotations) and the exit code.
+step summary, workflow annotations) and the exit code. :class:`ModelFigures` holds what
+those outputs show of every audited model, gated or not.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from epsstar.audit.output.slice_result import SliceResult, SliceRow
 from epsstar.statistics.bounds.gate import GateStatistic
 from epsstar.statistics.names import GateRule
 
-__all__ = ["GateCheck", "gate_checks"]
+__all__ = ["GateCheck", "ModelFigures", "gate_checks", "model_figures"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,16 +70,67 @@ class GateCheck:
             return "SKIPPED"
         return "PASS" if self.passed else "FAIL"
 
+    @property
+    def statistic_name(self) -> str:
+        """What the check compares with its limit (``Epsilon*``, ``the lower bound``, ...)."""
+        return _STATISTIC[self.rule]
+
     def explanation(self) -> str:
         """One line: what was compared with what, and why it failed if it did."""
         statistic = "no estimate" if self.statistic is None else f"{self.statistic:.4f}"
         line = (
-            f"{self.model}, {self.name}: {_STATISTIC[self.rule]} {statistic} against the "
+            f"{self.model}, {self.name}: {self.statistic_name} {statistic} against the "
             f"limit {self.limit:g} ({self.verdict})"
         )
         if self.blocked and self.statistic is not None:
             line += "; the inputs drew a warning that can hide a leak: " + self.blocked[0]
         return line
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFigures:
+    """What the pipeline outputs show of one audited model, with a limit or without:
+    Epsilon* at its δ, the held-out lower bound at its confidence, and the premise's
+    verdict (``None``: the blind baseline did not run)."""
+
+    epsilon_star: float
+    delta: float
+    lower_bound: float
+    confidence: float
+    premise_holds: bool | None
+
+    @property
+    def delta_text(self) -> str:
+        """δ to three significant digits, as the command line prints it."""
+        return f"{self.delta:.3g}"
+
+    @property
+    def lower_bound_name(self) -> str:
+        """``lower bound at 95%``: the bound named with the confidence it was taken at."""
+        return f"lower bound at {self.confidence:.0%}"
+
+    @property
+    def premise(self) -> str:
+        """The premise's verdict in words."""
+        if self.premise_holds is None:
+            return "not checked"
+        return "holds" if self.premise_holds else "fails"
+
+    def line(self) -> str:
+        """One line naming each figure: ``Epsilon* 2.5218 at δ 0.000261, lower bound at 95%
+        0.2640, premise holds``."""
+        return (
+            f"Epsilon* {self.epsilon_star:.4f} at δ {self.delta_text}, {self.lower_bound_name} "
+            f"{self.lower_bound:.4f}, premise {self.premise}"
+        )
+
+
+def model_figures(result: AuditResult) -> ModelFigures:
+    """The figures of ``result`` the pipeline outputs show."""
+    bound = result.lower_bound
+    return ModelFigures(
+        result.epsilon_star, result.delta, bound.epsilon, bound.confidence, result.premise_holds
+    )
 
 
 _STATISTIC: dict[GateRule, str] = {

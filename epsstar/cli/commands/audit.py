@@ -660,7 +660,7 @@ def run(args: argparse.Namespace) -> int:
 
 def gated_run(result: AuditResult, limits: Limits, model: str, report: str | None) -> GatedRun:
     """The gate's checks of one audit, as the pipeline outputs render them."""
-    from epsstar.audit.output.gate_checks import gate_checks
+    from epsstar.audit.output.gate_checks import gate_checks, model_figures
 
     provenance = result.provenance
     gated = GatedModel(
@@ -669,6 +669,7 @@ def gated_run(result: AuditResult, limits: Limits, model: str, report: str | Non
         result.warnings,
         report,
         None if provenance is None else provenance.columns.source,
+        figures=model_figures(result),
     )
     return GatedRun((gated,), limits.warn_only, limits.source)
 

@@ -63,7 +63,7 @@ def gated_models(
 ) -> GatedRun:
     """Every model's checks against ``limits`` (none where no limit applies), its warnings,
     its report, and the error of a model that could not be audited."""
-    from epsstar.audit.output.gate_checks import gate_checks
+    from epsstar.audit.output.gate_checks import gate_checks, model_figures
 
     models = []
     for record in records:
@@ -79,6 +79,7 @@ def gated_models(
                 None if record.report is None else str(record.report),
                 None if provenance is None else provenance.columns.source,
                 record.error,
+                None if result is None else model_figures(result),
             )
         )
     return GatedRun(tuple(models), limits.warn_only, limits.source, command="audit-many")

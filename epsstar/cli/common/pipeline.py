@@ -5,11 +5,15 @@ Pipelines read test reports, not standard error. One :class:`GatedRun` holds the
 every model a command audited (:mod:`epsstar.audit.output.gate_checks`) and renders them:
 
 * ``--junit-xml PATH``: one ``<testcase>`` per model, attack and slice the gate checks; a
-  failure's message carries the statistic, the limit and the report's path; a model that
-  could not be audited is an ``<error>``; a slice too small to estimate is ``<skipped>``
-  (the JUnit XML schema of Jenkins' and GitLab's readers: ``testsuites`` → ``testsuite``
-  → ``testcase`` with ``failure``/``error``/``skipped`` children);
-* when ``GITHUB_STEP_SUMMARY`` names a file, a markdown table appended to it;
+  failure's message names the statistic and carries it, the limit and the report's path; a
+  model that could not be audited is an ``<error>``; a slice too small to estimate is
+  ``<skipped>``; a model audited without any limit is one passing ``measure`` case; every
+  case of an audited model carries its figures (:class:`ModelFigures`) as properties and in
+  ``<system-out>`` (the JUnit XML schema of Jenkins' and GitLab's readers: ``testsuites`` →
+  ``testsuite`` → ``testcase`` with ``properties``, ``failure``/``error``/``skipped`` and
+  ``system-out`` children);
+* when ``GITHUB_STEP_SUMMARY`` names a file, markdown appended to it: the verdict, a table
+  of every audited model's figures, gated or not, and a table of the checks;
 * under ``GITHUB_ACTIONS=true``, one ``::error`` line per failed check (``::warning`` with
   ``--warn-only``) and one ``::warning`` per warning about the inputs, in GitHub's
   workflow-command syntax with its escapes (``%``, CR, LF; and ``:``, ``,`` in properties),
@@ -39,7 +43,7 @@ from epsstar.audit.output.xml_text import xml_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.data.configs.limits import Limits
-    from epsstar.audit.output.gate_checks import GateCheck
+    from epsstar.audit.output.gate_checks import GateCheck, ModelFigures
 
 __all__ = [
     "GatedModel",
@@ -84,7 +88,9 @@ def add_junit_option(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         default=None,
         help="write the gate's checks as JUnit XML: one test case per model, attack and "
-        "slice checked, and one errored case per model that could not be audited",
+        "slice checked (a passing 'measure' case per model without a limit), each with the "
+        "model's Epsilon*, lower bound and premise, and one errored case per model that "
+        "could not be audited",
     )
 
 
@@ -112,7 +118,8 @@ def limits_option(args: argparse.Namespace) -> Limits:
 @dataclass(frozen=True, slots=True)
 class GatedModel:
     """One model's checks, the warnings about its inputs, its report and how its columns
-    were matched; ``error`` when it could not be audited (``audit-many``)."""
+    were matched; ``error`` when it could not be audited (``audit-many``); ``figures``
+    what its audit measured (``None``: not audited)."""
 
     model: str
     checks: tuple[GateCheck, ...] = ()
@@ -120,6 +127,7 @@ class GatedModel:
     report: str | None = None
     columns_from: str | None = None
     error: str | None = None
+    figures: ModelFigures | None = None
 
     @property
     def failed(self) -> bool:
@@ -159,25 +167,52 @@ def _failure_text(check: GateCheck, model: GatedModel) -> str:
     return "\n".join(lines)
 
 
+#: The name of the passing case of a model audited without any limit.
+MEASURE_CASE = "measure"
+
+
+def _figure_properties(figures: ModelFigures | None) -> list[tuple[str, str]]:
+    if figures is None:
+        return []
+    return [
+        ("epsilon_star", f"{figures.epsilon_star:.4f}"),
+        ("delta", f"{figures.delta:g}"),
+        ("lower_bound", f"{figures.lower_bound:.4f}"),
+        ("lower_bound_confidence", f"{figures.confidence:g}"),
+        ("premise", figures.premise),
+    ]
+
+
+def _model_case(
+    suite: ElementTree.Element, model: GatedModel, name: str, properties: list[tuple[str, str]]
+) -> ElementTree.Element:
+    """A ``<testcase>`` of ``model`` with its properties and figures."""
+    case = ElementTree.SubElement(suite, "testcase", classname=f"epsstar.{model.model}", name=name)
+    listed = ElementTree.SubElement(case, "properties")
+    for key, value in [*properties, *_figure_properties(model.figures)]:
+        ElementTree.SubElement(listed, "property", name=key, value=value)
+    return case
+
+
+def _system_out(case: ElementTree.Element, model: GatedModel) -> None:
+    if model.figures is not None:
+        ElementTree.SubElement(case, "system-out").text = model.figures.line()
+
+
 def _case(suite: ElementTree.Element, check: GateCheck, model: GatedModel) -> None:
-    case = ElementTree.SubElement(
-        suite, "testcase", classname=f"epsstar.{model.model}", name=check.name
-    )
     statistic = "none" if check.statistic is None else f"{check.statistic:.4f}"
-    ElementTree.SubElement(case, "properties")
-    properties = case.find("properties")
-    assert properties is not None
-    for name, value in (
+    properties = [
         ("statistic", statistic),
+        ("statistic_name", check.statistic_name),
         ("limit", f"{check.limit:g}"),
         ("rule", check.rule),
         ("report", model.report or ""),
-    ):
-        ElementTree.SubElement(properties, "property", name=name, value=value)
+    ]
+    case = _model_case(suite, model, check.name, properties)
     if check.skipped:
         ElementTree.SubElement(case, "skipped", message=f"{check.name}: too few records")
     elif not check.passed:
-        message = f"epsilon* {statistic} above the limit {check.limit:g}"
+        message = f"{check.statistic_name} {statistic} above the limit {check.limit:g}"
         if check.blocked:
             message = (
                 f"the inputs drew a warning that can hide a leak ({statistic}, "
@@ -187,6 +222,7 @@ def _case(suite: ElementTree.Element, check: GateCheck, model: GatedModel) -> No
             message += f"; report: {model.report}"
         failure = ElementTree.SubElement(case, "failure", message=message, type="EpsilonStar")
         failure.text = _failure_text(check, model)
+    _system_out(case, model)
 
 
 def junit_text(run: GatedRun) -> str:
@@ -203,6 +239,9 @@ def junit_text(run: GatedRun) -> str:
             continue
         for check in model.checks:
             _case(suite, check, model)
+        if not model.checks:  # no limit applies: the figures pass as measured
+            case = _model_case(suite, model, MEASURE_CASE, [("report", model.report or "")])
+            _system_out(case, model)
     cases = suite.findall("testcase")
     counts = {
         "tests": len(cases),
@@ -234,7 +273,7 @@ def step_summary_markdown(run: GatedRun) -> str:
     """A markdown section for GitHub's job summary: the verdict, a table of the checks, the
     models that could not be audited and the warnings about the inputs."""
     if not run.gated and not any(model.error for model in run.models):
-        verdict = "NO GATE"
+        verdict = "NO GATE (no limit: the figures are measured, not checked)"
     elif run.failed or any(model.error for model in run.models):
         verdict = "FAIL (warn-only: the job goes on)" if run.warn_only else "FAIL"
     else:
@@ -242,17 +281,18 @@ def step_summary_markdown(run: GatedRun) -> str:
     lines = [f"### epsstar release gate: {verdict}", ""]
     if run.limits_source is not None:
         lines += [f"Limits from `{run.limits_source}`.", ""]
+    lines += _figures_table(run)
     if run.checks:
         lines += [
-            "| model | check | statistic | limit | verdict | report |",
-            "|---|---|---|---|---|---|",
+            "| model | check | statistic | value | limit | verdict | report |",
+            "|---|---|---|---|---|---|---|",
         ]
         for model in run.models:
             for check in model.checks:
                 value = "–" if check.statistic is None else f"{check.statistic:.4f}"
                 lines.append(
-                    f"| {_cell(model.model)} | {_cell(check.name)} | {value} | "
-                    f"{check.limit:g} | {check.verdict} | {_cell(model.report or '')} |"
+                    f"| {_cell(model.model)} | {_cell(check.name)} | {check.statistic_name} | "
+                    f"{value} | {check.limit:g} | {check.verdict} | {_cell(model.report or '')} |"
                 )
         lines.append("")
     for model in run.models:
@@ -262,6 +302,29 @@ def step_summary_markdown(run: GatedRun) -> str:
             lines.append(f"- {_cell(model.model)}: could not be audited: {_cell(model.error)}")
         lines += [f"- {_cell(model.model)}: warning: {_cell(line)}" for line in model.warnings]
     return xml_text("\n".join(lines).rstrip() + "\n\n")
+
+
+def _figures_table(run: GatedRun) -> list[str]:
+    """A row per audited model: Epsilon*, the lower bound and the premise's verdict; the
+    bound's confidence in the header when every model shares it, else in each cell."""
+    measured = [(model, model.figures) for model in run.models if model.figures is not None]
+    if not measured:
+        return []
+    confidences = {figures.confidence for _, figures in measured}
+    shared = measured[0][1].lower_bound_name if len(confidences) == 1 else "lower bound"
+    lines = [
+        f"| model | Epsilon* | δ | {shared} | premise (blind baseline) |",
+        "|---|---|---|---|---|",
+    ]
+    for model, figures in measured:
+        bound = f"{figures.lower_bound:.4f}"
+        if len(confidences) > 1:
+            bound += f" at {figures.confidence:.0%}"
+        lines.append(
+            f"| {_cell(model.model)} | {figures.epsilon_star:.4f} | {figures.delta_text} | "
+            f"{bound} | {figures.premise} |"
+        )
+    return [*lines, ""]
 
 
 @dataclass(frozen=True, slots=True)
