@@ -334,12 +334,13 @@ def estimator_name(result: EpsilonStarResult) -> str:
     return result.method + (f", {result.family}" if result.family else "")
 
 
-def _noise_mark(above: bool, beyond: bool) -> str:
-    """``*`` for an observed value above its allowed one by no more than noise, ``**`` beyond."""
-    return "**" if beyond else "*" if above else ""
+def _with_reason(text: str, reason: str) -> str:
+    """``text`` with why it disagrees with the number beside it, where it does."""
+    return f"{text} ({reason})" if reason else text
 
 
 def _reading_lines(result: AuditResult) -> list[str]:
+    from epsstar.audit.output.side_by_side import advantage_reason, tpr_reason
     from epsstar.statistics.readings.noise import reading_noise
 
     readings = result.readings
@@ -351,42 +352,38 @@ def _reading_lines(result: AuditResult) -> list[str]:
         epsilon=result.epsilon_star,
         delta=result.delta,
     )
-    mark = _noise_mark(noise.advantage_above, noise.advantage_beyond_noise)
+    reason = advantage_reason(noise)
+    allowed = f"allowed {readings.advantage_bound:.4f}" + (f": {reason}" if reason else "")
     lines = [
         f"  at (Epsilon*, delta) an attacker's posterior belief in membership can reach "
         f"{readings.posterior_belief_bound:.1%}; membership advantage observed "
-        f"{readings.advantage_observed:.4f}{mark} (allowed {readings.advantage_bound:.4f})"
+        f"{readings.advantage_observed:.4f} ({allowed})"
     ]
     for index, reading in enumerate(readings.tpr_at_fpr):
         fitted = reading.tpr_fitted
-        mark = _noise_mark(noise.tpr_above[index], noise.tpr_beyond_noise[index])
         lines.append(
-            f"  TPR at {reading.fpr:.1%} FPR: observed {reading.tpr_observed:.4f}{mark}"
-            + (f", fitted {fitted:.4f}" if fitted is not None and math.isfinite(fitted) else "")
-            + f", allowed {reading.tpr_bound:.4f}"
-        )
-    if noise.any_within_noise:
-        lines.append(
-            "  * observed values are sample estimates: above the allowed value by no more than "
-            f"sampling noise at {noise.confidence:.0%} (an advantage up to "
-            f"{noise.advantage_noise:.4f} arises by chance at these sizes)"
-        )
-    if noise.any_beyond_noise:
-        lines.append(
-            "  ** above the allowed value beyond sampling noise: this test shows more than "
-            "(Epsilon*, delta) accounts for; read the lower bound and the leak test"
+            _with_reason(
+                f"  TPR at {reading.fpr:.1%} FPR: observed {reading.tpr_observed:.4f}"
+                + (f", fitted {fitted:.4f}" if fitted is not None and math.isfinite(fitted) else "")
+                + f", allowed {reading.tpr_bound:.4f}",
+                tpr_reason(noise, index),
+            )
         )
     return lines
 
 
-def _note_lines(result: EpsilonStarResult) -> list[str]:
+def _note_lines(result: AuditResult) -> list[str]:
+    from epsstar.audit.output.side_by_side import gate_level_reason
+
+    estimate = result.epsilon
     lines = []
-    if result.poor_fit:
+    if estimate.poor_fit:
         lines.append("  warning: a goodness-of-fit test rejected a fitted distribution")
-    if result.note:
-        lines.append(f"  note: {result.note}")
-    if result.tail_extrapolated:
-        lines.append(extrapolation_note(result.unsupported_rates))
+    if estimate.note:
+        level = gate_level_reason(result) if estimate.leak_test is not None else ""
+        lines.append(f"  note: {estimate.note}" + (f"; {level}" if level else ""))
+    if estimate.tail_extrapolated:
+        lines.append(extrapolation_note(estimate.unsupported_rates))
     return lines
 
 
@@ -476,16 +473,11 @@ def _untested_headline(result: AuditResult) -> str:
 
 def _empirical_text(result: AuditResult) -> str:
     """The empirical Epsilon*, with why it differs from the headline where it does."""
-    value = result.empirical.epsilon
-    text = f"empirical Epsilon* {value:.4f}"
-    if f"{value:.4f}" == f"{result.epsilon_star:.4f}":
-        return text
-    if value > result.epsilon_star:
-        return (
-            f"{text} (the plain maximum over every threshold, neither cross-fitted nor "
-            "tested: it keeps the selection noise the headline removes)"
-        )
-    return f"{text} (observed rates only: no rate beyond one record's worth)"
+    from epsstar.audit.output.side_by_side import empirical_reason
+
+    return _with_reason(
+        f"empirical Epsilon* {result.empirical.epsilon:.4f}", empirical_reason(result)
+    )
 
 
 def _summarised_lines(result: AuditResult) -> list[str]:
@@ -559,7 +551,7 @@ def format_summary(result: AuditResult) -> str:
             f"  utility on population data: accuracy {utility.accuracy:.4f}{shown_auroc} "
             f"({utility.n:,} rows); training rows {result.epsilon.n_train:,}",
             *_summarised_lines(result),
-            *_note_lines(result.epsilon),
+            *_note_lines(result),
             f"  model sha256 {provenance.model_sha256[:16]}..., loader {loader.name} "
             f"({loader.distribution} {loader.version})",
         ]
@@ -675,12 +667,14 @@ def gated_run(result: AuditResult, limits: Limits, model: str, report: str | Non
 
 def _check_lines(run: GatedRun) -> list[str]:
     """The checks beyond the headline gate (limits per attack or slice), and warn-only."""
+    from epsstar.audit.output.side_by_side import count_of
+
     lines = []
     checks = run.checks
     failed = [check for check in checks if not check.passed]
     if (len(checks) > 1 and failed) or (checks and run.limits_source is not None):
         source = run.limits_source or "--max-epsilon"
-        lines.append(f"  limits ({source}): {len(checks)} checks, {len(failed)} failed")
+        lines.append(f"  limits ({source}): {count_of(len(checks), 'check')}, {len(failed)} failed")
         lines += [f"    {check.explanation()}" for check in failed]
     if run.warn_only and run.failed:
         lines.append("  warn-only: the gate failed; the exit code is 0")
