@@ -79,7 +79,8 @@ def premise_reason(baseline: BlindBaseline) -> str:
         return ""
     flagged = [test.name for test in baseline.tests if test.flagged]
     if flagged:
-        return f"flagged by the {', '.join(flagged)} test{'' if len(flagged) == 1 else 's'}"
+        named = " and ".join([", ".join(flagged[:-1]), flagged[-1]] if flagged[:-1] else flagged)
+        return f"flagged by the {named} test{'' if len(flagged) == 1 else 's'}"
     if not baseline.tests:
         return lower_bound_rule(baseline.epsilon.epsilon, bound)
     count = len(baseline.tests)
