@@ -365,7 +365,7 @@ class SmallestSupported:
 @dataclass(frozen=True, slots=True)
 class Reasons:
     """Why numbers shown side by side differ, each ``""`` where they agree
-    (:mod:`epsstar.audit.output.side_by_side`), and whether the headline came from a fit."""
+    (:mod:`epsstar.audit.side_by_side`), and whether the headline came from a fit."""
 
     empirical: str
     premise: str
@@ -376,7 +376,7 @@ class Reasons:
 
 
 def _reasons(result: AuditResult, noise: ReadingNoise | None) -> Reasons:
-    from epsstar.audit.output import side_by_side as why
+    from epsstar.audit import side_by_side as why
 
     baseline = result.blind_baseline
     estimate = result.epsilon

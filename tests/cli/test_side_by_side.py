@@ -93,7 +93,7 @@ def test_an_observed_advantage_above_0_allowed_says_it_is_noise_in_the_same_line
     line = tested.line("at (Epsilon*, delta)")
     observed, allowed = re.findall(r"observed (\d\.\d{4}) \(allowed (\d\.\d{4})", line)[0]
     assert float(observed) > float(allowed)
-    assert "above it by no more than sampling noise at 95% (an advantage up to" in line
+    assert "above it by no more than sampling noise at 95%, where an advantage up to" in line
     assert "by no more than sampling noise at 95%" in tested.element("advantage-reason")
 
 

@@ -340,7 +340,7 @@ def _with_reason(text: str, reason: str) -> str:
 
 
 def _reading_lines(result: AuditResult) -> list[str]:
-    from epsstar.audit.output.side_by_side import advantage_reason, tpr_reason
+    from epsstar.audit.side_by_side import advantage_reason, tpr_reason
     from epsstar.statistics.readings.noise import reading_noise
 
     readings = result.readings
@@ -373,7 +373,7 @@ def _reading_lines(result: AuditResult) -> list[str]:
 
 
 def _note_lines(result: AuditResult) -> list[str]:
-    from epsstar.audit.output.side_by_side import gate_level_reason
+    from epsstar.audit.side_by_side import gate_level_reason
 
     estimate = result.epsilon
     lines = []
@@ -473,7 +473,7 @@ def _untested_headline(result: AuditResult) -> str:
 
 def _empirical_text(result: AuditResult) -> str:
     """The empirical Epsilon*, with why it differs from the headline where it does."""
-    from epsstar.audit.output.side_by_side import empirical_reason
+    from epsstar.audit.side_by_side import empirical_reason
 
     return _with_reason(
         f"empirical Epsilon* {result.empirical.epsilon:.4f}", empirical_reason(result)
@@ -667,7 +667,7 @@ def gated_run(result: AuditResult, limits: Limits, model: str, report: str | Non
 
 def _check_lines(run: GatedRun) -> list[str]:
     """The checks beyond the headline gate (limits per attack or slice), and warn-only."""
-    from epsstar.audit.output.side_by_side import count_of
+    from epsstar.audit.side_by_side import count_of
 
     lines = []
     checks = run.checks

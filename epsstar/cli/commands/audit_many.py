@@ -176,7 +176,7 @@ def _stage_reports(files: RunFiles, folder: str, entries: list[ManifestEntry]) -
 def _print_summary(args: argparse.Namespace, records: list[ModelAudit], gated: GatedRun) -> None:
     """The table and the totals; each failure once (on its progress line, or here if --quiet)."""
     from epsstar.audit.many import summarise
-    from epsstar.audit.output.side_by_side import count_of
+    from epsstar.audit.side_by_side import count_of
 
     print(_table(summarise(records)))
     failed = [r for r in records if r.failed]

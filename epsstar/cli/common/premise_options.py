@@ -102,7 +102,7 @@ def premise_blocks_gate(result: AuditResult, accepted: bool) -> bool:
 
 def _blind_lines(result: AuditResult) -> list[str]:
     from epsstar.audit.output.premise_result import PREMISE_WARNING
-    from epsstar.audit.output.side_by_side import premise_reason
+    from epsstar.audit.side_by_side import premise_reason
 
     baseline = result.blind_baseline
     if baseline is None:

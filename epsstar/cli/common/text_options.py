@@ -138,7 +138,7 @@ def text_lines(result: AuditResult) -> list[str]:
         )
     baseline = text.blind_baseline
     if baseline is not None:
-        from epsstar.audit.output.side_by_side import lower_bound_rule
+        from epsstar.audit.side_by_side import lower_bound_rule
 
         verdict = "holds" if baseline.premise_holds else "FAILS"
         lines.append(

@@ -119,8 +119,8 @@ def advantage_reason(noise: ReadingNoise | None) -> str:
     if noise.advantage_beyond_noise:
         return BEYOND_NOISE
     return (
-        f"{WITHIN_NOISE} at {_percent(noise.confidence)} (an advantage up to "
-        f"{noise.advantage_noise:.4f} arises by chance at these sizes)"
+        f"{WITHIN_NOISE} at {_percent(noise.confidence)}, where an advantage up to "
+        f"{noise.advantage_noise:.4f} arises by chance at these sizes"
     )
 
 
@@ -132,9 +132,9 @@ def tpr_reason(noise: ReadingNoise | None, index: int) -> str:
     if noise.tpr_beyond_noise[index]:
         return BEYOND_NOISE
     return (
-        f"{WITHIN_NOISE} at {_percent(noise.confidence)} (its lower limit "
+        f"{WITHIN_NOISE} at {_percent(noise.confidence)}: its lower limit "
         f"{noise.tpr_lower_limits[index]:.4f} is within the "
-        f"{noise.tpr_allowed_at_limit[index]:.4f} allowed at its FPR's upper limit)"
+        f"{noise.tpr_allowed_at_limit[index]:.4f} allowed at its FPR's upper limit"
     )
 
 
