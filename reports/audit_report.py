@@ -372,6 +372,7 @@ class Reasons:
     advantage: str
     tpr: tuple[str, ...]
     gate_level: str
+    untested_headline: str
     fitted_headline: bool
 
 
@@ -386,6 +387,7 @@ def _reasons(result: AuditResult, noise: ReadingNoise | None) -> Reasons:
         advantage=why.advantage_reason(noise),
         tpr=tuple(why.tpr_reason(noise, index) for index in range(len(result.readings.tpr_at_fpr))),
         gate_level="" if estimate.leak_test is None else why.gate_level_reason(result),
+        untested_headline=why.untested_headline_reason(result),
         fitted_headline=why.fitted_headline(estimate),
     )
 

@@ -28,6 +28,7 @@ __all__ = [
     "lower_bound_rule",
     "premise_reason",
     "tpr_reason",
+    "untested_headline_reason",
 ]
 
 #: An observed reading above its allowed value by no more than sampling noise.
@@ -147,3 +148,24 @@ def gate_level_reason(result: AuditResult) -> str:
         return ""
     tests = "the leak test" if gate.n_tests == 1 else f"each of {gate.n_tests} attacks' leak tests"
     return f"the gate reads {tests} at level {gate.level:.3g}"
+
+
+def untested_headline_reason(result: AuditResult) -> str:
+    """Why a headline above 0 stands beside a gate's leak test that finds no leak (``""``
+    where it does not): a gate over several attacks reads each test at a stricter level
+    (Bonferroni), or the headline's method is not held to the test (only the tested
+    methods, the default among them, are)."""
+    gate = result.gate
+    if gate is None or gate.leak_found or not result.epsilon_star > 0:
+        return ""
+    own = result.epsilon.leak_test
+    if own is not None:
+        return (
+            f"the headline's own leak test (p = {own.p_value:.3g}) finds a leak at level "
+            f"{1 - result.lower_bound.confidence:.3g}, the gate's over {gate.n_tests} attacks "
+            f"reads each at {gate.level:.3g}"
+        )
+    return (
+        f"the {result.epsilon.method} estimate is not held to this test (the tested methods, "
+        "the default among them, report 0 without a leak found)"
+    )

@@ -126,3 +126,18 @@ def test_a_failed_premise_names_the_test_that_flags_it(tmp_path: Path) -> None:
     line = run.line("blind baseline")
     assert re.search(r"premise FAILS: flagged by the [a-z ,-]+ tests?$", line)
     assert "Flagged by the blind lower bound" in run.element("premise-reason")
+
+
+def test_the_summary_and_the_report_give_one_reason_beside_a_leak_test_finding_none(
+    tmp_path: Path,
+) -> None:
+    run = _run(
+        tmp_path,
+        MODELS / "binary_population.csv",
+        *("--method", "empirical", "--max-epsilon", "5"),
+    )
+    line = run.line("gate (")
+    assert "finds no leak at level 0.05; " in line
+    reason = line.split("finds no leak at level 0.05; ", 1)[1]
+    assert reason.startswith("the empirical estimate is not held to this test")
+    assert run.element("leak-test").endswith(f"; {reason}")

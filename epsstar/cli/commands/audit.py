@@ -451,24 +451,11 @@ def _gate_lines(result: AuditResult) -> list[str]:
 
 
 def _untested_headline(result: AuditResult) -> str:
-    """Why a headline above 0 stands beside a leak test that finds no leak: its method is
-    not held to the test (only the tested methods, the default among them, are)."""
-    statistic = result.gate
-    if statistic is None or statistic.leak_found or not result.epsilon_star > 0:
-        return ""
-    own = result.epsilon.leak_test
-    if own is not None:
-        # A tested headline above 0 found its leak at one test's level; the gate over
-        # several attacks reads each at a stricter one (Bonferroni).
-        return (
-            f"; the headline's own leak test (p = {own.p_value:.3g}) finds a leak at level "
-            f"{1 - result.lower_bound.confidence:.3g}, the gate's over {statistic.n_tests} "
-            f"attacks reads each at {statistic.level:.3g}"
-        )
-    return (
-        f"; the {result.epsilon.method} estimate above is not held to this test (the "
-        "tested methods, the default among them, report 0 without a leak found)"
-    )
+    """``; why`` a headline above 0 stands beside a leak test that finds no leak, if it does."""
+    from epsstar.audit.side_by_side import untested_headline_reason
+
+    reason = untested_headline_reason(result)
+    return f"; {reason}" if reason else ""
 
 
 def _empirical_text(result: AuditResult) -> str:
