@@ -369,6 +369,7 @@ class Reasons:
 
     empirical: str
     premise: str
+    text_premise: str
     advantage: str
     tpr: tuple[str, ...]
     gate_level: str
@@ -380,10 +381,14 @@ def _reasons(result: AuditResult, noise: ReadingNoise | None) -> Reasons:
     from epsstar.audit import side_by_side as why
 
     baseline = result.blind_baseline
+    text = None if result.text is None else result.text.blind_baseline
     estimate = result.epsilon
     return Reasons(
         empirical=why.empirical_reason(result),
         premise="" if baseline is None else why.premise_reason(baseline),
+        text_premise=""
+        if text is None
+        else why.lower_bound_rule(text.epsilon.epsilon, text.lower_bound),
         advantage=why.advantage_reason(noise),
         tpr=tuple(why.tpr_reason(noise, index) for index in range(len(result.readings.tpr_at_fpr))),
         gate_level="" if estimate.leak_test is None else why.gate_level_reason(result),
