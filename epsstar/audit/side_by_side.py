@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from epsstar.statistics.results import EpsilonStarResult
 
 __all__ = [
-    "WITHIN_NOISE",
     "advantage_reason",
     "count_of",
     "empirical_reason",
@@ -32,10 +31,10 @@ __all__ = [
 ]
 
 #: An observed reading above its allowed value by no more than sampling noise.
-WITHIN_NOISE: Final = "above it by no more than sampling noise"
+_WITHIN_NOISE: Final = "above it by no more than sampling noise"
 
 #: An observed reading above its allowed value beyond sampling noise.
-BEYOND_NOISE: Final = (
+_BEYOND_NOISE: Final = (
     "above it beyond sampling noise: this test shows more than (Epsilon*, delta) accounts for; "
     "read the lower bound and the leak test"
 )
@@ -118,9 +117,9 @@ def advantage_reason(noise: ReadingNoise | None) -> str:
     if noise is None or not noise.advantage_above:
         return ""
     if noise.advantage_beyond_noise:
-        return BEYOND_NOISE
+        return _BEYOND_NOISE
     return (
-        f"{WITHIN_NOISE} at {_percent(noise.confidence)}, where an advantage up to "
+        f"{_WITHIN_NOISE} at {_percent(noise.confidence)}, where an advantage up to "
         f"{noise.advantage_noise:.4f} arises by chance at these sizes"
     )
 
@@ -131,20 +130,24 @@ def tpr_reason(noise: ReadingNoise | None, index: int) -> str:
     if noise is None or not noise.tpr_above[index]:
         return ""
     if noise.tpr_beyond_noise[index]:
-        return BEYOND_NOISE
+        return _BEYOND_NOISE
     return (
-        f"{WITHIN_NOISE} at {_percent(noise.confidence)}: its lower limit "
+        f"{_WITHIN_NOISE} at {_percent(noise.confidence)}: its lower limit "
         f"{noise.tpr_lower_limits[index]:.4f} is within the "
         f"{noise.tpr_allowed_at_limit[index]:.4f} allowed at its FPR's upper limit"
     )
+
+
+def _own_level(result: AuditResult) -> float:
+    """The level of the headline's own leak test: 1 − the audit's confidence."""
+    return 1 - result.lower_bound.confidence
 
 
 def gate_level_reason(result: AuditResult) -> str:
     """The level the gate read the leak test at, where it differs from the headline's own
     (Bonferroni over several attacks): ``""`` without a gate or when they agree."""
     gate = result.gate
-    own = 1 - result.lower_bound.confidence
-    if gate is None or f"{gate.level:.3g}" == f"{own:.3g}":
+    if gate is None or f"{gate.level:.3g}" == f"{_own_level(result):.3g}":
         return ""
     tests = "the leak test" if gate.n_tests == 1 else f"each of {gate.n_tests} attacks' leak tests"
     return f"the gate reads {tests} at level {gate.level:.3g}"
@@ -162,7 +165,7 @@ def untested_headline_reason(result: AuditResult) -> str:
     if own is not None:
         return (
             f"the headline's own leak test (p = {own.p_value:.3g}) finds a leak at level "
-            f"{1 - result.lower_bound.confidence:.3g}, the gate's over {gate.n_tests} attacks "
+            f"{_own_level(result):.3g}, the gate's over {gate.n_tests} attacks "
             f"reads each at {gate.level:.3g}"
         )
     return (
