@@ -363,6 +363,41 @@ class SmallestSupported:
 
 
 @dataclass(frozen=True, slots=True)
+class Reasons:
+    """Why numbers shown side by side differ, each ``""`` where they agree
+    (:mod:`epsstar.audit.side_by_side`), and whether the headline came from a fit."""
+
+    empirical: str
+    premise: str
+    text_premise: str
+    advantage: str
+    tpr: tuple[str, ...]
+    gate_level: str
+    untested_headline: str
+    fitted_headline: bool
+
+
+def _reasons(result: AuditResult, noise: ReadingNoise | None) -> Reasons:
+    from epsstar.audit import side_by_side as why
+
+    baseline = result.blind_baseline
+    text = None if result.text is None else result.text.blind_baseline
+    estimate = result.epsilon
+    return Reasons(
+        empirical=why.empirical_reason(result),
+        premise="" if baseline is None else why.premise_reason(baseline),
+        text_premise=""
+        if text is None
+        else why.lower_bound_rule(text.epsilon.epsilon, text.lower_bound),
+        advantage=why.advantage_reason(noise),
+        tpr=tuple(why.tpr_reason(noise, index) for index in range(len(result.readings.tpr_at_fpr))),
+        gate_level="" if estimate.leak_test is None else why.gate_level_reason(result),
+        untested_headline=why.untested_headline_reason(result),
+        fitted_headline=why.fitted_headline(estimate),
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class AuditContext:
     """Everything the template shows (``ctx``): the result's fields, its figures drawn as SVG."""
 
@@ -388,6 +423,7 @@ class AuditContext:
     bins: int
     central_share: float
     noise: ReadingNoise | None
+    reasons: Reasons
 
 
 def _columns(result: AuditResult) -> Columns:
@@ -446,4 +482,5 @@ def audit_context(result: AuditResult, figures: AuditFigures) -> AuditContext:
         bins=losses.histogram.bins,
         central_share=losses.histogram.central_share,
         noise=figures.noise,
+        reasons=_reasons(result, figures.noise),
     )

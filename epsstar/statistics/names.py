@@ -29,6 +29,7 @@ __all__ = [
     "METHODS",
     "OUTPUT_KINDS",
     "SEARCHES",
+    "TESTED_LEVEL",
     "AttackName",
     "Family",
     "GateRule",
@@ -126,6 +127,10 @@ class Names(Mapping[K, Name]):
         return cast(K, value)
 
 
+#: Where a tested method's description names its leak test's level; a report of one audit
+#: puts the level it used in its place.
+TESTED_LEVEL: Final = "level 1 − confidence, 0.05 by default"
+
 METHODS: Final[Names[Method]] = Names(
     "method",
     (
@@ -159,9 +164,9 @@ METHODS: Final[Names[Method]] = Names(
             "tails-tested",
             "tails-crossfit, or 0 when a held-out exact test finds no leak",
             "is the tails-crossfit estimate when a held-out exact test finds that the model "
-            "tells its training records from population records better than chance (at level "
-            "0.05), and 0 when it does not, so that sampling noise alone does not read as a "
-            "leak; on losses with few distinct values it is the atoms-tested estimate",
+            "tells its training records from population records better than chance (at "
+            f"{TESTED_LEVEL}), and 0 when it does not, so that sampling noise alone does not "
+            "read as a leak; on losses with few distinct values it is the atoms-tested estimate",
         ),
         Name(
             "atoms-crossfit",

@@ -114,3 +114,13 @@ def test_an_unknown_key_is_refused_before_any_audit(
     message = err.strip()
     assert "\n" not in message
     assert "max_epsilon" in message
+
+
+def test_one_check_is_counted_in_the_singular(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    only_the_mlp = '[[limits]]\nmodel = "models/*.onnx"\nmax-epsilon = 3.0\n'
+    code, out, _, _ = _run(tmp_path, only_the_mlp, capsys)
+    assert code == 0, out
+    assert "0 of 2 audited models above their limits (" in out
+    assert "epsstar.toml: 1 check)\n" in out

@@ -136,7 +136,7 @@ def test_a_failing_gate_writes_junit_and_the_step_summary_and_annotates(
     args = _audit_args(tmp_path, "--features", FEATURES, "--report", str(tmp_path / "r.html"))
     code, out, _ = invoke(args, capsys)
     assert code == 1
-    assert "  limits (epsstar.toml): 1 checks, 1 failed" in out
+    assert "  limits (epsstar.toml): 1 check, 1 failed" in out
     (error,) = [line for line in out.splitlines() if line.startswith("::")]
     assert error.startswith("::error ")
     assert "2.5218 against the limit 2 (FAIL)" in error

@@ -39,8 +39,9 @@ def test_a_fine_tuned_model_leaks_and_fails_the_gate(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     out = tmp_path / "out.json"
+    report = tmp_path / "report.html"
     argv = _audit(corpus, corpus.model, "--attack", *ATTACKS, "--json", str(out))
-    assert main([*argv, "--max-epsilon", "0.5"]) == 1
+    assert main([*argv, "--max-epsilon", "0.5", "--report", str(report)]) == 1
     document = json.loads(out.read_text())
     validate_json("audit", document)
     by_name = {attack["attack"]: attack for attack in document["attacks"]}
@@ -59,7 +60,13 @@ def test_a_fine_tuned_model_leaks_and_fails_the_gate(
     assert text["blind_baseline"]["premise_holds"] is True  # one generator on both sides
     assert text["most_exposed"][0]["excerpt"] in corpus.train_texts
     assert document["passed"] is False
-    assert "premise holds" in capsys.readouterr().out
+    (premise,) = [line for line in capsys.readouterr().out.splitlines() if "premise" in line]
+    # the verdict with the rule that decided it, in the same line and the report's paragraph
+    assert premise.strip().startswith("premise holds: ")
+    assert "held-out lower bound 0.0000 at " in premise
+    paragraph = report.read_text(encoding="utf-8").split('id="premise"', 1)[1].split("</p>")[0]
+    assert "No evidence that the two sides differ without the model: " in paragraph
+    assert "held-out lower bound 0.0000 at " in paragraph
 
 
 def test_an_untrained_model_shows_no_leak(

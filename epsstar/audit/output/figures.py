@@ -48,7 +48,7 @@ from epsstar.statistics.estimators.curves import parametric_curve
 from epsstar.statistics.fitting import GaussianMixtureFit, LossDistribution, NormalFit
 from epsstar.statistics.fitting.goodness_of_fit import GoodnessOfFit, ks_table
 from epsstar.statistics.losses import MAX_ABS_LOGIT, PROBABILITY_CLIP
-from epsstar.statistics.names import ATTACKS, FAMILIES, METHODS
+from epsstar.statistics.names import ATTACKS, FAMILIES, METHODS, TESTED_LEVEL
 from epsstar.statistics.readings.conversions import gdp_mu_from_rates
 from epsstar.statistics.readings.noise import ReadingNoise, reading_noise
 from epsstar.statistics.readings.readings import READING_FPRS
@@ -815,11 +815,14 @@ def ks_grid(
 # --- the estimator in words ---------------------------------------------------------------------
 
 
-def estimator_description(method: str, family: str | None) -> str:
-    """The names table's description of ``method`` (and of ``family`` when one was fitted)."""
+def estimator_description(method: str, family: str | None, level: float | None = None) -> str:
+    """The names table's description of ``method`` (and of ``family`` when one was fitted),
+    with the ``level`` its leak test used where one is given."""
     if method not in METHODS:
         return f"uses the '{method}' estimator (docs/accuracy.md)"
     described = METHODS[method].description
+    if level is not None:
+        described = described.replace(TESTED_LEVEL, f"level {level:.3g}")
     if family is not None and family in FAMILIES:
         described += f" (here {FAMILIES[family].description})"
     return described
@@ -850,7 +853,9 @@ def audit_figures(
             sample_sizes=ks_sample_sizes,
             max_values=ks_max_values,
         ),
-        estimator=estimator_description(result.epsilon.method, result.epsilon.family),
+        estimator=estimator_description(
+            result.epsilon.method, result.epsilon.family, 1 - result.lower_bound.confidence
+        ),
         attacks=attack_curves(result),
         fits=fit_rows(result),
         noise=reading_noise(

@@ -334,12 +334,13 @@ def estimator_name(result: EpsilonStarResult) -> str:
     return result.method + (f", {result.family}" if result.family else "")
 
 
-def _noise_mark(above: bool, beyond: bool) -> str:
-    """``*`` for an observed value above its allowed one by no more than noise, ``**`` beyond."""
-    return "**" if beyond else "*" if above else ""
+def _with_reason(text: str, reason: str) -> str:
+    """``text`` with why it disagrees with the number beside it, where it does."""
+    return f"{text} ({reason})" if reason else text
 
 
 def _reading_lines(result: AuditResult) -> list[str]:
+    from epsstar.audit.side_by_side import advantage_reason, tpr_reason
     from epsstar.statistics.readings.noise import reading_noise
 
     readings = result.readings
@@ -351,42 +352,38 @@ def _reading_lines(result: AuditResult) -> list[str]:
         epsilon=result.epsilon_star,
         delta=result.delta,
     )
-    mark = _noise_mark(noise.advantage_above, noise.advantage_beyond_noise)
+    reason = advantage_reason(noise)
+    allowed = f"allowed {readings.advantage_bound:.4f}" + (f": {reason}" if reason else "")
     lines = [
         f"  at (Epsilon*, delta) an attacker's posterior belief in membership can reach "
         f"{readings.posterior_belief_bound:.1%}; membership advantage observed "
-        f"{readings.advantage_observed:.4f}{mark} (allowed {readings.advantage_bound:.4f})"
+        f"{readings.advantage_observed:.4f} ({allowed})"
     ]
     for index, reading in enumerate(readings.tpr_at_fpr):
         fitted = reading.tpr_fitted
-        mark = _noise_mark(noise.tpr_above[index], noise.tpr_beyond_noise[index])
         lines.append(
-            f"  TPR at {reading.fpr:.1%} FPR: observed {reading.tpr_observed:.4f}{mark}"
-            + (f", fitted {fitted:.4f}" if fitted is not None and math.isfinite(fitted) else "")
-            + f", allowed {reading.tpr_bound:.4f}"
-        )
-    if noise.any_within_noise:
-        lines.append(
-            "  * observed values are sample estimates: above the allowed value by no more than "
-            f"sampling noise at {noise.confidence:.0%} (an advantage up to "
-            f"{noise.advantage_noise:.4f} arises by chance at these sizes)"
-        )
-    if noise.any_beyond_noise:
-        lines.append(
-            "  ** above the allowed value beyond sampling noise: this test shows more than "
-            "(Epsilon*, delta) accounts for; read the lower bound and the leak test"
+            _with_reason(
+                f"  TPR at {reading.fpr:.1%} FPR: observed {reading.tpr_observed:.4f}"
+                + (f", fitted {fitted:.4f}" if fitted is not None and math.isfinite(fitted) else "")
+                + f", allowed {reading.tpr_bound:.4f}",
+                tpr_reason(noise, index),
+            )
         )
     return lines
 
 
-def _note_lines(result: EpsilonStarResult) -> list[str]:
+def _note_lines(result: AuditResult) -> list[str]:
+    from epsstar.audit.side_by_side import gate_level_reason
+
+    estimate = result.epsilon
     lines = []
-    if result.poor_fit:
+    if estimate.poor_fit:
         lines.append("  warning: a goodness-of-fit test rejected a fitted distribution")
-    if result.note:
-        lines.append(f"  note: {result.note}")
-    if result.tail_extrapolated:
-        lines.append(extrapolation_note(result.unsupported_rates))
+    if estimate.note:
+        level = gate_level_reason(result) if estimate.leak_test is not None else ""
+        lines.append(f"  note: {estimate.note}" + (f"; {level}" if level else ""))
+    if estimate.tail_extrapolated:
+        lines.append(extrapolation_note(estimate.unsupported_rates))
     return lines
 
 
@@ -454,38 +451,20 @@ def _gate_lines(result: AuditResult) -> list[str]:
 
 
 def _untested_headline(result: AuditResult) -> str:
-    """Why a headline above 0 stands beside a leak test that finds no leak: its method is
-    not held to the test (only the tested methods, the default among them, are)."""
-    statistic = result.gate
-    if statistic is None or statistic.leak_found or not result.epsilon_star > 0:
-        return ""
-    own = result.epsilon.leak_test
-    if own is not None:
-        # A tested headline above 0 found its leak at one test's level; the gate over
-        # several attacks reads each at a stricter one (Bonferroni).
-        return (
-            f"; the headline's own leak test (p = {own.p_value:.3g}) finds a leak at level "
-            f"{1 - result.lower_bound.confidence:.3g}, the gate's over {statistic.n_tests} "
-            f"attacks reads each at {statistic.level:.3g}"
-        )
-    return (
-        f"; the {result.epsilon.method} estimate above is not held to this test (the "
-        "tested methods, the default among them, report 0 without a leak found)"
-    )
+    """``; why`` a headline above 0 stands beside a leak test that finds no leak, if it does."""
+    from epsstar.audit.side_by_side import untested_headline_reason
+
+    reason = untested_headline_reason(result)
+    return f"; {reason}" if reason else ""
 
 
 def _empirical_text(result: AuditResult) -> str:
     """The empirical Epsilon*, with why it differs from the headline where it does."""
-    value = result.empirical.epsilon
-    text = f"empirical Epsilon* {value:.4f}"
-    if f"{value:.4f}" == f"{result.epsilon_star:.4f}":
-        return text
-    if value > result.epsilon_star:
-        return (
-            f"{text} (the plain maximum over every threshold, neither cross-fitted nor "
-            "tested: it keeps the selection noise the headline removes)"
-        )
-    return f"{text} (observed rates only: no rate beyond one record's worth)"
+    from epsstar.audit.side_by_side import empirical_reason
+
+    return _with_reason(
+        f"empirical Epsilon* {result.empirical.epsilon:.4f}", empirical_reason(result)
+    )
 
 
 def _summarised_lines(result: AuditResult) -> list[str]:
@@ -559,7 +538,7 @@ def format_summary(result: AuditResult) -> str:
             f"  utility on population data: accuracy {utility.accuracy:.4f}{shown_auroc} "
             f"({utility.n:,} rows); training rows {result.epsilon.n_train:,}",
             *_summarised_lines(result),
-            *_note_lines(result.epsilon),
+            *_note_lines(result),
             f"  model sha256 {provenance.model_sha256[:16]}..., loader {loader.name} "
             f"({loader.distribution} {loader.version})",
         ]
@@ -676,12 +655,14 @@ def gated_run(result: AuditResult, limits: Limits, model: str, report: str | Non
 
 def _check_lines(run: GatedRun) -> list[str]:
     """The checks beyond the headline gate (limits per attack or slice), and warn-only."""
+    from epsstar.audit.side_by_side import count_of
+
     lines = []
     checks = run.checks
     failed = [check for check in checks if not check.passed]
     if (len(checks) > 1 and failed) or (checks and run.limits_source is not None):
         source = run.limits_source or "--max-epsilon"
-        lines.append(f"  limits ({source}): {len(checks)} checks, {len(failed)} failed")
+        lines.append(f"  limits ({source}): {count_of(len(checks), 'check')}, {len(failed)} failed")
         lines += [f"    {check.explanation()}" for check in failed]
     if run.warn_only and run.failed:
         lines.append("  warn-only: the gate failed; the exit code is 0")

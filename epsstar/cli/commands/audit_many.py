@@ -176,6 +176,7 @@ def _stage_reports(files: RunFiles, folder: str, entries: list[ManifestEntry]) -
 def _print_summary(args: argparse.Namespace, records: list[ModelAudit], gated: GatedRun) -> None:
     """The table and the totals; each failure once (on its progress line, or here if --quiet)."""
     from epsstar.audit.many import summarise
+    from epsstar.audit.side_by_side import count_of
 
     print(_table(summarise(records)))
     failed = [r for r in records if r.failed]
@@ -189,7 +190,7 @@ def _print_summary(args: argparse.Namespace, records: list[ModelAudit], gated: G
         failing = sum(1 for model in gated.models if model.failed)
         print(
             f"{failing} of {audited} audited models above their limits ({gated.limits_source}: "
-            f"{len(gated.checks)} checks)"
+            f"{count_of(len(gated.checks), 'check')})"
         )
     elif args.max_epsilon is not None:
         above = len(_above_gate(records))

@@ -102,6 +102,7 @@ def premise_blocks_gate(result: AuditResult, accepted: bool) -> bool:
 
 def _blind_lines(result: AuditResult) -> list[str]:
     from epsstar.audit.output.premise_result import PREMISE_WARNING
+    from epsstar.audit.side_by_side import premise_reason
 
     baseline = result.blind_baseline
     if baseline is None:
@@ -112,6 +113,7 @@ def _blind_lines(result: AuditResult) -> list[str]:
         f"  blind baseline (records only, no model): Epsilon* {baseline.epsilon.epsilon:.4f}, "
         f"lower bound {baseline.lower_bound.epsilon:.4f}, AUC {baseline.auc:.4f}; premise "
         + ("holds" if baseline.premise_holds else "FAILS")
+        + f": {premise_reason(baseline)}"
     ]
     if not baseline.premise_holds:
         lines.append(f"  warning: {PREMISE_WARNING}")

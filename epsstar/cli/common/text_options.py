@@ -138,11 +138,14 @@ def text_lines(result: AuditResult) -> list[str]:
         )
     baseline = text.blind_baseline
     if baseline is not None:
+        from epsstar.audit.side_by_side import lower_bound_rule
+
         verdict = "holds" if baseline.premise_holds else "FAILS"
         lines.append(
             f"  premise {verdict}: blind baseline ({baseline.classifier}) Epsilon* "
             f"{baseline.epsilon.epsilon:.4f}, lower bound {baseline.lower_bound.epsilon:.4f}, "
-            f"AUC {baseline.auc:.4f}"
+            f"AUC {baseline.auc:.4f}; "
+            f"{lower_bound_rule(baseline.epsilon.epsilon, baseline.lower_bound)}"
         )
     if text.exposed:
         first = text.exposed[0]
