@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-#: A record's loss tolerance from ``(model, features as a float64 matrix, predictions)``;
-#: None leaves the model's losses alone.
-LossTolerance = Callable[[Any, np.ndarray, np.ndarray], "np.ndarray | None"]
+#: A record's loss tolerance from ``(model, features, predictions)``, where ``features()``
+#: gives the batch as a float64 matrix (built only when asked: a model of text or category
+#: columns has none); None leaves the model's losses alone.
+LossTolerance = Callable[[Any, Callable[[], np.ndarray], np.ndarray], "np.ndarray | None"]
 
 DIRECTIONS = (-1, 1)
 
@@ -38,7 +39,8 @@ def shifted_losses(direction: int, tolerance: LossTolerance) -> Iterator[None]:
 
     def batch_losses(model: Any, labels: Any, predictions: Any, reading: Any) -> Any:
         found = losses(model, labels, predictions, reading)
-        moved = tolerance(model, seen[id(model)].matrix(np.float64), predictions)
+        batch = seen[id(model)]
+        moved = tolerance(model, lambda: batch.matrix(np.float64), predictions)
         if moved is None:
             return found
         sign = direction if reading.role == "train" else -direction

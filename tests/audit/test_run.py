@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -151,14 +151,16 @@ def test_same_model_in_two_formats_gives_the_same_epsilon(workdir: Path) -> None
         estimator = pickle.load(stream)
     layers = estimator_layers(estimator)
 
-    def tolerance(model: Any, features: np.ndarray, predictions: np.ndarray) -> np.ndarray:
-        logits = network_tolerance(layers, features, against_float64=True)
+    def tolerance(
+        model: Any, features: Callable[[], np.ndarray], predictions: np.ndarray
+    ) -> np.ndarray:
+        logits = network_tolerance(layers, features(), against_float64=True)
         return loss_tolerance(logits, predictions, "probabilities", evaluations=1)
 
     onnx = quiet_audit(workdir, model="model.onnx")
     skops = quiet_audit(workdir, model="model.pkl", trust=True)
     train = pd.read_csv(workdir / "train.csv")[COLUMNS].to_numpy()
-    expected = tolerance(None, train, estimator.predict_proba(train)[:, 1])
+    expected = tolerance(None, lambda: train, estimator.predict_proba(train)[:, 1])
     np.testing.assert_array_less(np.abs(onnx.train_losses - skops.train_losses), expected)
 
     def audit() -> Any:

@@ -16,7 +16,7 @@ the fixture's scikit-learn twin (``tests/fixture_twins.py``).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +28,15 @@ from tests.numerics import loss_tolerance, network_tolerance
 from tests.shifted_audit import DIRECTIONS, shifted_losses
 
 
-def fixture_tolerance(model: Any, features: np.ndarray, predictions: np.ndarray) -> Any:
+def fixture_tolerance(
+    model: Any, features: Callable[[], np.ndarray], predictions: np.ndarray
+) -> Any:
     """A fixture float32 model's loss tolerance against another machine's evaluation (None
     for a float64 model or a model without a scikit-learn twin)."""
     layers = twin_layers(Path(model.source))
     if layers is None or getattr(model, "input_dtype", None) == "float64":
         return None
-    return loss_tolerance(network_tolerance(layers, features), predictions, model.output_kind)
+    return loss_tolerance(network_tolerance(layers, features()), predictions, model.output_kind)
 
 
 def tolerances(case: Case, reference: dict[str, Any], folder: Path) -> dict[str, float]:
