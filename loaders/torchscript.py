@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 from epsstar.audit.model.class_labels import (
     CLASSES_KEY,
     FEATURES_KEY,
+    OUTPUTS_KEY,
     classes_from_text,
     features_from_text,
 )
@@ -52,10 +53,7 @@ from epsstar.exceptions import InputFileError, InvalidInputError
 from . import OUTPUT_KINDS, BatchedModel, check_outputs_argument, first_line
 from .torchscript_scan import check_archive_code, check_module
 
-__all__ = ["OUTPUTS_KEY", "TorchScriptLoader", "TorchScriptModel", "stated_outputs"]
-
-OUTPUTS_KEY = "epsstar.outputs"
-"""The extra file in which an exporter states what the module returns."""
+__all__ = ["TorchScriptLoader", "TorchScriptModel", "stated_outputs"]
 
 #: The dimensions torch says an input must have ("Expected 3D ... or 4D", "4-dimensional").
 _DIMENSIONS = re.compile(r"\b(\d)(?:D|-dimensional)\b")

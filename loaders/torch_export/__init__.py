@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 from epsstar.audit.model.class_labels import (
     CLASSES_KEY,
     FEATURES_KEY,
+    OUTPUTS_KEY,
     classes_from_text,
     features_from_text,
 )
@@ -48,7 +49,7 @@ from epsstar.audit.model.threads import torch_threads
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 from .. import check_outputs_argument, first_line
-from ..torchscript import OUTPUTS_KEY, TorchScriptModel, stated_outputs
+from ..torchscript import TorchScriptModel, stated_outputs
 from ..torchscript_scan import ALLOWED_NAMESPACES, refused_operators
 from .archive import check_export_archive, refusal
 

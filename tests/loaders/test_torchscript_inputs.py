@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from epsstar.audit.model.class_labels import FEATURES_KEY, features_to_text
+from epsstar.audit.model.class_labels import FEATURES_KEY, OUTPUTS_KEY, features_to_text
 from epsstar.audit.model.features import Features
 from epsstar.exceptions import EpsstarWarning, InputFileError, InvalidInputError
-from epsstar.loaders.torchscript import OUTPUTS_KEY, TorchScriptLoader
+from epsstar.loaders.torchscript import TorchScriptLoader
 from tests.conftest import audit_files
 from tests.numerics import SIGMOID_ROUNDINGS, gamma, module_layers, network_tolerance
 

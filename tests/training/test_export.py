@@ -13,10 +13,10 @@ import onnxruntime
 import pytest
 import torch
 
-from epsstar.audit.model.class_labels import FEATURES_KEY
+from epsstar.audit.model.class_labels import FEATURES_KEY, OUTPUTS_KEY
 from epsstar.exceptions import InvalidInputError
 from epsstar.training.data.tables import TabularData
-from epsstar.training.runs.export import OUTPUTS_KEY, prepare_output_dir, write_model_dir
+from epsstar.training.runs.export import prepare_output_dir, write_model_dir
 from epsstar.training.trainer import TrainingConfig, train
 from tests.numerics import (
     SIGMOID_ROUNDINGS,

@@ -31,6 +31,7 @@ from epsstar.exceptions import InputFileError, InvalidInputError
 __all__ = [
     "CLASSES_KEY",
     "FEATURES_KEY",
+    "OUTPUTS_KEY",
     "classes_from_text",
     "classes_to_text",
     "features_from_text",
@@ -42,6 +43,10 @@ CLASSES_KEY: Final = "epsstar.classes"
 
 FEATURES_KEY: Final = "epsstar.features"
 """The metadata key (ONNX) or extra-file name (TorchScript) holding the input column names."""
+
+OUTPUTS_KEY: Final = "epsstar.outputs"
+"""The extra file (TorchScript, torch.export) stating what the module returns
+(``"logits"`` or ``"probabilities"``)."""
 
 Label = str | int | float | bool
 

@@ -40,6 +40,7 @@ from epsstar.audit.data.files import atomic_write_bytes
 from epsstar.audit.model.class_labels import (
     CLASSES_KEY,
     FEATURES_KEY,
+    OUTPUTS_KEY,
     classes_to_text,
     features_to_text,
 )
@@ -54,7 +55,6 @@ __all__ = [
     "ONNX_INPUT",
     "ONNX_LOGITS",
     "ONNX_OUTPUT",
-    "OUTPUTS_KEY",
     "ExportedLogits",
     "check_output_dir",
     "export_onnx",
@@ -66,8 +66,6 @@ __all__ = [
 ONNX_INPUT = "features"
 ONNX_OUTPUT = "probabilities"
 ONNX_LOGITS = "logits"
-OUTPUTS_KEY = "epsstar.outputs"
-"""The TorchScript extra file naming what the module returns (``"logits"``)."""
 ONNX_OPSET = 17
 MODEL_FILES = {"onnx": "model.onnx", "torchscript": "model.pt", "record": "training.json"}
 
