@@ -50,6 +50,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
+from epsstar.audit.inputs.bounds import shown
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 from ..torchscript_scan import TRUST_FLAG
@@ -207,11 +208,10 @@ def _check_program_json(path: Path, name: str, data: bytes) -> None:
         return  # torch fails on it as well, before any expression is parsed
     for expression in _expressions(document):
         if not expression_is_arithmetic(expression):
-            shown = expression if len(expression) <= 80 else expression[:77] + "..."
             raise refusal(
                 path,
                 f"holds a symbolic expression that sympy would evaluate as Python ({name})",
-                repr(shown),
+                shown(expression, 80),
             )
 
 

@@ -25,6 +25,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
+from epsstar.audit.inputs.bounds import shown
 from epsstar.audit.inputs.json_text import parse_json
 from epsstar.exceptions import InputFileError, InvalidInputError
 
@@ -75,10 +76,9 @@ def classes_from_text(text: str | bytes, source: object) -> tuple[Label, ...] | 
         or not labels
         or not all(isinstance(label, (str, int, float)) for label in labels)
     ):
-        shown = text if len(text) <= 80 else text[:77] + "..."
         raise InputFileError(
             f"{source}: the {CLASSES_KEY!r} metadata must be a non-empty JSON array of class "
-            f"labels (strings or numbers). Found {shown!r}."
+            f"labels (strings or numbers). Found {shown(text, 80)}."
         )
     return tuple(labels)
 
@@ -122,9 +122,8 @@ def features_from_text(text: str | bytes, source: object) -> tuple[str, ...] | N
         or not all(isinstance(name, str) for name in names)
         or len(set(names)) != len(names)
     ):
-        shown = text if len(text) <= 80 else text[:77] + "..."
         raise InputFileError(
             f"{source}: the {FEATURES_KEY!r} metadata must be a non-empty JSON array of "
-            f"distinct column names. Found {shown!r}."
+            f"distinct column names. Found {shown(text, 80)}."
         )
     return tuple(names)
