@@ -1,6 +1,8 @@
-"""Every fenced code block of the README runs as written and prints what the README shows.
+"""Every fenced code block of the README and of the guides it leads to runs as written and
+prints what the page shows.
 
-The blocks are read from README.md itself, so a section added later is checked too:
+The blocks are read from the pages themselves (:data:`PAGES`), so a section added later is
+checked too:
 
 - ``console`` blocks: each ``$ `` command runs in a temporary copy of ``fixtures/``; the
   lines under it are what the terminal shows (standard output and error together), and
@@ -34,6 +36,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+#: The pages whose examples run: the README and the guides its examples continue in.
+PAGES = ("README.md", "docs/audit.md", "docs/models.md", "docs/epsilon-from-losses.md")
 OPT_OUT = "# not run by tests/test_readme.py: "
 RUNNABLE = ("console", "bash", "python")
 OUTPUTS = ("text", "json")
@@ -50,9 +54,10 @@ class Block:
     line: int
     section: str
     paragraph: str  # the prose just above the block
+    page: str = "README.md"
 
 
-def read_blocks(text: str) -> list[Block]:
+def read_blocks(text: str, page: str = "README.md") -> list[Block]:
     """The fenced blocks of a Markdown text, in order."""
     blocks: list[Block] = []
     lines = text.splitlines()
@@ -84,13 +89,18 @@ def read_blocks(text: str) -> list[Block]:
                 line=index + 1,
                 section=section,
                 paragraph="\n".join(lines[start:above]),
+                page=page,
             )
         )
         index = end + 1
     return blocks
 
 
-BLOCKS = read_blocks(README)
+BLOCKS = [
+    block
+    for page in PAGES
+    for block in read_blocks((ROOT / page).read_text(encoding="utf-8"), page)
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +112,8 @@ class Case:
 
     @property
     def name(self) -> str:
-        return f"line-{self.block.line}-{self.block.language}"
+        page = Path(self.block.page).stem
+        return f"{page}-line-{self.block.line}-{self.block.language}"
 
 
 def cases() -> list[Case]:
@@ -110,7 +121,11 @@ def cases() -> list[Case]:
     for block in BLOCKS:
         if block.language in RUNNABLE:
             found.append(Case(block, ()))
-        elif block.language in OUTPUTS and found and found[-1].block.section == block.section:
+        elif (
+            block.language in OUTPUTS
+            and found
+            and (found[-1].block.page, found[-1].block.section) == (block.page, block.section)
+        ):
             found[-1] = Case(found[-1].block, (*found[-1].outputs, block))
     return found
 
@@ -121,7 +136,7 @@ CASES = cases()
 def test_every_block_is_code_or_output() -> None:
     """No untagged fences, no shell prompts outside console blocks, opt-outs give a reason."""
     for block in BLOCKS:
-        where = f"README.md line {block.line}"
+        where = f"{block.page} line {block.line}"
         assert block.language in RUNNABLE + OUTPUTS, f"{where}: tag the block ({block.language!r})"
         if block.body.startswith(OPT_OUT):
             reason = block.body.splitlines()[0].removeprefix(OPT_OUT)
@@ -132,11 +147,23 @@ def test_every_block_is_code_or_output() -> None:
 
 
 def test_readme_has_the_examples_a_newcomer_runs_first() -> None:
-    run = [case.block for case in CASES if not case.block.body.startswith(OPT_OUT)]
+    run = [
+        case.block
+        for case in CASES
+        if case.block.page == "README.md" and not case.block.body.startswith(OPT_OUT)
+    ]
     commands = " ".join(block.body for block in run)
-    for example in ("epsstar audit", "epsstar epsilon", "epsilon_star(", "audit(", "references"):
+    for example in ("epsstar audit", "epsstar epsilon", "epsilon_star(", "audit("):
         assert example in commands
-    assert sum(block.language == "console" for block in run) >= 3
+    assert sum(block.language == "console" for block in run) >= 2
+
+
+def test_readme_is_a_front_page_that_leads_to_every_guide() -> None:
+    """At most 250 lines (what it is, install, the main commands, where to read on), and
+    every page of docs/ is reachable from it."""
+    assert len(README.splitlines()) <= 250
+    linked = set(re.findall(r"\]\((docs/[a-z0-9-]+\.md)", README))
+    assert linked == {str(path.relative_to(ROOT)) for path in (ROOT / "docs").glob("*.md")}
 
 
 def test_ci_runs_the_readme_test_command() -> None:
@@ -268,7 +295,7 @@ def test_block_runs_as_written(case: Case, folder: Path) -> None:
     assert code == 0, printed
     for output in case.outputs:
         tolerance = float(output.options.get("tolerance", "0"))
-        where = f"README.md line {output.line}"
+        where = f"{output.page} line {output.line}"
         if output.language == "json":
             start = printed.index("{")
             document = json.JSONDecoder().raw_decode(printed[start:])[0]

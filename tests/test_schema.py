@@ -227,10 +227,11 @@ def test_epsilon_json_holds_to_its_schema(
     validate_json("epsilon", document)
 
 
-def test_the_readme_json_example_names_real_keys(tmp_path: Path) -> None:
-    """The README's abridged ``--method parametric`` JSON: its keys exist and are in the schema."""
-    readme = (ROOT / "README.md").read_text()
-    (block,) = re.findall(r"```json\n(.*?)\n```", readme, re.S)
+def test_the_documented_json_example_names_real_keys(tmp_path: Path) -> None:
+    """docs/epsilon-from-losses.md's abridged ``--method parametric`` JSON: its keys exist and
+    are in the schema."""
+    guide = (ROOT / "docs" / "epsilon-from-losses.md").read_text()
+    (block,) = re.findall(r"```json\n(.*?)\n```", guide, re.S)
     example = json.loads(block)
     written = _epsilon(tmp_path, "--method", "parametric")
     properties = _schema("epsilon")["$defs"]["result"]["properties"]
