@@ -7,9 +7,9 @@ order), label ``income``. For each ε and attribute, ``epsstar train --attribute
 at every step, then ``epsstar audit --attribute COLUMN`` measures the attack of Yeom et al.
 on the model. Printed per row: the measured advantage (accuracy on members less accuracy on
 non-members) and the ε lower bound it implies, the data-dependent bound (Corollary 10 of
-``closed-form-bounds-dpsgd-cherubin-2024.md`` with the tracked R_t), the data-independent one
-(every R_t = 2C, Corollary 7), the bound of the declared (ε, δ) (eq. 5), the largest R_t,
-and the seconds the tracking took beside the training's.
+Cherubin et al. 2024, "Closed-Form Bounds for DP-SGD against Record-level Inference", with the
+tracked R_t), the data-independent one (every R_t = 2C, Corollary 7), the bound of the declared
+(ε, δ) (eq. 5), the largest R_t, and the seconds the tracking took beside the training's.
 
     python benchmarks/attribute_bound.py                       # about two minutes
     python benchmarks/attribute_bound.py --epsilons 1 8 --records all

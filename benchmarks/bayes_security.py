@@ -10,7 +10,8 @@ add/remove and the substitution relation:
 * ``Monte Carlo``: 1 − E_P[(1 − dQ/dP)₊], sampling the T-step outputs directly
   (mean ± standard error; independent of dp_accounting);
 * ``closed form``: the leading term of Corollary 7 of
-  ``closed-form-bounds-dpsgd-cherubin-2024.md`` (``beta_closed_form``).
+  Cherubin et al. 2024, "Closed-Form Bounds for DP-SGD against Record-level Inference"
+  (``beta_closed_form``).
 
 It also times what recording the Bayes security adds to a run: the
 ``bayes_security`` block after the last epoch's ε, as the trainer computes it.

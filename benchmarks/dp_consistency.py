@@ -25,14 +25,13 @@ default estimator, the held-out lower bound and leak test, the ``significant``
 gate, δ = 1/(n ln n), the trainer's δ). The tables count the models whose headline
 Epsilon*, gate statistic and held-out lower bound exceed the accounted ε.
 
-What an excess means: Theorem 4 of ``epsilon-star-negoescu-2024.md`` bounds the
-mechanism-level ε̄ (rates averaged over training runs) by the mechanism's ε; one
-model's Epsilon* is an observation of a random quantity (Theorem 2), and the
-accountant's ε is for add/remove neighbours while the membership game swaps a
-training record for a population record. The check is therefore one of
-consistency, not a proof: an Epsilon* above the accounted ε is not what DP-SGD
-leads one to expect, and the lines printed for such models (unsupported rates,
-cross-fitted scores, plug-in and empirical values) show whether it rests on the
+What an excess means: Theorem 4 of Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine
+Learning Models", bounds the mechanism-level ε̄ (rates averaged over training runs) by the
+mechanism's ε; one model's Epsilon* is an observation of a random quantity (Theorem 2), and the
+accountant's ε is for add/remove neighbours while the membership game swaps a training record for a
+population record. The check is therefore one of consistency, not a proof: an Epsilon* above the
+accounted ε is not what DP-SGD leads one to expect, and the lines printed for such models
+(unsupported rates, cross-fitted scores, plug-in and empirical values) show whether it rests on the
 data or on extrapolated tails.
 
 Trained models' losses are cached as .npz under ``--cache-dir`` (keyed by data set,

@@ -1,6 +1,7 @@
-"""Reproduce the experiments of §4 of ``epsilon-star-negoescu-2024.md`` with epsstar's own tools.
+"""Reproduce the experiments of §4 of the Epsilon* paper with epsstar's own tools.
 
-For one data set, this script
+The paper is Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models". For
+one data set, this script
 
 1. writes the training and population data as Parquet files (UCI Adult: the shipped
    32,561 / 16,281 split; Purchase-100-like: ``epsstar.training.data.datasets.purchase_like``

@@ -4,7 +4,7 @@
   histograms, fitted densities, goodness of fit, trade-off curve, utility,
   provenance);
 * :func:`render_landscape` writes the privacy–utility landscape of many audits
-  (Figures 1-2 of ``epsilon-star-negoescu-2024.md``).
+  (Figures 1-2 of Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models").
 
 Both files open offline from disk: styles are inline, charts are inline SVG drawn
 in Python, and nothing is fetched. Every number is also in a plain HTML table.

@@ -13,7 +13,8 @@ Models are audited in parallel processes, or one task per model on a Dask cluste
 a model that cannot be audited (or whose worker died) is reported with its error
 and does not lose the others' results. Per strategy,
 the summary gives min/mean/max Epsilon* and the mechanism-level bound over its
-repeats, log mean exp(ε*) (Theorem 2 of ``epsilon-star-negoescu-2024.md``).
+repeats, log mean exp(ε*) (Theorem 2 of Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine
+Learning Models").
 """
 
 from __future__ import annotations

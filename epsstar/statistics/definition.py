@@ -1,10 +1,11 @@
 """The one definition of Epsilon* that the help, README, reports, docs and JSON Schemas share.
 
-Epsilon* is the quantity of ``epsilon-star-negoescu-2024.md``: the supremum over loss
-thresholds of the (ε, δ) ratios of one model's membership test. From finite samples it is
-estimated, not bounded; the bound is the held-out Clopper–Pearson one
-(``adversary-instantiation-nasr-2021-excerpt.txt``, eq. 5). ``tests/test_definition.py`` checks that
-every place that says what Epsilon* is uses these words, and none of the older phrases.
+Epsilon* is the quantity of Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning
+Models": the supremum over loss thresholds of the (ε, δ) ratios of one model's membership test.
+From finite samples it is estimated, not bounded; the bound is the held-out Clopper–Pearson one
+(eq. 5 of Nasr et al. 2021, "Adversary Instantiation: Lower Bounds for Differentially Private
+Machine Learning"). ``tests/test_definition.py`` checks that every place that says what Epsilon*
+is uses these words, and none of the older phrases.
 """
 
 from __future__ import annotations

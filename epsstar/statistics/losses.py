@@ -1,9 +1,9 @@
 """Per-record losses for membership inference: one number per (label, prediction) pair.
 
 Epsilon* compares the losses of a model on its training records with its losses on
-records it never saw (epsilon-star-negoescu-2024.md, footnote 1). Sign convention:
-a confident correct prediction has a LOW (very negative) loss and a confident wrong
-prediction a HIGH loss, so members of the training set tend to have low losses.
+records it never saw (Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models",
+footnote 1). Sign convention: a confident correct prediction has a LOW (very negative) loss and a
+confident wrong prediction a HIGH loss, so members of the training set tend to have low losses.
 
 Losses, with ``y`` the true label and ``p_y`` the probability of the true class:
 
@@ -279,7 +279,7 @@ def compute_losses(
     ``predictions`` holding one value per record (1-D or one column) are binary:
     ``P(y = 1)`` or, with ``outputs="logits"``, its log-odds. With ``K ≥ 2`` columns
     they are class probabilities (rows summing to 1) or class logits. ``loss`` is
-    ``"logit"`` (footnote 1 of epsilon-star-negoescu-2024.md) or ``"cross_entropy"``.
+    ``"logit"`` (footnote 1 of Negoescu et al.) or ``"cross_entropy"``.
     """
     if loss not in LOSSES:
         raise InvalidInputError(f"loss must be {LOSSES.alternatives()}. Found {loss!r}.")

@@ -1,12 +1,11 @@
 """The names users choose from, each with its descriptions: one table for every layer.
 
-The estimator methods of Epsilon* (``epsilon-star-negoescu-2024.md``), the
-distribution families of the parametric method, the supremum searches, the
-kinds of model output and the per-record losses. Each accepted value is a
-:class:`Name` with a one-line ``summary`` (command-line help) and a longer
-plain-language ``description`` (the HTML report and the docs); the ``Literal``
-types beside each table list the same names for type checkers (a test keeps
-them equal). Argument checks, ``choices=`` of the command line and the report's
+The estimator methods of Epsilon* (Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine
+Learning Models"), the distribution families of the parametric method, the supremum searches, the
+kinds of model output and the per-record losses. Each accepted value is a :class:`Name` with a
+one-line ``summary`` (command-line help) and a longer plain-language ``description`` (the HTML
+report and the docs); the ``Literal`` types beside each table list the same names for type checkers
+(a test keeps them equal). Argument checks, ``choices=`` of the command line and the report's
 wording all read this table.
 """
 

@@ -1,4 +1,6 @@
-"""The Appendix-B simulation of ``epsilon-star-negoescu-2024.md`` (§8.1).
+"""The Appendix-B simulation (§8.1) of the Epsilon* paper.
+
+The paper is Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models".
 
 Training losses are drawn from Gamma(k, θ) and population losses from
 Gamma(k + d, θ) (k = 2, θ = 5 in the paper); the true Epsilon* follows from the

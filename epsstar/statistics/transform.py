@@ -1,6 +1,7 @@
 """The loss transform of the parametric Epsilon* estimator.
 
-Appendix B of ``epsilon-star-negoescu-2024.md`` (steps 1-4):
+Appendix B of Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models"
+(steps 1-4):
 
 1. normalise with the pooled minimum and maximum, ``x = (l - min) / (max - min)``;
 2. shift away from 0, ``x + alpha`` (``alpha = 1``);

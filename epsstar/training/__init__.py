@@ -2,7 +2,8 @@
 
 The trainer produces reference models (with and without differential privacy)
 so that users can see what Epsilon* looks like for both on their own data, as in
-§4 of ``epsilon-star-negoescu-2024.md``. Modules, one idea each:
+§4 of Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models". Modules,
+one idea each:
 
 * :mod:`~epsstar.training.data.tables` — a table with a label column, read by
   :mod:`epsstar.audit.data.tables`;

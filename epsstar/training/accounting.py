@@ -16,7 +16,7 @@ finer step is chosen (:func:`make_accountant`), and the step is recorded with
 every ε so the number can be reproduced.
 
 δ defaults to 1/(n ln n) for n training records, as in §4.1 of
-``epsilon-star-negoescu-2024.md``.
+Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models".
 
 The same privacy loss distribution also gives the largest membership advantage
 of any attack, δ(ε = 0) (:func:`membership_advantage`); a composed distribution
@@ -66,7 +66,7 @@ _FINEST_ADVANTAGE_INTERVAL = 1e-6
 
 
 def default_delta(n_records: int) -> float:
-    """δ = 1/(n ln n), the paper's choice (§4.1 of ``epsilon-star-negoescu-2024.md``)."""
+    """δ = 1/(n ln n), the paper's choice (§4.1 of Negoescu et al.)."""
     n = check_positive_int("number of training records", n_records, minimum=3)
     return 1.0 / (n * math.log(n))
 
@@ -224,9 +224,9 @@ def membership_advantage(
     For the two output distributions P, Q of neighbouring data sets, the best
     test's TPR − FPR is their total variation distance, which is the hockey-stick
     divergence at ε = 0, i.e. δ(0) of the privacy profile; the Bayes security
-    is β* = 1 − Adv* (Proposition 8 of ``closed-form-bounds-dpsgd-cherubin-2024.md``).
-    ``dp_accounting`` composes ``steps`` Poisson-subsampled Gaussian steps
-    (sampling rate q, noise multiplier σ; sensitivity 1 in units of the clip
+    is β* = 1 − Adv* (Proposition 8 of Cherubin et al. 2024, "Closed-Form Bounds for DP-SGD
+    against Record-level Inference"). ``dp_accounting`` composes ``steps`` Poisson-subsampled
+    Gaussian steps (sampling rate q, noise multiplier σ; sensitivity 1 in units of the clip
     norm) and returns the larger δ(0) of the add and the remove direction for
     ``"add_remove"``; ``"substitution"`` replaces one clipping unit by another
     (its ``REPLACE_ONE`` relation, the pair q·N(−1) + (1−q)·N(0) against

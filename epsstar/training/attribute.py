@@ -1,9 +1,9 @@
 """The sensitivity of DP-SGD's gradients to one attribute, tracked while training
 (``epsstar train --attribute COLUMN``).
 
-Cherubin et al. 2024 §5 (``closed-form-bounds-dpsgd-cherubin-2024.md``, Corollary 10 and
-Algorithm 4) bound an attacker who infers a training record's attribute s from everything
-DP-SGD releases by the distance, at every step t, between the clipped gradients of the
+Cherubin et al. 2024, "Closed-Form Bounds for DP-SGD against Record-level Inference" (§5,
+Corollary 10 and Algorithm 4), bound an attacker who infers a training record's attribute s from
+everything DP-SGD releases by the distance, at every step t, between the clipped gradients of the
 record with the attribute set to one value or another:
 
     R_t = max over records z max over values s0, s1 of ‖ḡ_t(φ(z), s0) − ḡ_t(φ(z), s1)‖,
@@ -41,6 +41,7 @@ from numpy.typing import NDArray
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.json_types import JsonObject, JsonValue
 from epsstar.statistics.readings.attribute import AttributeSecurity, attribute_bayes_security
+from epsstar.statistics.readings.conversions import CLOSED_FORM_BOUNDS_PAPER
 from epsstar.training.clipping import loss_sum
 from epsstar.training.data.tables import TabularData
 from epsstar.training.models import MLP, Standardiser
@@ -211,7 +212,7 @@ def gradient_gram(
 
 #: ``source`` of the bound that treats every step's distance as 2C (no tracking).
 DATA_INDEPENDENT_SOURCE: Final = (
-    "closed-form-bounds-dpsgd-cherubin-2024.md, Corollary 7 (substitution): Corollary 10 "
+    f"{CLOSED_FORM_BOUNDS_PAPER}, Corollary 7 (substitution): Corollary 10 "
     "with every R_t = 2C, the bound without looking at the gradients (leading term)"
 )
 

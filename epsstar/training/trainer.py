@@ -11,7 +11,8 @@ One step of DP-SGD with sampling rate q, clip norm C and noise multiplier σ:
    gradients.
 4. The noisy sum is divided by the expected number of clipping units — q·n
    examples, or m microbatches — and handed to SGD with momentum (the paper's
-   lr 0.01, momentum 0.9, §4.1 of ``epsilon-star-negoescu-2024.md``).
+   lr 0.01, momentum 0.9, §4.1 of Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine
+   Learning Models").
 
 Without privacy the same loop skips steps 2 and 3 (the gradient of the summed
 loss divided by q·n). There are round(1/q) steps per epoch.
@@ -311,15 +312,17 @@ _NO_EXACT_SOURCE = (
     "not computed: with microbatches the record's group is released whether or not the "
     "record is sampled, which dp_accounting's substitution pair does not cover"
 )
-_CLOSED_FORM_SOURCE = (
-    "closed-form-bounds-dpsgd-cherubin-2024.md, Corollary 7, leading term only (an "
-    "approximation; unreliable for noise multipliers below 1)"
+#: Where in :data:`~epsstar.statistics.readings.conversions.CLOSED_FORM_BOUNDS_PAPER` the
+#: closed form comes from.
+_CLOSED_FORM_SECTION = (
+    "Corollary 7, leading term only (an approximation; unreliable for noise multipliers below 1)"
 )
 
 
 def _bayes_security(plan: PrivacyPlan) -> dict[str, JsonObject]:
     """Per neighbouring relation: the exact β* from the PLD beside Corollary 7's closed form."""
     from epsstar.statistics.readings.conversions import (
+        CLOSED_FORM_BOUNDS_PAPER,
         bayes_security_dpsgd,
         bayes_security_from_delta_at_zero,
     )
@@ -357,7 +360,7 @@ def _bayes_security(plan: PrivacyPlan) -> dict[str, JsonObject]:
             "advantage_closed_form": closed.advantage_closed_form,
             "error_order": closed.error_order,
             "closed_form_unreliable": sigma < _CLOSED_FORM_MIN_NOISE_MULTIPLIER,
-            "closed_form_source": _CLOSED_FORM_SOURCE,
+            "closed_form_source": f"{CLOSED_FORM_BOUNDS_PAPER}, {_CLOSED_FORM_SECTION}",
             "noise_multiplier": sigma,
         }
     return readings
@@ -437,17 +440,17 @@ class StepHooks:
     """What an audit of the trainer adds to, sees of, or (in tests) breaks in every step.
 
     Steps are counted from 0 over the whole run. ``inject(step)`` returns the gradient canaries
-    of that step (``adversary-instantiation-nasr-2021-excerpt.txt``), rows of flattened
-    gradients in ``network.parameters()`` order, or ``None``: each row is clipped like one
-    example's gradient and added to the step's clipped sum before the noise. ``observe(step,
-    parameters, noisy_sum)`` sees the parameters the step's gradients were taken at and the
-    noisy sum Σ clip(∇) + N(0, σ²C²) (not yet divided by the normaliser), as the DP-SGD
-    analysis lets an adversary see every step. ``noise_scale(step)`` multiplies the noise's
-    standard deviation and ``clip=False`` sums unclipped gradients: test hooks that break the
-    privacy the accountant reports, so that a test or a benchmark can show that the audit of
-    a training run catches them; the command line never sets them. ``sampled(step, network,
-    rows)`` sees the network before the step's update and the indices of the records sampled
-    for it (:class:`epsstar.training.attribute.AttributeTracker`); it must change nothing.
+    of that step (Nasr et al. 2021, "Adversary Instantiation: Lower Bounds for Differentially
+    Private Machine Learning"), rows of flattened gradients in ``network.parameters()`` order, or
+    ``None``: each row is clipped like one example's gradient and added to the step's clipped sum
+    before the noise. ``observe(step, parameters, noisy_sum)`` sees the parameters the step's
+    gradients were taken at and the noisy sum Σ clip(∇) + N(0, σ²C²) (not yet divided by the
+    normaliser), as the DP-SGD analysis lets an adversary see every step. ``noise_scale(step)``
+    multiplies the noise's standard deviation and ``clip=False`` sums unclipped gradients: test
+    hooks that break the privacy the accountant reports, so that a test or a benchmark can show that
+    the audit of a training run catches them; the command line never sets them. ``sampled(step,
+    network, rows)`` sees the network before the step's update and the indices of the records
+    sampled for it (:class:`epsstar.training.attribute.AttributeTracker`); it must change nothing.
     """
 
     inject: Callable[[int], torch.Tensor | None] | None = None

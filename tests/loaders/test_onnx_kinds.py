@@ -131,8 +131,9 @@ def leaky_adult(
 
 
 def _logit_losses(model: Path, table: pd.DataFrame, classes: list[str]) -> np.ndarray:
-    """The logit loss (footnote 1 of epsilon-star-negoescu-2024.md) of ``table``'s rows,
-    with onnxruntime fed by the test itself, input by input under its own column name."""
+    """The logit loss of ``table``'s rows, with onnxruntime fed by the test itself, input by
+    input under its own column name (footnote 1 of Negoescu et al. 2024, "Epsilon*: Privacy
+    Metric for Machine Learning Models")."""
     import onnxruntime
 
     from epsstar.audit.model.threads import chosen_threads

@@ -1,7 +1,8 @@
-"""The Appendix-B simulation (``epsstar/statistics/simulation.py``;
-``epsilon-star-negoescu-2024.md`` §8.1): the true Epsilon* of two Gamma laws against a
-maximisation of the Definition-2 ratios written here with scipy, two Normal laws against the
-same maximisation, and the simulation's cells, seeds and summaries by hand."""
+"""The Appendix-B simulation (``epsstar/statistics/simulation.py``; §8.1 of Negoescu et al.
+2024, "Epsilon*: Privacy Metric for Machine Learning Models"): the true
+Epsilon* of two Gamma laws against a maximisation of the Definition-2 ratios written here with
+scipy, two Normal laws against the same maximisation, and the simulation's cells, seeds and
+summaries by hand."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from epsstar.statistics.simulation import (
 
 def _definition_2(train: Any, population: Any, delta: float) -> float:
     """sup over thresholds τ of the log of eq. 7's ratios, with t = FPR = F_pop(τ) and
-    η = FNR = 1 − F_train(τ) both in (δ, 1 − δ) (footnote 2, GUIDE.md §2): a grid over the
+    η = FNR = 1 − F_train(τ) both in (δ, 1 − δ) (Negoescu et al., footnote 2): a grid over the
     thresholds allowed, then a bounded search around the best point."""
 
     def values(tau: Any) -> Any:

@@ -17,9 +17,10 @@ Given the per-record losses of a model on its training data and on population da
 * Epsilon* at δ from 10/n down to the chosen δ, each with the rates the data do not
   hold (:mod:`epsstar.statistics.estimators.delta_profile`);
 * plain-language readings: the posterior-belief bound ρ_β of Epsilon*
-  (``identifiability-bernau-2021.md``), the membership advantage (observed, max TPR − FPR,
-  and the bound implied by (ε*, δ)), and the TPR of the loss attack at 0.1 % and 1 % FPR
-  (observed, fitted, and the (ε*, δ) bound);
+  (Bernau et al. 2021, "Quantifying identifiability to choose and audit ε in differentially private
+  deep learning"), the membership advantage (observed, max TPR − FPR, and the bound implied by
+  (ε*, δ)), and the TPR of the loss attack at 0.1 % and 1 % FPR (observed, fitted, and the (ε*, δ)
+  bound);
 
 and returns them in an :class:`~epsstar.audit.output.result.AuditResult` together with the
 model's utility and the provenance it is given, both computed by the caller

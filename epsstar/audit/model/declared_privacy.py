@@ -5,10 +5,10 @@ how the model was trained under the key :data:`PRIVACY_KEY` (``"epsstar.privacy"
 ONNX ``metadata_props`` entry or a TorchScript extra file): a JSON object
 ``{"private": true, "epsilon": ε, "delta": δ, "accountant": "pld"}`` for DP-SGD, or
 ``{"private": false}``. The audit shows a declared ε beside Epsilon*: a model that is
-(ε, δ)-DP has a true Epsilon* of at most ε at any δ' ≥ δ (eq. 7 of
-``epsilon-star-negoescu-2024.md`` only counts tests that (ε, δ)-DP already bounds), so an
-estimate above it is estimation error, not a finding. The declaration is the exporter's
-word, recorded as such; nothing here verifies it.
+(ε, δ)-DP has a true Epsilon* of at most ε at any δ' ≥ δ (eq. 7 of Negoescu et al. 2024,
+"Epsilon*: Privacy Metric for Machine Learning Models", only counts tests that (ε, δ)-DP already
+bounds), so an estimate above it is estimation error, not a finding. The declaration is the
+exporter's word, recorded as such; nothing here verifies it.
 """
 
 from __future__ import annotations

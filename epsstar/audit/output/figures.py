@@ -9,13 +9,13 @@ without computing anything:
   the pooled values, with the counts per side and the values left out, and the
   losses that sit at the value a clipped probability gives (:class:`ClippedLosses`);
 * the densities of the distributions fitted to φ (§3.1 of
-  ``epsilon-star-negoescu-2024.md``);
+  Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models");
 * the FNR/FPR trade-off of the loss-threshold test (eqs. 5-6): observed, at a
   bounded set of thresholds, and fitted; the (ε*, δ) boundary
   ``f(x) = max(0, 1 - δ - e^ε x, e^-ε (1 - δ - x))`` with its corner, the
   no-leak line ``f(x) = 1 - x``, the μ-GDP curve ``f(x) = Φ(-Φ^-1(x) - μ)``
-  through the Epsilon* point (``gdp-and-auditing-lecture.md``), and the ranges of
-  both axes;
+  through the Epsilon* point (Dong, Roth & Su 2022, "Gaussian Differential Privacy"), and the
+  ranges of both axes;
 * every attack's observed ROC curve (TPR against FPR of "member if score ≤ τ") on
   log-log axes, at a bounded set of corners (:func:`roc_points`), with the readings'
   TPR at 0.1 % and 1 % FPR, the diagonal TPR = FPR and the (ε*, δ) bound of the
@@ -621,8 +621,8 @@ def _fitted_tradeoff(estimate: EpsilonStarResult, low: float) -> Curve | None:
 def dp_boundary_corner(epsilon: float, delta: float) -> RatePoint:
     """Where ``1 - δ - e^ε x`` and ``e^-ε (1 - δ - x)`` cross: ``x = f(x) = (1 - δ) / (1 + e^ε)``.
 
-    The boundary is the trade-off function ``f_{ε,δ}`` of Prop. 2.5 in
-    ``gdp-and-auditing-lecture.md``, the larger of these two lines: left of this
+    The boundary is the trade-off function ``f_{ε,δ}`` of Prop. 2.5 in Dong, Roth & Su,
+    the larger of these two lines: left of this
     point the first, right of it the second, so the boundary has a corner here.
     """
     rate = float((1.0 - delta) / (1.0 + math.exp(min(epsilon, 700.0))))

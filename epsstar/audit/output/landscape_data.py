@@ -7,12 +7,11 @@ anything:
 
 * per strategy, the Epsilon* and utility of every audited repeat, their mean
   with min–max bars, the mechanism-level ε̄ = log mean exp(Epsilon*)
-  (Theorem 2 of ``epsilon-star-negoescu-2024.md``) and whether it was trained
-  with differential privacy (:class:`TrainingPrivacy`, read from the strategy's
-  hyper-parameters: ``epsstar sweep`` writes ``private`` and ``target_epsilon``,
-  with the accountant's ``epsilon``, ``delta`` and ``accountant``, into its
-  manifest, and ``audit-many`` carries them into each record's
-  ``entry.params``);
+  (Theorem 2 of Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models") and
+  whether it was trained with differential privacy (:class:`TrainingPrivacy`, read from the
+  strategy's hyper-parameters: ``epsstar sweep`` writes ``private`` and ``target_epsilon``, with the
+  accountant's ``epsilon``, ``delta`` and ``accountant``, into its manifest, and ``audit-many``
+  carries them into each record's ``entry.params``);
 * the Pareto frontier (lower Epsilon*, higher utility) and its step line;
 * Gaussian kernel densities of every model's Epsilon* and utility per category
   (DP or baseline) with at least :data:`MIN_DENSITY_VALUES` models, and the

@@ -2,10 +2,10 @@
 recorded for a model, read from the ``training.json`` beside the model file.
 
 The trainer tracks, at every DP-SGD step, the distance between a record's clipped gradients
-under the attribute's values, and records the bound of Cherubin et al. 2024, Corollary 10
-(``closed-form-bounds-dpsgd-cherubin-2024.md``; :mod:`epsstar.training.attribute`) under
-``attribute_inference`` in ``training.json``. An audit with ``--attribute`` on the same
-column shows it beside the measured advantage, with a ``source`` saying so.
+under the attribute's values, and records the bound of Corollary 10 of Cherubin et al. 2024,
+"Closed-Form Bounds for DP-SGD against Record-level Inference" (:mod:`epsstar.training.attribute`)
+under ``attribute_inference`` in ``training.json``. An audit with ``--attribute`` on the same column
+shows it beside the measured advantage, with a ``source`` saying so.
 
 For another column, or a run without tracking, the record still holds the exact membership
 advantage of the DP-SGD run, δ(0) of its privacy loss distribution under add/remove

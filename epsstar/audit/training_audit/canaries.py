@@ -11,8 +11,8 @@ labels; and which of them a run includes.
   median ± (4 + 2u)·sd of the training column (u uniform in [0, 1), the sign at random; whole
   numbers for integer columns), and the label is another class, drawn uniformly. A model fits
   such a record only by memorising it (the adversary's crafted inputs of
-  ``adversary-instantiation-nasr-2021-excerpt.txt`` §IV, made from the data alone, without a
-  model).
+  §IV of Nasr et al. 2021, "Adversary Instantiation: Lower Bounds for Differentially Private
+  Machine Learning", made from the data alone, without a model).
 * Inclusion: each canary is included in a run's training table independently with probability
   ½ (Steinke et al. 2023), from its own seed.
 """

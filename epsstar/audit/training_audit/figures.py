@@ -1,7 +1,7 @@
 """What the report of an audit of a training procedure draws, computed once here.
 
-* The claim's trade-off curve (``gdp-and-auditing-lecture.md``): an (ε, δ)-DP test's false
-  negative rate at false positive rate α is at least
+* The claim's trade-off curve (Dong, Roth & Su 2022, "Gaussian Differential Privacy", Prop. 2.5):
+  an (ε, δ)-DP test's false negative rate at false positive rate α is at least
   f(α) = max(0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)); and the μ-GDP curve
   G_μ(α) = Φ(Φ⁻¹(1 − α) − μ) for the μ of the claim (:func:`~epsstar.statistics.auditing.
   claims.claimed_mu`).

@@ -4,10 +4,11 @@ guesses, the bounds; the claim; the verdict.
 A claim (ε, δ)-DP is *refuted* when a threat model's deciding lower bound exceeds ε: the
 (ε, δ) bound of Steinke et al. 2023 (one run) or the Clopper–Pearson bound of Nasr et al.
 (many runs) by default — these hold for every trainer; with ``bound="gdp"`` the μ-GDP bound of
-Mahloujifar et al. 2024 (one run) or of the lecture (many runs), which holds only for trainers
-whose trade-off curve is Gaussian (``docs/training-audit.md``). With K threat models each
-bound is taken at confidence 1 − (1 − c)/K, so that a trainer that keeps its claim is refuted
-by any of them with probability at most 1 − c (Bonferroni).
+Mahloujifar et al. 2024 (one run) or of Nasr et al. 2023, "Tight Auditing of Differentially
+Private Machine Learning" (many runs), which holds only for trainers whose trade-off curve is
+Gaussian (``docs/training-audit.md``). With K threat models each bound is taken at confidence
+1 − (1 − c)/K, so that a trainer that keeps its claim is refuted by any of them with probability
+at most 1 − c (Bonferroni).
 """
 
 from __future__ import annotations

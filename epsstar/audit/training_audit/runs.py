@@ -1,13 +1,14 @@
 """The training runs of an audit: which canaries each includes, and running them.
 
-One run (Steinke et al. 2023): every canary is included with probability ½ and the procedure
-trains once. Many runs (``adversary-instantiation-nasr-2021-excerpt.txt`` §III-C): one canary of
-each kind, included in R runs and left out of R others; which runs are which is a seeded
-shuffle, so that the runs with the canary are not all first. Each run has its own seed, drawn
-from the audit's (:func:`derived_seed`), and is independent of the others, so runs go
-through the engines of ``audit-many``: this machine's processes
-(:func:`~epsstar.audit.engines.pool.run_in_processes`, ``--jobs``) or one task per run on a Dask
-cluster (:func:`~epsstar.audit.engines.dask_engine.run_tasks`). A finished run is kept in the
+One run (Steinke, Nasr & Jagielski 2023, "Privacy Auditing with One (1) Training Run"): every canary
+is included with probability ½ and the procedure trains once. Many runs (§III-C of Nasr et al. 2021,
+"Adversary Instantiation: Lower Bounds for Differentially Private Machine Learning"): one canary of
+each kind, included in R runs and left out of R others; which runs are which is a seeded shuffle, so
+that the runs with the canary are not all first. Each run has its own seed, drawn from the audit's
+(:func:`derived_seed`), and is independent of the others, so runs go through the engines of
+``audit-many``: this machine's processes (:func:`~epsstar.audit.engines.pool.run_in_processes`,
+``--jobs``) or one task per run on a Dask cluster
+(:func:`~epsstar.audit.engines.dask_engine.run_tasks`). A finished run is kept in the
 :class:`~.store.RunStore` as it finishes, so an interrupted audit resumes with the others.
 
 A procedure that can train several runs together (:class:`Stacking`: epsstar's own trainer,

@@ -1,13 +1,13 @@
 """The threat models of an audit of a training procedure: what the adversary sees, and how it
 scores each canary.
 
-``adversary-instantiation-nasr-2021-excerpt.txt`` §III-IV varies what the adversary sees of the
-training (the final model through its predictions; the final weights; every intermediate
-update) and what it may put in the training data (records of the data's distribution; crafted
-inputs; gradients). A lower bound measured under a weak threat model says less about the
-trainer than one measured under a strong one: the DP-SGD analysis already lets the adversary
-choose a gradient and see every step, so only the strongest threat models can come near the
-accountant's ε (the tightness table of ``docs/training-audit.md``).
+§III-IV of Nasr et al. 2021, "Adversary Instantiation: Lower Bounds for Differentially Private
+Machine Learning", varies what the adversary sees of the training (the final model through its
+predictions; the final weights; every intermediate update) and what it may put in the training data
+(records of the data's distribution; crafted inputs; gradients). A lower bound measured under a weak
+threat model says less about the trainer than one measured under a strong one: the DP-SGD analysis
+already lets the adversary choose a gradient and see every step, so only the strongest threat models
+can come near the accountant's ε (the tightness table of ``docs/training-audit.md``).
 
 * ``input``: records of the population, seen through the final model's loss (black box);
 * ``crafted``: out-of-distribution records with flipped labels, seen through the final model's
@@ -18,9 +18,9 @@ accountant's ε (the tightness table of ``docs/training-audit.md``).
   step and coordinate read with its own variance: the noise read off the step plus the
   batch's sampling spread on that coordinate);
 * ``di``: the population records again, scored by the DI adversary of
-  ``identifiability-bernau-2021.md`` (Algorithm 1): the log posterior odds of the data set with
-  the canary from every step's noisy gradient, with the canary's clipped gradient at that step
-  as its local sensitivity.
+  Bernau et al. 2021, "Quantifying identifiability to choose and audit ε in differentially private
+  deep learning" (Algorithm 1): the log posterior odds of the data set with the canary from every
+  step's noisy gradient, with the canary's clipped gradient at that step as its local sensitivity.
 
 The white-box threat models need to see inside the trainer: only epsstar's own trainer offers
 them (``epsstar.training.threat_models``); a command is audited through the models it saves.
@@ -119,8 +119,9 @@ THREAT_MODELS: Final[tuple[ThreatModel, ...]] = (
         "di",
         "population",
         "every step's noisy gradient sum (white box)",
-        "the DI adversary's log posterior odds of the data set with the canary "
-        "(identifiability-bernau-2021.md, Algorithm 1)",
+        "the DI adversary's log posterior odds of the data set with the canary (Algorithm 1 of "
+        'Bernau et al. 2021, "Quantifying identifiability to choose and audit ε in differentially '
+        'private deep learning")',
         "members_higher",
         True,
     ),

@@ -1,10 +1,9 @@
 """``epsstar demo``: train DP and non-DP models on UCI Adult and audit each one.
 
 The demo reproduces, on a small scale, the Adult experiment of §4.1 of
-``epsilon-star-negoescu-2024.md``: non-private baselines trained for 1, 5, 10
-and 20 epochs and DP-SGD models trained to ε ∈ {1, 3, 10} (δ = 1/(n ln n)),
-all with the reference trainer (SGD, lr 0.01, momentum 0.9). ``docs/demo.md``
-explains the settings.
+Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models": non-private baselines
+trained for 1, 5, 10 and 20 epochs and DP-SGD models trained to ε ∈ {1, 3, 10} (δ = 1/(n ln n)), all
+with the reference trainer (SGD, lr 0.01, momentum 0.9). ``docs/demo.md`` explains the settings.
 
 It is the three commands a user would run, chained: the grid is a sweep
 (:mod:`epsstar.training.runs.sweep`, one sweep per strategy in ``--jobs`` worker

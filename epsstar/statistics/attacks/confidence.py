@@ -3,9 +3,9 @@
 ``φ = log(p_y / (1 − p_y))``, the logit scaling of Carlini et al. 2022 ("Membership
 Inference Attacks From First Principles", IEEE S&P, §IV: it makes the confidence of
 one record across models close to Gaussian). It is minus the Epsilon* paper's logit loss
-(``epsilon-star-negoescu-2024.md``, footnote 1), so from logits it is exact:
-``φ = z_y − logsumexp_{j≠y} z_j`` (:mod:`epsstar.statistics.losses`). From probabilities
-``p_y`` is clipped to ``[ε, 1 − ε]`` with ε the float64 machine epsilon first.
+(Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models", footnote 1), so from
+logits it is exact: ``φ = z_y − logsumexp_{j≠y} z_j`` (:mod:`epsstar.statistics.losses`). From
+probabilities ``p_y`` is clipped to ``[ε, 1 − ε]`` with ε the float64 machine epsilon first.
 """
 
 from __future__ import annotations

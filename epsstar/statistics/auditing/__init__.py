@@ -2,11 +2,11 @@
 
 A training procedure is audited by inserting canaries, training, and turning what the
 canaries reveal into an ε lower bound that a correct trainer exceeds with probability at
-most 1 − confidence; a claim ε < ε_lo is refuted (``gdp-and-auditing-lecture.md``,
-``adversary-instantiation-nasr-2021-excerpt.txt``; GUIDE.md §2 "Auditing a training
-procedure").
+most 1 − confidence; a claim ε < ε_lo is refuted (Nasr et al. 2021, "Adversary Instantiation:
+Lower Bounds for Differentially Private Machine Learning"; Steinke, Nasr & Jagielski 2023,
+"Privacy Auditing with One (1) Training Run").
 
-Lives here: the one-run bounds of Steinke, Nasr & Jagielski 2023 (:mod:`.one_run_approximate_dp`)
+Lives here: the one-run bounds of Steinke et al. (:mod:`.one_run_approximate_dp`)
 and of Mahloujifar, Melis & Chaudhuri 2024 (:mod:`.one_run_gaussian_dp`), the guessing rule
 (:mod:`.guesses`), the choice of k from the claim alone (:mod:`.choose_k`), the one-run record
 (:mod:`.one_run`), the many-run bounds (Clopper–Pearson, μ-GDP, Bayesian, log-Katz;

@@ -6,7 +6,8 @@ best, which voids the confidence. So k is chosen from m and the claimed (ε, δ)
 
 * Model the audit of a trainer that exactly meets its claim as Gaussian: a canary's score is
   N(μ, 1) when included and N(0, 1) when not, with μ = :func:`~.claims.claimed_mu` (ε, δ) —
-  the claim's own μ-GDP curve, which DP-SGD approaches (``gdp-and-auditing-lecture.md``).
+  the claim's own μ-GDP curve, which DP-SGD approaches (Dong, Roth & Su 2022, "Gaussian
+  Differential Privacy").
 * With k₊ = k₋ = k, the rule guesses above the threshold t where ½[Φ̄(t − μ) + Φ̄(t)] = k/m
   (and symmetrically below), so its expected precision is Φ̄(t − μ)/(Φ̄(t − μ) + Φ̄(t)) and
   its expected number of right guesses among r = 2k is v(k) = round(2k·precision).

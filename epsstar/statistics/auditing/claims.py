@@ -1,10 +1,10 @@
 """The μ-GDP curve that a claimed (ε, δ) names.
 
 A trainer that claims (ε, δ)-DP and adds Gaussian noise is read, as in jax_privacy's one-run
-f-DP audit and in Mahloujifar et al. 2024, as claiming the μ-GDP curve that passes through
-(ε, δ): the μ with δ_μ(ε) = δ, where δ_μ is
-:func:`~epsstar.statistics.readings.conversions.gdp_delta` (``gdp-and-auditing-lecture.md``,
-Prop. 2.12). It is the inverse in μ of
+f-DP audit and in Mahloujifar, Melis & Chaudhuri 2024 ("Auditing f-Differential Privacy in
+One Run"), as claiming the μ-GDP curve that passes through (ε, δ): the μ with δ_μ(ε) = δ,
+where δ_μ is :func:`~epsstar.statistics.readings.conversions.gdp_delta` (Dong, Roth & Su 2022,
+"Gaussian Differential Privacy", Prop. 2.12). It is the inverse in μ of
 :func:`~epsstar.statistics.readings.conversions.gdp_epsilon`, and 1/μ is the noise multiplier
 of the Gaussian mechanism calibrated exactly to (ε, δ) (Balle & Wang's analytic Gaussian
 mechanism, dp_accounting's ``get_sigma_gaussian``).

@@ -12,12 +12,13 @@ refused before anything is trained.
   2δ ≥ 1 − c no m can do.
 * One run, μ-GDP (Mahloujifar et al. 2024): the smallest m whose recursion refutes
   μ = :func:`~.claims.claimed_mu` (ε, δ) for v = r = m.
-* Many runs (Nasr et al. 2021, eq. 5; the lecture's μ-GDP bound): the smallest R with
-  0 false positives out of R and 0 false negatives out of R whose Clopper–Pearson bound
+* Many runs (Nasr et al. 2021, eq. 5; the μ-GDP bound of Nasr et al. 2023, "Tight Auditing of
+  Differentially Private Machine Learning"): the smallest R with 0 false positives out of R and 0
+  false negatives out of R whose Clopper–Pearson bound
   (:func:`~epsstar.statistics.bounds.from_counts.epsilon_lower_bound`), or whose μ⁻
-  (:func:`~epsstar.statistics.readings.conversions.gdp_mu_lower_bound`) against the claim's
-  μ, exceeds the claim. The many-run audit chooses its threshold on half the runs, so it
-  needs about twice R runs per arm.
+  (:func:`~epsstar.statistics.readings.conversions.gdp_mu_lower_bound`) against the claim's μ,
+  exceeds the claim. The many-run audit chooses its threshold on half the runs, so it needs about
+  twice R runs per arm.
 
 The searches double an upper end and then bisect, relying on the bound growing with the
 number of canaries or runs (true of perfect guesses; the tests check each answer's

@@ -1,10 +1,9 @@
 """Guessing rules for a one-run audit, fixed before the scores are seen, and their bounds.
 
-Steinke, Nasr & Jagielski 2023 (GUIDE.md §2; the paper is not among the project's papers,
-see ``docs/training-audit.md``) bound the right guesses W of any guess vector
-T ∈ {−1, 0, +1}^m with at most r non-zero entries that is a function of the training run's
-output alone: the auditor may abstain on any canary, and may guess "in" only. So every rule
-below is a special case of their theorem:
+Steinke, Nasr & Jagielski 2023 ("Privacy Auditing with One (1) Training Run") bound the right
+guesses W of any guess vector T ∈ {−1, 0, +1}^m with at most r non-zero entries that is a function
+of the training run's output alone: the auditor may abstain on any canary, and may guess "in" only.
+So every rule below is a special case of their theorem:
 
 * ``"symmetric"`` — "in" for the k most member-like canaries, "out" for the k least
   (k₊ = k₋ = k, r = 2k): the rule of :func:`~.guesses.count_correct_guesses` used so far.

@@ -1,10 +1,10 @@
 """The one-run guessing rule: "in" for the k₊ most member-like canaries, "out" for the k₋ least.
 
-Steinke, Nasr & Jagielski 2023 (GUIDE.md §2): after one training run every canary gets a
-score from the model; the auditor guesses "in" for the k₊ canaries that look most like
-members, "out" for the k₋ that look least like members, and abstains on the rest. The
-guesses depend on the scores alone (never on which canaries were included), which is what
-the one-run bounds need.
+Steinke, Nasr & Jagielski 2023, "Privacy Auditing with One (1) Training Run": after one training run
+every canary gets a score from the model; the auditor guesses "in" for the k₊ canaries that look
+most like members, "out" for the k₋ that look least like members, and abstains on the rest. The
+guesses depend on the scores alone (never on which canaries were included), which is what the
+one-run bounds need.
 """
 
 from __future__ import annotations

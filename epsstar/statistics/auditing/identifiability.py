@@ -1,10 +1,11 @@
 """The DI adversary's readings: posterior beliefs and advantage beside their analytical bounds.
 
-``identifiability-bernau-2021.md``: the adversary A_DI of Algorithm 1 knows both neighbouring
-data sets D and D' and the mechanism, observes every noisy gradient and updates its belief in
-each data set by Lemma 1 (uniform prior, Gaussian likelihoods); it guesses the data set with
-the higher posterior belief. From its final log posterior odds s (log β(D')/β(D), D' the data
-set with the canary) over a set of experiments (here: canaries, each included or not):
+Bernau et al. 2021, "Quantifying identifiability to choose and audit ε in differentially private
+deep learning": the adversary A_DI of Algorithm 1 knows both neighbouring data sets D and D' and the
+mechanism, observes every noisy gradient and updates its belief in each data set by Lemma 1 (uniform
+prior, Gaussian likelihoods); it guesses the data set with the higher posterior belief. From its
+final log posterior odds s (log β(D')/β(D), D' the data set with the canary) over a set of
+experiments (here: canaries, each included or not):
 
 * the belief in the true data set is σ(s) when the canary was included, σ(−s) when not; the
   largest one, β_max, gives ε' = ln(β_max/(1 − β_max)) (Section 5.3, from Eq. (5)), the

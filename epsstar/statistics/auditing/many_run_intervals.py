@@ -1,9 +1,9 @@
 """Two more ε lower bounds from many-run error counts: a Bayesian one and the log-Katz one.
 
-``gdp-and-auditing-lecture.md`` ("Improvements: better stats") names two alternatives to
-bounding FPR and FNR separately with Clopper–Pearson:
+Two alternatives to bounding FPR and FNR separately with Clopper–Pearson:
 
-* **Bayesian** (Zanella-Béguelin et al. 2023, the lecture's [ZB+23]): put Beta priors on the
+* **Bayesian** (Zanella-Béguelin et al. 2023, "Bayesian Estimation of Differential Privacy"):
+  put Beta priors on the
   false positive rate α and false negative rate β; with FP false positives out of N
   negatives and FN out of P positives the posteriors are independent,
   α ~ Beta(a + FP, b + N − FP) and β ~ Beta(a + FN, b + P − FN). The posterior of

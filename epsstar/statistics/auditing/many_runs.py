@@ -1,20 +1,20 @@
 """The many-run audit: R runs with the canary, R without, and four ε lower bounds.
 
-``adversary-instantiation-nasr-2021-excerpt.txt`` §III-C and ``gdp-and-auditing-lecture.md``
-("Privacy Auditing"): train R models with the canary and R without, score the canary in each
-(its loss, or a stronger score), and call "with the canary" the runs on one side of a
-threshold. The threshold and the side are chosen on half of the runs and the errors counted
-on the other half (:func:`~epsstar.statistics.bounds.held_out_bound.split_lower_bound`; the
-seeded split on its own is :func:`split_runs`), so the counts are those of a test fixed in
-advance. From the false positives FP of N runs without
-the canary and false negatives FN of P runs with it:
+§III-C of Nasr et al. 2021, "Adversary Instantiation: Lower Bounds for Differentially Private
+Machine Learning": train R models with the canary and R without, score the canary in each (its loss,
+or a stronger score), and call "with the canary" the runs on one side of a threshold. The threshold
+and the side are chosen on half of the runs and the errors counted on the other half
+(:func:`~epsstar.statistics.bounds.held_out_bound.split_lower_bound`; the seeded split on its own is
+:func:`split_runs`), so the counts are those of a test fixed in advance. From the false positives FP
+of N runs without the canary and false negatives FN of P runs with it:
 
 * ``clopper_pearson``: Nasr et al., eq. 5, with Clopper–Pearson upper bounds of both rates
   (:func:`~epsstar.statistics.bounds.from_counts.epsilon_lower_bound`); exact, conservative.
-* ``gdp_clopper_pearson``: the lecture's μ⁻ = Φ^{-1}(1 − α⁺) − Φ^{-1}(β⁺) from the same upper
-  bounds (:func:`~epsstar.statistics.readings.conversions.gdp_mu_lower_bound`) and its ε at δ
-  (:func:`~epsstar.statistics.readings.conversions.gdp_epsilon`); it refutes Gaussian
-  trade-off curves and needs far fewer runs.
+* ``gdp_clopper_pearson``: the μ⁻ = Φ^{-1}(1 − α⁺) − Φ^{-1}(β⁺) of Nasr et al. 2023 ("Tight
+  Auditing of Differentially Private Machine Learning") from the same upper bounds
+  (:func:`~epsstar.statistics.readings.conversions.gdp_mu_lower_bound`) and its ε at δ
+  (:func:`~epsstar.statistics.readings.conversions.gdp_epsilon`); it refutes Gaussian trade-off
+  curves and needs far fewer runs.
 * ``bayesian_beta`` and ``log_katz``: :mod:`.many_run_intervals`.
 
 Each bound holds (or, for the Bayesian one, is credible) at ``confidence``.

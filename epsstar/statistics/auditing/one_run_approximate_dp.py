@@ -1,11 +1,9 @@
 """The (ε, δ) lower bound of a one-run audit (Steinke, Nasr & Jagielski 2023).
 
-"Privacy auditing with one (1) training run" (NeurIPS 2023, arXiv 2305.08846; not in
-``/work/shared/papers``, summarised in GUIDE.md §2 "Auditing a training procedure"): m
-canaries are each included in the training set independently with probability ½, the
-model is trained once, and an auditor who sees only the trained model guesses "in" or "out"
-for r of them and abstains on the rest. If training is (ε, δ)-DP, the number W of correct
-guesses satisfies, for every v,
+"Privacy Auditing with One (1) Training Run" (NeurIPS 2023, arXiv 2305.08846): m canaries are each
+included in the training set independently with probability ½, the model is trained once, and an
+auditor who sees only the trained model guesses "in" or "out" for r of them and abstains on the
+rest. If training is (ε, δ)-DP, the number W of correct guesses satisfies, for every v,
 
     P[W ≥ v] ≤ P[B ≥ v] + 2mδ · max_{1≤i≤v} (1/i) · P[v − i ≤ B ≤ v − 1],
     B ~ Binomial(r, q),  q = e^ε / (1 + e^ε),

@@ -1,10 +1,10 @@
 """The μ-GDP lower bound of a one-run audit (Mahloujifar, Melis & Chaudhuri 2024).
 
-"Auditing f-differential privacy in one run" (arXiv 2410.22235, ICML 2025; not in
-``/work/shared/papers``) reads the same count as Steinke et al. 2023 — m canaries, each
-included with probability ½, r guesses, v of them right — through a trade-off curve f instead
-of (ε, δ). Here f is the μ-GDP curve of ``gdp-and-auditing-lecture.md``,
-f_μ(α) = Φ(Φ^{-1}(1 − α) − μ), whose inverse blow-up
+"Auditing f-Differential Privacy in One Run" (arXiv 2410.22235, ICML 2025) reads the same
+count as Steinke, Nasr & Jagielski 2023, "Privacy Auditing with One (1) Training Run" — m
+canaries, each included with probability ½, r guesses, v of them right — through a trade-off
+curve f instead of (ε, δ). Here f is the μ-GDP curve of Dong, Roth & Su 2022, "Gaussian
+Differential Privacy", f_μ(α) = Φ(Φ^{-1}(1 − α) − μ), whose inverse blow-up
 
     g_μ(t) = Φ(Φ^{-1}(t) − μ)
 
@@ -29,7 +29,7 @@ The lower bound μ_lo is the largest refuted μ (μ-GDP claims are nested, as μ
 (:func:`~epsstar.statistics.readings.conversions.gdp_epsilon`), is the ε at δ of the
 strongest Gaussian trade-off curve the count refutes: a lower bound on ε for trainers whose
 trade-off curve is Gaussian (the Gaussian mechanism, full-batch DP-SGD, and approximately
-many-step DP-SGD by the central limit theorem of the lecture). For other curves only the μ
+many-step DP-SGD by the central limit theorem of Dong, Roth & Su). For other curves only the μ
 statement holds; the (ε, δ) bound of Steinke et al. holds for all.
 """
 

@@ -3,10 +3,10 @@
 An attack that tries to tell apart two neighbouring training sets makes false
 positives (it says "member" for a non-member) and false negatives. Their
 Clopper–Pearson upper confidence bounds turn the error counts into a lower
-bound on ε that holds with a stated confidence (Nasr et al., eq. 5 of
-``adversary-instantiation-nasr-2021-excerpt.txt``). Per-model Epsilon* values
-are pooled into a mechanism-level figure with :func:`mechanism_epsilon`
-(Theorem 2 of ``epsilon-star-negoescu-2024.md``).
+bound on ε that holds with a stated confidence (eq. 5 of Nasr et al. 2021, "Adversary
+Instantiation: Lower Bounds for Differentially Private Machine Learning"). Per-model Epsilon* values
+are pooled into a mechanism-level figure with :func:`mechanism_epsilon` (Theorem 2 of
+Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models").
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def epsilon_lower_bound(
 ) -> EpsilonLowerBound:
     """Lower confidence bound on ε from an attack's error counts.
 
-    Nasr et al., eq. 5 (``adversary-instantiation-nasr-2021-excerpt.txt``):
+    Nasr et al., eq. 5:
 
         ε_lo = max(0, log((1 − δ − FP⁺) / FN⁺), log((1 − δ − FN⁺) / FP⁺)),
 
@@ -175,7 +175,7 @@ def epsilon_lower_bound(
 def mechanism_epsilon(values: ArrayLike | Sequence[float]) -> float:
     """Pool the Epsilon* of K model instances into a mechanism-level figure.
 
-    Theorem 2 of ``epsilon-star-negoescu-2024.md`` bounds the mechanism-level
+    Theorem 2 of Negoescu et al. bounds the mechanism-level
     lower bound by ε̄ ≤ log E_θ[exp(ε*(θ))]; this returns the sample version
 
         log((1/K) Σ_k exp(ε*_k)) = logsumexp(ε*) − log K,

@@ -3,9 +3,9 @@
 - ``"estimate"``: the Epsilon* estimate itself.
 - ``"lower-bound"``: the held-out Clopper–Pearson bound
   (:func:`epsstar.statistics.bounds.held_out_bound.split_lower_bound`). The bound lies
-  below the true ratio of eq. 7 (``epsilon-star-negoescu-2024.md``) at the test it
-  counts, hence below the model's true Epsilon*, except with probability at most
-  ``1 - confidence``: a gate on it fails a model whose true Epsilon* is within
+  below the true ratio of eq. 7 (Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine
+  Learning Models") at the test it counts, hence below the model's true Epsilon*, except with
+  probability at most ``1 - confidence``: a gate on it fails a model whose true Epsilon* is within
   the limit no more often than that, for any losses.
 - ``"significant"``: the estimate, counted only when the held-out exact leak test
   (:mod:`epsstar.statistics.bounds.leak_test`) rejects "no leak" at the level

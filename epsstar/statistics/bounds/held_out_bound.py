@@ -176,11 +176,11 @@ def split_lower_bound(
     thresholds at geometrically spaced rates (1/n to 1/2, in both tails of both
     sides) are tried in both directions — members called below the threshold, as
     in the paper's attack, and above it (the mirrored ratios ``(η-δ)/(1-t)`` and
-    ``(t-δ)/(1-η)`` of eq. 7 in ``epsilon-star-negoescu-2024.md``) — and each is
-    scored by the bound itself. The best (threshold, direction) is then applied
-    to the evaluation halves, whose error counts give the reported bound (Nasr
-    et al., eq. 5). The evaluation records played no part in choosing the test,
-    so the bound holds at the stated confidence, whichever direction leaks.
+    ``(t-δ)/(1-η)`` of eq. 7 in Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning
+    Models") — and each is scored by the bound itself. The best (threshold, direction) is then
+    applied to the evaluation halves, whose error counts give the reported bound (Nasr et al.,
+    eq. 5). The evaluation records played no part in choosing the test, so the bound holds at the
+    stated confidence, whichever direction leaks.
     """
     (select_train, select_pop), (eval_train, eval_pop) = held_out_halves(
         train_losses, population_losses, seed=seed

@@ -4,9 +4,9 @@ A slice is the set of records that share a value of one column (a class label, a
 region): its members are the training records with that value and its non-members the
 population records with it. Within a slice the membership test is the same loss (or
 attack-score) threshold test, so Epsilon* of the slice is eq. 7 of
-``epsilon-star-negoescu-2024.md`` on the slice's two score sets, estimated by the same
-method at the same δ as the whole audit, so that slices compare with the headline and
-with each other.
+Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models" on the slice's two
+score sets, estimated by the same method at the same δ as the whole audit, so that slices compare
+with the headline and with each other.
 
 A slice with fewer records on either side than the method needs gets no number: its
 estimate is ``None`` and ``unavailable`` says why.

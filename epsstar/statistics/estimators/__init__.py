@@ -1,4 +1,5 @@
-"""Epsilon* estimators (``epsilon-star-negoescu-2024.md`` Definition 2, eq. 7).
+"""Epsilon* estimators (Definition 2, eq. 7 of Negoescu et al. 2024, "Epsilon*: Privacy Metric
+for Machine Learning Models").
 
 Lives here: the methods as small frozen records (:mod:`.methods`), :func:`.estimator.estimate`
 and :func:`.estimator.epsilon_star`, the supremum over thresholds (:mod:`.optimizer`,

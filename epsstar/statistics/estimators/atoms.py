@@ -8,10 +8,10 @@ vertex ``k`` calls a record a member when its loss is ≤ ``a_k``, with FPR
 every point of their segment, so the tests of a discrete score make the lower convex hull
 of its vertices (the trade-off curve of a discrete score is the convex hull of its points);
 the reversed tests (members above a threshold) make the hull of ``(1 − t_k, 1 − η_k)``, on
-which the third and fourth ratios of eq. 7 (``epsilon-star-negoescu-2024.md``) are the
-first and second. Each ratio is linear-fractional in ``(t, η)``, hence monotone along a
-segment: its supremum over a hull whose denominator rate must exceed δ is at a vertex or
-where a segment crosses that limit. The plug-in value is exact for the observed counts,
+which the third and fourth ratios of eq. 7 (Negoescu et al. 2024, "Epsilon*: Privacy Metric for
+Machine Learning Models") are the first and second. Each ratio is linear-fractional in ``(t, η)``,
+hence monotone along a segment: its supremum over a hull whose denominator rate must exceed δ is at
+a vertex or where a segment crosses that limit. The plug-in value is exact for the observed counts,
 with ties counted exactly (no interpolation between atoms).
 
 A denominator counted 0 of ``n`` records is read at its median-unbiased rate

@@ -1,11 +1,10 @@
 """Cross-fitted Epsilon*: the test is chosen on one half of the data, scored on the other.
 
-A plug-in estimate ``sup_c g(c; F̂)`` of eq. 7 (``epsilon-star-negoescu-2024.md``)
-is biased upward: the supremum picks the threshold where the fitted CDFs'
-noise happens to raise the ratio most. When nothing leaks every ratio is at
-most 1, so the whole estimate is that noise (the selection bias of a maximum).
-Cross-fitting removes the selection: with the training and the population
-losses each split at random into halves ``A`` and ``B``,
+A plug-in estimate ``sup_c g(c; F̂)`` of eq. 7 (Negoescu et al. 2024, "Epsilon*: Privacy Metric for
+Machine Learning Models") is biased upward: the supremum picks the threshold where the fitted CDFs'
+noise happens to raise the ratio most. When nothing leaks every ratio is at most 1, so the whole
+estimate is that noise (the selection bias of a maximum). Cross-fitting removes the selection: with
+the training and the population losses each split at random into halves ``A`` and ``B``,
 
 1. fit both sides on ``A`` and, for each ratio ``j`` of eq. 7, locate its
    maximising test, at rates ``(t_A, η_A)``;

@@ -2,10 +2,9 @@
 
 The test rejects H0 ("not a member") when the loss is ≤ τ, so
 ``FPR(τ) = P_pop(L ≤ τ)`` and ``FNR(τ) = P_train(L > τ)`` (eqs. 5-6 of
-``epsilon-star-negoescu-2024.md``). Empirical curves step through every
-distinct observed loss; parametric curves evaluate fitted CDFs at quantiles of
-both distributions spaced geometrically towards both tails, which is where
-Epsilon* lives.
+Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models"). Empirical curves step
+through every distinct observed loss; parametric curves evaluate fitted CDFs at quantiles of both
+distributions spaced geometrically towards both tails, which is where Epsilon* lives.
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
 """Epsilon* as a function of δ, from a well-supported δ down to the chosen one.
 
-Epsilon*(δ) (eq. 7 of ``epsilon-star-negoescu-2024.md``) only counts tests whose
-FPR and FNR exceed δ, so the smaller δ the farther into the tails the maximising
-test moves. At δ ≥ 10/n every admissible rate is held by at least ten records of
-data; at the paper's δ = 1/(n ln n) < 1/n it can be a rate no record shows, where
-the estimate is the fitted tail's extrapolation. The profile re-estimates Epsilon*
-by the same method at geometrically spaced δ between ``10/n`` and the chosen δ
-(two per decade, both ends included) and records, at each, which of the test's
-rates lie below one record's worth of data
-(:attr:`~epsstar.statistics.results.EpsilonStarResult.unsupported_rates`): a
-reader sees how much of the headline the data hold and how much is extrapolation.
+Epsilon*(δ) (eq. 7 of Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models")
+only counts tests whose FPR and FNR exceed δ, so the smaller δ the farther into the tails the
+maximising test moves. At δ ≥ 10/n every admissible rate is held by at least ten records of data; at
+the paper's δ = 1/(n ln n) < 1/n it can be a rate no record shows, where the estimate is the fitted
+tail's extrapolation. The profile re-estimates Epsilon* by the same method at geometrically spaced δ
+between ``10/n`` and the chosen δ (two per decade, both ends included) and records, at each, which
+of the test's rates lie below one record's worth of data
+(:attr:`~epsstar.statistics.results.EpsilonStarResult.unsupported_rates`): a reader sees how much of
+the headline the data hold and how much is extrapolation.
 """
 
 from __future__ import annotations

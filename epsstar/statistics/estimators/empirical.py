@@ -2,11 +2,11 @@
 
 Every distinct observed loss ``τ`` (of either set) is a threshold; the test
 rejects H0 when the loss is ≤ τ, so ``FPR(τ) = #{population ≤ τ} / n_pop`` and
-``FNR(τ) = #{train > τ} / n_train`` (eqs. 5-6 of ``epsilon-star-negoescu-2024.md``).
-These thresholds reach every (FPR, FNR) pair a loss threshold can produce.
-Pairs with a rate outside the admissible window are dropped: ``(δ, 1-δ)`` by
-default, or ``(0.001, 0.999)`` as in the paper's Appendix B. Sorting makes it
-O(n log n); the logs of the rates come from exact integer counts.
+``FNR(τ) = #{train > τ} / n_train`` (eqs. 5-6 of Negoescu et al. 2024, "Epsilon*: Privacy Metric for
+Machine Learning Models"). These thresholds reach every (FPR, FNR) pair a loss threshold can
+produce. Pairs with a rate outside the admissible window are dropped: ``(δ, 1-δ)`` by default, or
+``(0.001, 0.999)`` as in the paper's Appendix B. Sorting makes it O(n log n); the logs of the rates
+come from exact integer counts.
 
 A rate counted as 0 of n records is either left out (rate 0 is below any window) or,
 with ``zero_counts="median"``, taken at its median-unbiased value

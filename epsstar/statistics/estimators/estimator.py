@@ -19,13 +19,13 @@ supremum of eq. 7 over thresholds with FPR and FNR in ``(δ, 1-δ)`` is taken as
 for the parametric method. It extrapolates the tails that decide Epsilon* at
 δ ≪ 1/n (``docs/accuracy.md`` measures it against the other two).
 
-``Parametric`` (``epsilon-star-negoescu-2024.md`` §3.1, Appendix B):
-transform the losses (:mod:`epsstar.statistics.transform`), fit a distribution to each
-side in the transformed space (``family="normal"``, the paper's estimator, or
+``Parametric`` (§3.1 and Appendix B of Negoescu et al. 2024, "Epsilon*: Privacy Metric for
+Machine Learning Models"): transform the losses (:mod:`epsstar.statistics.transform`), fit a
+distribution to each side in the transformed space (``family="normal"``, the paper's estimator, or
 ``"gmm"``), check both fits (:mod:`epsstar.statistics.fitting.goodness_of_fit`), and take the
 supremum of eq. 7 over all thresholds with FPR and FNR in ``(δ, 1-δ)``
-(:mod:`epsstar.statistics.estimators.optimizer`). ``Empirical``: eq. 7 at every observed
-loss with rates from the empirical CDFs (:mod:`epsstar.statistics.estimators.empirical`).
+(:mod:`epsstar.statistics.estimators.optimizer`). ``Empirical``: eq. 7 at every observed loss with
+rates from the empirical CDFs (:mod:`epsstar.statistics.estimators.empirical`).
 """
 
 from __future__ import annotations

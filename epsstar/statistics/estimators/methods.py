@@ -1,8 +1,8 @@
 """The estimator methods of Epsilon*, each a small frozen configuration.
 
-Epsilon* (Definition 2, eq. 7 of ``epsilon-star-negoescu-2024.md``) is the
-supremum, over loss thresholds ``c`` whose FPR ``t`` and FNR ``η`` both lie in an
-admissible window (``(δ, 1-δ)`` by default), of::
+Epsilon* (Definition 2, eq. 7 of Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine
+Learning Models") is the supremum, over loss thresholds ``c`` whose FPR ``t`` and FNR ``η`` both lie
+in an admissible window (``(δ, 1-δ)`` by default), of::
 
     log max(1, (1-δ-η)/t, (1-δ-t)/η, (η-δ)/(1-t), (t-δ)/(1-η))
 

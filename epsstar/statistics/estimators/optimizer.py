@@ -1,6 +1,7 @@
 """Supremum of eq. 7 over all thresholds of two continuous distributions.
 
-Parametric Epsilon* (``epsilon-star-negoescu-2024.md`` §3.1) is
+Parametric Epsilon* (§3.1 of Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine
+Learning Models") is
 
     sup over c of max(1, four ratios of FPR(c) = F_pop(c) and FNR(c) = 1 - F_train(c)),
 

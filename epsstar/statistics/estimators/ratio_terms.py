@@ -1,4 +1,7 @@
-"""The four ratios of Definition 2 (eq. 7, ``epsilon-star-negoescu-2024.md``) in log space.
+"""The four ratios of Definition 2 (eq. 7) of Epsilon*, in log space.
+
+Definition 2 is that of Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning
+Models".
 
 For a test with false-positive rate ``t`` and false-negative rate ``eta``::
 

@@ -3,11 +3,11 @@
 Two tests, both reported, either one flagging a poor fit at level ``significance``:
 
 * the hold-out two-sample Kolmogorov-Smirnov test of Appendix 8.2 of
-  ``epsilon-star-negoescu-2024.md``: split the values into a fitting set and an
-  evaluation set of ``n_samples``; fit on the fitting set; draw ``n_samples``
-  from the fit; compare the draws with the evaluation set
-  (``scipy.stats.ks_2samp``). :func:`ks_table` runs it over 1-20 mixture
-  components and 100-1,000 samples, as the paper's Figure 6;
+  Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models": split the values
+  into a fitting set and an evaluation set of ``n_samples``; fit on the fitting set; draw
+  ``n_samples`` from the fit; compare the draws with the evaluation set (``scipy.stats.ks_2samp``).
+  :func:`ks_table` runs it over 1-20 mixture components and 100-1,000 samples, as the paper's
+  Figure 6;
 * the Lilliefors test of normality (``statsmodels``), a KS test that accounts
   for the mean and sd being estimated, on all values. It speaks to the Normal
   family; for mixtures it is reported for information only. statsmodels takes

@@ -1,4 +1,6 @@
-"""Gaussian-mixture fits (``epsilon-star-negoescu-2024.md`` Appendix 8.2 uses 1-20 components).
+"""Gaussian-mixture fits (Appendix 8.2 of the Epsilon* paper uses 1-20 components).
+
+The paper is Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models".
 
 The mixture is fitted with scikit-learn's EM. The number of components is
 chosen by the Bayesian information criterion, scanning ``k = 1, 2, ...`` up to

@@ -1,4 +1,7 @@
-"""The Normal fit of the paper's parametric Epsilon* (``epsilon-star-negoescu-2024.md`` §3.1)."""
+"""The Normal fit of the parametric Epsilon* of Negoescu et al. 2024 (§3.1).
+
+The paper is "Epsilon*: Privacy Metric for Machine Learning Models".
+"""
 
 from __future__ import annotations
 

@@ -1,12 +1,11 @@
 """Empirical body with generalised Pareto tails: a distribution for the far tails.
 
 Epsilon* at δ ≪ 1/n is decided where the data run out: the supremum of eq. 7
-(``epsilon-star-negoescu-2024.md``) sits at an FPR or FNR near δ, i.e. in the
-lower or upper tail of the loss distributions. :class:`TailedEmpirical` keeps
-the data where they are dense and models only the tails, by peaks over
-threshold (Pickands–Balkema–de Haan): beyond the ``k``-th most extreme loss
-on each side the excesses are fitted by a generalised Pareto distribution
-(GPD) with shape ``xi`` and scale ``sigma``::
+(Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models") sits at an FPR or FNR
+near δ, i.e. in the lower or upper tail of the loss distributions. :class:`TailedEmpirical` keeps
+the data where they are dense and models only the tails, by peaks over threshold
+(Pickands–Balkema–de Haan): beyond the ``k``-th most extreme loss on each side the excesses are
+fitted by a generalised Pareto distribution (GPD) with shape ``xi`` and scale ``sigma``::
 
     F(x) = (k/n) * S_low(u_low - x)           for x < u_low  (lower tail)
     1 - F(x) = (k/n) * S_high(x - u_high)     for x > u_high (upper tail)

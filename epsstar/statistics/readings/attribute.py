@@ -13,13 +13,13 @@ errors, swapped). :func:`attribute_reading` gives the ε these accuracies imply 
 Clopper-Pearson lower bound (:func:`epsstar.statistics.bounds.from_counts.epsilon_lower_bound`,
 the test fixed before counting, so no split is needed).
 
-**The bound of a model trained by DP-SGD with the attribute tracked** (Cherubin et al. 2024,
-§5, Corollary 10, ``closed-form-bounds-dpsgd-cherubin-2024.md``): Bayes security against
-attribute inference β* ≥ 1 − erf(p·‖R‖ / (2√2·σ·C)) − O(√(pT)/σ), with R_t the largest
-distance, over the batch's records and pairs of attribute values, between the clipped
-gradients of a record with the attribute set to either value. The attacker's (generalised)
-advantage is 1 − β*. :func:`attribute_bayes_security` gives the leading term (the O(·) term
-dropped, as in :func:`epsstar.statistics.readings.conversions.bayes_security_dpsgd`).
+**The bound of a model trained by DP-SGD with the attribute tracked** (§5, Corollary 10
+of Cherubin et al. 2024, "Closed-Form Bounds for DP-SGD against Record-level Inference"): Bayes
+security against attribute inference β* ≥ 1 − erf(p·‖R‖ / (2√2·σ·C)) − O(√(pT)/σ), with R_t the
+largest distance, over the batch's records and pairs of attribute values, between the clipped
+gradients of a record with the attribute set to either value. The attacker's (generalised) advantage
+is 1 − β*. :func:`attribute_bayes_security` gives the leading term (the O(·) term dropped, as in
+:func:`epsstar.statistics.readings.conversions.bayes_security_dpsgd`).
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def attribute_security_from_dp(epsilon: float, delta: float) -> AttributeSecurit
     advantage, accuracy on members less accuracy on non-members, is a TPR − FPR, which
     (ε, δ)-DP under the add/remove relation (the relation ``epsstar train`` accounts
     with) bounds by (e^ε − 1 + 2δ) / (e^ε + 1) (Humphries et al., eq. 5 of
-    ``closed-form-bounds-dpsgd-cherubin-2024.md``, which §4.2.1 there reads as β* ≥
+    Cherubin et al., whose §4.2.1 reads as β* ≥
     2(1 − δ) / (e^ε + 1)). §5.1 there shows that without looking at the gradients no
     bound on attribute inference can do better than the membership one; the
     data-dependent bound of :func:`attribute_bayes_security` can.

@@ -1,10 +1,11 @@
 """Plain-language readings of privacy parameters and conversions between them.
 
 * posterior belief ρ_β and expected membership advantage ρ_α
-  (``identifiability-bernau-2021.md``);
+  (Bernau et al. 2021, "Quantifying identifiability to choose and audit ε in differentially private
+  deep learning");
 * the advantage bound of Humphries et al. and the Bayes security of DP-SGD
-  (``closed-form-bounds-dpsgd-cherubin-2024.md``);
-* the (ε, δ) and μ-GDP trade-off curves (``gdp-and-auditing-lecture.md``).
+  (Cherubin et al. 2024, "Closed-Form Bounds for DP-SGD against Record-level Inference");
+* the (ε, δ) and μ-GDP trade-off curves (Dong, Roth & Su 2022, "Gaussian Differential Privacy").
 
 Φ is the standard normal CDF throughout. All functions take and return floats.
 """
@@ -23,6 +24,7 @@ from epsstar.statistics._validation import check_confidence, check_in_range, che
 from epsstar.statistics.bounds.from_counts import _check_error_counts, clopper_pearson_upper
 
 __all__ = [
+    "CLOSED_FORM_BOUNDS_PAPER",
     "NEIGHBOURING_RELATIONS",
     "BayesSecurity",
     "advantage_bound_dp",
@@ -43,6 +45,11 @@ __all__ = [
 ]
 
 NEIGHBOURING_RELATIONS: tuple[str, ...] = ("substitution", "add_remove")
+
+#: The paper of :func:`bayes_security_dpsgd`, as the ``source`` fields of outputs name it.
+CLOSED_FORM_BOUNDS_PAPER = (
+    'Cherubin et al. 2024, "Closed-Form Bounds for DP-SGD against Record-level Inference"'
+)
 
 _SQRT2 = math.sqrt(2.0)
 _LOG2 = math.log(2.0)
@@ -87,7 +94,7 @@ def _delta_closed(value: Any) -> float:
 def posterior_belief_bound(epsilon: float) -> float:
     """Bound on the adversary's posterior belief, ρ_β = 1 / (1 + e^{−ε}).
 
-    Theorem 2 of ``identifiability-bernau-2021.md`` (uniform prior over the two
+    Theorem 2 of Bernau et al. (uniform prior over the two
     neighbouring datasets; with δ > 0 it holds with probability 1 − δ).
     """
     eps = _nonnegative("epsilon", epsilon)
@@ -97,7 +104,7 @@ def posterior_belief_bound(epsilon: float) -> float:
 def epsilon_from_posterior_belief(rho: float) -> float:
     """The ε whose posterior-belief bound is ρ: ε = ln(ρ / (1 − ρ)), ρ in [0.5, 1).
 
-    Eq. (5) of ``identifiability-bernau-2021.md``; inverse of
+    Eq. (5) of Bernau et al.; inverse of
     :func:`posterior_belief_bound`.
     """
     belief = check_in_range("rho", rho, 0.5, 1.0, low_inclusive=True)
@@ -113,7 +120,7 @@ def advantage_bound_gaussian(epsilon: float, delta: float) -> float:
     """Expected membership advantage of the Gaussian mechanism calibrated to (ε, δ).
 
     ρ_α = 2Φ(ε / (2·sqrt(2 ln(1.25/δ)))) − 1 (Theorem 3 of
-    ``identifiability-bernau-2021.md``), evaluated as erf(z/√2) to keep
+    Bernau et al.), evaluated as erf(z/√2) to keep
     precision for small ε. δ must lie in (0, 1).
     """
     eps = _nonnegative("epsilon", epsilon)
@@ -126,7 +133,7 @@ def epsilon_from_advantage_gaussian(rho: float, delta: float) -> float:
     """The ε at which :func:`advantage_bound_gaussian` equals ρ, for ρ in [0, 1).
 
     ε = 2·sqrt(2 ln(1.25/δ))·Φ^{-1}((1 + ρ)/2). This is the exact inverse of
-    Theorem 3 of ``identifiability-bernau-2021.md``; the paper's eq. (6) prints
+    Theorem 3 of Bernau et al.; the paper's eq. (6) prints
     it without the leading factor 2, which would not invert Theorem 3.
     """
     advantage = check_in_range("rho", rho, 0.0, 1.0, low_inclusive=True)
@@ -143,7 +150,7 @@ def advantage_bound_rdp(epsilon_rdp: float, order: float) -> float:
     """Expected membership advantage of a Gaussian mechanism that is (α, ε_RDP)-RDP.
 
     ρ_α = 2Φ(sqrt(ε_RDP / (2α))) − 1 (Section 4.4 of
-    ``identifiability-bernau-2021.md``), evaluated as erf(sqrt(ε_RDP / (4α))).
+    Bernau et al.), evaluated as erf(sqrt(ε_RDP / (4α))).
     The order α must exceed 1.
     """
     eps = _nonnegative("epsilon_rdp", epsilon_rdp)
@@ -155,7 +162,7 @@ def advantage_bound_dp(epsilon: float, delta: float) -> float:
     """Humphries et al.'s bound on the membership advantage of an (ε, δ)-DP mechanism.
 
     Adv ≤ (e^ε − 1 + 2δ) / (e^ε + 1) (eq. (5) of
-    ``closed-form-bounds-dpsgd-cherubin-2024.md``), evaluated as
+    Cherubin et al.), evaluated as
     tanh(ε/2) + 2δ / (e^ε + 1) so that large ε does not overflow.
     """
     eps = _nonnegative("epsilon", epsilon)
@@ -167,7 +174,7 @@ def tpr_bound_dp(fpr: float, epsilon: float, delta: float) -> float:
     """Largest true positive rate an (ε, δ)-DP mechanism allows at a given FPR.
 
     (ε, δ)-DP is f_{ε,δ}-DP with f_{ε,δ}(x) = max(0, 1 − δ − e^ε x,
-    e^{−ε}(1 − δ − x)) (Prop. 2.5 in ``gdp-and-auditing-lecture.md``), and the
+    e^{−ε}(1 − δ − x)) (Prop. 2.5 in Dong, Roth & Su), and the
     smallest achievable FNR at FPR = x is f_{ε,δ}(x). Hence
 
         TPR ≤ 1 − f_{ε,δ}(x) = min(1, δ + e^ε x, 1 − e^{−ε}(1 − δ − x)),
@@ -194,7 +201,7 @@ def gdp_mu_from_rates(fpr: float, fnr: float) -> float:
     """The μ whose GDP trade-off curve passes through (FPR, FNR).
 
     For μ-GDP the trade-off is f_μ(α) = Φ(Φ^{-1}(1 − α) − μ)
-    (``gdp-and-auditing-lecture.md``), so a test with rates (α, β) needs
+    (Dong, Roth & Su), so a test with rates (α, β) needs
 
         μ = Φ^{-1}(1 − α) − Φ^{-1}(β) = −Φ^{-1}(α) − Φ^{-1}(β),
 
@@ -213,7 +220,7 @@ def gdp_mu_from_normals(mean_a: float, mean_b: float, sd: float) -> float:
     """μ = |m_a − m_b| / sd for two Normal score distributions with a common sd.
 
     Thresholding N(m_a, sd²) against N(m_b, sd²) has exactly the trade-off
-    curve of N(0, 1) against N(μ, 1) (``gdp-and-auditing-lecture.md``); for
+    curve of N(0, 1) against N(μ, 1) (Dong, Roth & Su); for
     unequal variances this is only an approximation.
     """
     a = _finite("mean_a", mean_a)
@@ -256,7 +263,7 @@ def _gdp_log_delta(epsilon: float, mu: float) -> float:
 def gdp_delta(epsilon: float, mu: float) -> float:
     """The δ(ε) of a μ-GDP mechanism: δ = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2).
 
-    Corollary of Prop. 2.12 in ``gdp-and-auditing-lecture.md``: μ-GDP implies
+    A corollary of Prop. 2.12 in Dong, Roth & Su: μ-GDP implies
     (ε, δ(ε))-DP for every ε ≥ 0, and δ(ε) is the smallest such δ. Evaluated
     through scaled complementary error functions (see ``_gdp_log_delta``), so
     it stays accurate for large ε and tiny δ (1e-12 and far below, until
@@ -312,9 +319,9 @@ def gdp_mu_lower_bound(
     (:func:`epsstar.statistics.bounds.from_counts.clopper_pearson_upper`); both hold jointly with
     probability ≥ ``confidence`` by the union bound. Because
     Φ^{-1}(1 − α) − Φ^{-1}(β) decreases in both α and β, upper bounds on both
-    error rates are what a lower bound on μ needs. ``gdp-and-auditing-lecture.md``
-    writes the lower bound β⁻ of the second rate, which would overstate μ⁻;
-    this function uses the statistically valid upper bound instead.
+    error rates are what a lower bound on μ needs. Taking the lower bound β⁻ of the second
+    rate instead, as the formula is sometimes written, would overstate μ⁻; this function uses
+    the statistically valid upper bound.
     """
     fp, n_neg, fn, n_pos = _check_error_counts(
         false_positives, negatives, false_negatives, positives
@@ -354,8 +361,7 @@ def bayes_security_dpsgd(
 ) -> BayesSecurity:
     """Leading term of the Bayes security β* of DP-SGD (Corollary 7, Cherubin et al.).
 
-    ``closed-form-bounds-dpsgd-cherubin-2024.md``:
-    β* ≥ 1 − erf(p·sqrt(T) / (√2·σ)) − O(sqrt(pT)/σ) for the substitution
+    Cherubin et al.: β* ≥ 1 − erf(p·sqrt(T) / (√2·σ)) − O(sqrt(pT)/σ) for the substitution
     relation (two clipped gradients may point in opposite directions, so the
     sensitivity is 2C); add/remove halves the sensitivity and gives
     1 − erf(p·sqrt(T) / (2√2·σ)). Here p is the sampling rate, T the number of
@@ -386,7 +392,7 @@ def bayes_security_from_delta_at_zero(delta_at_zero: float) -> float:
 
     δ(0) is the total variation distance between the outputs on neighbouring
     inputs, which is the advantage sup over tests (TPR − FPR) of the best
-    attack (Proposition 8 of ``closed-form-bounds-dpsgd-cherubin-2024.md``).
+    attack (Proposition 8 of Cherubin et al.).
     An upper bound on δ(0), such as a pessimistic privacy loss distribution
     gives, yields a lower bound on β*.
     """
@@ -396,7 +402,7 @@ def bayes_security_from_delta_at_zero(delta_at_zero: float) -> float:
 def tpr_bound_bayes_security(fpr: float, beta: float) -> float:
     """TPR ≤ min(1, 1 + FPR − β*) for a β*-secure mechanism.
 
-    Proposition 9 of ``closed-form-bounds-dpsgd-cherubin-2024.md``, for a prior
+    Proposition 9 of Cherubin et al., for a prior
     probability of membership ≤ 1/2 (equality at the uniform prior).
     """
     x = _rate("fpr", fpr)

@@ -10,7 +10,7 @@ members' share of all members in it over the non-members' share of all non-membe
 (Fawcett & Niculescu-Mizil 2007, "PAV and the ROC convex hull", Machine Learning 68). The
 ratio needs no fitted family, so it reads the same under every estimator; the largest one is
 the steepest start of the ROC curve, which is what Epsilon* bounds
-(``epsilon-star-negoescu-2024.md``).
+(Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models").
 
 A block with no non-members would have an infinite ratio, so each block gets one pseudo-record,
 split between the sides in proportion to their sizes: the shares become ``k_m / m + 1 / N``

@@ -20,7 +20,8 @@ observed values come out above those:
   same joint reading of the two rates as the Clopper–Pearson lower bound of ε.
 
 The confidence is the audit's (that of its lower bound); the lower bound itself uses the
-same Clopper–Pearson limits (``adversary-instantiation-nasr-2021-excerpt.txt``, eq. 5).
+same Clopper–Pearson limits (Nasr et al. 2021, "Adversary Instantiation: Lower Bounds for
+Differentially Private Machine Learning", eq. 5).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Plain-language readings of Epsilon* for one model's losses.
 
-The posterior-belief bound ρ_β = 1/(1+e^-ε) (``identifiability-bernau-2021.md``),
-the membership advantage of the loss-threshold attack (observed max TPR - FPR,
-and the bound (e^ε - 1 + 2δ)/(e^ε + 1) implied by (ε*, δ)), and the attack's TPR
-at fixed low FPRs: observed, from the fitted distributions, and the (ε*, δ) bound.
+The posterior-belief bound ρ_β = 1/(1+e^-ε) (Bernau et al. 2021, "Quantifying identifiability to
+choose and audit ε in differentially private deep learning"), the membership advantage of the
+loss-threshold attack (observed max TPR - FPR, and the bound (e^ε - 1 + 2δ)/(e^ε + 1) implied by
+(ε*, δ)), and the attack's TPR at fixed low FPRs: observed, from the fitted distributions, and the
+(ε*, δ) bound.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Monte Carlo of the membership advantage of DP-SGD's Poisson-subsampled Gaussian mechanism.
 
 An independent check of the advantage the accountant computes from the privacy loss
-distribution (``closed-form-bounds-dpsgd-cherubin-2024.md``, Proposition 8: β* = 1 − δ(0)),
-written without dp_accounting. Per step, with sampling rate q and noise σ (sensitivity 1):
+distribution (Cherubin et al. 2024, "Closed-Form Bounds for DP-SGD against Record-level Inference",
+Proposition 8: β* = 1 − δ(0)), written without dp_accounting. Per step, with sampling rate q and
+noise σ (sensitivity 1):
 
 - add/remove: P = (1 − q)·N(0, σ²) + q·N(1, σ²) against Q = N(0, σ²);
 - substitution: P = (1 − q)·N(0, σ²) + q·N(−1, σ²) against (1 − q)·N(0, σ²) + q·N(1, σ²).

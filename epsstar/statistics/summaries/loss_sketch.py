@@ -12,7 +12,7 @@ summarised where they are read.
 
 The count ``#{l ≤ τ}`` is exact at every grid edge (a cumulative count), below the
 ``k``-th smallest value and from the ``k``-th largest value on. :func:`sketch_supremum`
-evaluates eq. 7 (``epsilon-star-negoescu-2024.md``, as
+evaluates eq. 7 (Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models", as
 :mod:`epsstar.statistics.estimators.empirical`
 does) at every threshold where the counts of both samples are exact. Each such pair of
 rates is one that the empirical estimator also evaluates (that of the largest observed

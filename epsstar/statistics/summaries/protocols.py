@@ -1,7 +1,8 @@
 """What the estimators read of losses, the same whether every loss is held or summarised.
 
-Two levels (``epsilon-star-negoescu-2024.md`` eq. 7 needs only counts of losses at or
-below thresholds, and the tail fits only the extremes and the body of each CDF):
+Two levels (eq. 7 of Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning
+Models", needs only counts of losses at or below thresholds, and the tail fits only the extremes
+and the body of each CDF):
 
 * :class:`Losses`, one side of an audit (training or population losses): its size, its
   halves for the cross-fitting and for the held-out tests, the whole sample, its distinct

@@ -1,16 +1,14 @@
 """Generated data sets for benchmarks and reproductions.
 
-``purchase_like`` imitates the Purchase-100 task of the Epsilon* paper (§4.1 of
-``epsilon-star-negoescu-2024.md``: about 600 binary purchase features and 100
-classes): each class is a shopper profile, a vector of per-item purchase
-probabilities drawn from a Beta distribution so that most items are rarely
-bought and a few often. Every class shares one base profile and adds its own:
-``profile_k = (1 - separation) * base + separation * specific_k``; a record draws
-its items independently from its class's profile. Classes overlap (a 3x100 MLP
-reaches about 82 % held-out accuracy on 20,000 records at the default
-separation while fitting its training records perfectly), so a model can fit
-the training records better than unseen ones, which is what a membership audit
-needs.
+``purchase_like`` imitates the Purchase-100 task of §4.1 of Negoescu et al. 2024, "Epsilon*:
+Privacy Metric for Machine Learning Models" (about 600 binary purchase features and 100 classes):
+each class is a shopper profile, a vector of per-item purchase probabilities drawn from a Beta
+distribution so that most items are rarely bought and a few often. Every class shares one base
+profile and adds its own: ``profile_k = (1 - separation) * base + separation * specific_k``; a
+record draws its items independently from its class's profile. Classes overlap (a 3x100 MLP reaches
+about 82 % held-out accuracy on 20,000 records at the default separation while fitting its training
+records perfectly), so a model can fit the training records better than unseen ones, which is what a
+membership audit needs.
 
 ``adult`` reads the UCI Adult files shipped in ``epsstar/training/data/_datasets/adult/``
 (Becker and Kohavi, 1996; CC BY 4.0, attribution in that folder's README) and
@@ -268,7 +266,7 @@ def adult() -> AdultData:
     """UCI Adult (the shipped copy) as numeric features with income >50K as label 1.
 
     32,561 training rows (``adult.data``) and 16,281 population rows
-    (``adult.test``), the split of §4.1 of ``epsilon-star-negoescu-2024.md``.
+    (``adult.test``), the split of §4.1 of Negoescu et al.
     Source: Becker and Kohavi (1996), UCI Machine Learning Repository,
     https://doi.org/10.24432/C5XW20, CC BY 4.0 (see ``_datasets/adult/README.md``).
     """

@@ -1,4 +1,6 @@
-"""Resumable grids of training runs, like §4.1 of ``epsilon-star-negoescu-2024.md``.
+"""Resumable grids of training runs, like those of §4.1 of the Epsilon* paper.
+
+The paper is Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models".
 
 A sweep is described by a TOML file (see ``docs/training.md``): the data, a
 list of non-private baselines (one per epoch count) and a DP grid

@@ -1,8 +1,9 @@
 """The ``every-step`` score: each step and coordinate read with its own estimated variance.
 
-The white-box adversary of ``adversary-instantiation-nasr-2021-excerpt.txt`` (§III-IV) sees
-every step's noisy sum g̃_t and subtracts what it expects, E_t (:mod:`.observer`). On gradient
-canary j's coordinate c_j the residual r_t = (g̃_t − E_t)[c_j] is, with u_t = r_t + ½qC,
+The white-box adversary of Nasr et al. 2021, "Adversary Instantiation: Lower Bounds for
+Differentially Private Machine Learning" (§III-IV) sees every step's noisy sum g̃_t and subtracts
+what it expects, E_t (:mod:`.observer`). On gradient canary j's coordinate c_j the residual
+r_t = (g̃_t − E_t)[c_j] is, with u_t = r_t + ½qC,
 
     u_t = n_t + d_t          without the canary (or in a step that does not sample it),
     u_t = n_t + d_t + C      in a step that samples it (probability q when it is included),
@@ -31,14 +32,14 @@ and decreasing in s²), 0 when even s² = 0 leaves it below. When fewer than
 each folded to its distance from the nearer of the two values a canary can add (0 or C),
 which needs no inclusion bit. Every variance is floored at (10⁻⁶C)².
 
-Why the one-run bound stays valid. Steinke, Nasr & Jagielski 2023 (GUIDE.md §2) bound the
-right guesses of any guess vector that is a function of the training run's output alone.
-This score reads the run's output (θ_t and g̃_t of every step) and what the adversary knows
-before the run — the data, every canary record and coordinate, q and C — and never the
-inclusion bits: v_t uses every canary record with its prior weight q/2, s_t² the free (or
-folded) coordinates. It is fixed before the run, so its ranking of the canaries is one such
-function, and any such score keeps the bounds; the Gaussian model of n_t + d_t only decides
-how good the score is, not whether the bound holds.
+Why the one-run bound stays valid. Steinke, Nasr & Jagielski 2023 ("Privacy Auditing with One (1)
+Training Run") bound the right guesses of any guess vector that is a function of the training run's
+output alone. This score reads the run's output (θ_t and g̃_t of every step) and what the adversary
+knows before the run — the data, every canary record and coordinate, q and C — and never the
+inclusion bits: v_t uses every canary record with its prior weight q/2, s_t² the free (or folded)
+coordinates. It is fixed before the run, so its ranking of the canaries is one such function, and
+any such score keeps the bounds; the Gaussian model of n_t + d_t only decides how good the score is,
+not whether the bound holds.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
 """Gradient canaries: Dirac gradients a run adds to the clipped sum of the steps that sample them.
 
-``adversary-instantiation-nasr-2021-excerpt.txt`` (§III-A, "the adversary has direct control of
-the gradient updates"): the DP-SGD analysis holds for any record, so in particular for one
-whose gradient is whatever the adversary likes. A gradient canary is such a record: canary j
-has the gradient a·e_{c_j}, a Dirac direction on its own parameter c_j (distinct parameters, so
-that no canary's gradient moves another's coordinate), of norm a = :data:`CANARY_NORM` × C,
-larger than the clip norm C so that a trainer that does not clip lets it through whole. Like
-every record of the data it joins a step with the sampling rate q (Poisson sampling, drawn
-here from the canaries' own generator, so that the trainer's batches and noise are those of a
-run without canaries), and only if the run includes it. The trainer clips it like one
-example's gradient (:class:`~epsstar.training.trainer.StepHooks`).
+Nasr et al. 2021, "Adversary Instantiation: Lower Bounds for Differentially Private Machine
+Learning" (§III-A, "the adversary has direct control of the gradient updates"): the DP-SGD analysis
+holds for any record, so in particular for one whose gradient is whatever the adversary likes. A
+gradient canary is such a record: canary j has the gradient a·e_{c_j}, a Dirac direction on its own
+parameter c_j (distinct parameters, so that no canary's gradient moves another's coordinate), of
+norm a = :data:`CANARY_NORM` × C, larger than the clip norm C so that a trainer that does not clip
+lets it through whole. Like every record of the data it joins a step with the sampling rate q
+(Poisson sampling, drawn here from the canaries' own generator, so that the trainer's batches and
+noise are those of a run without canaries), and only if the run includes it. The trainer clips it
+like one example's gradient (:class:`~epsstar.training.trainer.StepHooks`).
 """
 
 from __future__ import annotations

@@ -12,8 +12,10 @@ which canaries are in,
           + ½ q C Σ_j e_{c_j},
 
 is subtracted; what is left is the noise, the batch's departure from its expectation, and the
-canaries the run includes. Three scores follow (``adversary-instantiation-nasr-2021-excerpt.txt``
-§III-IV; ``identifiability-bernau-2021.md`` Algorithm 1):
+canaries the run includes. Three scores follow (§III-IV of Nasr et al. 2021, "Adversary
+Instantiation: Lower Bounds for Differentially Private Machine Learning"; Algorithm 1 of
+Bernau et al. 2021, "Quantifying identifiability to choose and audit ε in differentially private
+deep learning"):
 
 * ``every-step``: gradient canary j scores Σ_t log(1 − q + q·exp((C·u_t − ½C²)/V_t[c_j])),
   u_t = (g̃_t − E_t)[c_j] + ½qC, the log-likelihood ratio of "in" against "out" when step t's

@@ -1,15 +1,14 @@
 """Many training runs of an audit trained together: :func:`run_stack` of :class:`OwnTrainer`.
 
-The many-run audit (``adversary-instantiation-nasr-2021-excerpt.txt`` §III-C) trains R runs
-with a canary and R without, each on its own table (``--train``'s rows and the canaries it
-includes, shuffled with its seed). Those runs take the same steps (same network, epochs,
-clipping and optimiser; the tables differ by a canary at most, so the steps per epoch
-agree), which is what :func:`epsstar.training.batched.train_many` steps as one batched
-computation. Each run's table is read as the run alone reads it, the tables are laid end to end,
-and run k trains on its own rows (a :class:`~epsstar.training.batched.RowSubset`) with its
-own seed and privacy plan: so its model is the model of the run alone, up to the order of
-float32 sums inside the batched products (docs/many-models.md), and so are its canaries'
-scores.
+The many-run audit (§III-C of Nasr et al. 2021, "Adversary Instantiation: Lower Bounds for
+Differentially Private Machine Learning") trains R runs with a canary and R without, each on its own
+table (``--train``'s rows and the canaries it includes, shuffled with its seed). Those runs take the
+same steps (same network, epochs, clipping and optimiser; the tables differ by a canary at most, so
+the steps per epoch agree), which is what :func:`epsstar.training.batched.train_many` steps as one
+batched computation. Each run's table is read as the run alone reads it, the tables are laid end to
+end, and run k trains on its own rows (a :class:`~epsstar.training.batched.RowSubset`) with its own
+seed and privacy plan: so its model is the model of the run alone, up to the order of float32 sums
+inside the batched products (docs/many-models.md), and so are its canaries' scores.
 
 Only the black-box threat models (the final model's losses) are trained this way: the
 white-box ones watch every step of one run, and a broken trainer's noise or clipping is a hook

@@ -1,4 +1,5 @@
-"""The DI adversary's readings (identifiability-bernau-2021.md) against hand computations."""
+"""The DI adversary's readings (Bernau et al. 2021, "Quantifying identifiability to choose and audit
+ε in differentially private deep learning") against hand computations."""
 
 from __future__ import annotations
 

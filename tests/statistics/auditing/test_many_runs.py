@@ -162,7 +162,7 @@ def test_record_gathers_the_four_bounds() -> None:
 
 
 def test_gdp_needs_far_fewer_runs() -> None:
-    # The lecture's point: with no error in 100 runs each way, the Clopper–Pearson bound is
+    # The point of auditing in μ-GDP: with no error in 100 runs each way, Clopper–Pearson is
     # capped near log(1/u) while μ⁻ read at δ = 1e-5 goes well past it.
     bounds = many_run_bounds(0, 100, 0, 100, delta=1e-5)
     assert bounds.epsilon_gdp is not None
@@ -229,8 +229,8 @@ def test_a_non_default_confidence_delta_and_prior_reach_every_bound() -> None:
     bounds = many_run_bounds(fp, n_neg, fn, n_pos, delta=1e-3, confidence=0.8, prior=(2.0, 3.0))
     assert (bounds.delta, bounds.confidence, bounds.prior) == (1e-3, 0.8, (2.0, 3.0))
     alpha, beta = _cp_upper(fp, n_neg, 0.8), _cp_upper(fn, n_pos, 0.8)
-    # Nasr et al. eq. 5 and the lecture's mu from the same upper bounds, by hand; rel=1e-9
-    # guards against a bound computed at the default 95 % (there they are 7–8 % lower).
+    # Nasr et al. 2021's eq. 5 and Nasr et al. 2023's mu from the same upper bounds, by hand;
+    # rel=1e-9 guards against a bound computed at the default 95 % (there they are 7–8 % lower).
     epsilon = max(math.log((1.0 - 1e-3 - alpha) / beta), math.log((1.0 - 1e-3 - beta) / alpha))
     assert bounds.epsilon_clopper_pearson == pytest.approx(epsilon, rel=1e-9)
     mu = float(stats.norm.ppf(1.0 - alpha) - stats.norm.ppf(beta))

@@ -56,7 +56,8 @@ def test_is_eq_7_at_the_rates_it_reports(
 
 
 def eq_7_terms(fpr: float, fnr: float, delta: float) -> dict[str, float]:
-    """The ratios of eq. 7 of epsilon-star-negoescu-2024.md, written out by hand."""
+    """The ratios of eq. 7 of Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine
+    Learning Models", written out by hand."""
     return {
         "(1-delta-FNR)/FPR": (1 - delta - fnr) / fpr,
         "(1-delta-FPR)/FNR": (1 - delta - fpr) / fnr,

@@ -152,7 +152,8 @@ def test_tail_supremum_is_eq_7_at_its_rates(seed: int, shift: float) -> None:
     if found.epsilon == 0.0:
         assert found.term == 0
         return
-    # Eq. 7 of epsilon-star-negoescu-2024.md at the reported rates, written out by hand:
+    # Eq. 7 of Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models",
+    # at the reported rates, written out by hand:
     # the value is the log of the ratio the supremum names, and no other ratio is larger.
     t, eta, delta = found.fpr, found.fnr, 1e-5
     ratios = [(1 - delta - eta) / t, (1 - delta - t) / eta, (eta - delta) / (1 - t)]

@@ -1,7 +1,8 @@
 """Attribute inference readings (``epsstar/statistics/readings/attribute.py``): the ε implied
 by the guess's accuracies, checked by hand and against the (ε, δ) inequalities it must
-satisfy; its Clopper–Pearson bound against statsmodels; and the leading term of Cherubin et
-al. 2024's Corollary 10 (``closed-form-bounds-dpsgd-cherubin-2024.md``) against ``math.erf``."""
+satisfy; its Clopper–Pearson bound against statsmodels; and the leading term of
+Corollary 10 of Cherubin et al. 2024, "Closed-Form Bounds for DP-SGD against Record-level
+Inference", against ``math.erf``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The Monte Carlo of the subsampled Gaussian's advantage
 (``epsstar/statistics/readings/subsampled_gaussian.py``): against the same draws scored by
 ``scipy.stats.norm`` densities, and against the closed forms of one step (total variation of
-the mixtures) and of the full batch (μ-GDP, ``gdp-and-auditing-lecture.md``)."""
+the mixtures) and of the full batch (μ-GDP, Dong, Roth & Su 2022, "Gaussian
+Differential Privacy")."""
 
 from __future__ import annotations
 
