@@ -62,9 +62,9 @@ from epsstar.audit.training_audit.audit import TrainingAuditSetup, audit_trainin
 from epsstar.audit.training_audit.result import BOUNDS, BoundName
 from epsstar.audit.training_audit.threat_models import ThreatModelName
 from epsstar.statistics.auditing.choose_k import choose_k
-from epsstar.statistics.auditing.guess_rules import GUESS_RULES, GuessRule
 from epsstar.statistics.auditing.one_run import one_run_bounds
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence
+from epsstar.statistics.names import GUESS_RULES, GuessRule
 from epsstar.statistics.readings.conversions import gdp_epsilon
 from epsstar.training.data.tables import load_table
 from epsstar.training.threads import apply_threads, choose_threads
@@ -234,7 +234,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--trainers", nargs="*", default=list(TRAINERS), choices=list(TRAINERS))
-    parser.add_argument("--guesses", default="both", choices=GUESS_RULES)
+    parser.add_argument("--guesses", default="both", choices=GUESS_RULES.names)
     parser.add_argument("--di-trainers", nargs="*", default=[], choices=list(TRAINERS))
     parser.add_argument("--many-runs", type=int, default=0, help="runs per arm (0: none)")
     parser.add_argument("--many-repeats", type=int, default=3)

@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_METHOD",
     "FAMILIES",
     "GATES",
+    "GUESS_RULES",
     "LOSSES",
     "METHODS",
     "OUTPUT_KINDS",
@@ -32,6 +33,7 @@ __all__ = [
     "AttackName",
     "Family",
     "GateRule",
+    "GuessRule",
     "LossName",
     "Method",
     "Name",
@@ -54,6 +56,7 @@ Search = Literal["refine", "grid"]
 OutputKind = Literal["probabilities", "logits"]
 LossName = Literal["logit", "cross_entropy"]
 GateRule = Literal["significant", "estimate", "lower-bound"]
+GuessRule = Literal["symmetric", "members-only", "nonmembers-only", "both"]
 
 K = TypeVar("K", bound=str)
 
@@ -288,6 +291,40 @@ GATES: Final[Names[GateRule]] = Names(
     ),
 )
 DEFAULT_GATE: Final[GateRule] = "significant"
+
+#: The one-run guessing rules of a training audit (``--guesses``), the first the default;
+#: what each bounds is in :mod:`epsstar.statistics.auditing.guess_rules`.
+GUESS_RULES: Final[Names[GuessRule]] = Names(
+    "--guesses",
+    (
+        Name(
+            "symmetric",
+            "'in' for the k most member-like canaries, 'out' for the k least (default)",
+            "the audit guessed 'in' for the canaries the model found most member-like and "
+            "'out' for those it found least member-like",
+        ),
+        Name(
+            "members-only",
+            "'in' for the k most member-like, no guess on the rest: for trainers that leak "
+            "on part of the canaries",
+            "the audit guessed 'in' for the canaries the model found most member-like and "
+            "made no guess on the rest",
+        ),
+        Name(
+            "nonmembers-only",
+            "'out' for the k least member-like, no guess on the rest: for trainers whose "
+            "left-out canaries stand out, such as a model that memorises its training records",
+            "the audit guessed 'out' for the canaries the model found least member-like and "
+            "made no guess on the rest",
+        ),
+        Name(
+            "both",
+            "the three rules above at a third of the error rate each, the largest bound kept",
+            "the audit bounded the symmetric rule and each one-sided rule at a third of the "
+            "error rate, and kept the largest bound",
+        ),
+    ),
+)
 
 AttackName = Literal[
     "loss", "lira", "rmia", "qmia", "beyond-baseline", "zlib", "mink", "minkpp", "ref", "lowercase"

@@ -62,18 +62,19 @@ from epsstar.audit.training_audit.threat_models import (
 )
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
 from epsstar.statistics._validation import check_confidence, check_delta, check_positive_int
-from epsstar.statistics.auditing.choose_k import choose_k, given_k
+from epsstar.statistics.auditing.choose_k import ChosenK, choose_k, given_k
 from epsstar.statistics.auditing.feasibility import (
     ManyRunMethod,
     check_canaries_can_refute,
     smallest_canary_count,
     smallest_run_count,
 )
-from epsstar.statistics.auditing.guess_rules import GUESS_RULES, GuessRule, audit_guess_rule
+from epsstar.statistics.auditing.guess_rules import audit_guess_rule, rule_sides
 from epsstar.statistics.auditing.identifiability import identifiability_reading
 from epsstar.statistics.auditing.many_runs import audit_many_runs
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence
 from epsstar.statistics.json_types import JsonObject
+from epsstar.statistics.names import GUESS_RULES, GuessRule
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.engines.dask_engine import Engine
@@ -132,10 +133,7 @@ def _check_setup(procedure: Procedure, setup: TrainingAuditSetup) -> tuple[Threa
             "--runs must be 1 (one run with every canary) or at least 4 (runs with and "
             f"without the canary, half of them to choose the threshold). Found {setup.runs}."
         )
-    if setup.guesses not in GUESS_RULES:
-        raise InvalidInputError(
-            f"--guesses must be one of {', '.join(GUESS_RULES)}. Found {setup.guesses!r}."
-        )
+    GUESS_RULES.check(setup.guesses)
     if setup.bound not in BOUNDS:
         raise InvalidInputError(
             f"--bound must be one of {', '.join(BOUNDS)}. Found {setup.bound!r}."
@@ -347,29 +345,44 @@ def _one_run(
     level: float,
 ) -> ThreatModelAudit:
     method = BOUNDS[setup.bound][0]
-    if setup.k is None:
-        chosen = choose_k(scores.size, claim.epsilon, claim.delta, confidence=level, method=method)
-    else:
-        chosen = given_k(
-            scores.size,
-            min(setup.k, scores.size // 2),
-            claim.epsilon,
-            claim.delta,
-            confidence=level,
-            method=method,
-        )
-    k = min(chosen.k, scores.size // 2)
+    # each single rule of the guessing rule gets its k: one for k "in" and k "out", one for
+    # k guesses on one side (chosen from m and the claim alone, or fixed by the design)
+    by_sides: dict[int, ChosenK] = {}
+    for sides in sorted(set(rule_sides(setup.guesses))):
+        if setup.k is None:
+            by_sides[sides] = choose_k(
+                scores.size,
+                claim.epsilon,
+                claim.delta,
+                confidence=level,
+                method=method,
+                sides=sides,
+            )
+        else:
+            by_sides[sides] = given_k(
+                scores.size,
+                min(setup.k, scores.size // 2),
+                claim.epsilon,
+                claim.delta,
+                confidence=level,
+                method=method,
+                sides=sides,
+            )
+    k_two = by_sides[2].k if 2 in by_sides else by_sides[1].k
+    k_one = by_sides[1].k if 1 in by_sides else None
     ruled = audit_guess_rule(
         scores,
         included,
         rule=setup.guesses,
-        k=k,
+        k=min(k_two, scores.size // 2),
+        k_one_sided=None if k_one is None else min(k_one, scores.size // 2),
         direction=model.direction,
         delta=claim.delta,
         confidence=level,
         decide="epsilon" if setup.bound == "epsilon-delta" else "gdp",
     )
     bounds = ruled.chosen
+    chosen = by_sides[2 if bounds.k_plus and bounds.k_minus else 1]
     deciding = bounds.epsilon_lower if setup.bound == "epsilon-delta" else bounds.epsilon_lower_gdp
     value = 0.0 if deciding is None else deciding
     return ThreatModelAudit(

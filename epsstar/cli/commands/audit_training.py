@@ -14,8 +14,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from epsstar.cli.common.options import add_engine_options, add_json_option, emit, json_path
+from epsstar.cli.common.options import (
+    add_engine_options,
+    add_json_option,
+    describe_choices,
+    emit,
+    json_path,
+)
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
+from epsstar.statistics.names import GUESS_RULES
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.training_audit.audit import TrainingAuditSetup
@@ -122,11 +129,10 @@ def _add_audit_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--guesses",
-        choices=("symmetric", "members-only", "both"),
-        default="symmetric",
-        help="one run: guess 'in' for the k most member-like canaries and 'out' for the k "
-        "least (symmetric; default), 'in' only (members-only: for trainers that leak on part "
-        "of the canaries), or both rules at half the error rate each, the larger bound kept",
+        choices=GUESS_RULES.names,
+        default=GUESS_RULES.names[0],
+        help=f"one run: how the canaries are guessed. {describe_choices(GUESS_RULES)}; each "
+        "rule's k comes from the canary count and the claim alone",
     )
     parser.add_argument(
         "--confidence",

@@ -8,9 +8,12 @@ best, which voids the confidence. So k is chosen from m and the claimed (ε, δ)
   N(μ, 1) when included and N(0, 1) when not, with μ = :func:`~.claims.claimed_mu` (ε, δ) —
   the claim's own μ-GDP curve, which DP-SGD approaches (Dong, Roth & Su 2022, "Gaussian
   Differential Privacy").
-* With k₊ = k₋ = k, the rule guesses above the threshold t where ½[Φ̄(t − μ) + Φ̄(t)] = k/m
-  (and symmetrically below), so its expected precision is Φ̄(t − μ)/(Φ̄(t − μ) + Φ̄(t)) and
-  its expected number of right guesses among r = 2k is v(k) = round(2k·precision).
+* With k₊ = k₋ = k (``sides=2``), the rule guesses above the threshold t where
+  ½[Φ̄(t − μ) + Φ̄(t)] = k/m (and symmetrically below), so its expected precision is
+  Φ̄(t − μ)/(Φ̄(t − μ) + Φ̄(t)) and its expected number of right guesses among r = 2k is
+  v(k) = round(2k·precision). A one-sided rule (``sides=1``: "in" for the top k only, or
+  "out" for the bottom k only) has the same precision, by the model's symmetry, over r = k
+  guesses: v(k) = round(k·precision). Each rule gets its own k.
 * Compute the bound that v(k) would give, and keep the k that maximises it (the smallest
   such k on ties): the k with which an audit comes closest to refuting the claim when the
   trainer is at the claim, hence the most power against a trainer that leaks more.
@@ -63,7 +66,8 @@ _DOUBLINGS = 6
 class ChosenK:
     """The k chosen for ``canaries`` and the claim, and what it is expected to give there.
 
-    ``expected_correct`` of the ``2k`` guesses are expected right for a Gaussian trainer
+    ``expected_correct`` of the ``sides·k`` guesses (``sides`` 2: k "in" and k "out"; 1: k on
+    one side) are expected right for a Gaussian trainer
     with ``mu`` — the claim's μ, or a multiple of it when no k is expected to give a bound
     above 0 at the claim (see the module) — which would give the bound
     ``expected_epsilon_lower`` (``method``'s bound, in ε at ``delta``).
@@ -78,6 +82,7 @@ class ChosenK:
     expected_correct: int
     expected_epsilon_lower: float
     mu: float
+    sides: int = 2
 
     def to_dict(self) -> JsonObject:
         """The fields as a plain ``dict`` (for JSON)."""
@@ -115,22 +120,33 @@ def _candidates(half: int) -> list[int]:
 
 
 def _expected_bound(
-    method: OneRunMethod, m: int, k: int, correct: int, delta: float, level: float
+    method: OneRunMethod, m: int, guesses: int, correct: int, delta: float, level: float
 ) -> float:
     if method == "steinke2023_epsilon_delta":
-        return one_run_epsilon_lower_bound(m, 2 * k, correct, delta=delta, confidence=level)
-    return gdp_epsilon(delta, one_run_mu_lower_bound(m, 2 * k, correct, confidence=level))
+        return one_run_epsilon_lower_bound(m, guesses, correct, delta=delta, confidence=level)
+    return gdp_epsilon(delta, one_run_mu_lower_bound(m, guesses, correct, confidence=level))
+
+
+def _expected_correct(m: int, k: int, mu: float, sides: int) -> int:
+    """Right guesses expected among the ``sides·k`` guesses under the Gaussian model."""
+    return min(sides * k, round(sides * k * expected_precision(m, k, mu)))
+
+
+def _check_sides(sides: int) -> int:
+    if sides not in (1, 2):
+        raise InvalidInputError(f"sides must be 1 or 2. Found {sides!r}.")
+    return sides
 
 
 def _best_k(
-    method: OneRunMethod, m: int, mu: float, delta: float, level: float
+    method: OneRunMethod, m: int, mu: float, delta: float, level: float, sides: int
 ) -> tuple[float, int, int]:
     """(expected bound, k, expected right guesses) of the k that maximises the bound expected
     for a Gaussian trainer with ``mu`` (the smallest such k on ties)."""
     best: tuple[float, int, int] = (-1.0, 0, 0)
     for k in _candidates(m // 2):
-        correct = min(2 * k, round(2 * k * expected_precision(m, k, mu)))
-        bound = _expected_bound(method, m, k, correct, delta, level)
+        correct = _expected_correct(m, k, mu, sides)
+        bound = _expected_bound(method, m, sides * k, correct, delta, level)
         if bound > best[0]:
             best = (bound, k, correct)
     return best
@@ -143,11 +159,14 @@ def choose_k(
     *,
     confidence: float = 0.95,
     method: OneRunMethod = "steinke2023_epsilon_delta",
+    sides: int = 2,
 ) -> ChosenK:
-    """The k (k₊ = k₋ = k) that maximises the bound expected at the claim (see the module).
+    """The k that maximises the bound expected at the claim (see the module): k₊ = k₋ = k
+    with ``sides=2``, k guesses on one side with ``sides=1``.
 
-    Reads nothing but m, the claimed (ε, δ) with δ in (0, 0.5), the confidence and which
-    bound (``method``, one of :data:`~.one_run.ONE_RUN_METHODS`) the audit will report.
+    Reads nothing but m, the claimed (ε, δ) with δ in (0, 0.5), the confidence, which
+    bound (``method``, one of :data:`~.one_run.ONE_RUN_METHODS`) the audit will report and
+    the rule's number of sides.
     """
     m = check_positive_int("canaries", canaries, minimum=2)
     eps = check_claimed_epsilon(claimed_epsilon)
@@ -156,17 +175,19 @@ def choose_k(
     if method not in ONE_RUN_METHODS:
         allowed = ", ".join(repr(name) for name in ONE_RUN_METHODS)
         raise InvalidInputError(f"method must be one of {allowed}. Found {method!r}.")
-    return _chosen(m, eps, d, level, method)
+    return _chosen(m, eps, d, level, method, _check_sides(sides))
 
 
 @functools.lru_cache(maxsize=64)
-def _chosen(m: int, eps: float, d: float, level: float, method: OneRunMethod) -> ChosenK:
+def _chosen(
+    m: int, eps: float, d: float, level: float, method: OneRunMethod, sides: int
+) -> ChosenK:
     """:func:`choose_k` on checked arguments, remembered: the search costs about a second
     (hundreds of bounds, each a root search), and the threat models of one audit that share a
     canary count and the claim ask for the same k."""
     mu = claimed_mu(eps, d)
     for _ in range(_DOUBLINGS + 1):
-        bound, k, correct = _best_k(method, m, mu, d, level)
+        bound, k, correct = _best_k(method, m, mu, d, level, sides)
         if bound > 0.0:
             break
         mu *= 2.0
@@ -180,6 +201,7 @@ def _chosen(m: int, eps: float, d: float, level: float, method: OneRunMethod) ->
         expected_correct=correct,
         expected_epsilon_lower=bound,
         mu=mu,
+        sides=sides,
     )
 
 
@@ -191,6 +213,7 @@ def given_k(
     *,
     confidence: float = 0.95,
     method: OneRunMethod = "steinke2023_epsilon_delta",
+    sides: int = 2,
 ) -> ChosenK:
     """The record of a k fixed by the audit's design (1 ≤ k ≤ m/2), with the right guesses and
     the bound expected for a Gaussian trainer exactly at the claim (see the module)."""
@@ -201,8 +224,9 @@ def given_k(
     level = check_confidence(confidence)
     if 2 * kk > m:
         raise InvalidInputError(f"k must be at most half the canaries ({m // 2}). Found {kk}.")
+    n_sides = _check_sides(sides)
     mu = claimed_mu(eps, d)
-    correct = min(2 * kk, round(2 * kk * expected_precision(m, kk, mu)))
+    correct = _expected_correct(m, kk, mu, n_sides)
     return ChosenK(
         k=kk,
         canaries=m,
@@ -211,6 +235,7 @@ def given_k(
         confidence=level,
         method=method,
         expected_correct=correct,
-        expected_epsilon_lower=_expected_bound(method, m, kk, correct, d, level),
+        expected_epsilon_lower=_expected_bound(method, m, n_sides * kk, correct, d, level),
         mu=mu,
+        sides=n_sides,
     )

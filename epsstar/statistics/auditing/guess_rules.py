@@ -13,15 +13,20 @@ So every rule below is a special case of their theorem:
   member-like as a mix of excluded canaries and members it did not expose: the "out"
   guesses of the symmetric rule are then wrong at the rate of that mix, which caps the bound
   (the arithmetic is in ``docs/training-audit.md``). Abstaining there removes the cap.
-* ``"both"`` — the two rules above, each bounded at confidence 1 − (1 − c)/2, and the larger
-  bound kept. Validity by the union bound (Bonferroni): if the trainer is (ε, δ)-DP, each
-  rule's bound exceeds ε with probability ≤ (1 − c)/2, so the larger exceeds it with
-  probability ≤ 1 − c. Keeping the larger is no peeking: the two rules and their confidence
-  were fixed before any score was seen, and the split pays for the choice.
+* ``"nonmembers-only"`` — "out" for the k least member-like, abstain on the rest (k₊ = 0,
+  k₋ = k, r = k): the mirror image, for a trainer whose members hide among the canaries it
+  scores high while the canaries it scores lowest are all left out (a model that memorises
+  its training records puts the excluded canaries alone at the high-loss end).
+* ``"both"`` — the three rules above, each bounded at confidence 1 − (1 − c)/3, and the
+  largest bound kept. Validity by the union bound (Bonferroni): if the trainer is (ε, δ)-DP,
+  each rule's bound exceeds ε with probability ≤ (1 − c)/3, so the largest exceeds it with
+  probability ≤ 1 − c. Keeping the largest is no peeking: the three rules and their
+  confidence were fixed before any score was seen, and the split pays for the choice.
 
 The same holds for the μ-GDP bound of Mahloujifar, Melis & Chaudhuri 2024, which reads the
 same counts. k itself must come from the design (the number of canaries and the claim:
-:func:`~.choose_k.choose_k` or a fixed k), never from the scores.
+:func:`~.choose_k.choose_k`, which gives a two-sided and a one-sided rule each its own k, or a
+fixed k), never from the scores.
 """
 
 from __future__ import annotations
@@ -31,29 +36,53 @@ from typing import Final, Literal
 
 from numpy.typing import ArrayLike
 
-from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_confidence, check_positive_int
 from epsstar.statistics.auditing.one_run import OneRunBounds, audit_one_run
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence
 from epsstar.statistics.bounds.held_out_bound import Direction
 from epsstar.statistics.json_types import JsonObject
+from epsstar.statistics.names import GUESS_RULES, GuessRule
 
-__all__ = ["GUESS_RULES", "GuessRule", "RuleBounds", "audit_guess_rule", "rule_candidates"]
+__all__ = [
+    "RuleBounds",
+    "audit_guess_rule",
+    "rule_candidates",
+    "rule_sides",
+]
 
-GuessRule = Literal["symmetric", "members-only", "both"]
-#: The guessing rules, the first the default.
-GUESS_RULES: Final[tuple[GuessRule, ...]] = ("symmetric", "members-only", "both")
+#: The single rules each rule bounds, in order: ("in" guesses?, "out" guesses?).
+_PARTS: Final[dict[GuessRule, tuple[tuple[bool, bool], ...]]] = {
+    "symmetric": ((True, True),),
+    "members-only": ((True, False),),
+    "nonmembers-only": ((False, True),),
+    "both": ((True, True), (True, False), (False, True)),
+}
 Decide = Literal["epsilon", "gdp"]
 
 
-def rule_candidates(rule: GuessRule, k: int) -> tuple[tuple[int, int], ...]:
-    """The (k₊, k₋) pairs a rule bounds: one, or two for ``"both"`` (symmetric first)."""
-    if rule not in GUESS_RULES:
-        allowed = ", ".join(repr(name) for name in GUESS_RULES)
-        raise InvalidInputError(f"the guessing rule must be one of {allowed}. Found {rule!r}.")
-    kk = check_positive_int("k", k, minimum=1)
-    pairs = {"symmetric": ((kk, kk),), "members-only": ((kk, 0),)}
-    return pairs.get(rule, ((kk, kk), (kk, 0)))
+def _check_rule(rule: object) -> GuessRule:
+    return GUESS_RULES.check(rule)
+
+
+def rule_sides(rule: GuessRule) -> tuple[int, ...]:
+    """The number of sides (2: "in" and "out"; 1: one of them) of each single rule that
+    ``rule`` bounds, in order: what :func:`~.choose_k.choose_k` needs to give each its k."""
+    return tuple(int(plus) + int(minus) for plus, minus in _PARTS[_check_rule(rule)])
+
+
+def rule_candidates(
+    rule: GuessRule, k: int, k_one_sided: int | None = None
+) -> tuple[tuple[int, int], ...]:
+    """The (k₊, k₋) pairs a rule bounds: one, or three for ``"both"`` (symmetric, then
+    members only, then non-members only). ``k`` is the two-sided rule's k, ``k_one_sided``
+    the one-sided rules' (``k`` when not given)."""
+    parts = _PARTS[_check_rule(rule)]
+    two = check_positive_int("k", k, minimum=1)
+    one = two if k_one_sided is None else check_positive_int("k", k_one_sided, minimum=1)
+    return tuple(
+        (two, two) if plus and minus else (one if plus else 0, one if minus else 0)
+        for plus, minus in parts
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,14 +133,16 @@ def audit_guess_rule(
     delta: float,
     confidence: float = 0.95,
     decide: Decide = "epsilon",
+    k_one_sided: int | None = None,
 ) -> RuleBounds:
-    """Bound ε with ``rule`` and a k fixed in advance (see the module for why it is valid).
+    """Bound ε with ``rule`` and k fixed in advance (see the module for why it is valid):
+    ``k`` for the two-sided rule, ``k_one_sided`` (default ``k``) for the one-sided ones.
 
     ``decide`` says which bound picks the candidate of ``"both"``: the (ε, δ) bound of
     Steinke et al. (``"epsilon"``) or the μ-GDP bound (``"gdp"``, by μ).
     """
     level = check_confidence(confidence)
-    pairs = rule_candidates(rule, k)
+    pairs = rule_candidates(rule, k, k_one_sided)
     each = bonferroni_confidence(level, len(pairs)) if len(pairs) > 1 else level
     candidates = tuple(
         audit_one_run(

@@ -1,5 +1,6 @@
 """The one-run guessing rule through the composed audit: a model that memorises most, not all,
-of its records claiming ε = 3 escapes the symmetric rule and is refuted by "in" guesses only."""
+of its records claiming ε = 3 escapes the symmetric rule and is refuted by "in" guesses only
+(and by ``both``, which holds them among its three rules)."""
 
 from __future__ import annotations
 
@@ -76,15 +77,21 @@ def _audit(tables: tuple[Path, Path], guesses: Any) -> Any:
 def test_members_only_and_both_refute_a_partial_memoriser_the_symmetric_rule_does_not(
     tables: tuple[Path, Path],
 ) -> None:
-    found = {rule: _audit(tables, rule) for rule in ("symmetric", "members-only", "both")}
-    assert [found[r]["refuted"] for r in found] == [False, True, True]
+    rules = ("symmetric", "members-only", "nonmembers-only", "both")
+    found = {rule: _audit(tables, rule) for rule in rules}
+    assert [found[r]["refuted"] for r in rules] == [False, True, False, True]
     audits = {r: found[r]["threat_models"][0] for r in found}
     assert audits["both"]["guess_rule"]["rule"] == "both"
-    assert audits["both"]["guess_rule"]["confidence_each"] == pytest.approx(0.975)
+    assert audits["both"]["guess_rule"]["confidence_each"] == pytest.approx(1 - 0.05 / 3)
+    assert len(audits["both"]["guess_rule"]["candidates"]) == 3
     assert audits["both"]["guess_rule"]["chosen_k_minus"] == 0
+    assert audits["both"]["chosen_k"]["sides"] == 1  # the record of the rule that was kept
     assert audits["members-only"]["guesses"].count("out") == 0
     assert audits["members-only"]["guesses"].count("in") == 120
+    assert audits["nonmembers-only"]["guesses"].count("in") == 0
+    assert audits["nonmembers-only"]["guesses"].count("out") == 120
     assert audits["symmetric"]["guesses"].count("out") == 120
+    assert audits["symmetric"]["chosen_k"]["sides"] == 2
 
 
 def test_an_unknown_rule_is_refused(tables: tuple[Path, Path]) -> None:

@@ -81,6 +81,7 @@ def test_choice_reads_no_scores() -> None:
         "delta",
         "confidence",
         "method",
+        "sides",
     ]
 
 
@@ -162,3 +163,19 @@ def test_a_given_k_is_recorded_with_what_it_expects_at_the_claim() -> None:
     assert wide.expected_correct == round(300 * expected_precision(300, 150, wide.mu))
     with pytest.raises(InvalidInputError, match=r"k must be at most half the canaries \(150\)."):
         given_k(300, 151, 4.0, 1e-5)
+
+
+def test_a_one_sided_rule_gets_its_own_k_over_k_guesses() -> None:
+    # One side: k guesses at the same precision (the Gaussian model is symmetric), so the
+    # expected right guesses are half the two-sided rule's at the same k, and the k that
+    # maximises the expected bound is searched again for them.
+    one = choose_k(1000, 1.0, 1e-5, sides=1)
+    assert one.sides == 1
+    again = given_k(1000, one.k, 1.0, 1e-5, sides=1)
+    assert again == one
+    assert one.expected_correct == round(one.k * expected_precision(1000, one.k, one.mu))
+    two = given_k(1000, one.k, 1.0, 1e-5)
+    assert two.sides == 2
+    assert two.expected_correct == round(2 * one.k * expected_precision(1000, one.k, two.mu))
+    with pytest.raises(InvalidInputError, match=r"sides must be 1 or 2\. Found 3\.$"):
+        choose_k(1000, 1.0, 1e-5, sides=3)

@@ -12,13 +12,9 @@ from hypothesis import strategies as st
 from scipy.stats import binom
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.auditing.guess_rules import (
-    GUESS_RULES,
-    GuessRule,
-    audit_guess_rule,
-    rule_candidates,
-)
+from epsstar.statistics.auditing.guess_rules import audit_guess_rule, rule_candidates, rule_sides
 from epsstar.statistics.auditing.one_run import audit_one_run
+from epsstar.statistics.names import GUESS_RULES, GuessRule
 
 TRIALS = 200
 CONFIDENCE = 0.8
@@ -54,7 +50,7 @@ def _failures(rule: GuessRule, eps: float, m: int, k: int, delta: float, seed: i
 
 @settings(max_examples=8, deadline=None)
 @given(
-    rule=st.sampled_from(GUESS_RULES),
+    rule=st.sampled_from(GUESS_RULES.names),
     eps=st.floats(0.25, 3.0),
     m=st.integers(40, 300),
     share=st.floats(0.05, 0.5),
@@ -81,7 +77,7 @@ def test_the_validity_check_can_fail() -> None:
         bounds = audit_guess_rule(
             scores,
             included,
-            rule="both",
+            rule="symmetric",
             k=k,
             direction="members_higher",
             delta=0.0,
@@ -91,15 +87,21 @@ def test_the_validity_check_can_fail() -> None:
     assert failures > LIMIT
 
 
-def test_both_splits_the_confidence_and_keeps_the_larger_bound() -> None:
+def test_both_splits_the_confidence_three_ways_and_keeps_the_largest_bound() -> None:
     rng = np.random.default_rng(3)
     included = rng.random(400) < 0.5
     scores = rng.normal(size=400) + included
     both = audit_guess_rule(
-        scores, included, rule="both", k=60, direction="members_higher", delta=1e-5
+        scores,
+        included,
+        rule="both",
+        k=60,
+        k_one_sided=45,
+        direction="members_higher",
+        delta=1e-5,
     )
-    assert both.confidence_each == pytest.approx(0.975)  # 1 − 0.05/2
-    assert [(b.k_plus, b.k_minus) for b in both.candidates] == [(60, 60), (60, 0)]
+    assert both.confidence_each == pytest.approx(1 - 0.05 / 3)
+    assert [(b.k_plus, b.k_minus) for b in both.candidates] == [(60, 60), (45, 0), (0, 45)]
     assert both.chosen.epsilon_lower == max(b.epsilon_lower for b in both.candidates)
     for b in both.candidates:
         alone = audit_one_run(
@@ -109,7 +111,7 @@ def test_both_splits_the_confidence_and_keeps_the_larger_bound() -> None:
             k_minus=b.k_minus,
             direction="members_higher",
             delta=1e-5,
-            confidence=0.975,
+            confidence=1 - 0.05 / 3,
         )
         assert alone == b
 
@@ -129,6 +131,31 @@ def test_members_only_lifts_the_cap_of_a_partial_leak() -> None:
         for rule in GUESS_RULES
     }
     assert found["symmetric"] < 3.0 < found["both"] < found["members-only"]
+    assert found["nonmembers-only"] < 3.0  # the exposed members sit at the other end
+
+
+def test_nonmembers_only_reads_a_model_that_memorises_its_training_records() -> None:
+    # What a memorising model does to canaries: every member at a low loss, but so are many
+    # excluded canaries that resemble training records; only the highest losses are all
+    # excluded. The "out" guesses there are all right, the "in" guesses a mix.
+    rng = np.random.default_rng(5)
+    included = rng.random(1000) < 0.5
+    alike = ~included & (rng.random(1000) < 0.6)
+    losses = np.where(included | alike, 0.0, 5.0) + 0.01 * rng.random(1000)
+    found = {
+        rule: audit_guess_rule(
+            losses, included, rule=rule, k=133, direction="members_lower", delta=1e-5
+        ).chosen.epsilon_lower
+        for rule in GUESS_RULES
+    }
+    assert found["members-only"] < found["symmetric"] < 3.0 < found["both"]
+    assert found["both"] < found["nonmembers-only"]  # the price of a third of the error rate
+
+
+def test_rules_give_each_single_rule_its_sides_and_k() -> None:
+    assert [rule_sides(rule) for rule in GUESS_RULES] == [(2,), (1,), (1,), (2, 1, 1)]
+    assert rule_candidates("nonmembers-only", 10, 7) == ((0, 7),)
+    assert rule_candidates("members-only", 10) == ((10, 0),)
 
 
 def test_bad_rule_and_k_are_refused() -> None:
