@@ -78,16 +78,29 @@ def _tradeoff(result: TrainingAuditResult, figures: TrainingAuditFigures) -> Mar
         css="dp-boundary",
         label=f"({result.claimed_epsilon:.3g}, {result.delta:.2g})-DP: no test can lie below",
     )
-    for index, (audit, point) in enumerate(zip(result.threat_models, figures.points, strict=True)):
+    drawn = zip(result.threat_models, figures.points, figures.bound_fnr, strict=True)
+    for index, (audit, point, bound) in enumerate(drawn):
+        name = audit.threat_model.name
+        if bound is not None:
+            chart.line(
+                figures.fpr,
+                bound,
+                css="bound-curve",
+                label=f"{name}: ε ≥ {audit.epsilon_lower_bound:.3g}, the bound that decides",
+            )
         if point is None:
             continue
         mark = _MARKS[index % len(_MARKS)]
-        chart.region(point.fpr_interval, point.fnr_interval, css="confidence-box")
+        if point.fpr_interval is not None and point.fnr_interval is not None:
+            chart.region(point.fpr_interval, point.fnr_interval, css="confidence-box")
+            label = f"{name}: measured (FPR, FNR); its box's upper corner decides"
+        else:
+            label = f"{name}: rates of the guesses, for reading only"
         chart.point(
             point.fpr,
             point.fnr,
             css=mark,
-            label=f"{audit.threat_model.name}: measured (FPR, FNR) and its confidence box",
+            label=label,
             tooltip=f"FPR {point.fpr:.3f} of {point.negatives}, FNR {point.fnr:.3f} of "
             f"{point.positives}",
         )

@@ -65,6 +65,7 @@ from epsstar.statistics._validation import check_confidence, check_delta, check_
 from epsstar.statistics.auditing.choose_k import ChosenK, choose_k, given_k
 from epsstar.statistics.auditing.feasibility import (
     ManyRunMethod,
+    canaries_at_precision,
     check_canaries_can_refute,
     smallest_canary_count,
     smallest_run_count,
@@ -385,6 +386,17 @@ def _one_run(
     chosen = by_sides[2 if bounds.k_plus and bounds.k_minus else 1]
     deciding = bounds.epsilon_lower if setup.bound == "epsilon-delta" else bounds.epsilon_lower_gdp
     value = 0.0 if deciding is None else deciding
+    guessed = bounds.k_plus + bounds.k_minus
+    projection = None
+    if value <= claim.epsilon and guessed > 0:
+        projection = canaries_at_precision(
+            bounds.correct / guessed,
+            guessed / scores.size,
+            claim.epsilon,
+            claim.delta,
+            confidence=ruled.confidence_each,
+            method=method,
+        )
     return ThreatModelAudit(
         threat_model=model,
         canaries=scores.size,
@@ -398,6 +410,7 @@ def _one_run(
         chosen_k=chosen,
         one_run=bounds,
         guess_rule=ruled,
+        canaries_to_refute=projection,
     )
 
 

@@ -5,11 +5,14 @@
   f(α) = max(0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)); and the μ-GDP curve
   G_μ(α) = Φ(Φ⁻¹(1 − α) − μ) for the μ of the claim (:func:`~epsstar.statistics.auditing.
   claims.claimed_mu`).
-* Per threat model, the measured (FPR, FNR) of the audit's test with its Clopper–Pearson
-  confidence box at the threat model's confidence: with one run, the canaries guessed "in"
-  and "out" — FPR the share of left-out canaries among those guessed, called "in", FNR the
-  share of included ones called "out"; with many runs, the threshold's errors over the
-  evaluation runs. A point below the claim's curve, with its box, is what refutes the claim.
+* Per threat model, the measured (FPR, FNR) of the audit's test. With many runs, the
+  threshold's errors over the evaluation runs with their Clopper–Pearson confidence box at the
+  threat model's confidence: the box's upper corner below the claim's curve is what refutes
+  the claim. With one run, the canaries guessed "in" and "out" — FPR the share of left-out
+  canaries among those guessed, called "in", FNR the share of included ones called "out" —
+  drawn for reading only, with no box: what decides is the one-run bound ε_lo of Steinke et
+  al. 2023 (or its μ-GDP reading), drawn as the (ε_lo, δ)-DP curve, which lies below the
+  claim's curve exactly when ε_lo exceeds the claimed ε.
 * Per threat model, the histograms of the scores of included and left-out canaries (shared
   bins, the finite scores).
 """
@@ -26,7 +29,13 @@ from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.auditing.claims import claimed_mu
 from epsstar.statistics.bounds.from_counts import clopper_pearson_upper
 
-__all__ = ["MeasuredPoint", "ScoreHistogram", "TrainingAuditFigures", "training_audit_figures"]
+__all__ = [
+    "MeasuredPoint",
+    "ScoreHistogram",
+    "TrainingAuditFigures",
+    "dp_curve",
+    "training_audit_figures",
+]
 
 #: Points of the trade-off curves, and bins of the score histograms.
 _CURVE_POINTS, _BINS = 401, 30
@@ -35,12 +44,13 @@ _CURVE_POINTS, _BINS = 401, 30
 @dataclass(frozen=True, slots=True)
 class MeasuredPoint:
     """A test's (FPR, FNR) from ``negatives`` and ``positives`` trials, with its confidence box
-    (two-sided Clopper–Pearson intervals at the threat model's confidence)."""
+    (two-sided Clopper–Pearson intervals at the threat model's confidence) when the box is what
+    decides (many runs), ``None`` when it is not (one run: the one-run bound decides)."""
 
     fpr: float
     fnr: float
-    fpr_interval: tuple[float, float]
-    fnr_interval: tuple[float, float]
+    fpr_interval: tuple[float, float] | None
+    fnr_interval: tuple[float, float] | None
     negatives: int
     positives: int
 
@@ -57,13 +67,15 @@ class ScoreHistogram:
 @dataclass(frozen=True, slots=True)
 class TrainingAuditFigures:
     """The curves (on ``fpr``), and per threat model (in the result's order) its measured point
-    (``None`` when its test made no guess of a kind) and histogram."""
+    (``None`` when its test made no guess of a kind), the (ε_lo, δ)-DP curve of its one-run
+    bound (``None`` with many runs or a bound of 0) and its histogram."""
 
     fpr: FloatArray = field(repr=False)
     claimed_fnr: FloatArray = field(repr=False)
     gdp_fnr: FloatArray = field(repr=False)
     mu: float
     points: tuple[MeasuredPoint | None, ...]
+    bound_fnr: tuple[FloatArray | None, ...]
     histograms: tuple[ScoreHistogram | None, ...]
 
 
@@ -93,14 +105,34 @@ def _point(audit: ThreatModelAudit, confidence: float) -> MeasuredPoint | None:
     if counts is None or counts[1] == 0 or counts[3] == 0:
         return None
     fp, negatives, fn, positives = counts
+    boxed = audit.many_runs is not None
     return MeasuredPoint(
         fp / negatives,
         fn / positives,
-        _interval(fp, negatives, confidence),
-        _interval(fn, positives, confidence),
+        _interval(fp, negatives, confidence) if boxed else None,
+        _interval(fn, positives, confidence) if boxed else None,
         negatives,
         positives,
     )
+
+
+def dp_curve(alpha: FloatArray, epsilon: float, delta: float) -> FloatArray:
+    """The least FNR of an (ε, δ)-DP test at each FPR α: max(0, 1 − δ − e^ε α,
+    e^{−ε}(1 − δ − α))."""
+    curve = np.maximum.reduce(
+        [
+            np.zeros_like(alpha),
+            1.0 - delta - np.exp(epsilon) * alpha,
+            np.exp(-epsilon) * (1.0 - delta - alpha),
+        ]
+    )
+    return np.asarray(curve, dtype=np.float64)
+
+
+def _bound_curve(audit: ThreatModelAudit, alpha: FloatArray, delta: float) -> FloatArray | None:
+    if audit.many_runs is not None or audit.epsilon_lower_bound <= 0.0:
+        return None
+    return dp_curve(alpha, audit.epsilon_lower_bound, delta)
 
 
 def _histogram(audit: ThreatModelAudit) -> ScoreHistogram | None:
@@ -120,13 +152,7 @@ def training_audit_figures(result: TrainingAuditResult) -> TrainingAuditFigures:
     """The figures of ``result``'s report (see the module)."""
     epsilon, delta = result.claimed_epsilon, result.delta
     alpha = np.linspace(0.0, 1.0, _CURVE_POINTS)
-    claimed = np.maximum.reduce(
-        [
-            np.zeros_like(alpha),
-            1.0 - delta - np.exp(epsilon) * alpha,
-            np.exp(-epsilon) * (1.0 - delta - alpha),
-        ]
-    )
+    claimed = dp_curve(alpha, epsilon, delta)
     mu = claimed_mu(epsilon, delta)
     gdp = stats.norm.cdf(stats.norm.ppf(1.0 - alpha) - mu)
     return TrainingAuditFigures(
@@ -135,5 +161,6 @@ def training_audit_figures(result: TrainingAuditResult) -> TrainingAuditFigures:
         gdp_fnr=np.asarray(gdp, dtype=np.float64),
         mu=mu,
         points=tuple(_point(a, result.confidence_each) for a in result.threat_models),
+        bound_fnr=tuple(_bound_curve(a, alpha, delta) for a in result.threat_models),
         histograms=tuple(_histogram(a) for a in result.threat_models),
     )

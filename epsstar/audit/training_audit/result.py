@@ -27,7 +27,11 @@ from epsstar.audit.training_audit.runs import Arm
 from epsstar.audit.training_audit.threat_models import ThreatModel
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.auditing.choose_k import ChosenK
-from epsstar.statistics.auditing.feasibility import ManyRunMethod
+from epsstar.statistics.auditing.feasibility import (
+    PROJECTED_LARGEST,
+    CanaryProjection,
+    ManyRunMethod,
+)
 from epsstar.statistics.auditing.guess_rules import RuleBounds
 from epsstar.statistics.auditing.identifiability import IdentifiabilityReading
 from epsstar.statistics.auditing.many_runs import ManyRunBounds
@@ -81,6 +85,7 @@ class ThreatModelAudit:
     many_runs: ManyRunBounds | None = None
     identifiability: IdentifiabilityReading | None = None
     guess_rule: RuleBounds | None = None
+    canaries_to_refute: CanaryProjection | None = None
 
     def to_dict(self) -> JsonObject:
         """The record of the JSON's ``threat_models``."""
@@ -105,7 +110,31 @@ class ThreatModelAudit:
             "included": [bool(v) for v in self.included],
             "guesses": guesses,
             "guess_rule": None if self.guess_rule is None else self.guess_rule.to_dict(),
+            "canaries_to_refute": None
+            if self.canaries_to_refute is None
+            else self.canaries_to_refute.to_dict(),
         }
+
+
+def _what_would_refute(audit: ThreatModelAudit) -> str:
+    """What a larger one-run audit would need, from the precision of this one's guesses."""
+    projection = audit.canaries_to_refute
+    if projection is None:
+        return ""
+    seen = (
+        f" Its guesses were right at a rate of {projection.precision:.3f} "
+        f"({projection.share_guessed:.0%} of {audit.canaries:,} canaries guessed)"
+    )
+    if projection.canaries is None:
+        return (
+            f"{seen}: no audit of up to {PROJECTED_LARGEST:,} canaries guessed as well would "
+            "refute the claim; a guessing rule that follows how it leaks (--guesses), a threat "
+            "model that sees more, or canaries the trainer remembers better would be needed."
+        )
+    return (
+        f"{seen}: about {projection.canaries:,} canaries guessed as well would refute the "
+        "claim (a projection from this run's guesses, not a bound)."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +252,7 @@ class TrainingAuditResult:
             f"Not refuted: no lower bound exceeds the claimed epsilon {self.claimed_epsilon:g} "
             f"(the largest, {strongest.epsilon_lower_bound:.4g}, from the "
             f"{strongest.threat_model.name} threat model); this does not show the claim holds."
+            f"{_what_would_refute(strongest)}"
         )
 
     def to_dict(self) -> JsonObject:

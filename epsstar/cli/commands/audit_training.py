@@ -261,10 +261,16 @@ def summary(result: TrainingAuditResult) -> str:
     lines = [result.verdict()]
     for audit in result.threat_models:
         gdp = audit.epsilon_lower_gdp
+        other = ""
+        if result.bound == "epsilon-delta" and gdp is not None:
+            # the reading beside the deciding bound says that it does not decide, and why
+            other = (
+                f"; mu-GDP reading {gdp:.4g}, which does not decide: it holds only for "
+                "trainers with a Gaussian trade-off curve (--bound gdp)"
+            )
         lines.append(
             f"  {audit.threat_model.name}: epsilon >= {audit.epsilon_lower_bound:.4g} "
-            f"({audit.method}; mu-GDP bound {'-' if gdp is None else f'{gdp:.4g}'}), "
-            f"{audit.canaries} canaries"
+            f"({audit.method}, decides{other}), {audit.canaries} canaries"
         )
     lines.append(
         f"  claimed epsilon {result.claimed_epsilon:.6g} ({result.claimed_from}), delta "

@@ -23,29 +23,45 @@ refused before anything is trained.
 The searches double an upper end and then bisect, relying on the bound growing with the
 number of canaries or runs (true of perfect guesses; the tests check each answer's
 neighbour below).
+
+After a one-run audit that did not refute, :func:`canaries_at_precision` projects the same
+question onto the guesses it made: the fewest canaries with which the same share of them
+guessed, right at the precision these guesses had, would refute the claim. It is a
+projection, not a bound: the precision is itself measured on one run, and a larger audit
+keeps it only if the trainer treats its canaries alike.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
-from epsstar.statistics._validation import check_confidence, check_delta, check_positive_int
+from epsstar.statistics._validation import (
+    check_confidence,
+    check_delta,
+    check_in_range,
+    check_positive_int,
+)
 from epsstar.statistics.auditing._checks import check_claimed_epsilon
 from epsstar.statistics.auditing.claims import claimed_mu
 from epsstar.statistics.auditing.one_run import ONE_RUN_METHODS, OneRunMethod
 from epsstar.statistics.auditing.one_run_approximate_dp import one_run_p_value
 from epsstar.statistics.auditing.one_run_gaussian_dp import one_run_gdp_refutation_margin
 from epsstar.statistics.bounds.from_counts import epsilon_lower_bound
+from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.conversions import gdp_mu_lower_bound
 
 __all__ = [
     "MANY_RUN_FEASIBILITY_METHODS",
+    "PROJECTED_LARGEST",
+    "CanaryProjection",
     "ManyRunMethod",
+    "canaries_at_precision",
     "check_canaries_can_refute",
     "check_runs_can_refute",
     "smallest_canary_count",
@@ -57,16 +73,18 @@ MANY_RUN_FEASIBILITY_METHODS: tuple[ManyRunMethod, ...] = ("clopper_pearson", "g
 
 #: No audit is searched beyond this size (2⁴⁰ ≈ 1.1e12 canaries or runs).
 _LARGEST = 2**40
+#: No projection is searched beyond this many canaries (each step evaluates a bound).
+PROJECTED_LARGEST = 10_000_000
 
 
-def _smallest(refutes: Callable[[int], bool], start: int) -> int | None:
+def _smallest(refutes: Callable[[int], bool], start: int, largest: int = _LARGEST) -> int | None:
     """The smallest n ≥ 1 with ``refutes(n)``, for ``refutes`` false then true as n grows;
-    ``None`` when even n = 2⁴⁰ does not refute."""
+    ``None`` when even n = ``largest`` (2⁴⁰ by default) does not refute."""
     high = max(1, start)
     while not refutes(high):
-        high *= 2
-        if high > _LARGEST:
+        if high >= largest:
             return None
+        high = min(2 * high, largest)
     # refutes(low) is false: the previous upper end, or just below a start known to fall short.
     low = high // 2 if high > start else max(0, start - 1)
     while high - low > 1:
@@ -211,3 +229,50 @@ def check_runs_can_refute(
             f"{confidence:.3g} confidence with {method} even with no error: at least "
             f"{needed} evaluation runs per arm are needed. Found {n}."
         )
+
+
+@dataclass(frozen=True, slots=True)
+class CanaryProjection:
+    """What a one-run audit that did not refute would have needed (see the module):
+    ``canaries`` (``None`` when not even :data:`PROJECTED_LARGEST` would do) with the share
+    ``share_guessed`` of them guessed, right at ``precision``."""
+
+    precision: float
+    share_guessed: float
+    canaries: int | None
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "precision": self.precision,
+            "share_guessed": self.share_guessed,
+            "canaries": self.canaries,
+        }
+
+
+def canaries_at_precision(
+    precision: float,
+    share_guessed: float,
+    claimed_epsilon: float,
+    delta: float,
+    *,
+    confidence: float = 0.95,
+    method: OneRunMethod = "steinke2023_epsilon_delta",
+) -> CanaryProjection:
+    """The fewest canaries m with which r = max(1, round(share·m)) guesses, ⌊precision·r⌋ of
+    them right, make ``method``'s one-run bound exceed the claim (see the module)."""
+    p = check_in_range("precision", precision, 0.0, 1.0, low_inclusive=True, high_inclusive=True)
+    share = check_in_range("share_guessed", share_guessed, 0.0, 1.0, high_inclusive=True)
+    eps = check_claimed_epsilon(claimed_epsilon)
+    level = check_confidence(confidence)
+    _check_method(method, ONE_RUN_METHODS)
+    d = check_delta(delta, allow_zero=method == "steinke2023_epsilon_delta")
+    mu = claimed_mu(eps, d) if method != "steinke2023_epsilon_delta" else 0.0
+
+    def refutes(m: int) -> bool:
+        guesses = min(m, max(1, round(share * m)))
+        correct = math.floor(p * guesses)
+        if method == "steinke2023_epsilon_delta":
+            return one_run_p_value(m, guesses, correct, eps, d) < 1.0 - level
+        return one_run_gdp_refutation_margin(m, guesses, correct, mu, level) > 0.0
+
+    return CanaryProjection(p, share, _smallest(refutes, 1, PROJECTED_LARGEST))

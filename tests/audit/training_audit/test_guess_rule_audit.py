@@ -97,3 +97,47 @@ def test_members_only_and_both_refute_a_partial_memoriser_the_symmetric_rule_doe
 def test_an_unknown_rule_is_refused(tables: tuple[Path, Path]) -> None:
     with pytest.raises(InvalidInputError, match=r"--guesses must be one of .* Found 'top'\.$"):
         _audit(tables, "top")
+
+
+def test_a_one_run_point_below_the_claim_is_not_drawn_as_a_refutation(
+    tables: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The symmetric rule's guesses of the partial memoriser: every "in" guess right, so its
+    (FPR, FNR) point sits at FPR 0, below the claim's curve, as a refutation's would; yet the
+    count of right guesses does not refute ε = 3. The report draws no confidence box for it,
+    says the point is for reading, and draws the bound that decided above the claim's curve."""
+    from epsstar.audit.training_audit.figures import training_audit_figures
+    from epsstar.audit.training_audit.result import TrainingAuditResult
+    from epsstar.cli.commands.audit_training import summary
+    from epsstar.reports.training_audit import render_training_audit
+
+    setup = TrainingAuditSetup(
+        *tables, "label", canaries=400, claimed_epsilon=3.0, delta=1e-5, k=120
+    )
+    result: TrainingAuditResult = audit_training(PartialMemoriser(), setup)
+    assert not result.refuted
+    figures = training_audit_figures(result)
+    point = figures.points[0]
+    assert point is not None
+    assert point.fpr == 0.0
+    assert point.fnr < figures.claimed_fnr[0]  # below the claim's curve
+    assert point.fpr_interval is None
+    assert point.fnr_interval is None
+    bound = figures.bound_fnr[0]
+    assert bound is not None
+    assert np.all(bound >= figures.claimed_fnr)
+    html = render_training_audit(result, tmp_path / "audit.html").read_text(encoding="utf-8")
+    assert "confidence-box" not in html.split("<body>", 1)[1]
+    assert "for reading" in html
+    assert "not a refutation" in html
+    assert "μ-GDP reading (does not decide" in html
+    audit = result.threat_models[0]
+    projection = audit.canaries_to_refute
+    assert projection is not None
+    # 0.9375 of the guesses right: below e^3/(1 + e^3) = 0.9526, the most a trainer that is
+    # (3, δ)-DP lets guesses reach, so no number of canaries guessed as well would refute it
+    assert projection.precision == pytest.approx(0.9375)
+    assert projection.canaries is None
+    text = summary(result)
+    assert "no audit of up to 10,000,000 canaries guessed as well would refute" in text
+    assert "which does not decide" in text

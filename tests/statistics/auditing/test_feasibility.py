@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from scipy.special import expit, ndtri
@@ -10,6 +11,7 @@ from scipy.special import expit, ndtri
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
 from epsstar.statistics.auditing.claims import claimed_mu
 from epsstar.statistics.auditing.feasibility import (
+    canaries_at_precision,
     check_canaries_can_refute,
     check_runs_can_refute,
     smallest_canary_count,
@@ -116,3 +118,27 @@ def test_bad_method_is_refused() -> None:
         smallest_run_count(1.0, 1e-5, method="magic")
     with pytest.raises(InvalidInputError, match=r"delta must be in \(0, 0.5\). Found 0.0."):
         smallest_canary_count(1.0, 0.0, method="mahloujifar2024_gdp")
+
+
+@pytest.mark.parametrize("method", ["steinke2023_epsilon_delta", "mahloujifar2024_gdp"])
+def test_a_projection_at_perfect_precision_is_the_smallest_audit(method: Any) -> None:
+    # Every canary guessed, every guess right: the projection asks what smallest_canary_count
+    # asks, so the two searches must agree.
+    projected = canaries_at_precision(1.0, 1.0, 2.0, 1e-5, confidence=0.95, method=method)
+    assert projected.canaries == smallest_canary_count(2.0, 1e-5, confidence=0.95, method=method)
+
+
+def test_a_projection_needs_a_precision_the_claim_does_not_allow() -> None:
+    # (ε, δ)-DP lets guesses be right at a rate of at most about e^ε/(1 + e^ε) (0.731 at
+    # ε = 1): below it no audit refutes, above it more canaries do, and fewer as it grows.
+    below = canaries_at_precision(0.72, 0.3, 1.0, 1e-5)
+    assert below.canaries is None
+    near = canaries_at_precision(0.78, 0.3, 1.0, 1e-5)
+    far = canaries_at_precision(0.9, 0.3, 1.0, 1e-5)
+    assert near.canaries is not None
+    assert far.canaries is not None
+    assert far.canaries < near.canaries
+    guesses = round(0.3 * far.canaries)
+    right = math.floor(0.9 * guesses)
+    assert one_run_epsilon_lower_bound(far.canaries, guesses, right, delta=1e-5) > 1.0
+    assert far.to_dict() == {"precision": 0.9, "share_guessed": 0.3, "canaries": far.canaries}
