@@ -12,7 +12,8 @@ from rich.console import Console
 
 from epsstar.audit.many import ManifestEntry, ModelAudit
 from epsstar.cli.commands.demo import _Display
-from epsstar.cli.common.progress import RichAuditProgress, audit_progress, progress_display
+from epsstar.cli.common.progress import RichAuditProgress, audit_progress
+from epsstar.training.progress import EpochProgress, progress_display
 from epsstar.training.results import EpochStats
 from epsstar.training.trainer import TrainingConfig
 
@@ -38,9 +39,11 @@ def _console(shown: io.StringIO, *, terminal: bool, clock: Clock | None = None) 
 
 
 def _screen_lines(text: str) -> list[str]:
-    """Every line the terminal was sent, control sequences dropped and spaces joined."""
+    """Every line the terminal was sent, control sequences dropped, a bar as one ``━`` and
+    spaces joined."""
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
-    return [" ".join(line.split()) for line in re.split(r"[\r\n]", plain) if line.strip()]
+    lines = [re.sub(r"[━╸╺][━╸╺ ]*[━╸╺]|[━╸╺]", "━", line) for line in re.split(r"[\r\n]", plain)]
+    return [" ".join(line.split()) for line in lines if line.strip()]
 
 
 def test_a_table_bar_counts_of_the_known_rows_or_with_the_file_size(tmp_path: Path) -> None:
@@ -159,3 +162,18 @@ def test_quiet_shows_nothing(capsys: pytest.CaptureFixture[str]) -> None:
         _Display(CONFIGS, 1, quiet=True, console=_console(shown, terminal=True, clock=clock)), clock
     )
     assert shown.getvalue() == ""
+
+
+def test_the_trainers_bar_is_the_same_display(capsys: pytest.CaptureFixture[str]) -> None:
+    """``epsstar train``'s bar over epochs: the count of epochs, the loss and ε spent, the
+    time elapsed and left; a line per epoch where there is no terminal."""
+    with EpochProgress("model", 3, enabled=True) as bar:
+        bar.update(EpochStats(1, 3, 0.5, 1.25, 1.0))
+    screen = _screen_lines(capsys.readouterr().err)
+    assert any(
+        re.fullmatch(r"model ━+ 1/3 epochs loss 0\.5000 ε 1\.250 0:00:0\d [-0-9:]+", line)
+        for line in screen
+    ), screen
+    with EpochProgress("model", 3) as bar:  # pytest's standard error is not a terminal
+        bar.update(EpochStats(1, 3, 0.5, None, 1.0))
+    assert capsys.readouterr().err == "model: epoch 1/3  loss 0.5000  ε -  1.0 s\n"

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from epsstar.cli.commands.train import add_threads_argument
-from epsstar.cli.common.progress import time_left
 from epsstar.cli.common.text_table import aligned_table
 from epsstar.cli.exit_codes import EXIT_OK, EXIT_PARTIAL
 
@@ -258,7 +257,7 @@ class _Display:
         quiet: bool,
         console: Console | None = None,
     ) -> None:
-        from epsstar.cli.common.progress import progress_display
+        from epsstar.training.progress import progress_display
 
         self.configs = configs
         self.total = len(configs) * repeats
@@ -324,6 +323,8 @@ class _Display:
         if self.bars:
             self.display.remove_task(self.ids.pop(key))
             return
+        from epsstar.training.progress import time_left
+
         left = time_left(self.display, self.training)
         after = "" if left is None or self.trained_count == self.total else f", {left} left"
         self._line(f"trained {label} #{repeat} ({self._models(self.trained_count)}{after})")
