@@ -195,8 +195,13 @@ class _Scored:
     windows: tuple[WindowsUsed, WindowsUsed]
 
 
-def _score(model: TextModel, run: TextRun, plan: ScoringPlan, progress: bool) -> _Scored:
+def _score(
+    model: TextModel, run: TextRun, plan: ScoringPlan, shown: tuple[TextScan, TextScan] | None
+) -> _Scored:
+    """Both sides scored; ``shown``, the sides' scans, puts the scoring on the progress
+    display (with each side's count of records)."""
     tables = run.tables
+    records = (None, None) if shown is None else (shown[0].rows, shown[1].rows)
     found = [
         score_text(
             model,
@@ -204,9 +209,10 @@ def _score(model: TextModel, run: TextRun, plan: ScoringPlan, progress: bool) ->
             tables.text_column,
             plan,
             role=role,
-            progress=run.progress if progress else None,
+            progress=None if shown is None else run.progress,
+            records=count,
         )
-        for role in _ROLES
+        for role, count in zip(_ROLES, records, strict=True)
     ]
     return _Scored(found[0][0], found[1][0], (found[0][1], found[1][1]))
 
@@ -217,7 +223,7 @@ def _references(run: TextRun, plan: ScoringPlan, n: tuple[int, int]) -> Referenc
     for path in run.attack.reference_models:
         file = ModelFile(path, trust=run.model.trust, device=run.model.device)
         model, loader, _ = _loaded(file, "reference model")
-        scored = _score(model, run, plan.loss_only, progress=False)
+        scored = _score(model, run, plan.loss_only, shown=None)
         train.append(-scored.train.loss)
         population.append(-scored.population.loss)
         digests = _folder_digests(path, model.files) if path.is_dir() else digests_of([path])
@@ -348,7 +354,7 @@ def audit_text(run: TextRun) -> AuditResult:
     model, loader, device = _loaded(run.model, "model")
     loaded = time.perf_counter()
     plan = _plan(run.attack, run.tables.batch_size)
-    scored = _score(model, run, plan, progress=True)
+    scored = _score(model, run, plan, shown=(train_scan, population_scan))
     references = _references(run, plan, (scored.train.rows, scored.population.rows))
     inferred = time.perf_counter()
     utility = {"population": _utility(scored.population), "train": _utility(scored.train)}

@@ -1,18 +1,87 @@
-"""Progress over epochs, with the training loss and the ε spent so far, on standard error.
+"""Progress on standard error, one display for every command that shows it.
 
-A rich progress bar when standard error is a terminal, one plain line per epoch
-otherwise (a log file, a CI job); nothing when the user asked for quiet output.
+:func:`progress_display` is a rich progress display with the columns every bar shares:
+what is counted, the bar, how many are done (of how many when that is known, never a
+``?``), a status, the time elapsed and the time left. It is drawn on a terminal only;
+elsewhere (a log file, a CI job) it still keeps its tasks' counts and rates, so that a
+command can print a plain line where a bar would move, the time left read by
+:func:`time_left` from the same task. It lives here, the lowest layer that shows progress,
+so that the trainer's bar over epochs (:class:`EpochProgress`) and the command line's
+bars (:mod:`epsstar.cli.common.progress`, ``epsstar demo``) are drawn alike.
 """
 
 from __future__ import annotations
 
 import sys
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from epsstar.training.results import EpochStats
 
-__all__ = ["EpochProgress", "announce"]
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress, Task, TaskID
+
+__all__ = ["EpochProgress", "announce", "progress_display", "time_left"]
+
+
+def _count(task: Task) -> str:
+    """``done/total unit``, ``done unit`` without a total, or the task's own ``count`` text."""
+    shown = task.fields.get("count")
+    if shown is not None:
+        return str(shown)
+    unit = task.fields.get("unit", "")
+    done = f"{int(task.completed):,}"
+    counted = done if task.total is None else f"{done}/{int(task.total):,}"
+    return f"{counted} {unit}".rstrip()
+
+
+def progress_display(console: Console | None = None) -> Progress:
+    """A progress display on ``console`` (standard error by default), drawn only on a terminal.
+
+    A task's fields: ``unit`` (what is counted, e.g. ``rows``), ``count`` (a text shown
+    instead of the count) and ``status`` (shown after it).
+    """
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
+
+    class CountColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return Text(_count(task), style="progress.download")
+
+    class StatusColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return Text(str(task.fields.get("status", "")))
+
+    shown_on = console or Console(stderr=True)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        CountColumn(),
+        StatusColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=shown_on,
+        disable=not shown_on.is_terminal,
+    )
+
+
+def time_left(display: Progress, task: TaskID) -> str | None:
+    """The time left of ``task`` as the bar shows it (``1:02:03``), or None before it is known."""
+    from rich.progress import TimeRemainingColumn
+
+    found = next(t for t in display.tasks if t.id == task)
+    if found.total is None or found.time_remaining is None:
+        return None
+    return TimeRemainingColumn().render(found).plain
 
 
 def announce(text: str, enabled: bool | None = None) -> None:
@@ -22,7 +91,8 @@ def announce(text: str, enabled: bool | None = None) -> None:
 
 
 class EpochProgress:
-    """Context manager; pass :meth:`update` as the trainer's ``on_epoch`` callback.
+    """Context manager over the epochs of one run, with the training loss and the ε spent
+    so far; pass :meth:`update` as the trainer's ``on_epoch`` callback.
 
     ``enabled=None`` shows a bar on a terminal and a line per epoch otherwise;
     ``True`` always a bar; ``False`` nothing.
@@ -33,34 +103,17 @@ class EpochProgress:
         self._lines = enabled is None and not self._enabled
         self._description = description
         self._epochs = epochs
-        self._progress: Any = None
-        self._task: Any = None
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
 
     def __enter__(self) -> EpochProgress:
         if self._enabled:
             from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
 
-            self._progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("epochs  loss {task.fields[loss]}  ε {task.fields[epsilon]}"),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                console=Console(stderr=True),
-                transient=False,
-            )
-            self._progress.__enter__()
+            self._progress = progress_display(Console(stderr=True, force_terminal=True))
+            self._progress.start()
             self._task = self._progress.add_task(
-                self._description, total=self._epochs, loss="-", epsilon="-"
+                self._description, total=self._epochs, unit="epochs", status="loss -  ε -"
             )
         return self
 
@@ -73,10 +126,10 @@ class EpochProgress:
                 file=sys.stderr,
                 flush=True,
             )
-        if self._progress is None:
+        if self._progress is None or self._task is None:
             return
         self._progress.update(
-            self._task, completed=stats.epoch, loss=f"{stats.loss:.4f}", epsilon=epsilon
+            self._task, completed=stats.epoch, status=f"loss {stats.loss:.4f}  ε {epsilon}"
         )
 
     def __exit__(
@@ -86,5 +139,5 @@ class EpochProgress:
         traceback: TracebackType | None,
     ) -> None:
         if self._progress is not None:
-            self._progress.__exit__(kind, value, traceback)
+            self._progress.stop()
             self._progress = None

@@ -562,8 +562,8 @@ def test_refused_predictions_are_said_once_with_the_advice(
 class _Recorder:
     events: list[tuple[str, object]]
 
-    def start(self, role: str, path: Path) -> None:
-        self.events.append((role, path))
+    def start(self, role: str, path: Path, rows: int | None) -> None:
+        self.events.append((role, path, rows))
 
     def advance(self, rows: int) -> None:
         self.events.append(("rows", rows))
@@ -573,11 +573,11 @@ def test_progress_is_told_each_table_and_its_rows(workdir: Path) -> None:
     recorder = _Recorder([])
     quiet_audit(workdir, batch_size=256, progress=recorder)
     assert recorder.events == [
-        ("train", workdir / "train.csv"),
+        ("train", workdir / "train.csv", None),  # a CSV file's rows are not known beforehand
         ("rows", 256),
         ("rows", 256),
         ("rows", 88),
-        ("population", workdir / "population.parquet"),
+        ("population", workdir / "population.parquet", 300),  # the Parquet metadata's
         ("rows", 256),
         ("rows", 44),
     ]
@@ -585,44 +585,6 @@ def test_progress_is_told_each_table_and_its_rows(workdir: Path) -> None:
 
     with pytest.raises(InvalidInputError, match=r"progress must be None or have start.*Found True"):
         run_audit(workdir, progress=True)
-
-
-def test_cli_progress_counts_rows_only_for_a_visible_bar(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import epsstar.audit.data.tables
-    from epsstar.cli.common.progress import RichAuditProgress, audit_progress
-
-    with audit_progress(enabled=False) as nothing:
-        assert nothing is None
-
-    def refuse(path: Path) -> int:
-        raise AssertionError("rows counted for a hidden bar")
-
-    monkeypatch.setattr(epsstar.audit.data.tables, "count_rows", refuse)
-    with audit_progress(enabled=True) as hidden:  # pytest's output is not a terminal
-        assert hidden is not None
-        hidden.start("train", workdir / "train.csv")
-        hidden.advance(10)
-
-    class Bar:
-        def __init__(self) -> None:
-            self.tasks: dict[int, list[object]] = {}
-
-        def add_task(self, description: str, total: int | None) -> int:
-            self.tasks[len(self.tasks)] = [description, total, 0]
-            return len(self.tasks) - 1
-
-        def advance(self, task: int, rows: int) -> None:
-            self.tasks[task][2] += rows  # type: ignore[operator]
-
-    monkeypatch.setattr(epsstar.audit.data.tables, "count_rows", lambda path: 600)
-    bar = Bar()
-    visible = RichAuditProgress(bar, count_totals=True)
-    visible.start("train", workdir / "train.csv")
-    visible.advance(250)
-    visible.advance(350)
-    assert bar.tasks == {0: ["train rows", 600, 600]}
 
 
 def test_audit_losses_is_the_audit_without_the_model(workdir: Path) -> None:

@@ -19,7 +19,7 @@ from epsstar.cli.commands import demo
 pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
 
-QUICK_STRATEGIES = ["nonprivate-e1", "nonprivate-e5", "dp-eps3-e2"]
+QUICK_STRATEGIES = ["nonprivate-e50", "dp-eps3-e10"]
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -56,12 +56,16 @@ def _listed_files(stdout: str) -> list[str]:
 def test_quick_demo_exits_cleanly(quick: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
     _, done = quick
     assert done.returncode == 0, done.stderr
-    assert "Epsilon* of 3 models trained on UCI Adult" in done.stdout
+    assert "Epsilon* of 2 models trained on UCI Adult" in done.stdout
     for strategy in QUICK_STRATEGIES:
         assert strategy in done.stdout
     assert "Traceback" not in done.stderr
-    # Not a terminal: no progress bars, one line per finished model
-    assert len([line for line in done.stderr.splitlines() if line.startswith("[")]) == 3
+    # Not a terminal: no progress bars; a line per trained model, one per audited model
+    lines = done.stderr.splitlines()
+    assert [line.split(" (")[0] for line in lines if line.startswith("trained ")] == [
+        f"trained {strategy} #0" for strategy in QUICK_STRATEGIES
+    ]
+    assert len([line for line in lines if line.startswith("[")]) == 2
 
 
 def test_quick_demo_results_are_complete(
@@ -69,7 +73,8 @@ def test_quick_demo_results_are_complete(
 ) -> None:
     base, _ = quick
     payload: dict[str, Any] = json.loads((base / "out" / "results.json").read_text())
-    assert payload["n_models"] == 3
+    assert payload["n_models"] == 2
+    assert payload["settings"]["jobs"] == 1  # --quick's default: no worker processes to start
     assert payload["n_failed"] == 0
     assert payload["dataset"]["n_train"] == demo.QUICK_ROWS[0]
     assert payload["dataset"]["n_population"] == demo.QUICK_ROWS[1]
@@ -99,7 +104,36 @@ def test_quick_demo_results_are_complete(
             assert params["delta"] == pytest.approx(result["delta"])
         else:
             assert params["epsilon"] is None
-    assert [r["entry"]["params"]["epochs"] for r in payload["models"]] == [1, 5, 2]
+    assert [r["entry"]["params"]["epochs"] for r in payload["models"]] == [50, 10]
+
+
+def test_quick_demo_shows_a_leak_beside_a_dp_model(
+    quick: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    """The over-fitted network provably leaks; the DP-SGD model stays within the ε its
+    accountant gives for its training, as its file declares and its report says."""
+    base, done = quick
+    payload = json.loads((base / "out" / "results.json").read_text())
+    leaking, private = (record["result"] for record in payload["models"])
+    accounted = payload["models"][1]["entry"]["params"]
+    assert not payload["models"][0]["entry"]["params"]["private"]
+    assert leaking["epsilon_lower_bound"] > 0.0  # proven from counted errors, not estimated
+    assert leaking["epsilon_star"] > private["epsilon_star"]
+    assert leaking["epsilon_lower_bound"] > private["epsilon_lower_bound"]
+    assert private["epsilon_lower_bound"] <= private["epsilon_star"] <= accounted["epsilon"]
+    declared = private["declared_privacy"]
+    assert (declared["epsilon"], declared["delta"]) == (accounted["epsilon"], accounted["delta"])
+    assert declared["epsilon_star_above_it"] is False
+    # both headlines and lower bounds are printed, in the table and in the audit lines
+    rows = {line.split()[0]: line.split() for line in done.stdout.splitlines() if line}
+    for strategy, result in zip(QUICK_STRATEGIES, (leaking, private), strict=True):
+        assert f"{result['epsilon_star']:.4f}" in rows[strategy]
+        assert f"{result['epsilon_lower_bound']:.4f}" in rows[strategy]
+        line = (
+            f"{strategy} #0: Epsilon* {result['epsilon_star']:.4f} "
+            f"(95 % lower bound {result['epsilon_lower_bound']:.4f})"
+        )
+        assert line in done.stderr
 
 
 def test_quick_demo_files_hold_to_their_schemas(
@@ -154,13 +188,13 @@ def test_quick_demo_reports(quick: tuple[Path, subprocess.CompletedProcess[str]]
     payload = json.loads((base / "out" / "results.json").read_text())
     assert payload["reports_available"] is True
     assert (payload["landscape"], payload["landscape_error"]) == ("out/landscape.html", None)
-    assert "  reports    out/reports/ (3 of 3 models)" in done.stdout
+    assert "  reports    out/reports/ (2 of 2 models)" in done.stdout
     assert "  landscape  out/landscape.html" in done.stdout
     expected = [f"{strategy}-0.html" for strategy in QUICK_STRATEGIES]
     assert sorted(p.name for p in (base / "out" / "reports").iterdir()) == sorted(expected)
     landscape_page = (base / "out" / "landscape.html").read_text(encoding="utf-8")
     landscape = _visible_text(base / "out" / "landscape.html")
-    assert "3 strategies, 3 audited models; utility: AUROC on population data" in landscape
+    assert "2 strategies, 2 audited models; utility: AUROC on population data" in landscape
     for record, name in zip(payload["models"], expected, strict=True):
         assert record["report"] == f"out/reports/{name}"
         model, result = record["entry"]["model"], record["result"]
@@ -193,7 +227,8 @@ def test_overwrite_in_one_process(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # One small model keeps this second run short; the fixture covers the full --quick grid.
-    monkeypatch.setattr(demo, "QUICK_BASELINE_EPOCHS", ())
+    quick_grid = demo.strategies(quick=True)
+    monkeypatch.setattr(demo, "strategies", lambda quick: quick_grid[1:])
     out = tmp_path / "out"
     (out / "models" / "old").mkdir(parents=True)
     (out / "notes.txt").write_text("kept")
@@ -207,7 +242,7 @@ def test_overwrite_in_one_process(
     assert payload["settings"]["jobs"] == 1
     assert payload["n_failed"] == 0
     assert payload["n_models"] == 1
-    assert (out / "models" / "dp-eps3-e2" / "0" / "model.onnx").is_file()
+    assert (out / "models" / "dp-eps3-e10" / "0" / "model.onnx").is_file()
 
 
 def test_a_model_that_cannot_be_trained_exits_3_and_keeps_the_others(
@@ -246,6 +281,17 @@ def test_bad_input_is_one_line_and_exit_2(
     error = capsys.readouterr().err
     assert error.count("\n") == 1
     assert message in error
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_extras_are_one_line_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # what an install without the extra has
+    assert main(["demo", "--quick", "--out", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1
+    assert "the demo trains and audits models and needs torch: " in error
     assert not (tmp_path / "out").exists()
 
 

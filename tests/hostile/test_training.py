@@ -392,9 +392,9 @@ def test_demo_says_when_it_chooses_a_noise_multiplier(
     from epsstar.cli.commands.demo import _Display, strategies
 
     configs = {s.label: s.config for s in strategies(quick=True)}
-    with _Display(configs, 3, quiet=False) as display:
-        display.receive(("dp-eps3-e2",))
-    assert capsys.readouterr().err == ("dp-eps3-e2: choosing the noise multiplier for ε = 3 ...\n")
+    with _Display(configs, 1, quiet=False) as display:
+        display.receive(("dp-eps3-e10",))
+    assert capsys.readouterr().err == "dp-eps3-e10: choosing the noise multiplier for ε = 3 ...\n"
 
 
 # --- interrupts in a real process, and outputs that would replace an input ---------------------

@@ -82,6 +82,31 @@ def test_an_untrained_model_shows_no_leak(
     assert document["epsilon_lower_bound"] == 0
 
 
+def test_the_progress_bar_counts_of_the_records(
+    corpus: TinyCorpus, untrained: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a terminal the bar of each side counts of its records (the scan counted them)."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from epsstar.cli.common import progress
+
+    shown = io.StringIO()
+    terminal = Console(file=shown, force_terminal=True, color_system=None, width=140)
+    display = progress.progress_display
+    monkeypatch.setattr(progress, "progress_display", lambda console=None: display(terminal))
+    argv = [word for word in _audit(corpus, untrained, "--max-epsilon", "1") if word != "--quiet"]
+    assert main(argv) == 0
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.getvalue())
+    final = [" ".join(line.split()) for line in plain.splitlines()][-2:]
+    assert re.fullmatch(rf"train ━+ {len(corpus.train_texts)}/120 rows [0-9:]+ 0:00:00", final[0])
+    assert re.fullmatch(
+        rf"population ━+ {len(corpus.population_texts)}/120 rows [0-9:]+ 0:00:00", final[1]
+    )
+
+
 def test_no_record_text_keeps_the_records_out(corpus: TinyCorpus, tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     assert main(_audit(corpus, corpus.model, "--json", str(out), "--no-record-text")) == 0

@@ -12,8 +12,10 @@ __all__ = ["Progress"]
 class Progress(Protocol):
     """Told when a table starts streaming and how many rows each batch held."""
 
-    def start(self, role: str, path: Path) -> None:
-        """A table starts: ``role`` is ``"train"`` or ``"population"``."""
+    def start(self, role: str, path: Path, rows: int | None) -> None:
+        """A table starts: ``role`` is ``"train"`` or ``"population"``; ``rows`` is how many
+        rows will stream when that is known before reading (from a Parquet, NPZ or NPY
+        file's metadata, or the count of text records), else ``None`` (a CSV file)."""
         ...
 
     def advance(self, rows: int) -> None:

@@ -19,7 +19,7 @@ from epsstar.audit.attacks.references import ReferenceConfidences, check_stated_
 from epsstar.audit.data.column_match import ColumnMatch
 from epsstar.audit.data.progress import Progress
 from epsstar.audit.data.reading import Role, TableRead, Tables
-from epsstar.audit.data.tables import LabelMap, iter_batches
+from epsstar.audit.data.tables import LabelMap, iter_batches, read_schema
 from epsstar.audit.engines.streaming import batch_losses, check_width, predict_batch, stream_table
 from epsstar.audit.model.device import CPU
 from epsstar.audit.model.features import Features
@@ -160,7 +160,8 @@ def log_odds_together(
         first = loaded[members[0][0]][0]
         reads = [replace(tables.read(role, match), loss="logit") for _, match in members]
         if progress is not None:
-            progress.start(role, reads[0].path)
+            rows = read_schema(reads[0].path, separator=tables.csv_separator).n_rows
+            progress.start(role, reads[0].path, rows)
         for batch in iter_batches(
             reads[0].path,
             label_column=tables.label_column,

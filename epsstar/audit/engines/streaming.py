@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from epsstar.audit.data.checks import TableScan, row_hashes
 from epsstar.audit.data.progress import Progress
 from epsstar.audit.data.reading import TableRead
-from epsstar.audit.data.tables import LabelMap, iter_batches, label_map_for
+from epsstar.audit.data.tables import LabelMap, iter_batches, label_map_for, read_schema
 from epsstar.audit.engines.record_sample import RecordSample
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.plugins import LoadedModel
@@ -247,7 +247,8 @@ def stream_table(
     labels and the model's predictions (other models scored on the same read).
     """
     if progress is not None:
-        progress.start(read.role, read.path)
+        rows = read_schema(read.path, separator=read.separator).n_rows
+        progress.start(read.role, read.path, rows)
     collected = _Collected()
     n_outputs = 0
     for batch in iter_batches(

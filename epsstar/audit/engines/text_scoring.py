@@ -280,11 +280,13 @@ def score_text(
     *,
     role: str,
     progress: Progress | None = None,
+    records: int | None = None,
 ) -> tuple[SequenceStatistics, WindowsUsed]:
     """Every record of ``path`` scored by ``model`` (see the module docstring), and the
-    records that needed windows; ``progress`` is told as chunks finish."""
+    records that needed windows; ``progress`` is told as chunks finish, out of ``records``
+    (the count of the file's scan)."""
     if progress is not None:
-        progress.start(role, path)
+        progress.start(role, path, records)
     collected = _Collected()
     for chunk in _chunks(path, column):
         _score_chunk(model, chunk, path, plan, collected)

@@ -1,9 +1,11 @@
 """``epsstar demo``: train DP and non-DP models on UCI Adult and audit each one.
 
-The demo reproduces, on a small scale, the Adult experiment of §4.1 of
-Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models": non-private baselines
-trained for 1, 5, 10 and 20 epochs and DP-SGD models trained to ε ∈ {1, 3, 10} (δ = 1/(n ln n)), all
-with the reference trainer (SGD, lr 0.01, momentum 0.9). ``docs/demo.md`` explains the settings.
+The demo reproduces, on a small scale, the Adult experiment of §4.1 of *Epsilon*:
+Privacy Metric for Machine Learning Models* (Negoescu et al., 2024): non-private
+baselines trained for 1, 5, 10 and 20 epochs and DP-SGD models trained to
+ε ∈ {1, 3, 10} (δ = 1/(n ln n)), all with the reference trainer (SGD, lr 0.01,
+momentum 0.9). ``--quick`` sets a network over-fitted on a small subsample beside
+one trained with DP-SGD, for a first look. ``docs/demo.md`` explains the settings.
 
 It is the three commands a user would run, chained: the grid is a sweep
 (:mod:`epsstar.training.runs.sweep`, one sweep per strategy in ``--jobs`` worker
@@ -36,6 +38,9 @@ from epsstar.cli.common.text_table import aligned_table
 from epsstar.cli.exit_codes import EXIT_OK, EXIT_PARTIAL
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import TaskID
+
     from epsstar.audit.many import ManifestEntry, ModelAudit, ReportWriter, StrategySummary
     from epsstar.training.data.datasets import AdultData
     from epsstar.training.results import EpochStats
@@ -44,22 +49,29 @@ if TYPE_CHECKING:
 
 SUMMARY = (
     "train non-private and DP-SGD models on the UCI Adult data and audit each one "
-    "(35 models; --quick: 3; measured timings in docs/performance.md)"
+    "(35 models; --quick: 2; measured timings in docs/performance.md)"
 )
 
 #: The reference model: an MLP with three hidden layers of 100 units.
 HIDDEN: tuple[int, ...] = (100, 100, 100)
 BATCH_SIZE = 64
+#: SGD's learning rate (the paper's; momentum 0.9, the trainer's default, also is).
+LR = 0.01
 CLIP = 1.0
 BASELINE_EPOCHS: tuple[int, ...] = (1, 5, 10, 20)
 DP_EPSILONS: tuple[float, ...] = (1.0, 3.0, 10.0)
 DP_EPOCHS = 5
 REPEATS = 5
-#: --quick: a subsample, three strategies, one repeat.
-QUICK_ROWS = (3_000, 1_500)
-QUICK_BASELINE_EPOCHS: tuple[int, ...] = (1, 5)
+#: --quick: a subsample small enough for a network to memorise, and two strategies side by
+#: side: one over-fitted without privacy (it leaks), one trained with DP-SGD to ε = 3.
+QUICK_ROWS = (2_000, 2_000)
+QUICK_BASELINE_EPOCHS: tuple[int, ...] = (50,)
 QUICK_DP_EPSILONS: tuple[float, ...] = (3.0,)
-QUICK_DP_EPOCHS = 2
+QUICK_DP_EPOCHS = 10
+#: At 2,000 rows a batch of 64 is a larger share of the data, so DP-SGD reaches its ε in
+#: fewer steps (310) with more noise (σ ≈ 1.03): with lr 0.01 the DP model predicts the
+#: majority class; 0.05 lets it learn.
+QUICK_DP_LR = 0.05
 LABEL = "label"
 
 #: One epoch's progress from a training worker: strategy label, repeat, statistics.
@@ -77,10 +89,11 @@ def strategies(quick: bool) -> list[GridStrategy]:
     baseline_epochs = QUICK_BASELINE_EPOCHS if quick else BASELINE_EPOCHS
     epsilons = QUICK_DP_EPSILONS if quick else DP_EPSILONS
     dp_epochs = QUICK_DP_EPOCHS if quick else DP_EPOCHS
+    dp_lr = QUICK_DP_LR if quick else LR
     chosen = [
         GridStrategy(
             f"nonprivate-e{epochs}",
-            TrainingConfig(epochs=epochs, batch_size=BATCH_SIZE, hidden=HIDDEN),
+            TrainingConfig(epochs=epochs, batch_size=BATCH_SIZE, hidden=HIDDEN, lr=LR),
         )
         for epochs in baseline_epochs
     ]
@@ -91,6 +104,7 @@ def strategies(quick: bool) -> list[GridStrategy]:
                 epochs=dp_epochs,
                 batch_size=BATCH_SIZE,
                 hidden=HIDDEN,
+                lr=dp_lr,
                 clip=CLIP,
                 target_epsilon=epsilon,
             ),
@@ -123,8 +137,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help=f"{QUICK_ROWS[0]:,} training and {QUICK_ROWS[1]:,} population rows, three "
-        "strategies, one repeat (for tests)",
+        help=f"a first look: on {QUICK_ROWS[0]:,} training and "
+        f"{QUICK_ROWS[1]:,} population rows, a network over-fitted without privacy "
+        f"({QUICK_BASELINE_EPOCHS[0]} epochs) beside one trained with DP-SGD to "
+        f"ε = {QUICK_DP_EPSILONS[0]:g}; one repeat, --jobs 1",
     )
     parser.add_argument(
         "--repeats",
@@ -138,8 +154,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=min(2, os.cpu_count() or 1),
-        help="parallel worker processes (default: 2 or the number of CPUs if fewer)",
+        default=None,
+        help="parallel worker processes (default: 2 or the number of CPUs if fewer; 1 with "
+        "--quick, whose two small models train faster than worker processes start)",
     )
     add_threads_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress output")
@@ -159,6 +176,8 @@ def _check_arguments(args: argparse.Namespace) -> tuple[int, Path]:
     if args.seed < 0:
         raise InvalidInputError(f"--seed must be an integer ≥ 0. Found {args.seed}.")
     repeats = args.repeats if args.repeats is not None else (1 if args.quick else REPEATS)
+    if args.jobs is None:  # the default depends on --quick
+        args.jobs = 1 if args.quick else min(2, os.cpu_count() or 1)
     if repeats * len(strategies(args.quick)) > MAX_MODELS:
         raise InvalidInputError(
             f"--repeats asks for more than {MAX_MODELS:,} models. Found {repeats}."
@@ -217,51 +236,60 @@ def _auroc(record: ModelAudit) -> float | None:
     return None if record.result is None else _finite(record.result.utility["population"].auroc)
 
 
-class _Display:
-    """Progress on standard error.
+def _lower_bound(record: ModelAudit) -> float | None:
+    return None if record.result is None else record.result.lower_bound.epsilon
 
-    On a terminal: a bar per model in training (epoch, loss, ε spent) under one
-    over all models, then one over the audits. Otherwise (and on a terminal too)
-    one line per audited model; nothing with ``quiet``.
+
+class _Display:
+    """Progress on standard error, nothing with ``quiet``.
+
+    One :func:`~epsstar.training.progress.progress_display`: on a terminal, a bar over
+    the training of all models with the time left (counted in epochs, an epoch of DP-SGD
+    twice), a bar per model in training (epoch, loss, ε spent), then a bar over the audits.
+    Elsewhere (a log file, a CI job) a line per trained model with the time left. A line
+    per audited model in either case.
     """
 
-    def __init__(self, configs: dict[str, TrainingConfig], total: int, *, quiet: bool) -> None:
-        from rich.console import Console
+    def __init__(
+        self,
+        configs: dict[str, TrainingConfig],
+        repeats: int,
+        *,
+        quiet: bool,
+        console: Console | None = None,
+    ) -> None:
+        from epsstar.training.progress import progress_display
 
-        self.console = Console(stderr=True)
         self.configs = configs
-        self.total = total
+        self.total = len(configs) * repeats
         self.quiet = quiet
-        self.bars = not quiet and self.console.is_terminal
-        self.progress: Any = None
-        self.ids: dict[tuple[str, int], Any] = {}
+        self.display = progress_display(console)
+        self.bars = not quiet and not self.display.disable
+        self.ids: dict[tuple[str, int], TaskID] = {}
+        self.epochs_done: dict[tuple[str, int], int] = {}
+        self.trained_count = 0
         self.audited_count = 0
+        work = sum(config.epochs * _epoch_cost(config) for config in configs.values()) * repeats
+        self.training = self.display.add_task(
+            "training", total=work, count=self._models(0), status=""
+        )
+        self.audits: TaskID | None = None
+
+    def _models(self, done: int) -> str:
+        return f"{done}/{self.total} models"
 
     def __enter__(self) -> _Display:
         if self.bars:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
-
-            self.progress = Progress(
-                TextColumn("{task.description:<24}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[status]}"),
-                TimeElapsedColumn(),
-                console=self.console,
-            )
-            self.progress.start()
-            self.trained = self.progress.add_task("models trained", total=self.total, status="")
+            self.display.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.stop()
+        if self.bars:
+            self.display.stop()
+
+    def _line(self, text: str) -> None:
+        if not self.quiet:
+            self.display.console.print(text, markup=False, highlight=False, soft_wrap=True)
 
     def receive(self, message: Message) -> None:
         """A message from a training worker: an epoch done, or a noise search started."""
@@ -275,46 +303,55 @@ class _Display:
 
     def epoch(self, message: EpochMessage) -> None:
         label, repeat, stats = message
-        if not self.bars:
-            if stats.epoch == stats.epochs and not self.quiet:
-                print(f"trained {label} #{repeat}", file=sys.stderr, flush=True)
-            return
         key = (label, repeat)
-        if key not in self.ids:
-            epochs = self.configs[label].epochs
-            self.ids[key] = self.progress.add_task(f"{label} #{repeat}", total=epochs, status="")
-        epsilon = "" if stats.epsilon is None else f"  ε {stats.epsilon:.2f}"
-        self.progress.update(
-            self.ids[key], completed=stats.epoch, status=f"loss {stats.loss:.4f}{epsilon}"
-        )
-        if stats.epoch == stats.epochs:
-            self.progress.remove_task(self.ids.pop(key))
-            self.progress.advance(self.trained)
+        config = self.configs[label]
+        done = stats.epoch - self.epochs_done.get(key, 0)
+        self.epochs_done[key] = stats.epoch
+        self.display.advance(self.training, done * _epoch_cost(config))
+        if self.bars:
+            if key not in self.ids:
+                self.ids[key] = self.display.add_task(
+                    f"{label} #{repeat}", total=config.epochs, unit="epochs", status=""
+                )
+            epsilon = "" if stats.epsilon is None else f"  ε {stats.epsilon:.2f}"
+            self.display.update(
+                self.ids[key], completed=stats.epoch, status=f"loss {stats.loss:.4f}{epsilon}"
+            )
+        if stats.epoch < stats.epochs:
+            return
+        self.trained_count += 1
+        self.display.update(self.training, count=self._models(self.trained_count))
+        if self.bars:
+            self.display.remove_task(self.ids.pop(key))
+            return
+        from epsstar.training.progress import time_left
+
+        left = time_left(self.display, self.training)
+        after = "" if left is None or self.trained_count == self.total else f", {left} left"
+        self._line(f"trained {label} #{repeat} ({self._models(self.trained_count)}{after})")
 
     def step(self, text: str) -> None:
         """A line saying what the demo does next."""
-        if self.bars:
-            self.progress.console.print(f"{text} ...", highlight=False)
-        elif not self.quiet:
-            print(f"{text} ...", file=sys.stderr, flush=True)
+        self._line(f"{text} ...")
 
     def audits_start(self, count: int) -> None:
-        if self.bars:
-            self.audits = self.progress.add_task("models audited", total=count, status="")
+        self.audits = self.display.add_task("auditing", total=count, unit="models", status="")
 
     def audited(self, record: ModelAudit) -> None:
         self.audited_count += 1
         if record.error is not None:
             status = f"error: {record.error}"
         else:
-            status = f"Epsilon* {record.epsilon_star:.4f}, AUROC {_number(_auroc(record))}"
+            status = (
+                f"Epsilon* {record.epsilon_star:.4f} (95 % lower bound "
+                f"{_number(_lower_bound(record))}), AUROC {_number(_auroc(record))}"
+            )
         entry = record.entry
-        line = f"[{self.audited_count}/{self.total}] {entry.strategy} #{entry.repeat}: {status}"
-        if self.bars:
-            self.progress.advance(self.audits)
-            self.progress.console.print(line, highlight=False)
-        elif not self.quiet:
-            print(line, file=sys.stderr, flush=True)
+        if self.audits is not None:
+            self.display.advance(self.audits, 1)
+        self._line(
+            f"[{self.audited_count}/{self.total}] {entry.strategy} #{entry.repeat}: {status}"
+        )
 
 
 # --- training: one sweep per strategy, in worker processes -----------------------------------
@@ -356,9 +393,14 @@ def train_strategy(
     return None
 
 
+def _epoch_cost(config: TrainingConfig) -> int:
+    """Relative training time of an epoch: an epoch of DP-SGD takes about twice as long."""
+    return 2 if config.private else 1
+
+
 def _cost(strategy: GridStrategy) -> int:
-    """Relative training time: epochs, an epoch of DP-SGD counted twice."""
-    return strategy.config.epochs * (2 if strategy.config.private else 1)
+    """Relative training time of a strategy's model."""
+    return strategy.config.epochs * _epoch_cost(strategy.config)
 
 
 def _train(
@@ -703,8 +745,8 @@ def _payload(
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    _check_extras()  # before the arguments, whose checks import torch
     repeats, out = _check_arguments(args)
-    _check_extras()
     from epsstar.audit.many import summarise
     from epsstar.cli.common.writers import JSON, write_file
 
@@ -713,10 +755,9 @@ def run(args: argparse.Namespace) -> int:
         print("reading UCI Adult and writing it as Parquet ...", file=sys.stderr, flush=True)
     data, config = _prepare(args, out, repeats)
     seconds = {"data": time.perf_counter() - started}
-    total = len(config.strategies) * repeats
     configs = {s.label: s.config for s in config.strategies}
-    with _Display(configs, total, quiet=args.quiet) as display:
-        display.step(f"training {total} models (σ of DP-SGD chosen once per strategy)")
+    with _Display(configs, repeats, quiet=args.quiet) as display:
+        display.step(f"training {display.total} models (σ of DP-SGD chosen once per strategy)")
         errors = _train(config, args.jobs, args.threads, display)
         seconds["training"] = time.perf_counter() - started - sum(seconds.values())
         models = _models(config)

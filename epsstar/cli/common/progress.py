@@ -1,9 +1,10 @@
-"""The progress bar of ``epsstar audit``: rich, on standard error, one task per table.
+"""The progress bar of an audit's tables, drawn by the one progress display
+(:func:`epsstar.training.progress.progress_display`).
 
 :func:`audit_progress` gives an :class:`epsstar.audit.data.progress.Progress` for
-:func:`epsstar.audit.audit`, or ``None`` when the bar is off (``--quiet``). The bar is
-drawn only on a terminal; only then are a table's rows counted for its total, as
-counting can mean reading a CSV file once more.
+:func:`epsstar.audit.audit`, or ``None`` when the bar is off (``--quiet``): one task per
+table, of its rows when the audit knows them before reading, else a count of rows beside
+the file's size (a CSV file is not read twice to count its rows).
 """
 
 from __future__ import annotations
@@ -11,33 +12,35 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+from epsstar.training.progress import progress_display
 
 __all__ = ["RichAuditProgress", "audit_progress"]
 
 
 class RichAuditProgress:
-    """One rich task per table (``train rows``, ``population rows``), advanced by batch."""
+    """One task per table (``train rows``, ``population rows``), advanced by batch: of the
+    rows to come when known, else a count with the file's size."""
 
-    def __init__(self, bar: Any, *, count_totals: bool) -> None:
-        self._bar = bar
-        self._count_totals = count_totals
-        self._task: Any = None
+    def __init__(self, display: Progress) -> None:
+        self._display = display
+        self._task: TaskID | None = None
 
-    def start(self, role: str, path: Path) -> None:
-        from epsstar.audit.data.tables import count_rows
-        from epsstar.exceptions import InputFileError
+    def start(self, role: str, path: Path, rows: int | None) -> None:
+        from rich.filesize import decimal
 
-        total = None
-        if self._count_totals:
-            try:
-                total = count_rows(path)
-            except InputFileError:  # a CSV with another separator: the reading says so
-                total = None
-        self._task = self._bar.add_task(f"{role} rows", total=total)
+        status = ""
+        if rows is None and path.is_file():
+            status = f"of a {decimal(path.stat().st_size)} file"
+        self._task = self._display.add_task(f"{role}", total=rows, unit="rows", status=status)
 
     def advance(self, rows: int) -> None:
-        self._bar.advance(self._task, rows)
+        assert self._task is not None  # started by the engine before its first batch
+        self._display.advance(self._task, rows)
 
 
 @contextmanager
@@ -46,20 +49,5 @@ def audit_progress(enabled: bool) -> Iterator[RichAuditProgress | None]:
     if not enabled:
         yield None
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    console = Console(stderr=True)
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        disable=not console.is_terminal,
-    )
-    if not console.is_terminal:  # nothing is drawn: rich 13.3's stop() would print an empty line
-        yield RichAuditProgress(bar, count_totals=False)
-        return
-    with bar:
-        yield RichAuditProgress(bar, count_totals=True)
+    with progress_display() as display:
+        yield RichAuditProgress(display)
