@@ -2,7 +2,7 @@
 
 The URL is the server's base (``http://host:5000``, or its ``/invocations``). Loading asks
 ``GET /ping`` (the server is up and its model loaded) and ``GET /version`` (the MLflow
-version serving it). The records are sent as
+version serving it; both answer text). The records are sent as
 ``POST /invocations`` with ``{"dataframe_split": {"columns": [...], "data": [...]}}``,
 under the names of the data's columns (or those ``--features`` names), text columns as
 text, so a model whose signature names its columns, or a pipeline that encodes categories
@@ -48,17 +48,17 @@ class MlflowEndpoint:
         self._session = session
         self._root = root
         self._where = session.shown
-        session.get(f"{root}/ping")
+        session.get_text(f"{root}/ping")
         try:
-            version: JsonValue = session.get(f"{root}/version")
+            version = session.get_text(f"{root}/version").strip()
         except InvalidInputError:
-            version = None  # an older server answers plain text: the version is optional
+            version = ""  # the version is not needed to audit
         self._source = ServedSource(
             url=session.shown,
             protocol=PROTOCOL,
             model_name=None,
             model_version=None,
-            server=f"mlflow {version}" if isinstance(version, str | int | float) else None,
+            server=f"mlflow {shown(version, 40).strip(chr(39))}" if version else None,
         )
 
     @property

@@ -100,13 +100,23 @@ class Session:
 
     def get(self, path: str) -> JsonValue:
         """The JSON answer to ``GET base/path``."""
+        return self._json(path, self._send("GET", path, None))
+
+    def get_text(self, path: str) -> str:
+        """The text answer to ``GET base/path`` (a health check's, a version's)."""
         return self._send("GET", path, None)
 
     def post(self, path: str, body: JsonValue) -> JsonValue:
         """The JSON answer to ``POST base/path`` with the JSON ``body``."""
-        return self._send("POST", path, body)
+        return self._json(path, self._send("POST", path, body))
 
-    def _send(self, method: str, path: str, body: JsonValue | None) -> JsonValue:
+    def _json(self, path: str, text: str) -> JsonValue:
+        try:
+            return parse_json(text, f"{self._root}{path}: the answer")
+        except InputFileError as error:
+            raise InvalidInputError(str(error)) from None
+
+    def _send(self, method: str, path: str, body: JsonValue | None) -> str:
         import requests
 
         where = self._root + path
@@ -145,10 +155,7 @@ class Session:
                 f"{where}: the server must answer with success. Found HTTP {status} "
                 f"{response.reason or ''}{after}: {shown(first, 200)}."
             )
-        try:
-            return parse_json(text, f"{where}: the answer")
-        except InputFileError as error:
-            raise InvalidInputError(str(error)) from None
+        return text
 
     def _read_timeout(self, where: str) -> InvalidInputError:
         return InvalidInputError(
