@@ -176,18 +176,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout = stdout
 
 
-def _without_credentials(word: str) -> str:
-    """A word of the command line as it may be recorded: a URL without user name, password,
-    query and fragment (where credentials and tokens travel)."""
-    from epsstar.audit.inputs.served import is_url, shown_url
-
-    return shown_url(word) if is_url(word) and word != shown_url(word) else word
-
-
 def _run(words: list[str]) -> int:
     try:
         args = build_parser().parse_args(words)
-        args.command_line = ["epsstar", *(_without_credentials(word) for word in words)]
+        from epsstar.audit.inputs.served import without_credentials
+
+        # recorded in the outputs: a URL's credentials stay out of them
+        args.command_line = ["epsstar", *(without_credentials(word) for word in words)]
         return _handle(args)
     except KeyboardInterrupt:
         print("epsstar: interrupted", file=sys.stderr)

@@ -72,6 +72,8 @@ class Session:
         self._root = shown_url(self.base)
         self.path = parts.path.rstrip("/")
         self._params = parse_qsl(parts.query, keep_blank_values=True)
+        #: What no message may quote: the password and the query's values.
+        self._secrets = [s for s in (parts.password, *(v for _, v in self._params)) if s]
         self._serving = serving
         self._pace = _Pace(serving.rate)
         self._session = requests.Session()
@@ -164,6 +166,8 @@ class Session:
         )
 
     def _unreachable(self, where: str, reason: str) -> InvalidInputError:
+        for secret in self._secrets:
+            reason = reason.replace(secret, "***")
         attempts = self._serving.retries + 1
         return InvalidInputError(
             f"{where}: the server must be reachable. Found {reason} after "

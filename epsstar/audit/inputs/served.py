@@ -22,7 +22,14 @@ from urllib.parse import urlsplit, urlunsplit
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.json_types import JsonObject
 
-__all__ = ["DEFAULT_SERVING", "ServedSource", "Serving", "is_url", "shown_url"]
+__all__ = [
+    "DEFAULT_SERVING",
+    "ServedSource",
+    "Serving",
+    "is_url",
+    "shown_url",
+    "without_credentials",
+]
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 
@@ -44,6 +51,12 @@ def shown_url(url: str) -> str:
         port = None
     netloc = host if port is None else f"{host}:{port}"
     return urlunsplit((parts.scheme.lower(), netloc, parts.path, "", ""))
+
+
+def without_credentials(text: str) -> str:
+    """``text`` as it may be shown or recorded: a URL without user name, password, query
+    and fragment (:func:`shown_url`); anything else (a path) unchanged."""
+    return shown_url(text) if is_url(text) and text != shown_url(text) else text
 
 
 #: Most times one request is sent again (with the default back-off, 0.5 s doubled each

@@ -583,6 +583,7 @@ def _model_file(args: argparse.Namespace) -> ModelFile:
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
+    from epsstar.audit.inputs.served import without_credentials
     from epsstar.audit.model.threads import choose_threads, use_threads
     from epsstar.audit.run import Tables, audit
     from epsstar.cli.common.pipeline import limits_option
@@ -600,7 +601,8 @@ def run(args: argparse.Namespace) -> int:
     inputs += attack_inputs(args) + text_inputs(args)
     text = text_tables(args)
     limits = limits_option(args)
-    limit = limits.for_model(args.model, args.attack)
+    shown_model = without_credentials(args.model)
+    limit = limits.for_model(shown_model, args.attack)
     options = dataclasses.replace(audit_options(args), max_epsilon=limit)
     summary_path = step_summary_path()
     with RunFiles(inputs) as files:
@@ -636,7 +638,7 @@ def run(args: argparse.Namespace) -> int:
                 premise=premise_settings(args),
             )
         files.add_inputs(result.files_read)
-        gated = gated_run(result, limits, args.model, args.report)
+        gated = gated_run(result, limits, shown_model, args.report)
         payload = result.to_dict()
         files.write(json_file, payload)
         files.write(report_file, result)

@@ -120,7 +120,9 @@ def test_the_command_line_records_the_url_without_credentials(
     with stub_server(open_inference(data[2])) as stub:
         url = stub.url.replace("http://", "http://ann:s3cret@") + "/v2/models/m?token=t0ken"
         out = tmp_path / "audit.json"
-        code = main([*_cli(url, data), "--json", str(out), "--report", str(tmp_path / "r.html")])
+        junit, report = tmp_path / "gate.xml", tmp_path / "r.html"
+        outputs = ["--json", str(out), "--report", str(report), "--junit-xml", str(junit)]
+        code = main([*_cli(url, data), *outputs, "--max-epsilon", "5"])
         received = stub.requests
     captured = capsys.readouterr()
     assert code == 0, captured.err
@@ -132,9 +134,12 @@ def test_the_command_line_records_the_url_without_credentials(
     assert served["file_digest"] is None
     assert document["model_sha256"] is None
     assert document["provenance"]["model_files"] == []
-    everything = out.read_text() + (tmp_path / "r.html").read_text() + captured.out + captured.err
+    html = report.read_text()
+    assert "no model file was read, so no SHA-256 exists" in html
+    everything = out.read_text() + html + junit.read_text() + captured.out + captured.err
     assert "s3cret" not in everything
     assert "t0ken" not in everything
+    assert f"{stub.url}/v2/models/m" in junit.read_text()
     assert f"model served at {stub.url}/v2/models/m" in captured.out
     # the credentials and the query reach the server on every request
     expected = "Basic " + base64.b64encode(b"ann:s3cret").decode()
@@ -208,6 +213,15 @@ def test_an_unreachable_host_is_one_line_after_the_retries() -> None:
     assert "must be reachable" in message
     assert "after 3 attempts" in message
     assert "refused" in message.lower()
+
+
+def test_no_message_quotes_the_credentials_of_an_unreachable_host() -> None:
+    port = free_port()
+    with pytest.raises(InvalidInputError) as error:
+        _load(f"http://ann:s3cret@127.0.0.1:{port}/v2/models/m?token=t0ken", FAST)
+    assert "s3cret" not in str(error.value)
+    assert "t0ken" not in str(error.value)
+    assert f"http://127.0.0.1:{port}/v2/models/m: the server must be reachable" in str(error.value)
 
 
 def test_a_slow_answer_is_the_read_timeout_and_not_sent_again(data: tuple[Path, Path, Any]) -> None:
