@@ -12,10 +12,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(autouse=True)
 def served_loader() -> None:
     """The ``served`` loader, known to the plugin registry (an install from an older
-    checkout lacks its entry point)."""
+    checkout lacks its entry point; another test may have reset the registry)."""
     from epsstar.audit.model.plugins import available_loaders, register_loader
     from epsstar.loaders.served import ServedLoader
 
