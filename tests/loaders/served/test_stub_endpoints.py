@@ -397,3 +397,24 @@ def test_shown_urls_carry_no_credentials() -> None:
     )
     assert shown_url("http://[::1]:8080/x") == "http://[::1]:8080/x"
     assert ModelFile.of("http://u:p@h:1/v2/models/clf").shown == "'http://h:1/v2/models/clf'"
+
+
+def test_a_served_model_is_refused_where_only_files_are_read(
+    data: tuple[Path, Path, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """audit-many's manifests and the audit of text records read model files only."""
+    url = "http://ann:s3cret@127.0.0.1:1/v2/models/m"
+    manifest = tmp_path / "many.csv"
+    manifest.write_text(f"model,train,population,label_column\n{url},{data[0]},{data[1]},label\n")
+    code = main(["audit-many", str(manifest), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err.endswith(
+        "audit-many audits model files; a served model is audited one at a time (epsstar "
+        "audit URL). Found the URL 'http://127.0.0.1:1/v2/models/m'."
+    )
+    texts = [tmp_path / "a.txt", tmp_path / "b.txt"]
+    for path, line in zip(texts, ("one record", "another record"), strict=True):
+        path.write_text(line + "\n")
+    code = main(["audit", url, "--train", str(texts[0]), "--population", str(texts[1]), "--quiet"])
+    _one_line(code, capsys.readouterr().err, "text records need a model file or folder")
