@@ -59,8 +59,8 @@ def without_credentials(text: str) -> str:
     return shown_url(text) if is_url(text) and text != shown_url(text) else text
 
 
-#: Most times one request is sent again (with the default back-off, 0.5 s doubled each
-#: time, ten retries wait about 8.5 minutes in all).
+#: Most times one request is sent again (with the default back-off the ten retries of one
+#: request wait 0, 1, 2, 4, ... 64 s, then twice urllib3's cap of 120 s: about six minutes).
 MAX_RETRIES: Final = 10
 
 
@@ -77,11 +77,11 @@ class Serving:
 
     ``connect_timeout`` and ``read_timeout`` are seconds to open a connection and to wait
     for each answer; a request that fails to connect, or is answered 429, 502, 503 or 504,
-    is sent again up to ``retries`` times, waiting ``backoff`` seconds, then twice as long
-    each time (a server's ``Retry-After`` is honoured); ``rate`` caps the requests per
-    second (``None``: no cap); ``output`` names the output tensor of an Open Inference
-    Protocol server to read (``None``: the one its metadata lists, else the server's
-    default).
+    is sent again up to ``retries`` times: at once, then after ``backoff`` × 2, × 4, ...
+    seconds (a server's ``Retry-After`` instead, when it sends one); ``rate`` caps the
+    requests per second (``None``: no cap); ``output`` names the output tensor of an Open
+    Inference Protocol server to read (``None``: the one its metadata lists, else the
+    server's default).
     """
 
     connect_timeout: float = 10.0
