@@ -48,6 +48,7 @@ from epsstar.audit.engines.one_pass import SharedReferences
 from epsstar.audit.engines.record_sample import RecordSample, sampled_records
 from epsstar.audit.engines.streaming import StreamedTable, stream_table
 from epsstar.audit.engines.summaries import can_summarise, losses_of, summarise_table
+from epsstar.audit.inputs.served import ServedSource
 from epsstar.audit.model.loading import LoadedAuditModel, ModelFile
 from epsstar.audit.model.output_reading import OutputReading
 from epsstar.audit.model.threads import chosen_threads
@@ -147,7 +148,8 @@ def audit(
 ) -> AuditResult:
     """Audit a saved model against its training data and population data.
 
-    ``model`` is the model file (a path, or a :class:`ModelFile` saying how to load it);
+    ``model`` is the model file (a path, the URL of a served model, or a :class:`ModelFile`
+    saying how to load it);
     ``tables`` what to read (:class:`Tables`: the two data sets, the label column, the
     columns, the loss); ``options`` how to estimate (:class:`AuditOptions`: δ, the method,
     an interval, the release gate, the confidence, the seed). ``attack`` chooses the
@@ -169,8 +171,9 @@ def audit(
     With :class:`~epsstar.audit.data.text_records.TextTables`, ``model`` is a causal
     language model's folder audited on text records (:func:`epsstar.audit.text_run.audit_text`).
     """
-    file = model if isinstance(model, ModelFile) else ModelFile(Path(model))
+    file = model if isinstance(model, ModelFile) else ModelFile.of(model)
     on_dask = engine is not None and engine.name == "dask"
+    _refuse_served_beyond_tables(file, on_dask, isinstance(tables, TextTables))
     if isinstance(tables, TextTables):
         return _audit_text(
             file, tables, options, attack, (slice_by, on_dask, progress), premise, command
@@ -235,6 +238,16 @@ def _audit_text(
         premise.top_records,
     )
     return audit_text(run)
+
+
+def _refuse_served_beyond_tables(file: ModelFile, on_dask: bool, text: bool) -> None:
+    """A served model is audited on tables, in this process (its server does the work)."""
+    if file.url is not None and (on_dask or text):
+        what = "the dask engine" if on_dask else "text records"
+        raise InvalidInputError(
+            f"a served model is audited on tables with the single-process engine; {what} "
+            f"need a model file or folder. Found the URL {file.shown}."
+        )
 
 
 def _refuse_text_attacks(attack: AttackSettings) -> None:
@@ -488,7 +501,7 @@ def _premise_inputs(
         keys=users,
         model=(loaded.model, run.tables.read("train", streamed.match), streamed.train.label_map),
         attribute_bound=None
-        if users.attribute is None
+        if users.attribute is None or run.model.url is not None
         else tracked_bound(run.model.path, users.attribute.column),
     )
 
@@ -535,8 +548,9 @@ def _provenance(
     """What was audited and how, for the JSON and the report (timings are added later)."""
     tables = run.tables
     files = loaded.files(run.model.path)
+    served: ServedSource | None = getattr(loaded.model, "served", None)
     return Provenance(
-        model=os.fspath(loaded.file or run.model.path),
+        model=served.url if served is not None else os.fspath(loaded.file or run.model.path),
         model_files=digests_of(files),
         loader=loaded.loader,
         output_kind=loaded.model.output_kind,
@@ -565,6 +579,7 @@ def _provenance(
         model_folder=loaded.folder,
         device=loaded.device,
         threads=None if run.on_dask else chosen_threads(),
+        served=served,
     )
 
 

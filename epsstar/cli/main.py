@@ -179,7 +179,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(words: list[str]) -> int:
     try:
         args = build_parser().parse_args(words)
-        args.command_line = ["epsstar", *words]
+        from epsstar.audit.inputs.served import without_credentials
+
+        # recorded in the outputs: a URL's credentials stay out of them
+        args.command_line = ["epsstar", *(without_credentials(word) for word in words)]
         return _handle(args)
     except KeyboardInterrupt:
         print("epsstar: interrupted", file=sys.stderr)

@@ -1,8 +1,9 @@
 """Loading a model through its loader plugin, with the class labels of its outputs.
 
 :meth:`ModelFile.load` resolves the plugin (:mod:`.plugins`: by name, else by the file's
-suffix), loads the file (of a model folder, the model file the folder names:
-:mod:`.folders`) and settles the class labels of the output columns: those given,
+suffix, or for a URL by its scheme), loads the file (of a model folder, the model file
+the folder names: :mod:`.folders`; of a served model, the server's description of it) and
+settles the class labels of the output columns: those given,
 else those the model file states, else the column order.
 """
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from epsstar.audit.inputs.served import DEFAULT_SERVING, Serving, is_url, shown_url
 from epsstar.audit.model.device import CPU, checked_device
 from epsstar.audit.model.folders import DESCRIPTOR, ModelFolder, model_folder
 from epsstar.audit.model.plugins import LoadedModel, LoaderInfo, OutputKind
@@ -45,7 +47,10 @@ class LoadedAuditModel:
 
     def files(self, given: Path) -> list[str]:
         """Every file the model was read from, the model file first (``given``: the path
-        the model was given as), then its sidecars and a folder's descriptor."""
+        the model was given as), then its sidecars and a folder's descriptor; none for a
+        served model."""
+        if getattr(self.model, "served", None) is not None:
+            return []
         model = os.fspath(self.file or given)
         files = [os.fspath(f) for f in getattr(self.model, "files", (model,))]
         if model not in files:
@@ -76,8 +81,24 @@ class ModelFile:
     #: The base model folder an adapter folder (LoRA) applies to (``--base-model``).
     base_model: Path | None = None
     device: str = CPU
+    #: The URL of a served model (``path`` then stands for it in messages: its last part).
+    url: str | None = None
+    #: How a served model is reached (timeouts, retries, rate, output).
+    serving: Serving = DEFAULT_SERVING
+
+    @classmethod
+    def of(cls, model: str | os.PathLike[str]) -> ModelFile:
+        """The model at ``model``, a path or the URL of a served model."""
+        return (
+            cls(Path(), url=model) if isinstance(model, str) and is_url(model) else cls(Path(model))
+        )
 
     def __post_init__(self) -> None:
+        if self.url is None and is_url(self.path):
+            object.__setattr__(self, "url", str(self.path))
+        if self.url is not None:
+            parts = [part for part in shown_url(self.url).split("/") if part]
+            object.__setattr__(self, "path", Path(parts[-1] if len(parts) > 1 else "model"))
         object.__setattr__(self, "path", Path(self.path))
         object.__setattr__(self, "device", checked_device(self.device))
         if self.base_model is not None:
@@ -91,6 +112,11 @@ class ModelFile:
             object.__setattr__(self, "classes", tuple(classes))
 
     @property
+    def shown(self) -> str:
+        """The model as messages quote it: the path, or the URL without credentials."""
+        return repr(str(self.path) if self.url is None else shown_url(self.url))
+
+    @property
     def outputs_requested(self) -> bool:
         """Whether the user chose how the model's outputs are read."""
         return self.outputs is not None
@@ -98,7 +124,9 @@ class ModelFile:
     def located(self) -> ModelFolder | None:
         """Check that the model exists: a file, an MLflow model folder (returned; its
         ``MLmodel`` file stands for it), or another folder, which a loader of folders must
-        read (a Hugging Face model's)."""
+        read (a Hugging Face model's); a served model is checked when it is loaded."""
+        if self.url is not None:
+            return None
         if self.path.is_dir():
             return model_folder(self.path) if (self.path / DESCRIPTOR).is_file() else None
         if not self.path.is_file():
@@ -113,6 +141,8 @@ class ModelFile:
         the loader of its flavour unless ``loader`` is given."""
         from epsstar.audit.model.plugins import get_loader, loader_for_path
 
+        if self.url is not None:
+            return self._load_served(self.url)
         folder = self.located()
         path = self.path if folder is None else folder.file
         name = self.loader or (folder.loader if folder is not None else None)
@@ -137,13 +167,34 @@ class ModelFile:
             model = load(path, outputs=self.outputs, trust=self.trust, **extended)
         else:
             model = plugin.load(path, outputs=self.outputs, trust=self.trust)
-        classes: tuple[object, ...] | None
-        source: ClassesFrom
-        if self.classes is not None:
-            classes, source = tuple(self.classes), "argument"
-        elif model.classes is not None:
-            classes, source = tuple(model.classes), "model"
-        else:
-            classes, source = None, "column order"
+        classes, source = self._classes_of(model)
         device = self.device if getattr(plugin, "takes_device", False) else None
         return LoadedAuditModel(model, info, classes, source, path, folder, device)
+
+    def _classes_of(self, model: LoadedModel) -> tuple[tuple[object, ...] | None, ClassesFrom]:
+        """The class labels of the outputs: given, else the model's, else the column order."""
+        if self.classes is not None:
+            return tuple(self.classes), "argument"
+        if model.classes is not None:
+            return tuple(model.classes), "model"
+        return None, "column order"
+
+    def _load_served(self, url: str) -> LoadedAuditModel:
+        """A served model, by the loader that claims the URL's scheme (or the one named)."""
+        from epsstar.audit.model.plugins import get_loader, loader_for_url
+
+        plugin, info = get_loader(self.loader) if self.loader else loader_for_url(url)
+        load_url = getattr(plugin, "load_url", None)
+        if not callable(load_url):
+            raise InvalidInputError(
+                f"the {info.name} loader reads files, not served models; name a loader of "
+                f"URLs or none. Found the URL {self.shown}."
+            )
+        if self.base_model is not None or self.device != CPU or self.trust:
+            raise InvalidInputError(
+                f"a served model runs on its server: --base-model, --device and --trust-model "
+                f"do not apply. Found the URL {self.shown}."
+            )
+        model = load_url(url, outputs=self.outputs, serving=self.serving)
+        classes, source = self._classes_of(model)
+        return LoadedAuditModel(model, info, classes, source)

@@ -51,6 +51,7 @@ __all__ = [
     "get_loader",
     "import_optional",
     "loader_for_path",
+    "loader_for_url",
     "register_loader",
 ]
 
@@ -70,6 +71,7 @@ INSTALL_HINTS: Final[Mapping[str, str]] = MappingProxyType(
         "tokenizers": 'pip install "epsstar[text]"',
         "safetensors": 'pip install "epsstar[text]"',
         "yaml": 'pip install "epsstar[mlflow]"',
+        "requests": 'pip install "epsstar[serve]"',
     }
 )
 """How to install the optional package a built-in loader needs, by import name."""
@@ -145,7 +147,10 @@ class ModelLoader(Protocol):
     empty. A loader that applies adapters to a base model takes ``base_model=`` in
     :meth:`load` and says so with ``takes_base_model = True``; one that runs the model on
     a torch device takes ``device=`` (``"cuda:0"``, ...) and says so with
-    ``takes_device = True``.
+    ``takes_device = True``. A loader of served models has ``schemes``, the URL schemes it
+    claims (``("http", "https")``), and ``load_url(url, *, outputs=None, serving=...)``
+    (``serving``: a :class:`~epsstar.audit.inputs.served.Serving`); its ``suffixes`` may
+    then be empty.
     """
 
     name: str
@@ -286,9 +291,14 @@ def _check_protocol(name: str, value: str, loader: Any) -> ModelLoader:
         problems.append(f"the name it is registered under, {name!r} (found name {own_name!r})")
     suffixes = getattr(loader, "suffixes", None)
     folders = callable(getattr(loader, "reads_folder", None))
+    schemes = getattr(loader, "schemes", ())
+    if not (isinstance(schemes, tuple) and all(isinstance(s, str) and s for s in schemes)):
+        problems.append(f"an optional tuple 'schemes' of URL schemes (found {schemes!r})")
+    elif schemes and not callable(getattr(loader, "load_url", None)):
+        problems.append("a callable 'load_url(url, *, outputs=None, serving=...)' (it has schemes)")
     if not (
         isinstance(suffixes, tuple)
-        and (suffixes or folders)
+        and (suffixes or folders or schemes)
         and all(isinstance(s, str) and s.startswith(".") and len(s) > 1 for s in suffixes)
     ):
         problems.append(
@@ -466,3 +476,44 @@ def register_loader(name: str, loader: Any, *, force: bool = False) -> LoaderInf
         _entries[name] = _Entry(info, None, checked)
         _infos[name] = info
         return info
+
+
+def loader_for_url(url: str) -> tuple[ModelLoader, LoaderInfo]:
+    """The one loader whose ``schemes`` claim the scheme of ``url`` (``http``, ``https``).
+
+    Every plugin is imported to read its schemes; plugins that fail to import are left out
+    and named in the error if no loader claims the scheme.
+    """
+    from urllib.parse import urlsplit
+
+    scheme = urlsplit(url).scheme.lower()
+    _discover()
+    with _lock:
+        claims: list[tuple[ModelLoader, LoaderInfo]] = []
+        listed: list[str] = []
+        broken: list[str] = []
+        for name in sorted(_entries):
+            try:
+                loader = _instantiate(name, _entries[name])
+            except InvalidInputError:
+                broken.append(name)
+                continue
+            schemes = tuple(getattr(loader, "schemes", ()))
+            if schemes:
+                listed.append(f"{name} ({', '.join(schemes)})")
+            if scheme in (s.lower() for s in schemes):
+                claims.append((loader, _entries[name].info))
+        if len(claims) == 1:
+            return claims[0]
+        listing = "; ".join(listed) or "(none installed)"
+        if broken:
+            listing += f"; not importable: {', '.join(broken)}"
+        if claims:
+            names = ", ".join(info.name for _, info in claims)
+            raise InvalidInputError(
+                f"a model URL's scheme must be claimed by exactly one loader; name the loader "
+                f"to use. Found {scheme!r}, claimed by {names}."
+            )
+        raise InvalidInputError(
+            f"a model URL's scheme must be one a loader claims ({listing}). Found {scheme!r}."
+        )

@@ -17,6 +17,7 @@ from typing import Literal
 from epsstar.audit.data.column_match import ColumnMatch
 from epsstar.audit.data.files import FileDigest, digests_of
 from epsstar.audit.data.summary_plans import SummaryPlans
+from epsstar.audit.inputs.served import ServedSource
 from epsstar.audit.model.folders import ModelFolder
 from epsstar.audit.model.loading import ClassesFrom
 from epsstar.audit.model.plugins import LoaderInfo, OutputKind
@@ -128,7 +129,9 @@ class Timings:
 class Provenance:
     """Where an audit's result came from (see the module docstring).
 
-    ``model_files`` are every file the model was read from (the model file first);
+    ``model_files`` are every file the model was read from (the model file first; none for
+    a served model, whose ``served`` record says where and how it was reached and
+    ``model`` is its URL without credentials);
     ``model_folder`` the model folder that named the model file (an MLflow folder), if any;
     ``train`` and ``population`` the data as given (files, or partitioned data sets and
     URLs on a Dask cluster) with their SHA-256 (of a data set: of its partitions' names
@@ -170,10 +173,14 @@ class Provenance:
     #: ``EPSSTAR_THREADS`` or the load-average rule of :mod:`epsstar.audit.model.threads`);
     #: ``None``: the library's own default, or chosen by each Dask worker.
     threads: int | None = None
+    #: The server a served model was read from (``None``: a model file).
+    served: ServedSource | None = None
 
     @property
-    def model_sha256(self) -> str:
-        """The SHA-256 of the model file itself."""
+    def model_sha256(self) -> str | None:
+        """The SHA-256 of the model file itself (``None``: a served model has no file)."""
+        if self.served is not None:
+            return None
         return next(f.sha256 for f in self.model_files if f.path == self.model)
 
     @property
@@ -228,4 +235,6 @@ class Provenance:
             found["device"] = self.device
         if self.threads is not None:
             found["threads"] = self.threads
+        if self.served is not None:
+            found["served"] = self.served.to_dict()
         return found

@@ -43,6 +43,7 @@ from epsstar.cli.common.premise_options import (
     premise_lines,
     premise_settings,
 )
+from epsstar.cli.common.serving_options import add_serving_options, serving_option
 from epsstar.cli.common.text_options import (
     add_text_options,
     text_attack,
@@ -59,6 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.data.configs.limits import Limits
     from epsstar.audit.many import FleetSettings
     from epsstar.audit.model.loading import ModelFile
+    from epsstar.audit.output.provenance import Provenance
     from epsstar.audit.output.result import AuditResult
     from epsstar.statistics.json_types import JsonObject
     from epsstar.statistics.results import EpsilonStarResult
@@ -205,7 +207,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "model",
         metavar="MODEL",
-        help="saved model (.onnx, .pt, .skops, ..., or a Hugging Face model folder)",
+        help="saved model (.onnx, .pt, .skops, ..., or a Hugging Face model folder), or the "
+        "URL of a served model (http://host:8080/v2/models/NAME for the Open Inference "
+        "Protocol, http://host:5000 for mlflow models serve)",
     )
     parser.add_argument(
         "--train",
@@ -241,6 +245,7 @@ def register(subparsers: Any) -> None:
     )
     _add_reading_options(parser)
     _add_compute_options(parser)
+    add_serving_options(parser)
     add_model_options(parser)
     add_engine_options(parser, "data partition")
     _add_storage_option(parser)
@@ -539,17 +544,29 @@ def format_summary(result: AuditResult) -> str:
             f"({utility.n:,} rows); training rows {result.epsilon.n_train:,}",
             *_summarised_lines(result),
             *_note_lines(result),
-            f"  model sha256 {provenance.model_sha256[:16]}..., loader {loader.name} "
+            f"  {_model_text(provenance)}, loader {loader.name} "
             f"({loader.distribution} {loader.version})",
         ]
     )
 
 
+def _model_text(provenance: Provenance) -> str:
+    """The model's digest, or for a served model where and how it was reached."""
+    served = provenance.served
+    if served is None:
+        return f"model sha256 {(provenance.model_sha256 or '')[:16]}..."
+    named = " ".join(part for part in (served.model_name, served.model_version) if part)
+    reported = ", ".join(part for part in (named, served.server) if part)
+    return f"model served at {served.url} ({served.protocol}{', ' if reported else ''}{reported})"
+
+
 def _model_file(args: argparse.Namespace) -> ModelFile:
     """The model file of the command line: its loader, outputs, trust, classes, base and
     device."""
+    from epsstar.audit.inputs.served import is_url
     from epsstar.audit.run import ModelFile
 
+    url = args.model if is_url(args.model) else None
     return ModelFile(
         args.model,
         args.loader,
@@ -558,12 +575,15 @@ def _model_file(args: argparse.Namespace) -> ModelFile:
         classes=args.class_labels,
         base_model=args.base_model,
         device=args.device,
+        url=url,
+        serving=serving_option(args),
     )
 
 
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
+    from epsstar.audit.inputs.served import without_credentials
     from epsstar.audit.model.threads import choose_threads, use_threads
     from epsstar.audit.run import Tables, audit
     from epsstar.cli.common.pipeline import limits_option
@@ -581,7 +601,8 @@ def run(args: argparse.Namespace) -> int:
     inputs += attack_inputs(args) + text_inputs(args)
     text = text_tables(args)
     limits = limits_option(args)
-    limit = limits.for_model(args.model, args.attack)
+    shown_model = without_credentials(args.model)
+    limit = limits.for_model(shown_model, args.attack)
     options = dataclasses.replace(audit_options(args), max_epsilon=limit)
     summary_path = step_summary_path()
     with RunFiles(inputs) as files:
@@ -617,7 +638,7 @@ def run(args: argparse.Namespace) -> int:
                 premise=premise_settings(args),
             )
         files.add_inputs(result.files_read)
-        gated = gated_run(result, limits, args.model, args.report)
+        gated = gated_run(result, limits, shown_model, args.report)
         payload = result.to_dict()
         files.write(json_file, payload)
         files.write(report_file, result)

@@ -31,6 +31,7 @@ from epsstar.audit.data.configs.schema import (
     parse_toml,
     read_text,
 )
+from epsstar.audit.inputs.served import is_url, shown_url
 from epsstar.exceptions import InputFileError
 from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.names import OUTPUT_KINDS, OutputKind
@@ -123,6 +124,11 @@ def _entry(raw: Mapping[str, object], base: Path, where: Where) -> ManifestEntry
             f"{where.source}: audit-many audits classifiers on tables; a language model on "
             f"text records is audited one at a time (epsstar audit MODEL --text-column NAME). "
             f"Found text_column {row['text_column']!r}."
+        )
+    if is_url(row.get("model")):
+        raise InputFileError(
+            f"{where.source}: audit-many audits model files; a served model is audited one at "
+            f"a time (epsstar audit URL). Found the URL {shown_url(str(row['model']))!r}."
         )
     for listed in ("features", "class_labels"):
         if isinstance(row.get(listed), str) and not where.text_cells:
