@@ -55,10 +55,19 @@ from numpy.typing import NDArray
 
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.own_predictions import OwnPredictions
-from epsstar.audit.model.plugins import OutputKind, import_optional
+from epsstar.audit.model.plugins import ObjectIdentity, OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from . import BatchedModel, check_outputs_argument, first_line, probabilities_from_logits
+from . import (
+    BatchedModel,
+    check_outputs_argument,
+    first_line,
+    in_memory,
+    instance_of,
+    object_source,
+    probabilities_from_logits,
+    refuse_unfitted,
+)
 from .categories import CategoricalReader, Categories
 
 __all__ = ["OWN_TOLERANCE", "LightGBMLoader", "LightGBMModel"]
@@ -252,3 +261,21 @@ class LightGBMLoader:
                 f"({type(error).__name__}: {first_line(error)})."
             ) from None
         return LightGBMModel(path, booster, text, outputs=outputs)
+
+    def claims_object(self, obj: object) -> bool:
+        """A LightGBM ``Booster`` or scikit-learn wrapper (``LGBMClassifier``)."""
+        return instance_of(obj, "lightgbm", "Booster", "LGBMModel")
+
+    def load_object(self, obj: Any, *, outputs: OutputKind | None = None) -> LightGBMModel:
+        """The booster of ``obj`` read back from its ``model_to_string()``, the text
+        ``save_model`` writes (so the audit reads what a file would hold), hashed by it."""
+        outputs = check_outputs_argument(outputs)
+        lgb = import_optional("lightgbm", loader=self.name)
+        booster: Any = obj if isinstance(obj, lgb.Booster) else getattr(obj, "_Booster", None)
+        refuse_unfitted(obj, booster is not None)
+        text = booster.model_to_string()
+        identity = ObjectIdentity.of(obj, "its model_to_string()", text.encode)
+        model = LightGBMModel(
+            object_source(obj), lgb.Booster(model_str=text), text, outputs=outputs
+        )
+        return in_memory(model, identity)
