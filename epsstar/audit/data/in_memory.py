@@ -75,7 +75,8 @@ def _arrow(value: TableObject, kind: str, named: str) -> Any:
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
         column = _failing_column(value)
         where = f"column {column!r}" if column is not None else "a column"
-        reason = str(error).strip().splitlines()[0][:160]
+        first = error.args[0] if error.args else error
+        reason = str(first).strip().splitlines()[0][:160]
         raise InvalidInputError(
             f"{named}: {where} must hold values of one type (numbers, text or booleans). "
             f"Found {reason}."
