@@ -641,14 +641,28 @@ def _with_checks(
     (naming tables in memory instead of their staged files)."""
     said, blocked = checks.lines(gate=gate)
     said = [(category, named(line)) for category, line in said]
+    level = _callers_level()
     for category, line in said:
-        warnings.warn(category(line), stacklevel=4)
+        warnings.warn(category(line), stacklevel=level)
     return dataclasses.replace(
         result,
         warnings=tuple(line for _, line in said),
         gate_blocked=blocked,
         output_reading=checks.output_reading,
     )
+
+
+def _callers_level() -> int:
+    """The ``stacklevel`` that points a warning raised by this function's caller at the first
+    frame outside epsstar: the line of the user's code that called the audit, through
+    however many of epsstar's functions it came."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+        package
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _output_reading(loaded: LoadedAuditModel, requested: bool) -> OutputReading:

@@ -20,7 +20,7 @@ import pytest
 import epsstar
 from tests.conftest import invoke
 
-pytestmark = pytest.mark.filterwarnings("ignore::epsstar.exceptions.EpsstarWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::epsstar.exceptions.ColumnOrderWarning")
 
 COLUMNS = ["age", "hours", "score"]
 
@@ -155,3 +155,28 @@ def test_the_files_written_are_the_command_lines(
     assert report.startswith("<!DOCTYPE html>") or report.lstrip().lower().startswith("<!doctype")
     assert "in memory: sklearn.ensemble._forest.RandomForestClassifier" in report
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_an_object_that_cannot_be_serialised_is_said_not_hashed(
+    validate_json: Callable[[str, Any], None],
+) -> None:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    train = frame(0)
+    doubled = FunctionTransformer(lambda x: 2 * x)  # a lambda: no pickle
+    model = make_pipeline(doubled, LogisticRegression()).fit(train[COLUMNS], train.label)
+    result = epsstar.audit(model, train, frame(1), label="label")
+    assert result.provenance.model == "in memory: sklearn.pipeline.Pipeline (not hashed)"
+    document = result.to_dict()
+    assert document["model_sha256"] == "not hashed"
+    validate_json("audit", document)
+
+
+def test_warnings_point_at_the_line_that_called_the_audit(fitted: Any) -> None:
+    train = frame(0)
+    population = pd.concat([train.iloc[:125], frame(1).iloc[:125]], ignore_index=True)
+    with pytest.warns(epsstar.exceptions.SuspectDataWarning) as caught:
+        epsstar.audit(fitted, train, population, label="label")
+    assert {Path(warning.filename) for warning in caught} == {Path(__file__)}
