@@ -272,8 +272,9 @@ class TorchScriptLoader:
         )
 
     def claims_object(self, obj: object) -> bool:
-        """A ``torch.nn.Module`` (a scripted one too)."""
-        return instance_of(obj, "torch.nn", "Module")
+        """A ``torch.nn.Module`` (a scripted one too), but not a Keras model running on torch,
+        which the keras loader takes."""
+        return instance_of(obj, "torch.nn", "Module") and not instance_of(obj, "keras", "Model")
 
     def load_object(self, obj: Any, *, outputs: OutputKind | None = None) -> TorchScriptModel:
         """A copy of the module ``obj`` in eval mode (the caller's is left as it is), run

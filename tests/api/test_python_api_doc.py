@@ -30,4 +30,9 @@ def test_every_python_block_of_the_page_runs(
         exec(compile(block, f"{PAGE.name} block {number}", "exec"), namespace)
     printed = capsys.readouterr().out
     assert printed.startswith("Epsilon*: ")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.html", "audit.json"]
+    assert "\nverdict: " in printed
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "audit.html",
+        "audit.json",
+        "training-audit.json",
+    ]

@@ -113,3 +113,20 @@ def population() -> tuple[np.ndarray, np.ndarray]:
     features = rng.normal(size=(ROWS, 4))
     labels = (features[:, 0] - features[:, 1] + rng.normal(size=ROWS) > 0).astype(np.int64)
     return features, labels
+
+
+def keras_model(folder: Path) -> tuple[object, Path]:
+    import os
+
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    keras = pytest.importorskip("keras")
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(8, "relu"), keras.layers.Dense(2, "softmax")]
+    )
+    path = folder / "model.keras"
+    model.save(path)
+    return model, path
+
+
+KINDS["keras-sequential"] = ("keras", keras_model, False)
