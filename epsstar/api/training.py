@@ -21,7 +21,7 @@ from typing import Any
 
 from epsstar.api.result import NotebookTrainingResult
 from epsstar.audit.data.files import FileDigest
-from epsstar.audit.data.in_memory import StagedTables, TableObject, is_path, table_kind
+from epsstar.audit.data.in_memory import StagedTables, TableObject, is_path
 from epsstar.audit.training_audit.audit import TrainingAuditSetup, audit_training
 from epsstar.audit.training_audit.procedure import CallableProcedure
 from epsstar.exceptions import InvalidInputError
@@ -41,20 +41,14 @@ def _staged(
     tables: dict[str, str | os.PathLike[str] | TableObject], label: str
 ) -> tuple[dict[str, Path], StagedTables]:
     """Each table as a file: a path as it is, a frame staged as Parquet (the format the
-    procedure is handed)."""
+    procedure is handed; the trainer receives a DataFrame, so no ``(X, y)`` arrays)."""
     staged = StagedTables()
     paths: dict[str, Path] = {}
     for role, value in tables.items():
         if is_path(value):
             paths[role] = Path(value)
-        elif table_kind(value) == "numpy":
-            raise InvalidInputError(
-                f"the {'training' if role == 'train' else role} data of a training audit must "
-                f"be a table the trainer receives as a DataFrame (pandas, polars, Arrow) or a "
-                f"CSV or Parquet file. Found (X, y) arrays."
-            )
         else:
-            paths[role] = staged.stage(value, role, label)
+            paths[role] = staged.stage(value, role, label, arrays=False)
     return paths, staged
 
 

@@ -139,7 +139,7 @@ def failing(train: pd.DataFrame) -> Any:
         ),
         ("a trainer that returns nothing a loader takes", ["Found a builtins.NoneType."]),
         ("not a function", ["the trainer must be a function", "Found a builtins.str."]),
-        ("arrays for a table", ["the training data of a training audit", "Found (X, y) arrays."]),
+        ("arrays for a table", ["the training data must be a table", "Found (X, y) arrays."]),
         ("no label column", ["the training DataFrame", "'label'"]),
         ("an unknown option", ["takes the options", "'canary'"]),
     ],

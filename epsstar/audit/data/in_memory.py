@@ -128,16 +128,23 @@ class StagedTables:
         self._staged: dict[str, _Staged] = {}
         self._cleanup = weakref.finalize(self, shutil.rmtree, self._folder, True)
 
-    def stage(self, value: TableObject, role: str, label: str) -> Path:
-        """The file ``value`` (the table of ``role``) is staged as."""
+    def stage(self, value: TableObject, role: str, label: str, *, arrays: bool = True) -> Path:
+        """The file ``value`` (the table of ``role``) is staged as; ``arrays=False`` refuses
+        ``(X, y)`` arrays (for a reader of CSV and Parquet only: a training procedure's)."""
         kind = table_kind(value)
+        called = _ROLES.get(role, role)
         if kind is None:
             raise InvalidInputError(
-                f"the {_ROLES.get(role, role)} data must be a path, a pandas or polars "
-                f"DataFrame, a pyarrow Table or an (X, y) pair of numpy arrays. Found a "
+                f"the {called} data must be a path, a pandas or polars DataFrame, a pyarrow "
+                f"Table or an (X, y) pair of numpy arrays. Found a "
                 f"{type(value).__module__}.{type(value).__qualname__}."
             )
-        named = f"the {_ROLES.get(role, role)} {_KINDS[kind]}"
+        if kind == "numpy" and not arrays:
+            raise InvalidInputError(
+                f"the {called} data must be a table (a pandas or polars DataFrame, a pyarrow "
+                f"Table, or a CSV or Parquet file) here. Found (X, y) arrays."
+            )
+        named = f"the {called} {_KINDS[kind]}"
         if kind == "numpy":
             file = self._folder / f"{role}.npz"
             _write_arrays(value, label, file, named)
