@@ -180,3 +180,15 @@ def test_warnings_point_at_the_line_that_called_the_audit(fitted: Any) -> None:
     with pytest.warns(epsstar.exceptions.SuspectDataWarning) as caught:
         epsstar.audit(fitted, train, population, label="label")
     assert {Path(warning.filename) for warning in caught} == {Path(__file__)}
+
+
+def test_the_staged_tables_are_gone_when_the_call_returns(
+    fitted: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    epsstar.audit(fitted, frame(0), frame(1), label="label")
+    with pytest.raises(epsstar.exceptions.InvalidInputError):
+        epsstar.audit(fitted, frame(0).iloc[:0], frame(1), label="label")
+    assert list(tmp_path.iterdir()) == []
