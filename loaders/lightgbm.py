@@ -130,7 +130,15 @@ def _categories(
 class LightGBMModel(BatchedModel):
     """A LightGBM classifier booster ready to predict (see the module docstring)."""
 
-    def __init__(self, path: Path, booster: Any, text: str, *, outputs: OutputKind | None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        booster: Any,
+        text: str,
+        *,
+        outputs: OutputKind | None,
+        classes: tuple[object, ...] | None = None,
+    ) -> None:
         header = _header(text)
         objective, *options = header.get("objective", "").split()
         if objective not in _BINARY + _MULTICLASS:
@@ -154,7 +162,7 @@ class LightGBMModel(BatchedModel):
         super().__init__(
             path,
             n_features=int(booster.num_feature()),
-            classes=None,
+            classes=classes,
             outputs=outputs or "logits",
             input_dtype=np.float64,
         )
@@ -268,14 +276,18 @@ class LightGBMLoader:
 
     def load_object(self, obj: Any, *, outputs: OutputKind | None = None) -> LightGBMModel:
         """The booster of ``obj`` read back from its ``model_to_string()``, the text
-        ``save_model`` writes (so the audit reads what a file would hold), hashed by it."""
+        ``save_model`` writes (so the audit reads what a file would hold), hashed by it; a
+        scikit-learn wrapper's ``classes_`` are the class labels (a file records none)."""
         outputs = check_outputs_argument(outputs)
         lgb = import_optional("lightgbm", loader=self.name)
         booster: Any = obj if isinstance(obj, lgb.Booster) else getattr(obj, "_Booster", None)
         refuse_unfitted(obj, booster is not None)
         text = booster.model_to_string()
         identity = ObjectIdentity.of(obj, "its model_to_string()", text.encode)
+        # The wrapper numbers its labels in the order of classes_; a file records none.
+        labels = getattr(obj, "classes_", None) if obj is not booster else None
+        classes = None if labels is None else tuple(np.asarray(labels).tolist())
         model = LightGBMModel(
-            object_source(obj), lgb.Booster(model_str=text), text, outputs=outputs
+            object_source(obj), lgb.Booster(model_str=text), text, outputs=outputs, classes=classes
         )
         return in_memory(model, identity)

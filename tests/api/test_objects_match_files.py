@@ -103,3 +103,25 @@ def test_arrays_audit_as_the_npz_file_np_savez_writes(tmp_path: Path) -> None:
     assert numbers(in_memory) == numbers(from_file)
     assert in_memory.provenance.train == "the training (X, y) arrays"
     assert in_memory.provenance.train_sha256 == from_file.provenance.train_sha256
+
+
+def test_a_lightgbm_classifier_brings_its_class_labels(tmp_path: Path) -> None:
+    lgb = pytest.importorskip("lightgbm")
+    named = {0: "no", 1: "yes"}
+    train, other = frame(data()), frame(population())
+    train["label"], other["label"] = train["label"].map(named), other["label"].map(named)
+    model = lgb.LGBMClassifier(n_estimators=5, verbose=-1, n_jobs=1)
+    model.fit(train[COLUMNS], train["label"])
+    model.booster_.save_model(str(tmp_path / "model.txt"))
+    train.to_parquet(tmp_path / "train.parquet", index=False)
+    other.to_parquet(tmp_path / "population.parquet", index=False)
+    from_file = epsstar.audit(
+        tmp_path / "model.txt",
+        tmp_path / "train.parquet",
+        tmp_path / "population.parquet",
+        label="label",
+        classes=["no", "yes"],  # the file records no labels
+    )
+    in_memory = epsstar.audit(model, train, other, label="label")
+    assert numbers(in_memory) == numbers(from_file)
+    assert in_memory.provenance.classes_from == "model"
