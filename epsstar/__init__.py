@@ -19,6 +19,11 @@ _EXPORTS: dict[str, str] = {
     "compute_losses": "epsstar.statistics.losses",
 }
 
+#: ``epsstar.NAME`` that is a function of another name in its module.
+_RENAMED: dict[str, tuple[str, str]] = {
+    "audit_training": ("epsstar.api", "audit_training_objects"),
+}
+
 #: Subpackages that ``epsstar.NAME`` imports on first use (``epsstar.reports.render(...)``).
 _SUBPACKAGES = frozenset({"audit", "reports", "statistics", "training"})
 
@@ -26,6 +31,7 @@ __all__ = [
     "EpsilonLowerBound",
     "EpsilonStarResult",
     "__version__",
+    "audit_training",
     "compute_losses",
     "epsilon_lower_bound",
     "epsilon_star",
@@ -46,6 +52,9 @@ if TYPE_CHECKING:  # pragma: no cover
 def __getattr__(name: str) -> Any:
     if name in _SUBPACKAGES:
         return importlib.import_module(f"epsstar.{name}")
+    if name in _RENAMED:
+        where, own = _RENAMED[name]
+        return getattr(importlib.import_module(where), own)
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'epsstar' has no attribute {name!r}")

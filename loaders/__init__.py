@@ -33,12 +33,19 @@ Self-check: a subclass that can have the model's library score records itself im
 compares its first :data:`~epsstar.audit.model.own_predictions.SAMPLE_ROWS` records with
 the library's own predictions and refuses the model on a mismatch
 (:mod:`epsstar.audit.model.own_predictions`).
+
+Objects in memory: a loader that also takes fitted models (``claims_object`` and
+``load_object``, :class:`~epsstar.audit.model.plugins.ModelLoader`) builds the same model
+class from the object, named in messages by :func:`object_source` and marked with its
+:class:`~epsstar.audit.model.plugins.ObjectIdentity` by :func:`in_memory`;
+:func:`instance_of` asks whether an object is of a library's types without importing it.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
@@ -47,7 +54,7 @@ from epsstar.audit.model.declared_privacy import DeclaredPrivacy
 from epsstar.audit.model.features import Features, as_features
 from epsstar.audit.model.output_reading import OutputReading, detect_reading
 from epsstar.audit.model.own_predictions import SAMPLE_ROWS, OwnPredictions, check_own_predictions
-from epsstar.audit.model.plugins import OutputKind
+from epsstar.audit.model.plugins import ObjectIdentity, OutputKind, type_name
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.names import OUTPUT_KINDS
 
@@ -57,15 +64,48 @@ __all__ = [
     "BatchedModel",
     "check_outputs_argument",
     "first_line",
+    "in_memory",
+    "instance_of",
     "looks_like_probabilities",
+    "object_source",
     "probabilities_from_logits",
     "probe_features",
+    "refuse_unfitted",
 ]
 
 DEFAULT_BATCH_SIZE: Final = 65_536
 """Rows per call into the model runtime."""
 
 FloatArray = NDArray[np.float64]
+_Model = TypeVar("_Model", bound="BatchedModel")
+
+
+def instance_of(obj: object, module: str, *names: str) -> bool:
+    """Whether ``obj`` is an instance of one of the classes ``names`` of ``module``, asked
+    only when ``module`` is imported already (an object of it exists only then)."""
+    imported = sys.modules.get(module)
+    kinds = tuple(getattr(imported, name, None) for name in names)
+    return any(isinstance(obj, kind) for kind in kinds if isinstance(kind, type))
+
+
+def object_source(obj: object) -> Path:
+    """How a model's messages name a model object: ``the in-memory TYPE`` (no file)."""
+    return Path(f"the in-memory {type_name(obj)}")
+
+
+def refuse_unfitted(obj: object, fitted: bool) -> None:
+    """Refuse a model object that is not fitted, naming its type."""
+    if not fitted:
+        raise InvalidInputError(
+            f"the model must be fitted before it is audited; call fit first. Found an "
+            f"unfitted {type_name(obj)}."
+        )
+
+
+def in_memory(model: _Model, identity: ObjectIdentity) -> _Model:
+    """``model``, loaded from an object, marked with the object's identity."""
+    model.identity = identity
+    return model
 
 
 def check_outputs_argument(outputs: object) -> OutputKind | None:
@@ -131,6 +171,9 @@ class BatchedModel:
     and with ``binary_columns=True`` turns two class columns into one value per record:
     ``P(classes[1])`` for probabilities, ``z_1 − z_0`` for logits.
     """
+
+    identity: ObjectIdentity | None = None
+    """What the model object is, for a model loaded from one (:func:`in_memory`)."""
 
     accepts_features = True
     """:meth:`predict` takes :class:`~epsstar.audit.model.features.Features` (typed, named

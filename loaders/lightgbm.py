@@ -55,10 +55,19 @@ from numpy.typing import NDArray
 
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.own_predictions import OwnPredictions
-from epsstar.audit.model.plugins import OutputKind, import_optional
+from epsstar.audit.model.plugins import ObjectIdentity, OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from . import BatchedModel, check_outputs_argument, first_line, probabilities_from_logits
+from . import (
+    BatchedModel,
+    check_outputs_argument,
+    first_line,
+    in_memory,
+    instance_of,
+    object_source,
+    probabilities_from_logits,
+    refuse_unfitted,
+)
 from .categories import CategoricalReader, Categories
 
 __all__ = ["OWN_TOLERANCE", "LightGBMLoader", "LightGBMModel"]
@@ -121,7 +130,15 @@ def _categories(
 class LightGBMModel(BatchedModel):
     """A LightGBM classifier booster ready to predict (see the module docstring)."""
 
-    def __init__(self, path: Path, booster: Any, text: str, *, outputs: OutputKind | None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        booster: Any,
+        text: str,
+        *,
+        outputs: OutputKind | None,
+        classes: tuple[object, ...] | None = None,
+    ) -> None:
         header = _header(text)
         objective, *options = header.get("objective", "").split()
         if objective not in _BINARY + _MULTICLASS:
@@ -145,7 +162,7 @@ class LightGBMModel(BatchedModel):
         super().__init__(
             path,
             n_features=int(booster.num_feature()),
-            classes=None,
+            classes=classes,
             outputs=outputs or "logits",
             input_dtype=np.float64,
         )
@@ -252,3 +269,25 @@ class LightGBMLoader:
                 f"({type(error).__name__}: {first_line(error)})."
             ) from None
         return LightGBMModel(path, booster, text, outputs=outputs)
+
+    def claims_object(self, obj: object) -> bool:
+        """A LightGBM ``Booster`` or scikit-learn wrapper (``LGBMClassifier``)."""
+        return instance_of(obj, "lightgbm", "Booster", "LGBMModel")
+
+    def load_object(self, obj: Any, *, outputs: OutputKind | None = None) -> LightGBMModel:
+        """The booster of ``obj`` read back from its ``model_to_string()``, the text
+        ``save_model`` writes (so the audit reads what a file would hold), hashed by it; a
+        scikit-learn wrapper's ``classes_`` are the class labels (a file records none)."""
+        outputs = check_outputs_argument(outputs)
+        lgb = import_optional("lightgbm", loader=self.name)
+        booster: Any = obj if isinstance(obj, lgb.Booster) else getattr(obj, "_Booster", None)
+        refuse_unfitted(obj, booster is not None)
+        text = booster.model_to_string()
+        identity = ObjectIdentity.of(obj, "its model_to_string()", text.encode)
+        # The wrapper numbers its labels in the order of classes_; a file records none.
+        labels = getattr(obj, "classes_", None) if obj is not booster else None
+        classes = None if labels is None else tuple(np.asarray(labels).tolist())
+        model = LightGBMModel(
+            object_source(obj), lgb.Booster(model_str=text), text, outputs=outputs, classes=classes
+        )
+        return in_memory(model, identity)

@@ -56,6 +56,7 @@ of the losses from one run to the next.
 
 from __future__ import annotations
 
+import copy
 import pickle
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -67,10 +68,18 @@ from numpy.typing import NDArray
 from epsstar.audit.model.features import Features, as_features
 from epsstar.audit.model.output_reading import OutputReading
 from epsstar.audit.model.own_predictions import OwnPredictions
-from epsstar.audit.model.plugins import OutputKind, import_optional
+from epsstar.audit.model.plugins import ObjectIdentity, OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from . import BatchedModel, check_outputs_argument, first_line
+from . import (
+    BatchedModel,
+    check_outputs_argument,
+    first_line,
+    in_memory,
+    instance_of,
+    object_source,
+    refuse_unfitted,
+)
 from .sklearn_outputs import RELATIVE_TOLERANCE, Method, choose_method
 from .skops_types.reviewed import REVIEWED_TYPES
 from .skops_types.tree_bounds import check_tree_bounds
@@ -331,6 +340,10 @@ def _describe_types(batch: Any) -> str:
     return ", ".join(sorted({str(dtype) for dtype in dtypes}))
 
 
+#: The packages whose scikit-learn wrappers another loader takes as objects.
+_OWN_LOADERS: Final = frozenset({"lightgbm", "xgboost", "catboost"})
+
+
 class SklearnLoader:
     """Loads scikit-learn models from ``.skops`` (safe) or pickle/joblib (``trust=True``)."""
 
@@ -352,6 +365,29 @@ class SklearnLoader:
             estimator = self._load_skops(path, trust)
             check_tree_bounds(estimator, path)
         return SklearnModel(path, estimator, outputs=outputs)
+
+    def claims_object(self, obj: object) -> bool:
+        """A scikit-learn estimator or pipeline, except the scikit-learn wrappers of the
+        boosting libraries, which their own loaders take."""
+        own = type(obj).__module__.split(".")[0]
+        return instance_of(obj, "sklearn.base", "BaseEstimator") and own not in _OWN_LOADERS
+
+    def load_object(self, obj: Any, *, outputs: OutputKind | None = None) -> SklearnModel:
+        """The fitted estimator ``obj`` (a copy: the audit sets its threads), hashed by its
+        pickle."""
+        outputs = check_outputs_argument(outputs)
+        from sklearn.exceptions import NotFittedError
+        from sklearn.utils.validation import check_is_fitted
+
+        try:
+            check_is_fitted(obj)
+            fitted = True
+        except NotFittedError:
+            fitted = False
+        refuse_unfitted(obj, fitted)
+        identity = ObjectIdentity.of(obj, "its pickle", lambda: pickle.dumps(obj, protocol=5))
+        model = SklearnModel(object_source(obj), copy.deepcopy(obj), outputs=outputs)
+        return in_memory(model, identity)
 
     def _load_skops(self, path: Path, trust: bool) -> Any:
         sio = import_optional("skops.io", loader=self.name)

@@ -28,6 +28,7 @@ file is loaded.
 
 from __future__ import annotations
 
+import copy
 import re
 import warnings
 from pathlib import Path
@@ -46,11 +47,19 @@ from epsstar.audit.model.class_labels import (
 from epsstar.audit.model.declared_privacy import PRIVACY_KEY, DeclaredPrivacy, privacy_from_text
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.output_reading import OutputReading
-from epsstar.audit.model.plugins import OutputKind, import_optional
+from epsstar.audit.model.plugins import ObjectIdentity, OutputKind, import_optional
 from epsstar.audit.model.threads import torch_threads
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from . import OUTPUT_KINDS, BatchedModel, check_outputs_argument, first_line
+from . import (
+    OUTPUT_KINDS,
+    BatchedModel,
+    check_outputs_argument,
+    first_line,
+    in_memory,
+    instance_of,
+    object_source,
+)
 from .torchscript_scan import check_archive_code, check_module
 
 __all__ = ["TorchScriptLoader", "TorchScriptModel", "stated_outputs"]
@@ -197,6 +206,15 @@ class TorchScriptModel(BatchedModel):
         )
 
 
+def _state_bytes(module: Any, torch: Any) -> bytes:
+    """The module's state, deterministically: each entry's name, type, shape and bytes."""
+    parts: list[bytes] = []
+    for name, tensor in module.state_dict().items():
+        raw = tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy()
+        parts.append(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode() + raw.tobytes())
+    return b"\n".join(parts)
+
+
 class TorchScriptLoader:
     """Loads TorchScript archives (``.pt``, ``.pth``, ``.torchscript``)."""
 
@@ -252,3 +270,21 @@ class TorchScriptLoader:
             declared_privacy=privacy_from_text(extra[PRIVACY_KEY], path),
             device=device,
         )
+
+    def claims_object(self, obj: object) -> bool:
+        """A ``torch.nn.Module`` (a scripted one too), but not a Keras model running on torch,
+        which the keras loader takes."""
+        return instance_of(obj, "torch.nn", "Module") and not instance_of(obj, "keras", "Model")
+
+    def load_object(self, obj: Any, *, outputs: OutputKind | None = None) -> TorchScriptModel:
+        """A copy of the module ``obj`` in eval mode (the caller's is left as it is), run
+        batch by batch without gradients like an archive; hashed by its state."""
+        outputs = check_outputs_argument(outputs)
+        torch = import_optional("torch", loader=self.name)
+        torch_threads(torch)
+        identity = ObjectIdentity.of(
+            obj, "its state_dict (names, types, shapes, bytes)", lambda: _state_bytes(obj, torch)
+        )
+        module = copy.deepcopy(obj).eval()
+        model = TorchScriptModel(object_source(obj), module, torch, outputs=outputs)
+        return in_memory(model, identity)

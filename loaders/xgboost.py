@@ -51,10 +51,19 @@ from numpy.typing import NDArray
 from epsstar.audit.inputs.json_text import parse_json
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.own_predictions import OwnPredictions
-from epsstar.audit.model.plugins import OutputKind, import_optional
+from epsstar.audit.model.plugins import ObjectIdentity, OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from . import BatchedModel, check_outputs_argument, first_line, probabilities_from_logits
+from . import (
+    BatchedModel,
+    check_outputs_argument,
+    first_line,
+    in_memory,
+    instance_of,
+    object_source,
+    probabilities_from_logits,
+    refuse_unfitted,
+)
 from .categories import CategoricalReader, Categories
 
 __all__ = ["OWN_TOLERANCE", "XGBoostLoader", "XGBoostModel"]
@@ -261,6 +270,22 @@ class XGBoostLoader:
                 f"Found {path} ({type(error).__name__}: {first_line(error)})."
             ) from None
         return XGBoostModel(path, booster, outputs=outputs)
+
+    def claims_object(self, obj: object) -> bool:
+        """An XGBoost ``Booster`` or scikit-learn wrapper (``XGBClassifier``)."""
+        return instance_of(obj, "xgboost", "Booster", "XGBModel")
+
+    def load_object(self, obj: Any, *, outputs: OutputKind | None = None) -> XGBoostModel:
+        """The booster of ``obj`` read back from its UBJSON serialisation (``save_raw``), the
+        bytes a ``.ubj`` file holds, hashed by them."""
+        outputs = check_outputs_argument(outputs)
+        xgboost = import_optional("xgboost", loader=self.name)
+        booster: Any = obj if isinstance(obj, xgboost.Booster) else getattr(obj, "_Booster", None)
+        refuse_unfitted(obj, booster is not None)
+        raw = bytes(booster.save_raw("ubj"))
+        identity = ObjectIdentity.of(obj, "its save_raw('ubj')", lambda: raw)
+        copy = xgboost.Booster(params={"nthread": 1}, model_file=bytearray(raw))
+        return in_memory(XGBoostModel(object_source(obj), copy, outputs=outputs), identity)
 
 
 def _check_json_model(path: Path) -> None:

@@ -24,6 +24,7 @@ import os
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,7 +39,7 @@ from epsstar.audit.attacks.scoring import LOSS_ONLY, AttackSettings
 from epsstar.audit.attacks.slices import SliceKeys, audit_slices, read_slice_keys
 from epsstar.audit.data.checks import InputChecks, check_inputs, refuse_same_data
 from epsstar.audit.data.column_match import ColumnMatch
-from epsstar.audit.data.files import digests_of, sha256_of
+from epsstar.audit.data.files import FileDigest, digests_of, sha256_of
 from epsstar.audit.data.progress import Progress
 from epsstar.audit.data.reading import Role, Tables
 from epsstar.audit.data.records import Records, read_records
@@ -49,7 +50,7 @@ from epsstar.audit.engines.record_sample import RecordSample, sampled_records
 from epsstar.audit.engines.streaming import StreamedTable, stream_table
 from epsstar.audit.engines.summaries import can_summarise, losses_of, summarise_table
 from epsstar.audit.inputs.served import ServedSource
-from epsstar.audit.model.loading import LoadedAuditModel, ModelFile
+from epsstar.audit.model.loading import LoadedAuditModel, ModelFile, ModelObject
 from epsstar.audit.model.output_reading import OutputReading
 from epsstar.audit.model.threads import chosen_threads
 from epsstar.audit.output.provenance import EngineRun, Provenance, Timings
@@ -67,7 +68,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.engines.dask_audit import PartitionProgress
     from epsstar.audit.engines.dask_engine import Engine
 
-__all__ = ["AuditResult", "ModelFile", "Tables", "TextTables", "audit"]
+__all__ = ["AuditResult", "ModelFile", "ModelObject", "Tables", "TextTables", "audit"]
 
 Step = Literal["load", "inference", "utility", "statistics"]
 ROLES: tuple[Role, Role] = ("train", "population")
@@ -98,7 +99,7 @@ class _Clock:
 class _Run:
     """One audit's settings, as :func:`audit` was given them, checked."""
 
-    model: ModelFile
+    model: ModelFile | ModelObject
     tables: Tables
     options: AuditOptions
     attack: AttackSettings
@@ -135,7 +136,7 @@ class _Streamed:
 
 
 def audit(
-    model: str | os.PathLike[str] | ModelFile,
+    model: str | os.PathLike[str] | ModelFile | ModelObject | object,
     tables: Tables | TextTables,
     options: AuditOptions | None = None,
     *,
@@ -170,13 +171,61 @@ def audit(
 
     With :class:`~epsstar.audit.data.text_records.TextTables`, ``model`` is a causal
     language model's folder audited on text records (:func:`epsstar.audit.text_run.audit_text`).
+
+    ``model`` may also be a fitted model in memory (or a :class:`ModelObject` saying how to
+    load it), taken by the loader that claims it, and ``tables`` may hold tables in memory
+    (:class:`Tables`); messages then name the objects, and the provenance says what they
+    are instead of naming files.
     """
-    file = model if isinstance(model, ModelFile) else ModelFile.of(model)
+    file = _model_of(model)
     on_dask = engine is not None and engine.name == "dask"
     _refuse_served_beyond_tables(file, on_dask, isinstance(tables, TextTables))
     if isinstance(tables, TextTables):
+        if isinstance(file, ModelObject):
+            raise InvalidInputError(
+                f"a text audit reads a language model's folder; pass its path. Found a {file.path}."
+            )
         return _audit_text(
             file, tables, options, attack, (slice_by, on_dask, progress), premise, command
+        )
+    try:
+        return _audit_table(
+            file, tables, options, attack, slice_by, engine, progress, command, premise
+        )
+    except InvalidInputError as error:
+        if tables.staged is None:
+            raise
+        raise type(error)(tables.named(str(error))) from None
+
+
+def _model_of(model: object) -> ModelFile | ModelObject:
+    """``model`` as a record saying how to load it: a path is a file, any other object a
+    model in memory."""
+    if isinstance(model, (ModelFile, ModelObject)):
+        return model
+    if isinstance(model, (str, os.PathLike)):
+        return ModelFile.of(model)
+    return ModelObject(model)
+
+
+def _audit_table(
+    file: ModelFile | ModelObject,
+    tables: Tables,
+    options: AuditOptions | None,
+    attack: AttackSettings,
+    slice_by: str | None,
+    engine: Engine | None,
+    progress: Progress | PartitionProgress | None,
+    command: str | None,
+    premise: PremiseSettings,
+) -> AuditResult:
+    """:func:`audit` of a table."""
+    on_dask = engine is not None and engine.name == "dask"
+    if on_dask and (isinstance(file, ModelObject) or tables.staged is not None):
+        raise InvalidInputError(
+            "the dask engine's workers read the model and the data from their files; save "
+            "the objects in memory and pass their paths, or use the single-process engine. "
+            "Found an object in memory."
         )
     _refuse_text_attacks(attack)
     run = _Run(
@@ -240,9 +289,9 @@ def _audit_text(
     return audit_text(run)
 
 
-def _refuse_served_beyond_tables(file: ModelFile, on_dask: bool, text: bool) -> None:
+def _refuse_served_beyond_tables(file: ModelFile | ModelObject, on_dask: bool, text: bool) -> None:
     """A served model is audited on tables, in this process (its server does the work)."""
-    if file.url is not None and (on_dask or text):
+    if isinstance(file, ModelFile) and file.url is not None and (on_dask or text):
         what = "the dask engine" if on_dask else "text records"
         raise InvalidInputError(
             f"a served model is audited on tables with the single-process engine; {what} "
@@ -391,6 +440,7 @@ def _stream_on_dask(loaded: LoadedAuditModel, run: _Run) -> _Streamed:
     from epsstar.audit.engines.dask_audit import stream_on_dask
 
     assert run.engine is not None
+    assert isinstance(run.model, ModelFile)  # objects are refused on the cluster (audit())
     options, attack = run.options, run.attack
     needs = attack.needs_log_odds
     summarises = can_summarise(options.headline_method, options.interval, attack.attacks, False)
@@ -441,7 +491,9 @@ def _finish(
     losses = (losses_of(streamed.train), losses_of(streamed.population))
     result = audit_losses(*losses, utility=utility, options=run.options, provenance=provenance)
     clock.done("statistics")
-    result = _with_checks(result, checks, gate=run.options.max_epsilon is not None)
+    result = _with_checks(
+        result, checks, gate=run.options.max_epsilon is not None, named=run.tables.named
+    )
     provenance = dataclasses.replace(provenance, seconds=clock.timings())
     declared = getattr(loaded.model, "declared_privacy", None)
     result = dataclasses.replace(result, provenance=provenance, declared_privacy=declared)
@@ -501,7 +553,9 @@ def _premise_inputs(
         keys=users,
         model=(loaded.model, run.tables.read("train", streamed.match), streamed.train.label_map),
         attribute_bound=None
-        if users.attribute is None or run.model.url is not None
+        if users.attribute is None
+        or isinstance(run.model, ModelObject)
+        or run.model.url is not None
         else tracked_bound(run.model.path, users.attribute.column),
     )
 
@@ -547,11 +601,11 @@ def _provenance(
 ) -> Provenance:
     """What was audited and how, for the JSON and the report (timings are added later)."""
     tables = run.tables
-    files = loaded.files(run.model.path)
+    model, model_files = _model_record(loaded, run.model)
     served: ServedSource | None = getattr(loaded.model, "served", None)
     return Provenance(
-        model=served.url if served is not None else os.fspath(loaded.file or run.model.path),
-        model_files=digests_of(files),
+        model=model,
+        model_files=model_files,
         loader=loaded.loader,
         output_kind=loaded.model.output_kind,
         loss=tables.loss,
@@ -561,8 +615,8 @@ def _provenance(
         input_shape=None if tables.input_shape is None else tuple(tables.input_shape),
         classes=tuple(str(c) for c in streamed.train.label_map.classes),
         classes_from=loaded.classes_from,
-        train=tables.source("train"),
-        population=tables.source("population"),
+        train=tables.described("train"),
+        population=tables.described("population"),
         train_sha256=streamed.digests["train"],
         population_sha256=streamed.digests["population"],
         shared_rows=checks.shared_rows,
@@ -583,18 +637,52 @@ def _provenance(
     )
 
 
-def _with_checks(result: AuditResult, checks: InputChecks, *, gate: bool) -> AuditResult:
+def _model_record(
+    loaded: LoadedAuditModel, model: ModelFile | ModelObject
+) -> tuple[str, tuple[FileDigest, ...]]:
+    """How the provenance names the model and the digests of what was read: the files, or
+    for a model in memory its type and the digest of its serialisation (``not hashed``
+    when it has none)."""
+    identity = loaded.identity
+    served: ServedSource | None = getattr(loaded.model, "served", None)
+    if served is not None:
+        return served.url, ()
+    if identity is None:
+        return os.fspath(loaded.file or model.path), digests_of(loaded.files(model.path))
+    described = identity.described
+    return described, (FileDigest(described, identity.sha256 or "not hashed"),)
+
+
+def _with_checks(
+    result: AuditResult, checks: InputChecks, *, gate: bool, named: Callable[[str], str]
+) -> AuditResult:
     """``result`` with the checks' warnings raised and kept (with a gate, the gate's failure
-    when one of them can hide a leak), and the output reading."""
+    when one of them can hide a leak), and the output reading; ``named`` words each line
+    (naming tables in memory instead of their staged files)."""
     said, blocked = checks.lines(gate=gate)
+    said = [(category, named(line)) for category, line in said]
+    level = _callers_level()
     for category, line in said:
-        warnings.warn(category(line), stacklevel=4)
+        warnings.warn(category(line), stacklevel=level)
     return dataclasses.replace(
         result,
         warnings=tuple(line for _, line in said),
         gate_blocked=blocked,
         output_reading=checks.output_reading,
     )
+
+
+def _callers_level() -> int:
+    """The ``stacklevel`` that points a warning raised by this function's caller at the first
+    frame outside epsstar: the line of the user's code that called the audit, through
+    however many of epsstar's functions it came."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+        package
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _output_reading(loaded: LoadedAuditModel, requested: bool) -> OutputReading:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import re
+import tempfile
 from pathlib import Path
 from typing import Any, Final
 
@@ -39,10 +40,19 @@ from numpy.typing import NDArray
 
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.own_predictions import OwnPredictions
-from epsstar.audit.model.plugins import OutputKind, import_optional
+from epsstar.audit.model.plugins import ObjectIdentity, OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from .. import BatchedModel, check_outputs_argument, first_line, probabilities_from_logits
+from .. import (
+    BatchedModel,
+    check_outputs_argument,
+    first_line,
+    in_memory,
+    instance_of,
+    object_source,
+    probabilities_from_logits,
+    refuse_unfitted,
+)
 
 __all__ = ["OWN_TOLERANCE", "CatBoostLoader", "CatBoostModel"]
 
@@ -205,3 +215,22 @@ class CatBoostLoader:
                 f"{path} ({type(error).__name__}: {first_line(error)})."
             ) from None
         return CatBoostModel(path, model, outputs=outputs)
+
+    def claims_object(self, obj: object) -> bool:
+        """A CatBoost model (``CatBoostClassifier``)."""
+        return instance_of(obj, "catboost", "CatBoost")
+
+    def load_object(self, obj: Any, *, outputs: OutputKind | None = None) -> CatBoostModel:
+        """The model ``obj`` read back from the ``.cbm`` bytes ``save_model`` writes, hashed
+        by them."""
+        outputs = check_outputs_argument(outputs)
+        catboost = import_optional("catboost", loader=self.name)
+        refuse_unfitted(obj, bool(obj.is_fitted()))
+        with tempfile.TemporaryDirectory(prefix="epsstar-catboost-") as folder:
+            file = Path(folder) / "model.cbm"
+            obj.save_model(str(file), format="cbm")
+            raw = file.read_bytes()
+            copy = catboost.CatBoostClassifier()
+            copy.load_model(str(file), format="cbm")
+        identity = ObjectIdentity.of(obj, "its .cbm serialisation", lambda: raw)
+        return in_memory(CatBoostModel(object_source(obj), copy, outputs=outputs), identity)

@@ -34,10 +34,18 @@ from numpy.typing import NDArray
 
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.output_reading import OutputReading
-from epsstar.audit.model.plugins import OutputKind, import_optional
+from epsstar.audit.model.plugins import ObjectIdentity, OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from .. import BatchedModel, check_outputs_argument, first_line
+from .. import (
+    BatchedModel,
+    check_outputs_argument,
+    first_line,
+    in_memory,
+    instance_of,
+    object_source,
+    refuse_unfitted,
+)
 
 __all__ = ["SAVED_MODEL_CONVERSION", "KerasLoader", "KerasModel"]
 
@@ -152,3 +160,33 @@ class KerasLoader:
                 f"the legacy .h5). Found {path} ({type(error).__name__}: {first_line(error)})."
             ) from None
         return KerasModel(path, model, keras, outputs=outputs)
+
+    def claims_object(self, obj: object) -> bool:
+        """A Keras 3 ``Model`` (``Sequential`` or functional)."""
+        return instance_of(obj, "keras", "Model")
+
+    def load_object(self, obj: Any, *, outputs: OutputKind | None = None) -> KerasModel:
+        """A clone of ``obj`` with its weights (the loader replaces a final softmax or sigmoid
+        to read logits; the caller's model is left as it was), hashed by its weights."""
+        outputs = check_outputs_argument(outputs)
+        keras = import_optional("keras", loader=self.name)
+        refuse_unfitted(obj, bool(obj.built))
+        weights = [np.asarray(weight) for weight in obj.get_weights()]
+        identity = ObjectIdentity.of(obj, "its weights (shapes and bytes)", lambda: _bytes(weights))
+        try:
+            copy = keras.models.clone_model(obj)
+        except Exception as error:
+            raise InvalidInputError(
+                f"the Keras model must be one keras.models.clone_model copies (Sequential or "
+                f"functional); save it with model.save and audit the file. Found "
+                f"{type(error).__name__}: {first_line(error)}"
+            ) from None
+        copy.set_weights(weights)
+        return in_memory(KerasModel(object_source(obj), copy, keras, outputs=outputs), identity)
+
+
+def _bytes(weights: list[NDArray[Any]]) -> bytes:
+    """The weights, deterministically: each one's shape, type and bytes, in order."""
+    return b"\n".join(
+        f"{w.shape}|{w.dtype}|".encode() + np.ascontiguousarray(w).tobytes() for w in weights
+    )

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from epsstar.audit.data.column_match import ColumnMatch, match_model_columns
+from epsstar.audit.data.in_memory import StagedTables, TableObject, is_path
 from epsstar.audit.data.partitions import StorageOptions
 from epsstar.audit.data.tables import check_separator, read_schema
 from epsstar.exceptions import InvalidInputError
@@ -83,10 +84,15 @@ class Tables:
     such a match: :meth:`~epsstar.audit.data.column_match.ColumnMatch.refuse_guess`).
     ``csv_separator`` separates the fields of CSV files (``";"`` for what spreadsheets
     write where the decimal mark is a comma).
+
+    ``train`` and ``population`` may also be tables in memory (pandas or polars DataFrames,
+    pyarrow Tables, ``(X, y)`` numpy arrays): each is staged as a file when the record is
+    built (:mod:`epsstar.audit.data.in_memory`), ``train`` and ``population`` then hold the
+    staged files' paths, and messages and the provenance name the objects instead.
     """
 
-    train: str | os.PathLike[str]
-    population: str | os.PathLike[str]
+    train: str | os.PathLike[str] | TableObject
+    population: str | os.PathLike[str] | TableObject
     label_column: str
     features: Sequence[str] | None = None
     input_shape: Sequence[int] | None = None
@@ -95,12 +101,21 @@ class Tables:
     storage_options: StorageOptions | None = field(default=None, repr=False)
     columns_by_position: bool = False
     csv_separator: str = ","
+    #: The tables given in memory, staged as files (``None``: both are files).
+    staged: StagedTables | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.label_column, str) or not self.label_column:
             raise InvalidInputError(
                 f"label_column must be a column name. Found {self.label_column!r}."
             )
+        if not (is_path(self.train) and is_path(self.population)):
+            staged = StagedTables()
+            for role in ("train", "population"):
+                value = getattr(self, role)
+                if not is_path(value):
+                    object.__setattr__(self, role, staged.stage(value, role, self.label_column))
+            object.__setattr__(self, "staged", staged)
         object.__setattr__(self, "features", _names("features", self.features))
         object.__setattr__(self, "input_shape", _shape(self.input_shape))
         object.__setattr__(self, "batch_size", check_positive_int("batch_size", self.batch_size))
@@ -116,6 +131,16 @@ class Tables:
     def path(self, role: Role) -> Path:
         """The data file of ``role``."""
         return Path(self.source(role))
+
+    def described(self, role: Role) -> str:
+        """The data set of ``role`` as the result names it: the path or URL given, or for a
+        table in memory its name (``the training DataFrame``)."""
+        name = None if self.staged is None else self.staged.name(role)
+        return self.source(role) if name is None else name
+
+    def named(self, text: str) -> str:
+        """``text`` (a message) naming the tables in memory instead of their staged files."""
+        return text if self.staged is None else self.staged.named(text)
 
     def match(
         self,

@@ -38,7 +38,13 @@ column). The checks:
   or refuses with :class:`~epsstar.exceptions.InvalidInputError`;
 * ``unreadable_files`` — a missing file, garbage bytes and the first half of
   ``model_path`` raise :class:`~epsstar.exceptions.InputFileError`;
-* ``expected`` — if ``expected`` is given, predictions equal it within ``rtol``/``atol``.
+* ``expected`` — if ``expected`` is given, predictions equal it within ``rtol``/``atol``;
+* ``object_loading`` — if ``model_object`` is given (the fitted object ``model_path`` was
+  saved from): the loader has ``claims_object`` and ``load_object``, claims it and not a
+  plain ``object()``, predicts for it what it predicts for the file within
+  ``rtol``/``atol``, and gives it the same
+  :class:`~epsstar.audit.model.plugins.ObjectIdentity` on two loads (its type, and a
+  SHA-256 of 64 hex digits or ``None``).
 
 ``trust`` and ``outputs`` are passed to every ``load`` call (pickled models need
 ``trust=True``).
@@ -54,7 +60,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from epsstar.audit.model.plugins import LoadedModel, ModelLoader, OutputKind
+from epsstar.audit.model.plugins import (
+    LoadedModel,
+    ModelLoader,
+    ObjectIdentity,
+    OutputKind,
+    type_name,
+)
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics.losses import ROW_SUM_TOLERANCE
 from epsstar.statistics.names import OUTPUT_KINDS
@@ -83,8 +95,10 @@ class _Case:
         trust: bool,
         rtol: float,
         atol: float,
+        model_object: object = None,
     ) -> None:
         self.loader = loader
+        self.model_object = model_object
         self.path = Path(model_path)
         self.features = np.array(features, dtype=np.float64)
         if self.features.ndim != 2 or self.features.shape[0] < 10 or self.features.shape[1] < 1:
@@ -299,6 +313,30 @@ class _Case:
             return
         self.close(self.predict(), self.expected, "predictions differ from the expected ones")
 
+    def object_loading(self) -> None:
+        obj = self.model_object
+        if obj is None:
+            return
+        claims = getattr(self.loader, "claims_object", None)
+        load_object = getattr(self.loader, "load_object", None)
+        if not (callable(claims) and callable(load_object)):
+            raise AssertionError("a loader of objects has claims_object and load_object")
+        _require(claims(obj), f"the loader must claim the {type_name(obj)} it was given")
+        _require(not claims(object()), "the loader must not claim a plain object()")
+        loaded = load_object(obj, outputs=self.outputs)
+        self.close(loaded.predict(self.features), self.predict(), "the object predicts otherwise")
+        identity = getattr(loaded, "identity", None)
+        if not isinstance(identity, ObjectIdentity):
+            raise AssertionError(f"the model must have an ObjectIdentity, not {identity!r}")
+        _require(identity.type == type_name(obj), f"the identity names {identity.type!r}")
+        digest = identity.sha256
+        _require(
+            digest is None or (len(digest) == 64 and set(digest) <= set("0123456789abcdef")),
+            f"a SHA-256 of 64 hex digits or None, not {digest!r}",
+        )
+        again = getattr(load_object(obj, outputs=self.outputs), "identity", None)
+        _require(again == identity, f"a second load_object() gives another identity: {again!r}")
+
 
 CHECKS: tuple[str, ...] = (
     "loader_protocol",
@@ -313,6 +351,7 @@ CHECKS: tuple[str, ...] = (
     "outputs_override",
     "unreadable_files",
     "expected_predictions",
+    "object_loading",
 )
 """Names of the checks, in the order they run."""
 
@@ -327,12 +366,13 @@ def loader_checks(
     trust: bool = False,
     rtol: float = 1e-6,
     atol: float = 1e-7,
+    model_object: object = None,
 ) -> list[tuple[str, Check]]:
     """``(name, check)`` pairs; each check takes no argument and raises AssertionError.
 
     The model is loaded once, on the first check that needs it, and shared.
     """
-    case = _Case(loader, model_path, features, expected, outputs, trust, rtol, atol)
+    case = _Case(loader, model_path, features, expected, outputs, trust, rtol, atol, model_object)
     return [(name, getattr(case, name)) for name in CHECKS]
 
 
@@ -346,6 +386,7 @@ def check_loader(
     trust: bool = False,
     rtol: float = 1e-6,
     atol: float = 1e-7,
+    model_object: object = None,
 ) -> None:
     """Run every check; raise AssertionError naming the first that fails."""
     for name, check in loader_checks(
@@ -357,6 +398,7 @@ def check_loader(
         trust=trust,
         rtol=rtol,
         atol=atol,
+        model_object=model_object,
     ):
         try:
             check()
@@ -374,6 +416,7 @@ def loader_contract_test(
     trust: bool = False,
     rtol: float = 1e-6,
     atol: float = 1e-7,
+    model_object: object = None,
 ) -> Callable[[str], None]:
     """A pytest test function, parametrized with one case per check.
 
@@ -396,6 +439,7 @@ def loader_contract_test(
                     trust=trust,
                     rtol=rtol,
                     atol=atol,
+                    model_object=model_object,
                 )
             )
         cache[check]()

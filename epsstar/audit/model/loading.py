@@ -4,7 +4,8 @@
 suffix, or for a URL by its scheme), loads the file (of a model folder, the model file
 the folder names: :mod:`.folders`; of a served model, the server's description of it) and
 settles the class labels of the output columns: those given,
-else those the model file states, else the column order.
+else those the model file states, else the column order. :meth:`ModelObject.load` does the
+same for a fitted model in memory, through the loader that claims it.
 """
 
 from __future__ import annotations
@@ -18,10 +19,16 @@ from typing import Literal
 from epsstar.audit.inputs.served import DEFAULT_SERVING, Serving, is_url, shown_url
 from epsstar.audit.model.device import CPU, checked_device
 from epsstar.audit.model.folders import DESCRIPTOR, ModelFolder, model_folder
-from epsstar.audit.model.plugins import LoadedModel, LoaderInfo, OutputKind
+from epsstar.audit.model.plugins import (
+    LoadedModel,
+    LoaderInfo,
+    ObjectIdentity,
+    OutputKind,
+    type_name,
+)
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-__all__ = ["ClassesFrom", "LoadedAuditModel", "ModelFile"]
+__all__ = ["ClassesFrom", "LoadedAuditModel", "ModelFile", "ModelObject"]
 
 ClassesFrom = Literal["model", "argument", "column order"]
 
@@ -44,12 +51,14 @@ class LoadedAuditModel:
     folder: ModelFolder | None = None
     #: The torch device the model runs on, for a loader that takes one (else ``None``).
     device: str | None = None
+    #: What an in-memory model is (``None``: the model was read from ``file``).
+    identity: ObjectIdentity | None = None
 
     def files(self, given: Path) -> list[str]:
         """Every file the model was read from, the model file first (``given``: the path
         the model was given as), then its sidecars and a folder's descriptor; none for a
-        served model."""
-        if getattr(self.model, "served", None) is not None:
+        served model or a model in memory."""
+        if self.identity is not None or getattr(self.model, "served", None) is not None:
             return []
         model = os.fspath(self.file or given)
         files = [os.fspath(f) for f in getattr(self.model, "files", (model,))]
@@ -103,13 +112,7 @@ class ModelFile:
         object.__setattr__(self, "device", checked_device(self.device))
         if self.base_model is not None:
             object.__setattr__(self, "base_model", Path(self.base_model))
-        classes = self.classes
-        if classes is not None:
-            if isinstance(classes, (str, bytes)) or not len(classes):
-                raise InvalidInputError(
-                    f"classes must be a non-empty sequence of class labels. Found {classes!r}."
-                )
-            object.__setattr__(self, "classes", tuple(classes))
+        object.__setattr__(self, "classes", _checked_classes(self.classes))
 
     @property
     def shown(self) -> str:
@@ -167,17 +170,9 @@ class ModelFile:
             model = load(path, outputs=self.outputs, trust=self.trust, **extended)
         else:
             model = plugin.load(path, outputs=self.outputs, trust=self.trust)
-        classes, source = self._classes_of(model)
+        classes, source = _settled_classes(self.classes, model)
         device = self.device if getattr(plugin, "takes_device", False) else None
         return LoadedAuditModel(model, info, classes, source, path, folder, device)
-
-    def _classes_of(self, model: LoadedModel) -> tuple[tuple[object, ...] | None, ClassesFrom]:
-        """The class labels of the outputs: given, else the model's, else the column order."""
-        if self.classes is not None:
-            return tuple(self.classes), "argument"
-        if model.classes is not None:
-            return tuple(model.classes), "model"
-        return None, "column order"
 
     def _load_served(self, url: str) -> LoadedAuditModel:
         """A served model, by the loader that claims the URL's scheme (or the one named)."""
@@ -196,5 +191,90 @@ class ModelFile:
                 f"do not apply. Found the URL {self.shown}."
             )
         model = load_url(url, outputs=self.outputs, serving=self.serving)
-        classes, source = self._classes_of(model)
+        classes, source = _settled_classes(self.classes, model)
         return LoadedAuditModel(model, info, classes, source)
+
+
+def _settled_classes(
+    given: Sequence[object] | None, model: LoadedModel
+) -> tuple[tuple[object, ...] | None, ClassesFrom]:
+    """The class labels of the outputs and where they come from: ``given``, else the
+    model's, else the column order."""
+    if given is not None:
+        return tuple(given), "argument"
+    if model.classes is not None:
+        return tuple(model.classes), "model"
+    return None, "column order"
+
+
+def _checked_classes(classes: Sequence[object] | None) -> tuple[object, ...] | None:
+    """``classes`` as a tuple, refused when a string or empty."""
+    if classes is None:
+        return None
+    if isinstance(classes, (str, bytes)) or not len(classes):
+        raise InvalidInputError(
+            f"classes must be a non-empty sequence of class labels. Found {classes!r}."
+        )
+    return tuple(classes)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelObject:
+    """A fitted model in memory (an estimator, an ``nn.Module``, a booster) and how to load
+    it: the counterpart of :class:`ModelFile` for a notebook's objects.
+
+    ``loader`` names the plugin (``None``: the one whose ``claims_object`` takes it);
+    ``outputs`` and ``classes`` are as for :class:`ModelFile`; ``trust`` is passed on to
+    the reference models' files an attack reads. The model runs on the CPU.
+    """
+
+    model: object
+    loader: str | None = None
+    outputs: OutputKind | None = None
+    classes: Sequence[object] | None = None
+    trust: bool = False
+
+    #: Objects run where they are, on the CPU.
+    device = CPU
+    base_model = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "classes", _checked_classes(self.classes))
+
+    @property
+    def path(self) -> Path:
+        """How messages name the model: its type (an object has no path; no file is read)."""
+        return Path(type_name(self.model))
+
+    @property
+    def outputs_requested(self) -> bool:
+        """Whether the user chose how the model's outputs are read."""
+        return self.outputs is not None
+
+    def located(self) -> None:
+        """An object is where it is: nothing to find."""
+        return
+
+    def load(self) -> LoadedAuditModel:
+        """The object loaded by the loader that claims it (or the one named)."""
+        from epsstar.audit.model.plugins import get_loader, loader_for_object
+
+        if self.loader is None:
+            plugin, info = loader_for_object(self.model)
+        else:
+            plugin, info = get_loader(self.loader)
+            claims = getattr(plugin, "claims_object", None)
+            if not (callable(claims) and claims(self.model)):
+                raise InvalidInputError(
+                    f"the {info.name} loader must take the model object. Found a "
+                    f"{type_name(self.model)}."
+                )
+        model = getattr(plugin, "load_object")(self.model, outputs=self.outputs)  # noqa: B009
+        identity = getattr(model, "identity", None)
+        if not isinstance(identity, ObjectIdentity):
+            raise InvalidInputError(
+                f"loader plugin {info.name!r} must give the models it loads from objects an "
+                f"identity (ObjectIdentity). Found {identity!r}."
+            )
+        classes, source = _settled_classes(self.classes, model)
+        return LoadedAuditModel(model, info, classes, source, identity=identity)

@@ -22,9 +22,10 @@ by the loaders themselves, when a file is loaded.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -46,10 +47,12 @@ __all__ = [
     "LoadedModel",
     "LoaderInfo",
     "ModelLoader",
+    "ObjectIdentity",
     "OutputKind",
     "available_loaders",
     "get_loader",
     "import_optional",
+    "loader_for_object",
     "loader_for_path",
     "loader_for_url",
     "register_loader",
@@ -151,6 +154,15 @@ class ModelLoader(Protocol):
     claims (``("http", "https")``), and ``load_url(url, *, outputs=None, serving=...)``
     (``serving``: a :class:`~epsstar.audit.inputs.served.Serving`); its ``suffixes`` may
     then be empty.
+
+    A loader that also takes fitted models in memory (a notebook's estimator, ``nn.Module``
+    or booster) has two more members, as it has ``suffixes`` for files:
+    ``claims_object(obj) -> bool``, true for the objects it loads (it must not import a
+    library to answer: an object of a library not yet imported is none of its), and
+    ``load_object(obj, *, outputs=None) -> LoadedModel``, which returns the same model its
+    :meth:`load` returns for the object saved to a file, with an ``identity``
+    (:class:`ObjectIdentity`): an object is not a file, so the result says its type and a
+    digest of a deterministic serialisation instead of a path.
     """
 
     name: str
@@ -168,6 +180,38 @@ class ModelLoader(Protocol):
         corrupt files raise :class:`~epsstar.exceptions.InputFileError`.
         """
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectIdentity:
+    """What an in-memory model is: its type, and the SHA-256 of ``hashed`` (how the loader
+    serialised it, deterministically), or ``None`` when it could not be serialised."""
+
+    type: str
+    sha256: str | None
+    hashed: str
+
+    @classmethod
+    def of(cls, obj: object, hashed: str, serialise: Callable[[], bytes]) -> ObjectIdentity:
+        """The identity of ``obj``, whose bytes ``serialise()`` returns (``hashed`` says what
+        they are); a serialisation that fails leaves the object not hashed."""
+        try:
+            digest: str | None = hashlib.sha256(serialise()).hexdigest()
+        except Exception:
+            digest = None
+        return cls(type_name(obj), digest, hashed)
+
+    @property
+    def described(self) -> str:
+        """How the result names the model: ``in memory: TYPE (SHA-256 of ...)``."""
+        how = f"SHA-256 of {self.hashed}" if self.sha256 is not None else "not hashed"
+        return f"in memory: {self.type} ({how})"
+
+
+def type_name(obj: object) -> str:
+    """The qualified name of ``obj``'s type, e.g. ``sklearn.pipeline.Pipeline``."""
+    kind = type(obj)
+    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,6 +488,41 @@ def loader_for_path(path: Path) -> tuple[ModelLoader, LoaderInfo]:
             f"the model file's suffix must match a loader ({listing}); name the loader to "
             f"use otherwise. Found {path.name!r}."
         )
+
+
+def loader_for_object(obj: object) -> tuple[ModelLoader, LoaderInfo]:
+    """The one loader whose ``claims_object(obj)`` is true (see :class:`ModelLoader`).
+
+    Every plugin is imported to ask it; an object no loader claims, or more than one, is
+    refused naming its type and the loaders that take objects.
+    """
+    _discover()
+    with _lock:
+        takers: list[str] = []
+        claims: list[tuple[ModelLoader, LoaderInfo]] = []
+        for name in sorted(_entries):
+            try:
+                loader = _instantiate(name, _entries[name])
+            except InvalidInputError:
+                continue
+            claims_object = getattr(loader, "claims_object", None)
+            if not callable(claims_object) or not callable(getattr(loader, "load_object", None)):
+                continue
+            takers.append(name)
+            if claims_object(obj):
+                claims.append((loader, _entries[name].info))
+    if len(claims) == 1:
+        return claims[0]
+    if claims:
+        names = ", ".join(info.name for _, info in claims)
+        raise InvalidInputError(
+            f"the model object must be claimed by exactly one loader; name the loader to use. "
+            f"Found a {type_name(obj)}, claimed by {names}."
+        )
+    raise InvalidInputError(
+        f"the model must be a path or a fitted model a loader takes (loaders of objects: "
+        f"{', '.join(takers) or 'none installed'}). Found a {type_name(obj)}."
+    )
 
 
 def register_loader(name: str, loader: Any, *, force: bool = False) -> LoaderInfo:

@@ -89,7 +89,8 @@ class TrainingAuditSetup:
     ``runs`` without the canary, the threat models, the claim (``None``: the runs' own), the
     confidence, which bound decides, the seed, the ``work`` folder to resume from, ``k``:
     the one-run guesses k₊ = k₋ fixed by the design (``None``: :func:`choose_k`'s rule), and
-    ``guesses``: the one-run guessing rule (:mod:`~epsstar.statistics.auditing.guess_rules`)."""
+    ``guesses``: the one-run guessing rule (:mod:`~epsstar.statistics.auditing.guess_rules`);
+    ``table_names``: how messages name ``train`` and ``population``."""
 
     train: Path
     population: Path
@@ -106,6 +107,9 @@ class TrainingAuditSetup:
     work: Path | None = None
     k: int | None = None
     guesses: GuessRule = "symmetric"
+    #: How messages name the two tables (the options of the command line, or the objects of
+    #: the Python API: ``the training DataFrame``).
+    table_names: tuple[str, str] = ("--train", "--population")
 
     @property
     def many(self) -> bool:
@@ -510,8 +514,9 @@ def audit_training(
     start = time.perf_counter()
     say = on_phase or (lambda _: None)
     chosen = _check_setup(procedure, setup)
-    frames = (read_frame(setup.train, "--train"), read_frame(setup.population, "--population"))
-    for frame, option in zip(frames, ("--train", "--population"), strict=True):
+    names = setup.table_names
+    frames = (read_frame(setup.train, names[0]), read_frame(setup.population, names[1]))
+    for frame, option in zip(frames, names, strict=True):
         check_columns(frame, option, setup.label_column, setup.features)
     digests = (FileDigest.of(setup.train), FileDigest.of(setup.population))
     say("drawing the canaries")

@@ -4,32 +4,43 @@ A :class:`Procedure` receives a :class:`RunRequest` — the run's training table
 rows and the canaries included in this run), the tables of every canary record, which gradient
 canaries the run includes, the threat models to score — and returns :class:`RunScores`: one
 score per canary for each threat model, what the run claims (:class:`Claim`) and the model it
-made. :class:`CommandProcedure` runs a command template; epsstar's own trainer is
+made. :class:`CommandProcedure` runs a command template, :class:`CallableProcedure` a Python
+function (a notebook's trainer); epsstar's own trainer is
 ``epsstar.training.threat_models.OwnTrainer``. Procedures travel to worker processes and Dask
 workers by pickling, so they are frozen records of module-level classes.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
-from epsstar.audit.model.loading import ModelFile
+from epsstar.audit.model.loading import ModelFile, ModelObject
 from epsstar.audit.model.plugins import OutputKind
 from epsstar.audit.training_audit.command import CommandTemplate, run_command
+from epsstar.audit.training_audit.frames import read_frame
 from epsstar.audit.training_audit.saved_model import find_saved_model
 from epsstar.audit.training_audit.scoring import score_canaries
 from epsstar.audit.training_audit.threat_models import CanaryKind, ThreatModelName, threat_model
-from epsstar.exceptions import EpsstarError, InputFileError
+from epsstar.exceptions import EpsstarError, InputFileError, InvalidInputError
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.json_types import JsonObject, JsonValue
 
-__all__ = ["Claim", "CommandProcedure", "Procedure", "RunRequest", "RunScores"]
+__all__ = [
+    "CallableProcedure",
+    "Claim",
+    "CommandProcedure",
+    "Procedure",
+    "RunRequest",
+    "RunScores",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,3 +219,68 @@ class CommandProcedure:
                 "the saved model's epsstar.privacy metadata (training.json of epsstar train)",
             )
         return RunScores(scores, claim, scored.describe(), seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class CallableProcedure:
+    """A Python function that trains: ``trainer(train_frame) -> fitted model``, or
+    ``trainer(train_frame, seed=...)`` when it takes a ``seed`` (the run's, as ``{seed}`` of a
+    command). Each run hands it its training table as the command gets it (``--train``'s rows
+    and the canaries it includes, shuffled), read into a pandas DataFrame; the model it returns
+    is loaded by the loader that claims it and scored as a command's saved model is: the
+    black-box threat models. Runs are done in this process, one after the other."""
+
+    trainer: Callable[..., Any]
+    label_column: str
+    features: tuple[str, ...] | None = None
+    loader: str | None = None
+    outputs: OutputKind | None = None
+
+    def describe(self) -> JsonObject:
+        name = getattr(self.trainer, "__qualname__", type(self.trainer).__qualname__)
+        module = getattr(self.trainer, "__module__", None) or type(self.trainer).__module__
+        return {
+            "kind": "callable",
+            "trainer": f"{module}.{name}",
+            "loader": self.loader,
+            "outputs": self.outputs,
+        }
+
+    def serves(self) -> tuple[ThreatModelName, ...]:
+        return ("input", "crafted")
+
+    def gradient_capacity(self) -> int:
+        return 0
+
+    def claim(self, n_records: int) -> Claim | None:
+        return None
+
+    def _takes_seed(self) -> bool:
+        try:
+            return "seed" in inspect.signature(self.trainer).parameters
+        except (TypeError, ValueError):  # a callable whose signature cannot be read
+            return False
+
+    def run(self, request: RunRequest) -> RunScores:
+        frame = read_frame(request.train, "the run's training table")
+        seed = {"seed": request.seed} if self._takes_seed() else {}
+        started = time.perf_counter()
+        try:
+            model = self.trainer(frame, **seed)
+        except Exception as error:
+            reason = (str(error).strip().splitlines() or [""])[0][:200]
+            raise InvalidInputError(
+                f"the trainer must return a fitted model for run {request.index + 1}. Found "
+                f"{type(error).__name__}: {reason}"
+            ) from error
+        seconds = time.perf_counter() - started
+        scored = score_canaries(
+            ModelObject(model, self.loader, self.outputs),
+            request.canaries,
+            self.label_column,
+            self.features,
+        )
+        scores = {
+            name: scored.losses[threat_model(name).canaries] for name in request.threat_models
+        }
+        return RunScores(scores, None, scored.describe(), seconds)

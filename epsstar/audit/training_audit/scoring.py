@@ -19,7 +19,7 @@ from epsstar.audit.data.files import sha256_of
 from epsstar.audit.data.reading import Tables
 from epsstar.audit.engines.streaming import stream_table
 from epsstar.audit.model.declared_privacy import DeclaredPrivacy
-from epsstar.audit.model.loading import ModelFile
+from epsstar.audit.model.loading import ModelFile, ModelObject
 from epsstar.audit.training_audit.threat_models import CanaryKind
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.json_types import JsonObject
@@ -43,12 +43,13 @@ class ScoredModel:
 
 
 def score_canaries(
-    model: ModelFile,
+    model: ModelFile | ModelObject,
     tables: Mapping[CanaryKind, Path],
     label_column: str,
     features: tuple[str, ...] | None = None,
 ) -> ScoredModel:
-    """The logit loss of every canary of each table in ``tables`` (by canary kind)."""
+    """The logit loss of every canary of each table in ``tables`` (by canary kind); a model in
+    memory is identified by its type and the digest of its serialisation instead of a file."""
     loaded = model.load()
     losses: dict[CanaryKind, FloatArray] = {}
     for kind, path in tables.items():
@@ -61,10 +62,11 @@ def score_canaries(
         )
         losses[kind] = streamed.losses
     declared = getattr(loaded.model, "declared_privacy", None)
+    identity = loaded.identity
     return ScoredModel(
         losses=losses,
-        model=model.path.name,
-        sha256=sha256_of(model.path),
+        model=model.path.name if identity is None else identity.described,
+        sha256=sha256_of(model.path) if identity is None else identity.sha256 or "not hashed",
         loader=loaded.loader.name,
         declared=declared if isinstance(declared, DeclaredPrivacy) else None,
     )
