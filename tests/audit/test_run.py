@@ -375,7 +375,7 @@ BAD_AUDITS = [
         ["--json", "nolabel.csv/dir.json"],
         "is a file, not a folder",
     ),
-    ("loader", ONNX, TRAIN, POPULATION, ["--loader", "nosuch"], "onnx, sklearn"),
+    ("loader", ONNX, TRAIN, POPULATION, ["--loader", "nosuch"], "onnx, served, sklearn"),
     ("batch size", ONNX, TRAIN, POPULATION, ["--batch-size", "0"], "--batch-size must be"),
     ("delta", ONNX, TRAIN, POPULATION, ["--delta", "2"], "delta must be in"),
     ("interval", ONNX, TRAIN, POPULATION, ["--interval", "1.5"], "interval must be in"),
