@@ -32,7 +32,7 @@ __all__ = ["SCHEMA_VERSION", "AuditResult"]
 #: Version of the JSON documents the CLI writes (``audit``, ``epsilon``, ``audit-many``,
 #: the demo's ``results.json``), stated by the schemas in ``epsstar/schemas/``. It changes
 #: when a key those schemas fix is added, removed or renamed, or changes meaning.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 @dataclass(frozen=True, slots=True)
