@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import copy
 import re
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from epsstar.audit.inputs.torchscript_deprecation import torchscript_deprecation_silenced
 from epsstar.audit.model.class_labels import (
     CLASSES_KEY,
     FEATURES_KEY,
@@ -243,9 +243,7 @@ class TorchScriptLoader:
             check_archive_code(path)
         extra = {CLASSES_KEY: "", FEATURES_KEY: "", OUTPUTS_KEY: "", PRIVACY_KEY: ""}
         try:
-            with warnings.catch_warnings():
-                # TorchScript is the format being read; its deprecation is not the user's to fix
-                warnings.filterwarnings("ignore", category=DeprecationWarning)
+            with torchscript_deprecation_silenced():
                 module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
         except Exception as error:
             first = first_line(error)

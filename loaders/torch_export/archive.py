@@ -1,7 +1,7 @@
 """What ``torch.export.load`` deserialises from a ``.pt2`` archive, checked before it loads.
 
 ``torch.export.load`` reads two layouts, and may read both in one call: the current one
-(torch 2.7 and later: ``load_pt2`` reads the records under the archive's root folder with
+(written since torch 2.8: ``load_pt2`` reads the records under the archive's root folder with
 torch's own zip reader) and, when that raises ``RuntimeError``, the older one (flat entry
 names read with Python's ``zipfile``). By the loader's own rules (``torch/export/__init__.py``,
 ``torch/export/pt2_archive/_package.py``, ``torch/_export/serde/serialize.py``), these reach
@@ -10,24 +10,26 @@ code that can import or call:
 * current layout, for every program ``models/<name>.json``: its sample inputs
   ``data/sample_inputs/<name>.pt`` and the single-file weights and constants
   ``data/weights/<name>.pt``, ``data/constants/<name>.pt`` are read by ``torch.load`` with
-  ``weights_only=True`` and, when that fails, again with ``weights_only=False``; each payload
-  of ``data/weights/<name>_weights_config.json`` and ``data/constants/<name>_constants_config.json``
+  ``weights_only=True`` and, when that fails, again with ``weights_only=False`` (torch 2.9
+  reads them with ``weights_only=False`` at once); each payload of
+  ``data/weights/<name>_weights_config.json`` and ``data/constants/<name>_constants_config.json``
   marked ``use_pickle`` is read with ``weights_only=False``; a constant stored as a custom
   object (``custom_obj_*``, torch's own unpickler) or an opaque one (``opaque_obj_*``,
   ``pickle.loads``) is unpickled; anything under ``data/aotinductor/`` is a compiled
   library that loading maps into the process;
 * older layout: ``serialized_state_dict.json`` or ``.pt``, ``serialized_constants.json`` or
-  ``.pt`` and ``serialized_example_inputs.pt`` are read by ``torch.load`` with
-  ``weights_only=True``, then ``weights_only=False``;
+  ``.pt`` and ``serialized_example_inputs.pt`` are read by ``torch.load`` as in the
+  current layout;
 * both: every symbolic expression of the program (an ``expr_str`` of ``models/<name>.json``
   or ``serialized_exported_program.json``) is parsed by ``sympy.sympify``, which evaluates
   it as Python.
 
 Without trust (``--trust-model``), each entry torch would pass to ``torch.load`` must load
 here with ``weights_only=True``: then torch's first attempt succeeds and it never falls back,
-and a ``use_pickle`` payload that torch's weights-only unpickler accepts imports and calls
-nothing beyond what that unpickler allows. Custom and opaque objects and compiled libraries
-are refused, and every expression, parsed as Python (:mod:`ast`) without being run, must be
+and an entry torch reads with ``weights_only=False`` (a ``use_pickle`` payload, and with torch
+2.9 every entry) that torch's weights-only unpickler accepts imports and calls nothing beyond
+what that unpickler allows. Custom and opaque objects and compiled libraries are refused, and
+every expression, parsed as Python (:mod:`ast`) without being run, must be
 arithmetic: integers of at most 40 digits, shape symbols (``s0``, ``Symbol('s0', ...)``),
 operators, comparisons and calls of :data:`EXPRESSION_FUNCTIONS` with constant keywords,
 a power only of a symbol by an integer from -99 to 99, and text only as a symbol's name or a

@@ -4,8 +4,8 @@ Each case runs one ``epsstar`` command in this process on the shipped fixtures a
 its exit code, standard output, standard error and every file it writes (JSON, HTML). The
 outputs are normalised before they are kept or compared: the checkout's and the run's
 folders become ``<ROOT>`` and ``<OUT>``, and what changes from run to run (the time of
-day, durations, the Python and epsstar versions, zip and file digests of files written
-in the run) is dropped.
+day, durations, the Python and epsstar versions, the library versions a training run
+records, zip and file digests of files written in the run) is dropped.
 
 Numbers are compared with a relative tolerance of 1e-6 by default: a change of the code
 moves an Epsilon* by far more, while a new release of numpy or scipy may move the last
@@ -48,6 +48,7 @@ VOLATILE_KEYS = frozenset(
         "seconds_per_epoch",
         "wall_time_seconds",
         "threads",
+        "versions",
     }
 )
 #: Relative tolerance of numbers (see the module docstring).

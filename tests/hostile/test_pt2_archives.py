@@ -89,7 +89,7 @@ def _current(program: Any, path: Path, change: Callable[[dict[str, bytes]], None
 
 
 def _older(program: Any, path: Path, change: Callable[[dict[str, bytes]], None]) -> Path:
-    """The layout torch wrote before 2.7 (flat entries), with its entries changed."""
+    """The layout torch wrote before 2.8 (flat entries), with its entries changed."""
     from torch._export.serde.schema import SCHEMA_VERSION
     from torch._export.serde.serialize import serialize
 
@@ -224,6 +224,13 @@ CASES: dict[str, tuple[Callable[..., Path], Callable[[Path], Any], str]] = {
 }  # fmt: skip
 
 
+def _torch_reads(case: str) -> bool:
+    """Whether this torch reads the entry the case plants (opaque constants: from torch 2.13)."""
+    from torch.export.pt2_archive import constants
+
+    return case != "current opaque constant" or hasattr(constants, "OPAQUE_OBJ_FILENAME_PREFIX")
+
+
 def _hostile(program: Any, case: str, folder: Path) -> tuple[Path, Path, str]:
     layout, change, words = CASES[case]
     marker = folder / "marker"
@@ -256,6 +263,8 @@ def test_the_payload_runs_only_with_trust(program: Any, case: str, tmp_path: Pat
     with pytest.raises(InvalidInputError, match=f"{words}.*--trust-model"):
         TorchExportLoader().load(path)
     assert not marker.exists()
+    if not _torch_reads(case):
+        pytest.skip(f"torch {torch.__version__} reads no opaque constants: no attack to run")
     with contextlib.suppress(Exception):  # torch may fail once the payload ran
         TorchExportLoader().load(path, trust=True)
     assert marker.exists(), "the crafted archive is no attack: its payload did not run"

@@ -28,7 +28,6 @@ import dataclasses
 import io
 import json
 import os
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ import numpy as np
 import torch
 
 from epsstar.audit.data.files import atomic_write_bytes
+from epsstar.audit.inputs.torchscript_deprecation import torchscript_deprecation_silenced
 from epsstar.audit.model.class_labels import (
     CLASSES_KEY,
     FEATURES_KEY,
@@ -227,8 +227,7 @@ def export_torchscript(
     """
     extra = {**_metadata(classes, feature_names, privacy), OUTPUTS_KEY: ONNX_LOGITS}
     buffer = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
+    with torchscript_deprecation_silenced():
         scripted = torch.jit.script(ExportedLogits(model).eval())
         torch.jit.save(scripted, buffer, _extra_files=extra)
     atomic_write_bytes(path, buffer.getvalue())
