@@ -268,3 +268,21 @@ def test_reports_render_typed_records_without_to_dict() -> None:
         if path.is_file() and "to_dict" in path.read_text(encoding="utf-8", errors="replace")
     ]
     assert not found, f"to_dict() under reports/: {found}"
+
+
+def test_the_only_reference_to_a_layer_above_by_name_is_the_callable_audit_package() -> None:
+    """import-linter sees imports, not names handed to importlib. Below the Python API,
+    ``epsstar.audit``'s call (a callable package: only the package object can answer
+    ``epsstar.audit(...)`` in every import order) is the one place that names a module of a
+    layer above it; anything else would be a way around the layers."""
+    root = Path(__file__).resolve().parents[1]
+    above = re.compile(r"import_module\(\s*[\"'](epsstar\.(?:api|cli)[\w.]*)[\"']")
+    found = sorted(
+        (str(path.relative_to(root)), name)
+        for folder in ("epsstar", "loaders", "reports")
+        for path in (root / folder).rglob("*.py")
+        if not path.is_relative_to(root / "epsstar" / "api")
+        and not path.is_relative_to(root / "epsstar" / "cli")
+        for name in above.findall(path.read_text(encoding="utf-8"))
+    )
+    assert found == [("epsstar/audit/__init__.py", "epsstar.api")]
