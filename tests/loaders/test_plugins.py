@@ -111,7 +111,7 @@ def test_get_loader_returns_instances_meeting_the_protocol() -> None:
 def test_unknown_loader_lists_the_available_names() -> None:
     with pytest.raises(
         InvalidInputError,
-        match=r"lightgbm, onnx, sklearn, .*torchscript, xgboost\. Found 'tflite'\.",
+        match=r"lightgbm, onnx, served, sklearn, .*torchscript, xgboost\. Found 'tflite'\.",
     ):
         get_loader("tflite")
 
