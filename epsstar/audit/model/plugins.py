@@ -414,32 +414,66 @@ def _matches(path: Path, suffixes: tuple[str, ...]) -> int:
     return max((len(s) for s in suffixes if file_name.endswith(s.lower())), default=0)
 
 
-def _folder_loader(path: Path) -> tuple[ModelLoader, LoaderInfo]:
-    """The one loader that reads the model folder ``path`` (``reads_folder(path)`` true)."""
-    claims: list[tuple[ModelLoader, LoaderInfo]] = []
-    readers: list[str] = []
+@dataclass(frozen=True, slots=True)
+class _Claims:
+    """What every installed loader answered: those that ``claimed`` the thing, those able to
+    claim such things at all (``able``, as a message lists them) and those that failed to
+    import (``broken``)."""
+
+    claimed: tuple[tuple[ModelLoader, LoaderInfo], ...]
+    able: tuple[str, ...]
+    broken: tuple[str, ...]
+
+    def the_one(self, what: str, found: str, none: str) -> tuple[ModelLoader, LoaderInfo]:
+        """The single claim; else a one-line error: ``what`` claimed by several loaders, or
+        ``none`` (a message that ends with ``found``) when no loader claimed it."""
+        if len(self.claimed) == 1:
+            return self.claimed[0]
+        if self.claimed:
+            names = ", ".join(info.name for _, info in self.claimed)
+            raise InvalidInputError(
+                f"{what} must be claimed by exactly one loader; name the loader to use. "
+                f"Found {found}, claimed by {names}."
+            )
+        raise InvalidInputError(none)
+
+
+def _claims(
+    able: Callable[[str, ModelLoader], str | None], claims: Callable[[ModelLoader], bool]
+) -> _Claims:
+    """Ask every installed loader (imported to ask it; hold ``_lock``): ``able`` names a
+    loader that can claim such things (``None``: it cannot, and is not asked), ``claims``
+    says whether it claims this one."""
+    claimed: list[tuple[ModelLoader, LoaderInfo]] = []
+    listed: list[str] = []
+    broken: list[str] = []
     for name in sorted(_entries):
         try:
             loader = _instantiate(name, _entries[name])
         except InvalidInputError:
+            broken.append(name)
             continue
-        reads = getattr(loader, "reads_folder", None)
-        if callable(reads):
-            readers.append(name)
-            if reads(path):
-                claims.append((loader, _entries[name].info))
-    if len(claims) == 1:
-        return claims[0]
-    if claims:
-        names = ", ".join(info.name for _, info in claims)
-        raise InvalidInputError(
-            f"the model folder must be read by exactly one loader; name the loader to use. "
-            f"Found {str(path)!r}, claimed by {names}."
-        )
-    raise InvalidInputError(
+        label = able(name, loader)
+        if label is None:
+            continue
+        listed.append(label)
+        if claims(loader):
+            claimed.append((loader, _entries[name].info))
+    return _Claims(tuple(claimed), tuple(listed), tuple(broken))
+
+
+def _folder_loader(path: Path) -> tuple[ModelLoader, LoaderInfo]:
+    """The one loader that reads the model folder ``path`` (``reads_folder(path)`` true)."""
+    found = _claims(
+        lambda name, loader: name if callable(getattr(loader, "reads_folder", None)) else None,
+        lambda loader: bool(getattr(loader, "reads_folder")(path)),  # noqa: B009
+    )
+    return found.the_one(
+        "the model folder",
+        repr(str(path)),
         f"the model folder must be one that a loader reads (loaders of folders: "
-        f"{', '.join(readers) or 'none installed'}; a Hugging Face model folder holds a "
-        f"config.json, an MLflow model folder an MLmodel file). Found {str(path)!r}."
+        f"{', '.join(found.able) or 'none installed'}; a Hugging Face model folder holds a "
+        f"config.json, an MLflow model folder an MLmodel file). Found {str(path)!r}.",
     )
 
 
@@ -497,31 +531,22 @@ def loader_for_object(obj: object) -> tuple[ModelLoader, LoaderInfo]:
     refused naming its type and the loaders that take objects.
     """
     _discover()
+
+    def takes_objects(name: str, loader: ModelLoader) -> str | None:
+        claims = getattr(loader, "claims_object", None)
+        takes = callable(claims) and callable(getattr(loader, "load_object", None))
+        return name if takes else None
+
+    def claims(loader: ModelLoader) -> bool:
+        return bool(getattr(loader, "claims_object")(obj))  # noqa: B009
+
     with _lock:
-        takers: list[str] = []
-        claims: list[tuple[ModelLoader, LoaderInfo]] = []
-        for name in sorted(_entries):
-            try:
-                loader = _instantiate(name, _entries[name])
-            except InvalidInputError:
-                continue
-            claims_object = getattr(loader, "claims_object", None)
-            if not callable(claims_object) or not callable(getattr(loader, "load_object", None)):
-                continue
-            takers.append(name)
-            if claims_object(obj):
-                claims.append((loader, _entries[name].info))
-    if len(claims) == 1:
-        return claims[0]
-    if claims:
-        names = ", ".join(info.name for _, info in claims)
-        raise InvalidInputError(
-            f"the model object must be claimed by exactly one loader; name the loader to use. "
-            f"Found a {type_name(obj)}, claimed by {names}."
-        )
-    raise InvalidInputError(
+        found = _claims(takes_objects, claims)
+    return found.the_one(
+        "the model object",
+        f"a {type_name(obj)}",
         f"the model must be a path or a fitted model a loader takes (loaders of objects: "
-        f"{', '.join(takers) or 'none installed'}). Found a {type_name(obj)}."
+        f"{', '.join(found.able) or 'none installed'}). Found a {type_name(obj)}.",
     )
 
 
@@ -567,32 +592,21 @@ def loader_for_url(url: str) -> tuple[ModelLoader, LoaderInfo]:
 
     scheme = urlsplit(url).scheme.lower()
     _discover()
+
+    def schemes_of(loader: ModelLoader) -> tuple[str, ...]:
+        return tuple(str(s).lower() for s in getattr(loader, "schemes", ()))
+
+    def lists_schemes(name: str, loader: ModelLoader) -> str | None:
+        schemes = schemes_of(loader)
+        return f"{name} ({', '.join(schemes)})" if schemes else None
+
     with _lock:
-        claims: list[tuple[ModelLoader, LoaderInfo]] = []
-        listed: list[str] = []
-        broken: list[str] = []
-        for name in sorted(_entries):
-            try:
-                loader = _instantiate(name, _entries[name])
-            except InvalidInputError:
-                broken.append(name)
-                continue
-            schemes = tuple(getattr(loader, "schemes", ()))
-            if schemes:
-                listed.append(f"{name} ({', '.join(schemes)})")
-            if scheme in (s.lower() for s in schemes):
-                claims.append((loader, _entries[name].info))
-        if len(claims) == 1:
-            return claims[0]
-        listing = "; ".join(listed) or "(none installed)"
-        if broken:
-            listing += f"; not importable: {', '.join(broken)}"
-        if claims:
-            names = ", ".join(info.name for _, info in claims)
-            raise InvalidInputError(
-                f"a model URL's scheme must be claimed by exactly one loader; name the loader "
-                f"to use. Found {scheme!r}, claimed by {names}."
-            )
-        raise InvalidInputError(
-            f"a model URL's scheme must be one a loader claims ({listing}). Found {scheme!r}."
-        )
+        found = _claims(lists_schemes, lambda loader: scheme in schemes_of(loader))
+    listing = "; ".join(found.able) or "(none installed)"
+    if found.broken:
+        listing += f"; not importable: {', '.join(found.broken)}"
+    return found.the_one(
+        "a model URL's scheme",
+        repr(scheme),
+        f"a model URL's scheme must be one a loader claims ({listing}). Found {scheme!r}.",
+    )
