@@ -61,8 +61,36 @@ def _premise(document: JsonObject) -> str:
     return "fails: the records alone tell the tables apart (docs/premise.md)"
 
 
-@dataclass(frozen=True, slots=True)
-class NotebookResult:
+class _Shown:
+    """What both notebook results share: a text and an HTML form of their summary rows, and
+    the JSON their command writes."""
+
+    __slots__ = ()
+
+    def rows(self) -> list[tuple[str, str]]:
+        raise NotImplementedError
+
+    def to_dict(self) -> JsonObject:
+        raise NotImplementedError
+
+    def _warnings(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return "\n".join(f"{what}: {value}" for what, value in self.rows())
+
+    def _repr_html_(self) -> str:
+        """The compact summary as an HTML table, for Jupyter."""
+        return _table(self.rows(), self._warnings())
+
+    def write_json(self, path: str | os.PathLike[str]) -> Path:
+        """Write the JSON document of the command's ``--json`` to ``path`` at once."""
+        atomic_write_json(path, self.to_dict())
+        return Path(path)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class NotebookResult(_Shown):
     """An audit's result as a notebook holds it; ``result`` is the full
     :class:`~epsstar.audit.output.result.AuditResult`, whose attributes are read through
     this object too (``epsilon_star``, ``lower_bound``, ``provenance``...)."""
@@ -97,17 +125,8 @@ class NotebookResult:
              f"{provenance['population']} ({document['n_population']:,} rows)"),
         ]  # fmt: skip
 
-    def __repr__(self) -> str:
-        return "\n".join(f"{what}: {value}" for what, value in self.rows())
-
-    def _repr_html_(self) -> str:
-        """The compact summary as an HTML table, for Jupyter."""
-        return _table(self.rows(), self.result.warnings)
-
-    def write_json(self, path: str | os.PathLike[str]) -> Path:
-        """Write the JSON document of ``epsstar audit --json`` to ``path`` at once."""
-        atomic_write_json(path, self.to_dict())
-        return Path(path)
+    def _warnings(self) -> tuple[str, ...]:
+        return self.result.warnings
 
     def write_html(self, path: str | os.PathLike[str]) -> Path:
         """Write the HTML report of ``epsstar audit --report`` to ``path`` at once."""
@@ -116,8 +135,8 @@ class NotebookResult:
         return render(self.result, Path(path))
 
 
-@dataclass(frozen=True, slots=True)
-class NotebookTrainingResult:
+@dataclass(frozen=True, slots=True, repr=False)
+class NotebookTrainingResult(_Shown):
     """A training procedure's audit as a notebook holds it; ``result`` is the full
     :class:`~epsstar.audit.training_audit.result.TrainingAuditResult`, whose attributes are
     read through this object too (``refuted``, ``epsilon_lower_bound``, ``threat_models``...)."""
@@ -147,17 +166,8 @@ class NotebookTrainingResult:
             ("design", design + ("s" if runs != 1 else "")),
         ]  # fmt: skip
 
-    def __repr__(self) -> str:
-        return "\n".join(f"{what}: {value}" for what, value in self.rows())
-
-    def _repr_html_(self) -> str:
-        """The compact summary as an HTML table, for Jupyter."""
-        return _table(self.rows(), self.result.warnings)
-
-    def write_json(self, path: str | os.PathLike[str]) -> Path:
-        """Write the JSON document of ``epsstar audit-training --json`` to ``path`` at once."""
-        atomic_write_json(path, self.to_dict())
-        return Path(path)
+    def _warnings(self) -> tuple[str, ...]:
+        return self.result.warnings
 
     def write_html(self, path: str | os.PathLike[str]) -> Path:
         """Write the HTML report of ``epsstar audit-training --report`` to ``path`` at once."""
