@@ -165,8 +165,24 @@ class Procedure(Protocol):
         ...
 
 
+class _BlackBox:
+    """What a procedure seen only through the model it saves answers: the black-box threat
+    models, no gradient canaries, and no claim of its own (its model file may state one)."""
+
+    __slots__ = ()
+
+    def serves(self) -> tuple[ThreatModelName, ...]:
+        return ("input", "crafted")
+
+    def gradient_capacity(self) -> int:
+        return 0
+
+    def claim(self, n_records: int) -> Claim | None:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
-class CommandProcedure:
+class CommandProcedure(_BlackBox):
     """A command template (:mod:`.command`) whose saved model (:mod:`.saved_model`) is scored
     through the final model's predictions (:mod:`.scoring`): the black-box threat models."""
 
@@ -185,15 +201,6 @@ class CommandProcedure:
             "loader": self.loader,
             "outputs": self.outputs,
         }
-
-    def serves(self) -> tuple[ThreatModelName, ...]:
-        return ("input", "crafted")
-
-    def gradient_capacity(self) -> int:
-        return 0
-
-    def claim(self, n_records: int) -> Claim | None:
-        return None
 
     def run(self, request: RunRequest) -> RunScores:
         out = request.scratch / "out"
@@ -222,7 +229,7 @@ class CommandProcedure:
 
 
 @dataclass(frozen=True, slots=True)
-class CallableProcedure:
+class CallableProcedure(_BlackBox):
     """A Python function that trains: ``trainer(train_frame) -> fitted model``, or
     ``trainer(train_frame, seed=...)`` when it takes a ``seed`` (the run's, as ``{seed}`` of a
     command). Each run hands it its training table as the command gets it (``--train``'s rows
@@ -245,15 +252,6 @@ class CallableProcedure:
             "loader": self.loader,
             "outputs": self.outputs,
         }
-
-    def serves(self) -> tuple[ThreatModelName, ...]:
-        return ("input", "crafted")
-
-    def gradient_capacity(self) -> int:
-        return 0
-
-    def claim(self, n_records: int) -> Claim | None:
-        return None
 
     def _takes_seed(self) -> bool:
         try:
