@@ -90,7 +90,7 @@ def test_train_summary_without_quiet(
     ("change", "message"),
     [
         ({"--data": "missing.csv"}, "data file must exist and be a file"),
-        ({"--label-column": "nope"}, "label column 'nope' must be one of the file's columns"),
+        ({"--label-column": "nope"}, "label column 'nope' must be one of its columns"),
         ({"--batch-size": "5000"}, "--batch-size must be at most the number of training records"),
         ({"--target-epsilon": "0.001", "--max-noise-multiplier": "5"}, "cannot be reached"),
         ({"--hidden": "10,x"}, "--hidden must be comma-separated positive integers"),

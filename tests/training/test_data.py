@@ -51,7 +51,7 @@ def test_labels_sorted_numerically_and_float_integers_merged(tmp_path: Path) -> 
             "x,y\n1,0\n2,1\n",
             "z",
             InputFileError,
-            r"label column 'z' must be one of the file's columns. Found columns 'x', 'y'\.",
+            r"label column 'z' must be one of its columns. Found columns 'x', 'y'\.",
         ),
         ("x,s,y\n1,a,0\n2,b,1\n", "y", InvalidInputError, "feature column 's' must be numeric"),
         ("x,y\n1,0\n,1\n", "y", InvalidInputError, "feature column 'x' must be finite"),

@@ -1030,7 +1030,7 @@ def _select(schema: TableSchema, label_column: str, features: Sequence[str] | No
     path, available = schema.path, schema.columns
     if label_column not in available:
         raise InputFileError(
-            f"{path}: label column {label_column!r} must be one of the file's columns. Found "
+            f"{path}: label column {label_column!r} must be one of its columns. Found "
             f"columns {_shown(available)}."
         )
     if features is None:
@@ -1044,7 +1044,7 @@ def _select(schema: TableSchema, label_column: str, features: Sequence[str] | No
         missing = [name for name in names if name not in available]
         if missing:
             raise InputFileError(
-                f"{path}: feature column {missing[0]!r} must be one of the file's columns. "
+                f"{path}: feature column {missing[0]!r} must be one of its columns. "
                 f"Found columns {_shown(available)}."
             )
         if label_column in names:
@@ -1249,7 +1249,7 @@ def iter_column(
     schema = read_schema(path, separator=separator)
     if name not in schema.columns:
         raise InputFileError(
-            f"{schema.path}: column {name!r} must be one of the file's columns. Found columns "
+            f"{schema.path}: column {name!r} must be one of its columns. Found columns "
             f"{_shown(schema.columns)}."
         )
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:

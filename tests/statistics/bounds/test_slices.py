@@ -153,7 +153,7 @@ def test_keys_refuse_too_many_values_and_unknown_columns(tmp_path: Path) -> None
     path.write_text("g,y\n" + "".join(f"{i},0\n" for i in range(MAX_SLICES + 1)))
     with pytest.raises(InvalidInputError, match=f"at most {MAX_SLICES} distinct.*Found 51"):
         read_slice_keys(path, path, "g")
-    with pytest.raises(InputFileError, match="column 'h' must be one of the file's columns"):
+    with pytest.raises(InputFileError, match="column 'h' must be one of its columns"):
         read_slice_keys(path, path, "h")
 
 
