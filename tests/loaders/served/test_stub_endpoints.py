@@ -244,7 +244,12 @@ def test_the_rate_limit_spaces_the_requests(data: tuple[Path, Path, Any]) -> Non
             model.predict(np.zeros((2, 3)))
         times = [r.at for r in stub.requests]
     assert len(times) >= 8
-    assert min(np.diff(times)) >= 0.05 - 0.01, np.diff(times)
+    # The client spaces the starts of its requests by 1/20 s; the server sees them arrive
+    # with the delays of a loaded machine, which can shorten one gap (measured: 0.038 s
+    # under a full test run) but not the span of all of them by more than one interval.
+    # Unpaced, these requests to a server on loopback take a few milliseconds each.
+    span = times[-1] - times[0]
+    assert span >= (len(times) - 1) * 0.05 - 0.05, np.diff(times)
 
 
 def test_a_redirect_is_not_followed(data: tuple[Path, Path, Any]) -> None:
