@@ -12,13 +12,18 @@ workers by pickling, so they are frozen records of module-level classes.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import inspect
 import math
+import os
+import re
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -37,9 +42,11 @@ __all__ = [
     "CallableProcedure",
     "Claim",
     "CommandProcedure",
+    "FunctionProcedure",
     "Procedure",
     "RunRequest",
     "RunScores",
+    "imported_function",
 ]
 
 
@@ -206,26 +213,116 @@ class CommandProcedure(_BlackBox):
         out = request.scratch / "out"
         out.mkdir()
         seconds = run_command(self.template, request.train, out, request.seed, run=request.index)
-        path = find_saved_model(out, self.loader, run=request.index)
-        scored = score_canaries(
-            ModelFile(path, self.loader, self.outputs, self.trust),
-            request.canaries,
-            self.label_column,
-            self.features,
+        return _saved_model_scores(self, request, out, seconds)
+
+
+def _saved_model_scores(
+    procedure: CommandProcedure | FunctionProcedure,
+    request: RunRequest,
+    out: Path,
+    seconds: float,
+) -> RunScores:
+    """The canaries' scores under the one model a run saved in ``out``, and the claim its
+    file states (``epsstar.privacy`` metadata), read as ``epsstar audit`` reads a model."""
+    path = find_saved_model(out, procedure.loader, run=request.index)
+    scored = score_canaries(
+        ModelFile(path, procedure.loader, procedure.outputs, procedure.trust),
+        request.canaries,
+        procedure.label_column,
+        procedure.features,
+    )
+    scores = {name: scored.losses[threat_model(name).canaries] for name in request.threat_models}
+    declared = scored.declared
+    claim = None
+    if declared is not None:
+        claim = Claim(
+            declared.private,
+            declared.epsilon,
+            declared.delta,
+            "the saved model's epsstar.privacy metadata (training.json of epsstar train)",
         )
-        scores = {
-            name: scored.losses[threat_model(name).canaries] for name in request.threat_models
-        }
-        declared = scored.declared
-        claim = None
-        if declared is not None:
-            claim = Claim(
-                declared.private,
-                declared.epsilon,
-                declared.delta,
-                "the saved model's epsstar.privacy metadata (training.json of epsstar train)",
+    return RunScores(scores, claim, scored.describe(), seconds)
+
+
+#: ``package.module:name`` (the name may be dotted: a class's method).
+_ENTRY = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+@functools.cache
+def imported_function(entry: str) -> Callable[..., Any]:
+    """The function ``entry`` (``package.module:name``) names, imported once in this
+    process: a worker that does many runs imports the trainer's module (and torch,
+    scikit-learn, ...) once, not once per run as a command does. The working folder is on
+    the import path, as it is for ``python -m``, so ``--function fit:fit`` finds ``fit.py``
+    there."""
+    if not _ENTRY.match(entry):
+        raise InvalidInputError(
+            f"--function must name a function as package.module:name. Found {entry!r}."
+        )
+    module_name, _, name = entry.partition(":")
+    here = os.getcwd()
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    try:
+        value: Any = importlib.import_module(module_name)
+    except Exception as error:  # the user's module: any error it raises on import
+        reason = (str(error).strip().splitlines() or [""])[0][:200]
+        raise InvalidInputError(
+            f"--function's module {module_name!r} must import. Found {type(error).__name__}: "
+            f"{reason}"
+        ) from None
+    for part in name.split("."):
+        if not hasattr(value, part):
+            raise InvalidInputError(
+                f"--function must name a function of {module_name!r}. Found no {name!r} there."
             )
-        return RunScores(scores, claim, scored.describe(), seconds)
+        value = getattr(value, part)
+    if not callable(value):
+        raise InvalidInputError(
+            f"--function must name a callable. Found {entry!r}, a {type(value).__name__}."
+        )
+    return cast("Callable[..., Any]", value)
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionProcedure(_BlackBox):
+    """``--function package.module:fit``: a Python function called as
+    ``fit(train_path, out_dir, seed)`` that trains once on the run's table and saves one
+    model in ``out_dir``, read and scored as a command's saved model is. It runs in the
+    worker processes of ``--jobs`` (or in this one), each importing it once
+    (:func:`imported_function`), so that many runs of a small trainer cost its training and
+    not a Python start with its imports each. Unlike a command it has no timeout: a run ends
+    when the function returns."""
+
+    entry: str
+    label_column: str
+    features: tuple[str, ...] | None = None
+    loader: str | None = None
+    outputs: OutputKind | None = None
+    trust: bool = False
+
+    def describe(self) -> JsonObject:
+        return {
+            "kind": "function",
+            "function": self.entry,
+            "loader": self.loader,
+            "outputs": self.outputs,
+        }
+
+    def run(self, request: RunRequest) -> RunScores:
+        fit = imported_function(self.entry)
+        out = request.scratch / "out"
+        out.mkdir()
+        started = time.perf_counter()
+        try:
+            fit(str(request.train), str(out), request.seed)
+        except Exception as error:  # the user's function: any error it raises
+            reason = (str(error).strip().splitlines() or [""])[0][:200]
+            raise InvalidInputError(
+                f"--function {self.entry} must train and save one model for run "
+                f"{request.index + 1}. Found {type(error).__name__}: {reason}"
+            ) from None
+        return _saved_model_scores(self, request, out, time.perf_counter() - started)
 
 
 @dataclass(frozen=True, slots=True)

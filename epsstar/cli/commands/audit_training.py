@@ -55,6 +55,16 @@ def _add_procedure_options(parser: argparse.ArgumentParser) -> None:
         "audited with the training options below",
     )
     parser.add_argument(
+        "--function",
+        dest="training_function",
+        metavar="MODULE:NAME",
+        default=None,
+        help="instead of --command, a Python function called as NAME(train_path, out_dir, "
+        "seed) that trains on the run's table and saves one model in out_dir; imported once "
+        "in each worker process (--jobs), so many runs cost their training only. The working "
+        "folder is on the import path",
+    )
+    parser.add_argument(
         "--timeout",
         type=float,
         default=DEFAULT_TIMEOUT,
@@ -200,6 +210,22 @@ def _procedure(args: argparse.Namespace) -> Procedure:
     """The command template, or epsstar's trainer with the training options."""
     from epsstar.exceptions import InvalidInputError
 
+    if args.training_command is not None and args.training_function is not None:
+        raise InvalidInputError(
+            "audit-training takes --command or --function, not both. Found "
+            f"--command {args.training_command!r} and --function {args.training_function!r}."
+        )
+    if args.training_function is not None:
+        from epsstar.audit.training_audit.procedure import FunctionProcedure, imported_function
+
+        imported_function(args.training_function)  # one line now, not in every worker
+        return FunctionProcedure(
+            args.training_function,
+            args.label_column,
+            _features(args),
+            loader=args.loader,
+            trust=args.trust_model,
+        )
     if args.training_command is not None:
         from epsstar.audit.training_audit.command import CommandTemplate
         from epsstar.audit.training_audit.procedure import CommandProcedure
@@ -213,8 +239,8 @@ def _procedure(args: argparse.Namespace) -> Procedure:
         )
     if args.epochs is None:
         raise InvalidInputError(
-            "audit-training needs --command, or --epochs (and the other training options) to "
-            "audit epsstar's own trainer. Found neither."
+            "audit-training needs --command or --function, or --epochs (and the other training "
+            "options) to audit epsstar's own trainer. Found none of them."
         )
     from epsstar.cli.commands.train import config_from_args
     from epsstar.training.data.tables import load_table
