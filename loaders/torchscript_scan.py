@@ -36,6 +36,7 @@ The rule (an allowlist, so that an operator unknown today is refused, not allowe
 
 from __future__ import annotations
 
+import contextlib
 import re
 import zipfile
 from collections.abc import Iterator
@@ -45,7 +46,13 @@ from typing import Any, Final
 
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-__all__ = ["ALLOWED_NAMESPACES", "check_archive_code", "check_module", "refused_operators"]
+__all__ = [
+    "ALLOWED_NAMESPACES",
+    "check_archive_code",
+    "check_module",
+    "read_as_archive",
+    "refused_operators",
+]
 
 ALLOWED_NAMESPACES: Final = frozenset({"aten", "prim", "quantized", "_quantized", "prepacked"})
 """Operator namespaces of pure tensor computation."""
@@ -74,6 +81,21 @@ def refused_operators(torch: Any) -> frozenset[str]:
     return frozenset(with_filename | _PROCESS_OPERATORS)
 
 
+@contextlib.contextmanager
+def read_as_archive(path: Path, what: str) -> Iterator[None]:
+    """Errors of reading ``path`` as a zip archive (torch's archives are zip files) turned
+    into the one-line refusal "the model file must be ``what``"; a refusal raised while
+    checking the archive passes through as it is."""
+    try:
+        yield
+    except InvalidInputError:
+        raise
+    except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError, ValueError) as error:
+        raise InputFileError(
+            f"the model file must be {what}. Found {path} ({type(error).__name__}: {error})."
+        ) from None
+
+
 def _refusal(path: Path, what: str, found: str) -> InvalidInputError:
     return InvalidInputError(
         f"the TorchScript model {path} must not touch files or the process to be loaded "
@@ -95,34 +117,27 @@ def _duplicate(names: list[str]) -> str | None:
 
 def check_archive_code(path: Path) -> None:
     """Step 1: refuse duplicate entries, and code that mentions ``__setstate__``."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            entries = archive.infolist()
-            repeated = _duplicate([entry.filename for entry in entries])
-            if repeated is not None:
+    what = "a TorchScript archive (torch.jit.save, a zip file that Python's zipfile reads)"
+    with read_as_archive(path, what), zipfile.ZipFile(path) as archive:
+        entries = archive.infolist()
+        repeated = _duplicate([entry.filename for entry in entries])
+        if repeated is not None:
+            raise _refusal(
+                path,
+                "holds two zip entries of the same name (up to case), of which torch and "
+                "a scan could read different ones",
+                f"{repeated!r} twice",
+            )
+        for entry in entries:
+            if not entry.filename.lower().endswith(".py"):
+                continue
+            if _SETSTATE.search(archive.read(entry)):
                 raise _refusal(
                     path,
-                    "holds two zip entries of the same name (up to case), of which torch and "
-                    "a scan could read different ones",
-                    f"{repeated!r} twice",
+                    "defines __setstate__, which torch.jit.load runs before the model "
+                    "can be checked",
+                    f"__setstate__ in {entry.filename}",
                 )
-            for entry in entries:
-                if not entry.filename.lower().endswith(".py"):
-                    continue
-                if _SETSTATE.search(archive.read(entry)):
-                    raise _refusal(
-                        path,
-                        "defines __setstate__, which torch.jit.load runs before the model "
-                        "can be checked",
-                        f"__setstate__ in {entry.filename}",
-                    )
-    except InvalidInputError:
-        raise
-    except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError, ValueError) as error:
-        raise InputFileError(
-            f"the model file must be a TorchScript archive (torch.jit.save, a zip file that "
-            f"Python's zipfile reads). Found {path} ({type(error).__name__}: {error})."
-        ) from None
 
 
 def _inlined(graph: Any, torch: Any) -> Any:

@@ -62,26 +62,31 @@ def _premise(document: JsonObject) -> str:
 
 
 class _Shown:
-    """What both notebook results share: a text and an HTML form of their summary rows, and
-    the JSON their command writes."""
+    """What both notebook results share: the full ``result``, whose attributes are read
+    through this object too; a text and an HTML form of their summary rows; and the JSON
+    their command writes."""
 
     __slots__ = ()
+    result: AuditResult | TrainingAuditResult
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "result":  # not set yet (a copy being built): no attribute to forward
+            raise AttributeError(name)
+        return getattr(self.result, name)
 
     def rows(self) -> list[tuple[str, str]]:
         raise NotImplementedError
 
     def to_dict(self) -> JsonObject:
-        raise NotImplementedError
-
-    def _warnings(self) -> tuple[str, ...]:
-        raise NotImplementedError
+        """The JSON document the command's ``--json`` writes."""
+        return self.result.to_dict()
 
     def __repr__(self) -> str:
         return "\n".join(f"{what}: {value}" for what, value in self.rows())
 
     def _repr_html_(self) -> str:
         """The compact summary as an HTML table, for Jupyter."""
-        return _table(self.rows(), self._warnings())
+        return _table(self.rows(), self.result.warnings)
 
     def write_json(self, path: str | os.PathLike[str]) -> Path:
         """Write the JSON document of the command's ``--json`` to ``path`` at once."""
@@ -96,15 +101,6 @@ class NotebookResult(_Shown):
     this object too (``epsilon_star``, ``lower_bound``, ``provenance``...)."""
 
     result: AuditResult
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "result":  # not set yet (a copy being built): no attribute to forward
-            raise AttributeError(name)
-        return getattr(self.result, name)
-
-    def to_dict(self) -> JsonObject:
-        """The JSON document ``epsstar audit --json`` writes."""
-        return self.result.to_dict()
 
     def rows(self) -> list[tuple[str, str]]:
         """The compact summary, as ``(what, value)`` rows of text."""
@@ -125,9 +121,6 @@ class NotebookResult(_Shown):
              f"{provenance['population']} ({document['n_population']:,} rows)"),
         ]  # fmt: skip
 
-    def _warnings(self) -> tuple[str, ...]:
-        return self.result.warnings
-
     def write_html(self, path: str | os.PathLike[str]) -> Path:
         """Write the HTML report of ``epsstar audit --report`` to ``path`` at once."""
         from epsstar.reports import render
@@ -143,15 +136,6 @@ class NotebookTrainingResult(_Shown):
 
     result: TrainingAuditResult
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "result":  # not set yet (a copy being built): no attribute to forward
-            raise AttributeError(name)
-        return getattr(self.result, name)
-
-    def to_dict(self) -> JsonObject:
-        """The JSON document ``epsstar audit-training --json`` writes."""
-        return self.result.to_dict()
-
     def rows(self) -> list[tuple[str, str]]:
         """The compact summary, as ``(what, value)`` rows of text."""
         document = self.to_dict()
@@ -165,9 +149,6 @@ class NotebookTrainingResult(_Shown):
              f"delta {document['delta']:.3g} ({document['delta_from']})"),
             ("design", design + ("s" if runs != 1 else "")),
         ]  # fmt: skip
-
-    def _warnings(self) -> tuple[str, ...]:
-        return self.result.warnings
 
     def write_html(self, path: str | os.PathLike[str]) -> Path:
         """Write the HTML report of ``epsstar audit-training --report`` to ``path`` at once."""

@@ -53,9 +53,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from epsstar.audit.inputs.bounds import shown
-from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.exceptions import InvalidInputError
 
-from ..torchscript_scan import TRUST_FLAG
+from ..torchscript_scan import TRUST_FLAG, read_as_archive
 
 __all__ = [
     "EXPRESSION_FUNCTIONS",
@@ -312,13 +312,6 @@ def _check_older_layout(path: Path, torch: Any) -> None:
 
 def check_export_archive(path: Path, torch: Any) -> None:
     """Refuse an archive whose loading could run code (see the module docstring)."""
-    try:
+    with read_as_archive(path, "a torch.export archive (torch.export.save, a zip file)"):
         _check_current_layout(path, torch)
         _check_older_layout(path, torch)
-    except InvalidInputError:
-        raise
-    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, RuntimeError) as error:
-        raise InputFileError(
-            f"the model file must be a torch.export archive (torch.export.save, a zip file). "
-            f"Found {path} ({type(error).__name__}: {error})."
-        ) from None
