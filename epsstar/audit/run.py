@@ -601,8 +601,8 @@ def _provenance(
 ) -> Provenance:
     """What was audited and how, for the JSON and the report (timings are added later)."""
     tables = run.tables
-    model, model_files = _model_record(loaded, run.model)
     served: ServedSource | None = getattr(loaded.model, "served", None)
+    model, model_files = _model_record(loaded, run.model, served)
     return Provenance(
         model=model,
         model_files=model_files,
@@ -638,13 +638,12 @@ def _provenance(
 
 
 def _model_record(
-    loaded: LoadedAuditModel, model: ModelFile | ModelObject
+    loaded: LoadedAuditModel, model: ModelFile | ModelObject, served: ServedSource | None
 ) -> tuple[str, tuple[FileDigest, ...]]:
-    """How the provenance names the model and the digests of what was read: the files, or
-    for a model in memory its type and the digest of its serialisation (``not hashed``
-    when it has none)."""
+    """How the provenance names the model and the digests of what was read: the files; for
+    a served model its URL and none; for a model in memory its type and the digest of its
+    serialisation (``not hashed`` when it has none)."""
     identity = loaded.identity
-    served: ServedSource | None = getattr(loaded.model, "served", None)
     if served is not None:
         return served.url, ()
     if identity is None:

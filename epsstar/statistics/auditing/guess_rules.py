@@ -60,14 +60,10 @@ _PARTS: Final[dict[GuessRule, tuple[tuple[bool, bool], ...]]] = {
 Decide = Literal["epsilon", "gdp"]
 
 
-def _check_rule(rule: object) -> GuessRule:
-    return GUESS_RULES.check(rule)
-
-
 def rule_sides(rule: GuessRule) -> tuple[int, ...]:
     """The number of sides (2: "in" and "out"; 1: one of them) of each single rule that
     ``rule`` bounds, in order: what :func:`~.choose_k.choose_k` needs to give each its k."""
-    return tuple(int(plus) + int(minus) for plus, minus in _PARTS[_check_rule(rule)])
+    return tuple(int(plus) + int(minus) for plus, minus in _PARTS[GUESS_RULES.check(rule)])
 
 
 def rule_candidates(
@@ -76,7 +72,7 @@ def rule_candidates(
     """The (k₊, k₋) pairs a rule bounds: one, or three for ``"both"`` (symmetric, then
     members only, then non-members only). ``k`` is the two-sided rule's k, ``k_one_sided``
     the one-sided rules' (``k`` when not given)."""
-    parts = _PARTS[_check_rule(rule)]
+    parts = _PARTS[GUESS_RULES.check(rule)]
     two = check_positive_int("k", k, minimum=1)
     one = two if k_one_sided is None else check_positive_int("k", k_one_sided, minimum=1)
     return tuple(
