@@ -17,7 +17,6 @@ import dataclasses
 import inspect
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from epsstar.api.result import NotebookResult
@@ -71,7 +70,7 @@ def audit_objects(
     loaded: ModelFile | ModelObject
     if isinstance(model, (str, os.PathLike)):
         tables, settings, loading, run = _split(options, ModelFile)
-        loaded = ModelFile(Path(model), **loading)
+        loaded = ModelFile.of(model, **loading)
     else:
         tables, settings, loading, run = _split(options, ModelObject)
         loaded = ModelObject(model, **loading)

@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from epsstar.audit.inputs.served import DEFAULT_SERVING, Serving, is_url, shown_url
 from epsstar.audit.model.device import CPU, checked_device
@@ -96,11 +96,12 @@ class ModelFile:
     serving: Serving = DEFAULT_SERVING
 
     @classmethod
-    def of(cls, model: str | os.PathLike[str]) -> ModelFile:
-        """The model at ``model``, a path or the URL of a served model."""
-        return (
-            cls(Path(), url=model) if isinstance(model, str) and is_url(model) else cls(Path(model))
-        )
+    def of(cls, model: str | os.PathLike[str], **settings: Any) -> ModelFile:
+        """The model at ``model``, a path or the URL of a served model (a URL is kept as it
+        is: ``Path`` would fold its ``//``), read with ``settings`` (the other fields)."""
+        if isinstance(model, str) and is_url(model):
+            return cls(Path(), url=model, **settings)
+        return cls(Path(model), **settings)
 
     def __post_init__(self) -> None:
         if self.url is None and is_url(self.path):

@@ -423,3 +423,19 @@ def test_a_served_model_is_refused_where_only_files_are_read(
         path.write_text(line + "\n")
     code = main(["audit", url, "--train", str(texts[0]), "--population", str(texts[1]), "--quiet"])
     _one_line(code, capsys.readouterr().err, "text records need a model file or folder")
+
+
+def test_the_notebook_call_audits_a_url_as_the_command_line_does(
+    data: tuple[Path, Path, Any],
+) -> None:
+    """``epsstar.audit(URL, ...)`` keeps the URL whole (a path would fold its ``//``)."""
+    import epsstar
+
+    frames = [pd.read_csv(path) for path in data[:2]]
+    with stub_server(open_inference(data[2])) as stub:
+        url = stub.url + "/v2/models/m"
+        notebook = epsstar.audit(url, *frames, label="label", features=FEATURES, serving=FAST)
+        direct = audit(url, _tables(data))
+    assert notebook.epsilon_star == direct.epsilon_star
+    assert notebook.provenance.served is not None
+    assert notebook.provenance.served.model_name == "m"
