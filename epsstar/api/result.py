@@ -21,7 +21,7 @@ from epsstar.audit.data.files import atomic_write_json
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.output.xml_text import xml_text
 from epsstar.audit.training_audit.result import TrainingAuditResult
-from epsstar.statistics.json_types import JsonObject
+from epsstar.plumbing.json_types import JsonObject
 
 __all__ = ["NotebookResult", "NotebookTrainingResult"]
 

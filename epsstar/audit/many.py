@@ -44,9 +44,9 @@ from epsstar.audit.engines.pool import run_in_processes
 from epsstar.audit.model.loading import ModelFile
 from epsstar.audit.model.threads import choose_threads, use_threads
 from epsstar.exceptions import EpsstarError, InputFileError
+from epsstar.plumbing.json_types import JsonObject, JsonValue
 from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.bounds.from_counts import mechanism_epsilon
-from epsstar.statistics.json_types import JsonObject, JsonValue
 from epsstar.statistics.names import LossName
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -11,11 +11,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.bounds.leak_test import LeakTest
 from epsstar.statistics.estimators.bootstrap import BootstrapInterval
 from epsstar.statistics.fitting.base import FittedDistribution
 from epsstar.statistics.fitting.goodness_of_fit import GoodnessOfFit
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.transform import LossTransform
 
 __all__ = ["EpsilonStarResult", "FitReport", "json_number"]
@@ -29,18 +30,15 @@ def json_number(value: float | None) -> float | None:
 
 
 @dataclass(frozen=True, slots=True)
-class FitReport:
+class FitReport(JsonRecord):
     """One side's fitted distribution (in transformed units) and its goodness of fit."""
 
-    fit: FittedDistribution
+    fit: FittedDistribution = field(metadata=json_rule(flatten=True))
     goodness_of_fit: GoodnessOfFit
-
-    def to_dict(self) -> JsonObject:
-        return {**self.fit.to_dict(), "goodness_of_fit": self.goodness_of_fit.to_dict()}
 
 
 @dataclass(frozen=True, slots=True)
-class EpsilonStarResult:
+class EpsilonStarResult(JsonRecord):
     """Epsilon* of one model instance, where it is attained, and how it was estimated.
 
     ``fpr``/``fnr``/``threshold`` locate the maximising test (``threshold`` in loss
@@ -49,7 +47,7 @@ class EpsilonStarResult:
     admissible test beats random guessing.
     """
 
-    epsilon: float
+    epsilon: float = field(metadata=json_rule(name="epsilon_star"))
     delta: float
     method: str
     family: str | None
@@ -61,32 +59,50 @@ class EpsilonStarResult:
     n_train: int
     n_population: int
     rate_window: tuple[float, float]
-    seed: int
+    fits: Mapping[str, FitReport] = field(default_factory=dict, metadata=json_rule(name="fit"))
     transform: LossTransform | None = None
-    fits: Mapping[str, FitReport] = field(default_factory=dict)
     #: The tails methods: each side's tail model (thresholds, exponents, pooled reference),
     #: as its JSON.
-    tail_fits: Mapping[str, JsonObject] = field(default_factory=dict)
+    tail_fits: Mapping[str, JsonObject] = field(
+        default_factory=dict, metadata=json_rule(name="tail_fit", empty_as_none=True)
+    )
     #: Bootstrap confidence interval for Epsilon*, when one was asked for.
-    interval: BootstrapInterval | None = None
+    interval: BootstrapInterval | None = field(
+        default=None, metadata=json_rule(name="epsilon_star_interval")
+    )
     #: ``method="tails-crossfit"``: the full-sample (selected and scored on the same
     #: data) estimate, and the cross-fitted score of each ratio of eq. 7, whose
     #: largest is ``epsilon``.
-    plug_in_epsilon: float | None = None
-    crossfit_scores: tuple[float, ...] = ()
+    plug_in_epsilon: float | None = field(
+        default=None, metadata=json_rule(name="plug_in_epsilon_star")
+    )
+    crossfit_scores: tuple[float, ...] = field(default=(), metadata=json_rule(empty_as_none=True))
     #: Why the estimate differs from what the method would normally do (e.g. discrete losses).
     note: str | None = None
     #: ``method="tails-tested"``: the held-out leak test, and the cross-fitted estimate
     #: before the test (Epsilon* is it when the test finds a leak, else 0).
-    leak_test: LeakTest | None = None
-    untested_epsilon: float | None = None
+    leak_test: LeakTest | None = field(default=None, metadata=json_rule(skip=True))
+    untested_epsilon: float | None = field(
+        default=None, metadata=json_rule(name="untested_epsilon_star")
+    )
+    seed: int = field(kw_only=True)
 
-    @property
+    @json_property(after="note")
     def leak_p_value(self) -> float | None:
         """``method="tails-tested"``: the held-out leak test's p-value."""
         return None if self.leak_test is None else self.leak_test.p_value
 
-    @property
+    @json_property(after="rate_window")
+    def poor_fit(self) -> bool:
+        """A goodness-of-fit test rejected the fit of either side."""
+        return any(report.goodness_of_fit.poor_fit for report in self.fits.values())
+
+    @json_property(after="rate_window")
+    def tail_extrapolated(self) -> bool:
+        """Any of :attr:`unsupported_rates`: Epsilon* rests on an extrapolated tail."""
+        return bool(self.unsupported_rates)
+
+    @json_property(after="rate_window")
     def unsupported_rates(self) -> tuple[str, ...]:
         """The maximising test's rates that lie below one record's worth of data.
 
@@ -104,43 +120,3 @@ class EpsilonStarResult:
             ("1-FNR", (1.0 - self.fnr) * n),
         )
         return tuple(name for name, records in checks if records < 1)
-
-    @property
-    def tail_extrapolated(self) -> bool:
-        """Any of :attr:`unsupported_rates`: Epsilon* rests on an extrapolated tail."""
-        return bool(self.unsupported_rates)
-
-    @property
-    def poor_fit(self) -> bool:
-        """A goodness-of-fit test rejected the fit of either side."""
-        return any(report.goodness_of_fit.poor_fit for report in self.fits.values())
-
-    def to_dict(self) -> JsonObject:
-        """The JSON form; the document that holds it adds ``epsstar_version``."""
-        return {
-            "epsilon_star": self.epsilon,
-            "delta": self.delta,
-            "method": self.method,
-            "family": self.family,
-            "fpr": json_number(self.fpr),
-            "fnr": json_number(self.fnr),
-            "threshold": json_number(self.threshold),
-            "threshold_transformed": json_number(self.threshold_transformed),
-            "attained_by": self.attained_by,
-            "n_train": self.n_train,
-            "n_population": self.n_population,
-            "rate_window": list(self.rate_window),
-            "poor_fit": self.poor_fit,
-            "tail_extrapolated": self.tail_extrapolated,
-            "unsupported_rates": list(self.unsupported_rates),
-            "fit": {side: report.to_dict() for side, report in self.fits.items()},
-            "transform": self.transform.to_dict() if self.transform else None,
-            "tail_fit": {side: dict(fit) for side, fit in self.tail_fits.items()} or None,
-            "epsilon_star_interval": self.interval.to_dict() if self.interval else None,
-            "plug_in_epsilon_star": json_number(self.plug_in_epsilon),
-            "crossfit_scores": list(self.crossfit_scores) or None,
-            "note": self.note,
-            "leak_p_value": self.leak_p_value,
-            "untested_epsilon_star": json_number(self.untested_epsilon),
-            "seed": self.seed,
-        }

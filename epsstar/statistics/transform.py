@@ -21,8 +21,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from epsstar.exceptions import DegenerateDataError
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray, check_in_range
-from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["LossTransform"]
 

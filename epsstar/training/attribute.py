@@ -39,7 +39,7 @@ import torch
 from numpy.typing import NDArray
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.json_types import JsonObject, JsonValue
+from epsstar.plumbing.json_types import JsonObject, JsonValue
 from epsstar.statistics.readings.attribute import AttributeSecurity, attribute_bayes_security
 from epsstar.statistics.readings.conversions import CLOSED_FORM_BOUNDS_PAPER
 from epsstar.training.clipping import loss_sum

@@ -20,7 +20,7 @@ from typing import Final, Literal
 from epsstar.audit.inputs.inside import inside_folder
 from epsstar.audit.inputs.json_text import read_json_file
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.statistics.json_types import JsonObject
+from epsstar.plumbing.json_types import JsonObject
 
 __all__ = [
     "ADAPTER_CONFIG",

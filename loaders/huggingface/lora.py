@@ -31,7 +31,7 @@ from typing import Any
 
 from epsstar.audit.inputs.bounds import shown
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.json_types import JsonObject
+from epsstar.plumbing.json_types import JsonObject
 
 from .patterns import check_keys, first_keys
 

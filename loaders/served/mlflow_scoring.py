@@ -26,7 +26,7 @@ from epsstar.audit.inputs.bounds import shown
 from epsstar.audit.inputs.served import ServedSource
 from epsstar.audit.model.features import Features, as_features
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.json_types import JsonValue
+from epsstar.plumbing.json_types import JsonValue
 
 from .protocol import FloatArray, refuse_labels, scores_of
 from .session import Session

@@ -27,7 +27,7 @@ from epsstar.audit.inputs.bounds import shown
 from epsstar.audit.inputs.served import ServedSource
 from epsstar.audit.model.features import Features
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.json_types import JsonObject, JsonValue
+from epsstar.plumbing.json_types import JsonObject, JsonValue
 
 from .protocol import FloatArray, refuse_labels, scores_of
 from .session import Session

@@ -30,7 +30,7 @@ from epsstar.audit.inputs.json_text import parse_json
 from epsstar.audit.inputs.served import Serving, shown_url
 from epsstar.audit.model.plugins import import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.statistics.json_types import JsonValue
+from epsstar.plumbing.json_types import JsonValue
 
 __all__ = ["RETRIED_STATUSES", "Session"]
 

@@ -454,7 +454,7 @@ def write_expected(case: Case, outputs: dict[str, Any]) -> None:
         if name in ("stdout", "stderr"):
             target = folder / f"{name}.txt"
         if isinstance(value, (dict, list)):
-            target.write_text(json.dumps(value, indent=1, sort_keys=True) + "\n", "utf-8")
+            target.write_text(json.dumps(value, indent=1) + "\n", "utf-8")
         else:
             target.write_text(str(value), encoding="utf-8")
 
@@ -519,6 +519,11 @@ def differences(
     relative one, or the propagated one ``tolerances`` gives by path)."""
     tolerances = tolerances or {}
     if isinstance(expected, dict) and isinstance(found, dict):
+        shared = set(expected) & set(found)
+        expected_order = [key for key in expected if key in shared]
+        found_order = [key for key in found if key in shared]
+        if expected_order != found_order:
+            yield f"{where}: keys in the order {found_order}, expected {expected_order}"
         for key in sorted(set(expected) | set(found)):
             if key not in found or key not in expected:
                 yield f"{where}.{key}: only in {'expected' if key in expected else 'found'}"

@@ -3,8 +3,9 @@
 The outputs of ``tests/golden/cases.py`` are run again and compared with
 ``tests/golden/expected/`` (numbers within the module's tolerance and, downstream of a
 float32 model, within the case's propagated tolerances; or bit for bit with
-``EPSSTAR_GOLDEN=exact``). A failure names the first difference; when the change is
-intended, ``python -m tests.golden.make CASE`` writes the outputs again.
+``EPSSTAR_GOLDEN=exact``), each JSON object's keys in the written order. A failure names
+the first difference; when the change is intended, ``python -m tests.golden.make CASE``
+writes the outputs again.
 """
 
 from __future__ import annotations

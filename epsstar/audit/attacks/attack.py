@@ -17,10 +17,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from epsstar.audit.attacks.inputs import AttackInputs
+from epsstar.plumbing.json_types import JsonValue
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
 from epsstar.statistics.attacks.text_scores import DEFAULT_MIN_K
-from epsstar.statistics.json_types import JsonValue
 from epsstar.statistics.names import AttackName
 
 __all__ = ["Attack", "AttackParameters", "Need", "Scorer", "Scores"]

@@ -31,11 +31,11 @@ from epsstar.audit.attacks.registry import attack, needs_of
 from epsstar.audit.output.attack_result import AttackResult
 from epsstar.audit.output.result import AuditResult
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.json_types import JsonValue
 from epsstar.statistics._validation import check_in_range
 from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
 from epsstar.statistics.attacks.power import attack_auc
 from epsstar.statistics.attacks.text_scores import DEFAULT_MIN_K
-from epsstar.statistics.json_types import JsonValue
 from epsstar.statistics.names import ATTACKS, DEFAULT_ATTACK, AttackName
 from epsstar.statistics.summaries.loss_sketch import pooled_parts, sketch_auc
 

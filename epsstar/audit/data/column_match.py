@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Literal
 
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.statistics.json_types import JsonObject
+from epsstar.plumbing.json_types import JsonObject
 
 __all__ = [
     "BY_POSITION_OPTION",

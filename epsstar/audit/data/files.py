@@ -22,8 +22,8 @@ from typing import Any
 
 from epsstar.audit.data.tables import DATA_FILE_SUFFIXES, read_column
 from epsstar.exceptions import InputFileError
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.json_types import JsonObject
 
 __all__ = [
     "LOSS_FILE_SUFFIXES",

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from epsstar.exceptions import InputFileError
-from epsstar.statistics.json_types import JsonValue
+from epsstar.plumbing.json_types import JsonValue
 
 __all__ = [
     "DataSet",

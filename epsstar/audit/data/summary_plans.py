@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from epsstar.statistics.json_types import JsonObject
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.summaries.loss_sketch import BINS
 from epsstar.statistics.summaries.loss_summary import SummaryPlan
 

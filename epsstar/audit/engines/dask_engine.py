@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from epsstar.exceptions import EpsstarError, InvalidInputError
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import check_positive_int
-from epsstar.statistics.json_types import JsonObject
 
 if TYPE_CHECKING:  # pragma: no cover
     from distributed import Client

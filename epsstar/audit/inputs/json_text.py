@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from epsstar.exceptions import InputFileError
-from epsstar.statistics.json_types import JsonValue
+from epsstar.plumbing.json_types import JsonValue
 
 from .bounds import MAX_DEPTH, integer_too_long, nested_too_deep, read_text, shown
 

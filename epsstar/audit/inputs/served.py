@@ -20,7 +20,7 @@ from typing import Final
 from urllib.parse import urlsplit, urlunsplit
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.json_types import JsonObject
+from epsstar.plumbing.json_types import JsonObject
 
 __all__ = [
     "DEFAULT_SERVING",

@@ -20,7 +20,7 @@ from typing import Final, TypeGuard
 
 from epsstar.audit.inputs.json_text import parse_json
 from epsstar.exceptions import InputFileError
-from epsstar.statistics.json_types import JsonObject
+from epsstar.plumbing.json_types import JsonObject
 
 __all__ = ["PRIVACY_KEY", "DeclaredPrivacy", "privacy_from_text", "privacy_to_text"]
 

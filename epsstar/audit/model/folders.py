@@ -31,7 +31,7 @@ from epsstar.audit.inputs.bounds import read_yaml_file, shown
 from epsstar.audit.inputs.inside import inside_folder
 from epsstar.audit.model.plugins import import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.statistics.json_types import JsonObject
+from epsstar.plumbing.json_types import JsonObject
 
 __all__ = ["DESCRIPTOR", "ModelFolder", "model_folder"]
 

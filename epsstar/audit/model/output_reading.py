@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.statistics.json_types import JsonObject
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.losses import ROW_SUM_TOLERANCE
 from epsstar.statistics.names import OutputKind
 

@@ -33,7 +33,7 @@ from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast, runtime_checkable
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.json_types import JsonObject
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.names import OutputKind
 
 if TYPE_CHECKING:  # pragma: no cover

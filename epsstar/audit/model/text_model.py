@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.json_types import JsonObject
+from epsstar.plumbing.json_types import JsonObject
 
 __all__ = ["Adapter", "TextModel", "TextModelInfo", "TokenScores", "text_model_of"]
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.bounds.gate import GateStatistic
 from epsstar.statistics.estimators.delta_profile import DeltaPoint
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.names import ATTACKS, AttackName
 from epsstar.statistics.readings.readings import Readings
 from epsstar.statistics.results import EpsilonStarResult

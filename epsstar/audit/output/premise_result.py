@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.bounds.premise_tests import PremiseTest
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.results import EpsilonStarResult
 
 __all__ = ["PREMISE_WARNING", "BlindBaseline"]

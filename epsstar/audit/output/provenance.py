@@ -21,7 +21,7 @@ from epsstar.audit.inputs.served import ServedSource
 from epsstar.audit.model.folders import ModelFolder
 from epsstar.audit.model.loading import ClassesFrom
 from epsstar.audit.model.plugins import LoaderInfo, OutputKind
-from epsstar.statistics.json_types import JsonObject
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.names import LossName
 
 __all__ = ["EngineRun", "Provenance", "ReferenceModel", "Timings"]

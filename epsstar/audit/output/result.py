@@ -15,13 +15,13 @@ from epsstar.audit.output.provenance import Provenance
 from epsstar.audit.output.slice_result import SliceResult
 from epsstar.audit.output.text_result import TextAudit
 from epsstar.audit.output.threat_result import AttributeInference, ExposedRecords, UserLevel
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.bounds.gate import GateStatistic
 from epsstar.statistics.estimators.curves import TradeoffCurve, empirical_curve, parametric_curve
 from epsstar.statistics.estimators.delta_profile import DeltaPoint
 from epsstar.statistics.fitting import LossDistribution
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.readings import Readings
 from epsstar.statistics.results import EpsilonStarResult
 from epsstar.statistics.summaries.protocols import Losses

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.bounds.slices import SliceEstimate
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.names import AttackName
 
 __all__ = ["MISSING", "SliceResult", "SliceRow"]

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from epsstar.audit.model.text_model import TextModelInfo
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.names import AttackName
 from epsstar.statistics.results import EpsilonStarResult
 

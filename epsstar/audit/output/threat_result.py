@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.attribute import AttributeReading, AttributeSecurity
 from epsstar.statistics.results import EpsilonStarResult
 

@@ -24,7 +24,7 @@ from typing import Final
 
 from epsstar.audit.inputs.json_text import read_json_file
 from epsstar.exceptions import InputFileError
-from epsstar.statistics.json_types import JsonObject
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.readings.attribute import AttributeSecurity
 
 __all__ = ["FROM_EXACT_MEMBERSHIP", "FROM_TRAINING_RECORD", "RECORD_NAME", "tracked_bound"]

@@ -61,6 +61,7 @@ from epsstar.audit.training_audit.threat_models import (
     threat_models,
 )
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import check_confidence, check_delta, check_positive_int
 from epsstar.statistics.auditing.choose_k import ChosenK, choose_k, given_k
 from epsstar.statistics.auditing.feasibility import (
@@ -74,7 +75,6 @@ from epsstar.statistics.auditing.guess_rules import audit_guess_rule, rule_sides
 from epsstar.statistics.auditing.identifiability import identifiability_reading
 from epsstar.statistics.auditing.many_runs import audit_many_runs
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.names import GUESS_RULES, GuessRule
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -35,8 +35,8 @@ from epsstar.audit.training_audit.saved_model import find_saved_model
 from epsstar.audit.training_audit.scoring import score_canaries
 from epsstar.audit.training_audit.threat_models import CanaryKind, ThreatModelName, threat_model
 from epsstar.exceptions import EpsstarError, InputFileError, InvalidInputError
+from epsstar.plumbing.json_types import JsonObject, JsonValue
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.json_types import JsonObject, JsonValue
 
 __all__ = [
     "CallableProcedure",

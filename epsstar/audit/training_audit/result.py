@@ -25,6 +25,7 @@ from epsstar.audit.output.result import SCHEMA_VERSION
 from epsstar.audit.training_audit.procedure import Claim
 from epsstar.audit.training_audit.runs import Arm
 from epsstar.audit.training_audit.threat_models import ThreatModel
+from epsstar.plumbing.json_types import JsonObject, JsonValue
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.auditing.choose_k import ChosenK
 from epsstar.statistics.auditing.feasibility import (
@@ -36,7 +37,6 @@ from epsstar.statistics.auditing.guess_rules import RuleBounds
 from epsstar.statistics.auditing.identifiability import IdentifiabilityReading
 from epsstar.statistics.auditing.many_runs import ManyRunBounds
 from epsstar.statistics.auditing.one_run import OneRunBounds, OneRunMethod
-from epsstar.statistics.json_types import JsonObject, JsonValue
 
 __all__ = [
     "BOUNDS",

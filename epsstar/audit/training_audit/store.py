@@ -29,7 +29,7 @@ from epsstar.audit.inputs.json_text import parse_json
 from epsstar.audit.output.staging import check_output_folder
 from epsstar.audit.training_audit.procedure import RunScores
 from epsstar.exceptions import InputFileError
-from epsstar.statistics.json_types import JsonObject, JsonValue
+from epsstar.plumbing.json_types import JsonObject, JsonValue
 
 __all__ = ["SETTINGS_FILE", "RunStore", "work_folder"]
 

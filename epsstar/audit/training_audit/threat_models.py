@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.bounds.held_out_bound import Direction
-from epsstar.statistics.json_types import JsonObject
 
 __all__ = [
     "THREAT_MODELS",

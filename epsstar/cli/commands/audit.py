@@ -62,7 +62,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.model.loading import ModelFile
     from epsstar.audit.output.provenance import Provenance
     from epsstar.audit.output.result import AuditResult
-    from epsstar.statistics.json_types import JsonObject
+    from epsstar.plumbing.json_types import JsonObject
     from epsstar.statistics.results import EpsilonStarResult
 
 SUMMARY = "audit a saved model against its training and population data"

@@ -11,8 +11,8 @@ from epsstar.statistics.names import DEFAULT_METHOD, FAMILIES, METHODS, Names
 
 if TYPE_CHECKING:  # the estimator modules load scipy: imported when a command runs
     from epsstar.audit.engines.dask_engine import Engine
+    from epsstar.plumbing.json_types import JsonObject
     from epsstar.statistics.estimators.methods import Bootstrap, EstimatorConfig
-    from epsstar.statistics.json_types import JsonObject
 
 #: How every command treats its output files (its --help says so).
 OUTPUT_FILES = (

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from epsstar.audit.output.result import AuditResult
     from epsstar.audit.training_audit.result import TrainingAuditResult
     from epsstar.cli.common.pipeline import GatedRun, StepSummary
-    from epsstar.statistics.json_types import JsonObject
+    from epsstar.plumbing.json_types import JsonObject
 
 __all__ = [
     "FORMATS",

@@ -41,6 +41,7 @@ from typing import Literal
 import numpy as np
 
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import (
     check_confidence,
     check_delta,
@@ -53,7 +54,6 @@ from epsstar.statistics.auditing.one_run import ONE_RUN_METHODS, OneRunMethod
 from epsstar.statistics.auditing.one_run_approximate_dp import one_run_p_value
 from epsstar.statistics.auditing.one_run_gaussian_dp import one_run_gdp_refutation_margin
 from epsstar.statistics.bounds.from_counts import epsilon_lower_bound
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.conversions import gdp_mu_lower_bound
 
 __all__ = [

@@ -16,9 +16,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import check_positive_int, finite_vector
 from epsstar.statistics.bounds.held_out_bound import DIRECTIONS, Direction
-from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["GuessCounts", "count_correct_guesses", "inclusion_bits"]
 

@@ -30,10 +30,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import check_delta, finite_vector
 from epsstar.statistics.auditing._checks import check_claimed_epsilon
 from epsstar.statistics.auditing.guesses import inclusion_bits
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.conversions import (
     advantage_bound_gaussian,
     epsilon_from_advantage_gaussian,

@@ -28,6 +28,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import ArrayLike
 
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray, check_confidence, check_delta, finite_vector
 from epsstar.statistics.auditing.many_run_intervals import (
     _check_prior,
@@ -36,7 +37,6 @@ from epsstar.statistics.auditing.many_run_intervals import (
 )
 from epsstar.statistics.bounds.from_counts import _check_error_counts, epsilon_lower_bound
 from epsstar.statistics.bounds.held_out_bound import held_out_halves, split_lower_bound
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.conversions import gdp_epsilon, gdp_mu_lower_bound
 from epsstar.statistics.summaries.loss_sketch import Sample
 from epsstar.statistics.summaries.loss_values import LossValues

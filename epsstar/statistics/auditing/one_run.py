@@ -13,13 +13,13 @@ from typing import Literal
 
 from numpy.typing import ArrayLike
 
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import check_confidence, check_delta
 from epsstar.statistics.auditing._checks import check_claimed_epsilon, check_guess_counts
 from epsstar.statistics.auditing.guesses import GuessCounts, count_correct_guesses
 from epsstar.statistics.auditing.one_run_approximate_dp import one_run_epsilon_lower_bound
 from epsstar.statistics.auditing.one_run_gaussian_dp import one_run_mu_lower_bound
 from epsstar.statistics.bounds.held_out_bound import Direction
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.conversions import gdp_epsilon
 
 __all__ = ["ONE_RUN_METHODS", "OneRunBounds", "OneRunMethod", "audit_one_run", "one_run_bounds"]

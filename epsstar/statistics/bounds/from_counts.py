@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import (
     FloatArray,
     check_confidence,
@@ -28,7 +29,6 @@ from epsstar.statistics._validation import (
     check_positive_int,
     finite_vector,
 )
-from epsstar.statistics.json_types import JsonObject
 
 __all__ = [
     "EpsilonLowerBound",

@@ -35,10 +35,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import check_confidence
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.bounds.leak_test import LeakTest
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.names import GATES, GateRule
 
 __all__ = ["GateStatistic", "TestedStatistic", "gate_over_tests", "gate_statistic"]

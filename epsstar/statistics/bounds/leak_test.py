@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.held_out_bound import (
     DIRECTIONS,
@@ -36,7 +37,6 @@ from epsstar.statistics.bounds.held_out_bound import (
     evaluated,
     held_out_halves,
 )
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.summaries.loss_summary import LossesLike
 from epsstar.statistics.summaries.protocols import Sample
 

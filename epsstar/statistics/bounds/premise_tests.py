@@ -42,8 +42,8 @@ from typing import Final
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.json_types import JsonObject
 
 __all__ = [
     "MONTE_CARLO_TABLES",

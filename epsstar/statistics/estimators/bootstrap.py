@@ -25,8 +25,8 @@ from typing import Literal
 import numpy as np
 
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray, check_in_range, check_positive_int
-from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["INTERVAL_KINDS", "BootstrapInterval", "bootstrap_interval"]
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import (
     FloatArray,
     check_in_range,
@@ -22,7 +23,6 @@ from epsstar.statistics._validation import (
 )
 from epsstar.statistics.estimators.empirical import empirical_rates
 from epsstar.statistics.fitting.base import ContinuousDistribution
-from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["TradeoffCurve", "empirical_curve", "parametric_curve"]
 

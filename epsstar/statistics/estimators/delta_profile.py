@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from epsstar.statistics.json_types import JsonObject
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.results import EpsilonStarResult
 
 __all__ = ["DeltaPoint", "delta_grid", "epsilon_by_delta"]

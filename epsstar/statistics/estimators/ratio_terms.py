@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["TERM_NAMES", "RateWindow", "Supremum", "log_ratio_terms"]
 

@@ -13,8 +13,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike
 
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.transform import LossTransform
 
 __all__ = ["ContinuousDistribution", "FittedDistribution", "LossDistribution", "Reflected"]

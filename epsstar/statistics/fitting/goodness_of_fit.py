@@ -25,6 +25,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from epsstar.exceptions import InsufficientDataError
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import (
     FloatArray,
     check_in_range,
@@ -33,7 +34,6 @@ from epsstar.statistics._validation import (
 )
 from epsstar.statistics.fitting.base import FittedDistribution
 from epsstar.statistics.fitting.mixture import GaussianMixtureFit
-from epsstar.statistics.json_types import JsonObject
 
 __all__ = [
     "DEFAULT_SAMPLE_SIZES",

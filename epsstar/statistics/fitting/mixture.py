@@ -24,8 +24,8 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from epsstar.exceptions import DegenerateDataError, FitError
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray, check_positive_int, finite_vector
-from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["GaussianMixtureFit"]
 

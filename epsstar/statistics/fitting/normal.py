@@ -12,8 +12,8 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from epsstar.exceptions import DegenerateDataError
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray, finite_vector
-from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["NormalFit"]
 

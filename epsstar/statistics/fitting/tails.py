@@ -53,8 +53,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from epsstar.exceptions import InsufficientDataError
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.summaries.loss_sketch import SampleLike, as_sample, pooled
 
 __all__ = [

@@ -31,9 +31,9 @@ import numpy as np
 from scipy.special import erf, erfc
 
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import check_in_range
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound, epsilon_lower_bound
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.conversions import advantage_bound_dp
 
 __all__ = [

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.fitting import LossDistribution
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.readings.conversions import (
     advantage_bound_dp,
     posterior_belief_bound,

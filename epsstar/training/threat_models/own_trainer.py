@@ -34,8 +34,8 @@ from epsstar.audit.training_audit.threat_models import (
     ThreatModelName,
     threat_model,
 )
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.json_types import JsonObject
 from epsstar.statistics.losses import MAX_ABS_LOGIT, compute_losses
 from epsstar.training.data.tables import TabularData, load_table
 from epsstar.training.models import MLP, ExportedModel, Standardiser, output_width

@@ -8,8 +8,8 @@ import numpy as np
 
 from epsstar.audit.attacks.attack import AttackParameters, Scores
 from epsstar.audit.attacks.inputs import AttackInputs
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.attacks.lira import lira_offline
-from epsstar.statistics.json_types import JsonObject
 
 __all__ = ["lira_scores"]
 

@@ -33,7 +33,7 @@ from epsstar.audit.data.configs.schema import (
 )
 from epsstar.audit.inputs.served import is_url, shown_url
 from epsstar.exceptions import InputFileError
-from epsstar.statistics.json_types import JsonObject
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.names import OUTPUT_KINDS, OutputKind
 
 __all__ = [

@@ -41,7 +41,7 @@ from epsstar.audit.inputs.bounds import (
     shown,
 )
 from epsstar.exceptions import InputFileError
-from epsstar.statistics.json_types import JsonObject, JsonValue
+from epsstar.plumbing.json_types import JsonObject, JsonValue
 from epsstar.statistics.names import Names
 
 __all__ = [
