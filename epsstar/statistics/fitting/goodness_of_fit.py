@@ -65,8 +65,8 @@ class KSTest(JsonRecord):
 
 @dataclass(frozen=True, slots=True)
 class GoodnessOfFit(JsonRecord):
-    """Both tests for one fitted side, and whether the fit is poor (the JSON writes the
-    family's tests flat, ``ks_*`` and ``lilliefors_*``, after the verdict)."""
+    """Both tests for one fitted side, and whether the fit is poor (its JSON writes the KS
+    test's numbers flat, as ``ks_*``, after the verdict ``poor_fit``)."""
 
     family: str = field(metadata=json_rule(skip=True))
     significance: float
