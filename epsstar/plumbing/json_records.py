@@ -2,8 +2,8 @@
 
 A record declares its JSON once, on its fields: a field is written under its own name
 unless ``field(metadata=json_rule(name=...))`` renames it; it may be left out when
-``None``, written as ``null`` when empty, skipped, or lend its keys to its parent
-(``flatten``).
+``None``, empty or at its default, written as ``null`` when empty, skipped, or lend its keys
+to its parent (``flatten``).
 Values that a record derives from its fields (``@json_property``) are written beside them,
 after the field they name. :func:`to_json` walks any such record; :func:`json_keys` lists
 the keys a record's JSON may hold, in order, so that a test can hold each JSON schema to
@@ -35,9 +35,10 @@ _Value = TypeVar("_Value")
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class JsonFieldRule:
-    """How one field is written: under ``name``; left out when ``None`` (``omit_if_none``)
-    or empty (``omit_if_empty``); ``null`` when empty (``empty_as_none``); not at all
-    (``skip``); or as its own keys in the parent's object (``flatten``)."""
+    """How one field is written: under ``name``; left out when ``None`` (``omit_if_none``),
+    empty (``omit_if_empty``) or equal to the field's default (``omit_if_default``); ``null``
+    when empty (``empty_as_none``); not at all (``skip``); or as its own keys in the
+    parent's object (``flatten``)."""
 
     name: str | None = None
     omit_if_none: bool = False
@@ -45,6 +46,7 @@ class JsonFieldRule:
     empty_as_none: bool = False
     skip: bool = False
     flatten: bool = False
+    omit_if_default: bool = False
 
 
 def json_rule(
@@ -55,12 +57,19 @@ def json_rule(
     empty_as_none: bool = False,
     skip: bool = False,
     flatten: bool = False,
+    omit_if_default: bool = False,
 ) -> Mapping[str, JsonFieldRule]:
     """A field's JSON rule as the metadata of ``dataclasses.field`` (see
     :class:`JsonFieldRule`): ``x: float = field(metadata=json_rule(name="y"))``."""
     return {
         _METADATA_KEY: JsonFieldRule(
-            name, omit_if_none, omit_if_empty, empty_as_none, skip, flatten
+            name=name,
+            omit_if_none=omit_if_none,
+            omit_if_empty=omit_if_empty,
+            empty_as_none=empty_as_none,
+            skip=skip,
+            flatten=flatten,
+            omit_if_default=omit_if_default,
         )
     }
 
@@ -131,6 +140,15 @@ def _is_empty(value: object) -> bool:
     return isinstance(value, (Mapping, list, tuple, str)) and len(value) == 0
 
 
+def _is_default(field: dataclasses.Field[Any], value: object) -> bool:
+    """Whether ``value`` equals the default of ``field`` (which must have one)."""
+    if field.default is not dataclasses.MISSING:
+        return bool(value == field.default)
+    if field.default_factory is not dataclasses.MISSING:
+        return bool(value == field.default_factory())
+    raise TypeError(f"{field.name} is left out at its default, but it has no default.")
+
+
 def to_json(record: object) -> JsonObject:
     """The JSON object of a dataclass record: its fields by their rules, then each
     ``json_property`` after the field it names (or at the end)."""
@@ -159,7 +177,9 @@ def to_json(record: object) -> JsonObject:
                         raise TypeError(f"{field.name}: only an object can be flattened.")
                     found.update(nested)
             elif not (
-                (value is None and rule.omit_if_none) or (rule.omit_if_empty and _is_empty(value))
+                (value is None and rule.omit_if_none)
+                or (rule.omit_if_empty and _is_empty(value))
+                or (rule.omit_if_default and _is_default(field, value))
             ):
                 written = None if rule.empty_as_none and _is_empty(value) else value
                 found[rule.name or field.name] = to_json_value(written)

@@ -7,7 +7,6 @@ as the ``epsstar_version`` that wrote them (``epsstar epsilon --json``, the audi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -19,14 +18,7 @@ from epsstar.statistics.fitting.base import FittedDistribution
 from epsstar.statistics.fitting.goodness_of_fit import GoodnessOfFit
 from epsstar.statistics.transform import LossTransform
 
-__all__ = ["EpsilonStarResult", "FitReport", "json_number"]
-
-
-def json_number(value: float | None) -> float | None:
-    """A float for JSON: NaN and infinities become ``None`` (JSON has no NaN)."""
-    if value is None or not math.isfinite(value):
-        return None
-    return float(value)
+__all__ = ["EpsilonStarResult", "FitReport"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,14 +21,14 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from epsstar.exceptions import DegenerateDataError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord
 from epsstar.statistics._validation import FloatArray, check_in_range
 
 __all__ = ["LossTransform"]
 
 
 @dataclass(frozen=True, slots=True)
-class LossTransform:
+class LossTransform(JsonRecord):
     """The map ``loss -> phi`` fixed by the pooled range of the two loss sets."""
 
     loss_min: float
@@ -72,6 +72,3 @@ class LossTransform:
         shifted = np.logaddexp(0.0, -np.asarray(phi, dtype=np.float64))
         result: FloatArray = (shifted - self.alpha) * self.scale + self.loss_min
         return result
-
-    def to_dict(self) -> JsonObject:
-        return {"loss_min": self.loss_min, "loss_max": self.loss_max, "alpha": self.alpha}

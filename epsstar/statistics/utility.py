@@ -8,8 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.plumbing.json_types import JsonObject
-from epsstar.statistics.results import json_number
+from epsstar.plumbing.json_records import JsonRecord
 
 __all__ = ["Utility", "auroc"]
 
@@ -54,18 +53,10 @@ def auroc(
 
 
 @dataclass(frozen=True, slots=True)
-class Utility:
+class Utility(JsonRecord):
     """Accuracy and AUROC of the model on one data set (AUROC None when undefined)."""
 
     n: int
     accuracy: float
     auroc: float | None
     auroc_note: str | None = None
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "n": self.n,
-            "accuracy": self.accuracy,
-            "auroc": json_number(self.auroc),
-            "auroc_note": self.auroc_note,
-        }

@@ -103,6 +103,31 @@ def test_the_keys_are_those_a_record_may_write() -> None:
     assert tuple(full.to_dict()) == json_keys(Outer)
 
 
+@dataclass(frozen=True, slots=True)
+class Flagged(JsonRecord):
+    flag: bool = field(default=False, kw_only=True, metadata=json_rule(omit_if_default=True))
+    tags: tuple[str, ...] = field(default_factory=tuple, metadata=json_rule(omit_if_default=True))
+    value: int = 0
+
+
+def test_a_field_at_its_default_can_be_left_out() -> None:
+    assert Flagged().to_dict() == {"value": 0}
+    assert list(Flagged(("t",), 1, flag=True).to_dict().items()) == [
+        ("flag", True),
+        ("tags", ["t"]),
+        ("value", 1),
+    ]
+
+
+def test_leaving_out_a_default_needs_one() -> None:
+    @dataclass(frozen=True)
+    class NoDefault(JsonRecord):
+        value: int = field(metadata=json_rule(omit_if_default=True))
+
+    with pytest.raises(TypeError, match="value is left out at its default, but it has no default"):
+        NoDefault(1).to_dict()
+
+
 def test_numpy_values_become_plain_json() -> None:
     value = to_json_value({"i": np.int64(3), "f": np.float32(0.5), "a": np.arange(2), "b": True})
     assert value == {"i": 3, "f": 0.5, "a": [0, 1], "b": True}

@@ -38,14 +38,14 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit, log_ndtr
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord
 from epsstar.statistics._validation import check_confidence, check_in_range, check_positive_int
 from epsstar.statistics.auditing._checks import check_claimed_epsilon
 from epsstar.statistics.auditing.claims import claimed_mu
@@ -63,7 +63,7 @@ _DOUBLINGS = 6
 
 
 @dataclass(frozen=True, slots=True)
-class ChosenK:
+class ChosenK(JsonRecord):
     """The k chosen for ``canaries`` and the claim, and what it is expected to give there.
 
     ``expected_correct`` of the ``sides·k`` guesses (``sides`` 2: k "in" and k "out"; 1: k on
@@ -83,10 +83,6 @@ class ChosenK:
     expected_epsilon_lower: float
     mu: float
     sides: int = 2
-
-    def to_dict(self) -> JsonObject:
-        """The fields as a plain ``dict`` (for JSON)."""
-        return asdict(self)
 
 
 def expected_precision(canaries: int, k: int, mu: float) -> float:

@@ -41,7 +41,7 @@ from typing import Literal
 import numpy as np
 
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord
 from epsstar.statistics._validation import (
     check_confidence,
     check_delta,
@@ -232,7 +232,7 @@ def check_runs_can_refute(
 
 
 @dataclass(frozen=True, slots=True)
-class CanaryProjection:
+class CanaryProjection(JsonRecord):
     """What a one-run audit that did not refute would have needed (see the module):
     ``canaries`` (``None`` when not even :data:`PROJECTED_LARGEST` would do) with the share
     ``share_guessed`` of them guessed, right at ``precision``."""
@@ -240,13 +240,6 @@ class CanaryProjection:
     precision: float
     share_guessed: float
     canaries: int | None
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "precision": self.precision,
-            "share_guessed": self.share_guessed,
-            "canaries": self.canaries,
-        }
 
 
 def canaries_at_precision(

@@ -31,11 +31,12 @@ fixed k), never from the scores.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from numpy.typing import ArrayLike
 
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import check_confidence, check_positive_int
 from epsstar.statistics.auditing.one_run import OneRunBounds, audit_one_run
@@ -50,6 +51,8 @@ __all__ = [
     "rule_sides",
 ]
 
+#: The keys of each candidate in a rule's JSON: its (k₊, k₋), right guesses and bounds.
+_CANDIDATE_KEYS: Final = ("k_plus", "k_minus", "correct", "epsilon_lower", "epsilon_lower_gdp")
 #: The single rules each rule bounds, in order: ("in" guesses?, "out" guesses?).
 _PARTS: Final[dict[GuessRule, tuple[tuple[bool, bool], ...]]] = {
     "symmetric": ((True, True),),
@@ -82,35 +85,31 @@ def rule_candidates(
 
 
 @dataclass(frozen=True, slots=True)
-class RuleBounds:
+class RuleBounds(JsonRecord):
     """The bounds of a rule: ``chosen`` is the candidate whose deciding bound is largest (the
     only one for a single rule), each candidate bounded at ``confidence_each``."""
 
     rule: GuessRule
     confidence: float
     confidence_each: float
-    candidates: tuple[OneRunBounds, ...]
-    chosen: OneRunBounds
+    candidates: tuple[OneRunBounds, ...] = field(metadata=json_rule(skip=True))
+    chosen: OneRunBounds = field(metadata=json_rule(skip=True))
 
-    def to_dict(self) -> JsonObject:
-        """The rule, its confidence split and each candidate's (k₊, k₋) and bounds."""
-        return {
-            "rule": self.rule,
-            "confidence": self.confidence,
-            "confidence_each": self.confidence_each,
-            "candidates": [
-                {
-                    "k_plus": b.k_plus,
-                    "k_minus": b.k_minus,
-                    "correct": b.correct,
-                    "epsilon_lower": b.epsilon_lower,
-                    "epsilon_lower_gdp": b.epsilon_lower_gdp,
-                }
-                for b in self.candidates
-            ],
-            "chosen_k_plus": self.chosen.k_plus,
-            "chosen_k_minus": self.chosen.k_minus,
-        }
+    @json_property(name="candidates", after="candidates")
+    def _candidate_rows(self) -> tuple[JsonObject, ...]:
+        """Each candidate's :data:`_CANDIDATE_KEYS`, read from its own JSON."""
+        return tuple(
+            {key: row[key] for key in _CANDIDATE_KEYS}
+            for row in (bounds.to_dict() for bounds in self.candidates)
+        )
+
+    @json_property(after="chosen")
+    def chosen_k_plus(self) -> int:
+        return self.chosen.k_plus
+
+    @json_property(after="chosen")
+    def chosen_k_minus(self) -> int:
+        return self.chosen.k_minus
 
 
 def _deciding(bounds: OneRunBounds, decide: Decide) -> float:

@@ -9,14 +9,14 @@ one-run bounds need.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord
 from epsstar.statistics._validation import check_positive_int, finite_vector
 from epsstar.statistics.bounds.held_out_bound import DIRECTIONS, Direction
 
@@ -24,7 +24,7 @@ __all__ = ["GuessCounts", "count_correct_guesses", "inclusion_bits"]
 
 
 @dataclass(frozen=True, slots=True)
-class GuessCounts:
+class GuessCounts(JsonRecord):
     """The guesses of one run: ``guesses`` = k₊ + k₋ of the ``canaries``, ``correct`` right."""
 
     canaries: int
@@ -33,10 +33,6 @@ class GuessCounts:
     guesses: int
     correct: int
     included: int
-
-    def to_dict(self) -> JsonObject:
-        """The fields as a plain ``dict`` (for JSON or a table row)."""
-        return asdict(self)
 
 
 def inclusion_bits(included: Any, size: int) -> np.ndarray[Any, np.dtype[np.bool_]]:

@@ -25,12 +25,12 @@ claim rests on the one-run and many-run bounds of this package, which the same s
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord
 from epsstar.statistics._validation import check_delta, finite_vector
 from epsstar.statistics.auditing._checks import check_claimed_epsilon
 from epsstar.statistics.auditing.guesses import inclusion_bits
@@ -44,7 +44,7 @@ __all__ = ["IdentifiabilityReading", "identifiability_reading"]
 
 
 @dataclass(frozen=True, slots=True)
-class IdentifiabilityReading:
+class IdentifiabilityReading(JsonRecord):
     """What the DI adversary's beliefs over ``experiments`` say, beside the claim's bounds.
 
     ``epsilon_from_advantage`` is ``None`` when the advantage is not in (0, 1) (Eq. (6)
@@ -62,10 +62,6 @@ class IdentifiabilityReading:
     rho_alpha: float
     claimed_epsilon: float
     delta: float
-
-    def to_dict(self) -> JsonObject:
-        """The fields as a plain ``dict`` (for JSON)."""
-        return asdict(self)
 
 
 def identifiability_reading(

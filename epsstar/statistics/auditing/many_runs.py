@@ -22,13 +22,13 @@ Each bound holds (or, for the Bayesian one, is credible) at ``confidence``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics._validation import FloatArray, check_confidence, check_delta, finite_vector
 from epsstar.statistics.auditing.many_run_intervals import (
     _check_prior,
@@ -56,31 +56,24 @@ MANY_RUN_METHODS: Final = ("clopper_pearson", "gdp_clopper_pearson", "bayesian_b
 
 
 @dataclass(frozen=True, slots=True)
-class MethodBound:
+class MethodBound(JsonRecord):
     """One row of the comparison table: a method, its ε lower bound and what it promises."""
 
     method: str
     epsilon_lower: float | None
     guarantee: str
 
-    def to_dict(self) -> JsonObject:
-        """The fields as a plain ``dict`` (for JSON or a table row)."""
-        return {
-            "method": self.method,
-            "epsilon_lower": self.epsilon_lower,
-            "guarantee": self.guarantee,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class ManyRunBounds:
+class ManyRunBounds(JsonRecord):
     """The four many-run bounds from one set of error counts (see the module).
 
     ``false_positives`` of ``negatives`` runs without the canary were called "with", and
     ``false_negatives`` of ``positives`` runs with it were called "without". ``mu_lower`` is
     μ⁻ and ``epsilon_gdp`` its ε at ``delta`` (``None`` when δ = 0). ``threshold`` and
     ``direction`` name the test when it was chosen from scores (``None`` for bare counts);
-    ``prior`` is the Beta prior of the Bayesian bound.
+    ``prior`` is the Beta prior of the Bayesian bound. The JSON holds the four bounds once,
+    as the rows of :meth:`table` (``bounds``).
     """
 
     false_positives: int
@@ -89,11 +82,11 @@ class ManyRunBounds:
     positives: int
     delta: float
     confidence: float
-    epsilon_clopper_pearson: float
+    epsilon_clopper_pearson: float = field(metadata=json_rule(skip=True))
     mu_lower: float
-    epsilon_gdp: float | None
-    epsilon_bayesian: float
-    epsilon_log_katz: float
+    epsilon_gdp: float | None = field(metadata=json_rule(skip=True))
+    epsilon_bayesian: float = field(metadata=json_rule(skip=True))
+    epsilon_log_katz: float = field(metadata=json_rule(skip=True))
     prior: tuple[float, float] = (1.0, 1.0)
     threshold: float | None = None
     direction: str | None = None
@@ -107,21 +100,10 @@ class ManyRunBounds:
             MethodBound(MANY_RUN_METHODS[3], self.epsilon_log_katz, "asymptotic"),
         )
 
-    def to_dict(self) -> JsonObject:
-        """The counts, the settings and the table, as plain values (for JSON)."""
-        return {
-            "false_positives": self.false_positives,
-            "negatives": self.negatives,
-            "false_negatives": self.false_negatives,
-            "positives": self.positives,
-            "delta": self.delta,
-            "confidence": self.confidence,
-            "mu_lower": self.mu_lower,
-            "prior": list(self.prior),
-            "threshold": self.threshold,
-            "direction": self.direction,
-            "bounds": [row.to_dict() for row in self.table()],
-        }
+    @json_property(name="bounds")
+    def _bounds(self) -> tuple[MethodBound, ...]:
+        """The JSON's ``bounds``: the rows of :meth:`table`."""
+        return self.table()
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from typing import Literal
 
 from numpy.typing import ArrayLike
 
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_property
 from epsstar.statistics._validation import check_confidence, check_delta
 from epsstar.statistics.auditing._checks import check_claimed_epsilon, check_guess_counts
 from epsstar.statistics.auditing.guesses import GuessCounts, count_correct_guesses
@@ -33,7 +33,7 @@ ONE_RUN_METHODS: tuple[OneRunMethod, OneRunMethod] = (
 
 
 @dataclass(frozen=True, slots=True)
-class OneRunBounds:
+class OneRunBounds(JsonRecord):
     """What one training run with m canaries says about the trainer's privacy.
 
     ``epsilon_lower`` refutes every claim (ε, δ)-DP with ε below it (Steinke et al. 2023);
@@ -58,22 +58,15 @@ class OneRunBounds:
         """Whether the (ε, δ) bound refutes a claim (ε, ``delta``)-DP: ε < ``epsilon_lower``."""
         return check_claimed_epsilon(claimed_epsilon) < self.epsilon_lower
 
-    def to_dict(self) -> JsonObject:
-        """The fields and the two methods' names, as a plain ``dict`` (for JSON)."""
-        return {
-            "canaries": self.canaries,
-            "k_plus": self.k_plus,
-            "k_minus": self.k_minus,
-            "guesses": self.guesses,
-            "correct": self.correct,
-            "delta": self.delta,
-            "confidence": self.confidence,
-            "epsilon_lower": self.epsilon_lower,
-            "epsilon_method": ONE_RUN_METHODS[0],
-            "mu_lower": self.mu_lower,
-            "epsilon_lower_gdp": self.epsilon_lower_gdp,
-            "gdp_method": ONE_RUN_METHODS[1],
-        }
+    @json_property(after="epsilon_lower")
+    def epsilon_method(self) -> OneRunMethod:
+        """The method of ``epsilon_lower``."""
+        return ONE_RUN_METHODS[0]
+
+    @json_property(after="epsilon_lower_gdp")
+    def gdp_method(self) -> OneRunMethod:
+        """The method of ``mu_lower`` and ``epsilon_lower_gdp``."""
+        return ONE_RUN_METHODS[1]
 
 
 def one_run_bounds(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord
 from epsstar.statistics._validation import (
     FloatArray,
     check_confidence,
@@ -84,7 +84,7 @@ def clopper_pearson_uppers(counts: NDArray[np.int64], n: int, confidence: float)
 
 
 @dataclass(frozen=True, slots=True)
-class EpsilonLowerBound:
+class EpsilonLowerBound(JsonRecord):
     """A confidence lower bound on ε and the counts it was computed from.
 
     ``fpr_upper`` and ``fnr_upper`` are the Clopper–Pearson upper bounds of the
@@ -106,10 +106,6 @@ class EpsilonLowerBound:
     positives: int
     threshold: float | None = None
     direction: str | None = None
-
-    def to_dict(self) -> JsonObject:
-        """The fields as a plain ``dict`` (for JSON or a table row)."""
-        return asdict(self)
 
 
 def _log_ratio(numerator: float, denominator: float) -> float:

@@ -32,10 +32,10 @@ The three rules' false-alarm rates and power are measured by
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics._validation import check_confidence
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.bounds.leak_test import LeakTest
@@ -45,41 +45,30 @@ __all__ = ["GateStatistic", "TestedStatistic", "gate_over_tests", "gate_statisti
 
 
 @dataclass(frozen=True, slots=True)
-class GateStatistic:
+class GateStatistic(JsonRecord):
     """The value a gate of ``rule`` compares with its limit, and the held-out leak test."""
 
+    #: The estimate lay below the lower bound, so ``value`` is the bound (module doc); its
+    #: JSON key is written, first, only then.
+    raised_to_lower_bound: bool = field(
+        default=False, kw_only=True, metadata=json_rule(omit_if_default=True)
+    )
     rule: GateRule
-    value: float
+    value: float = field(metadata=json_rule(name="statistic"))
     level: float
-    leak: LeakTest
+    leak: LeakTest = field(metadata=json_rule(name="leak_test"))
     #: With several tests, the one whose statistic is the largest, and how many there were.
     test: str | None = None
     n_tests: int = 1
-    #: The estimate lay below the lower bound, so ``value`` is the bound (module doc).
-    raised_to_lower_bound: bool = False
 
-    @property
+    @json_property(after="value")
     def leak_p_value(self) -> float:
         return self.leak.p_value
 
-    @property
+    @json_property(after="value")
     def leak_found(self) -> bool:
         """The held-out exact test rejects "no leak" at ``level``."""
         return self.leak_p_value < self.level
-
-    def to_dict(self) -> JsonObject:
-        raised: JsonObject = {"raised_to_lower_bound": True} if self.raised_to_lower_bound else {}
-        return {
-            **raised,
-            "rule": self.rule,
-            "statistic": self.value,
-            "leak_p_value": self.leak_p_value,
-            "leak_found": self.leak_found,
-            "level": self.level,
-            "leak_test": self.leak.to_dict(),
-            "test": self.test,
-            "n_tests": self.n_tests,
-        }
 
 
 def gate_statistic(

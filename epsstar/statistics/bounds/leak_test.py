@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.held_out_bound import (
     DIRECTIONS,
@@ -44,7 +44,7 @@ __all__ = ["LeakTest", "held_out_leak_test"]
 
 
 @dataclass(frozen=True, slots=True)
-class LeakTest:
+class LeakTest(JsonRecord):
     """The held-out test (threshold, direction), its evaluation counts and p-value."""
 
     p_value: float
@@ -54,17 +54,6 @@ class LeakTest:
     positives: int
     false_positives: int
     negatives: int
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "p_value": self.p_value,
-            "threshold": self.threshold,
-            "direction": self.direction,
-            "true_positives": self.true_positives,
-            "positives": self.positives,
-            "false_positives": self.false_positives,
-            "negatives": self.negatives,
-        }
 
 
 def _z_scores(

@@ -36,13 +36,13 @@ the blind Epsilon* and AUC say by how much.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_rule
 from epsstar.statistics._validation import FloatArray
 
 __all__ = [
@@ -63,23 +63,15 @@ MONTE_CARLO_TABLES: Final = 1_999
 
 
 @dataclass(frozen=True, slots=True)
-class PremiseTest:
+class PremiseTest(JsonRecord):
     """One test of the premise: its name, its p-value (``None`` for the lower bound, read
     at its confidence instead), the share of ``alpha`` it was given, and whether it flags
     the tables as different."""
 
-    name: str
+    name: str = field(metadata=json_rule(name="test"))
     p_value: float | None
     level: float
     flagged: bool
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "test": self.name,
-            "p_value": self.p_value,
-            "level": self.level,
-            "flagged": self.flagged,
-        }
 
 
 def fold_rank_p_value(

@@ -25,7 +25,7 @@ from typing import Literal
 import numpy as np
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord
 from epsstar.statistics._validation import FloatArray, check_in_range, check_positive_int
 
 __all__ = ["INTERVAL_KINDS", "BootstrapInterval", "bootstrap_interval"]
@@ -35,7 +35,7 @@ Kind = Literal["percentile", "basic"]
 
 
 @dataclass(frozen=True, slots=True)
-class BootstrapInterval:
+class BootstrapInterval(JsonRecord):
     """A bootstrap confidence interval for Epsilon* and the replicates' summary."""
 
     low: float
@@ -45,17 +45,6 @@ class BootstrapInterval:
     n_bootstrap: int
     replicate_mean: float
     replicate_sd: float
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "low": self.low,
-            "high": self.high,
-            "level": self.level,
-            "kind": self.kind,
-            "n_bootstrap": self.n_bootstrap,
-            "replicate_mean": self.replicate_mean,
-            "replicate_sd": self.replicate_sd,
-        }
 
 
 def bootstrap_replicates(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord
 from epsstar.statistics._validation import (
     FloatArray,
     check_in_range,
@@ -28,7 +28,7 @@ __all__ = ["TradeoffCurve", "empirical_curve", "parametric_curve"]
 
 
 @dataclass(frozen=True, slots=True)
-class TradeoffCurve:
+class TradeoffCurve(JsonRecord):
     """FPR and FNR at ascending thresholds (in the units the distributions use)."""
 
     thresholds: FloatArray
@@ -37,13 +37,6 @@ class TradeoffCurve:
 
     def __len__(self) -> int:
         return int(self.thresholds.size)
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "thresholds": self.thresholds.tolist(),
-            "fpr": self.fpr.tolist(),
-            "fnr": self.fnr.tolist(),
-        }
 
 
 def empirical_curve(train_losses: ArrayLike, population_losses: ArrayLike) -> TradeoffCurve:

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics.results import EpsilonStarResult
 
 __all__ = ["DeltaPoint", "delta_grid", "epsilon_by_delta"]
@@ -31,29 +31,19 @@ SUPPORTED_RECORDS = 10
 
 
 @dataclass(frozen=True, slots=True)
-class DeltaPoint:
+class DeltaPoint(JsonRecord):
     """Epsilon* at one δ, the test that attains it, and the rates the data do not hold."""
 
     delta: float
-    epsilon: float
+    epsilon: float = field(metadata=json_rule(name="epsilon_star"))
     fpr: float
     fnr: float
     unsupported_rates: tuple[str, ...]
 
-    @property
+    @json_property()
     def supported(self) -> bool:
         """Every rate of the maximising test is held by at least one record."""
         return not self.unsupported_rates
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "delta": self.delta,
-            "epsilon_star": self.epsilon,
-            "fpr": self.fpr if math.isfinite(self.fpr) else None,
-            "fnr": self.fnr if math.isfinite(self.fnr) else None,
-            "unsupported_rates": list(self.unsupported_rates),
-            "supported": self.supported,
-        }
 
 
 def delta_grid(delta: float, n_train: int) -> tuple[float, ...]:

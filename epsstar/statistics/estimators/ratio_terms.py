@@ -19,12 +19,12 @@ so tails where ``t`` is 1e-300 lose no precision.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics._validation import FloatArray
 
 __all__ = ["TERM_NAMES", "RateWindow", "Supremum", "log_ratio_terms"]
@@ -61,7 +61,7 @@ class RateWindow:
 
 
 @dataclass(frozen=True, slots=True)
-class Supremum:
+class Supremum(JsonRecord):
     """Where the maximum of eq. 7 over thresholds is attained.
 
     ``threshold`` is on the scale the rates were computed on (loss-ordered:
@@ -72,20 +72,12 @@ class Supremum:
     threshold: float
     fpr: float
     fnr: float
-    term: int
+    #: Which term of eq. 7 attains the maximum (written as its name, :attr:`term_name`).
+    term: int = field(metadata=json_rule(skip=True))
 
-    @property
+    @json_property(name="attained_by")
     def term_name(self) -> str:
         return TERM_NAMES[self.term]
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "epsilon": self.epsilon,
-            "threshold": self.threshold,
-            "fpr": self.fpr,
-            "fnr": self.fnr,
-            "attained_by": self.term_name,
-        }
 
 
 def _log_minus(log_a: FloatArray, log_b: float) -> FloatArray:

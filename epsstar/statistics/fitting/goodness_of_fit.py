@@ -17,7 +17,7 @@ Two tests, both reported, either one flagging a poor fit at level ``significance
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from epsstar.exceptions import InsufficientDataError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics._validation import (
     FloatArray,
     check_in_range,
@@ -54,32 +54,25 @@ Fitter = Callable[[FloatArray], FittedDistribution]
 
 
 @dataclass(frozen=True, slots=True)
-class KSTest:
+class KSTest(JsonRecord):
     """One hold-out two-sample KS test: ``n_samples`` evaluation values vs as many draws."""
 
     n_samples: int
+    n_components: int | None = field(default=None, kw_only=True)
     statistic: float
     pvalue: float
-    n_components: int | None = None
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "n_samples": self.n_samples,
-            "n_components": self.n_components,
-            "statistic": self.statistic,
-            "pvalue": self.pvalue,
-        }
 
 
 @dataclass(frozen=True, slots=True)
-class GoodnessOfFit:
-    """Both tests for one fitted side, and whether the fit is poor."""
+class GoodnessOfFit(JsonRecord):
+    """Both tests for one fitted side, and whether the fit is poor (its JSON writes the KS
+    test's numbers flat, as ``ks_*``, after the verdict ``poor_fit``)."""
 
-    family: str
-    ks: KSTest
-    lilliefors_statistic: float
-    lilliefors_pvalue: float
+    family: str = field(metadata=json_rule(skip=True))
     significance: float
+    ks: KSTest = field(metadata=json_rule(skip=True))
+    lilliefors_pvalue: float
+    lilliefors_statistic: float
 
     @property
     def ks_rejects(self) -> bool:
@@ -89,10 +82,22 @@ class GoodnessOfFit:
     def lilliefors_rejects(self) -> bool:
         return self.lilliefors_pvalue < self.significance
 
-    @property
+    @json_property(after="ks")
     def poor_fit(self) -> bool:
         """A test that applies to the family rejects it."""
         return self.ks_rejects or (self.family == "normal" and self.lilliefors_rejects)
+
+    @json_property(after="ks")
+    def ks_pvalue(self) -> float:
+        return self.ks.pvalue
+
+    @json_property(after="ks")
+    def ks_statistic(self) -> float:
+        return self.ks.statistic
+
+    @json_property(after="ks")
+    def ks_n_samples(self) -> int:
+        return self.ks.n_samples
 
     def describe_rejections(self) -> list[str]:
         reasons = []
@@ -103,17 +108,6 @@ class GoodnessOfFit:
         if self.family == "normal" and self.lilliefors_rejects:
             reasons.append(f"Lilliefors p = {self.lilliefors_pvalue:.3g}")
         return reasons
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "significance": self.significance,
-            "poor_fit": self.poor_fit,
-            "ks_pvalue": self.ks.pvalue,
-            "ks_statistic": self.ks.statistic,
-            "ks_n_samples": self.ks.n_samples,
-            "lilliefors_pvalue": self.lilliefors_pvalue,
-            "lilliefors_statistic": self.lilliefors_statistic,
-        }
 
 
 def _evaluation_size(n_values: int, n_samples: int) -> int:

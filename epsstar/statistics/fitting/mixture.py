@@ -17,14 +17,14 @@ which is exact to machine precision of the bracket in 80 halvings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
 from epsstar.exceptions import DegenerateDataError, FitError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_property
 from epsstar.statistics._validation import FloatArray, check_positive_int, finite_vector
 
 __all__ = ["GaussianMixtureFit"]
@@ -43,14 +43,14 @@ def _column(values: ArrayLike) -> FloatArray:
 
 
 @dataclass(frozen=True, slots=True)
-class GaussianMixtureFit:
+class GaussianMixtureFit(JsonRecord):
     """``sum_k w_k N(m_k, s_k**2)`` with the chosen number of components."""
 
+    family: str = field(default="gmm", kw_only=True)
     weights: tuple[float, ...]
     means: tuple[float, ...]
     sds: tuple[float, ...]
     bic: float = float("nan")
-    family: str = "gmm"
 
     def __post_init__(self) -> None:
         k = len(self.weights)
@@ -64,7 +64,7 @@ class GaussianMixtureFit:
                 f"mixture sds and weights must be positive. Found {self.sds}, {self.weights}."
             )
 
-    @property
+    @json_property(after="family")
     def n_components(self) -> int:
         return len(self.weights)
 
@@ -185,13 +185,3 @@ class GaussianMixtureFit:
         weights = np.asarray(self.weights) / np.sum(self.weights)
         component = rng.choice(len(weights), size=size, p=weights)
         return rng.normal(means[component], sds[component])
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "family": self.family,
-            "n_components": self.n_components,
-            "weights": list(self.weights),
-            "means": list(self.means),
-            "sds": list(self.sds),
-            "bic": self.bic,
-        }

@@ -5,30 +5,30 @@ The paper is "Epsilon*: Privacy Metric for Machine Learning Models".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
 from epsstar.exceptions import DegenerateDataError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord
 from epsstar.statistics._validation import FloatArray, finite_vector
 
 __all__ = ["NormalFit"]
 
 
 @dataclass(frozen=True, slots=True)
-class NormalFit:
+class NormalFit(JsonRecord):
     """``N(mean, sd**2)``; fitted by maximum likelihood (``sd`` uses ``1/n``).
 
     Tails use ``log_ndtr`` and ``ndtri`` with the symmetry ``SF(x) = CDF(2m - x)``,
     so they stay accurate far beyond where ``1 - CDF`` would round to 0.
     """
 
+    family: str = field(default="normal", kw_only=True)
     mean: float
     sd: float
-    family: str = "normal"
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.mean) and np.isfinite(self.sd) and self.sd > 0):
@@ -72,6 +72,3 @@ class NormalFit:
 
     def sample(self, size: int, rng: np.random.Generator) -> FloatArray:
         return rng.normal(self.mean, self.sd, size=size)
-
-    def to_dict(self) -> JsonObject:
-        return {"family": self.family, "mean": self.mean, "sd": self.sd}

@@ -47,13 +47,15 @@ so :func:`epsstar.statistics.estimators.optimizer.parametric_supremum` takes the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from epsstar.exceptions import InsufficientDataError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.summaries.loss_sketch import SampleLike, as_sample, pooled
 
@@ -84,7 +86,7 @@ def default_tail_size(n: int, scale: float = 1.0) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class GeneralizedPareto:
+class GeneralizedPareto(JsonRecord):
     """GPD of excesses ``y ≥ 0``: ``S(y) = (1 + xi y / sigma)^(-1/xi)`` (``exp(-y/sigma)`` at 0)."""
 
     xi: float
@@ -112,9 +114,6 @@ class GeneralizedPareto:
             return -self.sigma * log_p
         result: FloatArray = self.sigma * np.expm1(-self.xi * log_p) / self.xi
         return result
-
-    def to_dict(self) -> JsonObject:
-        return {"xi": self.xi, "sigma": self.sigma}
 
 
 def fit_generalized_pareto(excesses: ArrayLike) -> GeneralizedPareto:
@@ -196,12 +195,13 @@ def _split(values: SampleLike, tail_size: int | None, tail_scale: float = 1.0) -
     return _Ends(lowest, highest, k, n, knots, levels)
 
 
-class _BodyWithTails:
+class _BodyWithTails(JsonRecord):
     """An interpolated empirical body between a lower- and an upper-tail model.
 
     Subclasses give the tails: ``_log_tails(x)`` returns log F(x) of the lower-tail
     model and log(1 - F(x)) of the upper-tail model, ``_tail_quantiles`` their
-    inverses; CDF, survival function and quantiles on both scales follow here.
+    inverses; CDF, survival function and quantiles on both scales follow here. Their
+    JSON writes the body's ends (the tails' thresholds) after ``tail_mass``, not its knots.
     """
 
     __slots__ = ()
@@ -209,11 +209,11 @@ class _BodyWithTails:
     levels: FloatArray
     tail_mass: float
 
-    @property
+    @json_property(name="lower_threshold", after="tail_mass")
     def u_low(self) -> float:
         return float(self.knots[0])
 
-    @property
+    @json_property(name="upper_threshold", after="tail_mass")
     def u_high(self) -> float:
         return float(self.knots[-1])
 
@@ -268,12 +268,14 @@ class _BodyWithTails:
 class TailedEmpirical(_BodyWithTails):
     """Linear-interpolated empirical CDF between GPD-modelled lower and upper tails."""
 
-    knots: FloatArray
-    levels: FloatArray
-    lower: GeneralizedPareto
-    upper: GeneralizedPareto
-    tail_mass: float
+    json_constants: ClassVar[Mapping[str, str]] = {"family": "gpd-tails"}
+
+    knots: FloatArray = field(metadata=json_rule(skip=True))
+    levels: FloatArray = field(metadata=json_rule(skip=True))
     n: int
+    tail_mass: float
+    lower: GeneralizedPareto = field(metadata=json_rule(name="lower_tail"))
+    upper: GeneralizedPareto = field(metadata=json_rule(name="upper_tail"))
 
     @classmethod
     def fit(
@@ -286,7 +288,14 @@ class TailedEmpirical(_BodyWithTails):
         spread = float(high[-1] - low[0]) or 1.0
         lower = _tail_fit(low[k] - low[:k], spread)
         upper = _tail_fit(high[1:] - high[0], spread)
-        return cls(ends.knots, ends.levels, lower, upper, k / ends.n, ends.n)
+        return cls(
+            knots=ends.knots,
+            levels=ends.levels,
+            n=ends.n,
+            tail_mass=k / ends.n,
+            lower=lower,
+            upper=upper,
+        )
 
     def _log_tails(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         log_mass = math.log(self.tail_mass)
@@ -304,17 +313,6 @@ class TailedEmpirical(_BodyWithTails):
             high = self.u_high + self.upper.isf(np.clip(upper_q / mass, 0.0, 1.0))
         return low, high
 
-    def to_dict(self) -> JsonObject:
-        return {
-            "family": "gpd-tails",
-            "n": self.n,
-            "tail_mass": self.tail_mass,
-            "lower_threshold": self.u_low,
-            "upper_threshold": self.u_high,
-            "lower_tail": self.lower.to_dict(),
-            "upper_tail": self.upper.to_dict(),
-        }
-
 
 def _tail_fit(excesses: FloatArray, spread: float) -> GeneralizedPareto:
     """GPD of one tail's excesses; an all-tied tail becomes a negligibly thin one (scale
@@ -328,16 +326,18 @@ def _tail_fit(excesses: FloatArray, spread: float) -> GeneralizedPareto:
 class RelativeTailed(_BodyWithTails):
     """One side: its own interpolated empirical CDF, tails as powers of a pooled fit."""
 
-    reference: TailedEmpirical
-    knots: FloatArray
-    levels: FloatArray
-    gamma_low: float
-    gamma_high: float
-    tail_mass: float
+    json_constants: ClassVar[Mapping[str, str]] = {"family": "relative-tails"}
+
+    knots: FloatArray = field(metadata=json_rule(skip=True))
+    levels: FloatArray = field(metadata=json_rule(skip=True))
     n: int
+    tail_mass: float
+    gamma_low: float = field(metadata=json_rule(name="lower_exponent"))
+    gamma_high: float = field(metadata=json_rule(name="upper_exponent"))
+    reference: TailedEmpirical
     #: ``log G(u_low)`` and ``log S(u_high)`` of the reference, fixed at the fit.
-    reference_at_low: float
-    reference_at_high: float
+    reference_at_low: float = field(metadata=json_rule(skip=True))
+    reference_at_high: float = field(metadata=json_rule(skip=True))
 
     @classmethod
     def fit(
@@ -357,15 +357,15 @@ class RelativeTailed(_BodyWithTails):
         excess_low = at_low - reference.logcdf(ends.lowest[:k])
         excess_high = at_high - reference.logsf(ends.highest[1:])
         return cls(
-            reference,
-            ends.knots,
-            ends.levels,
-            _exponent(excess_low),
-            _exponent(excess_high),
-            k / ends.n,
-            ends.n,
-            at_low,
-            at_high,
+            knots=ends.knots,
+            levels=ends.levels,
+            n=ends.n,
+            tail_mass=k / ends.n,
+            gamma_low=_exponent(excess_low),
+            gamma_high=_exponent(excess_high),
+            reference=reference,
+            reference_at_low=at_low,
+            reference_at_high=at_high,
         )
 
     def _log_tails(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -391,18 +391,6 @@ class RelativeTailed(_BodyWithTails):
             low = ref.ppf(np.minimum(p_low, 1.0))
             high = ref.isf(np.minimum(p_high, 1.0))
         return low, high
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "family": "relative-tails",
-            "n": self.n,
-            "tail_mass": self.tail_mass,
-            "lower_threshold": self.u_low,
-            "upper_threshold": self.u_high,
-            "lower_exponent": self.gamma_low,
-            "upper_exponent": self.gamma_high,
-            "reference": self.reference.to_dict(),
-        }
 
 
 def fit_relative_tails(

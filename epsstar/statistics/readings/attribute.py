@@ -25,13 +25,13 @@ is 1 − β*. :func:`attribute_bayes_security` gives the leading term (the O(·)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import erf, erfc
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_rule
 from epsstar.statistics._validation import check_in_range
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound, epsilon_lower_bound
 from epsstar.statistics.readings.conversions import advantage_bound_dp
@@ -112,25 +112,16 @@ FROM_DP = "declared (epsilon, delta) (Humphries et al., eq. 5 of Cherubin et al.
 
 
 @dataclass(frozen=True, slots=True)
-class AttributeSecurity:
+class AttributeSecurity(JsonRecord):
     """A bound on attribute inference: the Bayes security β* and the advantage 1 − β* it
     allows, and where it comes from (``source``; ``error_order`` and ``r_norm`` only for
     the bound of tracked gradients)."""
 
-    beta: float
-    advantage: float
+    beta: float = field(metadata=json_rule(name="bayes_security"))
+    advantage: float = field(metadata=json_rule(name="advantage_bound"))
     error_order: float | None
     r_norm: float | None
     source: str = FROM_GRADIENTS
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "bayes_security": self.beta,
-            "advantage_bound": self.advantage,
-            "error_order": self.error_order,
-            "r_norm": self.r_norm,
-            "source": self.source,
-        }
 
 
 def attribute_security_from_dp(epsilon: float, delta: float) -> AttributeSecurity:

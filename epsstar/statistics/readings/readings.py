@@ -9,11 +9,11 @@ loss-threshold attack (observed max TPR - FPR, and the bound (e^ε - 1 + 2δ)/(e
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_rule
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.fitting import LossDistribution
 from epsstar.statistics.readings.conversions import (
@@ -21,7 +21,7 @@ from epsstar.statistics.readings.conversions import (
     posterior_belief_bound,
     tpr_bound_dp,
 )
-from epsstar.statistics.results import EpsilonStarResult, json_number
+from epsstar.statistics.results import EpsilonStarResult
 from epsstar.statistics.summaries.loss_sketch import exact_counts
 from epsstar.statistics.summaries.loss_summary import LossesLike, as_losses
 from epsstar.statistics.summaries.protocols import Losses
@@ -33,7 +33,7 @@ READING_FPRS: tuple[float, ...] = (0.001, 0.01)
 
 
 @dataclass(frozen=True, slots=True)
-class TprReading:
+class TprReading(JsonRecord):
     """The loss attack's TPR at a fixed FPR: observed, from the fits, and the (ε*, δ) bound."""
 
     fpr: float
@@ -41,31 +41,15 @@ class TprReading:
     tpr_fitted: float | None
     tpr_bound: float
 
-    def to_dict(self) -> JsonObject:
-        return {
-            "fpr": self.fpr,
-            "tpr_observed": self.tpr_observed,
-            "tpr_fitted": json_number(self.tpr_fitted),
-            "tpr_bound": self.tpr_bound,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class Readings:
+class Readings(JsonRecord):
     """What Epsilon* means for a person whose record might be in the training set."""
 
     posterior_belief_bound: float
-    advantage_observed: float
-    advantage_bound: float
+    advantage_observed: float = field(metadata=json_rule(name="membership_advantage_observed"))
+    advantage_bound: float = field(metadata=json_rule(name="membership_advantage_bound"))
     tpr_at_fpr: tuple[TprReading, ...]
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "posterior_belief_bound": self.posterior_belief_bound,
-            "membership_advantage_observed": self.advantage_observed,
-            "membership_advantage_bound": self.advantage_bound,
-            "tpr_at_fpr": [reading.to_dict() for reading in self.tpr_at_fpr],
-        }
 
 
 def _observed_tpr_at(level: float, fpr: FloatArray, tpr: FloatArray) -> float:
