@@ -14,12 +14,11 @@ from dataclasses import dataclass, field
 from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.bounds.leak_test import LeakTest
-from epsstar.statistics.estimators.bootstrap import BootstrapInterval
 from epsstar.statistics.fitting.base import FittedDistribution
 from epsstar.statistics.fitting.goodness_of_fit import GoodnessOfFit
 from epsstar.statistics.transform import LossTransform
 
-__all__ = ["EpsilonStarResult", "FitReport", "json_number"]
+__all__ = ["BootstrapInterval", "EpsilonStarResult", "FitReport", "json_number"]
 
 
 def json_number(value: float | None) -> float | None:
@@ -27,6 +26,30 @@ def json_number(value: float | None) -> float | None:
     if value is None or not math.isfinite(value):
         return None
     return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapInterval:
+    """A bootstrap confidence interval for Epsilon* and the replicates' summary."""
+
+    low: float
+    high: float
+    level: float
+    kind: str
+    n_bootstrap: int
+    replicate_mean: float
+    replicate_sd: float
+
+    def to_dict(self) -> JsonObject:
+        return {
+            "low": self.low,
+            "high": self.high,
+            "level": self.level,
+            "kind": self.kind,
+            "n_bootstrap": self.n_bootstrap,
+            "replicate_mean": self.replicate_mean,
+            "replicate_sd": self.replicate_sd,
+        }
 
 
 @dataclass(frozen=True, slots=True)

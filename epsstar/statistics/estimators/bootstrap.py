@@ -19,43 +19,18 @@ Bounds below 0 are raised to 0 (Epsilon* ≥ 0).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray, check_in_range, check_positive_int
+from epsstar.statistics.results import BootstrapInterval
 
-__all__ = ["INTERVAL_KINDS", "BootstrapInterval", "bootstrap_interval"]
+__all__ = ["INTERVAL_KINDS", "bootstrap_interval"]
 
 INTERVAL_KINDS = ("percentile", "basic")
 Kind = Literal["percentile", "basic"]
-
-
-@dataclass(frozen=True, slots=True)
-class BootstrapInterval:
-    """A bootstrap confidence interval for Epsilon* and the replicates' summary."""
-
-    low: float
-    high: float
-    level: float
-    kind: str
-    n_bootstrap: int
-    replicate_mean: float
-    replicate_sd: float
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "low": self.low,
-            "high": self.high,
-            "level": self.level,
-            "kind": self.kind,
-            "n_bootstrap": self.n_bootstrap,
-            "replicate_mean": self.replicate_mean,
-            "replicate_sd": self.replicate_sd,
-        }
 
 
 def bootstrap_replicates(
