@@ -445,9 +445,9 @@ def read_per_model() -> float:
     """Seconds to load the reference models of the last audit and stream both tables
     through each one separately (each model re-reads the tables: the audit's reference
     step before it shared one read), with the same reading and label map."""
-    from epsstar.audit.data.files import sha256_of
     from epsstar.audit.engines.references import log_odds_of
     from epsstar.audit.model.plugins import loader_for_path
+    from epsstar.plumbing.digests import sha256_of
 
     paths, reading, label_map = CAPTURED.arguments[:3]
     start = time.perf_counter()

@@ -61,13 +61,13 @@ import pandas as pd
 from epsstar.audit.training_audit.audit import TrainingAuditSetup, audit_training
 from epsstar.audit.training_audit.result import BOUNDS, BoundName
 from epsstar.audit.training_audit.threat_models import ThreatModelName
+from epsstar.plumbing.threads import apply_threads, choose_threads
 from epsstar.statistics.auditing.choose_k import choose_k
 from epsstar.statistics.auditing.one_run import one_run_bounds
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence
 from epsstar.statistics.names import GUESS_RULES, GuessRule
 from epsstar.statistics.readings.conversions import gdp_epsilon
 from epsstar.training.data.tables import load_table
-from epsstar.training.threads import apply_threads, choose_threads
 from epsstar.training.threat_models.own_trainer import Breakage, OwnTrainer, parameter_count
 from epsstar.training.trainer import TrainingConfig, plan_privacy, train
 

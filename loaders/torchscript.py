@@ -36,7 +36,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.inputs.torchscript_deprecation import torchscript_deprecation_silenced
 from epsstar.audit.model.class_labels import (
     CLASSES_KEY,
     FEATURES_KEY,
@@ -48,8 +47,9 @@ from epsstar.audit.model.declared_privacy import PRIVACY_KEY, DeclaredPrivacy, p
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.output_reading import OutputReading
 from epsstar.audit.model.plugins import ObjectIdentity, OutputKind, import_optional
-from epsstar.audit.model.threads import torch_threads
 from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.plumbing.threads import torch_threads
+from epsstar.plumbing.torchscript_deprecation import torchscript_deprecation_silenced
 
 from . import (
     OUTPUT_KINDS,

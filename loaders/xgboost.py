@@ -48,11 +48,11 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.inputs.json_text import parse_json
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.own_predictions import OwnPredictions
 from epsstar.audit.model.plugins import ObjectIdentity, OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.plumbing.json_parsing import parse_json
 
 from . import (
     BatchedModel,

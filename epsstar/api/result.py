@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from epsstar.audit.data.files import atomic_write_json
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.output.xml_text import xml_text
 from epsstar.audit.training_audit.result import TrainingAuditResult
 from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.staging import atomic_write_json
 
 __all__ = ["NotebookResult", "NotebookTrainingResult"]
 

@@ -38,13 +38,13 @@ from epsstar.audit.data.configs.manifest import (
     params_json,
     read_manifest,
 )
-from epsstar.audit.data.configs.schema import Where
 from epsstar.audit.data.reading import DEFAULT_BATCH_SIZE, Tables
 from epsstar.audit.engines.pool import run_in_processes
 from epsstar.audit.model.loading import ModelFile
-from epsstar.audit.model.threads import choose_threads, use_threads
 from epsstar.exceptions import EpsstarError, InputFileError
 from epsstar.plumbing.json_types import JsonObject, JsonValue
+from epsstar.plumbing.schema import Where
+from epsstar.plumbing.threads import choose_threads, use_threads
 from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.bounds.from_counts import mechanism_epsilon
 from epsstar.statistics.names import LossName
@@ -329,8 +329,8 @@ def _audit_on_dask(
     on_done: Callable[[ModelAudit], None] | None,
 ) -> list[ModelAudit]:
     """One Dask task per entry; each record names the worker that ran it."""
-    from epsstar.audit.data.files import atomic_write_bytes
     from epsstar.audit.engines.dask_engine import dask_client, run_tasks
+    from epsstar.plumbing.staging import atomic_write_bytes
 
     with_report = folder is not None and write_report is not None
     tasks = [(entry, settings, with_report, write_report, keep_losses) for entry in entries]

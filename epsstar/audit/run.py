@@ -39,7 +39,7 @@ from epsstar.audit.attacks.scoring import LOSS_ONLY, AttackSettings
 from epsstar.audit.attacks.slices import SliceKeys, audit_slices, read_slice_keys
 from epsstar.audit.data.checks import InputChecks, check_inputs, refuse_same_data
 from epsstar.audit.data.column_match import ColumnMatch
-from epsstar.audit.data.files import FileDigest, digests_of, sha256_of
+from epsstar.audit.data.files import FileDigest, digests_of
 from epsstar.audit.data.progress import Progress
 from epsstar.audit.data.reading import Role, Tables
 from epsstar.audit.data.records import Records, read_records
@@ -52,7 +52,6 @@ from epsstar.audit.engines.summaries import can_summarise, losses_of, summarise_
 from epsstar.audit.inputs.served import ServedSource
 from epsstar.audit.model.loading import LoadedAuditModel, ModelFile, ModelObject
 from epsstar.audit.model.output_reading import OutputReading
-from epsstar.audit.model.threads import chosen_threads
 from epsstar.audit.output.provenance import EngineRun, Provenance, Timings
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.premise.attribute import check_model_input
@@ -62,6 +61,8 @@ from epsstar.audit.premise.settings import DEFAULT_PREMISE, PremiseSettings
 from epsstar.audit.premise.tracked_bound import tracked_bound
 from epsstar.audit.text_run import TextRun, audit_text, check_text_settings
 from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.plumbing.digests import sha256_of
+from epsstar.plumbing.threads import chosen_threads
 from epsstar.statistics.utility import Utility
 
 if TYPE_CHECKING:  # pragma: no cover

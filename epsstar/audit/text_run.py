@@ -21,7 +21,6 @@ the same steps:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import sys
 import time
 import warnings
@@ -42,7 +41,7 @@ from epsstar.audit.attacks.scoring import AttackSettings
 from epsstar.audit.attacks.sequences import SequenceStatistics, TextInputs
 from epsstar.audit.data.checks import GATE_BLOCKED
 from epsstar.audit.data.column_match import ColumnMatch
-from epsstar.audit.data.files import FileDigest, digests_of, sha256_of
+from epsstar.audit.data.files import FileDigest, digests_of
 from epsstar.audit.data.progress import Progress
 from epsstar.audit.data.reading import Role
 from epsstar.audit.data.text_records import (
@@ -56,11 +55,12 @@ from epsstar.audit.engines.text_scoring import ScoringPlan, score_text
 from epsstar.audit.model.loading import ModelFile
 from epsstar.audit.model.plugins import LoaderInfo
 from epsstar.audit.model.text_model import TextModel, text_model_of
-from epsstar.audit.model.threads import chosen_threads
 from epsstar.audit.output.provenance import Provenance, ReferenceModel, Timings
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.output.text_result import ExposedRecord, TextAudit, WindowsUsed, excerpt
 from epsstar.exceptions import InputFileError, InvalidInputError, SuspectDataWarning
+from epsstar.plumbing.digests import sha256_of, sha256_of_bytes
+from epsstar.plumbing.threads import chosen_threads
 from epsstar.statistics.names import ATTACKS
 from epsstar.statistics.utility import Utility
 
@@ -142,7 +142,7 @@ def _folder_digests(folder: Path, files: tuple[Path, ...]) -> tuple[FileDigest, 
     then each file's."""
     each = digests_of(files)
     joined = "\n".join(f"{Path(d.path).name} {d.sha256}" for d in each)
-    whole = FileDigest(str(folder), hashlib.sha256(joined.encode("utf-8")).hexdigest())
+    whole = FileDigest(str(folder), sha256_of_bytes(joined.encode("utf-8")))
     return (whole, *each)
 
 

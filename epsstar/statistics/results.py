@@ -13,12 +13,24 @@ from dataclasses import dataclass, field
 from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.bounds.leak_test import LeakTest
-from epsstar.statistics.estimators.bootstrap import BootstrapInterval
 from epsstar.statistics.fitting.base import FittedDistribution
 from epsstar.statistics.fitting.goodness_of_fit import GoodnessOfFit
 from epsstar.statistics.transform import LossTransform
 
-__all__ = ["EpsilonStarResult", "FitReport"]
+__all__ = ["BootstrapInterval", "EpsilonStarResult", "FitReport"]
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapInterval(JsonRecord):
+    """A bootstrap confidence interval for Epsilon* and the replicates' summary."""
+
+    low: float
+    high: float
+    level: float
+    kind: str
+    n_bootstrap: int
+    replicate_mean: float
+    replicate_sd: float
 
 
 @dataclass(frozen=True, slots=True)

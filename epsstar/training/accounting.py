@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from epsstar.audit.data.configs.schema import JsonObject
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import check_delta, check_in_range, check_positive_int
 from epsstar.statistics.readings.conversions import NEIGHBOURING_RELATIONS
 

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from epsstar.audit.data.configs.schema import JsonObject, JsonValue
+from epsstar.plumbing.json_types import JsonObject, JsonValue
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.training.attribute import AttributeTracking

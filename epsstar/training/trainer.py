@@ -40,9 +40,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from epsstar.audit.data.configs.schema import JsonObject
-from epsstar.audit.model.device import checked_device, torch_device
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.device import checked_device, torch_device
+from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import check_delta, check_in_range, check_positive_int
 from epsstar.statistics.utility import auroc
 from epsstar.training.accounting import (

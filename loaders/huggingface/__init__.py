@@ -22,12 +22,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from epsstar.audit.inputs.bounds import shown
 from epsstar.audit.model.plugins import import_optional
 from epsstar.audit.model.text_model import Adapter, TextModelInfo
-from epsstar.audit.model.threads import torch_threads
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.loaders import first_line
+from epsstar.plumbing.input_bounds import shown
+from epsstar.plumbing.threads import torch_threads
 from epsstar.statistics.names import OutputKind
 
 from .folder import (

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Final, Literal
 
 from epsstar.audit.inputs.inside import inside_folder
-from epsstar.audit.inputs.json_text import read_json_file
 from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.plumbing.json_parsing import read_json_file
 from epsstar.plumbing.json_types import JsonObject
 
 __all__ = [
@@ -91,7 +91,7 @@ class AdapterFiles:
 
 def read_json(path: Path) -> JsonObject:
     """A JSON object from ``path`` within the bound of every structured input file
-    (:mod:`epsstar.audit.inputs.bounds`), or a one-line refusal naming the file."""
+    (:mod:`epsstar.plumbing.input_bounds`), or a one-line refusal naming the file."""
     value = read_json_file(path, str(path))
     if not isinstance(value, dict):
         raise InputFileError(f"{path}: must hold a JSON object. Found {type(value).__name__}.")

@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from epsstar.audit.inputs.bounds import shown
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.input_bounds import shown
 from epsstar.plumbing.json_types import JsonObject
 
 from .patterns import check_keys, first_keys

@@ -23,8 +23,8 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
-from epsstar.audit.inputs.bounds import shown
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.input_bounds import shown
 
 __all__ = ["MAX_PATTERN_LENGTH", "PATTERN_SECONDS", "check_keys", "first_keys"]
 

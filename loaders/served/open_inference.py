@@ -23,10 +23,10 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.inputs.bounds import shown
 from epsstar.audit.inputs.served import ServedSource
 from epsstar.audit.model.features import Features
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.input_bounds import shown
 from epsstar.plumbing.json_types import JsonObject, JsonValue
 
 from .protocol import FloatArray, refuse_labels, scores_of

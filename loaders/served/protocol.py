@@ -21,10 +21,10 @@ from typing import Any, Final, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.inputs.bounds import shown
 from epsstar.audit.inputs.served import ServedSource
 from epsstar.audit.model.features import Features
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.input_bounds import shown
 
 __all__ = [
     "HOW_TO_SERVE_PROBABILITIES",

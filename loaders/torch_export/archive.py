@@ -52,8 +52,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from epsstar.audit.inputs.bounds import shown
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.input_bounds import shown
 
 from ..torchscript_scan import TRUST_FLAG, read_as_archive
 

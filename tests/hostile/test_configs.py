@@ -24,10 +24,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from epsstar.audit.data.configs.manifest import read_manifest
-from epsstar.audit.data.configs.schema import MAX_DEPTH, Table, Where, parse_json_object
 from epsstar.audit.output.landscape_data import landscape, read_results
 from epsstar.cli import main
 from epsstar.exceptions import EpsstarError
+from epsstar.plumbing.input_bounds import MAX_DEPTH
+from epsstar.plumbing.schema import Table, Where, parse_json_object
 from epsstar.statistics.summaries.loss_summary import (
     SummaryPlan,
     merge_summaries,

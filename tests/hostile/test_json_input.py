@@ -1,6 +1,6 @@
 """JSON from outside that breaks ``json.loads``: nested 100,000 deep, an integer of 5,000
 digits, a lone surrogate. Every reader of a user's JSON goes through one parser
-(:mod:`epsstar.audit.inputs.json_text`), so each is one line naming the file or is ignored where
+(:mod:`epsstar.plumbing.json_parsing`), so each is one line naming the file or is ignored where
 the reader ignores a malformed file; none is a traceback. A last test keeps the class
 closed: no other module of the library calls ``json.load``/``json.loads``.
 """
@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from epsstar.audit.data.configs.schema import load_document, read_json
-from epsstar.audit.inputs.json_text import parse_json
 from epsstar.audit.model.class_labels import classes_from_text, features_from_text
 from epsstar.audit.model.declared_privacy import privacy_from_text
 from epsstar.audit.premise.tracked_bound import tracked_bound
 from epsstar.exceptions import InputFileError
+from epsstar.plumbing.json_parsing import parse_json
+from epsstar.plumbing.schema import load_document, read_json
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -123,7 +123,7 @@ def test_a_training_record_beside_the_model_is_ignored_as_any_malformed_one(
 #: document torch still reads would skip the check), and the LoRA pattern matcher reads
 #: only what its own child process wrote.
 OWN_PARSERS = {
-    Path("epsstar", "audit", "inputs", "json_text.py"),
+    Path("epsstar", "plumbing", "json_parsing.py"),
     Path("loaders", "torch_export", "archive.py"),
     Path("loaders", "huggingface", "patterns.py"),
 }

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from epsstar.audit.output.staging import Outputs
 from epsstar.cli import main
 from epsstar.cli.exit_codes import (
     EXIT_BROKEN_PIPE,
@@ -35,6 +34,7 @@ from epsstar.cli.exit_codes import (
     EXIT_USAGE,
 )
 from epsstar.exceptions import InputFileError
+from epsstar.plumbing.staging import Outputs
 from tests.conftest import invoke
 from tests.hostile.interrupting import cli_process
 

@@ -1,4 +1,5 @@
-"""Structured input files within their bound (epsstar.audit.inputs): an ``MLmodel`` made of
+"""Structured input files within their bound (epsstar.plumbing.input_bounds, and the paths one
+names kept inside its folder by epsstar.audit.inputs.inside): an ``MLmodel`` made of
 YAML aliases that expand without end (the "billion laughs"), files beyond the size or the
 nesting bound, and a model folder's weights index that names files outside the folder. Each
 ends, within a deadline, in one line naming the file and the bound, with exit code 2."""
@@ -9,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from epsstar.audit.inputs.bounds import MAX_BYTES, MAX_DEPTH, shown
-from epsstar.audit.inputs.json_text import read_json_file
 from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.plumbing.input_bounds import MAX_BYTES, MAX_DEPTH, shown
+from epsstar.plumbing.json_parsing import read_json_file
 from tests.hostile.bounded import run_cli
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "models"

@@ -20,9 +20,9 @@ import pytest
 
 from epsstar.cli import main
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.threads import THREADS_ENV, available_cores, choose_threads
 from epsstar.training import trainer
 from epsstar.training.runs.sweep import load_sweep_config, run_sweep
-from epsstar.training.threads import THREADS_ENV, available_cores, choose_threads
 from tests.hostile.interrupting import cli_process
 
 SWEEP = """

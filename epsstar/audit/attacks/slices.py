@@ -9,7 +9,7 @@ spelled ``(missing)`` is another slice). Slices are ordered by value
 :data:`MAX_SLICES` of them.
 
 :func:`audit_slices` estimates Epsilon* within each slice from the scores of the audit's
-headline attack (:mod:`epsstar.statistics.bounds.slices`): same method, same δ, the interval
+headline attack (:mod:`epsstar.statistics.estimators.slices`): same method, same δ, the interval
 when one was asked for, and lower bounds that hold together.
 """
 
@@ -29,8 +29,8 @@ from epsstar.audit.data.tables import iter_column, refuse_nested
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.output.slice_result import MISSING, SliceResult, SliceRow
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.bounds.slices import SlicedScores, slice_estimates
 from epsstar.statistics.estimators.methods import Bootstrap
+from epsstar.statistics.estimators.slices import SlicedScores, slice_estimates
 from epsstar.statistics.names import AttackName
 
 __all__ = ["MAX_SLICES", "MISSING", "SliceKeys", "audit_slices", "read_slice_keys"]

@@ -5,8 +5,8 @@ matching a table's columns to a model's inputs (:mod:`.column_match`), the check
 data (:mod:`.checks`), partitioned data sets (:mod:`.partitions`), loss files and digests
 (:mod:`.files`), the one record of a table being read (:mod:`.reading`), the records
 themselves for the premise's classifiers (:mod:`.records`), text records
-(:mod:`.text_records`), and the configuration files (:mod:`.configs`: the declared
-schema, manifests, the gate's limits).
+(:mod:`.text_records`), and the configuration files (:mod:`.configs`: manifests, the
+gate's limits).
 
 May import: :mod:`epsstar.audit.model`, :mod:`epsstar.statistics`.
 """

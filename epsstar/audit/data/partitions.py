@@ -10,7 +10,6 @@ names and digests, one ``name sha256`` line each.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from epsstar.exceptions import InputFileError
+from epsstar.plumbing.digests import sha256_of_bytes
 from epsstar.plumbing.json_types import JsonValue
 
 __all__ = [
@@ -144,7 +144,7 @@ def dataset_digest(digests: Sequence[tuple[str, str]]) -> str:
     if len(digests) == 1:
         return digests[0][1]
     lines = "".join(f"{name} {digest}\n" for name, digest in digests)
-    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
+    return sha256_of_bytes(lines.encode("utf-8"))
 
 
 def partition_rows(data: DataSet) -> tuple[int, ...] | None:

@@ -26,8 +26,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from epsstar.audit.data.checks import MAX_SHARED_FRACTION, TableScan, shared_rows
-from epsstar.audit.inputs.json_text import parse_json
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
+from epsstar.plumbing.json_parsing import parse_json
 from epsstar.statistics._validation import check_positive_int
 
 __all__ = [

@@ -33,7 +33,7 @@ import numpy as np
 
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.audit.attacks.references import ReferenceConfidences, check_stated_classes
-from epsstar.audit.data.files import FileDigest, digests_of, sha256_of
+from epsstar.audit.data.files import FileDigest, digests_of
 from epsstar.audit.data.partitions import (
     DataSet,
     StorageOptions,
@@ -52,6 +52,7 @@ from epsstar.audit.model.loading import LoadedAuditModel, ModelFile
 from epsstar.audit.model.plugins import LoadedModel
 from epsstar.audit.output.provenance import ReferenceModel
 from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.plumbing.digests import sha256_of
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.summaries.loss_summary import LossSummary, SummaryPlan, merge_summaries
 

@@ -40,10 +40,10 @@ from epsstar.audit.engines.references import (
     read_key,
 )
 from epsstar.audit.engines.streaming import batch_losses
-from epsstar.audit.model.device import CPU
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.plugins import LoadedModel
 from epsstar.audit.output.provenance import ReferenceModel
+from epsstar.plumbing.device import CPU
 from epsstar.statistics._validation import FloatArray
 
 __all__ = ["BatchScores", "SharedReferences", "partition_scores"]

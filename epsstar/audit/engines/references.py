@@ -21,11 +21,11 @@ from epsstar.audit.data.progress import Progress
 from epsstar.audit.data.reading import Role, TableRead, Tables
 from epsstar.audit.data.tables import LabelMap, iter_batches, read_schema
 from epsstar.audit.engines.streaming import batch_losses, check_width, predict_batch, stream_table
-from epsstar.audit.model.device import CPU
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.plugins import LoadedModel
 from epsstar.audit.output.provenance import ReferenceModel
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.device import CPU
 from epsstar.statistics._validation import FloatArray
 
 __all__ = [

@@ -1,8 +1,7 @@
-"""What every reader of an input file shares: the bound on a structured file (its size and
-nesting, :mod:`.bounds`), the rule that a path one file names stays inside its folder
-(:mod:`.inside`), and torch's deprecation warnings of TorchScript, a format users' model
-files come in, silenced where epsstar reads or writes it (:mod:`.torchscript_deprecation`).
+"""What the audit knows of its inputs before it reads them: the rule that a path one file
+names stays inside that file's folder (:mod:`.inside`), and a served model's URL
+(:mod:`.served`).
 
-The lowest room of the audit layer: imports only the statistics' JSON types and the
-exceptions, so every room above, the loaders and the commands read their files through it.
+The lowest room of the audit layer: imports only the plumbing and the exceptions, so every
+room above, the loaders and the commands share it.
 """

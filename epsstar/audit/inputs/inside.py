@@ -12,8 +12,7 @@ import os
 from pathlib import Path
 
 from epsstar.exceptions import InvalidInputError
-
-from .bounds import shown
+from epsstar.plumbing.input_bounds import shown
 
 __all__ = ["inside_folder"]
 

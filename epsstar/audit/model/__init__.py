@@ -4,10 +4,10 @@ Lives here: the loader plugins' discovery and protocol (:mod:`.plugins`) and the
 suite (:mod:`.contract`), the typed feature columns a model receives (:mod:`.features`), and
 what a model file records: class labels and feature names (:mod:`.class_labels`), a
 declared DP guarantee (:mod:`.declared_privacy`), how its outputs are read
-(:mod:`.output_reading`), the check of a loader against the model's own predictions
-(:mod:`.own_predictions`), and where and on how many threads a model runs
-(:mod:`.device`, :mod:`.threads`).
+(:mod:`.output_reading`), and the check of a loader against the model's own predictions
+(:mod:`.own_predictions`). Where and on how many threads a model runs is the plumbing's
+(:mod:`epsstar.plumbing.device`, :mod:`epsstar.plumbing.threads`).
 
-May import: :mod:`epsstar.statistics`, :mod:`epsstar.exceptions`; nothing else of the
-audit layer.
+May import: :mod:`epsstar.audit.inputs`, :mod:`epsstar.statistics`, :mod:`epsstar.plumbing`,
+:mod:`epsstar.exceptions`; nothing else of the audit layer.
 """

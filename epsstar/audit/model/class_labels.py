@@ -25,9 +25,9 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
-from epsstar.audit.inputs.bounds import shown
-from epsstar.audit.inputs.json_text import parse_json
 from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.plumbing.input_bounds import shown
+from epsstar.plumbing.json_parsing import parse_json
 
 __all__ = [
     "CLASSES_KEY",

@@ -18,8 +18,8 @@ import math
 from dataclasses import dataclass
 from typing import Final, TypeGuard
 
-from epsstar.audit.inputs.json_text import parse_json
 from epsstar.exceptions import InputFileError
+from epsstar.plumbing.json_parsing import parse_json
 from epsstar.plumbing.json_types import JsonObject
 
 __all__ = ["PRIVACY_KEY", "DeclaredPrivacy", "privacy_from_text", "privacy_to_text"]

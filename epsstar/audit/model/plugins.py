@@ -22,7 +22,6 @@ by the loaders themselves, when a file is loaded.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import threading
 from collections.abc import Callable, Mapping
@@ -33,6 +32,7 @@ from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast, runtime_checkable
 
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.digests import sha256_of_bytes
 from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.names import OutputKind
 
@@ -196,7 +196,7 @@ class ObjectIdentity:
         """The identity of ``obj``, whose bytes ``serialise()`` returns (``hashed`` says what
         they are); a serialisation that fails leaves the object not hashed."""
         try:
-            digest: str | None = hashlib.sha256(serialise()).hexdigest()
+            digest: str | None = sha256_of_bytes(serialise())
         except Exception:
             digest = None
         return cls(type_name(obj), digest, hashed)

@@ -32,9 +32,9 @@ from typing import TypeGuard
 import numpy as np
 
 from epsstar.audit.data.configs.manifest import CELL, PARAMS, HyperParameters
-from epsstar.audit.data.configs.schema import Anything, Integer, Table, Text, Where, read_json
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.plumbing.json_types import JsonObject, JsonValue
+from epsstar.plumbing.schema import Anything, Integer, Table, Text, Where, read_json
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.from_counts import mechanism_epsilon
 

@@ -170,7 +170,7 @@ class Provenance:
     #: The torch device a torch-based loader ran the model on (``--device``), else ``None``.
     device: str | None = None
     #: The intra-op threads the model's library ran with in this process (``--threads``,
-    #: ``EPSSTAR_THREADS`` or the load-average rule of :mod:`epsstar.audit.model.threads`);
+    #: ``EPSSTAR_THREADS`` or the load-average rule of :mod:`epsstar.plumbing.threads`);
     #: ``None``: the library's own default, or chosen by each Dask worker.
     threads: int | None = None
     #: The server a served model was read from (``None``: a model file).

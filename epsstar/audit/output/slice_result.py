@@ -1,7 +1,7 @@
 """The frozen record of an audit's slices: Epsilon* per value of one column.
 
 Built by :func:`epsstar.audit.attacks.slices.audit_slices`; the statistics of each slice are
-:class:`epsstar.statistics.bounds.slices.SliceEstimate`. ``to_dict()`` is the JSON block
+:class:`epsstar.statistics.estimators.slices.SliceEstimate`. ``to_dict()`` is the JSON block
 ``slices`` of an audit.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from epsstar.plumbing.json_types import JsonObject
-from epsstar.statistics.bounds.slices import SliceEstimate
+from epsstar.statistics.estimators.slices import SliceEstimate
 from epsstar.statistics.names import AttackName
 
 __all__ = ["MISSING", "SliceResult", "SliceRow"]

@@ -22,8 +22,8 @@ import math
 from pathlib import Path
 from typing import Final
 
-from epsstar.audit.inputs.json_text import read_json_file
 from epsstar.exceptions import InputFileError
+from epsstar.plumbing.json_parsing import read_json_file
 from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.readings.attribute import AttributeSecurity
 

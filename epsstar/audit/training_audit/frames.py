@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from epsstar.audit.data.files import atomic_write_bytes
 from epsstar.audit.data.tables import csv_float_precision, read_schema
 from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.plumbing.staging import atomic_write_bytes
 
 __all__ = ["TABLE_FORMATS", "check_columns", "combine", "read_frame", "row_hashes", "write_frame"]
 
@@ -92,7 +92,7 @@ def combine(train: pd.DataFrame, canaries: Sequence[pd.DataFrame], seed: int) ->
 
 def write_frame(frame: pd.DataFrame, path: Path) -> Path:
     """Write ``frame`` in the format of ``path``'s suffix (CSV without the index), all at once
-    (:func:`~epsstar.audit.data.files.atomic_write_bytes`: a file in the way is replaced, never
+    (:func:`~epsstar.plumbing.staging.atomic_write_bytes`: a file in the way is replaced, never
     written through, and a folder that refuses it is one line)."""
     if TABLE_FORMATS[path.suffix.lower()] == "csv":
         data = frame.to_csv(index=False).encode("utf-8")

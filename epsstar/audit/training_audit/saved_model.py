@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
-from epsstar.audit.inputs.json_text import parse_json
 from epsstar.audit.model.plugins import get_loader, loader_for_path
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.json_parsing import parse_json
 
 __all__ = ["TRAINING_RECORD", "find_saved_model"]
 

@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from epsstar.audit.data.files import sha256_of
 from epsstar.audit.data.reading import Tables
 from epsstar.audit.engines.streaming import stream_table
 from epsstar.audit.model.declared_privacy import DeclaredPrivacy
 from epsstar.audit.model.loading import ModelFile, ModelObject
 from epsstar.audit.training_audit.threat_models import CanaryKind
+from epsstar.plumbing.digests import sha256_of
 from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
 

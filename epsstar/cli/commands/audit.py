@@ -184,8 +184,8 @@ def fleet_settings(args: argparse.Namespace) -> FleetSettings:
 
 def _storage_options(text: str) -> JsonObject:
     """A ``--storage-options`` value: a JSON object."""
-    from epsstar.audit.data.configs.schema import Where, parse_json_object
     from epsstar.exceptions import InputFileError
+    from epsstar.plumbing.schema import Where, parse_json_object
 
     try:
         return parse_json_object(text, Where("--storage-options"))
@@ -584,10 +584,10 @@ def run(args: argparse.Namespace) -> int:
     import dataclasses
 
     from epsstar.audit.inputs.served import without_credentials
-    from epsstar.audit.model.threads import choose_threads, use_threads
     from epsstar.audit.run import Tables, audit
     from epsstar.cli.common.pipeline import limits_option
     from epsstar.cli.common.writers import JSON, JUNIT, REPORT, STEP_SUMMARY, RunFiles
+    from epsstar.plumbing.threads import choose_threads, use_threads
 
     inputs = [("MODEL", args.model), ("--train", args.train), ("--population", args.population)]
     use_threads(choose_threads(1, args.threads))

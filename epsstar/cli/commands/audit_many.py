@@ -15,9 +15,9 @@ from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.many import ManifestEntry, ModelAudit, StrategySummary
-    from epsstar.audit.output.staging import StagedFolder
     from epsstar.cli.common.pipeline import GatedRun
     from epsstar.cli.common.writers import RunFiles
+    from epsstar.plumbing.staging import StagedFolder
 
 SUMMARY = "audit many models from a CSV or TOML manifest, with per-strategy summaries"
 

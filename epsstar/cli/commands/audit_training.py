@@ -307,12 +307,12 @@ def summary(result: TrainingAuditResult) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from epsstar.audit.model.device import checked_device
     from epsstar.audit.training_audit.audit import audit_training
     from epsstar.cli.common.options import engine_option
     from epsstar.cli.common.writers import JSON, TRAINING_AUDIT_REPORT, RunFiles
     from epsstar.exceptions import EpsstarWarning
-    from epsstar.training.threads import apply_threads, choose_threads
+    from epsstar.plumbing.device import checked_device
+    from epsstar.plumbing.threads import apply_threads, choose_threads
 
     checked_device(args.device)
     procedure = _procedure(args)

@@ -83,7 +83,8 @@ def summarise(result: ReferencesResult) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from epsstar.audit.model.device import checked_device
+    from epsstar.plumbing.device import checked_device
+    from epsstar.plumbing.threads import apply_threads, choose_threads
     from epsstar.training.data.tables import load_table
     from epsstar.training.runs.references import (
         check_count,
@@ -91,7 +92,6 @@ def run(args: argparse.Namespace) -> int:
         read_recipe,
         train_references,
     )
-    from epsstar.training.threads import apply_threads, choose_threads
 
     device = checked_device(args.device)
     threads = choose_threads(1, args.threads)

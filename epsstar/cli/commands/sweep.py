@@ -53,10 +53,10 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from epsstar.audit.model.device import checked_device
+    from epsstar.plumbing.device import checked_device
+    from epsstar.plumbing.threads import apply_threads, choose_threads
     from epsstar.training.runs.sweep import load_sweep_config, run_sweep
     from epsstar.training.runs.sweep_config import on_device
-    from epsstar.training.threads import apply_threads, choose_threads
 
     device = checked_device(args.device)
     engine = engine_option(args, args.workers, "--workers")

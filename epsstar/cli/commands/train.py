@@ -46,7 +46,7 @@ def add_threads_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_device_argument(parser: argparse.ArgumentParser) -> None:
     """``--device``: where torch trains (checked before any work by
-    :func:`epsstar.audit.model.device.checked_device`)."""
+    :func:`epsstar.plumbing.device.checked_device`)."""
     parser.add_argument(
         "--device",
         default="cpu",
@@ -209,7 +209,7 @@ def register(subparsers: Any) -> None:
 
 def config_from_args(args: argparse.Namespace) -> Any:
     """A :class:`~epsstar.training.trainer.TrainingConfig` from parsed options."""
-    from epsstar.audit.model.device import checked_device
+    from epsstar.plumbing.device import checked_device
     from epsstar.training.models import parse_hidden
     from epsstar.training.trainer import TrainingConfig
 
@@ -285,9 +285,9 @@ def summarise(result: TrainingResult, out: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from epsstar.audit.model.device import checked_device
+    from epsstar.plumbing.device import checked_device
+    from epsstar.plumbing.threads import apply_threads, choose_threads
     from epsstar.training.runs.pipeline import load_inputs, train_to_directory
-    from epsstar.training.threads import apply_threads, choose_threads
 
     checked_device(args.device)
     threads = choose_threads(1, args.threads)

@@ -135,7 +135,7 @@ def emit(
     Otherwise the summary is printed with the ``verdict`` lines, then a line per file written.
     """
     if json_path == "-":
-        from epsstar.audit.data.files import json_text
+        from epsstar.plumbing.staging import json_text
 
         sys.stdout.write(json_text(result))
         for line in verdict:

@@ -3,9 +3,11 @@ for Machine Learning Models").
 
 Lives here: the methods as small frozen records (:mod:`.methods`), :func:`.estimator.estimate`
 and :func:`.estimator.epsilon_star`, the supremum over thresholds (:mod:`.optimizer`,
-:mod:`.ratio_terms`), the empirical and cross-fitted estimates, bootstrap intervals, the
-δ profile and the trade-off curves.
+:mod:`.ratio_terms`), the empirical estimate (of arrays or of sketches) and the
+cross-fitted one, bootstrap intervals, the δ profile, the trade-off curves, and Epsilon* per
+slice with simultaneous bounds (:mod:`.slices`).
 
-May import: :mod:`epsstar.statistics.fitting`, :mod:`epsstar.statistics.summaries`,
-:mod:`epsstar.statistics.bounds`, the statistics' root modules, numpy and scipy.
+May import: :mod:`epsstar.statistics.results`, :mod:`epsstar.statistics.fitting`,
+:mod:`epsstar.statistics.bounds`, :mod:`epsstar.statistics.summaries`, the root modules below
+them, numpy and scipy.
 """

@@ -19,32 +19,18 @@ Bounds below 0 are raised to 0 (Epsilon* ≥ 0).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_records import JsonRecord
 from epsstar.statistics._validation import FloatArray, check_in_range, check_positive_int
+from epsstar.statistics.results import BootstrapInterval
 
-__all__ = ["INTERVAL_KINDS", "BootstrapInterval", "bootstrap_interval"]
+__all__ = ["INTERVAL_KINDS", "bootstrap_interval"]
 
 INTERVAL_KINDS = ("percentile", "basic")
 Kind = Literal["percentile", "basic"]
-
-
-@dataclass(frozen=True, slots=True)
-class BootstrapInterval(JsonRecord):
-    """A bootstrap confidence interval for Epsilon* and the replicates' summary."""
-
-    low: float
-    high: float
-    level: float
-    kind: str
-    n_bootstrap: int
-    replicate_mean: float
-    replicate_sd: float
 
 
 def bootstrap_replicates(

@@ -27,14 +27,16 @@ import numpy as np
 
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.estimators.ratio_terms import RateWindow, Supremum, log_ratio_terms
+from epsstar.statistics.summaries.loss_sketch import LossSketch, exact_counts
+from epsstar.statistics.summaries.loss_values import empirical_counts
 
 __all__ = [
     "PAPER_EMPIRICAL_WINDOW",
     "ZeroCounts",
-    "empirical_counts",
     "empirical_rates",
     "empirical_supremum",
     "median_unbiased_zero_rate",
+    "sketch_supremum",
     "supremum_from_counts",
 ]
 
@@ -48,18 +50,6 @@ ZeroCounts = Literal["excluded", "median"]
 def median_unbiased_zero_rate(n: int) -> float:
     """``1 - 2^(-1/n)``: the rate p with P(0 events in n trials) = (1-p)^n = 1/2."""
     return float(-np.expm1(np.log(0.5) / n))
-
-
-def empirical_counts(
-    train_losses: FloatArray, population_losses: FloatArray
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Distinct losses ascending, with #population ≤ τ and #train ≤ τ at each."""
-    train = np.sort(train_losses)
-    population = np.sort(population_losses)
-    thresholds = np.unique(np.concatenate([train, population]))
-    pop_below = np.searchsorted(population, thresholds, side="right").astype(np.float64)
-    train_below = np.searchsorted(train, thresholds, side="right").astype(np.float64)
-    return thresholds, pop_below, train_below
 
 
 def empirical_rates(
@@ -149,4 +139,34 @@ def supremum_from_counts(
         fpr=float(fpr_count / n_pop if fpr_count else np.exp(logs[0][column])),
         fnr=float(fnr_count / n_tr if fnr_count else np.exp(logs[2][column])),
         term=row + 1,
+    )
+
+
+def sketch_supremum(
+    train: LossSketch,
+    population: LossSketch,
+    delta: float,
+    window: RateWindow | None = None,
+    zero_counts: ZeroCounts = "excluded",
+) -> Supremum:
+    """Empirical Epsilon* (eq. 7, rates in ``window``, default ``(δ, 1-δ)``, counts of 0
+    as ``zero_counts`` says) at every threshold where both sketches give exact counts
+    (:func:`~epsstar.statistics.summaries.loss_sketch.exact_counts`).
+
+    Each such pair of rates is one that :func:`empirical_supremum` also evaluates (that of
+    the largest observed loss ≤ τ), so the result is never above the empirical Epsilon* of
+    the full samples; it can miss only thresholds inside one bin of the body, where each
+    rate moves by at most that bin's count over ``n``. In the tails, where Epsilon* at a
+    small δ is decided, every threshold is exact.
+    """
+    thresholds, pop_below, train_below = exact_counts(train, population)
+    return supremum_from_counts(
+        thresholds,
+        pop_below,
+        train_below,
+        n_train=train.n,
+        n_population=population.n,
+        delta=delta,
+        window=window,
+        zero_counts=zero_counts,
     )

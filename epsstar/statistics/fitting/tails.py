@@ -58,12 +58,12 @@ from epsstar.exceptions import InsufficientDataError
 from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.summaries.loss_sketch import SampleLike, as_sample, pooled
+from epsstar.statistics.summaries.tail_size import default_tail_size
 
 __all__ = [
     "GeneralizedPareto",
     "RelativeTailed",
     "TailedEmpirical",
-    "default_tail_size",
     "fit_generalized_pareto",
     "fit_relative_tails",
 ]
@@ -72,17 +72,6 @@ __all__ = [
 MIN_TAILED_RECORDS = 50
 #: Shape estimates are kept in this range (beyond it one tail sample decides too much).
 SHAPE_RANGE = (-1.0, 1.0)
-
-
-def default_tail_size(n: int, scale: float = 1.0) -> int:
-    """Excesses per tail: ``scale * min(0.2 n, 3 sqrt(n))`` rounded, at least 5.
-
-    ``scale`` below 1 moves the tail threshold outwards (the bootstrap of
-    :mod:`epsstar.statistics.estimators.estimator` draws it to carry the threshold choice's
-    uncertainty into its interval).
-    """
-    base = max(5, min(math.floor(0.2 * n), math.ceil(3.0 * math.sqrt(n))))
-    return max(5, round(scale * base))
 
 
 @dataclass(frozen=True, slots=True)

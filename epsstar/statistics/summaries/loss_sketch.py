@@ -1,4 +1,5 @@
-"""A mergeable, bounded summary of a loss sample, and empirical Epsilon* from two of them.
+"""A mergeable, bounded summary of a loss sample, and the thresholds where two of them count
+exactly.
 
 A :class:`LossSketch` of ``n`` losses holds their ``k`` smallest and ``k`` largest values
 exactly and a histogram of all of them on a fixed grid: edges ``x_j = s·sinh(u_j)`` with
@@ -11,15 +12,10 @@ add, the extremes of the union are among the parts' extremes), so partitions can
 summarised where they are read.
 
 The count ``#{l ≤ τ}`` is exact at every grid edge (a cumulative count), below the
-``k``-th smallest value and from the ``k``-th largest value on. :func:`sketch_supremum`
-evaluates eq. 7 (Negoescu et al. 2024, "Epsilon*: Privacy Metric for Machine Learning Models", as
-:mod:`epsstar.statistics.estimators.empirical`
-does) at every threshold where the counts of both samples are exact. Each such pair of
-rates is one that the empirical estimator also evaluates (that of the largest observed
-loss ≤ τ), so the result is never above the empirical Epsilon* of the full samples; it
-can miss only thresholds inside one bin of the body, where each rate moves by at most that
-bin's count over ``n``. In the tails, where Epsilon* at a small δ is decided, every
-threshold is exact.
+``k``-th smallest value and from the ``k``-th largest value on: :func:`exact_counts` gives
+every threshold where the counts of both samples are exact, the thresholds at which the
+empirical estimator evaluates eq. 7 on sketches
+(:func:`epsstar.statistics.estimators.empirical.sketch_supremum`).
 
 A sketch is a :class:`~epsstar.statistics.summaries.protocols.Sample`, as are losses held
 in memory (:class:`~epsstar.statistics.summaries.loss_values.LossValues`);
@@ -39,13 +35,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray, check_positive_int
-from epsstar.statistics.estimators.empirical import (
-    ZeroCounts,
-    empirical_counts,
-    supremum_from_counts,
-)
-from epsstar.statistics.estimators.ratio_terms import RateWindow, Supremum
-from epsstar.statistics.summaries.loss_values import LossValues, sorted_body
+from epsstar.statistics.summaries.loss_values import LossValues, empirical_counts, sorted_body
 from epsstar.statistics.summaries.protocols import Sample
 
 __all__ = [
@@ -61,7 +51,6 @@ __all__ = [
     "size_of",
     "sketch_auc",
     "sketch_losses",
-    "sketch_supremum",
 ]
 
 #: Default bins of the grid, its half-width on the asinh scale and its scale: edges up to
@@ -302,7 +291,7 @@ def exact_counts(
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Every threshold where both samples count exactly, with ``#{population ≤ τ}`` and
     ``#{train ≤ τ}``: every distinct loss when both hold every value
-    (:func:`~epsstar.statistics.estimators.empirical.empirical_counts`), else each value their
+    (:func:`~epsstar.statistics.summaries.loss_values.empirical_counts`), else each value their
     sketches hold and, unless both are complete, each grid edge (held values are sketched on
     the sketch's grid, :func:`pooled_parts`)."""
     a, b = as_sample(train), as_sample(population)
@@ -317,29 +306,6 @@ def exact_counts(
     train_below, train_exact = members.count_below(thresholds)
     keep = pop_exact & train_exact
     return thresholds[keep], pop_below[keep], train_below[keep]
-
-
-def sketch_supremum(
-    train: LossSketch,
-    population: LossSketch,
-    delta: float,
-    window: RateWindow | None = None,
-    zero_counts: ZeroCounts = "excluded",
-) -> Supremum:
-    """Empirical Epsilon* (eq. 7, rates in ``window``, default ``(δ, 1-δ)``, counts of 0
-    as ``zero_counts`` says) at every threshold where both sketches give exact counts (see
-    the module's description)."""
-    thresholds, pop_below, train_below = exact_counts(train, population)
-    return supremum_from_counts(
-        thresholds,
-        pop_below,
-        train_below,
-        n_train=train.n,
-        n_population=population.n,
-        delta=delta,
-        window=window,
-        zero_counts=zero_counts,
-    )
 
 
 def sketch_auc(members: LossSketch, others: LossSketch) -> float:

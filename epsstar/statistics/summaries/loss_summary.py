@@ -31,7 +31,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray, finite_vector
-from epsstar.statistics.fitting.tails import default_tail_size
 from epsstar.statistics.summaries.loss_sketch import (
     BINS,
     HALF_WIDTH,
@@ -41,6 +40,7 @@ from epsstar.statistics.summaries.loss_sketch import (
 )
 from epsstar.statistics.summaries.loss_values import LossValues
 from epsstar.statistics.summaries.protocols import Atoms, Losses
+from epsstar.statistics.summaries.tail_size import default_tail_size
 
 __all__ = [
     "CROSSFIT_STREAM",

@@ -19,7 +19,7 @@ from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.summaries.protocols import Atoms
 
-__all__ = ["LossValues", "sorted_body"]
+__all__ = ["LossValues", "empirical_counts", "sorted_body"]
 
 
 def sorted_body(x: FloatArray, k: int) -> tuple[FloatArray, FloatArray]:
@@ -33,6 +33,18 @@ def sorted_body(x: FloatArray, k: int) -> tuple[FloatArray, FloatArray]:
     levels = np.linspace(k / n, 1.0 - k / n, n - 2 * k)
     knots, last = np.unique(x[k : n - k][::-1], return_index=True)
     return knots, levels[::-1][last]
+
+
+def empirical_counts(
+    train_losses: FloatArray, population_losses: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Distinct losses ascending, with #population ≤ τ and #train ≤ τ at each."""
+    train = np.sort(train_losses)
+    population = np.sort(population_losses)
+    thresholds = np.unique(np.concatenate([train, population]))
+    pop_below = np.searchsorted(population, thresholds, side="right").astype(np.float64)
+    train_below = np.searchsorted(train, thresholds, side="right").astype(np.float64)
+    return thresholds, pop_below, train_below
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -12,15 +12,14 @@ replace (:func:`fingerprint_change` names the first difference).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from pathlib import Path
 
 import numpy as np
 
-from epsstar.audit.data.configs.schema import JsonObject, JsonValue
-from epsstar.audit.data.files import sha256_of
 from epsstar.exceptions import InputFileError
+from epsstar.plumbing.digests import sha256_of, sha256_of_bytes
+from epsstar.plumbing.json_types import JsonObject, JsonValue
 from epsstar.training.data.tables import TabularData
 from epsstar.training.trainer import TrainingConfig
 
@@ -37,11 +36,11 @@ def _content_sha256(table: TabularData) -> str:
             raise InputFileError(
                 f"cannot read {table.source!r}: {error.strerror or error}."
             ) from None
-    digest = hashlib.sha256()
-    digest.update(np.ascontiguousarray(table.features).tobytes())
-    digest.update(np.ascontiguousarray(table.labels).tobytes())
-    digest.update(json.dumps([table.feature_names, table.classes]).encode("utf-8"))
-    return digest.hexdigest()
+    return sha256_of_bytes(
+        np.ascontiguousarray(table.features).tobytes(),
+        np.ascontiguousarray(table.labels).tobytes(),
+        json.dumps([table.feature_names, table.classes]).encode("utf-8"),
+    )
 
 
 def data_fingerprint(data: TabularData, population: TabularData | None) -> JsonObject:
@@ -61,7 +60,7 @@ def fingerprint(config: TrainingConfig, data_part: JsonObject) -> JsonObject:
     del settings["device"]  # where it ran, not what it trained: the same model on every device
     body: JsonObject = {"training": settings, "data": dict(data_part)}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    return {"sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), **body}
+    return {"sha256": sha256_of_bytes(text.encode("utf-8")), **body}
 
 
 _DATA_NAMES = {

@@ -8,9 +8,9 @@ import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from epsstar.audit.data.configs.schema import JsonObject
-from epsstar.audit.output.staging import interrupts_deferred, refuse_replacing_inputs
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.staging import interrupts_deferred, refuse_replacing_inputs
 from epsstar.training.attribute import (
     AttributeTracker,
     Records,

@@ -31,22 +31,25 @@ from typing import Any, Final
 import numpy as np
 
 from epsstar.audit.data.checks import row_hashes
-from epsstar.audit.data.configs.schema import (
+from epsstar.audit.data.tables import read_schema
+from epsstar.audit.model.features import Features
+from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.plumbing.input_bounds import shown
+from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.schema import (
     Anything,
-    JsonObject,
     ListOf,
     Nullable,
     Spec,
     Table,
     Where,
     load_document,
-    shown,
 )
-from epsstar.audit.data.files import atomic_write_json
-from epsstar.audit.data.tables import read_schema
-from epsstar.audit.model.features import Features
-from epsstar.audit.output.staging import interrupts_deferred, refuse_replacing_inputs
-from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.plumbing.staging import (
+    atomic_write_json,
+    interrupts_deferred,
+    refuse_replacing_inputs,
+)
 from epsstar.training.batched import RowSubset
 from epsstar.training.data.tables import TabularData
 from epsstar.training.runs.export import MODEL_FILES, check_output_dir

@@ -43,10 +43,14 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from epsstar.audit.data.configs.schema import Fields, JsonObject, Where, read_json
-from epsstar.audit.data.files import atomic_write_bytes
-from epsstar.audit.output.staging import check_output_folder, refuse_replacing_inputs
 from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.schema import Fields, Where, read_json
+from epsstar.plumbing.staging import (
+    atomic_write_bytes,
+    check_output_folder,
+    refuse_replacing_inputs,
+)
 from epsstar.training.data.tables import TabularData
 from epsstar.training.results import EpochStats
 from epsstar.training.runs.export import MODEL_FILES
@@ -257,8 +261,8 @@ def _train_task(
     The worker reads the data itself and refuses data whose fingerprint differs from
     ``data_part``, the one the sweep computed where it started.
     """
+    from epsstar.plumbing.threads import apply_threads
     from epsstar.training.runs.pipeline import load_inputs, train_to_directory
-    from epsstar.training.threads import apply_threads
 
     if threads is not None:
         apply_threads(threads)

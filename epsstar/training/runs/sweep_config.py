@@ -1,6 +1,6 @@
 """The sweep file (TOML or JSON, ``docs/training.md``): its declared schema and the grid.
 
-Every key is declared with :mod:`epsstar.audit.data.configs.schema` and checked before
+Every key is declared with :mod:`epsstar.plumbing.schema` and checked before
 anything is planned: ``data``, ``label_column`` and optionally ``population``,
 ``features``, ``out``, ``repeats`` and ``seed`` at the top; ``[model]`` (``hidden``,
 ``lr``, ``momentum``); ``[baseline]`` (``epochs``, one ``batch_size``) and ``[dp]``
@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
-from epsstar.audit.data.configs.schema import (
+from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.schema import (
     Fields,
     Integer,
     ListOf,
@@ -30,7 +31,6 @@ from epsstar.audit.data.configs.schema import (
     Where,
     load_document,
 )
-from epsstar.exceptions import InvalidInputError
 from epsstar.training.runs.settings import (
     BATCH_SIZE,
     CLIP,

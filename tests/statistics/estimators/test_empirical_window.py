@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from epsstar.statistics.estimators.empirical import sketch_supremum
 from epsstar.statistics.estimators.estimator import epsilon_star
 from epsstar.statistics.estimators.methods import Empirical
-from epsstar.statistics.summaries.loss_sketch import sketch_supremum
 from epsstar.statistics.summaries.loss_summary import SummaryPlan, summarise_losses
 
 

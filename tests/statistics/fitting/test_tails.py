@@ -14,10 +14,10 @@ from epsstar.statistics.fitting.tails import (
     GeneralizedPareto,
     RelativeTailed,
     TailedEmpirical,
-    default_tail_size,
     fit_generalized_pareto,
     fit_relative_tails,
 )
+from epsstar.statistics.summaries.tail_size import default_tail_size
 
 
 @pytest.mark.parametrize("xi", [-0.4, 0.0, 0.3])
@@ -57,14 +57,6 @@ def test_generalized_pareto_fit_needs_data() -> None:
         fit_generalized_pareto([1.0, 2.0, 3.0])
     with pytest.raises(InsufficientDataError, match="all 0"):
         fit_generalized_pareto(np.zeros(10))
-
-
-def test_default_tail_size() -> None:
-    assert default_tail_size(100) == 20
-    assert default_tail_size(10_000) == 300
-    assert default_tail_size(10) == 5
-    assert default_tail_size(10_000, 0.1) == 30
-    assert default_tail_size(10_000, 0.01) == 5  # never fewer than 5 excesses
 
 
 def test_tail_scale_moves_every_threshold_outwards() -> None:

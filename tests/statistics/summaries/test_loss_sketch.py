@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.estimators.empirical import empirical_supremum
-from epsstar.statistics.summaries.loss_sketch import merge_sketches, sketch_losses, sketch_supremum
+from epsstar.statistics.estimators.empirical import empirical_supremum, sketch_supremum
+from epsstar.statistics.summaries.loss_sketch import merge_sketches, sketch_losses
 
 
 def _split(values: np.ndarray, cuts: list[int]) -> list[np.ndarray]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from epsstar.statistics.estimators.empirical import sketch_supremum
 from epsstar.statistics.estimators.ratio_terms import RateWindow
 from epsstar.statistics.summaries.loss_sketch import (
     BINS,
@@ -11,7 +12,6 @@ from epsstar.statistics.summaries.loss_sketch import (
     _edges,
     sketch_auc,
     sketch_losses,
-    sketch_supremum,
 )
 
 

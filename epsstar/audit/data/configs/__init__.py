@@ -1,6 +1,7 @@
-"""Configuration files, checked before any work: the declared-schema validator
-(:mod:`.schema`: types, ranges, sizes and depth of every field), audit-many manifests
-(:mod:`.manifest`) and the release gate's limits file (:mod:`.limits`).
+"""Configuration files, checked before any work against their declared schemas
+(:mod:`epsstar.plumbing.schema`: types, ranges, sizes and depth of every field): audit-many
+manifests (:mod:`.manifest`) and the release gate's limits file (:mod:`.limits`).
 
-Imports only from the rest of :mod:`epsstar.audit.data`, the statistics and the exceptions.
+Imports only from the rest of the audit layer below it, the statistics, the plumbing and the
+exceptions.
 """

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Final
 
-from epsstar.audit.data.configs.schema import (
+from epsstar.plumbing.input_bounds import read_text
+from epsstar.plumbing.schema import (
     Flag,
     ListOf,
     Number,
@@ -41,7 +42,6 @@ from epsstar.audit.data.configs.schema import (
     Text,
     Where,
     parse_toml,
-    read_text,
 )
 
 __all__ = ["CONFIG_NAMES", "Limit", "Limits", "find_limits", "read_limits"]

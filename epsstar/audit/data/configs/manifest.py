@@ -17,7 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from epsstar.audit.data.configs.schema import (
+from epsstar.audit.inputs.served import is_url, shown_url
+from epsstar.exceptions import InputFileError
+from epsstar.plumbing.input_bounds import read_text
+from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.schema import (
     Anything,
     Cell,
     CellValue,
@@ -29,11 +33,7 @@ from epsstar.audit.data.configs.schema import (
     Text,
     Where,
     parse_toml,
-    read_text,
 )
-from epsstar.audit.inputs.served import is_url, shown_url
-from epsstar.exceptions import InputFileError
-from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.names import OUTPUT_KINDS, OutputKind
 
 __all__ = [

@@ -17,12 +17,18 @@ any error or interrupt before it, used as a context manager, the temporaries are
 removed, and so are the folders created for them. Every problem is an
 :class:`~epsstar.exceptions.InputFileError` with a one-line message that names
 the option and ends with the path given.
+
+A file written on its own, outside a run's outputs (a work folder's state, a sweep's
+record, an exported model), goes through :func:`atomic_write_bytes`: a temporary in its
+folder, then :func:`os.replace`, so a reader never sees half a file. JSON is written as
+:func:`json_text` gives it, in both.
 """
 
 from __future__ import annotations
 
 import contextlib
 import glob
+import json
 import os
 import shutil
 import signal
@@ -35,16 +41,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from epsstar.audit.data.files import json_text
 from epsstar.exceptions import InputFileError
 
 __all__ = [
     "Outputs",
     "StagedFile",
     "StagedFolder",
+    "atomic_write_bytes",
+    "atomic_write_json",
     "check_output_folder",
     "input_files",
     "interrupts_deferred",
+    "json_text",
     "refuse_replacing_inputs",
 ]
 
@@ -101,6 +109,43 @@ def _file_mode(target: Path) -> int:
     umask = os.umask(0o022)
     os.umask(umask)
     return 0o666 & ~umask
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` all at once: a temporary file, then :func:`os.replace`."""
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        handle, temporary = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".tmp", dir=directory
+        )
+    except OSError as error:
+        raise InputFileError(f"cannot write {str(target)!r}: {error.strerror or error}.") from None
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, target)
+    except BaseException as error:
+        # Whatever stopped the write (a full disk, Ctrl-C), leave no temporary behind.
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        if isinstance(error, OSError):
+            message = error.strerror or str(error)
+            raise InputFileError(f"cannot write {str(target)!r}: {message}.") from None
+        raise
+
+
+def json_text(payload: Any) -> str:
+    """``payload`` as the commands write JSON: indented, strict (no NaN), a final newline."""
+    return json.dumps(payload, indent=2, allow_nan=False) + "\n"
+
+
+def atomic_write_json(path: str | os.PathLike[str], payload: Any) -> None:
+    """Write ``payload`` as :func:`json_text` atomically."""
+    atomic_write_bytes(path, json_text(payload).encode("utf-8"))
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ is read whole into memory and parsed, so its cost is bounded here, once, for eve
   (``{what} must be at most 67,108,864 bytes. Found 70,000,000 in 'file'.``);
 * at most :data:`MAX_DEPTH` levels of nesting, counted without recursion after parsing
   (a parser that recurses deeper, as ``json`` does, gives the same one-line error;
-  JSON is parsed by :mod:`.json_text`);
+  JSON is parsed by :mod:`.json_parsing`);
 * YAML without anchors and aliases: an alias repeats a node wherever it is named, so a few
   hundred bytes can stand for more values than memory holds (the "billion laughs" file),
   and no configuration epsstar reads needs one;

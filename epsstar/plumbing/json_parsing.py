@@ -7,9 +7,9 @@ refuses an integer longer than Python's limit on converting text to integers wit
 ``ValueError``, and returns strings holding lone surrogates (``"\\ud800"``), which no UTF-8
 file, stream or tokenizer can carry further. :func:`parse_json` turns each into one
 :class:`~epsstar.exceptions.InputFileError` line naming the file (and the line of a JSON
-Lines file), and refuses nesting deeper than :data:`~.bounds.MAX_DEPTH`, counted without
+Lines file), and refuses nesting deeper than :data:`~.input_bounds.MAX_DEPTH`, counted without
 recursion. :func:`read_json_file` reads a JSON file within the size bound of
-:mod:`.bounds` first.
+:mod:`.input_bounds` first.
 """
 
 from __future__ import annotations
@@ -19,9 +19,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from epsstar.exceptions import InputFileError
+from epsstar.plumbing.input_bounds import (
+    MAX_DEPTH,
+    integer_too_long,
+    nested_too_deep,
+    read_text,
+    shown,
+)
 from epsstar.plumbing.json_types import JsonValue
-
-from .bounds import MAX_DEPTH, integer_too_long, nested_too_deep, read_text, shown
 
 __all__ = ["check_document", "parse_json", "read_json_file"]
 
@@ -78,6 +83,6 @@ def parse_json(
 
 
 def read_json_file(path: str | Path, what: str) -> JsonValue:
-    """The JSON document in ``path``, within the size bound of :mod:`.bounds` and
-    :data:`~.bounds.MAX_DEPTH`; ``what`` names it in the errors."""
+    """The JSON document in ``path``, within the size bound of :mod:`.input_bounds` and
+    :data:`~.input_bounds.MAX_DEPTH`; ``what`` names it in the errors."""
     return parse_json(read_text(path, what), str(path))

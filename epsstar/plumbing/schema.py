@@ -26,13 +26,14 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeAlias, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeAlias, TypeVar, cast
 
-from epsstar.audit.inputs import json_text
-from epsstar.audit.inputs.bounds import (
+from epsstar.exceptions import InputFileError
+from epsstar.plumbing import json_parsing
+from epsstar.plumbing.input_bounds import (
     MAX_BYTES,
     MAX_DEPTH,
     integer_too_long,
@@ -40,22 +41,17 @@ from epsstar.audit.inputs.bounds import (
     read_text,
     shown,
 )
-from epsstar.exceptions import InputFileError
-from epsstar.plumbing.json_types import JsonObject, JsonValue
-from epsstar.statistics.names import Names
+from epsstar.plumbing.json_types import JsonValue
 
 __all__ = [
-    "MAX_BYTES",
-    "MAX_DEPTH",
     "Anything",
     "Cell",
     "CellValue",
     "Fields",
     "Flag",
     "Integer",
-    "JsonObject",
-    "JsonValue",
     "ListOf",
+    "NameSet",
     "Nullable",
     "Number",
     "OneOf",
@@ -70,8 +66,6 @@ __all__ = [
     "parse_json_object",
     "parse_toml",
     "read_json",
-    "read_text",
-    "shown",
 ]
 
 #: Longest text value, in characters.
@@ -79,6 +73,7 @@ MAX_TEXT = 4096
 
 T = TypeVar("T")
 K = TypeVar("K", bound=str)
+K_co = TypeVar("K_co", bound=str, covariant=True)
 #: What a :class:`Cell` holds: a hyper-parameter's value.
 CellValue: TypeAlias = str | int | float | bool | tuple[str | int | float | bool, ...] | None
 _INTEGER_TEXT = re.compile(r"\s*[+-]?\d{1,40}\s*")
@@ -228,12 +223,22 @@ class Text(Spec[str]):
         return value
 
 
+class NameSet(Protocol[K_co]):
+    """The closed set of names an option takes, which checks a value and types it as the
+    option's literal (the statistics' ``Names`` tables are such sets)."""
+
+    def __iter__(self) -> Iterator[K_co]: ...
+
+    def __contains__(self, value: object, /) -> bool: ...
+
+    def check(self, value: object) -> K_co: ...
+
+
 @dataclass(frozen=True, slots=True)
 class OneOf(Spec[K], Generic[K]):
-    """One of the names of an option (:class:`~epsstar.statistics.names.Names`), typed as
-    the option's literal."""
+    """One of the names of an option (a :class:`NameSet`), typed as the option's literal."""
 
-    names: Names[K]
+    names: NameSet[K]
 
     @property
     def rule(self) -> str:
@@ -454,13 +459,13 @@ class Table(Spec[Fields]):
 
 def check_depth(document: JsonValue, where: Where, limit: int = MAX_DEPTH) -> None:
     """Refuse lists and tables nested more than ``limit`` deep, counted without recursion
-    (:func:`epsstar.audit.inputs.json_text.check_document`)."""
-    json_text.check_document(document, where.source, limit)
+    (:func:`epsstar.plumbing.json_parsing.check_document`)."""
+    json_parsing.check_document(document, where.source, limit)
 
 
 def parse_json(text: str, where: Where, limit: int = MAX_DEPTH) -> JsonValue:
-    """The JSON document of ``text`` (:func:`epsstar.audit.inputs.json_text.parse_json`)."""
-    return json_text.parse_json(text, where.source, limit=limit)
+    """The JSON document of ``text`` (:func:`epsstar.plumbing.json_parsing.parse_json`)."""
+    return json_parsing.parse_json(text, where.source, limit=limit)
 
 
 def parse_json_object(text: str, where: Where, limit: int = 16) -> dict[str, JsonValue]:

@@ -16,9 +16,9 @@ from epsstar.audit.attacks.slices import MAX_SLICES, read_slice_keys
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence
 from epsstar.statistics.bounds.held_out_bound import split_lower_bound
-from epsstar.statistics.bounds.slices import SlicedScores, slice_estimates
 from epsstar.statistics.estimators.estimator import epsilon_star, estimate
 from epsstar.statistics.estimators.methods import Bootstrap, method_config
+from epsstar.statistics.estimators.slices import SlicedScores, slice_estimates
 from tests.conftest import invoke
 
 DELTA = 1e-4

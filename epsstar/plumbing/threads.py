@@ -9,7 +9,8 @@ choose their threads by one rule: the cores this process may run on
 average, rounded down), shared among the worker processes; ``EPSSTAR_THREADS`` or a
 ``--threads`` option overrides the choice, never beyond the cores available.
 
-The audit applies its choice to both libraries: torch's intra-op threads
+The trainer applies its choice to torch at once (:func:`apply_threads`). The audit applies
+its choice to both libraries: torch's intra-op threads
 (``torch.set_num_threads``, when a torch-based loader loads a model) and each onnxruntime
 session's ``intra_op_num_threads``, with one inter-op thread (the audit runs one batch at a
 time: parallelism is inside the operators, and across ``audit-many``'s processes).
@@ -24,6 +25,7 @@ from epsstar.exceptions import InvalidInputError
 
 __all__ = [
     "THREADS_ENV",
+    "apply_threads",
     "available_cores",
     "choose_threads",
     "chosen_threads",
@@ -105,3 +107,12 @@ def torch_threads(torch: ModuleType) -> None:
     """Set torch's intra-op threads to this process's choice, if one was made."""
     if _chosen:
         torch.set_num_threads(_chosen[0])
+
+
+def apply_threads(threads: int) -> None:
+    """Make ``threads`` torch's intra-op threads in this process, now (a training): torch is
+    imported first, so that :func:`use_threads` sets its threads at once, and the models this
+    process loads afterwards, and the audit's record of the threads, follow the choice too."""
+    import torch  # noqa: F401 - imported first, so that use_threads sets its threads now
+
+    use_threads(threads)

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from epsstar.audit.model import plugins
-from epsstar.audit.model.device import checked_device
 from epsstar.audit.model.loading import ModelFile
 from epsstar.cli import main
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.device import checked_device
 
 torch = pytest.importorskip("torch")
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "fixtures" / "models"
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
