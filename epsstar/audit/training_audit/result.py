@@ -37,6 +37,7 @@ from epsstar.statistics.auditing.guess_rules import RuleBounds
 from epsstar.statistics.auditing.identifiability import IdentifiabilityReading
 from epsstar.statistics.auditing.many_runs import ManyRunBounds
 from epsstar.statistics.auditing.one_run import OneRunBounds, OneRunMethod
+from epsstar.statistics.names import TRAINING_BOUNDS, BoundName
 
 __all__ = [
     "BOUNDS",
@@ -47,16 +48,10 @@ __all__ = [
     "TrainingAuditResult",
 ]
 
-BoundName = Literal["epsilon-delta", "gdp"]
 #: The bounds that may decide a refutation, with the methods they name for one and many runs.
 BOUNDS: Final[dict[BoundName, tuple[OneRunMethod, ManyRunMethod]]] = {
     "epsilon-delta": ("steinke2023_epsilon_delta", "clopper_pearson"),
     "gdp": ("mahloujifar2024_gdp", "gdp_clopper_pearson"),
-}
-#: What each bound holds for, said in the summary and the report.
-BOUND_SCOPE: Final[dict[BoundName, str]] = {
-    "epsilon-delta": "holds for every trainer",
-    "gdp": "holds only for trainers whose trade-off curve is Gaussian (e.g. DP-SGD)",
 }
 
 
@@ -246,7 +241,7 @@ class TrainingAuditResult:
                 f"{self.delta:.3g})-DP at {self.confidence:.0%} confidence; the "
                 f"{strongest.threat_model.name} threat model's lower bound "
                 f"{strongest.epsilon_lower_bound:.4g} ({self.method}, which "
-                f"{BOUND_SCOPE[self.bound]}) exceeds the claimed epsilon."
+                f"{TRAINING_BOUNDS[self.bound].description}) exceeds the claimed epsilon."
             )
         return (
             f"Not refuted: no lower bound exceeds the claimed epsilon {self.claimed_epsilon:g} "
