@@ -75,7 +75,7 @@ from epsstar.statistics.auditing.guess_rules import audit_guess_rule, rule_sides
 from epsstar.statistics.auditing.identifiability import identifiability_reading
 from epsstar.statistics.auditing.many_runs import audit_many_runs
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence
-from epsstar.statistics.names import GUESS_RULES, GuessRule
+from epsstar.statistics.names import GUESS_RULES, TRAINING_BOUNDS, GuessRule
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.engines.dask_engine import Engine
@@ -102,7 +102,7 @@ class TrainingAuditSetup:
     claimed_epsilon: float | None = None
     delta: float | None = None
     confidence: float = 0.95
-    bound: BoundName = "epsilon-delta"
+    bound: BoundName = TRAINING_BOUNDS.names[0]
     seed: int = 0
     work: Path | None = None
     k: int | None = None
@@ -139,10 +139,7 @@ def _check_setup(procedure: Procedure, setup: TrainingAuditSetup) -> tuple[Threa
             f"without the canary, half of them to choose the threshold). Found {setup.runs}."
         )
     GUESS_RULES.check(setup.guesses)
-    if setup.bound not in BOUNDS:
-        raise InvalidInputError(
-            f"--bound must be one of {', '.join(BOUNDS)}. Found {setup.bound!r}."
-        )
+    TRAINING_BOUNDS.check(setup.bound)
     chosen = threat_models(list(setup.threat_models))
     served = procedure.serves()
     for model in chosen:
