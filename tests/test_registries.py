@@ -12,15 +12,21 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from jsonschema import Draft202012Validator
 
-from epsstar.audit.training_audit.result import BOUNDS
+from epsstar.audit.attacks.registry import REGISTRY as ATTACK_REGISTRY
+from epsstar.audit.engines.dask_engine import Engine
+from epsstar.audit.model.plugins import get_loader
+from epsstar.audit.training_audit.result import BOUNDS, TrainingAuditResult
 from epsstar.audit.training_audit.threat_models import (
     CANARY_KINDS,
     registered_threat_models,
@@ -29,6 +35,9 @@ from epsstar.audit.training_audit.threat_models import (
 )
 from epsstar.cli.main import build_parser
 from epsstar.exceptions import EpsstarError
+from epsstar.statistics.estimators.estimator import estimate
+from epsstar.statistics.estimators.methods import CONFIG_TYPES
+from epsstar.statistics.losses import compute_losses
 from epsstar.statistics.names import (
     ACCOUNTANTS,
     ATTACKS,
@@ -45,6 +54,8 @@ from epsstar.statistics.names import (
     UTILITIES,
     Names,
 )
+from epsstar.statistics.results import EpsilonStarResult
+from tests.audit.training_audit.test_threat_model_registry import audit_a_rememberer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -266,3 +277,105 @@ def test_threat_models_come_from_their_modules() -> None:
     assert {model.canaries for model in models} <= set(CANARY_KINDS)
     for model in models:
         assert threat_model(model.name) is model
+
+
+# --- every registered entry runs on a small input, and refuses a bad one in one line -----------
+
+
+def _one_line_refusal(call: Any, *arguments: Any, **options: Any) -> str:
+    with pytest.raises(EpsstarError) as refused:
+        call(*arguments, **options)
+    assert "\n" not in str(refused.value)
+    return str(refused.value)
+
+
+def _losses() -> tuple[Any, Any]:
+    rng = np.random.default_rng(5)
+    return rng.normal(-0.5, 1.0, 400), rng.normal(0.0, 1.0, 400)
+
+
+# A fit test may reject a Normal fit to these few losses; that is not what this test checks.
+@pytest.mark.filterwarnings("ignore::epsstar.exceptions.PoorFitWarning")
+@pytest.mark.parametrize("method", METHODS.names)
+def test_every_method_estimates_and_refuses_non_finite_losses(method: str) -> None:
+    config = next(kind for kind in CONFIG_TYPES if kind.method == method)()
+    train, population = _losses()
+    result = estimate(train, population, config, delta=1e-3)
+    assert isinstance(result, EpsilonStarResult)
+    assert result.method == method
+    assert np.isfinite(result.epsilon)
+    train[3] = np.nan
+    assert "finite" in _one_line_refusal(estimate, train, population, config, delta=1e-3)
+
+
+@pytest.mark.parametrize("loss", LOSSES.names)
+@pytest.mark.parametrize("outputs", OUTPUT_KINDS.names)
+def test_every_loss_and_output_kind_gives_finite_losses_and_refuses_bad_labels(
+    loss: Any, outputs: Any
+) -> None:
+    labels = np.array([0, 1, 1, 0])
+    predictions = np.array([0.2, 0.7, 0.9, 0.4])
+    if outputs == "logits":
+        predictions = np.log(predictions / (1 - predictions))
+    losses = compute_losses(labels, predictions, loss=loss, outputs=outputs)
+    assert losses.dtype == np.float64
+    assert losses.shape == (4,)
+    assert np.isfinite(losses).all()
+    _one_line_refusal(compute_losses, [0, 1, 2, 0], predictions, loss=loss, outputs=outputs)
+
+
+def test_every_attack_is_registered_under_its_name() -> None:
+    assert tuple(ATTACK_REGISTRY) == ATTACKS.names
+    for name, registered in ATTACK_REGISTRY.items():
+        assert registered.name == name
+        assert (registered.score is None) == (name == "loss")  # the loss attack scores by losses
+
+
+@pytest.mark.parametrize("name", ENGINES.names)
+def test_every_engine_is_a_record_the_schema_allows(name: Any) -> None:
+    engine = Engine(name)
+    assert engine.on_dask == (name == "dask")
+    many = _schema("audit-many")
+    branches = many["$defs"]["engine"]["oneOf"]
+    validator = [b for b in branches if b["properties"]["name"]["const"] == name]
+    assert len(validator) == 1
+    Draft202012Validator(validator[0]).validate(engine.to_dict())
+    if not engine.on_dask:
+        _one_line_refusal(Engine, name, "tcp://127.0.0.1:8786")
+
+
+@pytest.mark.parametrize("bound", TRAINING_BOUNDS.names)
+def test_every_bound_decides_an_audit(bound: str, tmp_path: Path) -> None:
+    assert set(BOUNDS) == set(TRAINING_BOUNDS.names)
+    result = audit_a_rememberer("input", tmp_path, bound=bound)
+    assert isinstance(result, TrainingAuditResult)
+    assert result.bound == bound
+    assert result.threat_models[0].method == BOUNDS[bound][0]
+    assert result.refuted
+    assert TRAINING_BOUNDS[bound].description in result.verdict()
+
+
+@pytest.mark.parametrize("rule", GUESS_RULES.names)
+def test_every_guess_rule_guesses_in_an_audit(rule: str, tmp_path: Path) -> None:
+    result = audit_a_rememberer("input", tmp_path, guesses=rule)
+    (audit,) = result.threat_models
+    assert audit.one_run is not None
+    assert result.refuted
+
+
+def _builtin_loaders() -> tuple[str, ...]:
+    """The loaders ``pyproject.toml`` declares in the ``epsstar.loaders`` entry points."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return tuple(project["project"]["entry-points"]["epsstar.loaders"])
+
+
+def test_the_docs_table_lists_every_builtin_loader() -> None:
+    assert tuple(docs_table("docs/plugins.md", "name")) == _builtin_loaders()
+
+
+@pytest.mark.parametrize("name", _builtin_loaders())
+def test_every_builtin_loader_is_found_by_its_name(name: str) -> None:
+    loader, info = get_loader(name)
+    assert loader.name == name
+    assert info.name == name
+    assert isinstance(loader.suffixes, tuple)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -97,11 +97,13 @@ def _setup(tables: tuple[Path, Path], name: str) -> TrainingAuditSetup:
     )
 
 
-def audit_a_rememberer(name: str, folder: Path) -> TrainingAuditResult:
-    """The one-run audit under threat model ``name`` of a procedure that remembers its
-    canaries and serves every threat model, on the tables :func:`write_tables` writes."""
+def audit_a_rememberer(name: str, folder: Path, **changes: Any) -> TrainingAuditResult:
+    """The one-run audit under threat model ``name`` (and the setup's other ``changes``) of a
+    procedure that remembers its canaries and serves every threat model, on the tables
+    :func:`write_tables` writes."""
     served = tuple(model.name for model in registered_threat_models())
-    return audit_training(Remembers(served), _setup(write_tables(folder), name))
+    setup = replace(_setup(write_tables(folder), name), **changes)
+    return audit_training(Remembers(served), setup)
 
 
 @pytest.mark.parametrize("name", NAMES)
