@@ -77,7 +77,9 @@ class Registry:
 
 def _registries() -> dict[str, Registry]:
     threats = threat_model_names()
-    many_methods = tuple(one for one, _ in BOUNDS.values()) + tuple(m for _, m in BOUNDS.values())
+    many_methods = tuple(b.one_run for b in BOUNDS.values()) + tuple(
+        b.many_runs for b in BOUNDS.values()
+    )
     return {
         "attacks": Registry(
             ATTACKS.names,
@@ -111,7 +113,7 @@ def _registries() -> dict[str, Registry]:
             GATES.names,
             GATES,
             options=(("audit", "--gate"),),
-            enums=(("audit", "/$defs/gate_rule"), ("audit-many", "/properties/gate")),
+            enums=(("audit", "/$defs/gate_rule"),),
             docs=(("docs/release-gate.md", "`--gate`"),),
         ),
         "guess rules": Registry(
@@ -350,7 +352,7 @@ def test_every_bound_decides_an_audit(bound: str, tmp_path: Path) -> None:
     result = audit_a_rememberer("input", tmp_path, bound=bound)
     assert isinstance(result, TrainingAuditResult)
     assert result.bound == bound
-    assert result.threat_models[0].method == BOUNDS[bound][0]
+    assert result.threat_models[0].method == BOUNDS[bound].one_run
     assert result.refuted
     assert TRAINING_BOUNDS[bound].description in result.verdict()
 

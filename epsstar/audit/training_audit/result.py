@@ -41,6 +41,7 @@ from epsstar.statistics.names import TRAINING_BOUNDS, BoundName
 
 __all__ = [
     "BOUNDS",
+    "Bound",
     "BoundName",
     "RunRecord",
     "ThreatModelAudit",
@@ -48,10 +49,21 @@ __all__ = [
     "TrainingAuditResult",
 ]
 
-#: The bounds that may decide a refutation, with the methods they name for one and many runs.
-BOUNDS: Final[dict[BoundName, tuple[OneRunMethod, ManyRunMethod]]] = {
-    "epsilon-delta": ("steinke2023_epsilon_delta", "clopper_pearson"),
-    "gdp": ("mahloujifar2024_gdp", "gdp_clopper_pearson"),
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """One bound that may decide a refutation: the methods it names for one run and for many,
+    and whether it reads the μ-GDP figures (which hold only for a Gaussian trade-off curve)."""
+
+    one_run: OneRunMethod
+    many_runs: ManyRunMethod
+    gaussian: bool
+
+
+#: The bounds of :data:`~epsstar.statistics.names.TRAINING_BOUNDS`, by name.
+BOUNDS: Final[dict[BoundName, Bound]] = {
+    "epsilon-delta": Bound("steinke2023_epsilon_delta", "clopper_pearson", gaussian=False),
+    "gdp": Bound("mahloujifar2024_gdp", "gdp_clopper_pearson", gaussian=True),
 }
 
 
@@ -215,7 +227,8 @@ class TrainingAuditResult:
     @property
     def method(self) -> str:
         """The deciding bound's method name."""
-        return BOUNDS[self.bound][0 if self.design == "one-run" else 1]
+        bound = BOUNDS[self.bound]
+        return bound.one_run if self.design == "one-run" else bound.many_runs
 
     def tightness(self) -> tuple[TightnessRow, ...]:
         """Per threat model, its lower bounds against the claimed ε (their ratio)."""

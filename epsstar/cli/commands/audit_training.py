@@ -289,11 +289,13 @@ def progress_line(event: RunProgress) -> str:
 
 def summary(result: TrainingAuditResult) -> str:
     """The verdict and one line per threat model."""
+    from epsstar.audit.training_audit.result import BOUNDS
+
     lines = [result.verdict()]
     for audit in result.threat_models:
         gdp = audit.epsilon_lower_gdp
         other = ""
-        if result.bound == "epsilon-delta" and gdp is not None:
+        if not BOUNDS[result.bound].gaussian and gdp is not None:
             # the reading beside the deciding bound says that it does not decide, and why
             other = (
                 f"; mu-GDP reading {gdp:.4g}, which does not decide: it holds only for "
