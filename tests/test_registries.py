@@ -257,6 +257,21 @@ def test_docs_tables_list_the_registry(registry: str) -> None:
         assert tuple(docs_table(page, header)) == entry.names, page
 
 
+def test_options_shown_with_their_choices_in_the_docs_list_the_registry() -> None:
+    """``--option {a,b,c}`` in a page, as the usage line shows it, lists the option's names."""
+    by_option = {
+        option: entry.names for entry in REGISTRIES.values() for _, option in entry.options
+    }
+    shown = 0
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        for option, listed in re.findall(r"`(--[a-z-]+) \{([^}]*)\}", text):
+            if option in by_option:
+                shown += 1
+                assert tuple(listed.split(",")) == by_option[option], (page.name, option)
+    assert shown >= 10
+
+
 @pytest.mark.parametrize("registry", [r for r in REGISTRIES if REGISTRIES[r].table is not None])
 def test_every_entry_is_described_and_unknown_names_are_refused(registry: str) -> None:
     table = REGISTRIES[registry].table
