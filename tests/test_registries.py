@@ -23,6 +23,8 @@ import numpy as np
 import pytest
 from jsonschema import Draft202012Validator
 
+from epsstar.audit.attacks.attack import AttackParameters
+from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.audit.attacks.registry import REGISTRY as ATTACK_REGISTRY
 from epsstar.audit.engines.dask_engine import Engine
 from epsstar.audit.model.plugins import get_loader
@@ -346,6 +348,13 @@ def test_every_attack_is_registered_under_its_name() -> None:
     for name, registered in ATTACK_REGISTRY.items():
         assert registered.name == name
         assert (registered.score is None) == (name == "loss")  # the loss attack scores by losses
+
+
+@pytest.mark.parametrize("name", [name for name in ATTACKS.names if name != "loss"])
+def test_every_attack_refuses_inputs_without_what_it_needs_in_one_line(name: Any) -> None:
+    scorer = ATTACK_REGISTRY[name].score
+    assert scorer is not None
+    _one_line_refusal(scorer, AttackInputs(), AttackParameters(), 0)
 
 
 @pytest.mark.parametrize("name", ENGINES.names)
