@@ -114,10 +114,10 @@ def design_k(claim: float, bound: BoundName, threat_models: int) -> int | None:
     and the "in"-only guesses of the memorising trainer stay among its exposed members (about
     0.95·m/2) except with probability about 0.3 % (docs/training-audit.md)."""
     level = bonferroni_confidence(0.95, threat_models)
-    method = BOUNDS[bound][0]
+    method = BOUNDS[bound].one_run
     k = choose_k(CANARIES, claim, DELTA, confidence=level, method=method).k
     best = one_run_bounds(CANARIES, 2 * k, 2 * k, delta=DELTA, confidence=level)
-    reach = best.epsilon_lower if bound == "epsilon-delta" else gdp_epsilon(DELTA, best.mu_lower)
+    reach = gdp_epsilon(DELTA, best.mu_lower) if BOUNDS[bound].gaussian else best.epsilon_lower
     return None if reach > claim else int(0.45 * CANARIES)
 
 

@@ -399,7 +399,7 @@ def audit_many(
     jobs = check_positive_int("jobs", jobs)
     settings = FleetSettings() if settings is None else settings
     folder = _report_folder(report_dir)
-    if engine is not None and engine.name == "dask":
+    if engine is not None and engine.on_dask:
         return _audit_on_dask(entries, engine, folder, write_report, keep_losses, settings, on_done)
     arguments = [(entry, settings, folder, write_report, keep_losses) for entry in entries]
 

@@ -117,7 +117,7 @@ class _Run:
 
     @property
     def on_dask(self) -> bool:
-        return self.engine is not None and self.engine.name == "dask"
+        return self.engine is not None and self.engine.on_dask
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +179,7 @@ def audit(
     are instead of naming files.
     """
     file = _model_of(model)
-    on_dask = engine is not None and engine.name == "dask"
+    on_dask = engine is not None and engine.on_dask
     _refuse_served_beyond_tables(file, on_dask, isinstance(tables, TextTables))
     if isinstance(tables, TextTables):
         if isinstance(file, ModelObject):
@@ -221,7 +221,7 @@ def _audit_table(
     premise: PremiseSettings,
 ) -> AuditResult:
     """:func:`audit` of a table."""
-    on_dask = engine is not None and engine.name == "dask"
+    on_dask = engine is not None and engine.on_dask
     if on_dask and (isinstance(file, ModelObject) or tables.staged is not None):
         raise InvalidInputError(
             "the dask engine's workers read the model and the data from their files; save "
@@ -454,7 +454,7 @@ def _stream_on_dask(loaded: LoadedAuditModel, run: _Run) -> _Streamed:
         reference_models=attack.reference_models if needs else (),
         summarise_seed=options.seed if summarises else None,
     )
-    ran_on = EngineRun("dask", run.engine.scheduler, streams.partitions)
+    ran_on = EngineRun(run.engine.name, run.engine.scheduler, streams.partitions)
     return _Streamed(
         streams.train,
         streams.population,

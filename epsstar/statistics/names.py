@@ -18,10 +18,13 @@ from typing import Final, Literal, TypeVar, cast
 from epsstar.exceptions import InvalidInputError
 
 __all__ = [
+    "ACCOUNTANTS",
     "ATTACKS",
+    "ATTRIBUTE_RECORDS",
     "DEFAULT_ATTACK",
     "DEFAULT_GATE",
     "DEFAULT_METHOD",
+    "ENGINES",
     "FAMILIES",
     "GATES",
     "GUESS_RULES",
@@ -30,7 +33,13 @@ __all__ = [
     "OUTPUT_KINDS",
     "SEARCHES",
     "TESTED_LEVEL",
+    "TRAINING_BOUNDS",
+    "UTILITIES",
+    "AccountantName",
     "AttackName",
+    "AttributeRecords",
+    "BoundName",
+    "EngineName",
     "Family",
     "GateRule",
     "GuessRule",
@@ -40,6 +49,7 @@ __all__ = [
     "Names",
     "OutputKind",
     "Search",
+    "UtilityName",
 ]
 
 Method = Literal[
@@ -57,6 +67,11 @@ OutputKind = Literal["probabilities", "logits"]
 LossName = Literal["logit", "cross_entropy"]
 GateRule = Literal["significant", "estimate", "lower-bound"]
 GuessRule = Literal["symmetric", "members-only", "nonmembers-only", "both"]
+BoundName = Literal["epsilon-delta", "gdp"]
+EngineName = Literal["single", "dask"]
+UtilityName = Literal["auroc", "accuracy"]
+AccountantName = Literal["pld", "rdp"]
+AttributeRecords = Literal["sampled", "all"]
 
 K = TypeVar("K", bound=str)
 
@@ -406,3 +421,98 @@ ATTACKS: Final[Names[AttackName]] = Names(
     ),
 )
 DEFAULT_ATTACK: Final[AttackName] = "loss"
+
+#: The bounds that may decide a training audit's refutation (``--bound``), the first the
+#: default; the methods each names are in :mod:`epsstar.audit.training_audit.result`.
+TRAINING_BOUNDS: Final[Names[BoundName]] = Names(
+    "--bound",
+    (
+        Name(
+            "epsilon-delta",
+            "the (epsilon, delta) bound, which holds for every trainer (default)",
+            "holds for every trainer",
+        ),
+        Name(
+            "gdp",
+            "the mu-GDP bound: tighter, holds for trainers with a Gaussian trade-off curve "
+            "such as DP-SGD",
+            "holds only for trainers whose trade-off curve is Gaussian (e.g. DP-SGD)",
+        ),
+    ),
+)
+
+#: Where the work runs (``--engine``), the first the default; ``docs/scale.md``.
+ENGINES: Final[Names[EngineName]] = Names(
+    "engine",
+    (
+        Name(
+            "single",
+            "this machine's processes (default)",
+            "the work ran in this machine's processes",
+        ),
+        Name(
+            "dask",
+            "one task per unit of work on a Dask cluster; needs the [dask] extra",
+            "the work ran on a Dask cluster, one task per unit of work, the same records "
+            "streamed partition by partition where the workers are",
+        ),
+    ),
+)
+
+#: The utility on the population data a landscape's vertical axis shows (``--utility``),
+#: the first the default.
+UTILITIES: Final[Names[UtilityName]] = Names(
+    "utility",
+    (
+        Name(
+            "auroc",
+            "area under the ROC curve (default)",
+            "the area under the ROC curve of the model's scores on the population data",
+        ),
+        Name(
+            "accuracy",
+            "share of records predicted right",
+            "the share of the population data's records the model predicts right",
+        ),
+    ),
+)
+
+#: The privacy accountants of ``dp_accounting`` the trainer offers (``--accountant``), the
+#: first the default; how each is run is in :mod:`epsstar.training.accounting`.
+ACCOUNTANTS: Final[Names[AccountantName]] = Names(
+    "accountant",
+    (
+        Name(
+            "pld",
+            "privacy loss distributions (default)",
+            "privacy loss distributions composed exactly up to their discretisation, the "
+            "tightest accounting of DP-SGD that dp_accounting offers",
+        ),
+        Name(
+            "rdp",
+            "Renyi DP, typically 5 to 20 percent larger",
+            "the steps' Rényi differential privacy converted to (ε, δ), typically 5 to 20 % "
+            "above the privacy loss distributions' ε",
+        ),
+    ),
+)
+
+#: The records whose distance bounds attribute inference at each step
+#: (``--attribute-records``), the first the default; :mod:`epsstar.training.attribute`.
+ATTRIBUTE_RECORDS: Final[Names[AttributeRecords]] = Names(
+    "records",
+    (
+        Name(
+            "sampled",
+            "those sampled at the step (default, the paper's Algorithm 4)",
+            "the largest distance over the records sampled at each step, as Algorithm 4 of "
+            "the paper computes it",
+        ),
+        Name(
+            "all",
+            "every training record (slower, conservative)",
+            "the largest distance over every training record at each step, slower and "
+            "never below the sampled records' distance",
+        ),
+    ),
+)

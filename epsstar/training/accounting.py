@@ -36,10 +36,10 @@ from typing import Any
 from epsstar.exceptions import InvalidInputError
 from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import check_delta, check_in_range, check_positive_int
+from epsstar.statistics.names import ACCOUNTANTS
 from epsstar.statistics.readings.conversions import NEIGHBOURING_RELATIONS
 
 __all__ = [
-    "ACCOUNTANTS",
     "DEFAULT_MAX_NOISE_MULTIPLIER",
     "Accountant",
     "MembershipAdvantage",
@@ -50,7 +50,6 @@ __all__ = [
     "membership_advantage",
 ]
 
-ACCOUNTANTS: tuple[str, ...] = ("pld", "rdp")
 
 #: Upper end of the σ search; a target ε that needs more noise is reported as unreachable.
 DEFAULT_MAX_NOISE_MULTIPLIER = 1000.0

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final
 
 import numpy as np
 import torch
@@ -40,6 +40,8 @@ from numpy.typing import NDArray
 
 from epsstar.exceptions import InvalidInputError
 from epsstar.plumbing.json_types import JsonObject, JsonValue
+from epsstar.statistics.names import ATTRIBUTE_RECORDS
+from epsstar.statistics.names import AttributeRecords as Records
 from epsstar.statistics.readings.attribute import AttributeSecurity, attribute_bayes_security
 from epsstar.statistics.readings.conversions import CLOSED_FORM_BOUNDS_PAPER
 from epsstar.training.clipping import loss_sum
@@ -49,7 +51,6 @@ from epsstar.training.models import MLP, Standardiser
 __all__ = [
     "DATA_INDEPENDENT_SOURCE",
     "MAX_VALUES",
-    "RECORDS",
     "AttributeColumn",
     "AttributeTracker",
     "AttributeTracking",
@@ -63,8 +64,6 @@ __all__ = [
 MAX_VALUES: Final = 50
 
 #: Over which records R_t is the maximum (module docstring).
-Records = Literal["sampled", "all"]
-RECORDS: Final[tuple[Records, ...]] = ("sampled", "all")
 
 #: Records whose per-example gradients are formed at once (bounds the memory of one step).
 _CHUNK = 4096
@@ -122,10 +121,7 @@ class AttributeTracker:
         clip: float,
         records: Records = "sampled",
     ) -> None:
-        if records not in RECORDS:
-            raise InvalidInputError(
-                f"records must be one of {', '.join(RECORDS)}. Found {records!r}."
-            )
+        ATTRIBUTE_RECORDS.check(records)
         self.column = column
         self.records: Records = records
         self.clip = clip

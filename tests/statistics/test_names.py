@@ -31,6 +31,15 @@ TABLES: dict[str, tuple[Names[Any], Any]] = {
     "loss": (LOSSES, names.LossName),
     "gate": (GATES, names.GateRule),
     "attack": (ATTACKS, names.AttackName),
+    "engine": (names.ENGINES, names.EngineName),
+    "utility": (names.UTILITIES, names.UtilityName),
+    "accountant": (names.ACCOUNTANTS, names.AccountantName),
+    "records": (names.ATTRIBUTE_RECORDS, names.AttributeRecords),
+}
+#: Tables whose descriptions complete the training audit's sentences, shorter than their help.
+SHORT_DESCRIPTIONS: dict[str, tuple[Names[Any], Any]] = {
+    "--bound": (names.TRAINING_BOUNDS, names.BoundName),
+    "--guesses": (names.GUESS_RULES, names.GuessRule),
 }
 
 
@@ -50,9 +59,10 @@ def test_every_name_has_a_summary_and_a_description(option: str) -> None:
         assert "%" not in entry.summary  # argparse formats help text with %
 
 
-@pytest.mark.parametrize("option", TABLES)
+@pytest.mark.parametrize("option", {**TABLES, **SHORT_DESCRIPTIONS})
 def test_literal_types_list_the_same_names(option: str) -> None:
-    table, literal = TABLES[option]
+    table, literal = {**TABLES, **SHORT_DESCRIPTIONS}[option]
+    assert table.option == option
     assert typing.get_args(literal) == table.names
 
 

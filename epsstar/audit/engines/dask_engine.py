@@ -24,17 +24,17 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from epsstar.exceptions import EpsstarError, InvalidInputError
 from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import check_positive_int
+from epsstar.statistics.names import ENGINES, EngineName
 
 if TYPE_CHECKING:  # pragma: no cover
     from distributed import Client
 
 __all__ = [
-    "ENGINES",
     "Engine",
     "TaskOutcome",
     "dask_client",
@@ -42,8 +42,6 @@ __all__ = [
     "run_tasks",
 ]
 
-EngineName = Literal["single", "dask"]
-ENGINES: tuple[EngineName, ...] = ("single", "dask")
 #: Seconds to wait for a scheduler to answer before giving up on it.
 CONNECT_TIMEOUT = 10.0
 
@@ -58,21 +56,23 @@ class Engine:
     cluster of ``workers`` processes for the run.
     """
 
-    name: EngineName = "single"
+    name: EngineName = ENGINES.names[0]
     scheduler: str | None = None
     workers: int = 2
 
     def __post_init__(self) -> None:
-        if self.name not in ENGINES:
-            raise InvalidInputError(
-                f"engine must be one of {', '.join(ENGINES)}. Found {self.name!r}."
-            )
-        if self.scheduler is not None and self.name != "dask":
+        ENGINES.check(self.name)
+        if self.scheduler is not None and not self.on_dask:
             raise InvalidInputError(
                 f"a scheduler address needs the dask engine. Found engine {self.name!r} with "
                 f"scheduler {self.scheduler!r}."
             )
         check_positive_int("workers", self.workers)
+
+    @property
+    def on_dask(self) -> bool:
+        """Whether the work runs on a Dask cluster."""
+        return self.name == "dask"
 
     def to_dict(self) -> JsonObject:
         """The ``engine`` record of the JSON outputs."""

@@ -32,17 +32,17 @@ from typing import TypeGuard
 import numpy as np
 
 from epsstar.audit.data.configs.manifest import CELL, PARAMS, HyperParameters
-from epsstar.exceptions import InputFileError, InvalidInputError
+from epsstar.exceptions import InputFileError
 from epsstar.plumbing.json_types import JsonObject, JsonValue
 from epsstar.plumbing.schema import Anything, Integer, Table, Text, Where, read_json
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.from_counts import mechanism_epsilon
+from epsstar.statistics.names import UTILITIES
 
 __all__ = [
     "EDGE",
     "MIN_DENSITY_VALUES",
     "STACK_BINS",
-    "UTILITIES",
     "Landscape",
     "Marginal",
     "ModelOutcome",
@@ -57,8 +57,6 @@ __all__ = [
     "training_privacy",
 ]
 
-#: Utilities on the population data the vertical axis can show.
-UTILITIES: tuple[str, ...] = ("auroc", "accuracy")
 #: Points of each density curve.
 DENSITY_POINTS = 200
 #: Fewest values (two of them distinct) a kernel density is drawn for; fewer get ticks only.
@@ -567,10 +565,7 @@ def landscape(records: Iterable[Mapping[str, JsonValue]], *, utility: str = "aur
     Refused with an :class:`~epsstar.exceptions.InputFileError` when a record is
     malformed or no model has both an Epsilon* and the ``utility`` to plot.
     """
-    if utility not in UTILITIES:
-        raise InvalidInputError(
-            f"utility must be one of {', '.join(UTILITIES)}. Found {utility!r}."
-        )
+    UTILITIES.check(utility)
     outcomes = [model_outcome(record, utility) for record in records]
     groups: dict[str, list[ModelOutcome]] = {}
     for outcome in outcomes:

@@ -22,7 +22,7 @@ from epsstar.audit.model.folders import ModelFolder
 from epsstar.audit.model.loading import ClassesFrom
 from epsstar.audit.model.plugins import LoaderInfo, OutputKind
 from epsstar.plumbing.json_types import JsonObject
-from epsstar.statistics.names import LossName
+from epsstar.statistics.names import EngineName, LossName
 
 __all__ = ["EngineRun", "Provenance", "ReferenceModel", "Timings"]
 
@@ -70,7 +70,7 @@ class EngineRun:
     """Where the records were streamed: ``single`` (this process) or ``dask`` (the
     scheduler's address, or ``local``), with each side's number of partitions."""
 
-    name: Literal["single", "dask"]
+    name: EngineName
     scheduler: str | None = None
     partitions: Mapping[Literal["train", "population"], int] | None = None
 

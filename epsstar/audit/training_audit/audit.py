@@ -75,7 +75,7 @@ from epsstar.statistics.auditing.guess_rules import audit_guess_rule, rule_sides
 from epsstar.statistics.auditing.identifiability import identifiability_reading
 from epsstar.statistics.auditing.many_runs import audit_many_runs
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence
-from epsstar.statistics.names import GUESS_RULES, GuessRule
+from epsstar.statistics.names import GUESS_RULES, TRAINING_BOUNDS, GuessRule
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.engines.dask_engine import Engine
@@ -102,7 +102,7 @@ class TrainingAuditSetup:
     claimed_epsilon: float | None = None
     delta: float | None = None
     confidence: float = 0.95
-    bound: BoundName = "epsilon-delta"
+    bound: BoundName = TRAINING_BOUNDS.names[0]
     seed: int = 0
     work: Path | None = None
     k: int | None = None
@@ -139,10 +139,7 @@ def _check_setup(procedure: Procedure, setup: TrainingAuditSetup) -> tuple[Threa
             f"without the canary, half of them to choose the threshold). Found {setup.runs}."
         )
     GUESS_RULES.check(setup.guesses)
-    if setup.bound not in BOUNDS:
-        raise InvalidInputError(
-            f"--bound must be one of {', '.join(BOUNDS)}. Found {setup.bound!r}."
-        )
+    TRAINING_BOUNDS.check(setup.bound)
     chosen = threat_models(list(setup.threat_models))
     served = procedure.serves()
     for model in chosen:
@@ -316,7 +313,7 @@ def _check_power(
 ) -> None:
     """Refuse an audit that cannot refute the claim even with every guess right."""
     epsilon, delta = claim
-    one_run_method, many_method = BOUNDS[setup.bound]
+    one_run_method, many_method = BOUNDS[setup.bound].one_run, BOUNDS[setup.bound].many_runs
     for model in chosen:
         count = canaries.count(model.canaries)
         try:
@@ -349,7 +346,7 @@ def _one_run(
     setup: TrainingAuditSetup,
     level: float,
 ) -> ThreatModelAudit:
-    method = BOUNDS[setup.bound][0]
+    method = BOUNDS[setup.bound].one_run
     # each single rule of the guessing rule gets its k: one for k "in" and k "out", one for
     # k guesses on one side (chosen from m and the claim alone, or fixed by the design)
     by_sides: dict[int, ChosenK] = {}
@@ -384,11 +381,11 @@ def _one_run(
         direction=model.direction,
         delta=claim.delta,
         confidence=level,
-        decide="epsilon" if setup.bound == "epsilon-delta" else "gdp",
+        decide="gdp" if BOUNDS[setup.bound].gaussian else "epsilon",
     )
     bounds = ruled.chosen
     chosen = by_sides[2 if bounds.k_plus and bounds.k_minus else 1]
-    deciding = bounds.epsilon_lower if setup.bound == "epsilon-delta" else bounds.epsilon_lower_gdp
+    deciding = bounds.epsilon_lower_gdp if BOUNDS[setup.bound].gaussian else bounds.epsilon_lower
     value = 0.0 if deciding is None else deciding
     guessed = bounds.k_plus + bounds.k_minus
     projection = None
@@ -426,7 +423,7 @@ def _many_runs(
     setup: TrainingAuditSetup,
     level: float,
 ) -> ThreatModelAudit:
-    method = BOUNDS[setup.bound][1]
+    method = BOUNDS[setup.bound].many_runs
     bounds = audit_many_runs(
         scores[included],
         scores[~included],
@@ -435,7 +432,7 @@ def _many_runs(
         seed=derived_seed(setup.seed, "split"),
     )
     deciding = (
-        bounds.epsilon_clopper_pearson if setup.bound == "epsilon-delta" else bounds.epsilon_gdp
+        bounds.epsilon_gdp if BOUNDS[setup.bound].gaussian else bounds.epsilon_clopper_pearson
     )
     value = 0.0 if deciding is None else deciding
     return ThreatModelAudit(
@@ -487,16 +484,16 @@ def _audited(
 def _smallest(setup: TrainingAuditSetup, claim: _Claim, level: float) -> JsonObject:
     """The fewest canaries that could refute the claim with each one-run bound."""
     smallest: JsonObject = {}
-    for bound, (method, _) in BOUNDS.items():
+    for name, bound in BOUNDS.items():
         try:
-            smallest[bound] = smallest_canary_count(
+            smallest[name] = smallest_canary_count(
                 claim.epsilon,
                 claim.delta,
                 confidence=level,
-                method=method,
+                method=bound.one_run,
             )
         except InvalidInputError:
-            smallest[bound] = None
+            smallest[name] = None
     return smallest
 
 

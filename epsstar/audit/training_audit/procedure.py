@@ -33,7 +33,12 @@ from epsstar.audit.training_audit.command import CommandTemplate, run_command
 from epsstar.audit.training_audit.frames import read_frame
 from epsstar.audit.training_audit.saved_model import find_saved_model
 from epsstar.audit.training_audit.scoring import score_canaries
-from epsstar.audit.training_audit.threat_models import CanaryKind, ThreatModelName, threat_model
+from epsstar.audit.training_audit.threat_models import (
+    CanaryKind,
+    ThreatModelName,
+    black_box_names,
+    threat_model,
+)
 from epsstar.exceptions import EpsstarError, InputFileError, InvalidInputError
 from epsstar.plumbing.json_types import JsonObject, JsonValue
 from epsstar.statistics._validation import FloatArray
@@ -179,7 +184,7 @@ class _BlackBox:
     __slots__ = ()
 
     def serves(self) -> tuple[ThreatModelName, ...]:
-        return ("input", "crafted")
+        return black_box_names()
 
     def gradient_capacity(self) -> int:
         return 0

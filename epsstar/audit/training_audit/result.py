@@ -37,9 +37,11 @@ from epsstar.statistics.auditing.guess_rules import RuleBounds
 from epsstar.statistics.auditing.identifiability import IdentifiabilityReading
 from epsstar.statistics.auditing.many_runs import ManyRunBounds
 from epsstar.statistics.auditing.one_run import OneRunBounds, OneRunMethod
+from epsstar.statistics.names import TRAINING_BOUNDS, BoundName
 
 __all__ = [
     "BOUNDS",
+    "Bound",
     "BoundName",
     "RunRecord",
     "ThreatModelAudit",
@@ -47,16 +49,21 @@ __all__ = [
     "TrainingAuditResult",
 ]
 
-BoundName = Literal["epsilon-delta", "gdp"]
-#: The bounds that may decide a refutation, with the methods they name for one and many runs.
-BOUNDS: Final[dict[BoundName, tuple[OneRunMethod, ManyRunMethod]]] = {
-    "epsilon-delta": ("steinke2023_epsilon_delta", "clopper_pearson"),
-    "gdp": ("mahloujifar2024_gdp", "gdp_clopper_pearson"),
-}
-#: What each bound holds for, said in the summary and the report.
-BOUND_SCOPE: Final[dict[BoundName, str]] = {
-    "epsilon-delta": "holds for every trainer",
-    "gdp": "holds only for trainers whose trade-off curve is Gaussian (e.g. DP-SGD)",
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """One bound that may decide a refutation: the methods it names for one run and for many,
+    and whether it reads the μ-GDP figures (which hold only for a Gaussian trade-off curve)."""
+
+    one_run: OneRunMethod
+    many_runs: ManyRunMethod
+    gaussian: bool
+
+
+#: The bounds of :data:`~epsstar.statistics.names.TRAINING_BOUNDS`, by name.
+BOUNDS: Final[dict[BoundName, Bound]] = {
+    "epsilon-delta": Bound("steinke2023_epsilon_delta", "clopper_pearson", gaussian=False),
+    "gdp": Bound("mahloujifar2024_gdp", "gdp_clopper_pearson", gaussian=True),
 }
 
 
@@ -220,7 +227,8 @@ class TrainingAuditResult:
     @property
     def method(self) -> str:
         """The deciding bound's method name."""
-        return BOUNDS[self.bound][0 if self.design == "one-run" else 1]
+        bound = BOUNDS[self.bound]
+        return bound.one_run if self.design == "one-run" else bound.many_runs
 
     def tightness(self) -> tuple[TightnessRow, ...]:
         """Per threat model, its lower bounds against the claimed ε (their ratio)."""
@@ -246,7 +254,7 @@ class TrainingAuditResult:
                 f"{self.delta:.3g})-DP at {self.confidence:.0%} confidence; the "
                 f"{strongest.threat_model.name} threat model's lower bound "
                 f"{strongest.epsilon_lower_bound:.4g} ({self.method}, which "
-                f"{BOUND_SCOPE[self.bound]}) exceeds the claimed epsilon."
+                f"{TRAINING_BOUNDS[self.bound].description}) exceeds the claimed epsilon."
             )
         return (
             f"Not refuted: no lower bound exceeds the claimed epsilon {self.claimed_epsilon:g} "

@@ -256,7 +256,7 @@ def execute(
 
     stacks = _stacks(procedure, todo, inputs)
     tasks = [(procedure, stack, inputs) for stack in stacks]
-    if engine is not None and engine.name == "dask":
+    if engine is not None and engine.on_dask:
         _on_dask(engine, tasks, finished)
     elif tasks:
         run_in_processes(

@@ -9,18 +9,9 @@ threat model says less about the trainer than one measured under a strong one: t
 already lets the adversary choose a gradient and see every step, so only the strongest threat models
 can come near the accountant's ε (the tightness table of ``docs/training-audit.md``).
 
-* ``input``: records of the population, seen through the final model's loss (black box);
-* ``crafted``: out-of-distribution records with flipped labels, seen through the final model's
-  loss (black box);
-* ``gradient``: gradient canaries (Dirac directions) added to the clipped sum, seen in the
-  final weights (white box);
-* ``every-step``: the same gradient canaries, seen in every step's noisy gradient sum (each
-  step and coordinate read with its own variance: the noise read off the step plus the
-  batch's sampling spread on that coordinate);
-* ``di``: the population records again, scored by the DI adversary of
-  Bernau et al. 2021, "Quantifying identifiability to choose and audit ε in differentially private
-  deep learning" (Algorithm 1): the log posterior odds of the data set with the canary from every
-  step's noisy gradient, with the canary's clipped gradient at that step as its local sensitivity.
+Each threat model is one module of the package :data:`REGISTRY`, which declares its
+:class:`ThreatModel`; this module reads them all (:func:`registered_threat_models`), and the
+command line's choices, the checks of a request, the JSON and the report take them from here.
 
 The white-box threat models need to see inside the trainer: only epsstar's own trainer offers
 them (``epsstar.training.threat_models``); a command is audited through the models it saves.
@@ -28,23 +19,33 @@ them (``epsstar.training.threat_models``); a command is audited through the mode
 
 from __future__ import annotations
 
+import functools
+import importlib
+import pkgutil
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from epsstar.exceptions import InvalidInputError
+from epsstar.exceptions import EpsstarError, InvalidInputError
 from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics.bounds.held_out_bound import Direction
+from epsstar.statistics.names import Name, Names
 
 __all__ = [
-    "THREAT_MODELS",
+    "REGISTRY",
     "CanaryKind",
     "ThreatModel",
     "ThreatModelName",
+    "black_box_names",
+    "registered_threat_models",
     "threat_model",
+    "threat_model_names",
     "threat_models",
 ]
 
-ThreatModelName = Literal["input", "crafted", "gradient", "every-step", "di"]
+#: A threat model's name: one of :func:`threat_model_names`.
+ThreatModelName = str
+#: The package whose modules are the threat models, one each (see its docstring).
+REGISTRY: Final = "epsstar.audit.training_audit.threats"
 #: The kinds of canary: records drawn from the population, records crafted out of its
 #: distribution, and gradients.
 CanaryKind = Literal["population", "crafted", "gradient"]
@@ -78,68 +79,55 @@ class ThreatModel:
         }
 
 
-THREAT_MODELS: Final[tuple[ThreatModel, ...]] = (
-    ThreatModel(
-        "input",
-        "population",
-        "the final model's predictions (black box)",
-        "the canary's loss (logit loss of its true label)",
-        "members_lower",
-        False,
-    ),
-    ThreatModel(
-        "crafted",
-        "crafted",
-        "the final model's predictions (black box)",
-        "the loss of the crafted record's flipped label",
-        "members_lower",
-        False,
-    ),
-    ThreatModel(
-        "gradient",
-        "gradient",
-        "the initial and final weights (white box)",
-        "the final weights' distance along the canary's direction below the path expected "
-        "without it",
-        "members_higher",
-        True,
-    ),
-    ThreatModel(
-        "every-step",
-        "gradient",
-        "every step's noisy gradient sum (white box)",
-        "the sum over steps of the log-likelihood ratio of in against out on the canary's "
-        "coordinate: the noisy gradient sum there, less the part the rest of the data is "
-        "expected to give, read with that step's noise variance (read off the step) plus the "
-        "variance the batch's sampling adds on that coordinate",
-        "members_higher",
-        True,
-    ),
-    ThreatModel(
-        "di",
-        "population",
-        "every step's noisy gradient sum (white box)",
-        "the DI adversary's log posterior odds of the data set with the canary (Algorithm 1 of "
-        'Bernau et al. 2021, "Quantifying identifiability to choose and audit ε in differentially '
-        'private deep learning")',
-        "members_higher",
-        True,
-    ),
-)
+@functools.cache
+def registered_threat_models() -> tuple[ThreatModel, ...]:
+    """Every threat model of the :data:`REGISTRY` package (one per module), by rank."""
+    package = importlib.import_module(REGISTRY)
+    ranked: list[tuple[int, ThreatModel]] = []
+    for found in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{REGISTRY}.{found.name}")
+        model, rank = getattr(module, "THREAT_MODEL", None), getattr(module, "RANK", None)
+        if not isinstance(model, ThreatModel) or not isinstance(rank, int):
+            raise EpsstarError(
+                "a threat model's module must declare THREAT_MODEL and an integer RANK. "
+                f"Found {module.__name__} without them."
+            )
+        ranked.append((rank, model))
+    return tuple(model for _, model in sorted(ranked, key=lambda pair: pair[0]))
+
+
+@functools.cache
+def threat_model_names() -> Names[ThreatModelName]:
+    """The registered threat models' names (the command line's choices), each summarised by
+    what the adversary inserts and sees, and described by its score too."""
+    return Names(
+        "threat model",
+        tuple(
+            Name(
+                model.name,
+                f"{model.canaries} canaries, {model.sees}",
+                f"the adversary inserts {model.canaries} canaries and sees {model.sees}; "
+                f"its score: {model.score}",
+            )
+            for model in registered_threat_models()
+        ),
+    )
+
+
+def black_box_names() -> tuple[ThreatModelName, ...]:
+    """The threat models every procedure serves: those seen through the final model."""
+    return tuple(model.name for model in registered_threat_models() if not model.white_box)
 
 
 def threat_model(name: str) -> ThreatModel:
     """The threat model called ``name``."""
-    for model in THREAT_MODELS:
-        if model.name == name:
-            return model
-    allowed = ", ".join(model.name for model in THREAT_MODELS)
-    raise InvalidInputError(f"threat model must be one of {allowed}. Found {name!r}.")
+    threat_model_names().check(name)
+    return next(model for model in registered_threat_models() if model.name == name)
 
 
 def threat_models(names: tuple[str, ...] | list[str]) -> tuple[ThreatModel, ...]:
-    """The threat models ``names`` (each once, in the order of :data:`THREAT_MODELS`)."""
+    """The threat models ``names`` (each once, in the order of the registry)."""
     if not names:
         raise InvalidInputError("at least one threat model is needed. Found none.")
     chosen = {threat_model(name).name for name in names}
-    return tuple(model for model in THREAT_MODELS if model.name in chosen)
+    return tuple(model for model in registered_threat_models() if model.name in chosen)

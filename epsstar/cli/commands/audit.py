@@ -58,6 +58,7 @@ from epsstar.statistics.names import DEFAULT_GATE, GATES, LOSSES, OUTPUT_KINDS
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.attacks.from_losses import AuditOptions
     from epsstar.audit.data.configs.limits import Limits
+    from epsstar.audit.engines.dask_engine import Engine
     from epsstar.audit.many import FleetSettings
     from epsstar.audit.model.loading import ModelFile
     from epsstar.audit.output.provenance import Provenance
@@ -592,7 +593,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = [("MODEL", args.model), ("--train", args.train), ("--population", args.population)]
     use_threads(choose_threads(1, args.threads))
     engine = engine_option(args)
-    if engine.name != "dask" and args.storage_options is not None:
+    if not engine.on_dask and args.storage_options is not None:
         from epsstar.exceptions import InvalidInputError
 
         raise InvalidInputError(
@@ -625,7 +626,7 @@ def run(args: argparse.Namespace) -> int:
         )
         attack, slice_by = attack_options(args)
         attack = attack if text is None else text_attack(args, attack)
-        with _progress(engine.name, args.quiet) as progress:
+        with _progress(engine, args.quiet) as progress:
             result = audit(
                 model,
                 tables,
@@ -704,12 +705,12 @@ class _PartitionLines:
         )
 
 
-def _progress(engine: str, quiet: bool) -> Any:
+def _progress(engine: Engine, quiet: bool) -> Any:
     """The progress bar of the single engine, or the partition lines of the dask engine."""
     import contextlib
 
     from epsstar.cli.common.progress import audit_progress
 
-    if engine == "dask":
+    if engine.on_dask:
         return contextlib.nullcontext(None if quiet else _PartitionLines())
     return audit_progress(enabled=not quiet)

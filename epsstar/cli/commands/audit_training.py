@@ -14,6 +14,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from epsstar.audit.training_audit.threat_models import (
+    registered_threat_models,
+    threat_model_names,
+)
 from epsstar.cli.common.options import (
     add_engine_options,
     add_json_option,
@@ -22,7 +26,7 @@ from epsstar.cli.common.options import (
     json_path,
 )
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
-from epsstar.statistics.names import GUESS_RULES
+from epsstar.statistics.names import GUESS_RULES, TRAINING_BOUNDS
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.training_audit.audit import TrainingAuditSetup
@@ -122,20 +126,21 @@ def _add_audit_options(parser: argparse.ArgumentParser) -> None:
         help="1 (default): one run with M canaries (Steinke et al. 2023); R >= 4: R runs "
         "with one canary and R without (Nasr et al. 2021)",
     )
+    names = threat_model_names()
+    white_box = [model.name for model in registered_threat_models() if model.white_box]
     parser.add_argument(
         "--threat-model",
         action="append",
-        choices=("input", "crafted", "gradient", "every-step", "di"),
+        choices=names.names,
         default=None,
-        help="what the adversary sees and inserts (repeatable; default input). gradient, "
-        "every-step and di need epsstar's own trainer",
+        help=f"what the adversary inserts and sees (repeatable; default {names.names[0]}). "
+        f"{describe_choices(names)}. {', '.join(white_box)} need epsstar's own trainer",
     )
     parser.add_argument(
         "--bound",
-        choices=("epsilon-delta", "gdp"),
-        default="epsilon-delta",
-        help="the bound that decides: epsilon-delta (holds for every trainer; default) or "
-        "gdp (tighter, holds for trainers with a Gaussian trade-off curve such as DP-SGD)",
+        choices=TRAINING_BOUNDS.names,
+        default=TRAINING_BOUNDS.names[0],
+        help=f"the bound that decides. {describe_choices(TRAINING_BOUNDS)}",
     )
     parser.add_argument(
         "--guesses",
@@ -264,7 +269,7 @@ def _setup(args: argparse.Namespace) -> TrainingAuditSetup:
         features=_features(args),
         canaries=args.canaries,
         runs=args.runs,
-        threat_models=tuple(args.threat_model or ("input",)),
+        threat_models=tuple(args.threat_model or threat_model_names().names[:1]),
         claimed_epsilon=args.claimed_epsilon,
         delta=args.delta,
         confidence=args.confidence,
@@ -284,11 +289,13 @@ def progress_line(event: RunProgress) -> str:
 
 def summary(result: TrainingAuditResult) -> str:
     """The verdict and one line per threat model."""
+    from epsstar.audit.training_audit.result import BOUNDS
+
     lines = [result.verdict()]
     for audit in result.threat_models:
         gdp = audit.epsilon_lower_gdp
         other = ""
-        if result.bound == "epsilon-delta" and gdp is not None:
+        if not BOUNDS[result.bound].gaussian and gdp is not None:
             # the reading beside the deciding bound says that it does not decide, and why
             other = (
                 f"; mu-GDP reading {gdp:.4g}, which does not decide: it holds only for "
@@ -325,6 +332,7 @@ def run(args: argparse.Namespace) -> int:
         if not quiet:
             print(f"audit-training: {text}", file=sys.stderr, flush=True)
 
+    engine = engine_option(args, args.jobs)
     inputs = [("--train", args.train), ("--population", args.population)]
     with RunFiles(inputs) as files:
         json_file = files.plan("--json", json_path(args.json), JSON)
@@ -333,7 +341,7 @@ def run(args: argparse.Namespace) -> int:
             procedure,
             setup,
             jobs=args.jobs,
-            engine=engine_option(args, args.jobs) if args.engine == "dask" else None,
+            engine=engine if engine.on_dask else None,
             on_progress=lambda event: say(progress_line(event)),
             on_phase=say,
             initializer=functools.partial(apply_threads, threads),

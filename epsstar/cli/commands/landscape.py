@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from epsstar.cli.common.options import OUTPUT_FILES
+from epsstar.cli.common.options import OUTPUT_FILES, describe_choices
 from epsstar.cli.exit_codes import EXIT_OK
+from epsstar.statistics.names import UTILITIES
 
 SUMMARY = "draw the privacy-utility landscape of audit results as a self-contained HTML file"
 
@@ -26,9 +27,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--utility",
-        choices=("auroc", "accuracy"),
-        default="auroc",
-        help="utility on the population data for the vertical axis (default: auroc)",
+        choices=UTILITIES.names,
+        default=UTILITIES.names[0],
+        help=f"utility on the population data for the vertical axis: {describe_choices(UTILITIES)}",
     )
     parser.set_defaults(handler=run)
 

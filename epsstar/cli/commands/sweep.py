@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
     device = checked_device(args.device)
     engine = engine_option(args, args.workers, "--workers")
-    on_dask = engine.name == "dask"
+    on_dask = engine.on_dask
     threads = choose_threads(args.workers if on_dask else 1, args.threads)
     if not 1 <= args.stack <= 1_000 or (on_dask and args.stack > 1):
         from epsstar.exceptions import InvalidInputError

@@ -6,7 +6,9 @@ import argparse
 import math
 from typing import TYPE_CHECKING, Any
 
+from epsstar.cli.common.options import describe_choices
 from epsstar.cli.exit_codes import EXIT_OK
+from epsstar.statistics.names import ACCOUNTANTS, ATTRIBUTE_RECORDS
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.training.results import TrainingResult
@@ -122,9 +124,9 @@ def add_training_arguments(
     )
     parser.add_argument(
         "--accountant",
-        choices=("pld", "rdp"),
-        default="pld",
-        help="privacy accountant (dp_accounting): pld (default) or rdp",
+        choices=ACCOUNTANTS.names,
+        default=ACCOUNTANTS.names[0],
+        help=f"privacy accountant (dp_accounting): {describe_choices(ACCOUNTANTS)}",
     )
     parser.add_argument(
         "--max-noise-multiplier",
@@ -193,10 +195,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--attribute-records",
-        choices=("sampled", "all"),
-        default="sampled",
-        help="records R_t is the largest distance over: those sampled at the step "
-        "(default, the paper's Algorithm 4) or every training record (slower, conservative)",
+        choices=ATTRIBUTE_RECORDS.names,
+        default=ATTRIBUTE_RECORDS.names[0],
+        help=f"records R_t is the largest distance over: {describe_choices(ATTRIBUTE_RECORDS)}",
     )
     add_threads_argument(parser)
     parser.add_argument(

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from epsstar.statistics.names import DEFAULT_METHOD, FAMILIES, METHODS, Names
+from epsstar.statistics.names import DEFAULT_METHOD, ENGINES, FAMILIES, METHODS, Names
 
 if TYPE_CHECKING:  # the estimator modules load scipy: imported when a command runs
     from epsstar.audit.engines.dask_engine import Engine
@@ -153,10 +153,9 @@ def add_engine_options(parser: argparse.ArgumentParser, unit: str) -> None:
     """``--engine`` and ``--scheduler``: where the work runs (docs/scale.md)."""
     parser.add_argument(
         "--engine",
-        choices=("single", "dask"),
-        default="single",
-        help=f"where the work runs: single (this machine's processes) or dask (one task per "
-        f"{unit} on a Dask cluster; needs the [dask] extra) (default: single)",
+        choices=ENGINES.names,
+        default=ENGINES.names[0],
+        help=f"where the work runs (a unit of work: one {unit}): {describe_choices(ENGINES)}",
     )
     parser.add_argument(
         "--scheduler",

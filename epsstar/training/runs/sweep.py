@@ -573,7 +573,7 @@ def run_sweep(
     data_part = data_fingerprint(data, population)
     finished = _finished_runs(config, target, data_part, overwrite) if target.is_dir() else set()
     with _made_for(target):
-        if engine is not None and engine.name == "dask":
+        if engine is not None and engine.on_dask:
             pending = [run for run in _runs(config) if (run[0].label, run[1]) not in finished]
             job = _Job(data, population, data_part, _plans(pending, data.n_records, log), threads)
             done, failed = _sweep_on_dask(config, target, pending, engine, job, log)

@@ -31,6 +31,7 @@ from epsstar.plumbing.schema import (
     Where,
     load_document,
 )
+from epsstar.statistics.names import ACCOUNTANTS
 from epsstar.training.runs.settings import (
     BATCH_SIZE,
     CLIP,
@@ -114,7 +115,7 @@ _BATCH_SIZES = ListOf(BATCH_SIZE, 1, _MAX_VALUES, single=True)
 _MICROBATCHES = ListOf(_Microbatches(), 1, _MAX_VALUES, single=True)
 _DP_EPOCHS = ListOf(EPOCHS, 1, _MAX_VALUES, single=True)
 _DELTA = Number(0.0, 1.0, open_low=True, open_high=True)
-_ACCOUNTANT = Text(choices=("pld", "rdp"))
+_ACCOUNTANT = Text(choices=ACCOUNTANTS.names)
 _MAX_NOISE = Number(0.0, 1e6, open_low=True)
 _DP = Table(
     {

@@ -50,6 +50,9 @@ import numpy as np
 import torch
 from torch.func import functional_call, grad, vmap
 
+from epsstar.audit.training_audit.threats.di import THREAT_MODEL as DI
+from epsstar.audit.training_audit.threats.every_step import THREAT_MODEL as EVERY_STEP
+from epsstar.audit.training_audit.threats.gradient import THREAT_MODEL as GRADIENT
 from epsstar.statistics._validation import FloatArray
 from epsstar.training.clipping import (
     clip_rows,
@@ -240,11 +243,11 @@ class WhiteBoxObserver:
         found: dict[str, FloatArray] = {}
         coordinates = self.observed.coordinates
         if coordinates.numel() and self._reference is not None:
-            found["every-step"] = self._every_step.numpy().astype(np.float64)
+            found[EVERY_STEP.name] = self._every_step.numpy().astype(np.float64)
             distance = _flat(list(self._reference.parameters())) - _flat(list(final.parameters()))
-            found["gradient"] = (
+            found[GRADIENT.name] = (
                 distance.detach()[coordinates].double() / self.mechanism.clip
             ).numpy()
         if self._log_odds is not None:
-            found["di"] = self._log_odds.numpy().astype(np.float64)
+            found[DI.name] = self._log_odds.numpy().astype(np.float64)
         return found

@@ -32,6 +32,8 @@ from epsstar.audit.training_audit.runs import derived_seed
 from epsstar.audit.training_audit.threat_models import (
     CanaryKind,
     ThreatModelName,
+    black_box_names,
+    registered_threat_models,
     threat_model,
 )
 from epsstar.plumbing.json_types import JsonObject
@@ -171,8 +173,8 @@ class OwnTrainer:
 
     def serves(self) -> tuple[ThreatModelName, ...]:
         if self._white_box():
-            return ("input", "crafted", "gradient", "every-step", "di")
-        return ("input", "crafted")
+            return tuple(model.name for model in registered_threat_models())
+        return black_box_names()
 
     def gradient_capacity(self) -> int:
         return self.parameters if self._white_box() else 0
