@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from epsstar.audit.data.tables import DATA_FILE_SUFFIXES, read_column
+from epsstar.audit.data.tables.columns import read_column
+from epsstar.audit.data.tables.formats import DATA_FILE_SUFFIXES
 from epsstar.exceptions import InputFileError
 from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray

@@ -21,7 +21,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from epsstar.audit.data.files import atomic_write_bytes
-from epsstar.audit.data.tables import csv_float_precision, read_schema
+from epsstar.audit.data.tables.csv_files import csv_float_precision
+from epsstar.audit.data.tables.formats import read_schema
 from epsstar.exceptions import InputFileError, InvalidInputError
 
 __all__ = ["TABLE_FORMATS", "check_columns", "combine", "read_frame", "row_hashes", "write_frame"]

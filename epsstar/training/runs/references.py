@@ -43,7 +43,7 @@ from epsstar.audit.data.configs.schema import (
     shown,
 )
 from epsstar.audit.data.files import atomic_write_json
-from epsstar.audit.data.tables import read_schema
+from epsstar.audit.data.tables.formats import read_schema
 from epsstar.audit.model.features import Features
 from epsstar.audit.output.staging import interrupts_deferred, refuse_replacing_inputs
 from epsstar.exceptions import InputFileError, InvalidInputError
