@@ -2,7 +2,7 @@
 
 The module is loaded with ``torch.jit.load(path, map_location="cpu")``, put in
 ``eval()`` mode and called under ``torch.inference_mode()`` in chunks. Without trust
-(``--trust-model``) the archive is first checked by :mod:`epsstar.loaders.torchscript_scan`
+(``--trust-model``) the archive is first checked by :mod:`epsstar.loaders.pytorch.torchscript_scan`
 (no ``__setstate__``, and no operator that touches files or the process in any method of
 any submodule); with trust it is loaded as it is.
 
@@ -51,7 +51,7 @@ from epsstar.audit.model.plugins import ObjectIdentity, OutputKind, import_optio
 from epsstar.audit.model.threads import torch_threads
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from . import (
+from .. import (
     OUTPUT_KINDS,
     BatchedModel,
     check_outputs_argument,
