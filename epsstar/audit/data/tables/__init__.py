@@ -5,7 +5,7 @@ rows, so memory is bounded by the batch size rather than by the file: a
 population file of ten million rows streams in a few hundred MiB.
 
 Columns are chosen by name, and a file must name each column once (at most
-:data:`MAX_COLUMNS` of them). Feature columns keep their types (:class:`Features`):
+:data:`~.shared.MAX_COLUMNS` of them). Feature columns keep their types (:class:`Features`):
 numbers and booleans as stored (int64, float32, float64, bool; a text column whose every
 value is a number becomes float64), other text as an object array of ``str`` (for models
 such as a scikit-learn pipeline that encodes categories itself), and an array of records
@@ -22,7 +22,7 @@ Conventions per format:
   header. Fields are separated by commas unless ``separator`` says otherwise (``";"``,
   what spreadsheets write where the decimal mark is a comma); a file read with commas
   whose header is one field holding ``;``, a tab or ``|`` is refused, naming the
-  separator option (:data:`SEPARATOR_OPTION`), rather than read as one column. A first
+  separator option (:data:`~.csv_files.SEPARATOR_OPTION`), rather than read as one column. A first
   column whose header field is empty is the pandas index ``DataFrame.to_csv(path)``
   writes (row labels, not data) and is not a column of the table, as in Parquet.
   Blank lines are skipped. Every row has as many fields as the header: a
@@ -54,6 +54,11 @@ slower than the same array in C order; store it uncompressed or in C order.
 Labels are returned as read: int64, float64, bool or an object array of ``str``.
 :func:`read_table` (the trainer's reader) returns the features as one numeric matrix
 (float32 when every column is stored as float32, else float64) and refuses text.
+
+A module per format reads it (:mod:`.csv_files`, :mod:`.parquet_files`, :mod:`.array_files`)
+and :mod:`.formats` picks it by the file's suffix; :mod:`.values` checks what they read,
+:mod:`.batches` streams it, :mod:`.columns` reads one column and :mod:`.labels` matches labels
+to a model's classes. The names below are its Python API (docs/data.md).
 """
 
 from epsstar.audit.data.tables.batches import Table, iter_batches, read_table
@@ -62,7 +67,7 @@ from epsstar.audit.data.tables.formats import count_rows, read_schema
 from epsstar.audit.data.tables.labels import LabelMap, label_map_for
 from epsstar.audit.data.tables.shared import Batch, TableSchema
 
-# The names of the Python API (docs/data.md); the rest is imported from its module.
+# The rest is imported from the module that holds it.
 __all__ = [
     "Batch",
     "LabelMap",
