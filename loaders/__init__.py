@@ -4,7 +4,7 @@ A loader turns a saved model file into an object that returns per-record
 predictions; losses are computed from those predictions in core
 (:mod:`epsstar.statistics.losses`), the same way for every loader.
 
-The built-in loaders (:mod:`epsstar.loaders.onnx`, :mod:`epsstar.loaders.pytorch.torchscript`,
+The built-in loaders (:mod:`epsstar.loaders.onnx`, :mod:`epsstar.loaders.torchscript`,
 :mod:`epsstar.loaders.sklearn`) are found through the ``epsstar.loaders`` entry-point
 group like any plugin (:mod:`epsstar.audit.model.plugins`). This package holds what they share and
 what a third-party loader may reuse: :class:`BatchedModel`, a

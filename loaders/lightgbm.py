@@ -28,7 +28,7 @@ categories (their ``feature_infos`` entry lists codes); a booster trained on pan
 columns records their categories (``pandas_categorical``), and a text column, or a column
 of numbers for a category of numbers, is mapped to LightGBM's codes with them; numbers
 given for a category of text are its codes, as LightGBM reads a numeric column
-(:mod:`epsstar.loaders.native.categories`). A category the model was not trained on is missing,
+(:mod:`epsstar.loaders.categories`). A category the model was not trained on is missing,
 as in LightGBM's own ``predict`` on a DataFrame, and the audit says how many records held
 one. The file does not record which columns
 were ``category`` columns: the ``k``-th recorded list belongs to the ``k``-th categorical
@@ -58,7 +58,7 @@ from epsstar.audit.model.own_predictions import OwnPredictions
 from epsstar.audit.model.plugins import ObjectIdentity, OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from .. import (
+from . import (
     BatchedModel,
     check_outputs_argument,
     first_line,

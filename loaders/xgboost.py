@@ -25,7 +25,7 @@ the trees up to that iteration, as ``XGBClassifier.predict_proba`` scores it (a 
 
 Inputs: a float64 matrix, missing values (NaN) passed on (XGBoost handles them, so
 :attr:`accepts_missing` is true). Categorical features (``enable_categorical``, feature
-type ``c``) are read as in :mod:`epsstar.loaders.native.categories`: a model saved by XGBoost ≥ 3.1
+type ``c``) are read as in :mod:`epsstar.loaders.categories`: a model saved by XGBoost ≥ 3.1
 from a DataFrame records its categories, and text (or numbers, for a category of numbers)
 is mapped to XGBoost's codes with them; numbers given for a category of text, or for a
 model that recorded no categories, are the codes. A category the model was not trained on
@@ -54,7 +54,7 @@ from epsstar.audit.model.own_predictions import OwnPredictions
 from epsstar.audit.model.plugins import ObjectIdentity, OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from .. import (
+from . import (
     BatchedModel,
     check_outputs_argument,
     first_line,

@@ -219,7 +219,7 @@ def test_regular_install_holds_the_linked_folders(installed: Path) -> None:
         "__init__.py",
         "onnx/__init__.py",
         "sklearn/__init__.py",
-        "pytorch/torchscript.py",
+        "torchscript/__init__.py",
     }
     templates = {p.name for p in (package / "reports" / "templates").iterdir()}
     assert {p.name for p in (ROOT / "reports" / "templates").iterdir()} <= templates

@@ -7,10 +7,10 @@ JSON with its weights as raw tensor bytes. ``torch.export.load`` rebuilds it and
 
 Before the archive is loaded without trust (``--trust-model``), every entry that loading
 would unpickle, map into the process or evaluate is checked by the loader's own rules
-(:mod:`epsstar.loaders.pytorch.torch_export.archive`, both layouts torch reads).
+(:mod:`epsstar.loaders.torch_export.archive`, both layouts torch reads).
 
 After loading, every operator of the graph must be one of tensor computation: the
-allowlist of :mod:`epsstar.loaders.pytorch.torchscript_scan` (namespaces ``aten``, ``prim``,
+allowlist of :mod:`epsstar.loaders.torchscript.scan` (namespaces ``aten``, ``prim``,
 ``quantized``…, without the operators that touch files or the process), plus
 ``operator.getitem`` (which picks one result of a multi-output operator) and the arithmetic
 and comparisons on symbolic sizes that a dynamic batch dimension brings
@@ -18,7 +18,7 @@ and comparisons on symbolic sizes that a dynamic batch dimension brings
 operators are refused without trust.
 
 The program takes one tensor: the features' one tensor column as it is, or the ``(n, d)``
-matrix of their scalar columns, as for TorchScript (:mod:`epsstar.loaders.pytorch.torchscript`);
+matrix of their scalar columns, as for TorchScript (:mod:`epsstar.loaders.torchscript`);
 class labels, column names and what it returns come from the archive's extra files
 (``torch.export.save(..., extra_files=...)``) under the same keys. A program exported
 without a dynamic batch dimension (``torch.export.export`` without ``dynamic_shapes``)
@@ -48,9 +48,9 @@ from epsstar.audit.model.plugins import OutputKind, import_optional
 from epsstar.audit.model.threads import torch_threads
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from ... import check_outputs_argument, first_line
+from .. import check_outputs_argument, first_line
 from ..torchscript import TorchScriptModel, stated_outputs
-from ..torchscript_scan import ALLOWED_NAMESPACES, refused_operators
+from ..torchscript.scan import ALLOWED_NAMESPACES, refused_operators
 from .archive import check_export_archive, refusal
 
 __all__ = [

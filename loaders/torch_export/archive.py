@@ -55,7 +55,7 @@ from typing import Any, Final
 from epsstar.audit.inputs.bounds import shown
 from epsstar.exceptions import InvalidInputError
 
-from ..torchscript_scan import TRUST_FLAG, read_as_archive
+from ..torchscript.scan import TRUST_FLAG, read_as_archive
 
 __all__ = [
     "EXPRESSION_FUNCTIONS",

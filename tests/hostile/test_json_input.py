@@ -101,7 +101,7 @@ def test_a_hugging_face_folder_file(tmp_path: Path, text: str, said: str) -> Non
 @pytest.mark.parametrize(("text", "said"), HOSTILE.values(), ids=HOSTILE)
 def test_an_xgboost_json_model(tmp_path: Path, text: str, said: str) -> None:
     pytest.importorskip("xgboost")
-    from epsstar.loaders.native.xgboost import XGBoostLoader
+    from epsstar.loaders.xgboost import XGBoostLoader
 
     path = tmp_path / "model.json"
     path.write_text(text, encoding="utf-8")
@@ -124,7 +124,7 @@ def test_a_training_record_beside_the_model_is_ignored_as_any_malformed_one(
 #: only what its own child process wrote.
 OWN_PARSERS = {
     Path("epsstar", "audit", "inputs", "json_text.py"),
-    Path("loaders", "pytorch", "torch_export", "archive.py"),
+    Path("loaders", "torch_export", "archive.py"),
     Path("loaders", "huggingface", "patterns.py"),
 }
 

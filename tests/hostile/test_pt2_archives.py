@@ -29,8 +29,8 @@ from epsstar.exceptions import InvalidInputError
 
 torch = pytest.importorskip("torch")
 
-from epsstar.loaders.pytorch.torch_export import TorchExportLoader  # noqa: E402
-from epsstar.loaders.pytorch.torch_export.archive import expression_is_arithmetic  # noqa: E402
+from epsstar.loaders.torch_export import TorchExportLoader  # noqa: E402
+from epsstar.loaders.torch_export.archive import expression_is_arithmetic  # noqa: E402
 
 
 class _Writes:

@@ -25,8 +25,8 @@ from epsstar.audit.model.plugins import loader_for_path
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 from epsstar.loaders import looks_like_probabilities, probe_features
 from epsstar.loaders.onnx import OnnxLoader
-from epsstar.loaders.pytorch.torchscript import TorchScriptLoader
 from epsstar.loaders.sklearn import SklearnLoader
+from epsstar.loaders.torchscript import TorchScriptLoader
 from tests.fixture_twins import twin_layers
 from tests.numerics import module_layers, network_tolerance, probability_tolerance
 

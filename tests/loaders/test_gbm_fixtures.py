@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("lightgbm")
 pytest.importorskip("xgboost")
 
-from epsstar.loaders.native.lightgbm import LightGBMLoader
-from epsstar.loaders.native.xgboost import XGBoostLoader
+from epsstar.loaders.lightgbm import LightGBMLoader
+from epsstar.loaders.xgboost import XGBoostLoader
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ROOT / "fixtures" / "models" / "kinds"

@@ -19,7 +19,7 @@ from epsstar.statistics.losses import compute_losses
 from tests.conftest import audit_files
 
 lgb = pytest.importorskip("lightgbm")
-from epsstar.loaders.native.lightgbm import LightGBMLoader  # noqa: E402
+from epsstar.loaders.lightgbm import LightGBMLoader  # noqa: E402
 
 KINDS = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "kinds"
 TASKS = {"adult": "income", "wine": "cultivar"}
@@ -315,7 +315,7 @@ def test_category_lists_that_cannot_be_matched_to_the_features(tmp_path: Path) -
 def test_a_loader_reading_categories_wrongly_is_refused_by_its_self_check(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from epsstar.loaders.native.categories import Categories
+    from epsstar.loaders.categories import Categories
 
     frame, labels = _colours()
     path = _train(tmp_path, {"objective": "binary", "min_data_per_group": 5}, frame, labels)

@@ -20,7 +20,7 @@ from epsstar.statistics.losses import compute_losses
 from tests.conftest import audit_files
 
 xgb = pytest.importorskip("xgboost")
-from epsstar.loaders.native.xgboost import XGBoostLoader  # noqa: E402
+from epsstar.loaders.xgboost import XGBoostLoader  # noqa: E402
 
 KINDS = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "kinds"
 TASKS = {"adult": "income", "wine": "cultivar"}
@@ -296,12 +296,10 @@ def test_an_early_stopped_booster_is_scored_at_its_best_iteration(tmp_path: Path
 def test_a_loader_scoring_other_trees_is_refused_by_its_self_check(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import epsstar.loaders.native.xgboost
+    import epsstar.loaders.xgboost
 
     path, features, _ = _early_stopped(tmp_path)
-    monkeypatch.setattr(
-        epsstar.loaders.native.xgboost, "_iteration_range", lambda booster, config: (0, 0)
-    )
+    monkeypatch.setattr(epsstar.loaders.xgboost, "_iteration_range", lambda booster, config: (0, 0))
     with pytest.raises(
         InvalidInputError,
         match=r"model\.ubj must be scored as its own XGBClassifier\.predict_proba scores it, but "

@@ -24,7 +24,7 @@ from epsstar.exceptions import InvalidInputError
 BUILT_IN = {
     "onnx": "epsstar.loaders.onnx:OnnxLoader",
     "sklearn": "epsstar.loaders.sklearn:SklearnLoader",
-    "torchscript": "epsstar.loaders.pytorch.torchscript:TorchScriptLoader",
+    "torchscript": "epsstar.loaders.torchscript:TorchScriptLoader",
 }
 
 

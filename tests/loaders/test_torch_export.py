@@ -30,7 +30,7 @@ from tests.numerics import (
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnx")
 
-from epsstar.loaders.pytorch.torch_export import TorchExportLoader  # noqa: E402
+from epsstar.loaders.torch_export import TorchExportLoader  # noqa: E402
 
 NAMES = [f"x{j}" for j in range(8)]
 #: the example batch the program is specialised to (not a divisor of the tables' rows)

@@ -14,7 +14,7 @@ import torch
 from epsstar.audit.model.class_labels import FEATURES_KEY, OUTPUTS_KEY, features_to_text
 from epsstar.audit.model.features import Features
 from epsstar.exceptions import EpsstarWarning, InputFileError, InvalidInputError
-from epsstar.loaders.pytorch.torchscript import TorchScriptLoader
+from epsstar.loaders.torchscript import TorchScriptLoader
 from tests.conftest import audit_files
 from tests.numerics import SIGMOID_ROUNDINGS, gamma, module_layers, network_tolerance
 
@@ -118,7 +118,7 @@ def test_a_module_returning_logits_and_softmax_is_read_as_logits(
     """``return logits, softmax(logits)`` (or the reverse): the logits are audited, and the
     reading says which tensor; ``outputs="probabilities"`` takes the other."""
     torch = pytest.importorskip("torch")
-    from epsstar.loaders.pytorch.torchscript import TorchScriptLoader
+    from epsstar.loaders.torchscript import TorchScriptLoader
 
     class Pair(torch.nn.Module):
         def __init__(self) -> None:
