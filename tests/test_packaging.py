@@ -213,11 +213,13 @@ def test_regular_install_holds_the_linked_folders(installed: Path) -> None:
     site_packages = venv_site_packages(installed)
     package = site_packages / "epsstar"
     assert not (package / "loaders").is_symlink()
-    assert {p.name for p in (package / "loaders").glob("*.py")} >= {
+    assert {
+        str(p.relative_to(package / "loaders")) for p in (package / "loaders").rglob("*.py")
+    } >= {
         "__init__.py",
-        "onnx.py",
-        "sklearn.py",
-        "torchscript.py",
+        "onnx/__init__.py",
+        "sklearn/__init__.py",
+        "torchscript/__init__.py",
     }
     templates = {p.name for p in (package / "reports" / "templates").iterdir()}
     assert {p.name for p in (ROOT / "reports" / "templates").iterdir()} <= templates

@@ -10,7 +10,7 @@ would unpickle, map into the process or evaluate is checked by the loader's own 
 (:mod:`epsstar.loaders.torch_export.archive`, both layouts torch reads).
 
 After loading, every operator of the graph must be one of tensor computation: the
-allowlist of :mod:`epsstar.loaders.torchscript_scan` (namespaces ``aten``, ``prim``,
+allowlist of :mod:`epsstar.loaders.torchscript.scan` (namespaces ``aten``, ``prim``,
 ``quantized``…, without the operators that touch files or the process), plus
 ``operator.getitem`` (which picks one result of a multi-output operator) and the arithmetic
 and comparisons on symbolic sizes that a dynamic batch dimension brings
@@ -50,7 +50,7 @@ from epsstar.plumbing.threads import torch_threads
 
 from .. import check_outputs_argument, first_line
 from ..torchscript import TorchScriptModel, stated_outputs
-from ..torchscript_scan import ALLOWED_NAMESPACES, refused_operators
+from ..torchscript.scan import ALLOWED_NAMESPACES, refused_operators
 from .archive import check_export_archive, refusal
 
 __all__ = [

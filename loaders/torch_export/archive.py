@@ -55,7 +55,7 @@ from typing import Any, Final
 from epsstar.exceptions import InvalidInputError
 from epsstar.plumbing.input_bounds import shown
 
-from ..torchscript_scan import TRUST_FLAG, read_as_archive
+from ..torchscript.scan import TRUST_FLAG, read_as_archive
 
 __all__ = [
     "EXPRESSION_FUNCTIONS",

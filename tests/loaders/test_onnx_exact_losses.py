@@ -17,7 +17,7 @@ from scipy.special import expit, softmax
 
 from epsstar.audit.model.features import Features
 from epsstar.loaders.onnx import OnnxLoader
-from epsstar.loaders.onnx_graph import logits_matching
+from epsstar.loaders.onnx.graph import logits_matching
 from epsstar.statistics.losses import compute_losses
 from tests.numerics import (
     estimator_layers,

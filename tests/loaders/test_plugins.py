@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from epsstar.audit.model.plugins import (
 )
 from epsstar.exceptions import InvalidInputError
 
+ROOT = Path(__file__).resolve().parents[2]
 BUILT_IN = {
     "onnx": "epsstar.loaders.onnx:OnnxLoader",
     "sklearn": "epsstar.loaders.sklearn:SklearnLoader",
@@ -75,6 +77,23 @@ def test_built_in_loaders_are_discovered_through_entry_points() -> None:
             "version": epsstar.__version__,
         }
         assert str(info) == f"{name} (epsstar {epsstar.__version__})"
+
+
+def test_every_declared_entry_point_names_its_loader_in_the_source_tree() -> None:
+    """pyproject.toml's entry points resolve in this source tree, each to the loader of its
+    name (a moved module fails here, not at the next install), and the installed metadata
+    declares the same values, which the JSON records as ``loader.value``."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    declared = config["project"]["entry-points"][plugins.ENTRY_POINT_GROUP]
+    for name, value in declared.items():
+        target = importlib.metadata.EntryPoint(name, value, plugins.ENTRY_POINT_GROUP).load()
+        assert (target() if isinstance(target, type) else target).name == name, value
+    installed = {
+        entry.name: entry.value
+        for entry in importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP)
+        if entry.dist is not None and entry.dist.name == "epsstar"
+    }
+    assert installed == declared, "the installed metadata is stale: pip install -e . again"
 
 
 def test_discovery_imports_no_plugin_and_runs_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,5 @@
 """skops files of ordinary scikit-learn estimators load without trust; crafted trees and
-unknown types do not (:mod:`epsstar.loaders.skops_types`)."""
+unknown types do not (:mod:`epsstar.loaders.sklearn.skops_types`)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from sklearn.svm import SVC, LinearSVC
 from epsstar.audit.model.features import Features
 from epsstar.exceptions import InvalidInputError
 from epsstar.loaders.sklearn import SklearnLoader
-from epsstar.loaders.skops_types.reviewed import REVIEWED_TYPES
+from epsstar.loaders.sklearn.skops_types.reviewed import REVIEWED_TYPES
 from tests.conftest import audit_files
 
 X, Y = make_classification(240, 6, n_informative=4, random_state=0)

@@ -18,7 +18,7 @@ import torch
 from epsstar.cli import main
 from epsstar.exceptions import InvalidInputError
 from epsstar.loaders.torchscript import TorchScriptLoader
-from epsstar.loaders.torchscript_scan import refused_operators
+from epsstar.loaders.torchscript.scan import refused_operators
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ROOT / "fixtures" / "models" / "kinds"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from epsstar.audit.data.tables import LabelMap
+from epsstar.audit.data.tables.labels import LabelMap
 from epsstar.audit.output.provenance import ReferenceModel
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.statistics._validation import FloatArray

@@ -25,7 +25,8 @@ from numpy.typing import NDArray
 
 from epsstar.audit.attacks.from_losses import AuditOptions, minimum_records
 from epsstar.audit.attacks.prefixed_warnings import prefixed_warnings
-from epsstar.audit.data.tables import iter_column, refuse_nested
+from epsstar.audit.data.tables.columns import iter_column
+from epsstar.audit.data.tables.values import refuse_nested
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.output.slice_result import MISSING, SliceResult, SliceRow
 from epsstar.exceptions import InvalidInputError

@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from epsstar.audit.data.tables import DATA_FILE_SUFFIXES, read_column
+from epsstar.audit.data.tables.columns import read_column
+from epsstar.audit.data.tables.formats import DATA_FILE_SUFFIXES
 from epsstar.plumbing.digests import sha256_of
 from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray

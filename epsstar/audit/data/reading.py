@@ -24,7 +24,8 @@ from typing import Final, Literal
 from epsstar.audit.data.column_match import ColumnMatch, match_model_columns
 from epsstar.audit.data.in_memory import StagedTables, TableObject, is_path
 from epsstar.audit.data.partitions import StorageOptions
-from epsstar.audit.data.tables import check_separator, read_schema
+from epsstar.audit.data.tables.csv_files import check_separator
+from epsstar.audit.data.tables.formats import read_schema
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.names import LOSSES, LossName

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from epsstar.audit.data.reading import Role, Tables
-from epsstar.audit.data.tables import iter_batches
+from epsstar.audit.data.tables.batches import iter_batches
 from epsstar.exceptions import InvalidInputError
 
 if TYPE_CHECKING:  # pragma: no cover

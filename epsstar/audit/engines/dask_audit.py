@@ -44,7 +44,7 @@ from epsstar.audit.data.partitions import (
 )
 from epsstar.audit.data.reading import Role, TableRead, Tables
 from epsstar.audit.data.summary_plans import SummaryPlans
-from epsstar.audit.data.tables import LabelMap
+from epsstar.audit.data.tables.labels import LabelMap
 from epsstar.audit.engines.one_pass import partition_scores
 from epsstar.audit.engines.streaming import StreamedTable, stream_table
 from epsstar.audit.engines.summaries import join_tables, summarise_table
@@ -232,7 +232,8 @@ def _model_spec(file: ModelFile, model: object) -> ModelSpec:
 
 def _columns(data: DataSet) -> tuple[str, ...]:
     """The column names of the data set's first partition."""
-    from epsstar.audit.data.tables import parquet_columns, read_schema
+    from epsstar.audit.data.tables.formats import read_schema
+    from epsstar.audit.data.tables.parquet_files import parquet_columns
 
     first = data.partitions[0]
     if first.endswith(".parquet") and not data.local:

@@ -29,7 +29,7 @@ from epsstar.audit.attacks.references import ReferenceConfidences, check_stated_
 from epsstar.audit.data.column_match import ColumnMatch
 from epsstar.audit.data.progress import Progress
 from epsstar.audit.data.reading import Role, TableRead, Tables
-from epsstar.audit.data.tables import LabelMap
+from epsstar.audit.data.tables.labels import LabelMap
 from epsstar.audit.engines.references import (
     ROLES,
     batch_log_odds,

@@ -19,7 +19,9 @@ from epsstar.audit.attacks.references import ReferenceConfidences, check_stated_
 from epsstar.audit.data.column_match import ColumnMatch
 from epsstar.audit.data.progress import Progress
 from epsstar.audit.data.reading import Role, TableRead, Tables
-from epsstar.audit.data.tables import LabelMap, iter_batches, read_schema
+from epsstar.audit.data.tables.batches import iter_batches
+from epsstar.audit.data.tables.formats import read_schema
+from epsstar.audit.data.tables.labels import LabelMap
 from epsstar.audit.engines.streaming import batch_losses, check_width, predict_batch, stream_table
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.plugins import LoadedModel

@@ -27,7 +27,9 @@ from numpy.typing import NDArray
 from epsstar.audit.data.checks import TableScan, row_hashes
 from epsstar.audit.data.progress import Progress
 from epsstar.audit.data.reading import TableRead
-from epsstar.audit.data.tables import LabelMap, iter_batches, label_map_for, read_schema
+from epsstar.audit.data.tables.batches import iter_batches
+from epsstar.audit.data.tables.formats import read_schema
+from epsstar.audit.data.tables.labels import LabelMap, label_map_for
 from epsstar.audit.engines.record_sample import RecordSample
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.plugins import LoadedModel

@@ -24,7 +24,8 @@ from numpy.typing import NDArray
 
 from epsstar.audit.data.reading import TableRead
 from epsstar.audit.data.records import LABEL, Records
-from epsstar.audit.data.tables import LabelMap, iter_column
+from epsstar.audit.data.tables.columns import iter_column
+from epsstar.audit.data.tables.labels import LabelMap
 from epsstar.audit.engines.streaming import batch_losses, predict_batch
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.plugins import LoadedModel

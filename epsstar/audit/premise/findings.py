@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from epsstar.audit.attacks.from_losses import AuditOptions
 from epsstar.audit.data.reading import TableRead, Tables
 from epsstar.audit.data.records import LABEL, Records
-from epsstar.audit.data.tables import LabelMap
+from epsstar.audit.data.tables.labels import LabelMap
 from epsstar.audit.model.plugins import LoadedModel
 from epsstar.audit.output.premise_result import BlindBaseline
 from epsstar.audit.output.result import AuditResult

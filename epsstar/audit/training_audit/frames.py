@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from epsstar.audit.data.tables import csv_float_precision, read_schema
+from epsstar.audit.data.tables.csv_files import csv_float_precision
+from epsstar.audit.data.tables.formats import read_schema
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.plumbing.staging import atomic_write_bytes
 

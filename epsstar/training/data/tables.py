@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.data.tables import LabelMap, read_table
+from epsstar.audit.data.tables.batches import read_table
+from epsstar.audit.data.tables.labels import LabelMap
 from epsstar.exceptions import InvalidInputError
 
 __all__ = ["TabularData", "encode_labels", "load_table"]

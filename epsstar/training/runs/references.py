@@ -31,7 +31,7 @@ from typing import Any, Final
 import numpy as np
 
 from epsstar.audit.data.checks import row_hashes
-from epsstar.audit.data.tables import read_schema
+from epsstar.audit.data.tables.formats import read_schema
 from epsstar.audit.model.features import Features
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.plumbing.input_bounds import shown

@@ -97,7 +97,7 @@ def test_the_recipe_adds_a_threat_model_in_one_module_and_one_test(tmp_path: Pat
         "-p",
         "no:cacheprovider",
         "-rA",
-        "tests/test_registries.py",
+        "tests/contracts/test_registries.py",
         "tests/audit/training_audit/test_threat_model_registry.py",
         test_path,
     )

@@ -24,7 +24,7 @@ from typing import Any
 
 from epsstar.exceptions import InputFileError
 
-from . import first_line
+from .. import first_line
 
 __all__ = ["SIDECAR_REMEDY", "external_files", "read_model"]
 

@@ -54,16 +54,16 @@ from epsstar.audit.model.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.plumbing.threads import chosen_threads
 
-from . import DEFAULT_BATCH_SIZE, BatchedModel, check_outputs_argument, first_line
-from .onnx_files import read_model
-from .onnx_graph import (
+from .. import DEFAULT_BATCH_SIZE, BatchedModel, check_outputs_argument, first_line
+from .files import read_model
+from .graph import (
     PROBABILITY_TOLERANCE,
     Exposure,
     expose_class_columns,
     expose_preactivation,
     logits_matching,
 )
-from .onnx_inputs import InputLayout, layout_of
+from .inputs import InputLayout, layout_of
 
 __all__ = ["OnnxLoader", "OnnxModel", "feature_inputs"]
 

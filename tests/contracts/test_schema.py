@@ -18,7 +18,7 @@ from epsstar.audit.output.result import SCHEMA_VERSION
 from epsstar.cli import main
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "fixtures" / "models"
 LOSSES = ROOT / "fixtures" / "losses"
 SCHEMAS = {

@@ -2,7 +2,7 @@
 
 The module is loaded with ``torch.jit.load(path, map_location="cpu")``, put in
 ``eval()`` mode and called under ``torch.inference_mode()`` in chunks. Without trust
-(``--trust-model``) the archive is first checked by :mod:`epsstar.loaders.torchscript_scan`
+(``--trust-model``) the archive is first checked by :mod:`epsstar.loaders.torchscript.scan`
 (no ``__setstate__``, and no operator that touches files or the process in any method of
 any submodule); with trust it is loaded as it is.
 
@@ -51,7 +51,7 @@ from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.plumbing.threads import torch_threads
 from epsstar.plumbing.torchscript_deprecation import torchscript_deprecation_silenced
 
-from . import (
+from .. import (
     OUTPUT_KINDS,
     BatchedModel,
     check_outputs_argument,
@@ -60,7 +60,7 @@ from . import (
     instance_of,
     object_source,
 )
-from .torchscript_scan import check_archive_code, check_module
+from .scan import check_archive_code, check_module
 
 __all__ = ["TorchScriptLoader", "TorchScriptModel", "stated_outputs"]
 

@@ -1,10 +1,10 @@
 """scikit-learn classifiers saved with skops (``.skops``) or pickled (``.pkl``, ``.joblib``).
 
 ``.skops`` files are read with :mod:`skops.io`, which rebuilds only the types it trusts,
-and the scikit-learn types reviewed in :mod:`epsstar.loaders.skops_types.reviewed`
+and the scikit-learn types reviewed in :mod:`epsstar.loaders.sklearn.skops_types.reviewed`
 (HistGradientBoosting's trees, CalibratedClassifierCV's calibrators, MLPClassifier's
 optimiser state, ...), whose trees are bounds-checked before they run
-(:mod:`epsstar.loaders.skops_types.tree_bounds`). If the file holds other types, the
+(:mod:`epsstar.loaders.sklearn.skops_types.tree_bounds`). If the file holds other types, the
 loader refuses it and lists them unless ``trust=True`` (the CLI's ``--trust-model``);
 with trust, exactly those types are accepted. Pickle and joblib files run arbitrary code
 while they are read, so they are refused unless ``trust=True``: only load them from a
@@ -71,7 +71,7 @@ from epsstar.audit.model.own_predictions import OwnPredictions
 from epsstar.audit.model.plugins import ObjectIdentity, OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 
-from . import (
+from .. import (
     BatchedModel,
     check_outputs_argument,
     first_line,
@@ -80,7 +80,7 @@ from . import (
     object_source,
     refuse_unfitted,
 )
-from .sklearn_outputs import RELATIVE_TOLERANCE, Method, choose_method
+from .outputs import RELATIVE_TOLERANCE, Method, choose_method
 from .skops_types.reviewed import REVIEWED_TYPES
 from .skops_types.tree_bounds import check_tree_bounds
 
@@ -89,8 +89,8 @@ __all__ = ["OWN_TOLERANCE", "SklearnLoader", "SklearnModel"]
 OWN_TOLERANCE: Final = 2 * RELATIVE_TOLERANCE
 """Largest difference of a probability allowed between the loader's outputs and
 ``predict_proba``: the method was chosen because it reproduces ``predict_proba`` within a
-relative :data:`~epsstar.loaders.sklearn_outputs.RELATIVE_TOLERANCE` (and 1e-15) on the
-first batch (:mod:`epsstar.loaders.sklearn_outputs`), and a probability is at most 1."""
+relative :data:`~epsstar.loaders.sklearn.outputs.RELATIVE_TOLERANCE` (and 1e-15) on the
+first batch (:mod:`epsstar.loaders.sklearn.outputs`), and a probability is at most 1."""
 
 _PICKLES = (".pkl", ".pickle", ".joblib")
 TRUST_FLAG = "--trust-model"

@@ -59,7 +59,7 @@ from epsstar.statistics.names import (
 from epsstar.statistics.results import EpsilonStarResult
 from tests.audit.training_audit.test_threat_model_registry import audit_a_rememberer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

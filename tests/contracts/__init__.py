@@ -1,0 +1,1 @@
+"""The contracts users and plugins rely on: the registries' names and the JSON schemas."""
