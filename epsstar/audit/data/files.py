@@ -22,7 +22,7 @@ from typing import Any
 
 from epsstar.audit.data.tables import DATA_FILE_SUFFIXES, read_column
 from epsstar.exceptions import InputFileError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord
 from epsstar.statistics._validation import FloatArray
 
 __all__ = [
@@ -93,7 +93,7 @@ def sha256_of(path: Path) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class FileDigest:
+class FileDigest(JsonRecord):
     """A file an audit read, and the SHA-256 of its bytes."""
 
     path: str
@@ -103,9 +103,6 @@ class FileDigest:
     def of(cls, path: str | os.PathLike[str]) -> FileDigest:
         """The digest of the file at ``path``, read now."""
         return cls(os.fspath(path), sha256_of(Path(path)))
-
-    def to_dict(self) -> JsonObject:
-        return {"path": self.path, "sha256": self.sha256}
 
 
 def digests_of(files: Iterable[str | os.PathLike[str]]) -> tuple[FileDigest, ...]:
