@@ -284,7 +284,7 @@ def progress_line(event: RunProgress) -> str:
 
 def summary(result: TrainingAuditResult) -> str:
     """The verdict and one line per threat model."""
-    lines = [result.verdict()]
+    lines = [result.verdict]
     for audit in result.threat_models:
         gdp = audit.epsilon_lower_gdp
         other = ""
