@@ -144,11 +144,11 @@ def training_audit_context(
     )
     return TrainingAuditContext(
         result,
-        result.verdict(),
+        result.verdict,
         _tradeoff(result, figures),
         figures.mu,
         sections,
-        result.tightness(),
+        result.tightness,
         frozenset(
             audit.threat_model.name
             for audit, point in zip(result.threat_models, figures.points, strict=True)

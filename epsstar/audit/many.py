@@ -35,14 +35,14 @@ from epsstar.audit.data.configs.manifest import (
     PARAMS,
     HyperParameters,
     ManifestEntry,
-    params_json,
     read_manifest,
 )
 from epsstar.audit.data.reading import DEFAULT_BATCH_SIZE, Tables
 from epsstar.audit.engines.pool import run_in_processes
 from epsstar.audit.model.loading import ModelFile
 from epsstar.exceptions import EpsstarError, InputFileError
-from epsstar.plumbing.json_types import JsonObject, JsonValue
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.json_types import JsonValue
 from epsstar.plumbing.schema import Where
 from epsstar.plumbing.threads import choose_threads, use_threads
 from epsstar.statistics._validation import check_positive_int
@@ -64,23 +64,27 @@ __all__ = [
 ]
 
 
+#: The rule of a model's optional keys: written only when they exist.
+_OPTIONAL = json_rule(omit_if_none=True)
+
+
 @dataclass(frozen=True, slots=True)
-class ModelAudit:
+class ModelAudit(JsonRecord):
     """One manifest entry and what became of it: a result, or the error that stopped it.
 
     ``warnings`` are those the audit raised; ``report`` is the HTML report written for it.
     A report that could not be written makes the model failed (``error``) while its
     ``result`` is kept. ``worker`` is the address of the Dask worker that audited it
     (``None`` on the single-process engine). ``to_dict()`` is its record in
-    ``epsstar audit-many --json``.
+    ``epsstar audit-many --json``'s ``models``: keys only for what exists.
     """
 
     entry: ManifestEntry
-    result: AuditResult | None = None
-    error: str | None = None
-    warnings: tuple[str, ...] = ()
-    report: Path | None = None
-    worker: str | None = None
+    result: AuditResult | None = field(default=None, metadata=_OPTIONAL)
+    warnings: tuple[str, ...] = field(default=(), metadata=json_rule(skip=True))
+    report: Path | None = field(default=None, metadata=_OPTIONAL)
+    error: str | None = field(default=None, metadata=_OPTIONAL)
+    worker: str | None = field(default=None, metadata=_OPTIONAL)
 
     @property
     def failed(self) -> bool:
@@ -90,45 +94,24 @@ class ModelAudit:
     def epsilon_star(self) -> float | None:
         return None if self.result is None else self.result.epsilon_star
 
-    def to_dict(self) -> JsonObject:
-        """The record of ``epsstar audit-many --json``'s ``models``: keys only for what exists."""
-        record: JsonObject = {"entry": self.entry.describe()}
-        if self.result is not None:
-            record["result"] = self.result.to_dict()
-            record["warnings"] = list(self.warnings)
-        if self.report is not None:
-            record["report"] = str(self.report)
-        if self.error is not None:
-            record["error"] = self.error
-        if self.worker is not None:
-            record["worker"] = self.worker
-        return record
+    @json_property(name="warnings", after="warnings", omit_if_none=True)
+    def result_warnings(self) -> tuple[str, ...] | None:
+        """The audit's warnings, written with its result."""
+        return None if self.result is None else self.warnings
 
 
 @dataclass(frozen=True, slots=True)
-class StrategySummary:
+class StrategySummary(JsonRecord):
     """Epsilon* over the audited repeats of one strategy."""
 
     strategy: str
     n_models: int
     n_failed: int
-    epsilon_min: float | None
-    epsilon_mean: float | None
-    epsilon_max: float | None
+    epsilon_min: float | None = field(metadata=json_rule(name="epsilon_star_min"))
+    epsilon_mean: float | None = field(metadata=json_rule(name="epsilon_star_mean"))
+    epsilon_max: float | None = field(metadata=json_rule(name="epsilon_star_max"))
     mechanism_epsilon: float | None
     params: Mapping[str, Any]
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "strategy": self.strategy,
-            "n_models": self.n_models,
-            "n_failed": self.n_failed,
-            "epsilon_star_min": self.epsilon_min,
-            "epsilon_star_mean": self.epsilon_mean,
-            "epsilon_star_max": self.epsilon_max,
-            "mechanism_epsilon": self.mechanism_epsilon,
-            "params": params_json(self.params),
-        }
 
 
 class _Outcome(NamedTuple):

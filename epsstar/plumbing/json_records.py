@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import sys
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Final, TypeVar, cast
@@ -221,7 +222,6 @@ def json_keys(record_type: type) -> tuple[str, ...]:
     (a flattened field lends the keys of its annotated record type)."""
     if not dataclasses.is_dataclass(record_type):
         raise TypeError(f"json_keys needs a dataclass type. Found {record_type!r}.")
-    hints = typing.get_type_hints(record_type)
     properties = _properties(record_type)
     keys: list[str] = list(getattr(record_type, "json_constants", {}))
 
@@ -231,12 +231,21 @@ def json_keys(record_type: type) -> tuple[str, ...]:
     for field in dataclasses.fields(record_type):
         rule = _rule(field)
         if rule.flatten:
-            keys.extend(json_keys(_record_type(hints[field.name])))
+            keys.extend(json_keys(_record_type(_annotation(record_type, field))))
         elif not rule.skip:
             keys.append(rule.name or field.name)
         add_properties(field.name)
     add_properties(None)
     return tuple(keys)
+
+
+def _annotation(record_type: type, field: dataclasses.Field[Any]) -> object:
+    """A field's annotation, evaluated in its record's module: only the flattened fields'
+    are, so that a record may annotate others with names it imports for type checking."""
+    if not isinstance(field.type, str):
+        return field.type
+    module = sys.modules[record_type.__module__]
+    return eval(field.type, vars(module))
 
 
 def _record_type(hint: object) -> type:

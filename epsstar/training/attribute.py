@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import numpy as np
@@ -39,7 +39,7 @@ import torch
 from numpy.typing import NDArray
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_types import JsonObject, JsonValue
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics.names import ATTRIBUTE_RECORDS
 from epsstar.statistics.names import AttributeRecords as Records
 from epsstar.statistics.readings.attribute import AttributeSecurity, attribute_bayes_security
@@ -214,38 +214,37 @@ DATA_INDEPENDENT_SOURCE: Final = (
 
 
 @dataclass(frozen=True, slots=True)
-class AttributeTracking:
+class AttributeTracking(JsonRecord):
     """What ``training.json`` records under ``attribute_inference``: the tracked column and
     its values, the inputs of Corollary 10 (the per-step distances R_t, σ, C, the sampling
     rate p and the steps T), the bound they give and, beside it, the data-independent
     bound (every R_t = 2C, Corollary 7), and the seconds the tracking took."""
 
-    column: AttributeColumn
+    column: AttributeColumn = field(metadata=json_rule(skip=True))
     records: Records
     sampling_rate: float
     noise_multiplier: float
     clip: float
-    distances: tuple[float, ...]
+    distances: tuple[float, ...] = field(metadata=json_rule(name="r_per_step"))
     bound: AttributeSecurity
-    data_independent: AttributeSecurity
+    data_independent: AttributeSecurity = field(metadata=json_rule(name="data_independent_bound"))
     seconds: float
 
-    def to_dict(self) -> JsonObject:
-        distances: list[JsonValue] = list(self.distances)
-        return {
-            "column": self.column.column,
-            "values": [float(v) for v in self.column.values],
-            "records": self.records,
-            "sampling_rate": self.sampling_rate,
-            "noise_multiplier": self.noise_multiplier,
-            "clip": self.clip,
-            "steps": len(distances),
-            "r_per_step": distances,
-            "r_max": max(self.distances, default=0.0),
-            "bound": self.bound.to_dict(),
-            "data_independent_bound": self.data_independent.to_dict(),
-            "seconds": self.seconds,
-        }
+    @json_property(name="column", after="column")
+    def column_name(self) -> str:
+        return self.column.column
+
+    @json_property(after="column")
+    def values(self) -> tuple[float, ...]:
+        return tuple(float(value) for value in self.column.values)
+
+    @json_property(after="clip")
+    def steps(self) -> int:
+        return len(self.distances)
+
+    @json_property(after="distances")
+    def r_max(self) -> float:
+        return max(self.distances, default=0.0)
 
 
 def tracking_record(

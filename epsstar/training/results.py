@@ -1,17 +1,19 @@
 """The record of one training run, written as ``training.json``.
 
-Frozen dataclasses built once at the end of a run; :meth:`TrainingResult.to_dict`
-gives the JSON document (infinities become ``null``). The layout is a public
-contract, versioned by ``schema_version``; see ``docs/training.md``.
+Frozen dataclasses built once at the end of a run, each writing its JSON from its fields
+(:mod:`epsstar.plumbing.json_records`; infinities become ``null``); ``TrainingResult.to_dict()``
+gives the document. The layout is a public contract, versioned by ``schema_version``; see
+``docs/training.md``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
+from epsstar.plumbing.by_side import BySide
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.plumbing.json_types import JsonObject, JsonValue
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,13 +28,14 @@ __all__ = [
     "PrivacySummary",
     "TrainingResult",
     "TrainingUtility",
+    "Versions",
 ]
 
 SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True, slots=True)
-class DataSummary:
+class DataSummary(JsonRecord):
     """Where the data came from and how labels were encoded (``classes[k]`` is class k)."""
 
     train: str
@@ -45,7 +48,7 @@ class DataSummary:
 
 
 @dataclass(frozen=True, slots=True)
-class ModelSummary:
+class ModelSummary(JsonRecord):
     """Architecture and the exported model's output convention."""
 
     architecture: str
@@ -58,7 +61,7 @@ class ModelSummary:
 
 
 @dataclass(frozen=True, slots=True)
-class Hyperparameters:
+class Hyperparameters(JsonRecord):
     """Optimisation settings; ``batch_size`` is the expected batch size q·n."""
 
     epochs: int
@@ -78,7 +81,7 @@ class Hyperparameters:
 
 
 @dataclass(frozen=True, slots=True)
-class PrivacySummary:
+class PrivacySummary(JsonRecord):
     """DP-SGD privacy parameters and the ε the accountant certifies for them.
 
     ``noise_multiplier`` σ: the noise added to the sum of clipped gradients has
@@ -111,7 +114,7 @@ class PrivacySummary:
 
 
 @dataclass(frozen=True, slots=True)
-class TrainingUtility:
+class TrainingUtility(JsonRecord):
     """The trainer's measure of its model on one data set: accuracy, AUROC, mean cross-entropy.
 
     AUROC for binary tasks only. Written under ``utility`` in ``training.json``; an audit
@@ -125,7 +128,7 @@ class TrainingUtility:
 
 
 @dataclass(frozen=True, slots=True)
-class EpochStats:
+class EpochStats(JsonRecord):
     """Mean training loss over the epoch's sampled examples, and ε spent after it."""
 
     epoch: int
@@ -136,70 +139,59 @@ class EpochStats:
 
 
 @dataclass(frozen=True, slots=True)
-class TrainingResult:
+class Versions(JsonRecord):
+    """The versions of epsstar and torch that trained the model."""
+
+    epsstar: str
+    torch: str
+
+
+_SKIP = json_rule(skip=True)
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingResult(JsonRecord):
     """Everything ``training.json`` holds about one trained model.
 
     ``fingerprint`` (:mod:`epsstar.training.runs.fingerprint`) is set when the model is written
-    to a directory; None for a model trained in memory.
+    to a directory; None for a model trained in memory. The fields are declared in the
+    document's order.
     """
 
-    private: bool
+    json_constants: ClassVar[Mapping[str, JsonValue]] = {"schema_version": SCHEMA_VERSION}
+
+    #: Written after ``kind``, which names the same choice in words.
+    private: bool = field(metadata=_SKIP)
     data: DataSummary
     model: ModelSummary
     hyperparameters: Hyperparameters
     privacy: PrivacySummary | None
-    utility_train: TrainingUtility
-    utility_population: TrainingUtility | None
+    utility_train: TrainingUtility = field(metadata=_SKIP)
+    utility_population: TrainingUtility | None = field(metadata=_SKIP)
     history: tuple[EpochStats, ...]
     wall_time_seconds: float
-    epsstar_version: str
-    torch_version: str
+    epsstar_version: str = field(metadata=_SKIP)
+    torch_version: str = field(metadata=_SKIP)
+    #: The torch device the model was trained on (``--device``): ``cpu``, ``cuda:N``, ``mps``.
+    device: str = field(default="cpu", kw_only=True)
     files: dict[str, str]
     fingerprint: JsonObject | None = field(default=None)
     #: The tracked attribute and its bound (``epsstar train --attribute``; None: not tracked).
     attribute_inference: AttributeTracking | None = field(default=None)
-    #: The torch device the model was trained on (``--device``): ``cpu``, ``cuda:N``, ``mps``.
-    device: str = "cpu"
 
-    def to_dict(self) -> JsonObject:
-        """The JSON document (a plain dict; non-finite floats become ``None``)."""
-        document = {
-            "schema_version": SCHEMA_VERSION,
-            "kind": "dp-sgd" if self.private else "non-private",
-            "private": self.private,
-            "data": dataclasses.asdict(self.data),
-            "model": dataclasses.asdict(self.model),
-            "hyperparameters": dataclasses.asdict(self.hyperparameters),
-            "privacy": None if self.privacy is None else dataclasses.asdict(self.privacy),
-            "utility": {
-                "train": dataclasses.asdict(self.utility_train),
-                "population": None
-                if self.utility_population is None
-                else dataclasses.asdict(self.utility_population),
-            },
-            "history": [dataclasses.asdict(entry) for entry in self.history],
-            "wall_time_seconds": self.wall_time_seconds,
-            "versions": {"epsstar": self.epsstar_version, "torch": self.torch_version},
-            "device": self.device,
-            "files": dict(self.files),
-            "fingerprint": None if self.fingerprint is None else dict(self.fingerprint),
-        }
-        document["attribute_inference"] = (
-            None if self.attribute_inference is None else self.attribute_inference.to_dict()
-        )
-        cleaned = _json_safe(document)
-        assert isinstance(cleaned, dict)
-        return cleaned
+    @json_property(after="private")
+    def kind(self) -> str:
+        """``dp-sgd`` or ``non-private``."""
+        return "dp-sgd" if self.private else "non-private"
 
+    @json_property(name="private", after="private")
+    def private_written(self) -> bool:
+        return self.private
 
-def _json_safe(value: object) -> JsonValue:
-    """``value`` as JSON holds it: tuples as lists, non-finite floats as ``None``."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(key): _json_safe(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(item) for item in value]
-    if value is None or isinstance(value, str | int | bool):
-        return value
-    raise TypeError(f"not a JSON value: {type(value).__name__}")  # a programming error
+    @json_property(after="utility_population")
+    def utility(self) -> BySide[TrainingUtility | None]:
+        return BySide(self.utility_train, self.utility_population)
+
+    @json_property(after="torch_version")
+    def versions(self) -> Versions:
+        return Versions(self.epsstar_version, self.torch_version)

@@ -378,7 +378,7 @@ def test_every_bound_decides_an_audit(bound: str, tmp_path: Path) -> None:
     assert result.bound == bound
     assert result.threat_models[0].method == BOUNDS[bound].one_run
     assert result.refuted
-    assert TRAINING_BOUNDS[bound].description in result.verdict()
+    assert TRAINING_BOUNDS[bound].description in result.verdict
 
 
 @pytest.mark.parametrize("rule", GUESS_RULES.names)

@@ -128,6 +128,18 @@ def test_leaving_out_a_default_needs_one() -> None:
         NoDefault(1).to_dict()
 
 
+@dataclass(frozen=True, slots=True)
+class Typed(JsonRecord):
+    """A record with a field annotated by a name this module imports only to type-check."""
+
+    inner: Inner = field(metadata=json_rule(flatten=True))
+    checked: OnlyTypeChecked | None = None  # type: ignore[name-defined]  # noqa: F821
+
+
+def test_the_keys_read_only_the_annotations_of_flattened_fields() -> None:
+    assert json_keys(Typed) == ("a", "b", "checked")
+
+
 def test_numpy_values_become_plain_json() -> None:
     value = to_json_value({"i": np.int64(3), "f": np.float32(0.5), "a": np.arange(2), "b": True})
     assert value == {"i": 3, "f": 0.5, "a": [0, 1], "b": True}

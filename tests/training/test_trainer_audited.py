@@ -79,12 +79,12 @@ def test_a_broken_trainer_is_refuted_by_the_white_box_audit(
     result = _audit(tables, breakage)
     # The claim is the accountant's ε for the unbroken trainer (as a broken one reports it).
     assert result.claimed_epsilon == pytest.approx(1.0, abs=0.01)
-    assert result.refuted, result.verdict()
+    assert result.refuted, result.verdict
 
 
 def test_the_correct_trainer_is_not_refuted(tables: tuple[Path, Path]) -> None:
     result = _audit(tables, Breakage())
-    assert not result.refuted, result.verdict()
+    assert not result.refuted, result.verdict
     # The bound is valid whatever the scores; it sits below the claim, not far above 0.
     assert result.epsilon_lower_bound < result.claimed_epsilon
 
@@ -96,7 +96,7 @@ def test_a_memorising_trainer_is_refuted_by_the_black_box_audit(
     # their own label. The input canaries it includes score −MAX_ABS_LOGIT, the others their
     # loss under a private model: every guess of the top and bottom k is right.
     result = _audit(tables, Breakage(memorise=1.0), "input")
-    assert result.refuted, result.verdict()
+    assert result.refuted, result.verdict
     audit = result.threat_models[0]
     assert np.all(audit.scores[audit.included] == -MAX_ABS_LOGIT)
     # Without the memorising the same audit sees a private model.
@@ -135,6 +135,6 @@ def test_a_k_fixed_by_the_design_is_used_for_the_guesses(tables: tuple[Path, Pat
     assert audit.chosen_k.k == 90
     assert audit.one_run is not None
     assert audit.one_run.guesses == 180
-    assert result.refuted, result.verdict()
+    assert result.refuted, result.verdict
     with pytest.raises(InvalidInputError, match=r"k must be .*Found 0"):
         _audit(tables, Breakage(), k=0)

@@ -31,16 +31,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 
 __all__ = [
     "BY_POSITION_OPTION",
     "ColumnMatch",
+    "ColumnPair",
     "ColumnsFrom",
     "match_columns",
     "match_model_columns",
@@ -65,15 +66,32 @@ def _shown(items: Sequence[str]) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class ColumnMatch:
-    """The file's columns a model receives (``file_columns``, in the model's order), the
-    names it receives them under (``model_names``) and how they were matched."""
+class ColumnPair(JsonRecord):
+    """One input of the model: the file's column and the name the model receives it under."""
 
-    file_columns: tuple[str, ...]
-    model_names: tuple[str, ...]
-    source: ColumnsFrom
+    file: str
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnMatch(JsonRecord):
+    """The file's columns a model receives (``file_columns``, in the model's order), the
+    names it receives them under (``model_names``) and how they were matched; its JSON
+    (``columns_from`` and ``columns``) is part of the provenance."""
+
+    file_columns: tuple[str, ...] = field(metadata=json_rule(skip=True))
+    model_names: tuple[str, ...] = field(metadata=json_rule(skip=True))
+    source: ColumnsFrom = field(metadata=json_rule(name="columns_from"))
     #: Which side records no column names when they are matched by position.
-    unnamed: Literal["model", "data"] = "model"
+    unnamed: Literal["model", "data"] = field(default="model", metadata=json_rule(skip=True))
+
+    @json_property()
+    def columns(self) -> tuple[ColumnPair, ...]:
+        """Each input of the model with the file's column it receives, in the model's order."""
+        return tuple(
+            ColumnPair(file, model)
+            for file, model in zip(self.file_columns, self.model_names, strict=True)
+        )
 
     @property
     def renamed(self) -> bool:
@@ -116,16 +134,6 @@ class ColumnMatch:
             f"({_shown(self.file_columns)}); if that is not the order it was trained on, "
             f"Epsilon* is wrong. Pass --features to state the order"
         )
-
-    def to_dict(self) -> JsonObject:
-        """JSON-ready ``{"columns_from", "columns": [{"file", "model"}, ...]}``."""
-        return {
-            "columns_from": self.source,
-            "columns": [
-                {"file": file, "model": model}
-                for file, model in zip(self.file_columns, self.model_names, strict=True)
-            ],
-        }
 
 
 def _by_name(

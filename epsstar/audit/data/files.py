@@ -17,7 +17,7 @@ from pathlib import Path
 from epsstar.audit.data.tables.columns import read_column
 from epsstar.audit.data.tables.formats import DATA_FILE_SUFFIXES
 from epsstar.plumbing.digests import sha256_of
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord
 from epsstar.statistics._validation import FloatArray
 
 __all__ = [
@@ -41,7 +41,7 @@ def read_loss_file(path: str | os.PathLike[str], *, name: str = "losses") -> Flo
 
 
 @dataclass(frozen=True, slots=True)
-class FileDigest:
+class FileDigest(JsonRecord):
     """A file an audit read, and the SHA-256 of its bytes."""
 
     path: str
@@ -51,9 +51,6 @@ class FileDigest:
     def of(cls, path: str | os.PathLike[str]) -> FileDigest:
         """The digest of the file at ``path``, read now."""
         return cls(os.fspath(path), sha256_of(Path(path)))
-
-    def to_dict(self) -> JsonObject:
-        return {"path": self.path, "sha256": self.sha256}
 
 
 def digests_of(files: Iterable[str | os.PathLike[str]]) -> tuple[FileDigest, ...]:

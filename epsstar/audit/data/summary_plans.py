@@ -9,14 +9,14 @@ recorded in the provenance.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics.summaries.loss_sketch import BINS
 from epsstar.statistics.summaries.loss_summary import SummaryPlan
 
-__all__ = ["EXACT_ROWS", "HASH_SAMPLE", "SummaryPlans"]
+__all__ = ["EXACT_ROWS", "HASH_SAMPLE", "SideSummary", "SummaryPlans"]
 
 #: Rows of a side above which it is summarised (when the audit's statistics allow it).
 EXACT_ROWS: Final = 1 << 18
@@ -25,13 +25,27 @@ HASH_SAMPLE: Final = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
-class SummaryPlans:
-    """How each side is summarised (``None``: held whole) and the share of rows whose
-    hashes the shared-row check keeps."""
+class SideSummary(JsonRecord):
+    """How the provenance records one summarised side: the extremes its sketches keep
+    (``tail_values``), the share of its records sampled and the bins of the loss grid."""
 
-    train: SummaryPlan | None
-    population: SummaryPlan | None
-    hash_rate: float
+    tail_values: int
+    sample_rate: float
+    bins: int
+
+    @classmethod
+    def of(cls, plan: SummaryPlan | None) -> SideSummary | None:
+        return None if plan is None else cls(plan.k, plan.sample_rate, BINS)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryPlans(JsonRecord):
+    """How each side is summarised (``None``: held whole) and the share of rows whose
+    hashes the shared-row check keeps; its JSON is the provenance's ``summaries``."""
+
+    train: SummaryPlan | None = field(metadata=json_rule(skip=True))
+    population: SummaryPlan | None = field(metadata=json_rule(skip=True))
+    hash_rate: float = field(metadata=json_rule(name="row_hash_rate"))
 
     @classmethod
     def for_rows(cls, n_train: int, n_population: int, *, seed: int) -> SummaryPlans | None:
@@ -53,15 +67,12 @@ class SummaryPlans:
     def for_role(self, role: str) -> SummaryPlan | None:
         return self.train if role == "train" else self.population
 
-    def to_dict(self) -> JsonObject:
-        """The provenance record: per side, its tail values and sample rate (``None``: held
-        whole), the grid's bins and the share of rows hashed for the shared-row check."""
-        return {
-            **{
-                role: None
-                if plan is None
-                else {"tail_values": plan.k, "sample_rate": plan.sample_rate, "bins": BINS}
-                for role, plan in (("train", self.train), ("population", self.population))
-            },
-            "row_hash_rate": self.hash_rate,
-        }
+    @json_property(name="train", after="train")
+    def train_summary(self) -> SideSummary | None:
+        """The training side's summary (``None``: held whole)."""
+        return SideSummary.of(self.train)
+
+    @json_property(name="population", after="population")
+    def population_summary(self) -> SideSummary | None:
+        """The population side's summary (``None``: held whole)."""
+        return SideSummary.of(self.population)

@@ -23,11 +23,11 @@ import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from epsstar.exceptions import EpsstarError, InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.names import ENGINES, EngineName
 
@@ -49,7 +49,7 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
-class Engine:
+class Engine(JsonRecord):
     """Where the work runs: this machine's processes (``single``) or a Dask cluster.
 
     With ``dask``, ``scheduler`` is the scheduler's address; ``None`` starts a local
@@ -57,8 +57,8 @@ class Engine:
     """
 
     name: EngineName = ENGINES.names[0]
-    scheduler: str | None = None
-    workers: int = 2
+    scheduler: str | None = field(default=None, metadata=json_rule(skip=True))
+    workers: int = field(default=2, metadata=json_rule(skip=True))
 
     def __post_init__(self) -> None:
         ENGINES.check(self.name)
@@ -74,11 +74,11 @@ class Engine:
         """Whether the work runs on a Dask cluster."""
         return self.name == "dask"
 
-    def to_dict(self) -> JsonObject:
-        """The ``engine`` record of the JSON outputs."""
-        if self.name == "single":
-            return {"name": "single"}
-        return {"name": "dask", "scheduler": self.scheduler or "local"}
+    @json_property(name="scheduler", after="scheduler", omit_if_none=True)
+    def scheduler_shown(self) -> str | None:
+        """The scheduler as the JSON outputs record it: ``local`` for a cluster started
+        for the run; ``None`` (not written) on the single-process engine."""
+        return self.scheduler or "local" if self.on_dask else None
 
 
 def require_distributed() -> Any:

@@ -20,7 +20,7 @@ from typing import Final
 from urllib.parse import urlsplit, urlunsplit
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_property
 
 __all__ = [
     "DEFAULT_SERVING",
@@ -114,7 +114,7 @@ DEFAULT_SERVING: Final = Serving()
 
 
 @dataclass(frozen=True, slots=True)
-class ServedSource:
+class ServedSource(JsonRecord):
     """What an audit records of a served model: the URL as shown (:func:`shown_url`), the
     protocol it was read with, and the model name, version and server the server
     reported (``None`` where it reported none)."""
@@ -125,13 +125,6 @@ class ServedSource:
     model_version: str | None
     server: str | None
 
-    def to_dict(self) -> JsonObject:
-        """The ``served`` record of the provenance; ``file_digest`` says that none exists."""
-        return {
-            "url": self.url,
-            "protocol": self.protocol,
-            "model_name": self.model_name,
-            "model_version": self.model_version,
-            "server": self.server,
-            "file_digest": None,
-        }
+    @json_property()
+    def file_digest(self) -> None:
+        """A served model has no file, so its record says that no digest exists."""

@@ -20,7 +20,7 @@ from typing import Final, TypeGuard
 
 from epsstar.exceptions import InputFileError
 from epsstar.plumbing.json_parsing import parse_json
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord
 
 __all__ = ["PRIVACY_KEY", "DeclaredPrivacy", "privacy_from_text", "privacy_to_text"]
 
@@ -29,21 +29,13 @@ PRIVACY_KEY: Final = "epsstar.privacy"
 
 
 @dataclass(frozen=True, slots=True)
-class DeclaredPrivacy:
+class DeclaredPrivacy(JsonRecord):
     """How the model file says it was trained: with DP at (``epsilon``, ``delta``), or not."""
 
     private: bool
     epsilon: float | None = None
     delta: float | None = None
     accountant: str | None = None
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "private": self.private,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "accountant": self.accountant,
-        }
 
 
 def privacy_to_text(privacy: DeclaredPrivacy) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -31,7 +31,7 @@ from epsstar.audit.inputs.inside import inside_folder
 from epsstar.audit.model.plugins import import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.plumbing.input_bounds import read_yaml_file, shown
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_rule
 
 __all__ = ["DESCRIPTOR", "ModelFolder", "model_folder"]
 
@@ -45,30 +45,20 @@ _KNOWN: Final = "an MLflow model folder (an MLmodel file with an onnx, sklearn o
 
 
 @dataclass(frozen=True, slots=True)
-class ModelFolder:
+class ModelFolder(JsonRecord):
     """A model folder and the one model file in it that the audit reads.
 
     ``format`` is ``"mlflow"``; ``descriptor`` the ``MLmodel`` file; ``flavor`` the MLflow
     flavour read; ``file`` the flavour's model file; ``loader`` the epsstar loader that
-    reads it (``None``: by the file's suffix).
+    reads it (``None``: by the file's suffix). Its JSON is ``provenance.model_folder``.
     """
 
     format: str
-    folder: Path
+    folder: Path = field(metadata=json_rule(name="path"))
     descriptor: Path
     flavor: str
     file: Path
-    loader: str | None
-
-    def to_dict(self) -> JsonObject:
-        """The ``provenance.model_folder`` record of the JSON outputs."""
-        return {
-            "format": self.format,
-            "path": os.fspath(self.folder),
-            "descriptor": os.fspath(self.descriptor),
-            "flavor": self.flavor,
-            "file": os.fspath(self.file),
-        }
+    loader: str | None = field(metadata=json_rule(skip=True))
 
 
 def model_folder(folder: Path) -> ModelFolder:

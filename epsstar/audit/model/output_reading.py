@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord
 from epsstar.statistics.losses import ROW_SUM_TOLERANCE
 from epsstar.statistics.names import OutputKind
 
@@ -35,7 +35,7 @@ ReadingSource = Literal["requested", "detected", "loader"]
 
 
 @dataclass(frozen=True, slots=True)
-class OutputReading:
+class OutputReading(JsonRecord):
     """The reading of the model's outputs: ``kind``, who chose it, and why.
 
     ``source`` is ``"requested"`` (the caller's ``outputs``), ``"detected"`` (the rule of
@@ -57,14 +57,6 @@ class OutputReading:
                 "(outputs= in Python) to choose it"
             )
         return line
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "kind": self.kind,
-            "source": self.source,
-            "reason": self.reason,
-            "ambiguous": self.ambiguous,
-        }
 
 
 def detect_reading(values: NDArray[Any], where: str) -> OutputReading:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast, runtime_checkable
 
 from epsstar.exceptions import InvalidInputError
 from epsstar.plumbing.digests import sha256_of_bytes
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord
 from epsstar.statistics.names import OutputKind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -215,7 +215,7 @@ def type_name(obj: object) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class LoaderInfo:
+class LoaderInfo(JsonRecord):
     """Where a loader comes from: its entry point and the distribution that declared it.
 
     ``distribution`` and ``version`` are ``None`` for loaders registered with
@@ -226,15 +226,6 @@ class LoaderInfo:
     value: str
     distribution: str | None
     version: str | None
-
-    def to_dict(self) -> JsonObject:
-        """JSON-ready ``{"name", "value", "distribution", "version"}``."""
-        return {
-            "name": self.name,
-            "value": self.value,
-            "distribution": self.distribution,
-            "version": self.version,
-        }
 
     def __str__(self) -> str:
         if self.distribution is None:

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord
 
 __all__ = ["Adapter", "TextModel", "TextModelInfo", "TokenScores", "text_model_of"]
 
@@ -43,7 +43,7 @@ class TokenScores:
 
 
 @dataclass(frozen=True, slots=True)
-class Adapter:
+class Adapter(JsonRecord):
     """A LoRA adapter applied to a base model: its folder, the base folder, its rank and
     scaling and the modules it changed."""
 
@@ -53,18 +53,9 @@ class Adapter:
     alpha: float
     modules: tuple[str, ...]
 
-    def to_dict(self) -> JsonObject:
-        return {
-            "path": self.path,
-            "base_model": self.base_model,
-            "rank": self.rank,
-            "alpha": self.alpha,
-            "modules": list(self.modules),
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class TextModelInfo:
+class TextModelInfo(JsonRecord):
     """What the report and the JSON say of a language model: its architecture, size,
     context, vocabulary, tokenizer and the adapter applied (``None``: none)."""
 
@@ -76,18 +67,6 @@ class TextModelInfo:
     vocabulary: int
     tokenizer: str
     adapter: Adapter | None = None
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "architecture": self.architecture,
-            "model_type": self.model_type,
-            "parameters": self.parameters,
-            "dtype": self.dtype,
-            "context": self.context,
-            "vocabulary": self.vocabulary,
-            "tokenizer": self.tokenizer,
-            "adapter": None if self.adapter is None else self.adapter.to_dict(),
-        }
 
 
 @runtime_checkable

@@ -13,20 +13,23 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.plumbing.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.bounds.gate import GateStatistic
 from epsstar.statistics.estimators.delta_profile import DeltaPoint
 from epsstar.statistics.names import ATTACKS, AttackName
-from epsstar.statistics.readings.readings import Readings
-from epsstar.statistics.results import EpsilonStarResult
+from epsstar.statistics.readings.readings import Readings, TprReading
+from epsstar.statistics.results import BootstrapInterval, EpsilonStarResult
 
 __all__ = ["AttackResult"]
 
+_SKIP = json_rule(skip=True)
+
 
 @dataclass(frozen=True, slots=True)
-class AttackResult:
+class AttackResult(JsonRecord):
     """One attack's audit on ``n_members`` training and ``n_nonmembers`` population records.
 
     ``settings`` records how the scores were made (reference models, the OUT variance of
@@ -34,27 +37,64 @@ class AttackResult:
     ``z`` records). ``member_scores`` and ``nonmember_scores`` are the scores themselves.
     """
 
-    name: AttackName
-    epsilon: EpsilonStarResult
-    empirical: EpsilonStarResult
+    name: AttackName = field(metadata=json_rule(name="attack"))
+    epsilon: EpsilonStarResult = field(metadata=_SKIP)
+    empirical: EpsilonStarResult = field(metadata=_SKIP)
     lower_bound: EpsilonLowerBound
     gate: GateStatistic | None
-    readings: Readings
+    readings: Readings = field(metadata=_SKIP)
     auc: float
     settings: JsonObject
-    member_scores: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
-    nonmember_scores: FloatArray = field(default_factory=lambda: np.empty(0), repr=False)
+    member_scores: FloatArray = field(
+        default_factory=lambda: np.empty(0), repr=False, metadata=_SKIP
+    )
+    nonmember_scores: FloatArray = field(
+        default_factory=lambda: np.empty(0), repr=False, metadata=_SKIP
+    )
     #: Epsilon* from δ = 10/n down to the audit's δ, as for the loss attack.
-    delta_profile: tuple[DeltaPoint, ...] = ()
+    delta_profile: tuple[DeltaPoint, ...] = field(default=(), metadata=_SKIP)
     #: The population rows that ``nonmember_scores`` score, in order (``None``: every
     #: row; RMIA sets its ``z`` records aside).
-    nonmember_rows: NDArray[np.int64] | None = field(default=None, repr=False)
+    nonmember_rows: NDArray[np.int64] | None = field(default=None, repr=False, metadata=_SKIP)
 
-    @property
+    @json_property(after="name")
+    def description(self) -> str:
+        """The attack in one line, from its registry entry."""
+        return ATTACKS[self.name].summary
+
+    @json_property(after="name")
+    def epsilon_star(self) -> float:
+        return self.epsilon.epsilon
+
+    @json_property(after="name")
+    def delta(self) -> float:
+        return self.epsilon.delta
+
+    @json_property(after="name")
+    def method(self) -> str:
+        return self.epsilon.method
+
+    @json_property(after="name")
+    def epsilon_star_interval(self) -> BootstrapInterval | None:
+        return self.epsilon.interval
+
+    @json_property(after="empirical")
+    def empirical_epsilon_star(self) -> float:
+        return self.empirical.epsilon
+
+    @json_property(after="empirical")
+    def epsilon_lower_bound(self) -> float:
+        return self.lower_bound.epsilon
+
+    @json_property(after="readings")
+    def tpr_at_fpr(self) -> tuple[TprReading, ...]:
+        return self.readings.tpr_at_fpr
+
+    @json_property(after="auc")
     def n_members(self) -> int:
         return self.epsilon.n_train
 
-    @property
+    @json_property(after="auc")
     def n_nonmembers(self) -> int:
         return self.epsilon.n_population
 
@@ -64,23 +104,3 @@ class AttackResult:
             if reading.fpr == fpr:
                 return reading.tpr_observed
         raise KeyError(fpr)
-
-    def to_dict(self) -> JsonObject:
-        headline = self.epsilon.to_dict()
-        return {
-            "attack": self.name,
-            "description": ATTACKS[self.name].summary,
-            "epsilon_star": self.epsilon.epsilon,
-            "delta": self.epsilon.delta,
-            "method": headline["method"],
-            "epsilon_star_interval": headline["epsilon_star_interval"],
-            "empirical_epsilon_star": self.empirical.epsilon,
-            "epsilon_lower_bound": self.lower_bound.epsilon,
-            "lower_bound": self.lower_bound.to_dict(),
-            "gate": None if self.gate is None else self.gate.to_dict(),
-            "tpr_at_fpr": [reading.to_dict() for reading in self.readings.tpr_at_fpr],
-            "auc": self.auc,
-            "n_members": self.n_members,
-            "n_nonmembers": self.n_nonmembers,
-            "settings": self.settings,
-        }

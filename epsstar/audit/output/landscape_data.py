@@ -195,7 +195,7 @@ class Landscape:
 MAX_RESULTS_BYTES = 256 * 2**20
 _STRATEGY = Text(max_length=1024)
 _REPEAT = Integer(0, 10**9)
-#: The ``entry`` of an audit record (``ManifestEntry.describe()``): the strategy, repeat
+#: The ``entry`` of an audit record (a ``ManifestEntry``'s JSON): the strategy, repeat
 #: and hyper-parameters the landscape reads are declared; the paths are let through.
 ENTRY = Table(
     {

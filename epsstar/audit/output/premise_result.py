@@ -3,10 +3,11 @@ whether the premise of the audit holds (:mod:`epsstar.audit.premise`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.by_side import BySide
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.bounds.premise_tests import PremiseTest
 from epsstar.statistics.results import EpsilonStarResult
@@ -21,18 +22,18 @@ PREMISE_WARNING: Final = (
 
 
 @dataclass(frozen=True, slots=True)
-class BlindBaseline:
+class BlindBaseline(JsonRecord):
     """Epsilon*, its held-out lower bound and the AUC of the blind classifier's scores, or
     why it did not run (``skipped``)."""
 
-    epsilon: EpsilonStarResult | None
-    lower_bound: EpsilonLowerBound | None
+    epsilon: EpsilonStarResult | None = field(metadata=json_rule(skip=True))
+    lower_bound: EpsilonLowerBound | None = field(metadata=json_rule(skip=True))
     auc: float | None
     classifier: str | None
     folds: int | None
     #: Rows per side (training, population) the classifiers were fitted on; every row is
     #: scored.
-    fitted_rows: tuple[int, int] | None = None
+    fitted_rows: tuple[int, int] | None = field(default=None, metadata=json_rule(skip=True))
     skipped: str | None = None
     #: The tests of the premise, combined by Bonferroni
     #: (:mod:`epsstar.statistics.bounds.premise_tests`); empty: the lower bound alone.
@@ -53,19 +54,22 @@ class BlindBaseline:
             return not any(test.flagged for test in self.tests)
         return not self.lower_bound.epsilon > 0
 
-    def to_dict(self) -> JsonObject:
-        epsilon, bound = self.epsilon, self.lower_bound
-        return {
-            "epsilon_star": None if epsilon is None else epsilon.epsilon,
-            "method": None if epsilon is None else epsilon.method,
-            "lower_bound": None if bound is None else bound.epsilon,
-            "confidence": None if bound is None else bound.confidence,
-            "auc": self.auc,
-            "classifier": self.classifier,
-            "folds": self.folds,
-            "fitted_rows": None
-            if self.fitted_rows is None
-            else {"train": self.fitted_rows[0], "population": self.fitted_rows[1]},
-            "skipped": self.skipped,
-            "tests": [test.to_dict() for test in self.tests],
-        }
+    @json_property(after="epsilon")
+    def epsilon_star(self) -> float | None:
+        return None if self.epsilon is None else self.epsilon.epsilon
+
+    @json_property(after="epsilon")
+    def method(self) -> str | None:
+        return None if self.epsilon is None else self.epsilon.method
+
+    @json_property(name="lower_bound", after="lower_bound")
+    def epsilon_lower_bound(self) -> float | None:
+        return None if self.lower_bound is None else self.lower_bound.epsilon
+
+    @json_property(after="lower_bound")
+    def confidence(self) -> float | None:
+        return None if self.lower_bound is None else self.lower_bound.confidence
+
+    @json_property(name="fitted_rows", after="fitted_rows")
+    def fitted_rows_by_side(self) -> BySide[int] | None:
+        return None if self.fitted_rows is None else BySide(*self.fitted_rows)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Literal
 
 from epsstar.audit.data.column_match import ColumnMatch
@@ -21,14 +21,17 @@ from epsstar.audit.inputs.served import ServedSource
 from epsstar.audit.model.folders import ModelFolder
 from epsstar.audit.model.loading import ClassesFrom
 from epsstar.audit.model.plugins import LoaderInfo, OutputKind
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics.names import EngineName, LossName
 
 __all__ = ["EngineRun", "Provenance", "ReferenceModel", "Timings"]
 
+#: The rule of the provenance's optional records: written only when they exist.
+_OPTIONAL = json_rule(omit_if_none=True)
+
 
 @dataclass(frozen=True, slots=True)
-class ReferenceModel:
+class ReferenceModel(JsonRecord):
     """A reference model file as the audit read it: its SHA-256, the loader that read it
     and every file it was read from (the model file, then e.g. ONNX external data)."""
 
@@ -56,38 +59,32 @@ class ReferenceModel:
         own = next(digest.sha256 for digest in digests if digest.path == os.fspath(path))
         return cls(os.fspath(path), own, loader, digests)
 
-    def to_dict(self) -> JsonObject:
-        return {
-            "path": self.path,
-            "sha256": self.sha256,
-            "loader": self.loader,
-            "files": [file.to_dict() for file in self.files],
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class EngineRun:
+class EngineRun(JsonRecord):
     """Where the records were streamed: ``single`` (this process) or ``dask`` (the
-    scheduler's address, or ``local``), with each side's number of partitions."""
+    scheduler's address, or ``local``), with each side's number of partitions; the JSON of
+    ``single`` holds its name alone."""
 
     name: EngineName
-    scheduler: str | None = None
-    partitions: Mapping[Literal["train", "population"], int] | None = None
+    scheduler: str | None = field(default=None, metadata=json_rule(skip=True))
+    partitions: Mapping[Literal["train", "population"], int] | None = field(
+        default=None, metadata=json_rule(skip=True)
+    )
 
-    def to_dict(self) -> JsonObject:
-        if self.name == "single":
-            return {"name": "single"}
-        found: JsonObject = {"name": "dask", "scheduler": self.scheduler or "local"}
-        if self.partitions is not None:
-            partitions: JsonObject = {}
-            for role, count in self.partitions.items():
-                partitions[role] = count
-            found["partitions"] = partitions
-        return found
+    @json_property(name="scheduler", after="scheduler", omit_if_none=True)
+    def scheduler_shown(self) -> str | None:
+        """The scheduler's address on Dask (``local``: a cluster started for the run)."""
+        return None if self.name == "single" else self.scheduler or "local"
+
+    @json_property(name="partitions", after="partitions", omit_if_none=True)
+    def partitions_shown(self) -> Mapping[Literal["train", "population"], int] | None:
+        """Each side's partitions on Dask, when known."""
+        return None if self.name == "single" else self.partitions
 
 
 @dataclass(frozen=True, slots=True)
-class Timings:
+class Timings(JsonRecord):
     """Seconds of each step of an audit, rounded to the millisecond: loading the model,
     streaming the data through it, the utility, the statistics, the attacks beyond the loss
     attack, the slices and the premise's readings (``None``: not run), and in all."""
@@ -97,10 +94,10 @@ class Timings:
     statistics: float
     utility: float
     total: float
-    attacks: float | None = None
-    slices: float | None = None
+    attacks: float | None = field(default=None, metadata=json_rule(omit_if_none=True))
+    slices: float | None = field(default=None, metadata=json_rule(omit_if_none=True))
     #: The blind baseline and the readings that read the records (user level, attribute).
-    premise: float | None = None
+    premise: float | None = field(default=None, metadata=json_rule(omit_if_none=True))
 
     def with_step(self, step: Literal["attacks", "slices", "premise"], seconds: float) -> Timings:
         """These timings with one more step, counted in the total."""
@@ -108,25 +105,14 @@ class Timings:
         return replace(self, **{step: rounded}, total=round(self.total + seconds, 3))
 
     def steps(self) -> tuple[tuple[str, float], ...]:
-        """Each step's seconds, in the order the JSON and the report list them."""
-        found = (
-            ("load", self.load),
-            ("inference", self.inference),
-            ("statistics", self.statistics),
-            ("utility", self.utility),
-            ("total", self.total),
-            ("attacks", self.attacks),
-            ("slices", self.slices),
-            ("premise", self.premise),
-        )
+        """Each step's seconds, in the order the JSON and the report list them (the
+        fields' order)."""
+        found = ((step.name, getattr(self, step.name)) for step in fields(self))
         return tuple((step, seconds) for step, seconds in found if seconds is not None)
-
-    def to_dict(self) -> JsonObject:
-        return dict(self.steps())
 
 
 @dataclass(frozen=True, slots=True)
-class Provenance:
+class Provenance(JsonRecord):
     """Where an audit's result came from (see the module docstring).
 
     ``model_files`` are every file the model was read from (the model file first; none for
@@ -135,7 +121,9 @@ class Provenance:
     ``model_folder`` the model folder that named the model file (an MLflow folder), if any;
     ``train`` and ``population`` the data as given (files, or partitioned data sets and
     URLs on a Dask cluster) with their SHA-256 (of a data set: of its partitions' names
-    and digests); ``shared_rows`` the population rows also among the training rows.
+    and digests); ``shared_rows`` the population rows also among the training rows. Its
+    JSON is the ``provenance`` of the JSON outputs; the optional records are written only
+    when they exist.
     """
 
     model: str
@@ -145,7 +133,7 @@ class Provenance:
     loss: LossName
     label_column: str
     features: tuple[str, ...] | None
-    columns: ColumnMatch
+    columns: ColumnMatch = field(metadata=json_rule(flatten=True))
     input_shape: tuple[int, ...] | None
     classes: tuple[str, ...]
     classes_from: ClassesFrom
@@ -162,21 +150,21 @@ class Provenance:
     python: str
     created: str
     command: str | None
-    engine: EngineRun | None = None
-    summaries: SummaryPlans | None = None
-    seconds: Timings | None = None
-    reference_models: tuple[ReferenceModel, ...] | None = None
-    model_folder: ModelFolder | None = None
+    engine: EngineRun | None = field(default=None, metadata=_OPTIONAL)
+    summaries: SummaryPlans | None = field(default=None, metadata=_OPTIONAL)
+    seconds: Timings | None = field(default=None, metadata=_OPTIONAL)
+    reference_models: tuple[ReferenceModel, ...] | None = field(default=None, metadata=_OPTIONAL)
+    model_folder: ModelFolder | None = field(default=None, metadata=_OPTIONAL)
     #: The torch device a torch-based loader ran the model on (``--device``), else ``None``.
-    device: str | None = None
+    device: str | None = field(default=None, metadata=_OPTIONAL)
     #: The intra-op threads the model's library ran with in this process (``--threads``,
     #: ``EPSSTAR_THREADS`` or the load-average rule of :mod:`epsstar.plumbing.threads`);
     #: ``None``: the library's own default, or chosen by each Dask worker.
-    threads: int | None = None
+    threads: int | None = field(default=None, metadata=_OPTIONAL)
     #: The server a served model was read from (``None``: a model file).
-    served: ServedSource | None = None
+    served: ServedSource | None = field(default=None, metadata=_OPTIONAL)
 
-    @property
+    @json_property(after="model")
     def model_sha256(self) -> str | None:
         """The SHA-256 of the model file itself (``None``: a served model has no file)."""
         if self.served is not None:
@@ -191,50 +179,3 @@ class Provenance:
         for model in self.reference_models or ():
             read += [(f"reference model {model.path!r}", file.path) for file in model.files]
         return tuple(read)
-
-    def to_dict(self) -> JsonObject:
-        """The ``provenance`` record of the JSON outputs."""
-        found: JsonObject = {
-            "model": self.model,
-            "model_sha256": self.model_sha256,
-            "model_files": [file.to_dict() for file in self.model_files],
-            "loader": self.loader.to_dict(),
-            "output_kind": self.output_kind,
-            "loss": self.loss,
-            "label_column": self.label_column,
-            "features": None if self.features is None else list(self.features),
-            **self.columns.to_dict(),
-            "input_shape": None if self.input_shape is None else list(self.input_shape),
-            "classes": list(self.classes),
-            "classes_from": self.classes_from,
-            "train": self.train,
-            "population": self.population,
-            "train_sha256": self.train_sha256,
-            "population_sha256": self.population_sha256,
-            "shared_rows": self.shared_rows,
-            "n_train": self.n_train,
-            "n_population": self.n_population,
-            "seed": self.seed,
-            "confidence": self.confidence,
-            "epsstar_version": self.epsstar_version,
-            "python": self.python,
-            "created": self.created,
-            "command": self.command,
-        }
-        if self.engine is not None:
-            found["engine"] = self.engine.to_dict()
-        if self.summaries is not None:
-            found["summaries"] = self.summaries.to_dict()
-        if self.seconds is not None:
-            found["seconds"] = self.seconds.to_dict()
-        if self.reference_models is not None:
-            found["reference_models"] = [model.to_dict() for model in self.reference_models]
-        if self.model_folder is not None:
-            found["model_folder"] = self.model_folder.to_dict()
-        if self.device is not None:
-            found["device"] = self.device
-        if self.threads is not None:
-            found["threads"] = self.threads
-        if self.served is not None:
-            found["served"] = self.served.to_dict()
-        return found

@@ -7,12 +7,13 @@ Built by :func:`epsstar.audit.attacks.slices.audit_slices`; the statistics of ea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics.estimators.slices import SliceEstimate
 from epsstar.statistics.names import AttackName
+from epsstar.statistics.results import BootstrapInterval
 
 __all__ = ["MISSING", "SliceResult", "SliceRow"]
 
@@ -22,12 +23,54 @@ MISSING: Final[str] = "(missing)"
 
 
 @dataclass(frozen=True, slots=True)
-class SliceRow:
+class SliceRow(JsonRecord):
     """One slice: the column's value (as text; ``None`` for the records without one) and
     its estimates."""
 
     value: str | None
-    estimate: SliceEstimate
+    estimate: SliceEstimate = field(metadata=json_rule(skip=True))
+
+    @json_property()
+    def n_members(self) -> int:
+        return self.estimate.n_members
+
+    @json_property()
+    def n_nonmembers(self) -> int:
+        return self.estimate.n_nonmembers
+
+    @json_property()
+    def epsilon_star(self) -> float | None:
+        return None if self.estimate.epsilon is None else self.estimate.epsilon.epsilon
+
+    @json_property()
+    def method(self) -> str | None:
+        return None if self.estimate.epsilon is None else self.estimate.epsilon.method
+
+    @json_property()
+    def epsilon_star_interval(self) -> BootstrapInterval | None:
+        return None if self.estimate.epsilon is None else self.estimate.epsilon.interval
+
+    @json_property()
+    def tail_extrapolated(self) -> bool | None:
+        estimate = self.estimate.epsilon
+        return None if estimate is None else estimate.tail_extrapolated
+
+    @json_property()
+    def leak_p_value(self) -> float | None:
+        return None if self.estimate.epsilon is None else self.estimate.epsilon.leak_p_value
+
+    @json_property()
+    def empirical_epsilon_star(self) -> float | None:
+        return None if self.estimate.empirical is None else self.estimate.empirical.epsilon
+
+    @json_property()
+    def epsilon_lower_bound(self) -> float | None:
+        bound = self.estimate.lower_bound
+        return None if bound is None else bound.epsilon
+
+    @json_property()
+    def unavailable(self) -> str | None:
+        return self.estimate.unavailable
 
     @property
     def label(self) -> str:
@@ -42,32 +85,9 @@ class SliceRow:
         value = self.label
         return value if len(value) <= width else value[: width - 1] + "…"
 
-    def to_dict(self) -> JsonObject:
-        estimate = self.estimate
-        headline = None if estimate.epsilon is None else estimate.epsilon.to_dict()
-        return {
-            "value": self.value,
-            "n_members": estimate.n_members,
-            "n_nonmembers": estimate.n_nonmembers,
-            "epsilon_star": None if estimate.epsilon is None else estimate.epsilon.epsilon,
-            "method": None if headline is None else headline["method"],
-            "epsilon_star_interval": None
-            if headline is None
-            else headline["epsilon_star_interval"],
-            "tail_extrapolated": None if headline is None else headline["tail_extrapolated"],
-            "leak_p_value": None if headline is None else headline["leak_p_value"],
-            "empirical_epsilon_star": None
-            if estimate.empirical is None
-            else estimate.empirical.epsilon,
-            "epsilon_lower_bound": None
-            if estimate.lower_bound is None
-            else estimate.lower_bound.epsilon,
-            "unavailable": estimate.unavailable,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class SliceResult:
+class SliceResult(JsonRecord):
     """Epsilon* within each slice of ``column``, for the scores of ``attack``.
 
     Every slice is estimated with the audit's method at the audit's ``delta``;
@@ -82,8 +102,8 @@ class SliceResult:
     method: str
     confidence: float
     confidence_each: float
-    minimum: int
-    rows: tuple[SliceRow, ...]
+    minimum: int = field(metadata=json_rule(name="min_records"))
+    rows: tuple[SliceRow, ...] = field(metadata=json_rule(name="slices"))
 
     @property
     def estimated(self) -> tuple[SliceRow, ...]:
@@ -98,15 +118,3 @@ class SliceResult:
             for row in self.rows
             if min(row.estimate.n_members, row.estimate.n_nonmembers) < self.minimum
         )
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "column": self.column,
-            "attack": self.attack,
-            "delta": self.delta,
-            "method": self.method,
-            "confidence": self.confidence,
-            "confidence_each": self.confidence_each,
-            "min_records": self.minimum,
-            "slices": [row.to_dict() for row in self.rows],
-        }

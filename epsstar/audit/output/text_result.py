@@ -11,10 +11,11 @@ exposed training records, with text excerpts unless they were hidden (``--no-rec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from epsstar.audit.model.text_model import TextModelInfo
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.by_side import BySide
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.names import AttackName
 from epsstar.statistics.results import EpsilonStarResult
@@ -40,26 +41,18 @@ def excerpt(text: str, limit: int = EXCERPT_CHARACTERS) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class WindowsUsed:
+class WindowsUsed(JsonRecord):
     """The records longer than the model's context, scored in windows of ``context`` tokens
     each ``stride`` tokens after the last: how many, and the first rows (0-based)."""
 
     context: int
     stride: int
     records: int
-    rows: tuple[int, ...]
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "context": self.context,
-            "stride": self.stride,
-            "records": self.records,
-            "first_rows": list(self.rows),
-        }
+    rows: tuple[int, ...] = field(metadata=json_rule(name="first_rows"))
 
 
 @dataclass(frozen=True, slots=True)
-class ExposedRecord:
+class ExposedRecord(JsonRecord):
     """A training record an attack finds most member-like: its row, its score, the share
     of non-members scored at or below it (the false-positive rate of the test that flags
     it), its tokens and an excerpt (``None``: hidden)."""
@@ -71,60 +64,46 @@ class ExposedRecord:
     tokens: int
     excerpt: str | None
 
-    def to_dict(self) -> JsonObject:
-        return {
-            "row": self.row,
-            "attack": self.attack,
-            "score": self.score,
-            "nonmembers_at_or_below": self.nonmembers_at_or_below,
-            "tokens": self.tokens,
-            "excerpt": self.excerpt,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class BlindBaseline:
+class BlindBaseline(JsonRecord):
     """A model-free classifier's membership test on the texts alone (:mod:`epsstar.audit.
     attacks.blind_text`): its Epsilon*, held-out lower bound and AUC on ``n_members`` and
     ``n_nonmembers`` records, and whether the premise holds (its lower bound is 0)."""
 
-    epsilon: EpsilonStarResult
-    lower_bound: EpsilonLowerBound
+    epsilon: EpsilonStarResult = field(metadata=json_rule(skip=True))
+    lower_bound: EpsilonLowerBound = field(metadata=json_rule(skip=True))
     auc: float
     classifier: str
     folds: int
     n_members: int
     n_nonmembers: int
 
-    @property
+    @json_property(after="epsilon")
+    def epsilon_star(self) -> float:
+        return self.epsilon.epsilon
+
+    @json_property(after="lower_bound")
+    def epsilon_lower_bound(self) -> float:
+        return self.lower_bound.epsilon
+
+    @json_property()
     def premise_holds(self) -> bool:
         """No evidence that the two sides differ without the model: the blind lower bound
         is 0 at the audit's confidence."""
         return self.lower_bound.epsilon <= 0.0
 
-    def to_dict(self) -> JsonObject:
-        return {
-            "epsilon_star": self.epsilon.epsilon,
-            "epsilon_lower_bound": self.lower_bound.epsilon,
-            "auc": self.auc,
-            "classifier": self.classifier,
-            "folds": self.folds,
-            "n_members": self.n_members,
-            "n_nonmembers": self.n_nonmembers,
-            "premise_holds": self.premise_holds,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class TextAudit:
+class TextAudit(JsonRecord):
     """What is particular to a text audit (see the module docstring)."""
 
     model: TextModelInfo
     text_column: str | None
-    tokens: tuple[int, int]
-    windows: tuple[WindowsUsed, WindowsUsed]
+    tokens: tuple[int, int] = field(metadata=json_rule(skip=True))
+    windows: tuple[WindowsUsed, WindowsUsed] = field(metadata=json_rule(skip=True))
     shared_records: int
-    exposed: tuple[ExposedRecord, ...] = ()
+    exposed: tuple[ExposedRecord, ...] = field(default=(), metadata=json_rule(skip=True))
     record_text: bool = True
     blind_baseline: BlindBaseline | None = None
 
@@ -132,20 +111,19 @@ class TextAudit:
     def windowed_records(self) -> int:
         return sum(side.records for side in self.windows)
 
-    def to_dict(self) -> JsonObject:
-        train, population = self.windows
-        return {
-            "model": self.model.to_dict(),
-            "text_column": self.text_column,
-            "tokens": {"train": self.tokens[0], "population": self.tokens[1]},
-            "windows": {"train": train.to_dict(), "population": population.to_dict()},
-            "shared_records": self.shared_records,
-            "record_text": self.record_text,
-            "most_exposed": [record.to_dict() for record in self.exposed],
-            "blind_baseline": None
-            if self.blind_baseline is None
-            else self.blind_baseline.to_dict(),
-            "premise_holds": None
-            if self.blind_baseline is None
-            else self.blind_baseline.premise_holds,
-        }
+    @json_property(name="tokens", after="tokens")
+    def tokens_by_side(self) -> BySide[int]:
+        return BySide(*self.tokens)
+
+    @json_property(name="windows", after="windows")
+    def windows_by_side(self) -> BySide[WindowsUsed]:
+        return BySide(*self.windows)
+
+    @json_property(after="record_text")
+    def most_exposed(self) -> tuple[ExposedRecord, ...]:
+        """The exposed records, written after whether their text is shown."""
+        return self.exposed
+
+    @json_property()
+    def premise_holds(self) -> bool | None:
+        return None if self.blind_baseline is None else self.blind_baseline.premise_holds

@@ -4,18 +4,25 @@ inference (``--attribute``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.readings.attribute import AttributeReading, AttributeSecurity
 from epsstar.statistics.results import EpsilonStarResult
 
-__all__ = ["AttributeInference", "ExposedRecords", "ExposedRow", "UserAggregate", "UserLevel"]
+__all__ = [
+    "AttributeInference",
+    "ExposedRecords",
+    "ExposedRow",
+    "RecordsPerUser",
+    "UserAggregate",
+    "UserLevel",
+]
 
 
 @dataclass(frozen=True, slots=True)
-class ExposedRow:
+class ExposedRow(JsonRecord):
     """A training record: its row in the training file (0 for the first data row), its
     score and the log-likelihood ratio of its score
     (:mod:`epsstar.statistics.readings.exposure`)."""
@@ -26,96 +33,115 @@ class ExposedRow:
 
 
 @dataclass(frozen=True, slots=True)
-class ExposedRecords:
+class ExposedRecords(JsonRecord):
     """The training records with the strongest membership evidence under ``attack``'s
     scores, strongest first, or why none are listed (``unavailable``)."""
 
     attack: str
-    rows: tuple[ExposedRow, ...]
-    likelihood_from: str | None
+    rows: tuple[ExposedRow, ...] = field(metadata=json_rule(skip=True))
+    likelihood_from: str | None = field(metadata=json_rule(name="likelihood_ratio_from"))
     unavailable: str | None = None
 
-    def to_dict(self) -> JsonObject:
-        return {
-            "attack": self.attack,
-            "likelihood_ratio_from": self.likelihood_from,
-            "records": [
-                {"row": r.row, "score": r.score, "log_likelihood_ratio": r.log_likelihood_ratio}
-                for r in self.rows
-            ],
-            "unavailable": self.unavailable,
-        }
+    @json_property(name="records", after="likelihood_from")
+    def records(self) -> tuple[ExposedRow, ...]:
+        """The rows, written after where their likelihood ratios came from."""
+        return self.rows
 
 
 @dataclass(frozen=True, slots=True)
-class UserAggregate:
+class UserAggregate(JsonRecord):
     """Epsilon* over users of one aggregate of their records' scores."""
 
     aggregate: str
-    epsilon: EpsilonStarResult
-    lower_bound: EpsilonLowerBound
+    epsilon: EpsilonStarResult = field(metadata=json_rule(skip=True))
+    lower_bound: EpsilonLowerBound = field(metadata=json_rule(skip=True))
     auc: float
 
-    def to_dict(self) -> JsonObject:
-        return {
-            "aggregate": self.aggregate,
-            "epsilon_star": self.epsilon.epsilon,
-            "method": self.epsilon.method,
-            "lower_bound": self.lower_bound.epsilon,
-            "auc": self.auc,
-        }
+    @json_property(after="epsilon")
+    def epsilon_star(self) -> float:
+        return self.epsilon.epsilon
+
+    @json_property(after="epsilon")
+    def method(self) -> str:
+        return self.epsilon.method
+
+    @json_property(name="lower_bound", after="lower_bound")
+    def epsilon_lower_bound(self) -> float:
+        return self.lower_bound.epsilon
 
 
 @dataclass(frozen=True, slots=True)
-class UserLevel:
+class RecordsPerUser(JsonRecord):
+    """The fewest, the median and the most records a user has."""
+
+    min: int
+    median: float
+    max: int
+
+
+@dataclass(frozen=True, slots=True)
+class UserLevel(JsonRecord):
     """User-level Epsilon* (``--group-by``): users per side, records per user, and one
     record per aggregate; ``attack`` is the attack whose scores were aggregated."""
 
     column: str
     attack: str
-    users: tuple[int, int]
-    records_per_user: tuple[int, float, int]
+    users: tuple[int, int] = field(metadata=json_rule(skip=True))
+    records_per_user: tuple[int, float, int] = field(metadata=json_rule(skip=True))
     aggregates: tuple[UserAggregate, ...]
+
+    @json_property(after="users")
+    def member_users(self) -> int:
+        return self.users[0]
+
+    @json_property(after="users")
+    def nonmember_users(self) -> int:
+        return self.users[1]
+
+    @json_property(name="records_per_user", after="records_per_user")
+    def records_per_user_spread(self) -> RecordsPerUser:
+        return RecordsPerUser(*self.records_per_user)
 
     @property
     def strongest(self) -> UserAggregate:
         return max(self.aggregates, key=lambda a: (a.lower_bound.epsilon, a.epsilon.epsilon))
 
-    def to_dict(self) -> JsonObject:
-        fewest, median, most = self.records_per_user
-        return {
-            "column": self.column,
-            "attack": self.attack,
-            "member_users": self.users[0],
-            "nonmember_users": self.users[1],
-            "records_per_user": {"min": fewest, "median": median, "max": most},
-            "aggregates": [a.to_dict() for a in self.aggregates],
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class AttributeInference:
+class AttributeInference(JsonRecord):
     """The attribute attack of Yeom et al. on ``column`` (its ``values``), its reading, and
     the bound recorded by ``epsstar train --attribute`` (``None``: not recorded)."""
 
     column: str
     values: tuple[str, ...]
-    reading: AttributeReading
+    reading: AttributeReading = field(metadata=json_rule(skip=True))
     confidence: float
-    bound: AttributeSecurity | None = None
+    bound: AttributeSecurity | None = field(default=None, metadata=json_rule(name="training_bound"))
 
-    def to_dict(self) -> JsonObject:
-        r = self.reading
-        return {
-            "column": self.column,
-            "values": list(self.values),
-            "accuracy_members": r.accuracy_members,
-            "accuracy_nonmembers": r.accuracy_nonmembers,
-            "members": r.members,
-            "nonmembers": r.nonmembers,
-            "advantage": r.advantage,
-            "epsilon": r.epsilon,
-            "lower_bound": r.lower_bound.epsilon,
-            "confidence": self.confidence,
-            "training_bound": None if self.bound is None else self.bound.to_dict(),
-        }
+    @json_property(after="reading")
+    def accuracy_members(self) -> float:
+        return self.reading.accuracy_members
+
+    @json_property(after="reading")
+    def accuracy_nonmembers(self) -> float:
+        return self.reading.accuracy_nonmembers
+
+    @json_property(after="reading")
+    def members(self) -> int:
+        return self.reading.members
+
+    @json_property(after="reading")
+    def nonmembers(self) -> int:
+        return self.reading.nonmembers
+
+    @json_property(after="reading")
+    def advantage(self) -> float:
+        return self.reading.advantage
+
+    @json_property(after="reading")
+    def epsilon(self) -> float:
+        return self.reading.epsilon
+
+    @json_property(after="reading")
+    def lower_bound(self) -> float:
+        return self.reading.lower_bound.epsilon

@@ -40,6 +40,7 @@ from epsstar.audit.training_audit.threat_models import (
     threat_model,
 )
 from epsstar.exceptions import EpsstarError, InputFileError, InvalidInputError
+from epsstar.plumbing.json_records import JsonRecord
 from epsstar.plumbing.json_types import JsonObject, JsonValue
 from epsstar.statistics._validation import FloatArray
 
@@ -56,7 +57,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
-class Claim:
+class Claim(JsonRecord):
     """What a training run says it guarantees, and who says so (``source``): (ε, δ)-DP when
     ``private``, no DP otherwise."""
 
@@ -64,14 +65,6 @@ class Claim:
     epsilon: float | None = None
     delta: float | None = None
     source: str = ""
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "private": self.private,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "source": self.source,
-        }
 
     @classmethod
     def from_dict(cls, value: Mapping[str, JsonValue]) -> Claim:
@@ -101,28 +94,20 @@ class RunRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class RunScores:
+class RunScores(JsonRecord):
     """What one run gave: per threat model, one score per canary of its kind, in the canaries'
     order; the run's claim (``None``: it states none); the model (``JsonObject``: file, SHA-256,
-    loader) and the run's seconds."""
+    loader) and the run's seconds. Its JSON is the record a resumable audit keeps of a
+    finished run."""
 
     scores: dict[ThreatModelName, FloatArray] = field(repr=False)
     claim: Claim | None
     model: JsonObject
     seconds: float
 
-    def to_dict(self) -> JsonObject:
-        """The record a resumable audit keeps of a finished run."""
-        return {
-            "scores": {name: [float(v) for v in values] for name, values in self.scores.items()},
-            "claim": None if self.claim is None else self.claim.to_dict(),
-            "model": self.model,
-            "seconds": self.seconds,
-        }
-
     @classmethod
     def from_dict(cls, value: Mapping[str, JsonValue], source: Path) -> RunScores:
-        """A record written by :meth:`to_dict`; ``source`` names the file in errors."""
+        """A record written by ``to_dict()``; ``source`` names the file in errors."""
         bad = InputFileError(
             f"{source}: must be a finished run's record written by audit-training. "
             "Found something else."

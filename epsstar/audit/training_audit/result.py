@@ -13,9 +13,9 @@ at most 1 − c (Bonferroni).
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import ClassVar, Final, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,6 +25,7 @@ from epsstar.audit.output.result import SCHEMA_VERSION
 from epsstar.audit.training_audit.procedure import Claim
 from epsstar.audit.training_audit.runs import Arm
 from epsstar.audit.training_audit.threat_models import ThreatModel
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.plumbing.json_types import JsonObject, JsonValue
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.auditing.choose_k import ChosenK
@@ -67,60 +68,41 @@ BOUNDS: Final[dict[BoundName, Bound]] = {
 }
 
 
-def _finite(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
+#: How the JSON writes a canary's one-run guess (+1, −1, 0: no guess).
+_GUESS_WORDS: Final[dict[int, JsonValue]] = {1: "in", -1: "out", 0: None}
+_SKIP = json_rule(skip=True)
 
 
 @dataclass(frozen=True, slots=True)
-class ThreatModelAudit:
+class ThreatModelAudit(JsonRecord):
     """One threat model's audit: the canaries' ``scores`` (one per canary, or per run with many
     runs) and whether each was ``included``; the one-run guesses (+1 "in", −1 "out", 0 no
     guess) with the k chosen and the bounds, or the many-run bounds; the DI readings (``di``
-    only); the deciding ``method``, its ``epsilon_lower_bound`` and whether it ``refutes``."""
+    only); the deciding ``method``, its ``epsilon_lower_bound`` and whether it ``refutes``.
+    Its JSON is the record of ``threat_models``."""
 
     threat_model: ThreatModel
     canaries: int
-    scores: FloatArray = field(repr=False)
-    included: NDArray[np.bool_] = field(repr=False)
     method: str
     epsilon_lower_bound: float
     epsilon_lower_gdp: float | None
     refutes: bool
-    guesses: NDArray[np.int8] | None = field(default=None, repr=False)
     chosen_k: ChosenK | None = None
     one_run: OneRunBounds | None = None
     many_runs: ManyRunBounds | None = None
     identifiability: IdentifiabilityReading | None = None
+    scores: FloatArray = field(kw_only=True, repr=False)
+    included: NDArray[np.bool_] = field(kw_only=True, repr=False)
+    guesses: NDArray[np.int8] | None = field(default=None, repr=False, metadata=_SKIP)
     guess_rule: RuleBounds | None = None
     canaries_to_refute: CanaryProjection | None = None
 
-    def to_dict(self) -> JsonObject:
-        """The record of the JSON's ``threat_models``."""
-        guesses: list[JsonValue] | None = None
-        if self.guesses is not None:
-            names: dict[int, JsonValue] = {1: "in", -1: "out", 0: None}
-            guesses = [names[int(g)] for g in self.guesses]
-        return {
-            "threat_model": self.threat_model.to_dict(),
-            "canaries": self.canaries,
-            "method": self.method,
-            "epsilon_lower_bound": self.epsilon_lower_bound,
-            "epsilon_lower_gdp": _finite(self.epsilon_lower_gdp),
-            "refutes": self.refutes,
-            "chosen_k": None if self.chosen_k is None else self.chosen_k.to_dict(),
-            "one_run": None if self.one_run is None else self.one_run.to_dict(),
-            "many_runs": None if self.many_runs is None else self.many_runs.to_dict(),
-            "identifiability": None
-            if self.identifiability is None
-            else self.identifiability.to_dict(),
-            "scores": [float(v) for v in self.scores],
-            "included": [bool(v) for v in self.included],
-            "guesses": guesses,
-            "guess_rule": None if self.guess_rule is None else self.guess_rule.to_dict(),
-            "canaries_to_refute": None
-            if self.canaries_to_refute is None
-            else self.canaries_to_refute.to_dict(),
-        }
+    @json_property(name="guesses", after="guesses")
+    def guess_words(self) -> tuple[JsonValue, ...] | None:
+        """Each canary's guess as the JSON writes it: ``in``, ``out`` or ``null``."""
+        if self.guesses is None:
+            return None
+        return tuple(_GUESS_WORDS[int(guess)] for guess in self.guesses)
 
 
 def _what_would_refute(audit: ThreatModelAudit) -> str:
@@ -145,7 +127,7 @@ def _what_would_refute(audit: ThreatModelAudit) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class TightnessRow:
+class TightnessRow(JsonRecord):
     """A threat model's measured lower bounds beside the claimed (accountant's) ε."""
 
     threat_model: str
@@ -154,18 +136,9 @@ class TightnessRow:
     epsilon_lower_gdp: float | None
     ratio: float | None
 
-    def to_dict(self) -> JsonObject:
-        return {
-            "threat_model": self.threat_model,
-            "claimed_epsilon": self.claimed_epsilon,
-            "epsilon_lower_bound": self.epsilon_lower_bound,
-            "epsilon_lower_gdp": _finite(self.epsilon_lower_gdp),
-            "ratio": self.ratio,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class RunRecord:
+class RunRecord(JsonRecord):
     """One training run: its seed, arm, seconds, model and claim."""
 
     index: int
@@ -175,23 +148,20 @@ class RunRecord:
     model: JsonObject
     claim: Claim | None
 
-    def to_dict(self) -> JsonObject:
-        return {
-            "index": self.index,
-            "seed": self.seed,
-            "arm": self.arm,
-            "seconds": self.seconds,
-            "model": self.model,
-            "claim": None if self.claim is None else self.claim.to_dict(),
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class TrainingAuditResult:
+class TrainingAuditResult(JsonRecord):
     """The whole audit (see the module). ``claimed_from`` and ``delta_from`` say where the claim
     came from; ``confidence_each`` is each threat model's share of the confidence; ``seeds``
-    are every seed the audit drew from ``seed``, so that it can be repeated."""
+    are every seed the audit drew from ``seed``, so that it can be repeated. Its JSON is the
+    ``--json`` document of ``epsstar audit-training`` (the fields in its order)."""
 
+    json_constants: ClassVar[Mapping[str, JsonValue]] = {
+        "schema_version": SCHEMA_VERSION,
+        "command": "audit-training",
+    }
+
+    epsstar_version: str
     procedure: JsonObject
     design: Literal["one-run", "many-runs"]
     claimed_epsilon: float
@@ -204,47 +174,32 @@ class TrainingAuditResult:
     canaries: int
     runs: int
     threat_models: tuple[ThreatModelAudit, ...]
-    run_records: tuple[RunRecord, ...]
+    smallest_canaries: JsonObject
+    canaries_left_out: int
     seed: int
     seeds: JsonObject
     data: tuple[FileDigest, ...]
-    canaries_left_out: int
-    smallest_canaries: JsonObject
+    run_records: tuple[RunRecord, ...] = field(metadata=json_rule(name="training_runs"))
     warnings: tuple[str, ...]
     seconds: float
-    epsstar_version: str
 
-    @property
-    def refuted(self) -> bool:
-        """Whether some threat model's deciding bound exceeds the claimed ε."""
-        return any(audit.refutes for audit in self.threat_models)
-
-    @property
-    def epsilon_lower_bound(self) -> float:
-        """The largest deciding bound over the threat models."""
-        return max(audit.epsilon_lower_bound for audit in self.threat_models)
-
-    @property
+    @json_property(after="bound")
     def method(self) -> str:
         """The deciding bound's method name."""
         bound = BOUNDS[self.bound]
         return bound.one_run if self.design == "one-run" else bound.many_runs
 
-    def tightness(self) -> tuple[TightnessRow, ...]:
-        """Per threat model, its lower bounds against the claimed ε (their ratio)."""
-        return tuple(
-            TightnessRow(
-                audit.threat_model.name,
-                self.claimed_epsilon,
-                audit.epsilon_lower_bound,
-                audit.epsilon_lower_gdp,
-                audit.epsilon_lower_bound / self.claimed_epsilon
-                if self.claimed_epsilon > 0
-                else None,
-            )
-            for audit in self.threat_models
-        )
+    @json_property(after="runs")
+    def epsilon_lower_bound(self) -> float:
+        """The largest deciding bound over the threat models."""
+        return max(audit.epsilon_lower_bound for audit in self.threat_models)
 
+    @json_property(after="runs")
+    def refuted(self) -> bool:
+        """Whether some threat model's deciding bound exceeds the claimed ε."""
+        return any(audit.refutes for audit in self.threat_models)
+
+    @json_property(after="runs")
     def verdict(self) -> str:
         """The verdict in one sentence."""
         strongest = max(self.threat_models, key=lambda audit: audit.epsilon_lower_bound)
@@ -263,35 +218,18 @@ class TrainingAuditResult:
             f"{_what_would_refute(strongest)}"
         )
 
-    def to_dict(self) -> JsonObject:
-        """The ``--json`` document of ``epsstar audit-training``."""
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "command": "audit-training",
-            "epsstar_version": self.epsstar_version,
-            "procedure": self.procedure,
-            "design": self.design,
-            "claimed_epsilon": self.claimed_epsilon,
-            "claimed_from": self.claimed_from,
-            "delta": self.delta,
-            "delta_from": self.delta_from,
-            "confidence": self.confidence,
-            "confidence_each": self.confidence_each,
-            "bound": self.bound,
-            "method": self.method,
-            "canaries": self.canaries,
-            "runs": self.runs,
-            "epsilon_lower_bound": self.epsilon_lower_bound,
-            "refuted": self.refuted,
-            "verdict": self.verdict(),
-            "threat_models": [audit.to_dict() for audit in self.threat_models],
-            "tightness": [row.to_dict() for row in self.tightness()],
-            "smallest_canaries": self.smallest_canaries,
-            "canaries_left_out": self.canaries_left_out,
-            "seed": self.seed,
-            "seeds": self.seeds,
-            "data": [digest.to_dict() for digest in self.data],
-            "training_runs": [record.to_dict() for record in self.run_records],
-            "warnings": list(self.warnings),
-            "seconds": self.seconds,
-        }
+    @json_property(after="threat_models")
+    def tightness(self) -> tuple[TightnessRow, ...]:
+        """Per threat model, its lower bounds against the claimed ε (their ratio)."""
+        return tuple(
+            TightnessRow(
+                audit.threat_model.name,
+                self.claimed_epsilon,
+                audit.epsilon_lower_bound,
+                audit.epsilon_lower_gdp,
+                audit.epsilon_lower_bound / self.claimed_epsilon
+                if self.claimed_epsilon > 0
+                else None,
+            )
+            for audit in self.threat_models
+        )

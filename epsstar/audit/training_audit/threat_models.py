@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from epsstar.exceptions import EpsstarError, InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord
 from epsstar.statistics.bounds.held_out_bound import Direction
 from epsstar.statistics.names import Name, Names
 
@@ -53,11 +53,12 @@ CANARY_KINDS: Final[tuple[CanaryKind, ...]] = ("population", "crafted", "gradien
 
 
 @dataclass(frozen=True, slots=True)
-class ThreatModel:
+class ThreatModel(JsonRecord):
     """One threat model: its canaries, what the adversary sees, and its score.
 
     ``direction`` says which scores look like members (``members_lower`` for losses);
-    ``white_box`` threat models need epsstar's own trainer.
+    ``white_box`` threat models need epsstar's own trainer. Its JSON is the record of
+    ``threat_models[].threat_model``.
     """
 
     name: ThreatModelName
@@ -66,17 +67,6 @@ class ThreatModel:
     score: str
     direction: Direction
     white_box: bool
-
-    def to_dict(self) -> JsonObject:
-        """The record of the JSON's ``threat_models[].threat_model``."""
-        return {
-            "name": self.name,
-            "canaries": self.canaries,
-            "sees": self.sees,
-            "score": self.score,
-            "direction": self.direction,
-            "white_box": self.white_box,
-        }
 
 
 @functools.cache

@@ -291,7 +291,7 @@ def summary(result: TrainingAuditResult) -> str:
     """The verdict and one line per threat model."""
     from epsstar.audit.training_audit.result import BOUNDS
 
-    lines = [result.verdict()]
+    lines = [result.verdict]
     for audit in result.threat_models:
         gdp = audit.epsilon_lower_gdp
         other = ""

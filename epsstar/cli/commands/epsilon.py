@@ -122,9 +122,8 @@ def _format(result: EpsilonStarResult) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from epsstar import __version__
     from epsstar.audit.data.files import read_loss_file
-    from epsstar.audit.output.result import SCHEMA_VERSION
+    from epsstar.audit.output.result import SCHEMA_VERSION, StampedEstimate
     from epsstar.cli.common.writers import JSON, RunFiles
     from epsstar.statistics.estimators.estimator import estimate
 
@@ -141,11 +140,7 @@ def run(args: argparse.Namespace) -> int:
         result = estimate(
             train, population, config, delta=args.delta, seed=args.seed, interval=interval
         )
-        payload = {
-            "schema_version": SCHEMA_VERSION,
-            **result.to_dict(),
-            "epsstar_version": __version__,
-        }
+        payload = {"schema_version": SCHEMA_VERSION, **StampedEstimate(result).to_dict()}
         files.write(json_file, payload)
         files.commit()
     emit(payload, args.json, _format(result))

@@ -23,10 +23,10 @@ import dataclasses
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import numpy as np
 
@@ -35,7 +35,8 @@ from epsstar.audit.data.tables.formats import read_schema
 from epsstar.audit.model.features import Features
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.plumbing.input_bounds import shown
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.json_types import JsonValue
 from epsstar.plumbing.schema import (
     Anything,
     ListOf,
@@ -86,34 +87,52 @@ SCHEMA_VERSION: Final[int] = 1
 DEFAULT_RECIPE: Final[TrainingConfig] = TrainingConfig(epochs=20, hidden=(64,))
 
 
+_SKIP = json_rule(skip=True)
+
+
 @dataclass(frozen=True, slots=True)
-class Recipe:
+class Recipe(JsonRecord):
     """How the reference models are trained, and where that came from.
 
     ``source`` is the ``training.json`` read, or ``None`` for :data:`DEFAULT_RECIPE`
     (then ``proxy`` is true). ``feature_names`` and ``classes`` are the target's, if known.
+    Its JSON holds the source and the settings a recipe reads, and says that the reference
+    models are trained without DP.
     """
 
-    config: TrainingConfig
+    config: TrainingConfig = field(metadata=_SKIP)
     source: str | None
-    feature_names: tuple[str, ...] | None = None
-    classes: tuple[str, ...] | None = None
+    feature_names: tuple[str, ...] | None = field(default=None, metadata=_SKIP)
+    classes: tuple[str, ...] | None = field(default=None, metadata=_SKIP)
 
-    @property
+    @json_property(after="source")
     def proxy(self) -> bool:
         return self.source is None
 
-    def to_dict(self) -> JsonObject:
-        return {
-            "source": self.source,
-            "proxy": self.proxy,
-            "hidden": list(self.config.hidden),
-            "epochs": self.config.epochs,
-            "batch_size": self.config.batch_size,
-            "lr": self.config.lr,
-            "momentum": self.config.momentum,
-            "private": False,
-        }
+    @json_property(after="source")
+    def hidden(self) -> tuple[int, ...]:
+        return tuple(self.config.hidden)
+
+    @json_property(after="source")
+    def epochs(self) -> int:
+        return self.config.epochs
+
+    @json_property(after="source")
+    def batch_size(self) -> int:
+        return self.config.batch_size
+
+    @json_property(after="source")
+    def lr(self) -> float:
+        return self.config.lr
+
+    @json_property(after="source")
+    def momentum(self) -> float:
+        return self.config.momentum
+
+    @json_property()
+    def private(self) -> bool:
+        """Reference models are trained without DP."""
+        return False
 
 
 def _ignored(*keys: str) -> dict[str, Spec[Any]]:
@@ -249,7 +268,7 @@ def shared_rows(reference: TabularData, population: TabularData) -> tuple[int, i
 
 
 @dataclass(frozen=True, slots=True)
-class ReferenceModel:
+class ReferenceModel(JsonRecord):
     """One trained reference model: its folder, model file and training rows."""
 
     directory: str
@@ -257,13 +276,12 @@ class ReferenceModel:
     n_records: int
     seed: int
 
-    def to_dict(self) -> JsonObject:
-        return dataclasses.asdict(self)
-
 
 @dataclass(frozen=True, slots=True)
-class ReferencesResult:
+class ReferencesResult(JsonRecord):
     """What ``epsstar references`` trained (``references.json``)."""
+
+    json_constants: ClassVar[Mapping[str, JsonValue]] = {"schema_version": SCHEMA_VERSION}
 
     recipe: Recipe
     data: str
@@ -272,18 +290,13 @@ class ReferencesResult:
     seed: int
     models: tuple[ReferenceModel, ...]
 
-    def to_dict(self) -> JsonObject:
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "recipe": self.recipe.to_dict(),
-            "data": self.data,
-            "n_reference_rows": self.n_reference_rows,
-            "split": "each model on a random half of the reference rows, drawn without "
-            "replacement with the seed (seed, k); no reference row may be a population row",
-            "population_checked": self.population_checked,
-            "seed": self.seed,
-            "models": [model.to_dict() for model in self.models],
-        }
+    @json_property(after="n_reference_rows")
+    def split(self) -> str:
+        """How each model's training rows are drawn."""
+        return (
+            "each model on a random half of the reference rows, drawn without "
+            "replacement with the seed (seed, k); no reference row may be a population row"
+        )
 
 
 def _outputs(folder: Path, count: int) -> list[tuple[str, Path]]:

@@ -136,7 +136,7 @@ def test_the_sweep_manifest_columns_give_the_category(tmp_path: Path) -> None:
         writer.writeheader()
         writer.writerows(rows)
     records = [
-        {"entry": entry.describe(), "result": record("x", 0.5 + i, 0.8)["result"]}
+        {"entry": entry.to_dict(), "result": record("x", 0.5 + i, 0.8)["result"]}
         for i, entry in enumerate(read_manifest(manifest))
     ]
     data = landscape(records)

@@ -20,7 +20,7 @@ from typing import Any, TypeAlias
 from epsstar.audit.inputs.served import is_url, shown_url
 from epsstar.exceptions import InputFileError
 from epsstar.plumbing.input_bounds import read_text
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.json_records import JsonRecord, json_rule
 from epsstar.plumbing.schema import (
     Anything,
     Cell,
@@ -43,7 +43,6 @@ __all__ = [
     "PARAMS",
     "HyperParameters",
     "ManifestEntry",
-    "params_json",
     "read_manifest",
 ]
 
@@ -74,15 +73,19 @@ ENTRY = Table(
     required=("model", "train", "population", "label_column"),
     extra=CELL,
 )
-#: The ``params`` of an entry as the results record them (:meth:`ManifestEntry.describe`).
+#: The ``params`` of an entry as the results record them (:class:`ManifestEntry`'s JSON).
 PARAMS = Table({}, extra=CELL)
 #: A TOML manifest: its ``[[models]]`` and, at the top, defaults for every model.
 MODELS = ListOf(Table({}, extra=Anything()), min_items=1, max_items=MAX_MODELS)
 
 
+_SKIP = json_rule(skip=True)
+
+
 @dataclass(frozen=True, slots=True)
-class ManifestEntry:
-    """One model to audit and the strategy it belongs to."""
+class ManifestEntry(JsonRecord):
+    """One model to audit and the strategy it belongs to; its JSON (``entry`` in the
+    results) names the model, the data, the strategy and the hyper-parameters."""
 
     model: Path
     train: Path
@@ -90,30 +93,12 @@ class ManifestEntry:
     label_column: str
     strategy: str
     repeat: int
-    features: tuple[str, ...] | None = None
+    features: tuple[str, ...] | None = field(default=None, metadata=_SKIP)
     #: The class labels of the model's outputs, in order (``--class-labels``).
-    class_labels: tuple[str, ...] | None = None
-    loader: str | None = None
-    outputs: OutputKind | None = None
+    class_labels: tuple[str, ...] | None = field(default=None, metadata=_SKIP)
+    loader: str | None = field(default=None, metadata=_SKIP)
+    outputs: OutputKind | None = field(default=None, metadata=_SKIP)
     params: Mapping[str, Any] = field(default_factory=dict)
-
-    def describe(self) -> JsonObject:
-        return {
-            "model": str(self.model),
-            "train": str(self.train),
-            "population": str(self.population),
-            "label_column": self.label_column,
-            "strategy": self.strategy,
-            "repeat": self.repeat,
-            "params": params_json(self.params),
-        }
-
-
-def params_json(params: HyperParameters) -> JsonObject:
-    """The hyper-parameters as JSON: a list of values is a JSON array."""
-    return {
-        key: list(value) if isinstance(value, tuple) else value for key, value in params.items()
-    }
 
 
 def _entry(raw: Mapping[str, object], base: Path, where: Where) -> ManifestEntry:
