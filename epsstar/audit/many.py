@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from epsstar.audit.attacks.from_losses import AuditOptions
 from epsstar.audit.data.configs.manifest import (
     CELL,
     PARAMS,
@@ -43,6 +42,7 @@ from epsstar.audit.data.reading import DEFAULT_BATCH_SIZE, Tables
 from epsstar.audit.engines.pool import run_in_processes
 from epsstar.audit.model.loading import ModelFile
 from epsstar.audit.model.threads import choose_threads, use_threads
+from epsstar.audit.options import AuditOptions
 from epsstar.exceptions import EpsstarError, InputFileError
 from epsstar.plumbing.json_types import JsonObject, JsonValue
 from epsstar.statistics._validation import check_positive_int

@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Final
 
 from epsstar.audit.attacks.attack import AttackParameters
-from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.audit.attacks.from_losses import audit_losses
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.audit.attacks.prefixed_warnings import prefixed_warnings
 from epsstar.audit.attacks.references import check_reference_paths
 from epsstar.audit.attacks.registry import attack, needs_of
+from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.attack_result import AttackResult
 from epsstar.audit.output.result import AuditResult
 from epsstar.exceptions import InvalidInputError

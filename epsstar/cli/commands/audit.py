@@ -56,10 +56,10 @@ from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PREMISE_FAILE
 from epsstar.statistics.names import DEFAULT_GATE, GATES, LOSSES, OUTPUT_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from epsstar.audit.attacks.from_losses import AuditOptions
     from epsstar.audit.data.configs.limits import Limits
     from epsstar.audit.many import FleetSettings
     from epsstar.audit.model.loading import ModelFile
+    from epsstar.audit.options import AuditOptions
     from epsstar.audit.output.provenance import Provenance
     from epsstar.audit.output.result import AuditResult
     from epsstar.plumbing.json_types import JsonObject
@@ -152,7 +152,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 
 def audit_options(args: argparse.Namespace) -> AuditOptions:
     """The statistical options that :func:`add_model_options` declares."""
-    from epsstar.audit.attacks.from_losses import AuditOptions
+    from epsstar.audit.options import AuditOptions
 
     return AuditOptions(
         delta=args.delta,
