@@ -18,6 +18,7 @@ from epsstar.plumbing.constraints import (
     check_fields,
     constraint,
 )
+from epsstar.statistics._validation import DELTA
 from epsstar.statistics.estimators.methods import EstimatorConfig, TestedConfig, method_config
 from epsstar.statistics.names import (
     DEFAULT_GATE,
@@ -30,11 +31,7 @@ from epsstar.statistics.names import (
     Method,
 )
 
-__all__ = ["DELTA", "AuditOptions"]
-
-#: δ of an (ε, δ) statement: for δ ≥ 0.5 the admissible rates (δ, 1 − δ) of Definition 2
-#: of the Epsilon* paper are empty.
-DELTA = InRange(0.0, 0.5)
+__all__ = ["AuditOptions"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ __all__ = [
     "WholeNumber",
     "check_fields",
     "constraint",
+    "constraints_of",
     "shown",
 ]
 
@@ -158,10 +159,19 @@ def constraint(rule: Constraint[Any]) -> Mapping[str, Constraint[Any]]:
     return {_METADATA_KEY: rule}
 
 
+def constraints_of(
+    record: DataclassInstance | type[DataclassInstance],
+) -> dict[str, Constraint[Any]]:
+    """The constraint of each constrained field of a record (or its class), in field order."""
+    return {
+        item.name: item.metadata[_METADATA_KEY]
+        for item in dataclasses.fields(record)
+        if _METADATA_KEY in item.metadata
+    }
+
+
 def check_fields(record: DataclassInstance) -> None:
     """Check every constrained field of the dataclass ``record``, in order, and keep each
     checked value (``object.__setattr__``, so a frozen record may call it while built)."""
-    for item in dataclasses.fields(record):
-        rule = item.metadata.get(_METADATA_KEY)
-        if rule is not None:
-            object.__setattr__(record, item.name, rule.check(item.name, getattr(record, item.name)))
+    for name, rule in constraints_of(record).items():
+        object.__setattr__(record, name, rule.check(name, getattr(record, name)))

@@ -8,7 +8,7 @@ range and of a count is that of the options records' constraints
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,6 +19,7 @@ from epsstar.plumbing.constraints import Closed, InRange, WholeNumber
 FloatArray = NDArray[np.float64]
 
 __all__ = [
+    "DELTA",
     "FloatArray",
     "check_confidence",
     "check_delta",
@@ -46,12 +47,14 @@ def check_in_range(
     return InRange(low, high, closed).check(name, value)
 
 
-def check_delta(delta: Any, *, allow_zero: bool = False) -> float:
-    """δ of an (ε, δ) statement: in (0, 0.5), or [0, 0.5) when ``allow_zero``.
+#: δ of an (ε, δ) statement, as an options record declares it: in (0, 0.5). For δ ≥ 0.5 the
+#: admissible rates (δ, 1 − δ) of Definition 2 are empty.
+DELTA: Final = InRange(0.0, 0.5)
 
-    For δ ≥ 0.5 the admissible rates (δ, 1 − δ) of Definition 2 are empty.
-    """
-    return check_in_range("delta", delta, 0.0, 0.5, low_inclusive=allow_zero)
+
+def check_delta(delta: Any, *, allow_zero: bool = False) -> float:
+    """δ of an (ε, δ) statement (:data:`DELTA`), or in [0, 0.5) when ``allow_zero``."""
+    return InRange(DELTA.low, DELTA.high, "left" if allow_zero else "neither").check("delta", delta)
 
 
 def check_confidence(confidence: Any) -> float:
