@@ -19,8 +19,10 @@ from epsstar.cli.common.options import (
     add_engine_options,
     add_estimator_options,
     add_family_option,
+    add_features_option,
     add_json_option,
     add_seed_option,
+    column_names,
     describe_choices,
     emit,
     engine_option,
@@ -66,13 +68,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from epsstar.statistics.results import EpsilonStarResult
 
 SUMMARY = "audit a saved model against its training and population data"
-
-
-def _columns(text: str) -> list[str]:
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    if not names:
-        raise argparse.ArgumentTypeError(f"expected comma-separated names. Found {text!r}")
-    return names
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -227,13 +222,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--label-column", default=None, metavar="NAME", help="label column (tables)"
     )
-    parser.add_argument(
-        "--features",
-        type=_columns,
-        default=None,
-        metavar="A,B,...",
-        help="the file's columns in model input order (default: by the names the model "
-        "records, else all but the label, by position)",
+    add_features_option(
+        parser, "by the names the model records, else all but the label, by position"
     )
     parser.add_argument(
         "--input-shape",
@@ -279,7 +269,7 @@ def _add_reading_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--class-labels",
-        type=_columns,
+        type=column_names,
         default=None,
         metavar="A,B,...",
         help="the class labels of the model's outputs, in order, for a model file that "
