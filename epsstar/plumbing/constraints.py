@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "Closed",
     "ColumnName",
+    "ColumnNames",
     "Constraint",
     "EachOf",
     "InRange",
@@ -129,6 +130,29 @@ class ColumnName(Constraint[str]):
         if not isinstance(value, str) or not value:
             raise InvalidInputError(f"{name} must name a column. Found {value!r}.")
         return value
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnNames(Constraint[tuple[str, ...]]):
+    """Column names in order: a sequence (not a text) of at least one name, each once; kept
+    as a tuple of text."""
+
+    def check(self, name: str, value: object) -> tuple[str, ...]:
+        if isinstance(value, str):
+            raise InvalidInputError(
+                f"{name} must be a sequence of column names. Found the string {value!r}."
+            )
+        if not isinstance(value, Collection):
+            raise InvalidInputError(f"{name} must be a sequence of column names. Found {value!r}.")
+        names = tuple(str(item) for item in value)
+        repeated = [item for item in names if names.count(item) > 1]
+        if repeated:
+            raise InvalidInputError(
+                f"{name} must name each column once. Found {repeated[0]!r} twice."
+            )
+        if not names:
+            raise InvalidInputError(f"{name} must name at least one column. Found none.")
+        return names
 
 
 @dataclass(frozen=True, slots=True)

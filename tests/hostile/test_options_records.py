@@ -16,6 +16,7 @@ from typing import Any, cast
 import pytest
 
 from epsstar.audit.attacks.scoring import AttackSettings
+from epsstar.audit.data.reading import Tables
 from epsstar.audit.data.text_records import TextTables
 from epsstar.audit.options import AuditOptions
 from epsstar.audit.premise.settings import PremiseSettings
@@ -23,6 +24,7 @@ from epsstar.audit.training_audit.audit import TrainingAuditSetup
 from epsstar.exceptions import InvalidInputError
 from epsstar.plumbing.constraints import (
     ColumnName,
+    ColumnNames,
     Constraint,
     EachOf,
     InRange,
@@ -47,6 +49,17 @@ RECORDS: dict[str, tuple[type[Any], Callable[..., object]]] = {
         ),
     ),
     "PremiseSettings": (PremiseSettings, PremiseSettings),
+    "Tables": (
+        Tables,
+        lambda **field: Tables(
+            **{
+                "train": "train.csv",
+                "population": "population.csv",
+                "label_column": "label",
+                **field,
+            }
+        ),
+    ),
     "TextTables": (
         TextTables,
         lambda **field: TextTables("train.txt", "population.txt", **field),
@@ -61,25 +74,30 @@ def _in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
 
-def _bad_values(rule: Constraint[Any]) -> list[tuple[object, object]]:
-    """Values ``rule`` refuses, each with the value its message ends with: of the wrong kind,
-    out of range, not finite, a boolean for a count, an unknown name, an empty column."""
+def _bad_values(rule: Constraint[Any]) -> list[tuple[object, str]]:
+    """Values ``rule`` refuses, each with what its message ends with: of the wrong kind, out of
+    range, not finite, a boolean for a count, an unknown name, an empty column, a name twice."""
     if isinstance(rule, Maybe):
         return _bad_values(rule.inner)
     if isinstance(rule, EachOf):
-        return [("text", "text"), *[((value,), found) for value, found in _bad_values(rule.inner)]]
+        return [
+            ("text", "'text'"),
+            *[((value,), found) for value, found in _bad_values(rule.inner)],
+        ]
     if isinstance(rule, InRange):
         below = rule.low if rule.closed in ("neither", "right") else rule.low - 1
         outside = [below, math.nan]
         if math.isfinite(rule.high):
             outside.append(rule.high + 1)
-        return [("many", "many"), *[(value, value) for value in outside]]
+        return [("many", "'many'"), *[(value, shown(value)) for value in outside]]
     if isinstance(rule, WholeNumber):
-        return [(True, True), (2.5, 2.5), ("3", "3"), (rule.minimum - 1, rule.minimum - 1)]
+        return [(value, shown(value)) for value in (True, 2.5, "3", rule.minimum - 1)]
     if isinstance(rule, OneOf):
-        return [("no-such-name", "no-such-name"), (3, 3)]
+        return [("no-such-name", "'no-such-name'"), (3, "3")]
+    if isinstance(rule, ColumnNames):
+        return [("a", "the string 'a'"), (("a", "a"), "'a' twice"), ((), "none")]
     if isinstance(rule, ColumnName):
-        return [("", ""), (3, 3)]
+        return [("", "''"), (3, "3")]
     raise AssertionError(f"no bad values for {rule!r}")  # a new kind of constraint
 
 
@@ -93,14 +111,14 @@ CASES = [
 
 @pytest.mark.parametrize(("record", "name", "value", "found"), CASES)
 def test_a_bad_value_is_refused_when_the_record_is_built(
-    record: str, name: str, value: object, found: object
+    record: str, name: str, value: object, found: str
 ) -> None:
     with pytest.raises(InvalidInputError) as refused:
         RECORDS[record][1](**{name: value})
     message = str(refused.value)
     assert "\n" not in message
     assert message.startswith(f"{name} must "), message
-    assert message.endswith(f"Found {shown(found)}."), message
+    assert message.endswith(f"Found {found}."), message
 
 
 def test_every_record_declares_its_options() -> None:
@@ -146,6 +164,7 @@ def test_every_record_declares_its_options() -> None:
             "guesses",
         ],
         "PremiseSettings": ["folds", "group_by", "attribute", "top_records"],
+        "Tables": ["label_column", "features", "batch_size", "loss"],
         "TextTables": ["text_column", "batch_size"],
     }
 
@@ -179,7 +198,18 @@ MESSAGES: list[tuple[str, dict[str, object], str]] = [
         "runs must be 1 (one run with every canary) or at least 4 (runs with and without the "
         "canary, half of them to choose the threshold). Found 3.",
     ),
-    ("TrainingAuditSetup", {"features": ("a", "")}, "features must name a column. Found ''."),
+    (
+        "TrainingAuditSetup",
+        {"features": ("a", "b", "a")},
+        "features must name each column once. Found 'a' twice.",
+    ),
+    (
+        "Tables",
+        {"features": "a,b"},
+        "features must be a sequence of column names. Found the string 'a,b'.",
+    ),
+    ("Tables", {"features": ()}, "features must name at least one column. Found none."),
+    ("Tables", {"label_column": ""}, "label_column must name a column. Found ''."),
     ("PremiseSettings", {"group_by": ""}, "group_by must name a column. Found ''."),
     ("PremiseSettings", {"top_records": -1}, "top_records must be an integer ≥ 0. Found -1."),
     (

@@ -62,8 +62,7 @@ from epsstar.audit.training_audit.threat_models import (
 )
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
 from epsstar.plumbing.constraints import (
-    ColumnName,
-    EachOf,
+    ColumnNames,
     InRange,
     Maybe,
     OneOf,
@@ -108,7 +107,7 @@ class TrainingAuditSetup:
     population: Path
     label_column: str
     features: tuple[str, ...] | None = field(
-        default=None, metadata=constraint(Maybe(EachOf(ColumnName())))
+        default=None, metadata=constraint(Maybe(ColumnNames()))
     )
     canaries: int = field(default=1000, metadata=constraint(WholeNumber()))
     runs: int = field(default=1, metadata=constraint(WholeNumber()))
