@@ -13,6 +13,11 @@ The command line names the flag instead of the field when the user typed it
 (``--batch-size must be …``), so a field is named as the library's parameter. A check that
 reads two fields at once (``target_epsilon`` or ``noise_multiplier``, not both) stays in the
 record's ``__post_init__``, after :func:`check_fields`.
+
+Written by hand, after the manner of scikit-learn's declared parameter constraints (which are
+private to scikit-learn and word their errors their own way): validators of pydantic or attrs
+would replace the frozen dataclasses every layer hands on, and the messages here are the
+project's one line, the same as :mod:`epsstar.statistics._validation` gives for a bare number.
 """
 
 from __future__ import annotations
