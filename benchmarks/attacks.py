@@ -586,10 +586,11 @@ class ValidityRow:
 def validity(target: Target, repeats: int) -> list[ValidityRow]:
     """Disjoint sets of fresh records as "members", each audited with the K = 8 references
     (same statistics as the audit, on the log-odds read once for the whole fresh table)."""
-    from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+    from epsstar.audit.attacks.from_losses import audit_losses
     from epsstar.audit.attacks.inputs import AttackInputs
     from epsstar.audit.attacks.references import ReferenceConfidences
     from epsstar.audit.attacks.scoring import AttackSettings, attack_results
+    from epsstar.audit.options import AuditOptions
 
     whole = run_audit(target, N_REFERENCES, train=target.tables["fresh"])
     assert CAPTURED.train is not None

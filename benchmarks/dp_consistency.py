@@ -334,7 +334,8 @@ def _train_or_load(job: Job) -> dict[str, Any]:
 
 def run_job(job: Job) -> ModelRow:
     """Train (or load) one model and audit its losses at the default settings."""
-    from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+    from epsstar.audit.attacks.from_losses import audit_losses
+    from epsstar.audit.options import AuditOptions
     from epsstar.statistics.utility import Utility
 
     cached = _cache_path(job).is_file()

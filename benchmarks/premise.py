@@ -50,9 +50,9 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from epsstar import __version__
-from epsstar.audit.attacks.from_losses import AuditOptions
 from epsstar.audit.data.reading import Tables
 from epsstar.audit.data.records import LABEL, Records
+from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.provenance import Timings
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.premise.baseline import GATE_PREMISE_CONFIDENCE, premise_tests

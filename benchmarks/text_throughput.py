@@ -54,10 +54,11 @@ from typing import Any
 import numpy as np
 
 from epsstar import __version__
-from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.audit.attacks.from_losses import audit_losses
 from epsstar.audit.engines.text_scoring import ScoringPlan, score_text
 from epsstar.audit.model.loading import ModelFile
 from epsstar.audit.model.text_model import TextModel, text_model_of
+from epsstar.audit.options import AuditOptions
 from epsstar.cli.common.text_table import aligned_table
 from epsstar.statistics.utility import Utility
 

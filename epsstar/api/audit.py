@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from epsstar.api.result import NotebookResult
-from epsstar.audit.attacks.from_losses import AuditOptions
 from epsstar.audit.data.in_memory import TableObject
 from epsstar.audit.data.reading import Tables
 from epsstar.audit.model.loading import ModelFile, ModelObject
+from epsstar.audit.options import AuditOptions
 from epsstar.audit.run import audit
 from epsstar.exceptions import InvalidInputError
 

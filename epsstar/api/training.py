@@ -78,9 +78,6 @@ def audit_training_objects(
     paths, staged = _staged({"train": train, "population": population}, label)
     settings = {k: v for k, v in options.items() if k in setup_names}
     loading = {k: v for k, v in options.items() if k in procedure_names - setup_names}
-    features = settings.get("features")
-    if features is not None:
-        settings["features"] = tuple(features)
     names = (staged.name("train") or "--train", staged.name("population") or "--population")
     setup = TrainingAuditSetup(
         paths["train"], paths["population"], label, table_names=names, **settings

@@ -28,7 +28,7 @@ _EXPORTS: dict[str, str] = {
     "Tables": "epsstar.audit.data.reading",
     "AttackSettings": "epsstar.audit.attacks.scoring",
     "audit_losses": "epsstar.audit.attacks.from_losses",
-    "AuditOptions": "epsstar.audit.attacks.from_losses",
+    "AuditOptions": "epsstar.audit.options",
     "AuditResult": "epsstar.audit.output.result",
 }
 
@@ -44,10 +44,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+    from epsstar.audit.attacks.from_losses import audit_losses
     from epsstar.audit.attacks.scoring import AttackSettings
     from epsstar.audit.data.reading import Tables
     from epsstar.audit.model.loading import ModelFile, ModelObject
+    from epsstar.audit.options import AuditOptions
     from epsstar.audit.output.result import AuditResult
     from epsstar.audit.run import audit
 

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from epsstar.audit.attacks.from_losses import AuditOptions
 from epsstar.audit.data.configs.manifest import (
     CELL,
     PARAMS,
@@ -40,6 +39,7 @@ from epsstar.audit.data.configs.manifest import (
 from epsstar.audit.data.reading import DEFAULT_BATCH_SIZE, Tables
 from epsstar.audit.engines.pool import run_in_processes
 from epsstar.audit.model.loading import ModelFile
+from epsstar.audit.options import AuditOptions
 from epsstar.exceptions import EpsstarError, InputFileError
 from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.plumbing.json_types import JsonValue

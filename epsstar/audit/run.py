@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from epsstar import __version__
-from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.audit.attacks.from_losses import audit_losses
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.audit.attacks.registry import needs_of
 from epsstar.audit.attacks.run import with_attacks
@@ -52,6 +52,7 @@ from epsstar.audit.engines.summaries import can_summarise, losses_of, summarise_
 from epsstar.audit.inputs.served import ServedSource
 from epsstar.audit.model.loading import LoadedAuditModel, ModelFile, ModelObject
 from epsstar.audit.model.output_reading import OutputReading
+from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.provenance import EngineRun, Provenance, Timings
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.premise.attribute import check_model_input

@@ -32,7 +32,7 @@ import numpy as np
 
 from epsstar import __version__
 from epsstar.audit.attacks.blind_text import blind_baseline, blind_rows
-from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.audit.attacks.from_losses import audit_losses
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.audit.attacks.references import ReferenceConfidences
 from epsstar.audit.attacks.registry import needs_of
@@ -55,6 +55,7 @@ from epsstar.audit.engines.text_scoring import ScoringPlan, score_text
 from epsstar.audit.model.loading import ModelFile
 from epsstar.audit.model.plugins import LoaderInfo
 from epsstar.audit.model.text_model import TextModel, text_model_of
+from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.provenance import Provenance, ReferenceModel, Timings
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.output.text_result import ExposedRecord, TextAudit, WindowsUsed, excerpt

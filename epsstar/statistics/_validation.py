@@ -1,22 +1,25 @@
 """Argument checks shared by the core, with one message style.
 
 Every message names the argument, states what is allowed and ends with the
-value that was found, e.g. ``"delta must be in (0, 0.5). Found 0.7."``.
+value that was found, e.g. ``"delta must be in (0, 0.5). Found 0.7."``; the wording of a
+range and of a count is that of the options records' constraints
+(:mod:`epsstar.plumbing.constraints`), said there once.
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
+from epsstar.plumbing.constraints import Closed, InRange, WholeNumber
 
 FloatArray = NDArray[np.float64]
 
 __all__ = [
+    "DELTA",
     "FloatArray",
     "check_confidence",
     "check_delta",
@@ -24,10 +27,6 @@ __all__ = [
     "check_positive_int",
     "finite_vector",
 ]
-
-
-def _describe(value: Any) -> str:
-    return repr(value) if isinstance(value, str) else f"{value}"
 
 
 def check_in_range(
@@ -40,25 +39,22 @@ def check_in_range(
     high_inclusive: bool = False,
 ) -> float:
     """Return ``value`` as a float if it lies in the stated interval, else raise."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"{name} must be a number. Found {_describe(value)}.") from None
-    left = "[" if low_inclusive else "("
-    right = "]" if high_inclusive else ")"
-    above = number >= low if low_inclusive else number > low
-    below = number <= high if high_inclusive else number < high
-    if not (math.isfinite(number) or (high_inclusive and number == high)) or not (above and below):
-        raise InvalidInputError(f"{name} must be in {left}{low:g}, {high:g}{right}. Found {value}.")
-    return number
+    closed: Closed = (
+        ("both" if high_inclusive else "left")
+        if low_inclusive
+        else ("right" if high_inclusive else "neither")
+    )
+    return InRange(low, high, closed).check(name, value)
+
+
+#: δ of an (ε, δ) statement, as an options record declares it: in (0, 0.5). For δ ≥ 0.5 the
+#: admissible rates (δ, 1 − δ) of Definition 2 are empty.
+DELTA: Final = InRange(0.0, 0.5)
 
 
 def check_delta(delta: Any, *, allow_zero: bool = False) -> float:
-    """δ of an (ε, δ) statement: in (0, 0.5), or [0, 0.5) when ``allow_zero``.
-
-    For δ ≥ 0.5 the admissible rates (δ, 1 − δ) of Definition 2 are empty.
-    """
-    return check_in_range("delta", delta, 0.0, 0.5, low_inclusive=allow_zero)
+    """δ of an (ε, δ) statement (:data:`DELTA`), or in [0, 0.5) when ``allow_zero``."""
+    return InRange(DELTA.low, DELTA.high, "left" if allow_zero else "neither").check("delta", delta)
 
 
 def check_confidence(confidence: Any) -> float:
@@ -68,11 +64,7 @@ def check_confidence(confidence: Any) -> float:
 
 def check_positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
     """An integer ≥ ``minimum`` (booleans are refused)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InvalidInputError(f"{name} must be an integer ≥ {minimum}. Found {_describe(value)}.")
-    if value < minimum:
-        raise InvalidInputError(f"{name} must be an integer ≥ {minimum}. Found {value}.")
-    return int(value)
+    return WholeNumber(minimum).check(name, value)
 
 
 def finite_vector(name: str, values: object, *, min_size: int = 1) -> FloatArray:

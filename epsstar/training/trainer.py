@@ -35,15 +35,25 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.constraints import (
+    EachOf,
+    InRange,
+    Maybe,
+    OneOf,
+    WholeNumber,
+    check_fields,
+    constraint,
+)
 from epsstar.plumbing.device import checked_device, torch_device
 from epsstar.plumbing.json_types import JsonObject
-from epsstar.statistics._validation import check_delta, check_in_range, check_positive_int
+from epsstar.statistics._validation import DELTA
+from epsstar.statistics.names import ACCOUNTANTS
 from epsstar.statistics.utility import auroc
 from epsstar.training.accounting import (
     DEFAULT_MAX_NOISE_MULTIPLIER,
@@ -85,7 +95,8 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class TrainingConfig:
-    """Settings of one training run.
+    """Settings of one training run, checked when built (:meth:`validate` checks them
+    against the data and the machine).
 
     The run is private when ``target_epsilon`` or ``noise_multiplier`` is given
     (not both); otherwise ``clip`` and ``microbatches`` are ignored and the
@@ -95,62 +106,52 @@ class TrainingConfig:
     ``delta=None`` means 1/(n ln n).
     """
 
-    epochs: int
-    batch_size: int = 64
-    hidden: tuple[int, ...] = ()
-    lr: float = 0.01
-    momentum: float = 0.9
-    clip: float = 1.0
-    target_epsilon: float | None = None
-    noise_multiplier: float | None = None
-    delta: float | None = None
-    microbatches: int | None = None
-    accountant: str = "pld"
-    max_noise_multiplier: float = DEFAULT_MAX_NOISE_MULTIPLIER
-    seed: int = 0
+    epochs: int = field(metadata=constraint(WholeNumber()))
+    batch_size: int = field(default=64, metadata=constraint(WholeNumber()))
+    hidden: tuple[int, ...] = field(default=(), metadata=constraint(EachOf(WholeNumber())))
+    lr: float = field(default=0.01, metadata=constraint(InRange(0.0, math.inf)))
+    momentum: float = field(default=0.9, metadata=constraint(InRange(0.0, 1.0, "left")))
+    clip: float = field(default=1.0, metadata=constraint(InRange(0.0, math.inf)))
+    target_epsilon: float | None = field(
+        default=None, metadata=constraint(Maybe(InRange(0.0, math.inf)))
+    )
+    noise_multiplier: float | None = field(
+        default=None, metadata=constraint(Maybe(InRange(0.0, math.inf)))
+    )
+    delta: float | None = field(default=None, metadata=constraint(Maybe(DELTA)))
+    microbatches: int | None = field(default=None, metadata=constraint(Maybe(WholeNumber())))
+    accountant: str = field(default=ACCOUNTANTS.names[0], metadata=constraint(OneOf(ACCOUNTANTS)))
+    max_noise_multiplier: float = field(
+        default=DEFAULT_MAX_NOISE_MULTIPLIER, metadata=constraint(InRange(0.0, math.inf))
+    )
+    seed: int = field(default=0, metadata=constraint(WholeNumber(minimum=0)))
     #: Where the run computes (``cpu``, ``cuda``, ``cuda:N``, ``mps``): not a setting of the
     #: model (the same draws on every device, so the same model up to summation order), and
     #: so left out of its fingerprint.
     device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if self.target_epsilon is not None and self.noise_multiplier is not None:
+            raise InvalidInputError(
+                "give either target_epsilon or noise_multiplier, not both. "
+                f"Found {self.target_epsilon} and {self.noise_multiplier}."
+            )
 
     @property
     def private(self) -> bool:
         return self.target_epsilon is not None or self.noise_multiplier is not None
 
     def validate(self, n_records: int) -> None:
-        """Raise :class:`InvalidInputError` for settings that cannot run on n records."""
-        check_positive_int("epochs", self.epochs)
-        check_positive_int("batch_size", self.batch_size)
+        """Raise :class:`InvalidInputError` if a batch of ``batch_size`` cannot be drawn from
+        n records, or the device is not on this machine (the run's, which may not be the one
+        that built the record); every other setting was checked when the record was built."""
         if self.batch_size > n_records:
             raise InvalidInputError(
                 f"batch_size must be at most the number of training records ({n_records}). "
                 f"Found {self.batch_size}."
             )
-        check_in_range("lr", self.lr, 0.0, math.inf)
-        check_in_range("momentum", self.momentum, 0.0, 1.0, low_inclusive=True)
-        for width in self.hidden:
-            check_positive_int("hidden", width)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise InvalidInputError(f"seed must be an integer ≥ 0. Found {self.seed}.")
         checked_device(self.device, option="device")
-        if not self.private:
-            return
-        if self.target_epsilon is not None and self.noise_multiplier is not None:
-            raise InvalidInputError(
-                "give either target_epsilon or noise_multiplier, not both. "
-                f"Found {self.target_epsilon} and {self.noise_multiplier}."
-            )
-        if self.target_epsilon is not None:
-            check_in_range("target_epsilon", self.target_epsilon, 0.0, math.inf)
-        if self.noise_multiplier is not None:
-            check_in_range("noise_multiplier", self.noise_multiplier, 0.0, math.inf)
-        check_in_range("clip", self.clip, 0.0, math.inf)
-        if self.delta is not None:
-            check_delta(self.delta)
-        if self.microbatches is not None:
-            check_positive_int("microbatches", self.microbatches)
-        check_in_range("max_noise_multiplier", self.max_noise_multiplier, 0.0, math.inf)
-        make_accountant(self.accountant)
 
     def clipping_groups(self) -> int | None:
         """Microbatch count m, or None for per-example clipping (m = batch size counts as such)."""

@@ -8,7 +8,8 @@ import warnings
 
 import numpy as np
 
-from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.audit.attacks.from_losses import audit_losses
+from epsstar.audit.options import AuditOptions
 from epsstar.cli.commands.audit import _gate_lines
 from epsstar.statistics.utility import Utility
 

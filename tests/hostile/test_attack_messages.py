@@ -9,8 +9,9 @@ import pytest
 
 from epsstar.audit.attacks import scoring
 from epsstar.audit.attacks.attack import Attack, AttackParameters, Scores
-from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.audit.attacks.from_losses import audit_losses
 from epsstar.audit.attacks.inputs import AttackInputs
+from epsstar.audit.options import AuditOptions
 from epsstar.exceptions import DegenerateDataError
 
 

@@ -11,7 +11,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.audit.attacks.from_losses import audit_losses
+from epsstar.audit.options import AuditOptions
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.bounds.gate import gate_statistic
 from epsstar.statistics.bounds.leak_test import LeakTest

@@ -41,6 +41,24 @@ CASES: dict[str, tuple[list[str], str, str]] = {
         "0",
     ),
     "audit-training --runs": ([*AUDIT_TRAINING, "--runs", "0"], "--runs", "0"),
+    "audit-training --runs 2": ([*AUDIT_TRAINING, "--runs", "2"], "--runs", "2"),
+    "audit-training --canaries": ([*AUDIT_TRAINING, "--canaries", "0"], "--canaries", "0"),
+    "audit-training --delta": ([*AUDIT_TRAINING, "--delta", "0.7"], "--delta", "0.7"),
+    "audit-training --confidence": (
+        [*AUDIT_TRAINING, "--confidence", "1"],
+        "--confidence",
+        "1.0",
+    ),
+    "audit-training --claimed-epsilon": (
+        [*AUDIT_TRAINING, "--claimed-epsilon", "-1"],
+        "--claimed-epsilon",
+        "-1.0",
+    ),
+    "audit-training --momentum": (
+        [*AUDIT_TRAINING, "--momentum", "1"],
+        "--momentum",
+        "1.0",
+    ),
     "audit-training --stack": ([*AUDIT_TRAINING, "--stack", "0"], "--stack", "0"),
     "audit-training --timeout": (
         [*AUDIT_TRAINING[:-4], "--command", "true {train} {out}", "--timeout", "0"],
@@ -65,6 +83,7 @@ CASES: dict[str, tuple[list[str], str, str]] = {
     "audit --confidence=": ([*AUDIT, "--confidence=2"], "--confidence", "2.0"),
     "audit --max-epsilon": ([*AUDIT, "--max-epsilon", "-1"], "--max-epsilon", "-1.0"),
     "audit --rmia-a": ([*AUDIT, "--rmia-a", "2"], "--rmia-a", "2.0"),
+    "audit --rmia-gamma": ([*AUDIT, "--rmia-gamma", "0"], "--rmia-gamma", "0.0"),
     "audit-many --delta": (["audit-many", "{manifest}", "--delta", "0"], "--delta", "0.0"),
     "epsilon --delta": (
         [*EPSILON, "--delta", "0"],
@@ -74,6 +93,7 @@ CASES: dict[str, tuple[list[str], str, str]] = {
     "train --epochs": ([*TRAIN_, "--epochs", "0"], "--epochs", "0"),
     "train --lr": ([*TRAIN_, "--epochs", "1", "--lr", "0"], "--lr", "0.0"),
     "train --momentum": ([*TRAIN_, "--epochs", "1", "--momentum", "2"], "--momentum", "2.0"),
+    "train --clip": ([*TRAIN_, "--epochs", "1", "--clip", "0"], "--clip", "0.0"),
     "train --hidden": ([*TRAIN_, "--epochs", "1", "--hidden", "4,0"], "--hidden", "0"),
     "train --models": ([*TRAIN_, "--epochs", "1", "--models", "0"], "--models", "0"),
     "references --count": (

@@ -11,10 +11,10 @@ import pytest
 from tiny_lm import TinyCorpus
 
 from epsstar import reports
-from epsstar.audit.attacks.from_losses import AuditOptions
 from epsstar.audit.attacks.scoring import AttackSettings
 from epsstar.audit.data.text_records import TextTables
 from epsstar.audit.model.loading import ModelFile
+from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.figures import audit_figures
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.text_run import TextRun, audit_text

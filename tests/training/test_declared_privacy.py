@@ -9,13 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.audit.attacks.from_losses import audit_losses
 from epsstar.audit.model.declared_privacy import (
     DeclaredPrivacy,
     privacy_from_text,
     privacy_to_text,
 )
 from epsstar.audit.model.plugins import get_loader
+from epsstar.audit.options import AuditOptions
 from epsstar.cli.commands.audit import format_summary
 from epsstar.exceptions import InputFileError
 from epsstar.statistics.utility import Utility

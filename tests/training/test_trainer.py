@@ -165,9 +165,11 @@ def test_population_utility(binary_table: TabularData) -> None:
     ],
 )
 def test_bad_settings(binary_table: TabularData, changes: dict[str, object], message: str) -> None:
-    config = dataclasses.replace(TrainingConfig(epochs=1), **changes)
+    """A setting is refused when the record is built, or, against the data, when planned."""
     with pytest.raises(InvalidInputError, match=message):
-        plan_privacy(config, binary_table.n_records)
+        plan_privacy(
+            dataclasses.replace(TrainingConfig(epochs=1), **changes), binary_table.n_records
+        )
 
 
 def test_single_class_is_refused(binary_table: TabularData) -> None:

@@ -9,6 +9,7 @@ does the loss (:mod:`.scoring`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -17,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from epsstar.audit.attacks.inputs import AttackInputs
+from epsstar.plumbing.constraints import InRange, check_fields, constraint
 from epsstar.plumbing.json_types import JsonValue
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
@@ -36,14 +38,19 @@ __all__ = ["Attack", "AttackParameters", "Need", "Scorer", "Scores"]
 Need = Literal["log_odds", "references", "records", "blind", "text", "moments", "lowercase"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AttackParameters:
-    """The attacks' tunable parameters: RMIA's offline scaling ``a`` and ratio ``γ``, and the
-    share ``min_k`` of tokens Min-K% and Min-K%++ average."""
+    """The attacks' tunable parameters, checked when built: RMIA's offline scaling ``a`` and
+    ratio ``γ``, and the share ``min_k`` of tokens Min-K% and Min-K%++ average. The audit's
+    :class:`~epsstar.audit.attacks.scoring.AttackSettings` are these parameters with the
+    attacks asked for."""
 
-    rmia_a: float = DEFAULT_A
-    rmia_gamma: float = DEFAULT_GAMMA
-    min_k: float = DEFAULT_MIN_K
+    rmia_a: float = field(default=DEFAULT_A, metadata=constraint(InRange(0.0, 1.0, "both")))
+    rmia_gamma: float = field(default=DEFAULT_GAMMA, metadata=constraint(InRange(0.0, math.inf)))
+    min_k: float = field(default=DEFAULT_MIN_K, metadata=constraint(InRange(0.0, 1.0, "right")))
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,9 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.audit.attacks.from_losses import audit_losses
 from epsstar.audit.attacks.prefixed_warnings import prefixed_warnings
+from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.text_result import BlindBaseline
 from epsstar.statistics.attacks.blind_text import BLIND_FOLDS, blind_text_scores
 from epsstar.statistics.attacks.power import attack_auc

@@ -29,19 +29,12 @@ model's utility and the provenance it is given, both computed by the caller
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.provenance import Provenance
 from epsstar.audit.output.result import AuditResult
-from epsstar.exceptions import InsufficientDataError, InvalidInputError
-from epsstar.statistics._validation import (
-    check_confidence,
-    check_delta,
-    check_in_range,
-    check_positive_int,
-)
+from epsstar.exceptions import InsufficientDataError
 from epsstar.statistics.bounds.gate import gate_statistic
 from epsstar.statistics.bounds.held_out_bound import split_lower_bound
 from epsstar.statistics.bounds.leak_test import held_out_leak_test
@@ -56,17 +49,8 @@ from epsstar.statistics.estimators.estimator import (
 )
 from epsstar.statistics.estimators.methods import (
     Bootstrap,
-    EstimatorConfig,
-    TestedConfig,
-    method_config,
 )
 from epsstar.statistics.names import (
-    DEFAULT_GATE,
-    DEFAULT_METHOD,
-    GATES,
-    METHODS,
-    Family,
-    GateRule,
     Method,
 )
 from epsstar.statistics.readings.readings import membership_readings
@@ -74,61 +58,7 @@ from epsstar.statistics.summaries.loss_summary import LossesLike, as_losses
 from epsstar.statistics.summaries.protocols import Losses
 from epsstar.statistics.utility import Utility
 
-__all__ = ["AuditOptions", "audit_losses", "minimum_records"]
-
-
-@dataclass(frozen=True, slots=True)
-class AuditOptions:
-    """The statistical settings of an audit, checked when the record is built.
-
-    ``delta`` defaults to 1/(n ln n) with n the number of training losses (the Epsilon*
-    paper's choice, §4.1). ``method`` chooses the headline estimator (``None``: the
-    estimator's default); ``family`` the distribution of the parametric method;
-    ``interval`` (a level such as 0.95) adds a bootstrap interval from ``n_bootstrap``
-    resamples. ``max_epsilon`` is the release gate, ``confidence`` that of the lower
-    bound, ``seed`` fixes every random choice.
-    """
-
-    delta: float | None = None
-    method: Method | None = None
-    family: Family = "normal"
-    interval: float | None = None
-    n_bootstrap: int = 200
-    max_epsilon: float | None = None
-    confidence: float = 0.95
-    seed: int = 0
-    gate: GateRule = DEFAULT_GATE
-
-    def __post_init__(self) -> None:
-        if self.delta is not None:
-            object.__setattr__(self, "delta", check_delta(self.delta))
-        if self.method is not None and self.method not in METHODS:
-            raise InvalidInputError(
-                f"method must be one of {', '.join(METHODS)}. Found {self.method!r}."
-            )
-        if self.interval is not None:
-            check_in_range("interval", self.interval, 0.0, 1.0)
-            check_positive_int("n_bootstrap", self.n_bootstrap, minimum=2)
-        if self.max_epsilon is not None:
-            limit = check_in_range(
-                "max_epsilon", self.max_epsilon, 0.0, float("inf"), low_inclusive=True
-            )
-            object.__setattr__(self, "max_epsilon", limit)
-        object.__setattr__(self, "confidence", check_confidence(self.confidence))
-        GATES.check(self.gate)
-
-    @property
-    def headline_method(self) -> Method:
-        """The method of the headline Epsilon*."""
-        return DEFAULT_METHOD if self.method is None else self.method
-
-    def estimator(self) -> EstimatorConfig:
-        """The headline's configuration: a tested method's leak test at the gate's level
-        ``1 - confidence``, so that the headline and the gate read one decision."""
-        config = method_config(self.headline_method, family=self.family)
-        if isinstance(config, TestedConfig):
-            return dataclasses.replace(config, level=round(1.0 - self.confidence, 12))
-        return config
+__all__ = ["audit_losses", "minimum_records"]
 
 
 def _checked_losses(

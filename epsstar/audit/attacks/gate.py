@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from epsstar.audit.attacks.from_losses import AuditOptions
+from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.attack_result import AttackResult
 from epsstar.audit.output.result import AuditResult
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence

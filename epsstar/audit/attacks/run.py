@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from epsstar.audit.attacks.from_losses import AuditOptions
 from epsstar.audit.attacks.gate import gated_over_attacks
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.audit.attacks.scoring import AttackSettings, attack_results, headline_from
+from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.result import AuditResult
 
 __all__ = ["with_attacks"]

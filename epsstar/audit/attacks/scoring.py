@@ -18,24 +18,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from math import inf
 from pathlib import Path
 from typing import Final
 
 from epsstar.audit.attacks.attack import AttackParameters
-from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.audit.attacks.from_losses import audit_losses
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.audit.attacks.prefixed_warnings import prefixed_warnings
 from epsstar.audit.attacks.references import check_reference_paths
 from epsstar.audit.attacks.registry import attack, needs_of
+from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.attack_result import AttackResult
 from epsstar.audit.output.result import AuditResult
 from epsstar.exceptions import InvalidInputError
 from epsstar.plumbing.json_types import JsonValue
-from epsstar.statistics._validation import check_in_range
-from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
 from epsstar.statistics.attacks.power import attack_auc
-from epsstar.statistics.attacks.text_scores import DEFAULT_MIN_K
 from epsstar.statistics.names import ATTACKS, DEFAULT_ATTACK, AttackName
 from epsstar.statistics.summaries.loss_sketch import pooled_parts, sketch_auc
 
@@ -50,35 +47,20 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
-class AttackSettings:
-    """The attacks asked for, in order, their reference model files, and RMIA's ``a`` and
-    ``γ``; checked when built (known names, each once, existing reference model files, and
-    reference models for the attacks that need them), so before any work starts."""
+class AttackSettings(AttackParameters):
+    """The attacks asked for, in order, and their reference model files, with the attacks'
+    parameters (RMIA's ``a`` and ``γ``, Min-K%'s share, keywords only); checked when built
+    (known names, each once, existing reference model files, reference models for the
+    attacks that need them, the parameters' ranges), so before any work starts."""
 
     attacks: tuple[AttackName, ...] = (DEFAULT_ATTACK,)
     reference_models: tuple[Path, ...] = ()
-    rmia_a: float = DEFAULT_A
-    rmia_gamma: float = DEFAULT_GAMMA
-    #: The share of tokens Min-K% and Min-K%++ average (text audits).
-    min_k: float = DEFAULT_MIN_K
 
     def __post_init__(self) -> None:
         references = check_reference_paths(self.reference_models)
         object.__setattr__(self, "reference_models", references)
         object.__setattr__(self, "attacks", check_attacks(self.attacks, len(references)))
-        a = check_in_range("rmia_a", self.rmia_a, 0.0, 1.0, low_inclusive=True, high_inclusive=True)
-        object.__setattr__(self, "rmia_a", a)
-        object.__setattr__(
-            self, "rmia_gamma", check_in_range("rmia_gamma", self.rmia_gamma, 0, inf)
-        )
-        object.__setattr__(
-            self, "min_k", check_in_range("min_k", self.min_k, 0.0, 1.0, high_inclusive=True)
-        )
-
-    @property
-    def parameters(self) -> AttackParameters:
-        """The parameters the scorers take."""
-        return AttackParameters(self.rmia_a, self.rmia_gamma, self.min_k)
+        AttackParameters.__post_init__(self)
 
     @property
     def needs_records(self) -> bool:
@@ -198,7 +180,7 @@ def attack_results(
             continue
         if inputs is None:
             raise InvalidInputError(f"the {name} attack needs reference models. Found none.")
-        scores = chosen.score(inputs, settings.parameters, options.seed)
+        scores = chosen.score(inputs, settings, options.seed)
         try:
             with prefixed_warnings(f"the {name} attack's scores: "):
                 audited = audit_losses(

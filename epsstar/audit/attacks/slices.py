@@ -23,10 +23,11 @@ from typing import Any, Final, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.attacks.from_losses import AuditOptions, minimum_records
+from epsstar.audit.attacks.from_losses import minimum_records
 from epsstar.audit.attacks.prefixed_warnings import prefixed_warnings
 from epsstar.audit.data.tables.columns import iter_column
 from epsstar.audit.data.tables.values import refuse_nested
+from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.output.slice_result import MISSING, SliceResult, SliceRow
 from epsstar.exceptions import InvalidInputError

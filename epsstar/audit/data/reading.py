@@ -27,7 +27,15 @@ from epsstar.audit.data.partitions import StorageOptions
 from epsstar.audit.data.tables.csv_files import check_separator
 from epsstar.audit.data.tables.formats import read_schema
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics._validation import check_positive_int
+from epsstar.plumbing.constraints import (
+    ColumnName,
+    ColumnNames,
+    Maybe,
+    OneOf,
+    WholeNumber,
+    check_fields,
+    constraint,
+)
 from epsstar.statistics.names import LOSSES, LossName
 
 __all__ = ["DEFAULT_BATCH_SIZE", "Role", "TableRead", "Tables"]
@@ -35,25 +43,6 @@ __all__ = ["DEFAULT_BATCH_SIZE", "Role", "TableRead", "Tables"]
 Role = Literal["train", "population"]
 #: Rows per model call while streaming a table.
 DEFAULT_BATCH_SIZE: Final = 16_384
-
-
-def _names(option: str, names: Sequence[str] | None) -> tuple[str, ...] | None:
-    """``features`` checked: a sequence (not a string) naming each column once."""
-    if names is None:
-        return None
-    if isinstance(names, str):
-        raise InvalidInputError(
-            f"{option} must be a sequence of column names. Found the string {names!r}."
-        )
-    checked = tuple(str(name) for name in names)
-    repeated = [name for name in checked if checked.count(name) > 1]
-    if repeated:
-        raise InvalidInputError(
-            f"{option} must name each column once. Found {repeated[0]!r} twice."
-        )
-    if not checked:
-        raise InvalidInputError(f"{option} must name at least one column. Found none.")
-    return checked
 
 
 def _shape(shape: Sequence[int] | None) -> tuple[int, ...] | None:
@@ -94,11 +83,11 @@ class Tables:
 
     train: str | os.PathLike[str] | TableObject
     population: str | os.PathLike[str] | TableObject
-    label_column: str
-    features: Sequence[str] | None = None
+    label_column: str = field(metadata=constraint(ColumnName()))
+    features: Sequence[str] | None = field(default=None, metadata=constraint(Maybe(ColumnNames())))
     input_shape: Sequence[int] | None = None
-    batch_size: int = DEFAULT_BATCH_SIZE
-    loss: LossName = "logit"
+    batch_size: int = field(default=DEFAULT_BATCH_SIZE, metadata=constraint(WholeNumber()))
+    loss: LossName = field(default="logit", metadata=constraint(OneOf(LOSSES)))
     storage_options: StorageOptions | None = field(default=None, repr=False)
     columns_by_position: bool = False
     csv_separator: str = ","
@@ -106,10 +95,7 @@ class Tables:
     staged: StagedTables | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.label_column, str) or not self.label_column:
-            raise InvalidInputError(
-                f"label_column must be a column name. Found {self.label_column!r}."
-            )
+        check_fields(self)
         if not (is_path(self.train) and is_path(self.population)):
             staged = StagedTables()
             for role in ("train", "population"):
@@ -117,10 +103,7 @@ class Tables:
                 if not is_path(value):
                     object.__setattr__(self, role, staged.stage(value, role, self.label_column))
             object.__setattr__(self, "staged", staged)
-        object.__setattr__(self, "features", _names("features", self.features))
         object.__setattr__(self, "input_shape", _shape(self.input_shape))
-        object.__setattr__(self, "batch_size", check_positive_int("batch_size", self.batch_size))
-        LOSSES.check(self.loss)
         check_separator(self.csv_separator)
         if self.storage_options is not None:
             object.__setattr__(self, "storage_options", dict(self.storage_options))

@@ -27,8 +27,8 @@ from numpy.typing import NDArray
 
 from epsstar.audit.data.checks import MAX_SHARED_FRACTION, TableScan, shared_rows
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
+from epsstar.plumbing.constraints import ColumnName, Maybe, WholeNumber, check_fields, constraint
 from epsstar.plumbing.json_parsing import parse_json
-from epsstar.statistics._validation import check_positive_int
 
 __all__ = [
     "DEFAULT_TEXT_BATCH",
@@ -70,18 +70,12 @@ class TextTables:
 
     train: str | os.PathLike[str]
     population: str | os.PathLike[str]
-    text_column: str | None = None
-    batch_size: int = DEFAULT_TEXT_BATCH
+    text_column: str | None = field(default=None, metadata=constraint(Maybe(ColumnName())))
+    batch_size: int = field(default=DEFAULT_TEXT_BATCH, metadata=constraint(WholeNumber()))
     record_text: bool = True
 
     def __post_init__(self) -> None:
-        if self.text_column is not None and (
-            not isinstance(self.text_column, str) or not self.text_column
-        ):
-            raise InvalidInputError(
-                f"text_column must be a column name. Found {self.text_column!r}."
-            )
-        object.__setattr__(self, "batch_size", check_positive_int("batch_size", self.batch_size))
+        check_fields(self)
         for role in ("train", "population"):
             path = self.path(role)
             kind = _format(path, role)

@@ -35,7 +35,8 @@ from typing import Final
 import numpy as np
 from numpy.typing import ArrayLike
 
-from epsstar.audit.attacks.from_losses import AuditOptions, minimum_records
+from epsstar.audit.attacks.from_losses import minimum_records
+from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.premise_result import BlindBaseline
 from epsstar.audit.premise.classifier import CLASSIFIER, BlindLogOdds
 from epsstar.exceptions import InsufficientDataError

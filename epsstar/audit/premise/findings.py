@@ -12,11 +12,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from epsstar.audit.attacks.from_losses import AuditOptions
 from epsstar.audit.data.reading import TableRead, Tables
 from epsstar.audit.data.records import LABEL, Records
 from epsstar.audit.data.tables.labels import LabelMap
 from epsstar.audit.model.plugins import LoadedModel
+from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.premise_result import BlindBaseline
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.output.threat_result import ExposedRecords, ExposedRow

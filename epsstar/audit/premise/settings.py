@@ -4,11 +4,11 @@ to skip it is given), user-level Epsilon* (``group_by``), attribute inference
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from epsstar.audit.premise.classifier import DEFAULT_FOLDS
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics._validation import check_positive_int
+from epsstar.plumbing.constraints import ColumnName, Maybe, WholeNumber, check_fields, constraint
 
 __all__ = ["DEFAULT_PREMISE", "DEFAULT_TOP_RECORDS", "PremiseSettings"]
 
@@ -24,26 +24,19 @@ class PremiseSettings:
     ``top_records`` how many training records to list as the most exposed (0: none)."""
 
     skip_blind_baseline: str | None = None
-    folds: int = DEFAULT_FOLDS
-    group_by: str | None = None
-    attribute: str | None = None
-    top_records: int = DEFAULT_TOP_RECORDS
+    folds: int = field(default=DEFAULT_FOLDS, metadata=constraint(WholeNumber(minimum=2)))
+    group_by: str | None = field(default=None, metadata=constraint(Maybe(ColumnName())))
+    attribute: str | None = field(default=None, metadata=constraint(Maybe(ColumnName())))
+    top_records: int = field(
+        default=DEFAULT_TOP_RECORDS, metadata=constraint(WholeNumber(minimum=0))
+    )
 
     def __post_init__(self) -> None:
         if self.skip_blind_baseline is not None and not str(self.skip_blind_baseline).strip():
             raise InvalidInputError(
                 f"skipping the blind baseline needs a reason. Found {self.skip_blind_baseline!r}."
             )
-        check_positive_int("folds", self.folds, minimum=2)
-        for option, column in (("group_by", self.group_by), ("attribute", self.attribute)):
-            if column is not None and (not isinstance(column, str) or not column):
-                raise InvalidInputError(f"{option} must name a column. Found {column!r}.")
-        if isinstance(self.top_records, bool) or not isinstance(self.top_records, int):
-            raise InvalidInputError(
-                f"top_records must be a whole number ≥ 0. Found {self.top_records!r}."
-            )
-        if self.top_records < 0:
-            raise InvalidInputError(f"top_records must be ≥ 0. Found {self.top_records}.")
+        check_fields(self)
 
     @property
     def blind(self) -> bool:

@@ -19,10 +19,11 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses, minimum_records
+from epsstar.audit.attacks.from_losses import audit_losses, minimum_records
 from epsstar.audit.attacks.prefixed_warnings import prefixed_warnings
 from epsstar.audit.data.tables.columns import iter_column
 from epsstar.audit.data.tables.values import refuse_nested
+from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.output.threat_result import UserAggregate, UserLevel
 from epsstar.exceptions import InsufficientDataError, InvalidInputError

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,8 +61,17 @@ from epsstar.audit.training_audit.threat_models import (
     threat_models,
 )
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
+from epsstar.plumbing.constraints import (
+    ColumnNames,
+    InRange,
+    Maybe,
+    OneOf,
+    WholeNumber,
+    check_fields,
+    constraint,
+)
 from epsstar.plumbing.json_types import JsonObject
-from epsstar.statistics._validation import check_confidence, check_delta, check_positive_int
+from epsstar.statistics._validation import DELTA
 from epsstar.statistics.auditing.choose_k import ChosenK, choose_k, given_k
 from epsstar.statistics.auditing.feasibility import (
     ManyRunMethod,
@@ -85,31 +94,47 @@ __all__ = ["TrainingAuditSetup", "audit_training"]
 
 @dataclass(frozen=True, slots=True)
 class TrainingAuditSetup:
-    """What to audit: the data, the canaries per kind, one run or ``runs`` runs with and
-    ``runs`` without the canary, the threat models, the claim (``None``: the runs' own), the
-    confidence, which bound decides, the seed, the ``work`` folder to resume from, ``k``:
-    the one-run guesses k₊ = k₋ fixed by the design (``None``: :func:`choose_k`'s rule), and
-    ``guesses``: the one-run guessing rule (:mod:`~epsstar.statistics.auditing.guess_rules`);
-    ``table_names``: how messages name ``train`` and ``population``."""
+    """What to audit, checked when built: the data, the canaries per kind, one run or
+    ``runs`` runs with and ``runs`` without the canary, the threat models, the claim
+    (``None``: the runs' own), the confidence, which bound decides, the seed, the ``work``
+    folder to resume from, ``k``: the one-run guesses k₊ = k₋ fixed by the design (``None``:
+    :func:`choose_k`'s rule), and ``guesses``: the one-run guessing rule
+    (:mod:`~epsstar.statistics.auditing.guess_rules`); ``table_names``: how messages name
+    ``train`` and ``population``. The threat models are checked against the procedure that
+    serves them, when the audit starts."""
 
     train: Path
     population: Path
     label_column: str
-    features: tuple[str, ...] | None = None
-    canaries: int = 1000
-    runs: int = 1
+    features: tuple[str, ...] | None = field(
+        default=None, metadata=constraint(Maybe(ColumnNames()))
+    )
+    canaries: int = field(default=1000, metadata=constraint(WholeNumber()))
+    runs: int = field(default=1, metadata=constraint(WholeNumber()))
     threat_models: tuple[ThreatModelName, ...] = ("input",)
-    claimed_epsilon: float | None = None
-    delta: float | None = None
-    confidence: float = 0.95
-    bound: BoundName = TRAINING_BOUNDS.names[0]
-    seed: int = 0
+    claimed_epsilon: float | None = field(
+        default=None, metadata=constraint(Maybe(InRange(0.0, math.inf)))
+    )
+    delta: float | None = field(default=None, metadata=constraint(Maybe(DELTA)))
+    confidence: float = field(default=0.95, metadata=constraint(InRange(0.0, 1.0)))
+    bound: BoundName = field(
+        default=TRAINING_BOUNDS.names[0], metadata=constraint(OneOf(TRAINING_BOUNDS))
+    )
+    seed: int = field(default=0, metadata=constraint(WholeNumber(minimum=0)))
     work: Path | None = None
-    k: int | None = None
-    guesses: GuessRule = "symmetric"
+    k: int | None = field(default=None, metadata=constraint(Maybe(WholeNumber())))
+    guesses: GuessRule = field(default="symmetric", metadata=constraint(OneOf(GUESS_RULES)))
     #: How messages name the two tables (the options of the command line, or the objects of
     #: the Python API: ``the training DataFrame``).
     table_names: tuple[str, str] = ("--train", "--population")
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if self.runs in (2, 3):
+            raise InvalidInputError(
+                "runs must be 1 (one run with every canary) or at least 4 (runs with and "
+                f"without the canary, half of them to choose the threshold). Found {self.runs}."
+            )
 
     @property
     def many(self) -> bool:
@@ -128,18 +153,6 @@ class _Canaries:
 
 
 def _check_setup(procedure: Procedure, setup: TrainingAuditSetup) -> tuple[ThreatModel, ...]:
-    check_positive_int("--canaries", setup.canaries, minimum=1)
-    check_positive_int("--runs", setup.runs, minimum=1)
-    check_confidence(setup.confidence)
-    if setup.k is not None:
-        check_positive_int("k", setup.k, minimum=1)
-    if setup.runs == 2 or setup.runs == 3:
-        raise InvalidInputError(
-            "--runs must be 1 (one run with every canary) or at least 4 (runs with and "
-            f"without the canary, half of them to choose the threshold). Found {setup.runs}."
-        )
-    GUESS_RULES.check(setup.guesses)
-    TRAINING_BOUNDS.check(setup.bound)
     chosen = threat_models(list(setup.threat_models))
     served = procedure.serves()
     for model in chosen:
@@ -149,14 +162,6 @@ def _check_setup(procedure: Procedure, setup: TrainingAuditSetup) -> tuple[Threa
                 f"trainer (a command is audited through the model it saves: "
                 f"{', '.join(served)}). Found {model.name!r}."
             )
-    if setup.claimed_epsilon is not None and not (
-        math.isfinite(setup.claimed_epsilon) and setup.claimed_epsilon > 0
-    ):
-        raise InvalidInputError(
-            f"--claimed-epsilon must be a positive number. Found {setup.claimed_epsilon}."
-        )
-    if setup.delta is not None:
-        check_delta(setup.delta)
     return chosen
 
 

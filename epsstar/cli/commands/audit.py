@@ -19,8 +19,10 @@ from epsstar.cli.common.options import (
     add_engine_options,
     add_estimator_options,
     add_family_option,
+    add_features_option,
     add_json_option,
     add_seed_option,
+    column_names,
     describe_choices,
     emit,
     engine_option,
@@ -56,24 +58,17 @@ from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PREMISE_FAILE
 from epsstar.statistics.names import DEFAULT_GATE, GATES, LOSSES, OUTPUT_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from epsstar.audit.attacks.from_losses import AuditOptions
     from epsstar.audit.data.configs.limits import Limits
     from epsstar.audit.engines.dask_engine import Engine
     from epsstar.audit.many import FleetSettings
     from epsstar.audit.model.loading import ModelFile
+    from epsstar.audit.options import AuditOptions
     from epsstar.audit.output.provenance import Provenance
     from epsstar.audit.output.result import AuditResult
     from epsstar.plumbing.json_types import JsonObject
     from epsstar.statistics.results import EpsilonStarResult
 
 SUMMARY = "audit a saved model against its training and population data"
-
-
-def _columns(text: str) -> list[str]:
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    if not names:
-        raise argparse.ArgumentTypeError(f"expected comma-separated names. Found {text!r}")
-    return names
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -153,7 +148,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 
 def audit_options(args: argparse.Namespace) -> AuditOptions:
     """The statistical options that :func:`add_model_options` declares."""
-    from epsstar.audit.attacks.from_losses import AuditOptions
+    from epsstar.audit.options import AuditOptions
 
     return AuditOptions(
         delta=args.delta,
@@ -228,13 +223,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--label-column", default=None, metavar="NAME", help="label column (tables)"
     )
-    parser.add_argument(
-        "--features",
-        type=_columns,
-        default=None,
-        metavar="A,B,...",
-        help="the file's columns in model input order (default: by the names the model "
-        "records, else all but the label, by position)",
+    add_features_option(
+        parser, "by the names the model records, else all but the label, by position"
     )
     parser.add_argument(
         "--input-shape",
@@ -280,7 +270,7 @@ def _add_reading_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--class-labels",
-        type=_columns,
+        type=column_names,
         default=None,
         metavar="A,B,...",
         help="the class labels of the model's outputs, in order, for a model file that "

@@ -20,6 +20,7 @@ from epsstar.audit.training_audit.threat_models import (
 )
 from epsstar.cli.common.options import (
     add_engine_options,
+    add_features_option,
     add_json_option,
     describe_choices,
     emit,
@@ -173,12 +174,7 @@ def register(subparsers: Any) -> None:
         help="records of the same distribution, not in --train: the canaries are drawn here",
     )
     parser.add_argument("--label-column", required=True, metavar="NAME")
-    parser.add_argument(
-        "--features",
-        default=None,
-        metavar="A,B,...",
-        help="feature columns (default: every column but the label)",
-    )
+    add_features_option(parser, "every column but the label")
     _add_audit_options(parser)
     parser.add_argument(
         "--work",
@@ -205,12 +201,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def _features(args: argparse.Namespace) -> tuple[str, ...] | None:
-    if args.features is None:
-        return None
-    return tuple(name.strip() for name in args.features.split(",") if name.strip())
-
-
 def _procedure(args: argparse.Namespace) -> Procedure:
     """The command template, or epsstar's trainer with the training options."""
     from epsstar.exceptions import InvalidInputError
@@ -227,7 +217,7 @@ def _procedure(args: argparse.Namespace) -> Procedure:
         return FunctionProcedure(
             args.training_function,
             args.label_column,
-            _features(args),
+            args.features,
             loader=args.loader,
             trust=args.trust_model,
         )
@@ -238,7 +228,7 @@ def _procedure(args: argparse.Namespace) -> Procedure:
         return CommandProcedure(
             CommandTemplate.parse(args.training_command, args.timeout),
             args.label_column,
-            _features(args),
+            args.features,
             loader=args.loader,
             trust=args.trust_model,
         )
@@ -254,9 +244,9 @@ def _procedure(args: argparse.Namespace) -> Procedure:
     if not 1 <= args.stack <= 1_000:
         raise InvalidInputError(f"--stack must be from 1 to 1,000. Found {args.stack}.")
     config = config_from_args(args)
-    data = load_table(args.train, args.label_column, features=_features(args))
+    data = load_table(args.train, args.label_column, features=args.features)
     parameters = parameter_count(data.n_features, data.n_classes, config.hidden)
-    return OwnTrainer(config, args.label_column, parameters, _features(args), stack=args.stack)
+    return OwnTrainer(config, args.label_column, parameters, args.features, stack=args.stack)
 
 
 def _setup(args: argparse.Namespace) -> TrainingAuditSetup:
@@ -266,7 +256,7 @@ def _setup(args: argparse.Namespace) -> TrainingAuditSetup:
         train=Path(args.train),
         population=Path(args.population),
         label_column=args.label_column,
-        features=_features(args),
+        features=args.features,
         canaries=args.canaries,
         runs=args.runs,
         threat_models=tuple(args.threat_model or threat_model_names().names[:1]),

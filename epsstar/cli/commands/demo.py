@@ -507,8 +507,8 @@ def _audit(
     display: _Display,
 ) -> list[ModelAudit]:
     """Audit the trained models (in grid order); the others fail with their training error."""
-    from epsstar.audit.attacks.from_losses import AuditOptions
     from epsstar.audit.many import FleetSettings, ModelAudit, audit_many
+    from epsstar.audit.options import AuditOptions
 
     trained = [entry for entry, training in models if training is not None]
     display.audits_start(len(trained))

@@ -6,7 +6,7 @@ import argparse
 import math
 from typing import TYPE_CHECKING, Any
 
-from epsstar.cli.common.options import describe_choices
+from epsstar.cli.common.options import add_features_option, describe_choices
 from epsstar.cli.exit_codes import EXIT_OK
 from epsstar.statistics.names import ACCOUNTANTS, ATTRIBUTE_RECORDS
 
@@ -156,12 +156,7 @@ def register(subparsers: Any) -> None:
         metavar="PATH",
         help="held-out table from the same distribution, for utility",
     )
-    parser.add_argument(
-        "--features",
-        default=None,
-        metavar="A,B,...",
-        help="feature columns to use, in this order (default: all but the label)",
-    )
+    add_features_option(parser, "all but the label")
     add_training_arguments(parser)
     parser.add_argument(
         "--out",
@@ -293,10 +288,7 @@ def run(args: argparse.Namespace) -> int:
     checked_device(args.device)
     threads = choose_threads(1, args.threads)
 
-    features = None
-    if args.features is not None:
-        features = [name.strip() for name in args.features.split(",") if name.strip()]
-    data, population = load_inputs(args.data, args.label_column, args.population, features)
+    data, population = load_inputs(args.data, args.label_column, args.population, args.features)
     apply_threads(threads)
     if args.attribute is not None:
         return _run_tracked(args, data, population)

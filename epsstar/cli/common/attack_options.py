@@ -72,7 +72,10 @@ def attack_options(args: argparse.Namespace) -> tuple[AttackSettings, str | None
     from epsstar.audit.attacks.scoring import AttackSettings
 
     chosen = AttackSettings(
-        tuple(args.attack), tuple(args.reference_models), args.rmia_a, args.rmia_gamma
+        tuple(args.attack),
+        tuple(args.reference_models),
+        rmia_a=args.rmia_a,
+        rmia_gamma=args.rmia_gamma,
     )
     return chosen, args.slice_by
 

@@ -101,6 +101,30 @@ def seed(text: str) -> int:
     return value
 
 
+def column_names(text: str) -> tuple[str, ...]:
+    """Comma-separated column names (``--features``, ``--class-labels``), each stripped of
+    spaces, checked when the arguments are parsed: at least one, each once."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected comma-separated names. Found {text!r}")
+    repeated = [name for name in names if names.count(name) > 1]
+    if repeated:
+        raise argparse.ArgumentTypeError(f"expected each name once. Found {repeated[0]!r} twice")
+    return names
+
+
+def add_features_option(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--features``, the one parser of every command's feature columns: a tuple of names,
+    or ``None`` for ``default`` (what the command takes without the option)."""
+    parser.add_argument(
+        "--features",
+        type=column_names,
+        default=None,
+        metavar="A,B,...",
+        help=f"the feature columns, in the order the model takes them (default: {default})",
+    )
+
+
 def add_seed_option(parser: argparse.ArgumentParser, purpose: str) -> None:
     parser.add_argument("--seed", type=seed, default=0, metavar="S", help=f"{purpose} (default 0)")
 

@@ -157,10 +157,9 @@ def smallest_canary_count(
     eps = check_claimed_epsilon(claimed_epsilon)
     level = 1.0 - check_confidence(confidence)
     _check_method(method, ONE_RUN_METHODS)
+    d = check_delta(delta, allow_zero=method == "steinke2023_epsilon_delta")
     if method == "steinke2023_epsilon_delta":
-        d = check_delta(delta, allow_zero=True)
         return _found(_smallest_canaries_epsilon_delta(eps, d, level), "canaries", method, eps, d)
-    d = check_delta(delta)
     mu = claimed_mu(eps, d)
     count = _smallest(lambda m: one_run_gdp_refutation_margin(m, m, m, mu, 1.0 - level) > 0.0, 1)
     return _found(count, "canaries", method, eps, d)
@@ -181,13 +180,12 @@ def smallest_run_count(
     eps = check_claimed_epsilon(claimed_epsilon)
     level = check_confidence(confidence)
     _check_method(method, MANY_RUN_FEASIBILITY_METHODS)
+    d = check_delta(delta, allow_zero=method == "clopper_pearson")
     if method == "clopper_pearson":
-        d = check_delta(delta, allow_zero=True)
         count = _smallest(
             lambda n: epsilon_lower_bound(0, n, 0, n, delta=d, confidence=level).epsilon > eps, 1
         )
         return _found(count, "runs", method, eps, d)
-    d = check_delta(delta)
     mu = claimed_mu(eps, d)
     count = _smallest(lambda n: gdp_mu_lower_bound(0, n, 0, n, level) > mu, 1)
     return _found(count, "runs", method, eps, d)

@@ -161,8 +161,13 @@ def many_run_bounds(
         false_positives, negatives, false_negatives, positives
     )
     d = check_delta(delta, allow_zero=True)
-    level = check_confidence(confidence)
-    beliefs = _check_prior(prior)
+    return _bounds(fp, n_neg, fn, n_pos, d, check_confidence(confidence), _check_prior(prior))
+
+
+def _bounds(
+    fp: int, n_neg: int, fn: int, n_pos: int, d: float, level: float, beliefs: tuple[float, float]
+) -> ManyRunBounds:
+    """:func:`many_run_bounds` of counts, δ, confidence and prior its callers checked."""
     mu = gdp_mu_lower_bound(fp, n_neg, fn, n_pos, level)
     return ManyRunBounds(
         false_positives=fp,
@@ -208,14 +213,15 @@ def audit_many_runs(
     without_canary = finite_vector("scores_without", scores_without, min_size=2)
     d = check_delta(delta, allow_zero=True)
     level = check_confidence(confidence)
+    beliefs = _check_prior(prior)
     chosen = split_lower_bound(with_canary, without_canary, delta=d, confidence=level, seed=seed)
-    counted = many_run_bounds(
+    counted = _bounds(
         chosen.false_positives,
         chosen.negatives,
         chosen.false_negatives,
         chosen.positives,
-        delta=d,
-        confidence=level,
-        prior=prior,
+        d,
+        level,
+        beliefs,
     )
     return replace(counted, threshold=chosen.threshold, direction=chosen.direction)

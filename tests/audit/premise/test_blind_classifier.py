@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from epsstar.audit.attacks.from_losses import AuditOptions
 from epsstar.audit.data.reading import Tables
 from epsstar.audit.data.records import LABEL, Records, read_records
+from epsstar.audit.options import AuditOptions
 from epsstar.audit.premise import classifier
 from epsstar.audit.premise.baseline import blind_baseline, premise_confidence
 from epsstar.audit.premise.classifier import BlindLogOdds, blind_log_odds

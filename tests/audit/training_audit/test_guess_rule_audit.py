@@ -95,7 +95,7 @@ def test_members_only_and_both_refute_a_partial_memoriser_the_symmetric_rule_doe
 
 
 def test_an_unknown_rule_is_refused(tables: tuple[Path, Path]) -> None:
-    with pytest.raises(InvalidInputError, match=r"--guesses must be one of .* Found 'top'\.$"):
+    with pytest.raises(InvalidInputError, match=r"guesses must be one of .* Found 'top'\.$"):
         _audit(tables, "top")
 
 

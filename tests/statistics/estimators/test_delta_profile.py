@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from epsstar.audit.attacks.from_losses import AuditOptions, audit_losses
+from epsstar.audit.attacks.from_losses import audit_losses
+from epsstar.audit.options import AuditOptions
 from epsstar.statistics.estimators.delta_profile import delta_grid, epsilon_by_delta
 from epsstar.statistics.estimators.estimator import default_delta, epsilon_star
 from epsstar.statistics.utility import Utility
