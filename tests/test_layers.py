@@ -71,7 +71,7 @@ def test_every_room_of_a_layered_package_is_in_a_layer(contract: dict[str, objec
 
 
 #: The modules of the ground floor the statistics may import (pyproject.toml forbids the rest).
-_PLUMBING_OF_THE_STATISTICS = {"by_side", "json_records", "json_types"}
+_PLUMBING_OF_THE_STATISTICS = {"by_side", "constraints", "json_records", "json_types"}
 
 
 def test_every_module_of_the_plumbing_is_allowed_or_forbidden_to_the_statistics() -> None:
