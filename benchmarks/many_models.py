@@ -59,7 +59,7 @@ def adult_table() -> TabularData:
 
 def opacus_run(data: TabularData, config: TrainingConfig, sigma: float) -> float:
     """Seconds of one opacus DP-SGD run like ``config`` (binary logit, BCE loss)."""
-    from opacus import PrivacyEngine  # type: ignore[import-untyped]
+    from opacus import PrivacyEngine
     from torch.utils.data import DataLoader, TensorDataset
 
     start = time.perf_counter()

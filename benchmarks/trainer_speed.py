@@ -155,7 +155,7 @@ def run_opacus(
     args: argparse.Namespace,
     mode: str,
 ) -> tuple[float, nn.Module]:
-    from opacus import PrivacyEngine  # type: ignore[import-untyped]
+    from opacus import PrivacyEngine
     from torch.utils.data import DataLoader, TensorDataset
 
     model = sequential_copy(init)

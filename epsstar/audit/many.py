@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from epsstar.audit.data.reading import DEFAULT_BATCH_SIZE, Tables
 from epsstar.audit.engines.pool import run_in_processes
 from epsstar.audit.model.loading import ModelFile
 from epsstar.audit.options import AuditOptions
+from epsstar.audit.output.result import SCHEMA_VERSION
 from epsstar.exceptions import EpsstarError, InputFileError
 from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
 from epsstar.plumbing.json_types import JsonValue
@@ -112,6 +113,38 @@ class StrategySummary(JsonRecord):
     epsilon_max: float | None = field(metadata=json_rule(name="epsilon_star_max"))
     mechanism_epsilon: float | None
     params: Mapping[str, Any]
+
+
+def above_gate(records: Iterable[ModelAudit]) -> list[ModelAudit]:
+    """The audited models whose result fails the gate."""
+    return [r for r in records if r.result is not None and r.result.passed is False]
+
+
+@dataclass(frozen=True, slots=True)
+class FleetDocument(JsonRecord):
+    """The ``--json`` document of ``epsstar audit-many``: the manifest and the gate it was
+    audited under, the engine, the totals, each strategy's summary and each model's audit."""
+
+    json_constants: ClassVar[Mapping[str, JsonValue]] = {"schema_version": SCHEMA_VERSION}
+
+    manifest: str
+    max_epsilon: float | None
+    gate: str
+    engine: Engine
+    strategies: tuple[StrategySummary, ...]
+    models: tuple[ModelAudit, ...]
+
+    @json_property(after="engine")
+    def n_models(self) -> int:
+        return len(self.models)
+
+    @json_property(after="engine")
+    def n_failed(self) -> int:
+        return sum(1 for model in self.models if model.failed)
+
+    @json_property(after="engine")
+    def n_above_gate(self) -> int:
+        return len(above_gate(self.models))
 
 
 class _Outcome(NamedTuple):

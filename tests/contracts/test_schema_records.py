@@ -25,7 +25,7 @@ from epsstar.audit.data.files import FileDigest
 from epsstar.audit.data.summary_plans import SideSummary, SummaryPlans
 from epsstar.audit.engines.dask_engine import Engine
 from epsstar.audit.inputs.served import ServedSource
-from epsstar.audit.many import ModelAudit, StrategySummary
+from epsstar.audit.many import FleetDocument, ModelAudit, StrategySummary
 from epsstar.audit.model.folders import ModelFolder
 from epsstar.audit.model.output_reading import OutputReading
 from epsstar.audit.model.plugins import LoaderInfo
@@ -34,7 +34,12 @@ from epsstar.audit.output import premise_result, text_result
 from epsstar.audit.output.attack_result import AttackResult
 from epsstar.audit.output.provenance import EngineRun, Provenance, Timings
 from epsstar.audit.output.provenance import ReferenceModel as ReadReferenceModel
-from epsstar.audit.output.result import AuditResult, DeclaredAgainst, StampedEstimate
+from epsstar.audit.output.result import (
+    AuditResult,
+    DeclaredAgainst,
+    EpsilonDocument,
+    StampedEstimate,
+)
 from epsstar.audit.output.slice_result import SliceResult, SliceRow
 from epsstar.audit.output.threat_result import (
     AttributeInference,
@@ -133,12 +138,14 @@ RECORDS: dict[tuple[str, str], type] = {
     ("audit", "#/$defs/gate"): GateStatistic,
     ("audit", "#/$defs/gate/properties/leak_test"): LeakTest,
     # epsilon.schema.json
+    ("epsilon", "#"): EpsilonDocument,
     ("epsilon", "#/$defs/result"): StampedEstimate,
     ("epsilon", "#/$defs/fit"): FitReport,
     ("epsilon", "#/$defs/goodness_of_fit"): GoodnessOfFit,
     ("epsilon", "#/$defs/transform"): LossTransform,
     ("epsilon", "#/$defs/interval"): BootstrapInterval,
     # audit-many.schema.json
+    ("audit-many", "#"): FleetDocument,
     ("audit-many", "#/$defs/engine"): Engine,
     ("audit-many", "#/$defs/strategy"): StrategySummary,
     ("audit-many", "#/$defs/entry"): ManifestEntry,
@@ -193,11 +200,9 @@ WRITTEN_WITHOUT_RECORD: dict[tuple[str, str], str] = {
     ("audit", "#/$defs/provenance/properties/engine/properties/partitions"): (
         "a mapping by side of the Dask partitions"
     ),
-    ("epsilon", "#"): "epsstar epsilon: schema_version beside the stamped estimate",
     ("epsilon", "#/$defs/result/properties/tail_fit/oneOf/1/additionalProperties"): (
         "each side's tail model, the JSON the tails methods give"
     ),
-    ("audit-many", "#"): "epsstar audit-many: the manifest's totals beside its records",
     ("audit-training", "#/properties/procedure"): "the procedure's own description",
     ("training", "#/$defs/fingerprint"): "the fingerprint of the run's inputs",
     ("training", "#/$defs/fingerprint/properties/data"): "the fingerprint of the run's inputs",
@@ -229,10 +234,8 @@ VARYING_KEYS: dict[type, str] = {
 #: The records each document is written from.
 DOCUMENTS: tuple[type, ...] = (
     AuditResult,
-    StampedEstimate,
-    ModelAudit,
-    StrategySummary,
-    Engine,
+    EpsilonDocument,
+    FleetDocument,
     TrainingAuditResult,
     TrainingResult,
     ReferencesResult,
@@ -273,13 +276,19 @@ def _branches(node: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def _keys(node: dict[str, Any]) -> tuple[set[str], set[str]]:
-    """The keys an object's schema lists, and those it requires, over its branches."""
+def _keys(node: dict[str, Any], schema: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """The keys an object's schema lists, and those it requires, over its branches and the
+    object of the same schema that it extends (a local ``$ref`` beside its own keys)."""
     listed: set[str] = set()
     required: set[str] = set()
     for branch in _branches(node):
         listed |= set(branch["properties"])
         required |= set(branch.get("required", ()))
+    reference = node.get("$ref")
+    if isinstance(reference, str) and reference.startswith("#/"):
+        extended, extended_required = _keys(_at(schema, reference), schema)
+        listed |= extended
+        required |= extended_required
     return listed, required
 
 
@@ -308,7 +317,7 @@ def test_the_schema_lists_the_keys_of_its_record(schema: str, pointer: str) -> N
     record = RECORDS[schema, pointer]
     if record in VARYING_KEYS:
         pytest.skip(f"{record.__name__}: {VARYING_KEYS[record]}")
-    listed, required = _keys(_at(_schema(schema), pointer))
+    listed, required = _keys(_at(_schema(schema), pointer), _schema(schema))
     keys = set(json_keys(record))
     assert sorted(listed - keys) == [], f"{pointer}: keys {record.__name__} never writes"
     assert sorted(keys - listed) == [], f"{pointer}: keys of {record.__name__} not in the schema"

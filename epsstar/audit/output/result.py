@@ -31,7 +31,13 @@ from epsstar.statistics.results import EpsilonStarResult
 from epsstar.statistics.summaries.protocols import Losses
 from epsstar.statistics.utility import Utility
 
-__all__ = ["SCHEMA_VERSION", "AuditResult", "DeclaredAgainst", "StampedEstimate"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "AuditResult",
+    "DeclaredAgainst",
+    "EpsilonDocument",
+    "StampedEstimate",
+]
 
 #: Version of the JSON documents the CLI writes (``audit``, ``epsilon``, ``audit-many``,
 #: the demo's ``results.json``), stated by the schemas in ``epsstar/schemas/``. It changes
@@ -46,6 +52,14 @@ class StampedEstimate(JsonRecord):
 
     estimate: EpsilonStarResult = field(metadata=json_rule(flatten=True))
     epsstar_version: str = __version__
+
+
+@dataclass(frozen=True, slots=True)
+class EpsilonDocument(StampedEstimate):
+    """The ``--json`` document of ``epsstar epsilon``: the stamped estimate under the
+    version of the schemas."""
+
+    json_constants: ClassVar[Mapping[str, JsonValue]] = {"schema_version": SCHEMA_VERSION}
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from epsstar.cli.common.text_table import aligned_table
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_PREMISE_FAILED
 
 if TYPE_CHECKING:  # pragma: no cover
-    from epsstar.audit.many import ManifestEntry, ModelAudit, StrategySummary
+    from epsstar.audit.many import FleetDocument, ManifestEntry, ModelAudit, StrategySummary
     from epsstar.cli.common.pipeline import GatedRun
     from epsstar.cli.common.writers import RunFiles
     from epsstar.plumbing.staging import StagedFolder
@@ -101,33 +101,25 @@ def progress_line(done: int, total: int, record: ModelAudit) -> str:
     return f"[{done}/{total}] {record.entry.strategy} #{record.entry.repeat}: {status}{where}"
 
 
-def _payload(
+def _document(
     args: argparse.Namespace, records: list[ModelAudit], summaries: list[StrategySummary]
-) -> dict[str, Any]:
+) -> FleetDocument:
     """The ``--json`` document; report paths relative to it, so that the two can move together."""
-    from epsstar.audit.output.result import SCHEMA_VERSION
+    from epsstar.audit.many import FleetDocument
 
     folder = Path(args.json).resolve().parent
     models = [
         replace(r, report=Path(os.path.relpath(r.report.resolve(), folder))) if r.report else r
         for r in records
     ]
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "manifest": str(args.manifest),
-        "max_epsilon": args.max_epsilon,
-        "gate": args.gate,
-        "engine": engine_option(args, args.jobs).to_dict(),
-        "n_models": len(records),
-        "n_failed": sum(1 for r in records if r.failed),
-        "n_above_gate": len(_above_gate(records)),
-        "strategies": [s.to_dict() for s in summaries],
-        "models": [r.to_dict() for r in models],
-    }
-
-
-def _above_gate(records: list[ModelAudit]) -> list[ModelAudit]:
-    return [r for r in records if r.result is not None and r.result.passed is False]
+    return FleetDocument(
+        manifest=str(args.manifest),
+        max_epsilon=args.max_epsilon,
+        gate=args.gate,
+        engine=engine_option(args, args.jobs),
+        strategies=tuple(summaries),
+        models=tuple(models),
+    )
 
 
 def _premise_failed(args: argparse.Namespace, records: list[ModelAudit]) -> list[ModelAudit]:
@@ -175,7 +167,7 @@ def _stage_reports(files: RunFiles, folder: str, entries: list[ManifestEntry]) -
 
 def _print_summary(args: argparse.Namespace, records: list[ModelAudit], gated: GatedRun) -> None:
     """The table and the totals; each failure once (on its progress line, or here if --quiet)."""
-    from epsstar.audit.many import summarise
+    from epsstar.audit.many import above_gate, summarise
     from epsstar.audit.side_by_side import count_of
 
     print(_table(summarise(records)))
@@ -193,7 +185,7 @@ def _print_summary(args: argparse.Namespace, records: list[ModelAudit], gated: G
             f"{count_of(len(gated.checks), 'check')})"
         )
     elif args.max_epsilon is not None:
-        above = len(_above_gate(records))
+        above = len(above_gate(records))
         print(
             f"{above} of {audited} audited models above the limit {args.max_epsilon:g} "
             f"(gate: {args.gate})"
@@ -218,7 +210,7 @@ def _print_summary(args: argparse.Namespace, records: list[ModelAudit], gated: G
 
 
 def run(args: argparse.Namespace) -> int:
-    from epsstar.audit.many import audit_many, read_manifest, summarise
+    from epsstar.audit.many import above_gate, audit_many, read_manifest, summarise
     from epsstar.cli.commands.audit import fleet_settings
     from epsstar.cli.common import pipeline
     from epsstar.cli.common.many_gate import gated_models, limited_settings
@@ -259,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
                 replace(r, report=reports.path(r.report.name)) if r.report else r for r in records
             ]
         if json_file is not None:
-            files.write(json_file, _payload(args, records, summarise(records)))
+            files.write(json_file, _document(args, records, summarise(records)).to_dict())
         gated = gated_models(records, limits, args.manifest)
         files.write(junit_file, gated)
         if summary_path is not None:
@@ -274,5 +266,5 @@ def run(args: argparse.Namespace) -> int:
     if _premise_failed(args, records) and not gated.warn_only:
         return EXIT_PREMISE_FAILED
     # limits from a file: its checks decide; else each audit's own gate (the same verdict)
-    failed = gated.failed if limits.source is not None else bool(_above_gate(records))
+    failed = gated.failed if limits.source is not None else bool(above_gate(records))
     return EXIT_GATE_FAILED if failed and not gated.warn_only else EXIT_OK

@@ -123,7 +123,7 @@ def _format(result: EpsilonStarResult) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from epsstar.audit.data.files import read_loss_file
-    from epsstar.audit.output.result import SCHEMA_VERSION, StampedEstimate
+    from epsstar.audit.output.result import EpsilonDocument
     from epsstar.cli.common.writers import JSON, RunFiles
     from epsstar.statistics.estimators.estimator import estimate
 
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         result = estimate(
             train, population, config, delta=args.delta, seed=args.seed, interval=interval
         )
-        payload = {"schema_version": SCHEMA_VERSION, **StampedEstimate(result).to_dict()}
+        payload = EpsilonDocument(result).to_dict()
         files.write(json_file, payload)
         files.commit()
     emit(payload, args.json, _format(result))
