@@ -27,7 +27,7 @@ import numpy as np
 
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.estimators.ratio_terms import RateWindow, Supremum, log_ratio_terms
-from epsstar.statistics.summaries.loss_sketch import LossSketch, exact_counts
+from epsstar.statistics.summaries.loss_sketch import SampleLike, exact_counts
 from epsstar.statistics.summaries.loss_values import empirical_counts
 
 __all__ = [
@@ -143,8 +143,8 @@ def supremum_from_counts(
 
 
 def sketch_supremum(
-    train: LossSketch,
-    population: LossSketch,
+    train: SampleLike,
+    population: SampleLike,
     delta: float,
     window: RateWindow | None = None,
     zero_counts: ZeroCounts = "excluded",

@@ -63,6 +63,7 @@ from epsstar.statistics.estimators.crossfit import (
 from epsstar.statistics.estimators.empirical import (
     ZeroCounts,
     median_unbiased_zero_rate,
+    sketch_supremum,
     supremum_from_counts,
 )
 from epsstar.statistics.estimators.methods import (
@@ -95,7 +96,6 @@ from epsstar.statistics.names import (
     Search,
 )
 from epsstar.statistics.results import EpsilonStarResult, FitReport
-from epsstar.statistics.summaries.loss_sketch import exact_counts
 from epsstar.statistics.summaries.loss_summary import LossesLike, as_losses
 from epsstar.statistics.summaries.loss_values import LossValues
 from epsstar.statistics.summaries.protocols import Atoms, Losses, Sample
@@ -761,10 +761,9 @@ def _empirical_supremum(
     values' counts (held losses always do), else at the thresholds where both sides count
     exactly (:func:`~epsstar.statistics.summaries.loss_sketch.exact_counts`)."""
     train_atoms, pop_atoms = train.atoms, population.atoms
-    if train_atoms is not None and pop_atoms is not None:
-        thresholds, pop_below, train_below = _atom_counts(train_atoms, pop_atoms)
-    else:
-        thresholds, pop_below, train_below = exact_counts(train.whole, population.whole)
+    if train_atoms is None or pop_atoms is None:
+        return sketch_supremum(train.whole, population.whole, delta, window, zero_counts)
+    thresholds, pop_below, train_below = _atom_counts(train_atoms, pop_atoms)
     return supremum_from_counts(
         thresholds,
         pop_below,
