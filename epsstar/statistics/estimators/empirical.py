@@ -27,8 +27,9 @@ import numpy as np
 
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.estimators.ratio_terms import RateWindow, Supremum, log_ratio_terms
-from epsstar.statistics.summaries.loss_sketch import SampleLike, exact_counts
+from epsstar.statistics.summaries.loss_sketch import exact_counts
 from epsstar.statistics.summaries.loss_values import empirical_counts
+from epsstar.statistics.summaries.protocols import Sample
 
 __all__ = [
     "PAPER_EMPIRICAL_WINDOW",
@@ -143,8 +144,8 @@ def supremum_from_counts(
 
 
 def sketch_supremum(
-    train: SampleLike,
-    population: SampleLike,
+    train: Sample,
+    population: Sample,
     delta: float,
     window: RateWindow | None = None,
     zero_counts: ZeroCounts = "excluded",
