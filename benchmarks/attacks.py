@@ -447,7 +447,7 @@ def read_per_model() -> float:
     step before it shared one read), with the same reading and label map."""
     from epsstar.audit.engines.references import log_odds_of
     from epsstar.audit.model.plugins import loader_for_path
-    from epsstar.plumbing.digests import sha256_of
+    from epsstar.plumbing.files.digests import sha256_of
 
     paths, reading, label_map = CAPTURED.arguments[:3]
     start = time.perf_counter()

@@ -106,7 +106,7 @@ def _audit_child(
         "import json, time\n"
         "from epsstar.audit import AuditOptions, Tables, audit\n"
         "from epsstar.audit.premise.settings import PremiseSettings\n"
-        "from epsstar.plumbing.threads import use_threads\n"
+        "from epsstar.plumbing.runtime.threads import use_threads\n"
         f"use_threads({threads})\n"
         "start, cpu = time.perf_counter(), time.process_time()\n"
         "loaded = list(__import__('sys').modules)\n"

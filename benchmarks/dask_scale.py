@@ -85,7 +85,7 @@ DASK = PEAK + (
 PARTITION = PEAK + (
     "import json, sys, time\n"
     "from epsstar.audit.engines.dask_audit import ModelSpec, StreamSpec, stream_partition\n"
-    "from epsstar.plumbing.digests import sha256_of\n"
+    "from epsstar.plumbing.files.digests import sha256_of\n"
     "from pathlib import Path\n"
     "model = ModelSpec(sys.argv[1], 'onnx', None, False, None,\n"
     "                  ((sys.argv[1], sha256_of(Path(sys.argv[1]))),))\n"

@@ -198,7 +198,7 @@ def cache_name(dataset: str, target_epsilon: float, seed: int, recipe: Recipe) -
 
 
 def _init_worker() -> None:
-    from epsstar.plumbing.threads import apply_threads
+    from epsstar.plumbing.runtime.threads import apply_threads
 
     apply_threads(1)
 

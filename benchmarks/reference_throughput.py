@@ -65,7 +65,7 @@ def audit_in_child(workdir: Path, references: int, batch_size: int, threads: int
         "import time\n"
         "from epsstar.audit import AuditOptions, Tables, audit\n"
         "from epsstar.audit.attacks.scoring import AttackSettings\n"
-        "from epsstar.plumbing.threads import use_threads\n"
+        "from epsstar.plumbing.runtime.threads import use_threads\n"
         f"use_threads({threads})\n"
         "start = time.process_time()\n"
         f"audit({str(workdir / MODEL)!r}, Tables({str(workdir / 'train.parquet')!r}, "

@@ -2,8 +2,8 @@
 
 Each measurement runs in a fresh interpreter with its intra-op threads set before any
 work: for training ``torch.set_num_threads`` (what ``--threads`` / ``EPSSTAR_THREADS`` do
-through :mod:`epsstar.plumbing.threads`), for the audit
-:func:`epsstar.plumbing.threads.use_threads` (torch's threads and each onnxruntime
+through :mod:`epsstar.plumbing.runtime.threads`), for the audit
+:func:`epsstar.plumbing.runtime.threads.use_threads` (torch's threads and each onnxruntime
 session's). Training: epsstar's DP-SGD on generated Purchase-100-like data (the setup of
 ``benchmarks/trainer_speed.py``: 10,240 records, 600 binary features, 100 classes, 3×100
 MLP, expected batch 256, σ = 1, C = 1), the median seconds of the epochs after a warm-up
@@ -31,7 +31,7 @@ from typing import Any
 from audit_throughput import build
 
 from epsstar.cli.common.text_table import aligned_table
-from epsstar.plumbing.threads import available_cores
+from epsstar.plumbing.runtime.threads import available_cores
 
 _TRAIN = """
 import json, torch
@@ -51,7 +51,7 @@ print(json.dumps([entry.seconds for entry in history[1:]]))
 
 _AUDIT = """
 import json, time
-from epsstar.plumbing.threads import use_threads
+from epsstar.plumbing.runtime.threads import use_threads
 use_threads({threads})
 from epsstar.audit import AuditOptions, Tables, audit
 start = time.perf_counter()

@@ -3,7 +3,7 @@
 The model is the demo's (UCI Adult, 3×100 MLP, batch 64, DP-SGD at σ = 1). Each scenario
 runs ``--processes`` trainings at once (1: the machine to itself; 2: two trainings side
 by side, like two sweeps or the demo's workers), first with torch's default thread count
-in every process, then with :func:`epsstar.plumbing.threads.choose_threads` for that many
+in every process, then with :func:`epsstar.plumbing.runtime.threads.choose_threads` for that many
 workers. A table gives the median seconds per epoch over the processes' epochs (after
 one warm-up epoch).
 
@@ -60,7 +60,7 @@ def _run(processes: int, threads: int | None, epochs: int) -> tuple[float, int]:
 
 
 def main() -> None:
-    from epsstar.plumbing.threads import available_cores, choose_threads
+    from epsstar.plumbing.runtime.threads import available_cores, choose_threads
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=3)

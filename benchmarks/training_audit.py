@@ -61,7 +61,7 @@ import pandas as pd
 from epsstar.audit.training_audit.audit import TrainingAuditSetup, audit_training
 from epsstar.audit.training_audit.result import BOUNDS, BoundName
 from epsstar.audit.training_audit.threat_models import ThreatModelName
-from epsstar.plumbing.threads import apply_threads, choose_threads
+from epsstar.plumbing.runtime.threads import apply_threads, choose_threads
 from epsstar.statistics.auditing.choose_k import choose_k
 from epsstar.statistics.auditing.one_run import one_run_bounds
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence

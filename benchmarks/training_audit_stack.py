@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from epsstar.audit.training_audit.audit import TrainingAuditSetup, audit_training
-from epsstar.plumbing.threads import apply_threads
+from epsstar.plumbing.runtime.threads import apply_threads
 from epsstar.training.data import datasets
 from epsstar.training.threat_models.own_trainer import OwnTrainer, parameter_count
 from epsstar.training.trainer import TrainingConfig

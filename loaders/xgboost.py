@@ -52,7 +52,7 @@ from epsstar.audit.model.features import Features
 from epsstar.audit.model.own_predictions import OwnPredictions
 from epsstar.audit.model.plugins import ObjectIdentity, OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.json_parsing import parse_json
+from epsstar.plumbing.files.json_parsing import parse_json
 
 from . import (
     BatchedModel,

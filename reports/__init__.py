@@ -72,7 +72,7 @@ def environment() -> jinja2.Environment:
 
 
 def _write(html: str, path: str | Path) -> Path:
-    from epsstar.plumbing.staging import atomic_write_bytes
+    from epsstar.plumbing.files.staging import atomic_write_bytes
 
     target = Path(path)
     atomic_write_bytes(target, html.encode("utf-8"))

@@ -20,8 +20,8 @@ from typing import Any
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.output.xml_text import xml_text
 from epsstar.audit.training_audit.result import TrainingAuditResult
-from epsstar.plumbing.json_types import JsonObject
-from epsstar.plumbing.staging import atomic_write_json
+from epsstar.plumbing.files.staging import atomic_write_json
+from epsstar.plumbing.records.json_types import JsonObject
 
 __all__ = ["NotebookResult", "NotebookTrainingResult"]
 

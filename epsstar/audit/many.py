@@ -42,10 +42,10 @@ from epsstar.audit.model.loading import ModelFile
 from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.result import SCHEMA_VERSION
 from epsstar.exceptions import EpsstarError, InputFileError
-from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
-from epsstar.plumbing.json_types import JsonValue
-from epsstar.plumbing.schema import Where
-from epsstar.plumbing.threads import choose_threads, use_threads
+from epsstar.plumbing.files.schema import Where
+from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.records.json_types import JsonValue
+from epsstar.plumbing.runtime.threads import choose_threads, use_threads
 from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.bounds.from_counts import mechanism_epsilon
 from epsstar.statistics.names import LossName
@@ -346,7 +346,7 @@ def _audit_on_dask(
 ) -> list[ModelAudit]:
     """One Dask task per entry; each record names the worker that ran it."""
     from epsstar.audit.engines.dask_engine import dask_client, run_tasks
-    from epsstar.plumbing.staging import atomic_write_bytes
+    from epsstar.plumbing.files.staging import atomic_write_bytes
 
     with_report = folder is not None and write_report is not None
     tasks = [(entry, settings, with_report, write_report, keep_losses) for entry in entries]

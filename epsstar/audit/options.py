@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from epsstar.plumbing.constraints import (
+from epsstar.plumbing.records.constraints import (
     InRange,
     Maybe,
     OneOf,

@@ -62,8 +62,8 @@ from epsstar.audit.premise.settings import DEFAULT_PREMISE, PremiseSettings
 from epsstar.audit.premise.tracked_bound import tracked_bound
 from epsstar.audit.text_run import TextRun, audit_text, check_text_settings
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.digests import sha256_of
-from epsstar.plumbing.threads import chosen_threads
+from epsstar.plumbing.files.digests import sha256_of
+from epsstar.plumbing.runtime.threads import chosen_threads
 from epsstar.statistics.utility import Utility
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -60,8 +60,8 @@ from epsstar.audit.output.provenance import Provenance, ReferenceModel, Timings
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.output.text_result import ExposedRecord, TextAudit, WindowsUsed, excerpt
 from epsstar.exceptions import InputFileError, InvalidInputError, SuspectDataWarning
-from epsstar.plumbing.digests import sha256_of, sha256_of_bytes
-from epsstar.plumbing.threads import chosen_threads
+from epsstar.plumbing.files.digests import sha256_of, sha256_of_bytes
+from epsstar.plumbing.runtime.threads import chosen_threads
 from epsstar.statistics.names import ATTACKS
 from epsstar.statistics.utility import Utility
 

@@ -1,14 +1,12 @@
-"""The ground floor: what several rooms use and no room owns.
+"""The ground floor: what several rooms use and no room owns, in three rooms.
 
-JSON records and their types (:mod:`.json_records`, :mod:`.json_types`, a value for each
-side: :mod:`.by_side`), the constraints declared on the fields of options records
-(:mod:`.constraints`), the declared
-schemas of configuration files (:mod:`.schema`), the bound on a structured file and the one
-JSON parser (:mod:`.input_bounds`, :mod:`.json_parsing`), staged and atomic writes
-(:mod:`.staging`), SHA-256 digests (:mod:`.digests`), the torch device (:mod:`.device`),
-the intra-op threads (:mod:`.threads`) and TorchScript's deprecation warnings
-(:mod:`.torchscript_deprecation`).
+- :mod:`.records`: the records' JSON form and its types, a value for each side, and the
+  constraints declared on the fields of options records;
+- :mod:`.files`: the declared schemas of configuration files, the bound on a structured
+  file and the one JSON parser, staged and atomic writes, SHA-256 digests;
+- :mod:`.runtime`: the torch device, the intra-op threads, and TorchScript's deprecation
+  warnings.
 
 It imports nothing of epsstar but the exceptions, so any layer may build on it; the
-statistics read only its JSON records, their types and the constraints.
+statistics read only its records.
 """

@@ -3,7 +3,7 @@
 Every message names the argument, states what is allowed and ends with the
 value that was found, e.g. ``"delta must be in (0, 0.5). Found 0.7."``; the wording of a
 range and of a count is that of the options records' constraints
-(:mod:`epsstar.plumbing.constraints`), said there once.
+(:mod:`epsstar.plumbing.records.constraints`), said there once.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
-from epsstar.plumbing.constraints import Closed, InRange, WholeNumber
+from epsstar.plumbing.records.constraints import Closed, InRange, WholeNumber
 
 FloatArray = NDArray[np.float64]
 

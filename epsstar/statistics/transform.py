@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from epsstar.exceptions import DegenerateDataError
-from epsstar.plumbing.json_records import JsonRecord
+from epsstar.plumbing.records.json_records import JsonRecord
 from epsstar.statistics._validation import FloatArray, check_in_range
 
 __all__ = ["LossTransform"]

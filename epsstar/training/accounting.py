@@ -34,7 +34,7 @@ from importlib import metadata
 from typing import Any
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.statistics._validation import check_delta, check_in_range, check_positive_int
 from epsstar.statistics.names import ACCOUNTANTS
 from epsstar.statistics.readings.conversions import NEIGHBOURING_RELATIONS

@@ -39,7 +39,7 @@ import torch
 from numpy.typing import NDArray
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics.names import ATTRIBUTE_RECORDS
 from epsstar.statistics.names import AttributeRecords as Records
 from epsstar.statistics.readings.attribute import AttributeSecurity, attribute_bayes_security

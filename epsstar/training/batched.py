@@ -37,7 +37,7 @@ import torch
 from numpy.typing import NDArray
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.device import torch_device
+from epsstar.plumbing.runtime.device import torch_device
 from epsstar.training.data.tables import TabularData
 from epsstar.training.memory import available_memory, training_bytes
 from epsstar.training.models import MLP, Standardiser, output_width

@@ -1,9 +1,9 @@
 """The record of one training run, written as ``training.json``.
 
 Frozen dataclasses built once at the end of a run, each writing its JSON from its fields
-(:mod:`epsstar.plumbing.json_records`; infinities become ``null``); ``TrainingResult.to_dict()``
-gives the document. The layout is a public contract, versioned by ``schema_version``; see
-``docs/training.md``.
+(:mod:`epsstar.plumbing.records.json_records`; infinities become ``null``);
+``TrainingResult.to_dict()`` gives the document. The layout is a public contract, versioned
+by ``schema_version``; see ``docs/training.md``.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
-from epsstar.plumbing.by_side import BySide
-from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
-from epsstar.plumbing.json_types import JsonObject, JsonValue
+from epsstar.plumbing.records.by_side import BySide
+from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.records.json_types import JsonObject, JsonValue
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.training.attribute import AttributeTracking

@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.constraints import (
+from epsstar.plumbing.records.constraints import (
     EachOf,
     InRange,
     Maybe,
@@ -50,8 +50,8 @@ from epsstar.plumbing.constraints import (
     check_fields,
     constraint,
 )
-from epsstar.plumbing.device import checked_device, torch_device
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.records.json_types import JsonObject
+from epsstar.plumbing.runtime.device import checked_device, torch_device
 from epsstar.statistics._validation import DELTA
 from epsstar.statistics.names import ACCOUNTANTS
 from epsstar.statistics.utility import auroc

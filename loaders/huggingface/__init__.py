@@ -26,8 +26,8 @@ from epsstar.audit.model.plugins import import_optional
 from epsstar.audit.model.text_model import Adapter, TextModelInfo
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.loaders import first_line
-from epsstar.plumbing.input_bounds import shown
-from epsstar.plumbing.threads import torch_threads
+from epsstar.plumbing.files.input_bounds import shown
+from epsstar.plumbing.runtime.threads import torch_threads
 from epsstar.statistics.names import OutputKind
 
 from .folder import (

@@ -19,8 +19,8 @@ from typing import Final, Literal
 
 from epsstar.audit.inputs.inside import inside_folder
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.json_parsing import read_json_file
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.files.json_parsing import read_json_file
+from epsstar.plumbing.records.json_types import JsonObject
 
 __all__ = [
     "ADAPTER_CONFIG",
@@ -91,7 +91,7 @@ class AdapterFiles:
 
 def read_json(path: Path) -> JsonObject:
     """A JSON object from ``path`` within the bound of every structured input file
-    (:mod:`epsstar.plumbing.input_bounds`), or a one-line refusal naming the file."""
+    (:mod:`epsstar.plumbing.files.input_bounds`), or a one-line refusal naming the file."""
     value = read_json_file(path, str(path))
     if not isinstance(value, dict):
         raise InputFileError(f"{path}: must hold a JSON object. Found {type(value).__name__}.")

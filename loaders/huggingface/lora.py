@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.input_bounds import shown
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.files.input_bounds import shown
+from epsstar.plumbing.records.json_types import JsonObject
 
 from .patterns import check_keys, first_keys
 

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.input_bounds import shown
+from epsstar.plumbing.files.input_bounds import shown
 
 __all__ = ["MAX_PATTERN_LENGTH", "PATTERN_SECONDS", "check_keys", "first_keys"]
 

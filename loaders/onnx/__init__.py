@@ -52,7 +52,7 @@ from epsstar.audit.model.features import Features, as_features
 from epsstar.audit.model.output_reading import OutputReading
 from epsstar.audit.model.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.threads import chosen_threads
+from epsstar.plumbing.runtime.threads import chosen_threads
 
 from .. import DEFAULT_BATCH_SIZE, BatchedModel, check_outputs_argument, first_line
 from .files import read_model
@@ -374,7 +374,7 @@ def _session(ort: Any, proto: Any, path: Path) -> Any:
     options = ort.SessionOptions()
     options.log_severity_level = 3
     threads = chosen_threads()
-    if threads is not None:  # the audit's choice (epsstar.plumbing.threads)
+    if threads is not None:  # the audit's choice (epsstar.plumbing.runtime.threads)
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
     try:

@@ -26,8 +26,8 @@ from numpy.typing import NDArray
 from epsstar.audit.inputs.served import ServedSource
 from epsstar.audit.model.features import Features
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.input_bounds import shown
-from epsstar.plumbing.json_types import JsonObject, JsonValue
+from epsstar.plumbing.files.input_bounds import shown
+from epsstar.plumbing.records.json_types import JsonObject, JsonValue
 
 from .protocol import FloatArray, refuse_labels, scores_of
 from .session import Session

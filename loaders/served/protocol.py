@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from epsstar.audit.inputs.served import ServedSource
 from epsstar.audit.model.features import Features
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.input_bounds import shown
+from epsstar.plumbing.files.input_bounds import shown
 
 __all__ = [
     "HOW_TO_SERVE_PROBABILITIES",

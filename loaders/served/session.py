@@ -15,7 +15,7 @@ message.
 Every failure is one :class:`~epsstar.exceptions.InvalidInputError` line naming the URL
 (without credentials): the host that could not be reached, the status and the first line
 of the body of an HTTP error, the answer that is not JSON. An answer is read up to
-:data:`~epsstar.plumbing.input_bounds.MAX_BYTES` bytes.
+:data:`~epsstar.plumbing.files.input_bounds.MAX_BYTES` bytes.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 from epsstar.audit.inputs.served import Serving, shown_url
 from epsstar.audit.model.plugins import import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.input_bounds import MAX_BYTES, shown
-from epsstar.plumbing.json_parsing import parse_json
-from epsstar.plumbing.json_types import JsonValue
+from epsstar.plumbing.files.input_bounds import MAX_BYTES, shown
+from epsstar.plumbing.files.json_parsing import parse_json
+from epsstar.plumbing.records.json_types import JsonValue
 
 __all__ = ["RETRIED_STATUSES", "Session"]
 

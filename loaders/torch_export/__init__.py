@@ -46,7 +46,7 @@ from epsstar.audit.model.class_labels import (
 from epsstar.audit.model.declared_privacy import PRIVACY_KEY, privacy_from_text
 from epsstar.audit.model.plugins import OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.threads import torch_threads
+from epsstar.plumbing.runtime.threads import torch_threads
 
 from .. import check_outputs_argument, first_line
 from ..torchscript import TorchScriptModel, stated_outputs

@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.input_bounds import shown
+from epsstar.plumbing.files.input_bounds import shown
 
 from ..torchscript.scan import TRUST_FLAG, read_as_archive
 

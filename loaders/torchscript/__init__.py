@@ -48,8 +48,8 @@ from epsstar.audit.model.features import Features
 from epsstar.audit.model.output_reading import OutputReading
 from epsstar.audit.model.plugins import ObjectIdentity, OutputKind, import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.threads import torch_threads
-from epsstar.plumbing.torchscript_deprecation import torchscript_deprecation_silenced
+from epsstar.plumbing.runtime.threads import torch_threads
+from epsstar.plumbing.runtime.torchscript_deprecation import torchscript_deprecation_silenced
 
 from .. import (
     OUTPUT_KINDS,

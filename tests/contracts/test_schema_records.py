@@ -1,7 +1,7 @@
 """Each JSON schema in epsstar/schemas/ describes the records that write its documents.
 
 The schemas are kept by hand, the JSON is written by the records
-(:mod:`epsstar.plumbing.json_records`); :data:`RECORDS` names, for each object of each
+(:mod:`epsstar.plumbing.records.json_records`); :data:`RECORDS` names, for each object of each
 schema, the record whose JSON it describes, and the tests hold the two to each other: the
 schema's keys are the record's keys, and every record a document can reach is listed.
 """
@@ -57,8 +57,8 @@ from epsstar.audit.training_audit.result import (
     TrainingAuditResult,
 )
 from epsstar.audit.training_audit.threat_models import ThreatModel
-from epsstar.plumbing.by_side import BySide
-from epsstar.plumbing.json_records import JsonRecord, json_keys
+from epsstar.plumbing.records.by_side import BySide
+from epsstar.plumbing.records.json_records import JsonRecord, json_keys
 from epsstar.statistics.auditing.choose_k import ChosenK
 from epsstar.statistics.auditing.feasibility import CanaryProjection
 from epsstar.statistics.auditing.guess_rules import RuleBounds

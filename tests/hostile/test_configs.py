@@ -27,8 +27,8 @@ from epsstar.audit.data.configs.manifest import read_manifest
 from epsstar.audit.output.landscape_data import landscape, read_results
 from epsstar.cli import main
 from epsstar.exceptions import EpsstarError
-from epsstar.plumbing.input_bounds import MAX_DEPTH
-from epsstar.plumbing.schema import Table, Where, parse_json_object
+from epsstar.plumbing.files.input_bounds import MAX_DEPTH
+from epsstar.plumbing.files.schema import Table, Where, parse_json_object
 from epsstar.statistics.summaries.loss_summary import (
     SummaryPlan,
     merge_summaries,

@@ -1,7 +1,7 @@
 """JSON from outside that breaks ``json.loads``: nested 100,000 deep, an integer of 5,000
 digits, a lone surrogate. Every reader of a user's JSON goes through one parser
-(:mod:`epsstar.plumbing.json_parsing`), so each is one line naming the file or is ignored where
-the reader ignores a malformed file; none is a traceback. A last test keeps the class
+(:mod:`epsstar.plumbing.files.json_parsing`), so each is one line naming the file or is
+ignored where the reader ignores a malformed file; none is a traceback. A last test keeps the class
 closed: no other module of the library calls ``json.load``/``json.loads``.
 """
 
@@ -17,8 +17,8 @@ from epsstar.audit.model.class_labels import classes_from_text, features_from_te
 from epsstar.audit.model.declared_privacy import privacy_from_text
 from epsstar.audit.premise.tracked_bound import tracked_bound
 from epsstar.exceptions import InputFileError
-from epsstar.plumbing.json_parsing import parse_json
-from epsstar.plumbing.schema import load_document, read_json
+from epsstar.plumbing.files.json_parsing import parse_json
+from epsstar.plumbing.files.schema import load_document, read_json
 
 ROOT = Path(__file__).resolve().parents[2]
 

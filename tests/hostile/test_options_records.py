@@ -22,7 +22,7 @@ from epsstar.audit.options import AuditOptions
 from epsstar.audit.premise.settings import PremiseSettings
 from epsstar.audit.training_audit.audit import TrainingAuditSetup
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.constraints import (
+from epsstar.plumbing.records.constraints import (
     ColumnName,
     ColumnNames,
     Constraint,

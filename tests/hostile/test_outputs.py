@@ -34,7 +34,7 @@ from epsstar.cli.exit_codes import (
     EXIT_USAGE,
 )
 from epsstar.exceptions import InputFileError
-from epsstar.plumbing.staging import Outputs
+from epsstar.plumbing.files.staging import Outputs
 from tests.conftest import invoke
 from tests.hostile.interrupting import cli_process
 

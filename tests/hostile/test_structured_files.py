@@ -1,4 +1,4 @@
-"""Structured input files within their bound (epsstar.plumbing.input_bounds, and the paths one
+"""Structured input files within their bound (epsstar.plumbing.files.input_bounds, and the paths one
 names kept inside its folder by epsstar.audit.inputs.inside): an ``MLmodel`` made of
 YAML aliases that expand without end (the "billion laughs"), files beyond the size or the
 nesting bound, and a model folder's weights index that names files outside the folder. Each
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.input_bounds import MAX_BYTES, MAX_DEPTH, shown
-from epsstar.plumbing.json_parsing import read_json_file
+from epsstar.plumbing.files.input_bounds import MAX_BYTES, MAX_DEPTH, shown
+from epsstar.plumbing.files.json_parsing import read_json_file
 from tests.hostile.bounded import run_cli
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "models"

@@ -20,7 +20,7 @@ import pytest
 
 from epsstar.cli import main
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.threads import THREADS_ENV, available_cores, choose_threads
+from epsstar.plumbing.runtime.threads import THREADS_ENV, available_cores, choose_threads
 from epsstar.training import trainer
 from epsstar.training.runs.sweep import load_sweep_config, run_sweep
 from tests.hostile.interrupting import cli_process

@@ -136,7 +136,7 @@ def _logit_losses(model: Path, table: pd.DataFrame, classes: list[str]) -> np.nd
     Metric for Machine Learning Models")."""
     import onnxruntime
 
-    from epsstar.plumbing.threads import chosen_threads
+    from epsstar.plumbing.runtime.threads import chosen_threads
 
     # The threads the audit's sessions use in this process (a command line run earlier in it
     # may have chosen them): a tree ensemble sums its trees' float32 scores in an order that

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.constraints import (
+from epsstar.plumbing.records.constraints import (
     ColumnName,
     Constraint,
     EachOf,

@@ -12,7 +12,7 @@ from epsstar.audit.model import plugins
 from epsstar.audit.model.loading import ModelFile
 from epsstar.cli import main
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.device import checked_device
+from epsstar.plumbing.runtime.device import checked_device
 
 torch = pytest.importorskip("torch")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from epsstar.plumbing.digests import sha256_of, sha256_of_bytes
+from epsstar.plumbing.files.digests import sha256_of, sha256_of_bytes
 
 
 def test_a_file_digest_is_the_digest_of_its_bytes(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from epsstar.plumbing.json_records import (
+from epsstar.plumbing.records.json_records import (
     JsonRecord,
     json_keys,
     json_property,

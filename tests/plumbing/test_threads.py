@@ -12,7 +12,7 @@ import pytest
 
 from epsstar.audit.model.loading import ModelFile
 from epsstar.cli import main
-from epsstar.plumbing import threads
+from epsstar.plumbing.runtime import threads
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
@@ -50,7 +50,7 @@ def test_the_choice_reaches_torch_and_onnxruntime() -> None:
 def test_the_trainers_threads_are_the_audits_choice() -> None:
     """The trainer's setter makes the one choice the audit keeps: torch's threads now, and
     the onnxruntime sessions and the record of the threads after it."""
-    from epsstar.plumbing.threads import apply_threads
+    from epsstar.plumbing.runtime.threads import apply_threads
 
     torch.set_num_threads(2)
     threads._chosen.clear()

@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from epsstar.plumbing.torchscript_deprecation import torchscript_deprecation_silenced
+from epsstar.plumbing.runtime.torchscript_deprecation import torchscript_deprecation_silenced
 
 #: the warnings torch 2.14 gives on ``torch.jit.load``, word for word (Python 3.11 to 3.13,
 #: Python 3.14 and later)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from types import ModuleType
 
 import epsstar.statistics
-from epsstar.plumbing.json_records import JsonRecord
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.records.json_records import JsonRecord
+from epsstar.plumbing.records.json_types import JsonObject
 
 
 def _modules() -> list[ModuleType]:

@@ -18,8 +18,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from epsstar.audit.attacks.inputs import AttackInputs
-from epsstar.plumbing.constraints import InRange, check_fields, constraint
-from epsstar.plumbing.json_types import JsonValue
+from epsstar.plumbing.records.constraints import InRange, check_fields, constraint
+from epsstar.plumbing.records.json_types import JsonValue
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.attacks.defaults import DEFAULT_A, DEFAULT_GAMMA
 from epsstar.statistics.attacks.text_scores import DEFAULT_MIN_K

@@ -31,7 +31,7 @@ from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.attack_result import AttackResult
 from epsstar.audit.output.result import AuditResult
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_types import JsonValue
+from epsstar.plumbing.records.json_types import JsonValue
 from epsstar.statistics.attacks.power import attack_auc
 from epsstar.statistics.names import ATTACKS, DEFAULT_ATTACK, AttackName
 from epsstar.statistics.summaries.loss_sketch import pooled_parts, sketch_auc

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Literal
 
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
 
 __all__ = [
     "BY_POSITION_OPTION",

@@ -4,7 +4,7 @@ Loss files hold one number per record, in a one-column table read by
 :mod:`epsstar.audit.data.tables` like every other table (the same formats and the same
 messages): ``.npy`` (a 1-D array, or one column), ``.csv`` (one column, with or without
 a header line), ``.parquet`` or ``.npz`` (one column). Each file an audit read is recorded
-with the SHA-256 of its bytes (:func:`epsstar.plumbing.digests.sha256_of`).
+with the SHA-256 of its bytes (:func:`epsstar.plumbing.files.digests.sha256_of`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 from epsstar.audit.data.tables.columns import read_column
 from epsstar.audit.data.tables.formats import DATA_FILE_SUFFIXES
-from epsstar.plumbing.digests import sha256_of
-from epsstar.plumbing.json_records import JsonRecord
+from epsstar.plumbing.files.digests import sha256_of
+from epsstar.plumbing.records.json_records import JsonRecord
 from epsstar.statistics._validation import FloatArray
 
 __all__ = [

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from epsstar.exceptions import InputFileError
-from epsstar.plumbing.digests import sha256_of_bytes
-from epsstar.plumbing.json_types import JsonValue
+from epsstar.plumbing.files.digests import sha256_of_bytes
+from epsstar.plumbing.records.json_types import JsonValue
 
 __all__ = [
     "DataSet",

@@ -27,7 +27,7 @@ from epsstar.audit.data.partitions import StorageOptions
 from epsstar.audit.data.tables.csv_files import check_separator
 from epsstar.audit.data.tables.formats import read_schema
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.constraints import (
+from epsstar.plumbing.records.constraints import (
     ColumnName,
     ColumnNames,
     Maybe,

@@ -27,8 +27,14 @@ from numpy.typing import NDArray
 
 from epsstar.audit.data.checks import MAX_SHARED_FRACTION, TableScan, shared_rows
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
-from epsstar.plumbing.constraints import ColumnName, Maybe, WholeNumber, check_fields, constraint
-from epsstar.plumbing.json_parsing import parse_json
+from epsstar.plumbing.files.json_parsing import parse_json
+from epsstar.plumbing.records.constraints import (
+    ColumnName,
+    Maybe,
+    WholeNumber,
+    check_fields,
+    constraint,
+)
 
 __all__ = [
     "DEFAULT_TEXT_BATCH",

@@ -52,7 +52,7 @@ from epsstar.audit.model.loading import LoadedAuditModel, ModelFile
 from epsstar.audit.model.plugins import LoadedModel
 from epsstar.audit.output.provenance import ReferenceModel
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.digests import sha256_of
+from epsstar.plumbing.files.digests import sha256_of
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.summaries.loss_summary import LossSummary, SummaryPlan, merge_summaries
 

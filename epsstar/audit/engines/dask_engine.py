@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from epsstar.exceptions import EpsstarError, InvalidInputError
-from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics._validation import check_positive_int
 from epsstar.statistics.names import ENGINES, EngineName
 

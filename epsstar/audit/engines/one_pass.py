@@ -43,7 +43,7 @@ from epsstar.audit.engines.streaming import batch_losses
 from epsstar.audit.model.features import Features
 from epsstar.audit.model.plugins import LoadedModel
 from epsstar.audit.output.provenance import ReferenceModel
-from epsstar.plumbing.device import CPU
+from epsstar.plumbing.runtime.device import CPU
 from epsstar.statistics._validation import FloatArray
 
 __all__ = ["BatchScores", "SharedReferences", "partition_scores"]

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.input_bounds import shown
+from epsstar.plumbing.files.input_bounds import shown
 
 __all__ = ["inside_folder"]
 

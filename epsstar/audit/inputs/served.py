@@ -20,7 +20,7 @@ from typing import Final
 from urllib.parse import urlsplit, urlunsplit
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_records import JsonRecord, json_property
+from epsstar.plumbing.records.json_records import JsonRecord, json_property
 
 __all__ = [
     "DEFAULT_SERVING",

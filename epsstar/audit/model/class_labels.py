@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.input_bounds import shown
-from epsstar.plumbing.json_parsing import parse_json
+from epsstar.plumbing.files.input_bounds import shown
+from epsstar.plumbing.files.json_parsing import parse_json
 
 __all__ = [
     "CLASSES_KEY",

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Final, TypeGuard
 
 from epsstar.exceptions import InputFileError
-from epsstar.plumbing.json_parsing import parse_json
-from epsstar.plumbing.json_records import JsonRecord
+from epsstar.plumbing.files.json_parsing import parse_json
+from epsstar.plumbing.records.json_records import JsonRecord
 
 __all__ = ["PRIVACY_KEY", "DeclaredPrivacy", "privacy_from_text", "privacy_to_text"]
 

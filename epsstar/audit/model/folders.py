@@ -15,7 +15,7 @@ and each loader keeps its own safety rules (a pickle still needs trust; skops an
 not). Importing ``mlflow`` would instead load the model through pickle for every flavour it
 pickles, and add a heavy dependency. ``safe_load`` builds only plain YAML values, so the
 descriptor cannot run code; the descriptor is read within the bound of every structured
-input file (:mod:`epsstar.plumbing.input_bounds`: its size, its nesting, no YAML aliases). The
+input file (:mod:`epsstar.plumbing.files.input_bounds`: its size, its nesting, no YAML aliases). The
 flavour's path must stay inside the folder (:mod:`epsstar.audit.inputs.inside`).
 """
 
@@ -30,8 +30,8 @@ from typing import Final
 from epsstar.audit.inputs.inside import inside_folder
 from epsstar.audit.model.plugins import import_optional
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.input_bounds import read_yaml_file, shown
-from epsstar.plumbing.json_records import JsonRecord, json_rule
+from epsstar.plumbing.files.input_bounds import read_yaml_file, shown
+from epsstar.plumbing.records.json_records import JsonRecord, json_rule
 
 __all__ = ["DESCRIPTOR", "ModelFolder", "model_folder"]
 

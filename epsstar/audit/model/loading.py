@@ -26,7 +26,7 @@ from epsstar.audit.model.plugins import (
     type_name,
 )
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.device import CPU, checked_device
+from epsstar.plumbing.runtime.device import CPU, checked_device
 
 __all__ = ["ClassesFrom", "LoadedAuditModel", "ModelFile", "ModelObject"]
 
@@ -78,7 +78,7 @@ class ModelFile:
     formats that can execute code when loaded; ``classes`` are the class labels of the
     model's outputs, in column order (``None``: those the model file states, else 0..K−1).
     ``device`` is the torch device a torch-based loader runs the model on (``--device``:
-    checked by :func:`~epsstar.plumbing.device.checked_device`); a loader that runs on
+    checked by :func:`~epsstar.plumbing.runtime.device.checked_device`); a loader that runs on
     the CPU only refuses any other.
     """
 

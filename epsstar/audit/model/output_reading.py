@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.plumbing.json_records import JsonRecord
+from epsstar.plumbing.records.json_records import JsonRecord
 from epsstar.statistics.losses import ROW_SUM_TOLERANCE
 from epsstar.statistics.names import OutputKind
 

@@ -32,8 +32,8 @@ from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast, runtime_checkable
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.digests import sha256_of_bytes
-from epsstar.plumbing.json_records import JsonRecord
+from epsstar.plumbing.files.digests import sha256_of_bytes
+from epsstar.plumbing.records.json_records import JsonRecord
 from epsstar.statistics.names import OutputKind
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_records import JsonRecord
+from epsstar.plumbing.records.json_records import JsonRecord
 
 __all__ = ["Adapter", "TextModel", "TextModelInfo", "TokenScores", "text_model_of"]
 

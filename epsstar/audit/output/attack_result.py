@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.bounds.gate import GateStatistic

@@ -33,8 +33,8 @@ import numpy as np
 
 from epsstar.audit.data.configs.manifest import CELL, PARAMS, HyperParameters
 from epsstar.exceptions import InputFileError
-from epsstar.plumbing.json_types import JsonObject, JsonValue
-from epsstar.plumbing.schema import Anything, Integer, Table, Text, Where, read_json
+from epsstar.plumbing.files.schema import Anything, Integer, Table, Text, Where, read_json
+from epsstar.plumbing.records.json_types import JsonObject, JsonValue
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.from_counts import mechanism_epsilon
 from epsstar.statistics.names import UTILITIES

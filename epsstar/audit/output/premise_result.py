@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from epsstar.plumbing.by_side import BySide
-from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.records.by_side import BySide
+from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.bounds.premise_tests import PremiseTest
 from epsstar.statistics.results import EpsilonStarResult

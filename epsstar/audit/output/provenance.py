@@ -21,7 +21,7 @@ from epsstar.audit.inputs.served import ServedSource
 from epsstar.audit.model.folders import ModelFolder
 from epsstar.audit.model.loading import ClassesFrom
 from epsstar.audit.model.plugins import LoaderInfo, OutputKind
-from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics.names import EngineName, LossName
 
 __all__ = ["EngineRun", "Provenance", "ReferenceModel", "Timings"]
@@ -158,7 +158,7 @@ class Provenance(JsonRecord):
     #: The torch device a torch-based loader ran the model on (``--device``), else ``None``.
     device: str | None = field(default=None, metadata=_OPTIONAL)
     #: The intra-op threads the model's library ran with in this process (``--threads``,
-    #: ``EPSSTAR_THREADS`` or the load-average rule of :mod:`epsstar.plumbing.threads`);
+    #: ``EPSSTAR_THREADS`` or the load-average rule of :mod:`epsstar.plumbing.runtime.threads`);
     #: ``None``: the library's own default, or chosen by each Dask worker.
     threads: int | None = field(default=None, metadata=_OPTIONAL)
     #: The server a served model was read from (``None``: a model file).

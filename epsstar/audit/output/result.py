@@ -18,8 +18,8 @@ from epsstar.audit.output.provenance import Provenance
 from epsstar.audit.output.slice_result import SliceResult
 from epsstar.audit.output.text_result import TextAudit
 from epsstar.audit.output.threat_result import AttributeInference, ExposedRecords, UserLevel
-from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
-from epsstar.plumbing.json_types import JsonObject, JsonValue
+from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.records.json_types import JsonObject, JsonValue
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.bounds.gate import GateStatistic

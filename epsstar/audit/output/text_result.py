@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from epsstar.audit.model.text_model import TextModelInfo
-from epsstar.plumbing.by_side import BySide
-from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.records.by_side import BySide
+from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.names import AttackName
 from epsstar.statistics.results import EpsilonStarResult

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.readings.attribute import AttributeReading, AttributeSecurity
 from epsstar.statistics.results import EpsilonStarResult

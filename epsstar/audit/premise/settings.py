@@ -8,7 +8,13 @@ from dataclasses import dataclass, field
 
 from epsstar.audit.premise.classifier import DEFAULT_FOLDS
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.constraints import ColumnName, Maybe, WholeNumber, check_fields, constraint
+from epsstar.plumbing.records.constraints import (
+    ColumnName,
+    Maybe,
+    WholeNumber,
+    check_fields,
+    constraint,
+)
 
 __all__ = ["DEFAULT_PREMISE", "DEFAULT_TOP_RECORDS", "PremiseSettings"]
 

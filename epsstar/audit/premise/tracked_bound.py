@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Final
 
 from epsstar.exceptions import InputFileError
-from epsstar.plumbing.json_parsing import read_json_file
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.files.json_parsing import read_json_file
+from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.statistics.readings.attribute import AttributeSecurity
 
 __all__ = ["FROM_EXACT_MEMBERSHIP", "FROM_TRAINING_RECORD", "RECORD_NAME", "tracked_bound"]

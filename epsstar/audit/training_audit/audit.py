@@ -61,7 +61,7 @@ from epsstar.audit.training_audit.threat_models import (
     threat_models,
 )
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
-from epsstar.plumbing.constraints import (
+from epsstar.plumbing.records.constraints import (
     ColumnNames,
     InRange,
     Maybe,
@@ -70,7 +70,7 @@ from epsstar.plumbing.constraints import (
     check_fields,
     constraint,
 )
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.statistics._validation import DELTA
 from epsstar.statistics.auditing.choose_k import ChosenK, choose_k, given_k
 from epsstar.statistics.auditing.feasibility import (

@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 from epsstar.audit.data.tables.csv_files import csv_float_precision
 from epsstar.audit.data.tables.formats import read_schema
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.staging import atomic_write_bytes
+from epsstar.plumbing.files.staging import atomic_write_bytes
 
 __all__ = ["TABLE_FORMATS", "check_columns", "combine", "read_frame", "row_hashes", "write_frame"]
 
@@ -93,8 +93,8 @@ def combine(train: pd.DataFrame, canaries: Sequence[pd.DataFrame], seed: int) ->
 
 def write_frame(frame: pd.DataFrame, path: Path) -> Path:
     """Write ``frame`` in the format of ``path``'s suffix (CSV without the index), all at once
-    (:func:`~epsstar.plumbing.staging.atomic_write_bytes`: a file in the way is replaced, never
-    written through, and a folder that refuses it is one line)."""
+    (:func:`~epsstar.plumbing.files.staging.atomic_write_bytes`: a file in the way is
+    replaced, never written through, and a folder that refuses it is one line)."""
     if TABLE_FORMATS[path.suffix.lower()] == "csv":
         data = frame.to_csv(index=False).encode("utf-8")
     else:

@@ -40,8 +40,8 @@ from epsstar.audit.training_audit.threat_models import (
     threat_model,
 )
 from epsstar.exceptions import EpsstarError, InputFileError, InvalidInputError
-from epsstar.plumbing.json_records import JsonRecord
-from epsstar.plumbing.json_types import JsonObject, JsonValue
+from epsstar.plumbing.records.json_records import JsonRecord
+from epsstar.plumbing.records.json_types import JsonObject, JsonValue
 from epsstar.statistics._validation import FloatArray
 
 __all__ = [

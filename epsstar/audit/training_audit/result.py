@@ -25,8 +25,8 @@ from epsstar.audit.output.result import SCHEMA_VERSION
 from epsstar.audit.training_audit.procedure import Claim
 from epsstar.audit.training_audit.runs import Arm
 from epsstar.audit.training_audit.threat_models import ThreatModel
-from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
-from epsstar.plumbing.json_types import JsonObject, JsonValue
+from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.records.json_types import JsonObject, JsonValue
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.auditing.choose_k import ChosenK
 from epsstar.statistics.auditing.feasibility import (

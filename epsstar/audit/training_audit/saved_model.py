@@ -16,7 +16,7 @@ from typing import Final
 
 from epsstar.audit.model.plugins import get_loader, loader_for_path
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_parsing import parse_json
+from epsstar.plumbing.files.json_parsing import parse_json
 
 __all__ = ["TRAINING_RECORD", "find_saved_model"]
 

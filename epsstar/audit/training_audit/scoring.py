@@ -20,8 +20,8 @@ from epsstar.audit.engines.streaming import stream_table
 from epsstar.audit.model.declared_privacy import DeclaredPrivacy
 from epsstar.audit.model.loading import ModelFile, ModelObject
 from epsstar.audit.training_audit.threat_models import CanaryKind
-from epsstar.plumbing.digests import sha256_of
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.files.digests import sha256_of
+from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
 
 __all__ = ["ScoredModel", "score_canaries"]

@@ -9,7 +9,7 @@ than mixed. The canaries' tables a run's workers read are kept there too. Withou
 the audit keeps its runs in memory and its tables in a temporary folder.
 
 Everything resumed is checked before it is used: the settings, each run's record (a run of
-this audit by its name, JSON through :func:`~epsstar.plumbing.json_parsing.parse_json`,
+this audit by its name, JSON through :func:`~epsstar.plumbing.files.json_parsing.parse_json`,
 scores under the audit's threat models), and a file that cannot be read or written is one
 line naming it.
 """
@@ -26,9 +26,9 @@ from typing import Final
 
 from epsstar.audit.training_audit.procedure import RunScores
 from epsstar.exceptions import InputFileError
-from epsstar.plumbing.json_parsing import parse_json
-from epsstar.plumbing.json_types import JsonObject, JsonValue
-from epsstar.plumbing.staging import atomic_write_json, check_output_folder
+from epsstar.plumbing.files.json_parsing import parse_json
+from epsstar.plumbing.files.staging import atomic_write_json, check_output_folder
+from epsstar.plumbing.records.json_types import JsonObject, JsonValue
 
 __all__ = ["SETTINGS_FILE", "RunStore", "work_folder"]
 

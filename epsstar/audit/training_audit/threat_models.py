@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from epsstar.exceptions import EpsstarError, InvalidInputError
-from epsstar.plumbing.json_records import JsonRecord
+from epsstar.plumbing.records.json_records import JsonRecord
 from epsstar.statistics.bounds.held_out_bound import Direction
 from epsstar.statistics.names import Name, Names
 

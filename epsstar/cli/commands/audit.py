@@ -65,7 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.options import AuditOptions
     from epsstar.audit.output.provenance import Provenance
     from epsstar.audit.output.result import AuditResult
-    from epsstar.plumbing.json_types import JsonObject
+    from epsstar.plumbing.records.json_types import JsonObject
     from epsstar.statistics.results import EpsilonStarResult
 
 SUMMARY = "audit a saved model against its training and population data"
@@ -181,7 +181,7 @@ def fleet_settings(args: argparse.Namespace) -> FleetSettings:
 def _storage_options(text: str) -> JsonObject:
     """A ``--storage-options`` value: a JSON object."""
     from epsstar.exceptions import InputFileError
-    from epsstar.plumbing.schema import Where, parse_json_object
+    from epsstar.plumbing.files.schema import Where, parse_json_object
 
     try:
         return parse_json_object(text, Where("--storage-options"))
@@ -578,7 +578,7 @@ def run(args: argparse.Namespace) -> int:
     from epsstar.audit.run import Tables, audit
     from epsstar.cli.common.pipeline import limits_option
     from epsstar.cli.common.writers import JSON, JUNIT, REPORT, STEP_SUMMARY, RunFiles
-    from epsstar.plumbing.threads import choose_threads, use_threads
+    from epsstar.plumbing.runtime.threads import choose_threads, use_threads
 
     inputs = [("MODEL", args.model), ("--train", args.train), ("--population", args.population)]
     use_threads(choose_threads(1, args.threads))

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.many import FleetDocument, ManifestEntry, ModelAudit, StrategySummary
     from epsstar.cli.common.pipeline import GatedRun
     from epsstar.cli.common.writers import RunFiles
-    from epsstar.plumbing.staging import StagedFolder
+    from epsstar.plumbing.files.staging import StagedFolder
 
 SUMMARY = "audit many models from a CSV or TOML manifest, with per-strategy summaries"
 

@@ -308,8 +308,8 @@ def run(args: argparse.Namespace) -> int:
     from epsstar.cli.common.options import engine_option
     from epsstar.cli.common.writers import JSON, TRAINING_AUDIT_REPORT, RunFiles
     from epsstar.exceptions import EpsstarWarning
-    from epsstar.plumbing.device import checked_device
-    from epsstar.plumbing.threads import apply_threads, choose_threads
+    from epsstar.plumbing.runtime.device import checked_device
+    from epsstar.plumbing.runtime.threads import apply_threads, choose_threads
 
     checked_device(args.device)
     procedure = _procedure(args)

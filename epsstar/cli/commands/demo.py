@@ -165,7 +165,7 @@ def register(subparsers: Any) -> None:
 
 def _check_arguments(args: argparse.Namespace) -> tuple[int, Path]:
     from epsstar.exceptions import InvalidInputError
-    from epsstar.plumbing.threads import choose_threads
+    from epsstar.plumbing.runtime.threads import choose_threads
     from epsstar.training.runs.export import check_output_dir
     from epsstar.training.runs.sweep import MAX_MODELS
 
@@ -362,7 +362,7 @@ _messages: Any = None
 def _init_worker(messages: Any, threads: int) -> None:
     global _messages
     _messages = messages
-    from epsstar.plumbing.threads import apply_threads
+    from epsstar.plumbing.runtime.threads import apply_threads
 
     apply_threads(threads)
 
@@ -411,7 +411,7 @@ def _train(
     ``threads`` (``--threads``) is torch's thread count in each worker; None chooses it.
     """
     from epsstar.audit.engines.pool import run_in_processes
-    from epsstar.plumbing.threads import apply_threads, choose_threads
+    from epsstar.plumbing.runtime.threads import apply_threads, choose_threads
     from epsstar.training.runs.sweep import write_manifest
 
     parts = {
@@ -474,7 +474,7 @@ def _params(config: TrainingConfig, privacy: dict[str, Any] | None) -> dict[str,
 def _models(config: SweepConfig) -> list[tuple[ManifestEntry, dict[str, Any] | None]]:
     """Every model of the grid as a manifest entry, with its ``training.json`` when trained."""
     from epsstar.audit.many import ManifestEntry
-    from epsstar.plumbing.schema import read_json
+    from epsstar.plumbing.files.schema import read_json
     from epsstar.training.runs.export import MODEL_FILES
 
     assert config.out is not None  # set by _prepare, like the population

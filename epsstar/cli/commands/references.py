@@ -83,8 +83,8 @@ def summarise(result: ReferencesResult) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from epsstar.plumbing.device import checked_device
-    from epsstar.plumbing.threads import apply_threads, choose_threads
+    from epsstar.plumbing.runtime.device import checked_device
+    from epsstar.plumbing.runtime.threads import apply_threads, choose_threads
     from epsstar.training.data.tables import load_table
     from epsstar.training.runs.references import (
         check_count,

@@ -53,8 +53,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from epsstar.plumbing.device import checked_device
-    from epsstar.plumbing.threads import apply_threads, choose_threads
+    from epsstar.plumbing.runtime.device import checked_device
+    from epsstar.plumbing.runtime.threads import apply_threads, choose_threads
     from epsstar.training.runs.sweep import load_sweep_config, run_sweep
     from epsstar.training.runs.sweep_config import on_device
 

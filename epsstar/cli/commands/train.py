@@ -48,7 +48,7 @@ def add_threads_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_device_argument(parser: argparse.ArgumentParser) -> None:
     """``--device``: where torch trains (checked before any work by
-    :func:`epsstar.plumbing.device.checked_device`)."""
+    :func:`epsstar.plumbing.runtime.device.checked_device`)."""
     parser.add_argument(
         "--device",
         default="cpu",
@@ -205,7 +205,7 @@ def register(subparsers: Any) -> None:
 
 def config_from_args(args: argparse.Namespace) -> Any:
     """A :class:`~epsstar.training.trainer.TrainingConfig` from parsed options."""
-    from epsstar.plumbing.device import checked_device
+    from epsstar.plumbing.runtime.device import checked_device
     from epsstar.training.models import parse_hidden
     from epsstar.training.trainer import TrainingConfig
 
@@ -281,8 +281,8 @@ def summarise(result: TrainingResult, out: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from epsstar.plumbing.device import checked_device
-    from epsstar.plumbing.threads import apply_threads, choose_threads
+    from epsstar.plumbing.runtime.device import checked_device
+    from epsstar.plumbing.runtime.threads import apply_threads, choose_threads
     from epsstar.training.runs.pipeline import load_inputs, train_to_directory
 
     checked_device(args.device)

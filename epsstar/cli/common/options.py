@@ -11,7 +11,7 @@ from epsstar.statistics.names import DEFAULT_METHOD, ENGINES, FAMILIES, METHODS,
 
 if TYPE_CHECKING:  # the estimator modules load scipy: imported when a command runs
     from epsstar.audit.engines.dask_engine import Engine
-    from epsstar.plumbing.json_types import JsonObject
+    from epsstar.plumbing.records.json_types import JsonObject
     from epsstar.statistics.estimators.methods import Bootstrap, EstimatorConfig
 
 #: How every command treats its output files (its --help says so).
@@ -159,7 +159,7 @@ def emit(
     Otherwise the summary is printed with the ``verdict`` lines, then a line per file written.
     """
     if json_path == "-":
-        from epsstar.plumbing.staging import json_text
+        from epsstar.plumbing.files.staging import json_text
 
         sys.stdout.write(json_text(result))
         for line in verdict:

@@ -1,12 +1,12 @@
 """Every file a command writes goes through here: its format's writer, staged with the run's
-other outputs and renamed into place together (:mod:`epsstar.plumbing.staging`).
+other outputs and renamed into place together (:mod:`epsstar.plumbing.files.staging`).
 
 A format is a name, what it holds, and the function that writes one whole file of it at a
 path (a temporary, until the commit). :data:`FORMATS` lists them; a new output format (a
 JUnit file, say) is one writer function and one line there, and the command that offers it
 plans the file with :meth:`RunFiles.plan` before its work and writes it with
 :meth:`RunFiles.write` after. The temporaries are written with the atomicity of
-:class:`~epsstar.plumbing.staging.Outputs`: all of a run's files appear, or none.
+:class:`~epsstar.plumbing.files.staging.Outputs`: all of a run's files appear, or none.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Final, Generic, TypeVar
 
-from epsstar.plumbing.staging import Outputs, StagedFile, StagedFolder
+from epsstar.plumbing.files.staging import Outputs, StagedFile, StagedFolder
 
 if TYPE_CHECKING:
     from epsstar.audit.output.landscape_data import Landscape
     from epsstar.audit.output.result import AuditResult
     from epsstar.audit.training_audit.result import TrainingAuditResult
     from epsstar.cli.common.pipeline import GatedRun, StepSummary
-    from epsstar.plumbing.json_types import JsonObject
+    from epsstar.plumbing.records.json_types import JsonObject
 
 __all__ = [
     "FORMATS",
@@ -54,7 +54,7 @@ class Format(Generic[T]):
 
 
 def _json(document: JsonObject, path: Path) -> None:
-    from epsstar.plumbing.staging import json_text
+    from epsstar.plumbing.files.staging import json_text
 
     path.write_bytes(json_text(document).encode("utf-8"))
 

@@ -45,7 +45,7 @@ from scipy.optimize import brentq
 from scipy.special import expit, log_ndtr
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_records import JsonRecord
+from epsstar.plumbing.records.json_records import JsonRecord
 from epsstar.statistics._validation import check_confidence, check_in_range, check_positive_int
 from epsstar.statistics.auditing._checks import check_claimed_epsilon
 from epsstar.statistics.auditing.claims import claimed_mu

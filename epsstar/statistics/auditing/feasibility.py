@@ -41,7 +41,7 @@ from typing import Literal
 import numpy as np
 
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
-from epsstar.plumbing.json_records import JsonRecord
+from epsstar.plumbing.records.json_records import JsonRecord
 from epsstar.statistics._validation import (
     check_confidence,
     check_delta,

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_records import JsonRecord
+from epsstar.plumbing.records.json_records import JsonRecord
 from epsstar.statistics._validation import check_positive_int, finite_vector
 from epsstar.statistics.bounds.held_out_bound import DIRECTIONS, Direction
 

@@ -28,7 +28,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import ArrayLike
 
-from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics._validation import FloatArray, check_confidence, check_delta, finite_vector
 from epsstar.statistics.auditing.many_run_intervals import (
     _check_prior,

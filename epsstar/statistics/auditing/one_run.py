@@ -13,7 +13,7 @@ from typing import Literal
 
 from numpy.typing import ArrayLike
 
-from epsstar.plumbing.json_records import JsonRecord, json_property
+from epsstar.plumbing.records.json_records import JsonRecord, json_property
 from epsstar.statistics._validation import check_confidence, check_delta
 from epsstar.statistics.auditing._checks import check_claimed_epsilon, check_guess_counts
 from epsstar.statistics.auditing.guesses import GuessCounts, count_correct_guesses

@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_records import JsonRecord
+from epsstar.plumbing.records.json_records import JsonRecord
 from epsstar.statistics._validation import (
     FloatArray,
     check_confidence,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from epsstar.plumbing.json_records import JsonRecord
+from epsstar.plumbing.records.json_records import JsonRecord
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.held_out_bound import (
     DIRECTIONS,

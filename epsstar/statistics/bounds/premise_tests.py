@@ -42,7 +42,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from epsstar.plumbing.json_records import JsonRecord, json_rule
+from epsstar.plumbing.records.json_records import JsonRecord, json_rule
 from epsstar.statistics._validation import FloatArray
 
 __all__ = [

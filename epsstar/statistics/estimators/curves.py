@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from epsstar.plumbing.json_records import JsonRecord
+from epsstar.plumbing.records.json_records import JsonRecord
 from epsstar.statistics._validation import (
     FloatArray,
     check_in_range,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics.results import EpsilonStarResult
 
 __all__ = ["DeltaPoint", "delta_grid", "epsilon_by_delta"]

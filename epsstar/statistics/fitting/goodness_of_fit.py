@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from epsstar.exceptions import InsufficientDataError
-from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics._validation import (
     FloatArray,
     check_in_range,

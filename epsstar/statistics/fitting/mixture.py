@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from epsstar.exceptions import DegenerateDataError, FitError
-from epsstar.plumbing.json_records import JsonRecord, json_property
+from epsstar.plumbing.records.json_records import JsonRecord, json_property
 from epsstar.statistics._validation import FloatArray, check_positive_int, finite_vector
 
 __all__ = ["GaussianMixtureFit"]

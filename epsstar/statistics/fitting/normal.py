@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from epsstar.exceptions import DegenerateDataError
-from epsstar.plumbing.json_records import JsonRecord
+from epsstar.plumbing.records.json_records import JsonRecord
 from epsstar.statistics._validation import FloatArray, finite_vector
 
 __all__ = ["NormalFit"]

@@ -55,7 +55,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from epsstar.exceptions import InsufficientDataError
-from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.summaries.loss_sketch import SampleLike, as_sample, pooled
 from epsstar.statistics.summaries.tail_size import default_tail_size

@@ -31,7 +31,7 @@ import numpy as np
 from scipy.special import erf, erfc
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_records import JsonRecord, json_rule
+from epsstar.plumbing.records.json_records import JsonRecord, json_rule
 from epsstar.statistics._validation import check_in_range
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound, epsilon_lower_bound
 from epsstar.statistics.readings.conversions import advantage_bound_dp

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from epsstar.plumbing.json_records import JsonRecord, json_rule
+from epsstar.plumbing.records.json_records import JsonRecord, json_rule
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.fitting import LossDistribution
 from epsstar.statistics.readings.conversions import (

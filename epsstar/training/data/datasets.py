@@ -234,7 +234,7 @@ class AdultData:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from epsstar.plumbing.staging import atomic_write_bytes
+        from epsstar.plumbing.files.staging import atomic_write_bytes
 
         directory = Path(folder)
         try:

@@ -17,7 +17,7 @@ audit hands the data's columns to the model by name.
 
 The ONNX graph is written directly from the trained weights (Sub, Div, Gemm,
 Relu, Sigmoid/Softmax; opset 17), so it needs only the ``onnx`` package. Every
-file is written with :func:`epsstar.plumbing.staging.atomic_write_bytes` (a temporary file in
+file is written with :func:`epsstar.plumbing.files.staging.atomic_write_bytes` (a temporary file in
 the same directory, moved into place), and ``training.json`` comes last: a
 directory with a ``training.json`` is a finished model.
 """
@@ -44,8 +44,8 @@ from epsstar.audit.model.class_labels import (
 )
 from epsstar.audit.model.declared_privacy import PRIVACY_KEY, DeclaredPrivacy, privacy_to_text
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.staging import atomic_write_bytes, check_output_folder
-from epsstar.plumbing.torchscript_deprecation import torchscript_deprecation_silenced
+from epsstar.plumbing.files.staging import atomic_write_bytes, check_output_folder
+from epsstar.plumbing.runtime.torchscript_deprecation import torchscript_deprecation_silenced
 from epsstar.training.models import ExportedModel
 from epsstar.training.results import TrainingResult
 
@@ -73,7 +73,7 @@ def check_output_dir(
     path: str | os.PathLike[str], overwrite: bool, *, option: str = "--out"
 ) -> Path:
     """Refuse a path that is a file, a folder that cannot be made or written
-    (:func:`~epsstar.plumbing.staging.check_output_folder`), or a non-empty directory
+    (:func:`~epsstar.plumbing.files.staging.check_output_folder`), or a non-empty directory
     unless ``overwrite``; ``option`` is the flag that named it."""
     directory = check_output_folder(option, path)
     if directory.is_dir() and any(directory.iterdir()) and not overwrite:

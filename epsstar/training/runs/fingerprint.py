@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from epsstar.exceptions import InputFileError
-from epsstar.plumbing.digests import sha256_of, sha256_of_bytes
-from epsstar.plumbing.json_types import JsonObject, JsonValue
+from epsstar.plumbing.files.digests import sha256_of, sha256_of_bytes
+from epsstar.plumbing.records.json_types import JsonObject, JsonValue
 from epsstar.training.data.tables import TabularData
 from epsstar.training.trainer import TrainingConfig
 

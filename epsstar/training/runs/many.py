@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from epsstar.plumbing.staging import refuse_replacing_inputs
+from epsstar.plumbing.files.staging import refuse_replacing_inputs
 from epsstar.training.batched import RowSubset, train_many
 from epsstar.training.data.tables import TabularData
 from epsstar.training.progress import EpochProgress

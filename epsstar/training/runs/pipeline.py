@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
-from epsstar.plumbing.staging import interrupts_deferred, refuse_replacing_inputs
+from epsstar.plumbing.files.staging import interrupts_deferred, refuse_replacing_inputs
+from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.training.attribute import (
     AttributeTracker,
     Records,

@@ -1,5 +1,5 @@
 """A model folder's ``training.json`` read back: the fields a resumed sweep and its
-manifest read, declared (:mod:`epsstar.plumbing.schema`) and checked by type and
+manifest read, declared (:mod:`epsstar.plumbing.files.schema`) and checked by type and
 range, so that a record edited by hand or cut short is one line, never a ``KeyError``.
 
 ``epsstar/schemas/training.schema.json`` declares the whole document; only the fields read
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
-from epsstar.plumbing.schema import (
+from epsstar.plumbing.files.schema import (
     Anything,
     Fields,
     Flag,

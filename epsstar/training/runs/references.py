@@ -34,10 +34,8 @@ from epsstar.audit.data.checks import row_hashes
 from epsstar.audit.data.tables.formats import read_schema
 from epsstar.audit.model.features import Features
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.input_bounds import shown
-from epsstar.plumbing.json_records import JsonRecord, json_property, json_rule
-from epsstar.plumbing.json_types import JsonValue
-from epsstar.plumbing.schema import (
+from epsstar.plumbing.files.input_bounds import shown
+from epsstar.plumbing.files.schema import (
     Anything,
     ListOf,
     Nullable,
@@ -46,11 +44,13 @@ from epsstar.plumbing.schema import (
     Where,
     load_document,
 )
-from epsstar.plumbing.staging import (
+from epsstar.plumbing.files.staging import (
     atomic_write_json,
     interrupts_deferred,
     refuse_replacing_inputs,
 )
+from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
+from epsstar.plumbing.records.json_types import JsonValue
 from epsstar.training.batched import RowSubset
 from epsstar.training.data.tables import TabularData
 from epsstar.training.runs.export import MODEL_FILES, check_output_dir

@@ -1,6 +1,6 @@
 """The training settings as configuration files declare them (recipes, sweep files).
 
-Each is a :class:`~epsstar.plumbing.schema.Spec`, so a recipe and a sweep file
+Each is a :class:`~epsstar.plumbing.files.schema.Spec`, so a recipe and a sweep file
 refuse the same values with the same words: the hidden widths, epochs, batch size,
 learning rate and momentum of :class:`~epsstar.training.trainer.TrainingConfig`, with
 bounds wide enough for any run this machine can hold (the memory a network needs is
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from epsstar.plumbing.schema import Integer, ListOf, Number, Text
+from epsstar.plumbing.files.schema import Integer, ListOf, Number, Text
 
 __all__ = [
     "BATCH_SIZE",

@@ -44,13 +44,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from epsstar.exceptions import InputFileError, InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
-from epsstar.plumbing.schema import Fields, Where, read_json
-from epsstar.plumbing.staging import (
+from epsstar.plumbing.files.schema import Fields, Where, read_json
+from epsstar.plumbing.files.staging import (
     atomic_write_bytes,
     check_output_folder,
     refuse_replacing_inputs,
 )
+from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.training.data.tables import TabularData
 from epsstar.training.results import EpochStats
 from epsstar.training.runs.export import MODEL_FILES
@@ -261,7 +261,7 @@ def _train_task(
     The worker reads the data itself and refuses data whose fingerprint differs from
     ``data_part``, the one the sweep computed where it started.
     """
-    from epsstar.plumbing.threads import apply_threads
+    from epsstar.plumbing.runtime.threads import apply_threads
     from epsstar.training.runs.pipeline import load_inputs, train_to_directory
 
     if threads is not None:

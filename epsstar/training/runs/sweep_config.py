@@ -1,6 +1,6 @@
 """The sweep file (TOML or JSON, ``docs/training.md``): its declared schema and the grid.
 
-Every key is declared with :mod:`epsstar.plumbing.schema` and checked before
+Every key is declared with :mod:`epsstar.plumbing.files.schema` and checked before
 anything is planned: ``data``, ``label_column`` and optionally ``population``,
 ``features``, ``out``, ``repeats`` and ``seed`` at the top; ``[model]`` (``hidden``,
 ``lr``, ``momentum``); ``[baseline]`` (``epochs``, one ``batch_size``) and ``[dp]``
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Final
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.schema import (
+from epsstar.plumbing.files.schema import (
     Fields,
     Integer,
     ListOf,

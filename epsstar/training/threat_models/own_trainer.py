@@ -36,7 +36,7 @@ from epsstar.audit.training_audit.threat_models import (
     registered_threat_models,
     threat_model,
 )
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.losses import MAX_ABS_LOGIT, compute_losses
 from epsstar.training.data.tables import TabularData, load_table

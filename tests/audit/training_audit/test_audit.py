@@ -22,7 +22,7 @@ from epsstar.audit.training_audit.frames import read_frame, row_hashes
 from epsstar.audit.training_audit.procedure import Claim, RunRequest, RunScores
 from epsstar.audit.training_audit.threat_models import ThreatModelName, threat_model
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.records.json_types import JsonObject
 
 COLUMNS = ["a", "b", "label"]
 

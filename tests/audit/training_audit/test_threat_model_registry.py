@@ -34,7 +34,7 @@ from epsstar.audit.training_audit.threat_models import (
 )
 from epsstar.cli.main import build_parser
 from epsstar.exceptions import InvalidInputError
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.records.json_types import JsonObject
 
 COLUMNS = ["a", "b", "label"]
 NAMES = [model.name for model in registered_threat_models()]

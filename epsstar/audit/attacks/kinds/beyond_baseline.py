@@ -28,7 +28,7 @@ import numpy as np
 
 from epsstar.audit.attacks.attack import AttackParameters, Scores
 from epsstar.audit.attacks.inputs import AttackInputs
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
 
 __all__ = ["MAX_BINS", "ROWS_PER_BIN", "beyond_baseline_scores"]

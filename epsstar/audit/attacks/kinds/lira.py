@@ -8,7 +8,7 @@ import numpy as np
 
 from epsstar.audit.attacks.attack import AttackParameters, Scores
 from epsstar.audit.attacks.inputs import AttackInputs
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.statistics.attacks.lira import lira_offline
 
 __all__ = ["lira_scores"]

@@ -25,7 +25,7 @@ import numpy as np
 from epsstar.audit.attacks.attack import AttackParameters, Scores
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.audit.data.records import sklearn_frame
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
 
 __all__ = ["qmia_scores"]

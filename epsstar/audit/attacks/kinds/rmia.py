@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from epsstar.audit.attacks.attack import AttackParameters, Scores
 from epsstar.audit.attacks.inputs import AttackInputs
-from epsstar.plumbing.json_types import JsonObject
+from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.statistics.attacks.rmia import rmia_offline
 
 __all__ = ["Z_FRACTION", "Z_MAX", "rmia_scores", "z_split"]

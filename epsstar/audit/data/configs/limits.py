@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Final
 
-from epsstar.plumbing.input_bounds import read_text
-from epsstar.plumbing.schema import (
+from epsstar.plumbing.files.input_bounds import read_text
+from epsstar.plumbing.files.schema import (
     Flag,
     ListOf,
     Number,

@@ -19,9 +19,8 @@ from typing import Any, TypeAlias
 
 from epsstar.audit.inputs.served import is_url, shown_url
 from epsstar.exceptions import InputFileError
-from epsstar.plumbing.input_bounds import read_text
-from epsstar.plumbing.json_records import JsonRecord, json_rule
-from epsstar.plumbing.schema import (
+from epsstar.plumbing.files.input_bounds import read_text
+from epsstar.plumbing.files.schema import (
     Anything,
     Cell,
     CellValue,
@@ -34,6 +33,7 @@ from epsstar.plumbing.schema import (
     Where,
     parse_toml,
 )
+from epsstar.plumbing.records.json_records import JsonRecord, json_rule
 from epsstar.statistics.names import OUTPUT_KINDS, OutputKind
 
 __all__ = [

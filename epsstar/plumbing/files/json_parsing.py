@@ -19,14 +19,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from epsstar.exceptions import InputFileError
-from epsstar.plumbing.input_bounds import (
+from epsstar.plumbing.files.input_bounds import (
     MAX_DEPTH,
     integer_too_long,
     nested_too_deep,
     read_text,
     shown,
 )
-from epsstar.plumbing.json_types import JsonValue
+from epsstar.plumbing.records.json_types import JsonValue
 
 __all__ = ["check_document", "parse_json", "read_json_file"]
 

@@ -26,7 +26,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Final, TypeVar, cast
 
-from epsstar.plumbing.json_types import JsonObject, JsonValue
+from epsstar.plumbing.records.json_types import JsonObject, JsonValue
 
 __all__ = ["JsonRecord", "json_keys", "json_property", "json_rule", "to_json", "to_json_value"]
 
@@ -111,7 +111,7 @@ class JsonRecord:
     json_constants: ClassVar[Mapping[str, JsonValue]] = {}
 
     def to_dict(self) -> JsonObject:
-        """The record's JSON form (see :mod:`epsstar.plumbing.json_records`)."""
+        """The record's JSON form (see :mod:`epsstar.plumbing.records.json_records`)."""
         return to_json(self)
 
 

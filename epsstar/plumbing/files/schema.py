@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeAlias, TypeVar, cast
 
 from epsstar.exceptions import InputFileError
-from epsstar.plumbing import json_parsing
-from epsstar.plumbing.input_bounds import (
+from epsstar.plumbing.files import json_parsing
+from epsstar.plumbing.files.input_bounds import (
     MAX_BYTES,
     MAX_DEPTH,
     integer_too_long,
@@ -41,7 +41,7 @@ from epsstar.plumbing.input_bounds import (
     read_text,
     shown,
 )
-from epsstar.plumbing.json_types import JsonValue
+from epsstar.plumbing.records.json_types import JsonValue
 
 __all__ = [
     "Anything",
@@ -459,12 +459,12 @@ class Table(Spec[Fields]):
 
 def check_depth(document: JsonValue, where: Where, limit: int = MAX_DEPTH) -> None:
     """Refuse lists and tables nested more than ``limit`` deep, counted without recursion
-    (:func:`epsstar.plumbing.json_parsing.check_document`)."""
+    (:func:`epsstar.plumbing.files.json_parsing.check_document`)."""
     json_parsing.check_document(document, where.source, limit)
 
 
 def parse_json(text: str, where: Where, limit: int = MAX_DEPTH) -> JsonValue:
-    """The JSON document of ``text`` (:func:`epsstar.plumbing.json_parsing.parse_json`)."""
+    """The JSON document of ``text`` (:func:`epsstar.plumbing.files.json_parsing.parse_json`)."""
     return json_parsing.parse_json(text, where.source, limit=limit)
 
 
