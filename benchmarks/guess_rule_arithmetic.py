@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from epsstar.statistics.auditing.one_run_approximate_dp import one_run_epsilon_lower_bound
+from epsstar.statistics.auditing.one_run.approximate_dp import one_run_epsilon_lower_bound
 
 CANARIES = 700
 CLAIM = 4.014

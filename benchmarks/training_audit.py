@@ -62,8 +62,8 @@ from epsstar.audit.training_audit.audit import TrainingAuditSetup, audit_trainin
 from epsstar.audit.training_audit.result import BOUNDS, BoundName
 from epsstar.audit.training_audit.threat_models import ThreatModelName
 from epsstar.plumbing.runtime.threads import apply_threads, choose_threads
-from epsstar.statistics.auditing.choose_k import choose_k
-from epsstar.statistics.auditing.one_run import one_run_bounds
+from epsstar.statistics.auditing.one_run.bounds import one_run_bounds
+from epsstar.statistics.auditing.one_run.choose_k import choose_k
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence
 from epsstar.statistics.names import GUESS_RULES, GuessRule
 from epsstar.statistics.readings.conversions import gdp_epsilon

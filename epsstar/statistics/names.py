@@ -308,7 +308,7 @@ GATES: Final[Names[GateRule]] = Names(
 DEFAULT_GATE: Final[GateRule] = "significant"
 
 #: The one-run guessing rules of a training audit (``--guesses``), the first the default;
-#: what each bounds is in :mod:`epsstar.statistics.auditing.guess_rules`.
+#: what each bounds is in :mod:`epsstar.statistics.auditing.one_run.guess_rules`.
 GUESS_RULES: Final[Names[GuessRule]] = Names(
     "--guesses",
     (

@@ -59,12 +59,12 @@ from epsstar.audit.training_audit.result import (
 from epsstar.audit.training_audit.threat_models import ThreatModel
 from epsstar.plumbing.records.by_side import BySide
 from epsstar.plumbing.records.json_records import JsonRecord, json_keys
-from epsstar.statistics.auditing.choose_k import ChosenK
 from epsstar.statistics.auditing.feasibility import CanaryProjection
-from epsstar.statistics.auditing.guess_rules import RuleBounds
 from epsstar.statistics.auditing.identifiability import IdentifiabilityReading
-from epsstar.statistics.auditing.many_runs import ManyRunBounds, MethodBound
-from epsstar.statistics.auditing.one_run import OneRunBounds
+from epsstar.statistics.auditing.many_runs.bounds import ManyRunBounds, MethodBound
+from epsstar.statistics.auditing.one_run.bounds import OneRunBounds
+from epsstar.statistics.auditing.one_run.choose_k import ChosenK
+from epsstar.statistics.auditing.one_run.guess_rules import RuleBounds
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.bounds.gate import GateStatistic
 from epsstar.statistics.bounds.leak_test import LeakTest

@@ -10,9 +10,9 @@ threat model:
 
 * one run: k chosen from the number of canaries and the claim alone
   (:func:`~epsstar.statistics.auditing.choose_k.choose_k`), the k₊ = k₋ = k guesses, the
-  (ε, δ) and μ-GDP bounds (:func:`~epsstar.statistics.auditing.one_run.audit_one_run`);
+  (ε, δ) and μ-GDP bounds (:func:`~epsstar.statistics.auditing.one_run.bounds.audit_one_run`);
 * many runs: the threshold chosen on half of the runs, its errors counted on the other half,
-  the four bounds (:func:`~epsstar.statistics.auditing.many_runs.audit_many_runs`);
+  the four bounds (:func:`~epsstar.statistics.auditing.many_runs.bounds.audit_many_runs`);
 * the DI adversary's readings (:mod:`epsstar.statistics.auditing.identifiability`) for ``di``.
 
 Every bound is taken at confidence 1 − (1 − c)/K for K threat models (:mod:`.result`).
@@ -72,7 +72,6 @@ from epsstar.plumbing.records.constraints import (
 )
 from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.statistics._validation import DELTA
-from epsstar.statistics.auditing.choose_k import ChosenK, choose_k, given_k
 from epsstar.statistics.auditing.feasibility import (
     ManyRunMethod,
     canaries_at_precision,
@@ -80,9 +79,10 @@ from epsstar.statistics.auditing.feasibility import (
     smallest_canary_count,
     smallest_run_count,
 )
-from epsstar.statistics.auditing.guess_rules import audit_guess_rule, rule_sides
 from epsstar.statistics.auditing.identifiability import identifiability_reading
-from epsstar.statistics.auditing.many_runs import audit_many_runs
+from epsstar.statistics.auditing.many_runs.bounds import audit_many_runs
+from epsstar.statistics.auditing.one_run.choose_k import ChosenK, choose_k, given_k
+from epsstar.statistics.auditing.one_run.guess_rules import audit_guess_rule, rule_sides
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence
 from epsstar.statistics.names import GUESS_RULES, TRAINING_BOUNDS, GuessRule
 
@@ -99,7 +99,7 @@ class TrainingAuditSetup:
     (``None``: the runs' own), the confidence, which bound decides, the seed, the ``work``
     folder to resume from, ``k``: the one-run guesses k₊ = k₋ fixed by the design (``None``:
     :func:`choose_k`'s rule), and ``guesses``: the one-run guessing rule
-    (:mod:`~epsstar.statistics.auditing.guess_rules`); ``table_names``: how messages name
+    (:mod:`~epsstar.statistics.auditing.one_run.guess_rules`); ``table_names``: how messages name
     ``train`` and ``population``. The threat models are checked against the procedure that
     serves them, when the audit starts."""
 
@@ -334,7 +334,7 @@ def _check_power(
 
 def _guesses(scores: np.ndarray, k_plus: int, k_minus: int, direction: str) -> np.ndarray:
     """+1 for the k₊ most member-like canaries, −1 for the k₋ least, 0 for the rest (the rule
-    of :func:`~epsstar.statistics.auditing.guesses.count_correct_guesses`, stable order)."""
+    of :func:`~epsstar.statistics.auditing.one_run.guesses.count_correct_guesses`, stable order)."""
     member_like = -scores if direction == "members_lower" else scores
     order = np.argsort(-member_like, kind="stable")
     guesses = np.zeros(scores.size, dtype=np.int8)

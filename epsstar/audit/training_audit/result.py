@@ -28,16 +28,16 @@ from epsstar.audit.training_audit.threat_models import ThreatModel
 from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
 from epsstar.plumbing.records.json_types import JsonObject, JsonValue
 from epsstar.statistics._validation import FloatArray
-from epsstar.statistics.auditing.choose_k import ChosenK
 from epsstar.statistics.auditing.feasibility import (
     PROJECTED_LARGEST,
     CanaryProjection,
     ManyRunMethod,
 )
-from epsstar.statistics.auditing.guess_rules import RuleBounds
 from epsstar.statistics.auditing.identifiability import IdentifiabilityReading
-from epsstar.statistics.auditing.many_runs import ManyRunBounds
-from epsstar.statistics.auditing.one_run import OneRunBounds, OneRunMethod
+from epsstar.statistics.auditing.many_runs.bounds import ManyRunBounds
+from epsstar.statistics.auditing.one_run.bounds import OneRunBounds, OneRunMethod
+from epsstar.statistics.auditing.one_run.choose_k import ChosenK
+from epsstar.statistics.auditing.one_run.guess_rules import RuleBounds
 from epsstar.statistics.names import TRAINING_BOUNDS, BoundName
 
 __all__ = [

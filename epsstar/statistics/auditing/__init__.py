@@ -6,12 +6,15 @@ most 1 − confidence; a claim ε < ε_lo is refuted (Nasr et al. 2021, "Adversa
 Lower Bounds for Differentially Private Machine Learning"; Steinke, Nasr & Jagielski 2023,
 "Privacy Auditing with One (1) Training Run").
 
-Lives here: the one-run bounds of Steinke et al. (:mod:`.one_run_approximate_dp`)
-and of Mahloujifar, Melis & Chaudhuri 2024 (:mod:`.one_run_gaussian_dp`), the guessing rule
-(:mod:`.guesses`), the choice of k from the claim alone (:mod:`.choose_k`), the one-run record
-(:mod:`.one_run`), the many-run bounds (Clopper–Pearson, μ-GDP, Bayesian, log-Katz;
-:mod:`.many_runs`, :mod:`.many_run_intervals`), the μ a claimed (ε, δ) names (:mod:`.claims`)
-and the smallest audit that could refute a claim (:mod:`.feasibility`).
+Lives here: in :mod:`.one_run`, the one-run bounds of Steinke et al.
+(:mod:`.one_run.approximate_dp`) and of Mahloujifar, Melis & Chaudhuri 2024
+(:mod:`.one_run.gaussian_dp`), the guessing rules (:mod:`.one_run.guesses`,
+:mod:`.one_run.guess_rules`), the choice of k from the claim alone
+(:mod:`.one_run.choose_k`) and the one-run record (:mod:`.one_run.bounds`); in
+:mod:`.many_runs`, the many-run bounds (Clopper–Pearson, μ-GDP, Bayesian, log-Katz;
+:mod:`.many_runs.bounds`, :mod:`.many_runs.intervals`); beside them, the μ a claimed (ε, δ)
+names (:mod:`.claims`), the DI adversary's readings (:mod:`.identifiability`) and the
+smallest audit that could refute a claim (:mod:`.feasibility`).
 
 May import: the statistics' root modules, :mod:`epsstar.statistics.bounds`,
 :mod:`epsstar.statistics.readings`, numpy, scipy and statsmodels.

@@ -7,7 +7,7 @@ either way) whose bound exceeds the claim at the confidence, so that a hopeless 
 refused before anything is trained.
 
 * One run, (ε, δ) (Steinke et al. 2023): the smallest m with p(ε) < 1 − confidence for
-  v = r = m (:func:`~.one_run_approximate_dp.one_run_p_value`). With δ = 0 this is the
+  v = r = m (:func:`~.one_run.approximate_dp.one_run_p_value`). With δ = 0 this is the
   closed form m > log(1 − c)/log(e^ε/(1 + e^ε)); δ > 0 only adds to the p-value, and when
   2δ ≥ 1 − c no m can do.
 * One run, μ-GDP (Mahloujifar et al. 2024): the smallest m whose recursion refutes
@@ -50,9 +50,9 @@ from epsstar.statistics._validation import (
 )
 from epsstar.statistics.auditing._checks import check_claimed_epsilon
 from epsstar.statistics.auditing.claims import claimed_mu
-from epsstar.statistics.auditing.one_run import ONE_RUN_METHODS, OneRunMethod
-from epsstar.statistics.auditing.one_run_approximate_dp import one_run_p_value
-from epsstar.statistics.auditing.one_run_gaussian_dp import one_run_gdp_refutation_margin
+from epsstar.statistics.auditing.one_run.approximate_dp import one_run_p_value
+from epsstar.statistics.auditing.one_run.bounds import ONE_RUN_METHODS, OneRunMethod
+from epsstar.statistics.auditing.one_run.gaussian_dp import one_run_gdp_refutation_margin
 from epsstar.statistics.bounds.from_counts import epsilon_lower_bound
 from epsstar.statistics.readings.conversions import gdp_mu_lower_bound
 

@@ -33,7 +33,7 @@ from numpy.typing import ArrayLike
 from epsstar.plumbing.records.json_records import JsonRecord
 from epsstar.statistics._validation import check_delta, finite_vector
 from epsstar.statistics.auditing._checks import check_claimed_epsilon
-from epsstar.statistics.auditing.guesses import inclusion_bits
+from epsstar.statistics.auditing.one_run.guesses import inclusion_bits
 from epsstar.statistics.readings.conversions import (
     advantage_bound_gaussian,
     epsilon_from_advantage_gaussian,

@@ -1,4 +1,4 @@
-"""epsstar.statistics.auditing.choose_k and .claims: k from the claim alone, the claim's μ."""
+"""epsstar.statistics.auditing.one_run.choose_k and .claims: k from the claim, the claim's μ."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.auditing.choose_k import choose_k, expected_precision, given_k
 from epsstar.statistics.auditing.claims import claimed_mu
-from epsstar.statistics.auditing.one_run import ONE_RUN_METHODS
+from epsstar.statistics.auditing.one_run.bounds import ONE_RUN_METHODS
+from epsstar.statistics.auditing.one_run.choose_k import choose_k, expected_precision, given_k
 from epsstar.statistics.readings.conversions import gdp_epsilon
 
 # --- the claim's μ -----------------------------------------------------------------------------
@@ -105,7 +105,7 @@ def test_expected_bound_stays_below_the_claim(method: str, canaries: int, epsilo
 
 def test_choice_is_the_best_candidate() -> None:
     # With m ≤ 512 every k is a candidate: no k does better than the chosen one.
-    from epsstar.statistics.auditing.one_run_approximate_dp import one_run_epsilon_lower_bound
+    from epsstar.statistics.auditing.one_run.approximate_dp import one_run_epsilon_lower_bound
 
     m, eps, delta = 300, 4.0, 1e-5
     chosen = choose_k(m, eps, delta)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from epsstar.statistics.auditing.choose_k import _candidates, choose_k
+from epsstar.statistics.auditing.one_run.choose_k import _candidates, choose_k
 
 
 def test_two_canaries_are_enough_to_choose() -> None:

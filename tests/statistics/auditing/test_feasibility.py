@@ -17,11 +17,11 @@ from epsstar.statistics.auditing.feasibility import (
     smallest_canary_count,
     smallest_run_count,
 )
-from epsstar.statistics.auditing.one_run_approximate_dp import (
+from epsstar.statistics.auditing.one_run.approximate_dp import (
     one_run_epsilon_lower_bound,
     one_run_p_value,
 )
-from epsstar.statistics.auditing.one_run_gaussian_dp import one_run_mu_lower_bound
+from epsstar.statistics.auditing.one_run.gaussian_dp import one_run_mu_lower_bound
 from epsstar.statistics.bounds.from_counts import epsilon_lower_bound
 from epsstar.statistics.readings.conversions import gdp_mu_lower_bound
 

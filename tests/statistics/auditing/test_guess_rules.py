@@ -12,8 +12,12 @@ from hypothesis import strategies as st
 from scipy.stats import binom
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.auditing.guess_rules import audit_guess_rule, rule_candidates, rule_sides
-from epsstar.statistics.auditing.one_run import audit_one_run
+from epsstar.statistics.auditing.one_run.bounds import audit_one_run
+from epsstar.statistics.auditing.one_run.guess_rules import (
+    audit_guess_rule,
+    rule_candidates,
+    rule_sides,
+)
 from epsstar.statistics.names import GUESS_RULES, GuessRule
 
 TRIALS = 200

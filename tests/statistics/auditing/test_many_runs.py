@@ -1,4 +1,4 @@
-"""epsstar.statistics.auditing.many_runs and .many_run_intervals: the many-run bounds."""
+"""epsstar.statistics.auditing.many_runs.bounds and .intervals: the many-run bounds."""
 
 from __future__ import annotations
 
@@ -15,16 +15,16 @@ from scipy.special import betaincc, betaincinv
 from statsmodels.stats.proportion import confint_proportions_2indep
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.auditing.many_run_intervals import (
-    bayesian_epsilon_lower_bound,
-    log_katz_epsilon_lower_bound,
-    posterior_epsilon_cdf,
-)
-from epsstar.statistics.auditing.many_runs import (
+from epsstar.statistics.auditing.many_runs.bounds import (
     MANY_RUN_METHODS,
     audit_many_runs,
     many_run_bounds,
     split_runs,
+)
+from epsstar.statistics.auditing.many_runs.intervals import (
+    bayesian_epsilon_lower_bound,
+    log_katz_epsilon_lower_bound,
+    posterior_epsilon_cdf,
 )
 from epsstar.statistics.bounds.from_counts import epsilon_lower_bound
 from epsstar.statistics.bounds.held_out_bound import split_lower_bound

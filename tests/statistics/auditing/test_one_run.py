@@ -1,4 +1,4 @@
-"""epsstar.statistics.auditing.guesses and .one_run: the guessing rule and the one-run record."""
+"""epsstar.statistics.auditing.one_run: the guessing rule (.guesses), one-run record (.bounds)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from hypothesis import strategies as st
 from scipy import optimize, stats
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.auditing.guesses import count_correct_guesses
-from epsstar.statistics.auditing.one_run import (
+from epsstar.statistics.auditing.one_run.approximate_dp import one_run_epsilon_lower_bound
+from epsstar.statistics.auditing.one_run.bounds import (
     ONE_RUN_METHODS,
     OneRunBounds,
     audit_one_run,
     one_run_bounds,
 )
-from epsstar.statistics.auditing.one_run_approximate_dp import one_run_epsilon_lower_bound
-from epsstar.statistics.auditing.one_run_gaussian_dp import one_run_mu_lower_bound
+from epsstar.statistics.auditing.one_run.gaussian_dp import one_run_mu_lower_bound
+from epsstar.statistics.auditing.one_run.guesses import count_correct_guesses
 from epsstar.statistics.readings.conversions import gdp_epsilon
 from tests.statistics.auditing.peer_values import SCORE_CASES, canary_scores
 

@@ -1,4 +1,4 @@
-"""epsstar.statistics.auditing.one_run_approximate_dp: the one-run (ε, δ) bound of Steinke et al."""
+"""epsstar.statistics.auditing.one_run.approximate_dp: the one-run (ε, δ) bound of Steinke et al."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.auditing.guesses import count_correct_guesses
-from epsstar.statistics.auditing.one_run_approximate_dp import (
+from epsstar.statistics.auditing.one_run.approximate_dp import (
     one_run_epsilon_lower_bound,
     one_run_p_value,
 )
+from epsstar.statistics.auditing.one_run.guesses import count_correct_guesses
 from tests.statistics.auditing.peer_values import COUNT_CASES
 
 mpmath.mp.dps = 50

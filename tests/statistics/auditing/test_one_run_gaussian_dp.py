@@ -1,4 +1,4 @@
-"""epsstar.statistics.auditing.one_run_gaussian_dp: the one-run μ-GDP bound of Mahloujifar et al."""
+"""epsstar.statistics.auditing.one_run.gaussian_dp: the one-run μ-GDP bound of Mahloujifar et al."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from epsstar.exceptions import InvalidInputError
-from epsstar.statistics.auditing.guesses import count_correct_guesses
-from epsstar.statistics.auditing.one_run_approximate_dp import one_run_epsilon_lower_bound
-from epsstar.statistics.auditing.one_run_gaussian_dp import (
+from epsstar.statistics.auditing.one_run.approximate_dp import one_run_epsilon_lower_bound
+from epsstar.statistics.auditing.one_run.gaussian_dp import (
     one_run_gdp_refutation_margin,
     one_run_mu_lower_bound,
 )
+from epsstar.statistics.auditing.one_run.guesses import count_correct_guesses
 from epsstar.statistics.readings.conversions import gdp_epsilon
 from tests.statistics.auditing.peer_values import COUNT_CASES
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from epsstar.statistics.auditing.many_run_intervals import posterior_epsilon_cdf
+from epsstar.statistics.auditing.many_runs.intervals import posterior_epsilon_cdf
 
 
 @pytest.mark.parametrize("t", [0.5, 1.0, 2.0])

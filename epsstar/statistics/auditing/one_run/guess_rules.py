@@ -39,7 +39,7 @@ from numpy.typing import ArrayLike
 from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
 from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.statistics._validation import check_confidence, check_positive_int
-from epsstar.statistics.auditing.one_run import OneRunBounds, audit_one_run
+from epsstar.statistics.auditing.one_run.bounds import OneRunBounds, audit_one_run
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence
 from epsstar.statistics.bounds.held_out_bound import Direction
 from epsstar.statistics.names import GUESS_RULES, GuessRule

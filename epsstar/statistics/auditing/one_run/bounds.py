@@ -1,8 +1,8 @@
 """Both one-run bounds for one training run: the record the audit command writes.
 
-The (ε, δ) bound of Steinke, Nasr & Jagielski 2023 (:mod:`.one_run_approximate_dp`) holds
+The (ε, δ) bound of Steinke, Nasr & Jagielski 2023 (:mod:`.approximate_dp`) holds
 for every (ε, δ)-DP trainer; the μ-GDP bound of Mahloujifar, Melis & Chaudhuri 2024
-(:mod:`.one_run_gaussian_dp`) is tighter and refutes Gaussian trade-off curves. The record
+(:mod:`.gaussian_dp`) is tighter and refutes Gaussian trade-off curves. The record
 reports both, from the same count of right guesses.
 """
 
@@ -16,9 +16,9 @@ from numpy.typing import ArrayLike
 from epsstar.plumbing.records.json_records import JsonRecord, json_property
 from epsstar.statistics._validation import check_confidence, check_delta
 from epsstar.statistics.auditing._checks import check_claimed_epsilon, check_guess_counts
-from epsstar.statistics.auditing.guesses import GuessCounts, count_correct_guesses
-from epsstar.statistics.auditing.one_run_approximate_dp import one_run_epsilon_lower_bound
-from epsstar.statistics.auditing.one_run_gaussian_dp import one_run_mu_lower_bound
+from epsstar.statistics.auditing.one_run.approximate_dp import one_run_epsilon_lower_bound
+from epsstar.statistics.auditing.one_run.gaussian_dp import one_run_mu_lower_bound
+from epsstar.statistics.auditing.one_run.guesses import GuessCounts, count_correct_guesses
 from epsstar.statistics.bounds.held_out_bound import Direction
 from epsstar.statistics.readings.conversions import gdp_epsilon
 

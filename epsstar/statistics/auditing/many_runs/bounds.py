@@ -15,7 +15,7 @@ of N runs without the canary and false negatives FN of P runs with it:
   (:func:`~epsstar.statistics.readings.conversions.gdp_mu_lower_bound`) and its ε at δ
   (:func:`~epsstar.statistics.readings.conversions.gdp_epsilon`); it refutes Gaussian trade-off
   curves and needs far fewer runs.
-* ``bayesian_beta`` and ``log_katz``: :mod:`.many_run_intervals`.
+* ``bayesian_beta`` and ``log_katz``: :mod:`.intervals`.
 
 Each bound holds (or, for the Bayesian one, is credible) at ``confidence``.
 """
@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 
 from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
 from epsstar.statistics._validation import FloatArray, check_confidence, check_delta, finite_vector
-from epsstar.statistics.auditing.many_run_intervals import (
+from epsstar.statistics.auditing.many_runs.intervals import (
     _check_prior,
     bayesian_epsilon_lower_bound,
     log_katz_epsilon_lower_bound,

@@ -49,9 +49,9 @@ from epsstar.plumbing.records.json_records import JsonRecord
 from epsstar.statistics._validation import check_confidence, check_in_range, check_positive_int
 from epsstar.statistics.auditing._checks import check_claimed_epsilon
 from epsstar.statistics.auditing.claims import claimed_mu
-from epsstar.statistics.auditing.one_run import ONE_RUN_METHODS, OneRunMethod
-from epsstar.statistics.auditing.one_run_approximate_dp import one_run_epsilon_lower_bound
-from epsstar.statistics.auditing.one_run_gaussian_dp import one_run_mu_lower_bound
+from epsstar.statistics.auditing.one_run.approximate_dp import one_run_epsilon_lower_bound
+from epsstar.statistics.auditing.one_run.bounds import ONE_RUN_METHODS, OneRunMethod
+from epsstar.statistics.auditing.one_run.gaussian_dp import one_run_mu_lower_bound
 from epsstar.statistics.readings.conversions import gdp_epsilon
 
 __all__ = ["ChosenK", "choose_k", "expected_precision", "given_k"]
