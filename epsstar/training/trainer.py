@@ -21,7 +21,7 @@ A private run follows its :class:`PrivacyPlan`: q = B/N, the steps and σ are th
 N records, whatever the number of rows of the table it is then handed, and the noisy sum is
 divided by q·N. ``epsstar train`` plans on its table's own size (N = n, treated as public);
 an audit of the trainer plans every run on the rows it holds without canaries, so that runs
-with and without a canary differ by the canary alone (under add/remove-one adjacency the
+with and without a canary share their schedule (under add/remove-one adjacency the
 accountant's analysis assumes a schedule that does not depend on the private data set).
 
 Microbatches: each step draws a group id in {0, …, m−1} for every record

@@ -3,11 +3,12 @@
 :class:`OwnTrainer` trains a run's table with :func:`~epsstar.training.trainer.train` and the
 settings of ``epsstar train``. Every run follows one privacy plan, made for the rows of
 ``--train`` without canaries (the request's ``base_records``): one sampling rate, step count and
-σ for the runs with and without a canary, which then differ by the canary alone, as the
-accountant's analysis under add/remove-one adjacency assumes (a schedule read from each run's
-table would tell whether it holds the canary). Its claim is the accountant's ε for that plan,
-the same for every run. The black-box threat models score the canary
-records by their logit loss under the trained model (as ``epsstar audit`` would read its
+σ for the runs with and without a canary, as the accountant's analysis under add/remove-one
+adjacency assumes (a schedule read from each run's table would tell whether it holds the
+canary). Its claim is the accountant's ε for that plan, the same for every run. The
+standardisation is fitted on each run's table, as ``epsstar train`` fits it, outside the
+guarantee (docs/training.md). The black-box threat models score the canary records by their
+logit loss under the trained model (as ``epsstar audit`` would read its
 exported model); the white-box ones add gradient canaries (:mod:`.gradient_canaries`) and
 watch every step (:mod:`.observer`), which needs DP-SGD with per-example clipping.
 
