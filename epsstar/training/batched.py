@@ -16,8 +16,9 @@ the same order (the initial weights; then every step one uniform per record for 
 Poisson batch, with microbatches one group id per record, and the noise of every parameter
 tensor in ``MLP.parameters()`` order), so its batches and noise are those of the run alone and
 its exported model is the one :func:`~epsstar.training.trainer.train` gives, up to the
-order of floating-point sums inside the batched products. Its privacy plan, and so its ε,
-is computed as for the run alone (one σ search per distinct configuration).
+order of floating-point sums inside the batched products. Its privacy plan, and so its ε
+and its schedule, is the one given or computed as for the run alone (one σ search per
+distinct configuration).
 
 A step pads every model's batch to the largest of the step (padded rows are masked out of
 every sum); model k's update is (Σ clipped gradients + N(0, σ_k²C_k²)) / normaliser_k,
@@ -51,6 +52,7 @@ from epsstar.training.trainer import (
     check_memory,
     check_population,
     plan_privacy,
+    schedule,
     train,
     trained_model,
 )
@@ -76,8 +78,9 @@ class RowSubset:
 
 
 def stack_key(config: TrainingConfig, n_records: int) -> tuple[object, ...]:
-    """What models must share to be stepped together (see the module's description)."""
-    steps = max(1, round(1.0 / (config.batch_size / n_records)))  # as the trainer's schedule
+    """What models must share to be stepped together (see the module's description), for runs
+    scheduled on ``n_records`` records (a private run's plan's, else its table's)."""
+    _, steps = schedule(config, n_records)
     clipping = config.clipping_groups() if config.private else None
     return (
         config.hidden,
@@ -449,7 +452,9 @@ def train_many(
 
     ``subsets[k]``, when given and not None, is the rows of ``data`` model k trains on (its
     record names them by the subset's ``source``); otherwise model k trains on all of
-    ``data``. ``plans[k]`` reuses a privacy plan chosen earlier for model k's settings.
+    ``data``. ``plans[k]`` reuses a privacy plan chosen earlier for model k's settings (and
+    model k follows its schedule: the sampling rate and steps planned for ``plans[k].records``
+    records, whatever the number of its rows).
     ``on_epoch(k, stats)`` is called after every epoch of model k. ``device``, when given,
     replaces every configuration's ``device``: where the stacks live (the random draws are
     made on the CPU, so they are the same on every device). ``max_stack``
@@ -474,8 +479,11 @@ def train_many(
     if max_stack is not None and max_stack < 1:
         raise InvalidInputError(f"max_stack must be a positive integer. Found {max_stack}.")
     every_plan = _plans(configs, sizes, plans)
+    scheduled = [
+        size if plan is None else plan.records for plan, size in zip(every_plan, sizes, strict=True)
+    ]
     trained: list[TrainedModel | None] = [None] * len(configs)
-    for indices in _stacks(configs, sizes, max_stack, data):
+    for indices in _stacks(configs, scheduled, max_stack, data):
         if len(indices) == 1:
             k = indices[0]
             trained[k] = _train_alone(

@@ -17,6 +17,13 @@ One step of DP-SGD with sampling rate q, clip norm C and noise multiplier σ:
 Without privacy the same loop skips steps 2 and 3 (the gradient of the summed
 loss divided by q·n). There are round(1/q) steps per epoch.
 
+A private run follows its :class:`PrivacyPlan`: q = B/N, the steps and σ are those planned for
+N records, whatever the number of rows of the table it is then handed, and the noisy sum is
+divided by q·N. ``epsstar train`` plans on its table's own size (N = n, treated as public);
+an audit of the trainer plans every run on the rows it holds without canaries, so that runs
+with and without a canary share their schedule (under add/remove-one adjacency the
+accountant's analysis assumes a schedule that does not depend on the private data set).
+
 Microbatches: each step draws a group id in {0, …, m−1} for every record
 (whether sampled or not, so the grouping does not depend on the data), and a
 sampled record joins its group. Adding or removing one record changes only its
@@ -88,6 +95,7 @@ __all__ = [
     "evaluate",
     "noisy_gradient",
     "plan_privacy",
+    "schedule",
     "train",
     "trained_model",
 ]
@@ -162,13 +170,15 @@ class TrainingConfig:
 
 @dataclass(frozen=True, slots=True)
 class PrivacyPlan:
-    """σ and everything the accountant needs, fixed before training starts."""
+    """σ and everything the accountant needs, fixed before training starts for ``records``
+    records: the sampling rate, the steps and the normaliser a run follows (see the module)."""
 
     noise_multiplier: float
     sensitivity_factor: float
     sampling_rate: float
     steps: int
     steps_per_epoch: int
+    records: int
     delta: float
     delta_rule: str
     accountant: Accountant
@@ -177,6 +187,11 @@ class PrivacyPlan:
     @property
     def accounting_noise_multiplier(self) -> float:
         return self.noise_multiplier / self.sensitivity_factor
+
+    @property
+    def expected_batch_size(self) -> float:
+        """q × the records planned for: what a step's sum of clipped examples is divided by."""
+        return self.sampling_rate * self.records
 
     def epsilon_after(self, steps: int) -> float:
         return self.accountant.epsilon(
@@ -226,17 +241,19 @@ def _epsstar_version() -> str:
     return str(getattr(epsstar, "__version__", "unknown"))
 
 
-def _schedule(config: TrainingConfig, n_records: int) -> tuple[float, int]:
+def schedule(config: TrainingConfig, n_records: int) -> tuple[float, int]:
+    """The sampling rate q = batch_size / n and the steps per epoch, round(1/q), for n records."""
     sampling_rate = config.batch_size / n_records
     return sampling_rate, max(1, round(1.0 / sampling_rate))
 
 
 def plan_privacy(config: TrainingConfig, n_records: int) -> PrivacyPlan | None:
-    """Choose σ for the run (searching for ``target_epsilon`` if given); None if not private."""
+    """Choose σ for runs on ``n_records`` records (searching for ``target_epsilon`` if given),
+    and with it their schedule (:func:`schedule`); None if not private."""
     config.validate(n_records)
     if not config.private:
         return None
-    sampling_rate, per_epoch = _schedule(config, n_records)
+    sampling_rate, per_epoch = schedule(config, n_records)
     steps = per_epoch * config.epochs
     if config.delta is None:
         delta, rule = default_delta(n_records), "1/(n ln n)"
@@ -263,6 +280,7 @@ def plan_privacy(config: TrainingConfig, n_records: int) -> PrivacyPlan | None:
         sampling_rate=sampling_rate,
         steps=steps,
         steps_per_epoch=per_epoch,
+        records=n_records,
         delta=delta,
         delta_rule=rule,
         accountant=accountant,
@@ -397,7 +415,9 @@ def _privacy_summary(config: TrainingConfig, plan: PrivacyPlan, epsilon: float) 
 
 @dataclass(frozen=True, slots=True)
 class StepSettings:
-    """What every step of a run uses: sampling, clipping groups, clip, noise and normaliser."""
+    """What every step of a run uses: sampling, clipping groups, clip, noise and normaliser;
+    a private run's sampling, steps and normaliser are its plan's, a run without privacy's
+    those of its table of ``n_records`` rows."""
 
     binary: bool
     sampling_rate: float
@@ -411,18 +431,26 @@ class StepSettings:
     def of(
         cls, config: TrainingConfig, plan: PrivacyPlan | None, n_records: int, binary: bool
     ) -> StepSettings:
-        sampling_rate, per_epoch = _schedule(config, n_records)
+        if plan is None:
+            sampling_rate, per_epoch = schedule(config, n_records)
+            return cls(
+                binary=binary,
+                sampling_rate=sampling_rate,
+                steps_per_epoch=per_epoch,
+                groups_count=None,
+                clip=None,
+                noise_std=0.0,
+                normaliser=sampling_rate * n_records,
+            )
         groups_count = config.clipping_groups()
         return cls(
             binary=binary,
-            sampling_rate=sampling_rate,
-            steps_per_epoch=per_epoch,
+            sampling_rate=plan.sampling_rate,
+            steps_per_epoch=plan.steps_per_epoch,
             groups_count=groups_count,
-            clip=config.clip if plan is not None else None,
-            noise_std=plan.noise_multiplier * config.clip if plan else 0.0,
-            normaliser=float(groups_count)
-            if (plan and groups_count)
-            else sampling_rate * n_records,
+            clip=config.clip,
+            noise_std=plan.noise_multiplier * config.clip,
+            normaliser=float(groups_count) if groups_count else plan.expected_batch_size,
         )
 
 
@@ -647,10 +675,11 @@ def train(
 ) -> TrainedModel:
     """Train one model on ``data``; ``on_epoch`` is called after every epoch.
 
-    ``plan`` may pass a :class:`PrivacyPlan` computed earlier by
-    :func:`plan_privacy` (the σ search is the slow part of planning). ``hooks`` let an audit
-    of the training run inject gradient canaries and observe every step (:class:`StepHooks`);
-    they need per-example clipping. ``config.device`` is where the network, the features
+    ``plan`` may pass a :class:`PrivacyPlan` computed earlier by :func:`plan_privacy` (the σ
+    search is the slow part of planning); the run follows its schedule, planned for
+    ``plan.records`` records, not one of ``data``'s size. ``hooks`` let an audit of the training
+    run inject gradient canaries and observe every step (:class:`StepHooks`); they need
+    per-example clipping. ``config.device`` is where the network, the features
     and every step live; the seeded
     generator, and so the initial weights, the batches, the groups and the noise, stays on
     the CPU, so a run draws the same numbers on every device and differs from the CPU run

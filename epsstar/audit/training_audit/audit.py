@@ -528,13 +528,14 @@ def audit_training(
     n_first = len(frames[0]) + sum(
         sum(plans[0].included.get(kind, ())) for kind in canaries.records
     )
-    early = _early_claim(setup, procedure.claim(n_first), n_first)
+    early = _early_claim(setup, procedure.claim(len(frames[0])), n_first)
     if early is not None:
         _check_power(setup, chosen, canaries, (early.epsilon, early.delta), level)
     store = RunStore.open(setup.work, _settings(procedure, setup, digests))
     with work_folder(setup.work) as folder:
         inputs = RunInputs(
             setup.train,
+            len(frames[0]),
             _canary_tables(canaries, folder, setup.train.suffix.lower()),
             tuple(model.name for model in chosen),
         )

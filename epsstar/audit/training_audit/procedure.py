@@ -81,12 +81,14 @@ class Claim(JsonRecord):
 class RunRequest:
     """One training run to do (see the module). ``index`` counts runs from 0; ``base_train`` is
     ``--train``, the rows every run holds (what an adversary may know, unlike ``train``, which
-    holds the included canaries too); ``scratch`` is an empty folder, removed after the run."""
+    holds the included canaries too), and ``base_records`` their number, the same for every
+    run; ``scratch`` is an empty folder, removed after the run."""
 
     index: int
     seed: int
     train: Path
     base_train: Path
+    base_records: int
     canaries: dict[CanaryKind, Path]
     gradient_included: tuple[bool, ...]
     threat_models: tuple[ThreatModelName, ...]
@@ -153,8 +155,9 @@ class Procedure(Protocol):
         """How many gradient canaries a run can take (0: none)."""
         ...
 
-    def claim(self, n_records: int) -> Claim | None:
-        """What a run on ``n_records`` records claims, when known before training."""
+    def claim(self, base_records: int) -> Claim | None:
+        """What the runs claim, when known before training: runs on ``--train``'s
+        ``base_records`` rows and the canaries each includes."""
         ...
 
     def run(self, request: RunRequest) -> RunScores:
@@ -174,7 +177,7 @@ class _BlackBox:
     def gradient_capacity(self) -> int:
         return 0
 
-    def claim(self, n_records: int) -> Claim | None:
+    def claim(self, base_records: int) -> Claim | None:
         return None
 
 

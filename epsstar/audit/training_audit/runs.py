@@ -87,9 +87,11 @@ class RunPlan:
 
 @dataclass(frozen=True, slots=True)
 class RunInputs:
-    """What every run reads: ``--train``, and the canaries' tables (in ``--train``'s format)."""
+    """What every run reads: ``--train`` (and its number of rows), and the canaries' tables
+    (in ``--train``'s format)."""
 
     train: Path
+    train_records: int
     canaries: dict[CanaryKind, Path]
     threat_models: tuple[ThreatModelName, ...]
 
@@ -139,6 +141,7 @@ def _request(plan: RunPlan, inputs: RunInputs, scratch: Path) -> RunRequest:
         seed=plan.seed,
         train=table,
         base_train=inputs.train,
+        base_records=inputs.train_records,
         canaries=dict(inputs.canaries),
         gradient_included=plan.included.get("gradient", ()),
         threat_models=inputs.threat_models,

@@ -1,9 +1,14 @@
 """epsstar's own trainer as the procedure under audit, in this process, seen from inside.
 
 :class:`OwnTrainer` trains a run's table with :func:`~epsstar.training.trainer.train` and the
-settings of ``epsstar train``. Its claim is the accountant's ε for the run (the records of the
-run's table, the σ and steps of its plan). The black-box threat models score the canary
-records by their logit loss under the trained model (as ``epsstar audit`` would read its
+settings of ``epsstar train``. Every run follows one privacy plan, made for the rows of
+``--train`` without canaries (the request's ``base_records``): one sampling rate, step count and
+σ for the runs with and without a canary, as the accountant's analysis under add/remove-one
+adjacency assumes (a schedule read from each run's table would tell whether it holds the
+canary). Its claim is the accountant's ε for that plan, the same for every run. The
+standardisation is fitted on each run's table, as ``epsstar train`` fits it, outside the
+guarantee (docs/training.md). The black-box threat models score the canary records by their
+logit loss under the trained model (as ``epsstar audit`` would read its
 exported model); the white-box ones add gradient canaries (:mod:`.gradient_canaries`) and
 watch every step (:mod:`.observer`), which needs DP-SGD with per-example clipping.
 
@@ -109,6 +114,21 @@ def _accounted(config: TrainingConfig, n_records: int) -> tuple[float, float] | 
     return None if plan is None else (plan.epsilon_after(plan.steps), plan.delta)
 
 
+def _schedule(trained: TrainedModel, data: TabularData) -> JsonObject:
+    """What a run's steps followed, for its record: the rows of its table, its sampling rate,
+    steps, update normaliser and noise multiplier (the same for every run of a private trainer's
+    audit, whatever canaries its table holds)."""
+    steps = trained.result.hyperparameters
+    privacy = trained.result.privacy
+    return {
+        "records": data.n_records,
+        "sampling_rate": steps.sampling_rate,
+        "steps": steps.steps,
+        "update_normaliser": steps.update_normaliser,
+        "noise_multiplier": None if privacy is None else privacy.noise_multiplier,
+    }
+
+
 def _row_keys(table: TabularData) -> list[bytes]:
     """One key per record: its features and label, byte for byte."""
     rows = np.column_stack([table.features.astype(np.float64), table.labels.astype(np.float64)])
@@ -179,8 +199,8 @@ class OwnTrainer:
     def gradient_capacity(self) -> int:
         return self.parameters if self._white_box() else 0
 
-    def claim(self, n_records: int) -> Claim | None:
-        accounted = _accounted(replace(self.config, seed=0), n_records)
+    def claim(self, base_records: int) -> Claim | None:
+        accounted = _accounted(replace(self.config, seed=0), base_records)
         if accounted is None:
             return Claim(False, source="epsstar's trainer without DP-SGD")
         return Claim(True, *accounted, _ACCOUNTANT)
@@ -225,7 +245,7 @@ class OwnTrainer:
             sampling_rate=plan.sampling_rate,
             clip=config.clip,
             noise_std=plan.noise_multiplier * config.clip,
-            normaliser=plan.sampling_rate * data.n_records,
+            normaliser=plan.expected_batch_size,
             lr=config.lr,
             momentum=config.momentum,
             binary=data.n_classes == 2,
@@ -262,9 +282,10 @@ class OwnTrainer:
             clip=breakage.clip,
         )
 
-    def plan(self, n_records: int) -> PrivacyPlan | None:
-        """The privacy plan of a run on ``n_records`` records (shared by runs of one size)."""
-        return _plan(replace(self.config, seed=0), n_records)
+    def plan(self, base_records: int) -> PrivacyPlan | None:
+        """The privacy plan of every run on ``base_records`` rows of ``--train`` and the canaries
+        it includes."""
+        return _plan(replace(self.config, seed=0), base_records)
 
     def _canary_tables(
         self, request: RunRequest, data: TabularData
@@ -290,7 +311,7 @@ class OwnTrainer:
         start = time.perf_counter()
         data = load_table(request.train, self.label_column, features=self.features)
         tables = self._canary_tables(request, data)
-        plan = self.plan(data.n_records)
+        plan = self.plan(request.base_records)
         white = [name for name in request.threat_models if threat_model(name).white_box]
         observer = injector = None
         if white and plan is not None:
@@ -341,5 +362,6 @@ class OwnTrainer:
             "file": None,
             "sha256": None,
             "loader": "epsstar trainer (in process)",
+            "schedule": _schedule(trained, data),
         }
         return RunScores(scores, claim, record, seconds)

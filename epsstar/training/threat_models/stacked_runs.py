@@ -3,12 +3,13 @@
 The many-run audit (§III-C of Nasr et al. 2021, "Adversary Instantiation: Lower Bounds for
 Differentially Private Machine Learning") trains R runs with a canary and R without, each on its own
 table (``--train``'s rows and the canaries it includes, shuffled with its seed). Those runs take the
-same steps (same network, epochs, clipping and optimiser; the tables differ by a canary at most, so
-the steps per epoch agree), which is what :func:`epsstar.training.batched.train_many` steps as one
-batched computation. Each run's table is read as the run alone reads it, the tables are laid end to
-end, and run k trains on its own rows (a :class:`~epsstar.training.batched.RowSubset`) with its own
-seed and privacy plan: so its model is the model of the run alone, up to the order of float32 sums
-inside the batched products (docs/many-models.md), and so are its canaries' scores.
+same steps (same network, epochs, clipping and optimiser, and one privacy plan, made for
+``--train``'s rows whatever canaries a run includes), which is what
+:func:`epsstar.training.batched.train_many` steps as one batched computation. Each run's table is
+read as the run alone reads it, the tables are laid end to end, and run k trains on its own rows
+(a :class:`~epsstar.training.batched.RowSubset`) with its own seed and that plan: so its model
+is the model of the run alone, up to the order of float32 sums inside the batched products
+(docs/many-models.md), and so are its canaries' scores.
 
 Only the black-box threat models (the final model's losses) are trained this way: the
 white-box ones watch every step of one run, and a broken trainer's noise or clipping is a hook
@@ -47,7 +48,7 @@ class StackedTrainer(Protocol):
     @property
     def features(self) -> tuple[str, ...] | None: ...
 
-    def plan(self, n_records: int) -> PrivacyPlan | None: ...
+    def plan(self, base_records: int) -> PrivacyPlan | None: ...
 
     def run(self, request: RunRequest) -> RunScores: ...
 
@@ -87,7 +88,7 @@ def run_stack(trainer: StackedTrainer, requests: Sequence[RunRequest]) -> list[R
         return [trainer.run(request) for request in requests]
     whole, subsets = _laid_end_to_end(tables)
     configs = [replace(trainer.config, seed=request.seed) for request in requests]
-    plans = [trainer.plan(table.n_records) for table in tables]
+    plans = [trainer.plan(request.base_records) for request in requests]
     models = train_many(whole, configs, subsets=subsets, plans=plans)
     seconds = (time.perf_counter() - start) / len(requests)
     return [
