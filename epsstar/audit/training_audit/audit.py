@@ -9,7 +9,7 @@ the one the runs state (the accountant's ε for epsstar's trainer, the saved mod
 threat model:
 
 * one run: k chosen from the number of canaries and the claim alone
-  (:func:`~epsstar.statistics.auditing.choose_k.choose_k`), the k₊ = k₋ = k guesses, the
+  (:func:`~epsstar.statistics.auditing.one_run.choose_k.choose_k`), the k₊ = k₋ = k guesses, the
   (ε, δ) and μ-GDP bounds (:func:`~epsstar.statistics.auditing.one_run.bounds.audit_one_run`);
 * many runs: the threshold chosen on half of the runs, its errors counted on the other half,
   the four bounds (:func:`~epsstar.statistics.auditing.many_runs.bounds.audit_many_runs`);
