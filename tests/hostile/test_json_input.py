@@ -123,7 +123,7 @@ def test_a_training_record_beside_the_model_is_ignored_as_any_malformed_one(
 #: document torch still reads would skip the check), and the LoRA pattern matcher reads
 #: only what its own child process wrote.
 OWN_PARSERS = {
-    Path("epsstar", "plumbing", "json_parsing.py"),
+    Path("epsstar", "plumbing", "files", "json_parsing.py"),
     Path("loaders", "torch_export", "archive.py"),
     Path("loaders", "huggingface", "patterns.py"),
 }
