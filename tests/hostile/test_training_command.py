@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from epsstar.audit.training_audit.command import CommandTemplate, run_command
+from epsstar.audit.training_audit.external.command import CommandTemplate, run_command
 from epsstar.exceptions import InvalidInputError
 from tests.hostile.bounded import run_cli
 

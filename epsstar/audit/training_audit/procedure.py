@@ -29,10 +29,10 @@ import numpy as np
 
 from epsstar.audit.model.loading import ModelFile, ModelObject
 from epsstar.audit.model.plugins import OutputKind
-from epsstar.audit.training_audit.command import CommandTemplate, run_command
+from epsstar.audit.training_audit.external.command import CommandTemplate, run_command
+from epsstar.audit.training_audit.external.saved_model import find_saved_model
+from epsstar.audit.training_audit.external.scoring import score_canaries
 from epsstar.audit.training_audit.frames import read_frame
-from epsstar.audit.training_audit.saved_model import find_saved_model
-from epsstar.audit.training_audit.scoring import score_canaries
 from epsstar.audit.training_audit.threat_models import (
     CanaryKind,
     ThreatModelName,

@@ -222,7 +222,7 @@ def _procedure(args: argparse.Namespace) -> Procedure:
             trust=args.trust_model,
         )
     if args.training_command is not None:
-        from epsstar.audit.training_audit.command import CommandTemplate
+        from epsstar.audit.training_audit.external.command import CommandTemplate
         from epsstar.audit.training_audit.procedure import CommandProcedure
 
         return CommandProcedure(
