@@ -183,8 +183,9 @@ class _BlackBox:
 
 @dataclass(frozen=True, slots=True)
 class CommandProcedure(_BlackBox):
-    """A command template (:mod:`.command`) whose saved model (:mod:`.saved_model`) is scored
-    through the final model's predictions (:mod:`.scoring`): the black-box threat models."""
+    """A command template (:mod:`.external.command`) whose saved model
+    (:mod:`.external.saved_model`) is scored through the final model's predictions
+    (:mod:`.external.scoring`): the black-box threat models."""
 
     template: CommandTemplate
     label_column: str

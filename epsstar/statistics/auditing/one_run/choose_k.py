@@ -161,7 +161,7 @@ def choose_k(
     with ``sides=2``, k guesses on one side with ``sides=1``.
 
     Reads nothing but m, the claimed (ε, δ) with δ in (0, 0.5), the confidence, which
-    bound (``method``, one of :data:`~.one_run.ONE_RUN_METHODS`) the audit will report and
+    bound (``method``, one of :data:`~.bounds.ONE_RUN_METHODS`) the audit will report and
     the rule's number of sides.
     """
     m = check_positive_int("canaries", canaries, minimum=2)
