@@ -7,13 +7,13 @@ study is about: opacus divides by the data set's length, the plain loop by a con
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pandas as pd
 import pytest
+
+from tests.benchmarks_.scripts import imported
 
 pytest.importorskip("opacus")
 torch = pytest.importorskip("torch")
@@ -23,13 +23,7 @@ PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "case_opacus.py"
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("case_opacus_bench", PATH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return imported(PATH, "case_opacus_bench")
 
 
 def trainers(bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
@@ -37,12 +31,7 @@ def trainers(bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         monkeypatch.setenv(f"CASE_{name}", value)
     path = tmp_path / "case_fit.py"
     path.write_text(bench.MODULE, "utf-8")
-    spec = importlib.util.spec_from_file_location("case_fit_for_test", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return imported(path, "case_fit_for_test")
 
 
 def test_the_claim_is_what_opacus_reports_for_its_noise(bench: ModuleType) -> None:

@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from tests.benchmarks_.scripts import imported
+
 PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "dp_consistency.py"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("dp_consistency_bench", PATH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return imported(PATH, "dp_consistency_bench")
 
 
 def row(bench: ModuleType, dataset: str, target: float, seed: int, **values: object) -> object:
