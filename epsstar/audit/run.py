@@ -188,7 +188,7 @@ def audit(
                 f"a text audit reads a language model's folder; pass its path. Found a {file.path}."
             )
         return _audit_text(
-            file, tables, options, attack, (slice_by, on_dask, progress), premise, command
+            file, tables, options, attack, (slice_by, engine, progress), premise, command
         )
     try:
         return _audit_table(
@@ -266,15 +266,16 @@ def _audit_text(
     tables: TextTables,
     options: AuditOptions | None,
     attack: AttackSettings,
-    engine_settings: tuple[str | None, bool, object],
+    engine_settings: tuple[str | None, Engine | None, object],
     premise: PremiseSettings,
     command: str | None,
 ) -> AuditResult:
-    """A text audit (:mod:`epsstar.audit.text_run`), in this process, without slices."""
-    slice_by, on_dask, progress = engine_settings
+    """A text audit (:mod:`epsstar.audit.text_run`), in this process or on a Dask cluster,
+    without slices."""
+    slice_by, engine, progress = engine_settings
+    on_dask = engine is not None and engine.on_dask
     check_text_settings(
         slice_by=slice_by,
-        on_dask=on_dask,
         group_by=premise.group_by,
         attribute=premise.attribute,
         skip_blind_baseline=premise.skip_blind_baseline,
@@ -285,9 +286,10 @@ def _audit_text(
         AuditOptions() if options is None else options,
         attack,
         tables.record_text,
-        _checked_progress(progress),
+        progress if on_dask else _checked_progress(progress),
         command,
         premise.top_records,
+        engine,
     )
     return audit_text(run)
 

@@ -39,7 +39,6 @@ def files(tmp_path: Path) -> list[str]:
         (["--group-by", "user"], "--group-by (group_by) works with tabular audits only"),
         (["--attribute", "age"], "--attribute (attribute) works with tabular audits only"),
         (["--no-blind-baseline", "slow"], "--no-blind-baseline works with tabular audits only"),
-        (["--engine", "dask"], "--engine dask works with tabular audits only"),
     ],
 )
 def test_tabular_only_options_are_refused(

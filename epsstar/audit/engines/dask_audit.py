@@ -28,7 +28,6 @@ the AUROC; the data themselves never reach this process.
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -39,7 +38,6 @@ import numpy as np
 
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.audit.attacks.references import ReferenceConfidences, check_stated_classes
-from epsstar.audit.data.files import FileDigest, digests_of
 from epsstar.audit.data.partitions import (
     DataSet,
     StorageOptions,
@@ -61,6 +59,7 @@ from epsstar.audit.engines.record_sample import (
 )
 from epsstar.audit.engines.streaming import StreamedTable, stream_table
 from epsstar.audit.engines.summaries import join_tables, summarise_table
+from epsstar.audit.engines.worker_models import ModelSpec, checked_model, model_spec
 from epsstar.audit.model.loading import LoadedAuditModel, ModelFile
 from epsstar.audit.model.plugins import LoadedModel
 from epsstar.audit.output.provenance import ReferenceModel
@@ -75,8 +74,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["DaskStreams", "PartitionProgress", "stream_on_dask"]
 
-#: Models one worker process keeps loaded (the target and its reference models).
-MAX_LOADED = 64
 ROLES: tuple[Role, Role] = ("train", "population")
 
 
@@ -88,14 +85,6 @@ class PartitionProgress(Protocol):
     def partition_done(self, role: str, done: int, total: int, rows: int, seconds: float) -> None:
         """A partition of ``role`` (``"train"`` or ``"population"``) is done."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class ModelSpec:
-    """How a worker loads a model, and the SHA-256 each of its files must have."""
-
-    file: ModelFile
-    digests: tuple[FileDigest, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,32 +118,6 @@ _Task: TypeAlias = tuple[
 #: What a task sends back: the partition's table, its SHA-256, the models' log-odds and its
 #: sample of records.
 _Streamed: TypeAlias = tuple[StreamedTable, str, FloatArray | None, RecordSample | None]
-
-#: The models this worker process loaded, by everything that defines them.
-_LOADED: dict[ModelSpec, LoadedAuditModel] = {}
-
-
-def _checked_model(spec: ModelSpec) -> LoadedAuditModel:
-    """The model of ``spec``, loaded once per process, its files checked against the client's."""
-    if spec in _LOADED:
-        return _LOADED[spec]
-    for expected in spec.digests:
-        try:
-            found = sha256_of(Path(expected.path))
-        except OSError as error:
-            raise InputFileError(
-                f"a worker cannot read a model file ({error}). Found {expected.path!r}."
-            ) from None
-        if found != expected.sha256:
-            raise InputFileError(
-                f"a worker's copy of a model file differs from the one audited here (sha256 "
-                f"{found[:16]}... instead of {expected.sha256[:16]}...). Found {expected.path!r}."
-            )
-    loaded = spec.file.load()
-    if len(_LOADED) >= MAX_LOADED:
-        _LOADED.clear()
-    _LOADED[spec] = loaded
-    return loaded
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +176,7 @@ def _streamed_partition(
     riders: tuple[tuple[tuple[ModelSpec, TableRead], ...], RecordSample | None],
 ) -> tuple[StreamedTable, str, FloatArray | None]:
     references, sample = riders
-    loaded = _checked_model(model)
+    loaded = checked_model(model)
     with local_partition(partition, storage_options) as path:
         digest = sha256_of(path)
         here = replace(read, path=path)
@@ -227,7 +190,7 @@ def _streamed_partition(
 def _reference_on(spec: ModelSpec, read: TableRead) -> tuple[LoadedModel, Path, TableRead]:
     """A reference model loaded here, and its read of the partition ``read`` names."""
     try:
-        return _checked_model(spec).model, Path(spec.file.path), read
+        return checked_model(spec).model, Path(spec.file.path), read
     except InvalidInputError as error:
         raise type(error)(f"reference model {str(spec.file.path)!r}: {error}") from None
 
@@ -257,15 +220,6 @@ def _with_references(
             raise type(error)(f"reference model {str(model_path)!r}: {error}") from None
     target = scores.target_log_odds(streamed.losses)
     return streamed, np.vstack([target, *(row for row in rows if row is not None)])
-
-
-def _model_spec(file: ModelFile, model: object) -> ModelSpec:
-    """How a worker loads ``file`` (``model`` as loaded here), with the SHA-256 of the model
-    file and of every file the loader read beside it."""
-    files = [os.fspath(f) for f in getattr(model, "files", (file.path,))]
-    if os.fspath(file.path) not in files:
-        files.insert(0, os.fspath(file.path))
-    return ModelSpec(file, digests_of(files))
 
 
 def _columns(data: DataSet) -> tuple[str, ...]:
@@ -337,7 +291,7 @@ def _references(
                 reads[role].append(replace(read, loss="logit"))
         except InvalidInputError as error:
             raise type(error)(f"reference model {str(path)!r}: {error}") from None
-        specs.append(_model_spec(ModelFile(path, info.name, trust=trust), model))
+        specs.append(model_spec(ModelFile(path, info.name, trust=trust), model))
         loaded.append((model, path))
     frozen = {role: tuple(found) for role, found in reads.items()}
     return _References(tuple(loaded), tuple(specs), frozen)
@@ -599,7 +553,7 @@ def stream_on_dask(
     references = _references(reference_models, tables, columns, file.trust)
     summarising = _summarising(rows, summarise_seed)
     how = (summarising, rows, sample)
-    tasks = _tasks(_model_spec(file, loaded.model), data, reads, references, how)
+    tasks = _tasks(model_spec(file, loaded.model), data, reads, references, how)
     collected = _Collected(tasks, progress)
     with dask_client(engine) as client:
         outcomes = run_tasks(

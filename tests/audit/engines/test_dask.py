@@ -246,14 +246,14 @@ def test_partitions_are_listed_in_natural_order_without_hidden_files(tmp_path: P
 
 def test_a_worker_refuses_a_model_file_other_than_the_audited_one(tmp_path: Path) -> None:
     from epsstar.audit.data.files import FileDigest
-    from epsstar.audit.engines.dask_audit import ModelSpec, _checked_model
+    from epsstar.audit.engines.worker_models import ModelSpec, checked_model
     from epsstar.audit.model.loading import ModelFile
     from epsstar.exceptions import InputFileError
 
     model = MODELS / "binary_logreg.onnx"
     spec = ModelSpec(ModelFile(model, "onnx"), (FileDigest(str(model), "0" * 64),))
     with pytest.raises(InputFileError, match="a worker's copy of a model file differs"):
-        _checked_model(spec)
+        checked_model(spec)
 
 
 def test_data_set_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
