@@ -17,6 +17,9 @@ from epsstar.audit.engines.worker_models import model_spec
 from epsstar.audit.model.loading import ModelFile
 from epsstar.cli import main
 from epsstar.exceptions import InputFileError
+from tests.audit.engines.test_dask import MODELS
+from tests.audit.engines.test_dask import _comparable as _comparable_fleet
+from tests.conftest import invoke
 
 pytest.importorskip("distributed")
 
@@ -107,3 +110,38 @@ def test_a_worker_refuses_a_text_file_other_than_the_audited_one(
         f"{str(raised.value).split('sha256 ')[1][:16]}... instead of 0000000000000000...). "
         f"Found {str(corpus.train)!r}."
     )
+
+
+def test_audit_many_of_a_text_model_on_a_cluster_gives_the_single_engine_json(
+    corpus: TinyCorpus,
+    in_process: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    validate_json: Callable[[str, Any], None],
+) -> None:
+    # A language model and a classifier in one manifest (an empty cell is absent).
+    manifest = tmp_path / "manifest.csv"
+    rows = [
+        "model,train,population,text_column,label_column,strategy,repeat",
+        f"{corpus.model},{corpus.train},{corpus.population},text,,fine-tuned,0",
+        f"{MODELS / 'binary_logreg.onnx'},{MODELS / 'binary_train.csv'},"
+        f"{MODELS / 'binary_population.parquet'},,label,table,0",
+    ]
+    manifest.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    documents = {}
+    for engine in ("single", "dask"):
+        out = tmp_path / f"{engine}.json"
+        argv = ["audit-many", str(manifest), "--engine", engine, "--jobs", "1", "--quiet"]
+        where = ["--scheduler", in_process] if engine == "dask" else []
+        code, _, err = invoke([*argv, "--json", str(out), *where], capsys)
+        assert code == 0, err
+        documents[engine] = json.loads(out.read_text())
+        validate_json("audit-many", documents[engine])
+    single, dask = documents["single"], documents["dask"]
+    text, table = (model["entry"] for model in dask["models"])
+    assert (text["text_column"], "label_column" in text) == ("text", False)
+    assert (table["label_column"], "text_column" in table) == ("label", False)
+    result = dask["models"][0]["result"]
+    assert result["text"]["model"]["architecture"] == "GPT2LMHeadModel"
+    assert result["epsilon_star"] > 1.0  # the fine-tuned model leaks (test_text_audit.py)
+    assert _comparable_fleet(single) == _comparable_fleet(dask)
