@@ -133,11 +133,15 @@ def test_audit_many_of_a_text_model_on_a_cluster_gives_the_single_engine_json(
         out = tmp_path / f"{engine}.json"
         argv = ["audit-many", str(manifest), "--engine", engine, "--jobs", "1", "--quiet"]
         where = ["--scheduler", in_process] if engine == "dask" else []
-        code, _, err = invoke([*argv, "--json", str(out), *where], capsys)
+        reports = ["--reports", str(tmp_path / f"reports-{engine}")]
+        code, _, err = invoke([*argv, "--json", str(out), *reports, *where], capsys)
         assert code == 0, err
         documents[engine] = json.loads(out.read_text())
         validate_json("audit-many", documents[engine])
     single, dask = documents["single"], documents["dask"]
+    report = (tmp_path / dask["models"][0]["report"]).read_text(encoding="utf-8")
+    assert report.startswith("<!DOCTYPE html>")
+    assert "GPT2LMHeadModel" in report
     text, table = (model["entry"] for model in dask["models"])
     assert (text["text_column"], "label_column" in text) == ("text", False)
     assert (table["label_column"], "text_column" in table) == ("label", False)
