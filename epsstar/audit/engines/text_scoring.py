@@ -291,8 +291,8 @@ def _joined(parts: list[FloatArray]) -> FloatArray | None:
 
 def chunk_ranges(records: int) -> list[ChunkRange]:
     """One range of one chunk per :data:`TEXT_CHUNK_ROWS` records of a data set of
-    ``records`` records, the last to the end (a Parquet file may give more chunks than
-    that, its row groups cutting some short)."""
+    ``records`` records; the last runs to the end, so that every chunk the file's reader
+    gives is scored whatever its count."""
     count = max(1, -(-records // TEXT_CHUNK_ROWS))
     return [(index, index + 1) for index in range(count - 1)] + [(count - 1, None)]
 
