@@ -16,7 +16,7 @@ from epsstar.audit.engines.text_scoring import ScoringPlan
 from epsstar.audit.engines.worker_models import model_spec
 from epsstar.audit.model.loading import ModelFile
 from epsstar.cli import main
-from epsstar.exceptions import InputFileError
+from epsstar.exceptions import InputFileError, InvalidInputError
 from tests.audit.engines.test_dask import MODELS
 from tests.audit.engines.test_dask import _comparable as _comparable_fleet
 from tests.conftest import invoke
@@ -149,3 +149,27 @@ def test_audit_many_of_a_text_model_on_a_cluster_gives_the_single_engine_json(
     assert result["text"]["model"]["architecture"] == "GPT2LMHeadModel"
     assert result["epsilon_star"] > 1.0  # the fine-tuned model leaks (test_text_audit.py)
     assert _comparable_fleet(single) == _comparable_fleet(dask)
+
+
+def test_a_failed_task_is_one_line_naming_its_file_and_writes_nothing(
+    corpus: TinyCorpus,
+    in_process: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A worker that cannot score its chunk (here: told to refuse it) stops the audit with the
+    # worker's one line, prefixed with the file the chunk came from.
+    def refused(*_: object, **__: object) -> None:
+        raise InvalidInputError("row 7: this record cannot be scored")
+
+    monkeypatch.setattr("epsstar.audit.engines.dask_text.score_chunks", refused)
+    out = tmp_path / "out.json"
+    argv = ["audit", str(corpus.model), "--train", str(corpus.train), "--population"]
+    argv += [str(corpus.population), "--text-column", "text", "--quiet", "--json", str(out)]
+    code, _, err = invoke([*argv, "--engine", "dask", "--scheduler", in_process], capsys)
+    assert code == 2
+    assert err.strip().splitlines() == [
+        f"epsstar audit: error: {corpus.train}: row 7: this record cannot be scored"
+    ]
+    assert not out.exists()
