@@ -3,7 +3,8 @@
 A manifest lists one model per row (CSV) or per ``[[models]]`` table (TOML):
 ``model``, ``train`` (or ``train_data``), ``population`` (or
 ``population_data``), ``label_column``, ``strategy`` and ``repeat``, optionally
-``features`` and ``class_labels`` (comma-separated), ``loader`` and ``outputs``. In TOML, top-level
+``features`` and ``class_labels`` (comma-separated), ``loader`` and ``outputs``; a language
+model's folder has a ``text_column`` instead of the ``label_column``. In TOML, top-level
 keys are defaults for every model. Any other column is a hyper-parameter of the
 strategy and is carried into the results (``epsstar train``'s sweep manifest is
 one such file). Relative paths are relative to the manifest's folder.
@@ -37,6 +38,7 @@ from epsstar.audit.data.configs.manifest import (
     read_manifest,
 )
 from epsstar.audit.data.reading import DEFAULT_BATCH_SIZE, Tables
+from epsstar.audit.data.text_records import TextTables
 from epsstar.audit.engines.pool import run_in_processes
 from epsstar.audit.model.loading import ModelFile
 from epsstar.audit.options import AuditOptions
@@ -263,8 +265,12 @@ class FleetSettings:
             entry.model, entry.loader, entry.outputs, self.trust, classes=entry.class_labels
         )
 
-    def tables(self, entry: ManifestEntry) -> Tables:
-        """What the audit of ``entry`` reads."""
+    def tables(self, entry: ManifestEntry) -> Tables | TextTables:
+        """What the audit of ``entry`` reads: a classifier's tables, or a language model's
+        text records (scored the default number of records per model call,
+        :data:`~epsstar.audit.data.text_records.DEFAULT_TEXT_BATCH`)."""
+        if entry.label_column is None:
+            return TextTables(entry.train, entry.population, entry.text_column)
         return Tables(
             entry.train,
             entry.population,

@@ -46,7 +46,7 @@ from epsstar.audit.data.records import Records, read_records
 from epsstar.audit.data.summary_plans import SummaryPlans
 from epsstar.audit.data.text_records import TextTables
 from epsstar.audit.engines.one_pass import SharedReferences
-from epsstar.audit.engines.record_sample import RecordSample, sampled_records
+from epsstar.audit.engines.record_sample import RecordSample, sample_seed, sampled_records
 from epsstar.audit.engines.streaming import StreamedTable, stream_table
 from epsstar.audit.engines.summaries import can_summarise, losses_of, summarise_table
 from epsstar.audit.inputs.served import ServedSource
@@ -188,7 +188,7 @@ def audit(
                 f"a text audit reads a language model's folder; pass its path. Found a {file.path}."
             )
         return _audit_text(
-            file, tables, options, attack, (slice_by, on_dask, progress), premise, command
+            file, tables, options, attack, (slice_by, engine, progress), premise, command
         )
     try:
         return _audit_table(
@@ -230,6 +230,7 @@ def _audit_table(
             "Found an object in memory."
         )
     _refuse_text_attacks(attack)
+    _refuse_every_record_on_dask(attack, on_dask)
     run = _Run(
         file,
         tables,
@@ -265,15 +266,16 @@ def _audit_text(
     tables: TextTables,
     options: AuditOptions | None,
     attack: AttackSettings,
-    engine_settings: tuple[str | None, bool, object],
+    engine_settings: tuple[str | None, Engine | None, object],
     premise: PremiseSettings,
     command: str | None,
 ) -> AuditResult:
-    """A text audit (:mod:`epsstar.audit.text_run`), in this process, without slices."""
-    slice_by, on_dask, progress = engine_settings
+    """A text audit (:mod:`epsstar.audit.text_run`), in this process or on a Dask cluster,
+    without slices."""
+    slice_by, engine, progress = engine_settings
+    on_dask = engine is not None and engine.on_dask
     check_text_settings(
         slice_by=slice_by,
-        on_dask=on_dask,
         group_by=premise.group_by,
         attribute=premise.attribute,
         skip_blind_baseline=premise.skip_blind_baseline,
@@ -284,9 +286,10 @@ def _audit_text(
         AuditOptions() if options is None else options,
         attack,
         tables.record_text,
-        _checked_progress(progress),
+        progress if on_dask else _checked_progress(progress),
         command,
         premise.top_records,
+        engine,
     )
     return audit_text(run)
 
@@ -298,6 +301,17 @@ def _refuse_served_beyond_tables(file: ModelFile | ModelObject, on_dask: bool, t
         raise InvalidInputError(
             f"a served model is audited on tables with the single-process engine; {what} "
             f"need a model file or folder. Found the URL {file.shown}."
+        )
+
+
+def _refuse_every_record_on_dask(attack: AttackSettings, on_dask: bool) -> None:
+    """The workers send back a sample of the records, not every record some attacks read."""
+    if on_dask and (attack.needs_records or attack.needs_blind):
+        name = next(n for n in attack.attacks if needs_of([n]) & {"records", "blind"})
+        raise InvalidInputError(
+            f"the {name} attack reads every record, which the dask engine's workers keep "
+            f"(they send back a sample for the blind baseline); use the single-process "
+            f"engine. Found --attack {' '.join(attack.attacks)} with the dask engine."
         )
 
 
@@ -434,7 +448,9 @@ def _samples(run: _Run) -> tuple[RecordSample, RecordSample] | None:
     if not run.premise.blind or _needs_every_record(run):
         return None
     seed = run.options.seed
-    return RecordSample(READ_ROWS, (seed, 0xB11D, 0)), RecordSample(READ_ROWS, (seed, 0xB11D, 1))
+    return RecordSample(READ_ROWS, sample_seed(seed, "train")), RecordSample(
+        READ_ROWS, sample_seed(seed, "population")
+    )
 
 
 def _stream_on_dask(loaded: LoadedAuditModel, run: _Run) -> _Streamed:
@@ -454,6 +470,7 @@ def _stream_on_dask(loaded: LoadedAuditModel, run: _Run) -> _Streamed:
         progress=run.progress,
         reference_models=attack.reference_models if needs else (),
         summarise_seed=options.seed if summarises else None,
+        sample=None if _samples(run) is None else (READ_ROWS, options.seed),
     )
     ran_on = EngineRun(run.engine.name, run.engine.scheduler, streams.partitions)
     return _Streamed(
@@ -463,6 +480,7 @@ def _stream_on_dask(loaded: LoadedAuditModel, run: _Run) -> _Streamed:
         streams.digests,
         ran_on,
         streams.attack_inputs,
+        streams.records,
     )
 
 
@@ -528,8 +546,6 @@ def _premise_inputs(
     (read when one of them needs them) and, unless skipped, the blind classifier's scores."""
     settings = run.premise
     skipped = settings.skip_blind_baseline
-    if skipped is None and run.on_dask:
-        skipped = "not run on the dask engine: the records stay on the cluster (docs/premise.md)"
     every = _needs_every_record(run)
     records = streamed.records
     if records is None and (skipped is None or every) and not run.on_dask:

@@ -10,7 +10,9 @@ the same steps:
    :class:`~epsstar.audit.model.text_model.TextModel`;
 3. both sides are scored (:func:`~epsstar.audit.engines.text_scoring.score_text`): the mean
    token loss of every record, and what the attacks asked for need; each reference model
-   (``ref``) scores them too;
+   (``ref``) scores them too; with the ``dask`` engine, a range of chunks per task on the
+   cluster (:func:`~epsstar.audit.engines.dask_text.score_text_on_dask`), for the same
+   scores;
 4. the mean token losses are audited like any losses
    (:func:`~epsstar.audit.attacks.from_losses.audit_losses`; the utility is the next-token
    accuracy), then every attack through the registry (:mod:`epsstar.audit.attacks.run`);
@@ -27,6 +29,7 @@ import warnings
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -56,12 +59,13 @@ from epsstar.audit.model.loading import ModelFile
 from epsstar.audit.model.plugins import LoaderInfo
 from epsstar.audit.model.text_model import TextModel, text_model_of
 from epsstar.audit.options import AuditOptions
-from epsstar.audit.output.provenance import Provenance, ReferenceModel, Timings
+from epsstar.audit.output.provenance import EngineRun, Provenance, ReferenceModel, Timings
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.output.text_result import ExposedRecord, TextAudit, WindowsUsed, excerpt
 from epsstar.exceptions import InputFileError, InvalidInputError, SuspectDataWarning
 from epsstar.plumbing.files.digests import sha256_of, sha256_of_bytes
 from epsstar.plumbing.runtime.threads import chosen_threads
+from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.names import ATTACKS
 from epsstar.statistics.utility import Utility
 
@@ -71,41 +75,50 @@ __all__ = ["EXPOSED_RECORDS", "TextRun", "audit_text", "check_text_settings"]
 EXPOSED_RECORDS = 10
 _ROLES: tuple[Role, Role] = ("train", "population")
 
+if TYPE_CHECKING:  # pragma: no cover
+    from epsstar.audit.engines.dask_engine import Engine
+
 
 @dataclass(frozen=True, slots=True)
 class TextRun:
     """One text audit's settings: the model, the data, the estimation, the attacks, whether
-    the report may show the records' text, the progress display and the command line."""
+    the report may show the records' text, the progress display (a :class:`Progress` in
+    this process, a :class:`~epsstar.audit.engines.dask_audit.PartitionProgress` on a
+    cluster), the command line, the most exposed records and where the records are
+    scored (``None``: this process)."""
 
     model: ModelFile
     tables: TextTables
     options: AuditOptions
     attack: AttackSettings
     record_text: bool = True
-    progress: Progress | None = None
+    progress: object = None
     command: str | None = None
     #: How many training records to list as the most exposed (0: none).
     exposed: int = EXPOSED_RECORDS
+    engine: Engine | None = None
+
+    @property
+    def on_dask(self) -> bool:
+        return self.engine is not None and self.engine.on_dask
+
+    @property
+    def table_progress(self) -> Progress | None:
+        return self.progress if isinstance(self.progress, Progress) else None
 
 
 def check_text_settings(
     *,
     slice_by: str | None,
-    on_dask: bool,
     group_by: str | None,
     attribute: str | None,
     skip_blind_baseline: str | None,
 ) -> None:
-    """Refuse, in one line each, what a text audit does not do: slices, the Dask engine,
-    user-level Epsilon*, attribute inference and skipping the blind baseline (a text audit
-    always says whether its premise holds)."""
+    """Refuse, in one line each, what a text audit does not do: slices, user-level
+    Epsilon*, attribute inference and skipping the blind baseline (a text audit always says
+    whether its premise holds)."""
     refused = (
         ("--slice-by (slice_by)", slice_by, "slices are drawn from a table's columns"),
-        (
-            "--engine dask",
-            "dask" if on_dask else None,
-            "text records are scored in this process (batches sorted by length)",
-        ),
         ("--group-by (group_by)", group_by, "users are read from a table's columns"),
         (
             "--attribute (attribute)",
@@ -210,7 +223,7 @@ def _score(
             tables.text_column,
             plan,
             role=role,
-            progress=None if shown is None else run.progress,
+            progress=None if shown is None else run.table_progress,
             records=count,
         )
         for role, count in zip(_ROLES, records, strict=True)
@@ -218,20 +231,82 @@ def _score(
     return _Scored(found[0][0], found[1][0], (found[0][1], found[1][1]))
 
 
-def _references(run: TextRun, plan: ScoringPlan, n: tuple[int, int]) -> ReferenceConfidences:
+def _reference_file(run: TextRun, path: Path) -> ModelFile:
+    return ModelFile(path, trust=run.model.trust, device=run.model.device)
+
+
+def _reference_record(path: Path, model: TextModel, loader: LoaderInfo) -> ReferenceModel:
+    digests = _folder_digests(path, model.files) if path.is_dir() else digests_of([path])
+    return ReferenceModel.from_digests(path, loader.name, digests)
+
+
+def _confidences(
+    losses: list[tuple[FloatArray, FloatArray]],
+    models: list[ReferenceModel],
+    n: tuple[int, int],
+) -> ReferenceConfidences:
     """The reference models' log-likelihoods (minus their mean token losses) on both sides."""
-    train, population, models = [], [], []
-    for path in run.attack.reference_models:
-        file = ModelFile(path, trust=run.model.trust, device=run.model.device)
-        model, loader, _ = _loaded(file, "reference model")
-        scored = _score(model, run, plan.loss_only, shown=None)
-        train.append(-scored.train.loss)
-        population.append(-scored.population.loss)
-        digests = _folder_digests(path, model.files) if path.is_dir() else digests_of([path])
-        models.append(ReferenceModel.from_digests(path, loader.name, digests))
     if not models:
         return ReferenceConfidences(np.empty((0, n[0])), np.empty((0, n[1])), ())
-    return ReferenceConfidences(np.vstack(train), np.vstack(population), tuple(models))
+    train = np.vstack([-loss for loss, _ in losses])
+    population = np.vstack([-loss for _, loss in losses])
+    return ReferenceConfidences(train, population, tuple(models))
+
+
+def _references(run: TextRun, plan: ScoringPlan, n: tuple[int, int]) -> ReferenceConfidences:
+    """The reference models' log-likelihoods on both sides, scored in this process one
+    model at a time."""
+    losses, models = [], []
+    for path in run.attack.reference_models:
+        model, loader, _ = _loaded(_reference_file(run, path), "reference model")
+        scored = _score(model, run, plan.loss_only, shown=None)
+        losses.append((scored.train.loss, scored.population.loss))
+        models.append(_reference_record(path, model, loader))
+    return _confidences(losses, models, n)
+
+
+def _on_dask(
+    model: TextModel,
+    run: TextRun,
+    plan: ScoringPlan,
+    read: tuple[tuple[TextScan, TextScan], dict[Role, str]],
+) -> tuple[_Scored, ReferenceConfidences, EngineRun]:
+    """Both sides and the reference models scored on the cluster
+    (:mod:`epsstar.audit.engines.dask_text`)."""
+    from epsstar.audit.engines.dask_text import TextData, score_text_on_dask
+    from epsstar.audit.engines.worker_models import model_spec
+
+    assert run.engine is not None
+    scans, digests = read
+    specs, models = [], []
+    for path in run.attack.reference_models:
+        file = _reference_file(run, path)
+        reference, loader, _ = _loaded(file, "reference model")
+        specs.append(model_spec(file, reference))
+        models.append(_reference_record(path, reference, loader))
+    column = run.tables.text_column
+    data = {
+        role: TextData(run.tables.path(role), digests[role], column, scan.rows)
+        for role, scan in zip(_ROLES, scans, strict=True)
+    }
+    found = score_text_on_dask(
+        model_spec(run.model, model),
+        specs,
+        data,
+        plan,
+        run.engine,
+        context=model.info.context,
+        progress=run.progress,
+    )
+    (train, train_windows), (population, population_windows) = (
+        found.scored[role] for role in _ROLES
+    )
+    losses = list(
+        zip(found.reference_losses["train"], found.reference_losses["population"], strict=True)
+    )
+    references = _confidences(losses, models, (train.rows, population.rows))
+    ran_on = EngineRun(run.engine.name, run.engine.scheduler, dict(found.tasks))
+    return _Scored(train, population, (train_windows, population_windows)), references, ran_on
 
 
 def _utility(side: SequenceStatistics) -> Utility:
@@ -355,8 +430,13 @@ def audit_text(run: TextRun) -> AuditResult:
     model, loader, device = _loaded(run.model, "model")
     loaded = time.perf_counter()
     plan = _plan(run.attack, run.tables.batch_size)
-    scored = _score(model, run, plan, shown=(train_scan, population_scan))
-    references = _references(run, plan, (scored.train.rows, scored.population.rows))
+    ran_on = None
+    if run.on_dask:
+        read = ((train_scan, population_scan), digests)
+        scored, references, ran_on = _on_dask(model, run, plan, read)
+    else:
+        scored = _score(model, run, plan, shown=(train_scan, population_scan))
+        references = _references(run, plan, (scored.train.rows, scored.population.rows))
     inferred = time.perf_counter()
     utility = {"population": _utility(scored.population), "train": _utility(scored.train)}
     provenance = dataclasses.replace(
@@ -364,6 +444,8 @@ def audit_text(run: TextRun) -> AuditResult:
         n_train=scored.train.rows,
         n_population=scored.population.rows,
         device=device,
+        engine=ran_on,
+        threads=None if run.on_dask else chosen_threads(),
     )
     result = audit_losses(
         scored.train.loss,

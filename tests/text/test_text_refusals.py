@@ -39,7 +39,6 @@ def files(tmp_path: Path) -> list[str]:
         (["--group-by", "user"], "--group-by (group_by) works with tabular audits only"),
         (["--attribute", "age"], "--attribute (attribute) works with tabular audits only"),
         (["--no-blind-baseline", "slow"], "--no-blind-baseline works with tabular audits only"),
-        (["--engine", "dask"], "--engine dask works with tabular audits only"),
     ],
 )
 def test_tabular_only_options_are_refused(
@@ -52,21 +51,25 @@ def test_tabular_only_options_are_refused(
     assert err[0].endswith("with text records (--text-column).")
 
 
-def test_audit_many_refuses_a_text_column(
+def test_audit_many_refuses_a_text_entry_with_a_classifiers_keys(
     files: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     manifest = tmp_path / "manifest.csv"
     manifest.write_text(
-        "model,train,population,text_column\nmodel,train.jsonl,pop.jsonl,text\n", encoding="utf-8"
+        "model,train,population,text_column,label_column,features\n"
+        "model,train.jsonl,pop.jsonl,text,,\n"
+        "model,train.jsonl,pop.jsonl,text,label,\n",
+        encoding="utf-8",
     )
     assert main(["audit-many", str(manifest), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1, err
-    assert "audit-many audits classifiers on tables" in err[0]
-    assert err[0].endswith("Found text_column 'text'.")
+    assert err == [
+        f"epsstar audit-many: error: {manifest} row 3: a language model's entry (text_column) "
+        f"reads text records, without a classifier's label_column. Found label_column 'label'."
+    ]
 
 
-def test_audit_many_refuses_a_language_model_folder(
+def test_audit_many_refuses_a_language_model_folder_with_a_label_column(
     files: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     manifest = tmp_path / "manifest.csv"
@@ -77,5 +80,7 @@ def test_audit_many_refuses_a_language_model_folder(
     assert main(["audit-many", str(manifest), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
-    assert "a language model's folder is audited on text records one at a time" in err[0]
-    assert err[0].endswith(f"Found the folder {str(tmp_path / 'model')!r}.")
+    assert "a language model's folder is audited on text records: give its manifest" in err[0]
+    assert err[0].endswith(
+        f"Found the folder {str(tmp_path / 'model')!r} with label_column 'label'."
+    )

@@ -9,6 +9,12 @@ correct predictions, the row hashes and class counts of the data checks, and the
 SHA-256. :func:`stream_on_dask` joins the partitions in data-set order, so that the tables,
 and hence the audit, are those of the single-process engine on the same rows.
 
+For the blind baseline (:mod:`epsstar.audit.premise`) the task also keeps a seeded random
+sample of its partition's records (:mod:`epsstar.audit.engines.record_sample`), drawn with
+the keys the single process gives the same rows when the partition's first row is known
+from the Parquet footers; this process joins the partitions' samples into the single
+process's sample (pruning, as they arrive, the rows that can no longer be in it).
+
 For the reference-model attacks (``--attack lira rmia``) the same task also runs each
 reference model over its partition, loaded by path and checked like the target, and sends
 back every model's log-odds of the true label (8 bytes per row and model; the target's too
@@ -22,7 +28,6 @@ the AUROC; the data themselves never reach this process.
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -33,7 +38,6 @@ import numpy as np
 
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.audit.attacks.references import ReferenceConfidences, check_stated_classes
-from epsstar.audit.data.files import FileDigest, digests_of
 from epsstar.audit.data.partitions import (
     DataSet,
     StorageOptions,
@@ -43,11 +47,19 @@ from epsstar.audit.data.partitions import (
     partition_rows,
 )
 from epsstar.audit.data.reading import Role, TableRead, Tables
+from epsstar.audit.data.records import Records
 from epsstar.audit.data.summary_plans import SummaryPlans
 from epsstar.audit.data.tables.labels import LabelMap
 from epsstar.audit.engines.one_pass import partition_scores
+from epsstar.audit.engines.record_sample import (
+    RecordSample,
+    joined_sample,
+    sample_seed,
+    sampled_records,
+)
 from epsstar.audit.engines.streaming import StreamedTable, stream_table
 from epsstar.audit.engines.summaries import join_tables, summarise_table
+from epsstar.audit.engines.worker_models import ModelSpec, checked_model, model_spec
 from epsstar.audit.model.loading import LoadedAuditModel, ModelFile
 from epsstar.audit.model.plugins import LoadedModel
 from epsstar.audit.output.provenance import ReferenceModel
@@ -62,8 +74,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["DaskStreams", "PartitionProgress", "stream_on_dask"]
 
-#: Models one worker process keeps loaded (the target and its reference models).
-MAX_LOADED = 64
 ROLES: tuple[Role, Role] = ("train", "population")
 
 
@@ -75,14 +85,6 @@ class PartitionProgress(Protocol):
     def partition_done(self, role: str, done: int, total: int, rows: int, seconds: float) -> None:
         """A partition of ``role`` (``"train"`` or ``"population"``) is done."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class ModelSpec:
-    """How a worker loads a model, and the SHA-256 each of its files must have."""
-
-    file: ModelFile
-    digests: tuple[FileDigest, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,10 +100,12 @@ class DaskStreams:
     #: The reference models' log-odds of the true label and the target's (``None``
     #: without reference models).
     attack_inputs: AttackInputs | None = None
+    #: The blind baseline's records, sampled on the workers (``None``: not asked for).
+    records: Records | None = None
 
 
 #: One partition's task: the model, the partition, the storage options, how it is read,
-#: the reference models with how each reads it, and how to summarise it.
+#: the reference models with how each reads it, how to summarise it and how to sample it.
 _Task: TypeAlias = tuple[
     ModelSpec,
     str,
@@ -109,35 +113,11 @@ _Task: TypeAlias = tuple[
     TableRead,
     tuple[tuple[ModelSpec, TableRead], ...],
     "Summarised | None",
+    "Sampled | None",
 ]
-#: What a task sends back: the partition's table, its SHA-256 and the models' log-odds.
-_Streamed: TypeAlias = tuple[StreamedTable, str, FloatArray | None]
-
-#: The models this worker process loaded, by everything that defines them.
-_LOADED: dict[ModelSpec, LoadedAuditModel] = {}
-
-
-def _checked_model(spec: ModelSpec) -> LoadedAuditModel:
-    """The model of ``spec``, loaded once per process, its files checked against the client's."""
-    if spec in _LOADED:
-        return _LOADED[spec]
-    for expected in spec.digests:
-        try:
-            found = sha256_of(Path(expected.path))
-        except OSError as error:
-            raise InputFileError(
-                f"a worker cannot read a model file ({error}). Found {expected.path!r}."
-            ) from None
-        if found != expected.sha256:
-            raise InputFileError(
-                f"a worker's copy of a model file differs from the one audited here (sha256 "
-                f"{found[:16]}... instead of {expected.sha256[:16]}...). Found {expected.path!r}."
-            )
-    loaded = spec.file.load()
-    if len(_LOADED) >= MAX_LOADED:
-        _LOADED.clear()
-    _LOADED[spec] = loaded
-    return loaded
+#: What a task sends back: the partition's table, its SHA-256, the models' log-odds and its
+#: sample of records.
+_Streamed: TypeAlias = tuple[StreamedTable, str, FloatArray | None, RecordSample | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +130,20 @@ class Summarised:
     offset: int
 
 
+@dataclass(frozen=True, slots=True)
+class Sampled:
+    """How a worker samples its partition's records for the blind baseline: at most
+    ``limit``, keyed by ``seed``'s stream past its first ``skip`` keys (see
+    :class:`~epsstar.audit.engines.record_sample.RecordSample`)."""
+
+    limit: int
+    seed: tuple[int, ...]
+    skip: int
+
+    def sample(self) -> RecordSample:
+        return RecordSample(self.limit, self.seed, skip=self.skip)
+
+
 def stream_partition(
     model: ModelSpec,
     partition: str,
@@ -157,19 +151,21 @@ def stream_partition(
     read: TableRead,
     references: tuple[tuple[ModelSpec, TableRead], ...] = (),
     summarised: Summarised | None = None,
-) -> tuple[StreamedTable, str, FloatArray | None]:
+    sampled: Sampled | None = None,
+) -> _Streamed:
     """Dask task: one partition through the model, read as ``read`` says; what it gave
-    (summarised as ``summarised`` says, if given), the partition's SHA-256 and, with
-    ``references``, the log-odds of the true label of the target (row 0) and of each
-    reference model (rows 1..K)."""
+    (summarised as ``summarised`` says, if given), the partition's SHA-256, with
+    ``references`` the log-odds of the true label of the target (row 0) and of each
+    reference model (rows 1..K), and with ``sampled`` its sample of records."""
+    sample = None if sampled is None else sampled.sample()
     streamed, digest, log_odds = _streamed_partition(
-        model, partition, storage_options, read, references
+        model, partition, storage_options, read, (references, sample)
     )
     if summarised is not None:
         streamed = summarise_table(
             streamed, summarised.plan, summarised.hash_rate, offset=summarised.offset
         )
-    return streamed, digest, log_odds
+    return streamed, digest, log_odds, sample
 
 
 def _streamed_partition(
@@ -177,22 +173,24 @@ def _streamed_partition(
     partition: str,
     storage_options: StorageOptions,
     read: TableRead,
-    references: tuple[tuple[ModelSpec, TableRead], ...],
+    riders: tuple[tuple[tuple[ModelSpec, TableRead], ...], RecordSample | None],
 ) -> tuple[StreamedTable, str, FloatArray | None]:
-    loaded = _checked_model(model)
+    references, sample = riders
+    loaded = checked_model(model)
     with local_partition(partition, storage_options) as path:
         digest = sha256_of(path)
         here = replace(read, path=path)
         if not references:
-            return stream_table(loaded.model, here, classes=loaded.classes), digest, None
-        streamed, log_odds = _with_references(loaded, here, references)
+            streamed = stream_table(loaded.model, here, classes=loaded.classes, sample=sample)
+            return streamed, digest, None
+        streamed, log_odds = _with_references(loaded, here, references, sample)
     return streamed, digest, log_odds
 
 
 def _reference_on(spec: ModelSpec, read: TableRead) -> tuple[LoadedModel, Path, TableRead]:
     """A reference model loaded here, and its read of the partition ``read`` names."""
     try:
-        return _checked_model(spec).model, Path(spec.file.path), read
+        return checked_model(spec).model, Path(spec.file.path), read
     except InvalidInputError as error:
         raise type(error)(f"reference model {str(spec.file.path)!r}: {error}") from None
 
@@ -201,13 +199,16 @@ def _with_references(
     loaded: LoadedAuditModel,
     here: TableRead,
     references: tuple[tuple[ModelSpec, TableRead], ...],
+    sample: RecordSample | None,
 ) -> tuple[StreamedTable, FloatArray]:
     """The partition streamed through the target with the reference models that read it alike
     riding on the same read (:mod:`.one_pass`), the others streamed after; the log-odds of the
     target (row 0) and of each reference model (rows 1..K)."""
     theirs = [_reference_on(spec, replace(read_of, path=here.path)) for spec, read_of in references]
     scores, others = partition_scores(loaded.model, here, theirs)
-    streamed = stream_table(loaded.model, here, classes=loaded.classes, scorer=scores)
+    streamed = stream_table(
+        loaded.model, here, classes=loaded.classes, scorer=scores, sample=sample
+    )
     rows = scores.rider_log_odds(len(theirs))
     for index in others:
         model, model_path, read_of = theirs[index]
@@ -219,15 +220,6 @@ def _with_references(
             raise type(error)(f"reference model {str(model_path)!r}: {error}") from None
     target = scores.target_log_odds(streamed.losses)
     return streamed, np.vstack([target, *(row for row in rows if row is not None)])
-
-
-def _model_spec(file: ModelFile, model: object) -> ModelSpec:
-    """How a worker loads ``file`` (``model`` as loaded here), with the SHA-256 of the model
-    file and of every file the loader read beside it."""
-    files = [os.fspath(f) for f in getattr(model, "files", (file.path,))]
-    if os.fspath(file.path) not in files:
-        files.insert(0, os.fspath(file.path))
-    return ModelSpec(file, digests_of(files))
 
 
 def _columns(data: DataSet) -> tuple[str, ...]:
@@ -299,10 +291,28 @@ def _references(
                 reads[role].append(replace(read, loss="logit"))
         except InvalidInputError as error:
             raise type(error)(f"reference model {str(path)!r}: {error}") from None
-        specs.append(_model_spec(ModelFile(path, info.name, trust=trust), model))
+        specs.append(model_spec(ModelFile(path, info.name, trust=trust), model))
         loaded.append((model, path))
     frozen = {role: tuple(found) for role, found in reads.items()}
     return _References(tuple(loaded), tuple(specs), frozen)
+
+
+def _sampled(
+    found: DataSet, role: Role, rows: tuple[int, ...] | None, sampling: tuple[int, int] | None
+) -> list[Sampled | None]:
+    """How each partition of ``role``'s data set is sampled, when ``sampling`` gives the
+    sample's limit and the audit's seed: from the data set's key stream when every
+    partition's first row is known (``rows``, or a single partition), else from a stream of
+    its own (see :mod:`~epsstar.audit.engines.record_sample`)."""
+    if sampling is None:
+        return [None] * len(found.partitions)
+    limit, seed = sampling
+    stream = sample_seed(seed, role)
+    if rows is None and len(found.partitions) == 1:
+        rows = (0,)
+    if rows is None:
+        return [Sampled(limit, (*stream, 1 + i), 0) for i in range(len(found.partitions))]
+    return [Sampled(limit, stream, int(at)) for at in np.cumsum((0, *rows[:-1]))]
 
 
 def _tasks(
@@ -310,22 +320,30 @@ def _tasks(
     data: Mapping[Role, DataSet],
     reads: Mapping[Role, TableRead],
     references: _References,
-    summarising: tuple[SummaryPlans, dict[Role, tuple[int, ...]]] | None,
+    how: tuple[
+        tuple[SummaryPlans, dict[Role, tuple[int, ...]]] | None,
+        dict[Role, tuple[int, ...]] | None,
+        tuple[int, int] | None,
+    ],
 ) -> list[_Task]:
     """One :func:`stream_partition` task per partition, the training data's first (each
     told how to summarise its partition when ``summarising`` gives the plans and every
-    partition's rows)."""
+    partition's rows, and how to sample it when ``sampling`` gives the limit and seed)."""
+    summarising, rows, sampling = how
     tasks: list[_Task] = []
     for role, found in data.items():
         with_references = references.for_role(role)
-        how: list[Summarised | None] = [None] * len(found.partitions)
+        summaries: list[Summarised | None] = [None] * len(found.partitions)
         if summarising is not None:
-            plans, rows = summarising
-            starts = np.cumsum((0, *rows[role][:-1]))
-            how = [Summarised(plans.for_role(role), plans.hash_rate, int(at)) for at in starts]
+            plans, counts = summarising
+            starts = np.cumsum((0, *counts[role][:-1]))
+            summaries = [
+                Summarised(plans.for_role(role), plans.hash_rate, int(at)) for at in starts
+            ]
+        samples = _sampled(found, role, None if rows is None else rows[role], sampling)
         tasks += [
-            (spec, part, found.storage_options, reads[role], with_references, summarised)
-            for part, summarised in zip(found.partitions, how, strict=True)
+            (spec, part, found.storage_options, reads[role], with_references, summary, sample)
+            for part, summary, sample in zip(found.partitions, summaries, samples, strict=True)
         ]
     return tasks
 
@@ -342,15 +360,40 @@ class _Collected:
         self.rows = dict.fromkeys(self.roles, 0)
         self.parts: dict[int, tuple[StreamedTable, str, FloatArray | None]] = {}
         self.summaries: dict[str, LossSummary] = {}
+        self.samples: dict[int, RecordSample] = {}
         self.progress = progress if isinstance(progress, PartitionProgress) else None
         self.started = time.perf_counter()
+
+    def _keep_sample(self, index: int, role: Role, sample: RecordSample) -> None:
+        """Keep the partition's sample, and of the side's samples so far only the rows
+        whose keys are among the ``limit`` smallest (the others cannot be in the join)."""
+        self.samples[index] = sample
+        mine = [i for i in self.samples if self.roles[i] == role]
+        keys = np.concatenate([self.samples[i].keys for i in mine])
+        if keys.size > sample.limit:
+            largest = float(np.partition(keys, sample.limit - 1)[sample.limit - 1])
+            for i in mine:
+                if self.samples[i].keys.size and self.samples[i].keys.max() > largest:
+                    self.samples[i] = self.samples[i].pruned(largest)
+
+    def records(self) -> Records | None:
+        """Both sides' samples joined (``None``: not sampled)."""
+        if not self.samples:
+            return None
+        sides = [
+            joined_sample([self.samples[i] for i in sorted(self.samples) if self.roles[i] == role])
+            for role in ROLES
+        ]
+        return sampled_records(*sides)
 
     def __call__(self, outcome: TaskOutcome[_Streamed]) -> None:
         role = self.roles[outcome.index]
         self.done[role] += 1
         if outcome.value is not None:
-            table, digest, log_odds = outcome.value
+            table, digest, log_odds, sample = outcome.value
             self.rows[role] += table.rows
+            if sample is not None:
+                self._keep_sample(outcome.index, role, sample)
             if table.summary is not None:
                 # The sample is the partition's sampled losses, kept with it (table.losses)
                 # and joined in partition order at the end, not merged here.
@@ -406,15 +449,14 @@ def _side(
 
 
 def _check_rows(
-    tasks: list[_Task],
-    collected: _Collected,
-    summarising: tuple[SummaryPlans, dict[Role, tuple[int, ...]]] | None,
+    tasks: list[_Task], collected: _Collected, rows: dict[Role, tuple[int, ...]] | None
 ) -> None:
-    """Refuse a partition that streamed other rows than its Parquet footer says (the
-    positions that choose each record's halves would be wrong)."""
-    if summarising is None:
+    """Refuse a partition that streamed other rows than its Parquet footer says, when the
+    footers placed the partitions' rows (the positions that choose each record's halves,
+    and the keys of its sample, would be wrong)."""
+    if rows is None or all(task[5] is None and task[6] is None for task in tasks):
         return
-    footers = [n for role in ("train", "population") for n in summarising[1][role]]
+    footers = [n for role in ("train", "population") for n in rows[role]]
     for index, expected in enumerate(footers):
         found = collected.parts[index][0].rows
         if found != expected:
@@ -458,7 +500,7 @@ def _summarising(
 
 
 def _attack_inputs(
-    sides: Mapping[Role, _Streamed],
+    sides: Mapping[Role, tuple[StreamedTable, str, FloatArray | None]],
     references: _References,
     label_map: LabelMap,
 ) -> AttackInputs | None:
@@ -486,6 +528,7 @@ def stream_on_dask(
     progress: object = None,
     reference_models: Sequence[Path] = (),
     summarise_seed: int | None = None,
+    sample: tuple[int, int] | None = None,
 ) -> DaskStreams:
     """Stream the training and population data sets of ``tables`` on ``engine``'s cluster.
 
@@ -493,7 +536,9 @@ def stream_on_dask(
     ``reference_models`` run over every partition too (``attack_inputs``). With
     ``summarise_seed`` (the audit's statistics can be computed from summaries), a side
     too large to hold whole is summarised on the workers
-    (:mod:`epsstar.audit.engines.summaries`).
+    (:mod:`epsstar.audit.engines.summaries`). With ``sample``, the limit of the blind
+    baseline's records per side and the audit's seed, each side's records are sampled on
+    the workers as the single process samples them (``records``).
     """
     from epsstar.audit.engines.dask_engine import dask_client, run_tasks
 
@@ -507,7 +552,8 @@ def stream_on_dask(
     reads = _reads(loaded.model, file.path, tables, columns, file.outputs_requested)
     references = _references(reference_models, tables, columns, file.trust)
     summarising = _summarising(rows, summarise_seed)
-    tasks = _tasks(_model_spec(file, loaded.model), data, reads, references, summarising)
+    how = (summarising, rows, sample)
+    tasks = _tasks(model_spec(file, loaded.model), data, reads, references, how)
     collected = _Collected(tasks, progress)
     with dask_client(engine) as client:
         outcomes = run_tasks(
@@ -517,7 +563,7 @@ def stream_on_dask(
     if failed is not None:
         where, error = tasks[failed.index][1], str(failed.error)
         raise InvalidInputError(error if error.startswith(where) else f"{where}: {error}")
-    _check_rows(tasks, collected, summarising)
+    _check_rows(tasks, collected, rows)
     sides = {
         role: _side(
             data[role],
@@ -538,4 +584,6 @@ def stream_on_dask(
     _refuse_same(sources, digests)
     partitions = {role: len(found.partitions) for role, found in data.items()}
     match = tables.match(loaded.model, "train", file.path, columns=columns["train"])
-    return DaskStreams(train, population, match, digests, partitions, attack_inputs)
+    return DaskStreams(
+        train, population, match, digests, partitions, attack_inputs, collected.records()
+    )

@@ -18,6 +18,10 @@ The first token of a record is never predicted, so a record needs two tokens (a 
 that adds a beginning-of-sequence token gives every non-empty record two); shorter records
 are refused by row. The lower-case pass of the lowercase attack runs over the same chunk
 right after, with the loss alone.
+
+Every chunk is scored alone, so a data set can be scored a range of chunks at a time
+(:func:`score_chunks`, one range per task on a Dask cluster, :func:`chunk_ranges`) and the
+ranges joined in order (:func:`joined_scores`) for what :func:`score_text` gives at once.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from numpy.typing import NDArray
 
 from epsstar.audit.attacks.sequences import SequenceStatistics
 from epsstar.audit.data.progress import Progress
-from epsstar.audit.data.text_records import TextChunk, iter_text_chunks
+from epsstar.audit.data.text_records import TEXT_CHUNK_ROWS, TextChunk, iter_text_chunks
 from epsstar.audit.model.text_model import TextModel
 from epsstar.audit.output.text_result import WindowsUsed
 from epsstar.exceptions import InvalidInputError
@@ -45,7 +49,19 @@ from epsstar.statistics.attacks.text_scores import (
     min_k_plus_plus,
 )
 
-__all__ = ["TOKEN_BUDGET", "ScoringPlan", "score_text"]
+__all__ = [
+    "TOKEN_BUDGET",
+    "ChunkRange",
+    "ScoredChunks",
+    "ScoringPlan",
+    "chunk_ranges",
+    "joined_scores",
+    "score_chunks",
+    "score_text",
+]
+
+#: Chunks ``first`` up to ``stop`` (``None``: to the end) of a data set.
+ChunkRange = tuple[int, int | None]
 
 #: Most padded tokens in one model call.
 TOKEN_BUDGET: Final = 8192
@@ -80,8 +96,9 @@ class _Piece:
 
 
 @dataclass(slots=True)
-class _Collected:
-    """The running per-record arrays of one data set (frozen into the statistics)."""
+class ScoredChunks:
+    """The per-record arrays of a range of one data set's chunks, chunk by chunk (joined
+    into the statistics by :func:`joined_scores`)."""
 
     loss: list[FloatArray] = field(default_factory=list)
     tokens: list[NDArray[np.int64]] = field(default_factory=list)
@@ -237,7 +254,7 @@ def _tokens(
 
 
 def _score_chunk(
-    model: TextModel, chunk: TextChunk, path: Path, plan: ScoringPlan, into: _Collected
+    model: TextModel, chunk: TextChunk, path: Path, plan: ScoringPlan, into: ScoredChunks
 ) -> None:
     context = model.info.context
     ids = _tokens(model, chunk.texts, path, chunk.first_row)
@@ -272,6 +289,61 @@ def _joined(parts: list[FloatArray]) -> FloatArray | None:
     return np.concatenate(parts) if parts else None
 
 
+def chunk_ranges(records: int) -> list[ChunkRange]:
+    """One range of one chunk per :data:`TEXT_CHUNK_ROWS` records of a data set of
+    ``records`` records; the last runs to the end, so that every chunk the file's reader
+    gives is scored whatever its count."""
+    count = max(1, -(-records // TEXT_CHUNK_ROWS))
+    return [(index, index + 1) for index in range(count - 1)] + [(count - 1, None)]
+
+
+def score_chunks(
+    model: TextModel,
+    path: Path,
+    column: str | None,
+    plan: ScoringPlan,
+    *,
+    chunks: ChunkRange = (0, None),
+    progress: Progress | None = None,
+) -> ScoredChunks:
+    """The records of ``path``'s chunks ``chunks`` scored by ``model`` (see the module
+    docstring); ``progress`` is told as chunks finish."""
+    first, stop = chunks
+    scored = ScoredChunks()
+    for index, chunk in enumerate(_chunks(path, column)):
+        if stop is not None and index >= stop:
+            break
+        if index >= first:
+            _score_chunk(model, chunk, path, plan, scored)
+            if progress is not None:
+                progress.advance(len(chunk.texts))
+    return scored
+
+
+def joined_scores(
+    parts: Sequence[ScoredChunks], context: int
+) -> tuple[SequenceStatistics, WindowsUsed]:
+    """The statistics of a data set whose chunks ``parts`` scored, in order, and the records
+    that needed windows (``context`` tokens at most per window)."""
+
+    def each(name: str) -> list[FloatArray]:
+        return [array for part in parts for array in getattr(part, name)]
+
+    statistics = SequenceStatistics(
+        loss=np.concatenate(each("loss")),
+        tokens=np.concatenate(each("tokens")),
+        windows=np.concatenate(each("windows")),
+        zlib_bytes=np.concatenate(each("zlib_bytes")),
+        correct=sum(part.correct for part in parts),
+        min_k=_joined(each("min_k")),
+        min_k_plus_plus=_joined(each("min_k_plus_plus")),
+        lowercase_loss=_joined(each("lowercase")),
+    )
+    long_rows = [row for part in parts for row in part.long_rows][:10]
+    long_records = sum(part.long_records for part in parts)
+    return statistics, WindowsUsed(context, max(1, context // 2), long_records, tuple(long_rows))
+
+
 def score_text(
     model: TextModel,
     path: Path,
@@ -287,27 +359,9 @@ def score_text(
     (the count of the file's scan)."""
     if progress is not None:
         progress.start(role, path, records)
-    collected = _Collected()
-    for chunk in _chunks(path, column):
-        _score_chunk(model, chunk, path, plan, collected)
-        if progress is not None:
-            progress.advance(len(chunk.texts))
-    context = model.info.context
-    statistics = SequenceStatistics(
-        loss=np.concatenate(collected.loss),
-        tokens=np.concatenate(collected.tokens),
-        windows=np.concatenate(collected.windows),
-        zlib_bytes=np.concatenate(collected.zlib_bytes),
-        correct=collected.correct,
-        min_k=_joined(collected.min_k),
-        min_k_plus_plus=_joined(collected.min_k_plus_plus),
-        lowercase_loss=_joined(collected.lowercase),
-    )
-    used = WindowsUsed(
-        context, max(1, context // 2), collected.long_records, tuple(collected.long_rows)
-    )
-    return statistics, used
+    scored = score_chunks(model, path, column, plan, progress=progress)
+    return joined_scores([scored], model.info.context)
 
 
 def _chunks(path: Path, column: str | None) -> Iterable[TextChunk]:
-    return iter_text_chunks(path, column)
+    return iter_text_chunks(path, column, chunk_rows=TEXT_CHUNK_ROWS)

@@ -238,7 +238,7 @@ def register(subparsers: Any) -> None:
     _add_compute_options(parser)
     add_serving_options(parser)
     add_model_options(parser)
-    add_engine_options(parser, "data partition")
+    add_engine_options(parser, "data partition, or 1,024 text records")
     _add_storage_option(parser)
     add_attack_options(parser)
     add_premise_options(parser)

@@ -157,16 +157,16 @@ def text_lines(result: AuditResult) -> list[str]:
 
 
 def refuse_text_models(entries: Sequence[ManifestEntry]) -> None:
-    """Refuse a manifest that lists a language model's folder: ``audit-many`` audits
-    classifiers on tables, a text audit runs one model at a time."""
+    """Refuse a manifest entry that gives a language model's folder a classifier's tables
+    (a ``label_column``): the model is audited on text records (a ``text_column``)."""
     from epsstar.exceptions import InvalidInputError
     from epsstar.loaders.huggingface import HuggingFaceLoader
 
     reader = HuggingFaceLoader()
     for entry in entries:
-        if entry.model.is_dir() and reader.reads_folder(entry.model):
+        if entry.text_column is None and entry.model.is_dir() and reader.reads_folder(entry.model):
             raise InvalidInputError(
-                f"audit-many audits classifiers on tables; a language model's folder is audited "
-                f"on text records one at a time (epsstar audit MODEL --text-column NAME). "
-                f"Found the folder {str(entry.model)!r}."
+                f"a language model's folder is audited on text records: give its manifest "
+                f"entry the text_column of its records instead of a label_column. Found the "
+                f"folder {str(entry.model)!r} with label_column {entry.label_column!r}."
             )

@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import chisquare
 
 from epsstar.audit.data.records import LABEL
-from epsstar.audit.engines.record_sample import RecordSample, sampled_records
+from epsstar.audit.engines.record_sample import RecordSample, joined_sample, sampled_records
 from epsstar.audit.model.features import Features
 from epsstar.exceptions import InvalidInputError
 
@@ -74,3 +74,58 @@ def test_records_of_both_sides() -> None:
 def test_a_limit_below_one_is_refused() -> None:
     with pytest.raises(InvalidInputError, match="Found 0"):
         RecordSample(0, 0)
+
+
+def _partitioned(
+    limit: int, seed: tuple[int, ...], sizes: list[int], *, known: bool
+) -> RecordSample:
+    """The samples of consecutive partitions of ``sum(sizes)`` rows, joined: each partition
+    keyed past the rows before it (``known``) or from a stream of its own."""
+    parts, first = [], 0
+    for index, size in enumerate(sizes):
+        part = (
+            RecordSample(limit, seed, skip=first)
+            if known
+            else RecordSample(limit, (*seed, 1 + index))
+        )
+        values = np.arange(first, first + size, dtype=np.float64)
+        part.add(Features(("x",), (values,)), values.astype(int) % 3)
+        parts.append(part)
+        first += size
+    return joined_sample(parts)
+
+
+def test_partitions_keyed_past_their_first_row_join_into_the_whole_tables_sample() -> None:
+    whole = RecordSample(40, (5, 1))
+    _offer(whole, 1000, 64)
+    joined = _partitioned(40, (5, 1), [300, 1, 250, 449], known=True)
+    assert joined.rows == 1000
+    np.testing.assert_array_equal(joined.numbers, whole.numbers)
+    np.testing.assert_array_equal(joined.frame()["x"].to_numpy(), whole.numbers)
+    np.testing.assert_array_equal(joined.frame()[LABEL].to_numpy(), whole.numbers % 3)
+
+
+def test_pruned_partitions_join_into_the_same_sample() -> None:
+    seed, sizes = (2,), [120, 80, 200]
+    parts, first = [], 0
+    for size in sizes:
+        part = RecordSample(30, seed, skip=first)
+        values = np.arange(first, first + size, dtype=np.float64)
+        part.add(Features(("x",), (values,)), values.astype(int) % 3)
+        parts.append(part)
+        first += size
+    largest = float(np.sort(np.concatenate([p.keys for p in parts]))[29])
+    pruned = [part.pruned(largest) for part in parts]
+    assert sum(p.keys.size for p in pruned) == 30
+    np.testing.assert_array_equal(joined_sample(pruned).numbers, joined_sample(parts).numbers)
+
+
+def test_partitions_of_unknown_first_rows_still_sample_every_row_alike() -> None:
+    """Partitions keyed from streams of their own give another draw than the single
+    process, but still a simple random sample: 3,000 samples of 2 rows out of 10 (in
+    partitions of 4, 1 and 5 rows) keep each row 600 times in expectation (chi-square,
+    p > 0.001)."""
+    counts: Counter[int] = Counter()
+    for seed in range(3000):
+        counts.update(_partitioned(2, (seed,), [4, 1, 5], known=False).numbers.tolist())
+    assert chisquare([counts[i] for i in range(10)]).pvalue > 1e-3

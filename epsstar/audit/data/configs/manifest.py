@@ -3,7 +3,9 @@
 Columns: ``model``, ``train`` (or ``train_data``), ``population`` (or ``population_data``),
 ``label_column``, ``strategy`` and ``repeat``, optionally ``features`` and ``class_labels``
 (comma-separated),
-``loader`` and ``outputs``. In TOML, top-level keys are defaults for every model. Any other
+``loader`` and ``outputs``. A language model's folder audited on text records has a
+``text_column`` instead of a ``label_column`` (an empty CSV cell counts as absent, so one
+manifest may list both kinds). In TOML, top-level keys are defaults for every model. Any other
 column is a hyper-parameter of the strategy and is carried into the results (``epsstar
 sweep``'s manifest is one such file). Relative paths are relative to the manifest's folder.
 """
@@ -11,6 +13,7 @@ sweep``'s manifest is one such file). Relative paths are relative to the manifes
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -63,6 +66,7 @@ ENTRY = Table(
         "train": _PATH,
         "population": _PATH,
         "label_column": _NAME,
+        "text_column": _NAME,
         "strategy": _NAME,
         "repeat": Integer(0, 10**9),
         "features": Nullable(ListOf(_NAME, min_items=1, max_items=1_000_000)),
@@ -73,6 +77,8 @@ ENTRY = Table(
     required=("model", "train", "population", "label_column"),
     extra=CELL,
 )
+#: A language model's fields: a ``text_column`` instead of the ``label_column``.
+TEXT_ENTRY = dataclasses.replace(ENTRY, required=("model", "train", "population", "text_column"))
 #: The ``params`` of an entry as the results record them (:class:`ManifestEntry`'s JSON).
 PARAMS = Table({}, extra=CELL)
 #: A TOML manifest: its ``[[models]]`` and, at the top, defaults for every model.
@@ -90,7 +96,8 @@ class ManifestEntry(JsonRecord):
     model: Path
     train: Path
     population: Path
-    label_column: str
+    #: The label column of a classifier's tables (``None``: a language model's entry).
+    label_column: str | None = field(metadata=json_rule(omit_if_none=True))
     strategy: str
     repeat: int
     features: tuple[str, ...] | None = field(default=None, metadata=_SKIP)
@@ -99,17 +106,34 @@ class ManifestEntry(JsonRecord):
     loader: str | None = field(default=None, metadata=_SKIP)
     outputs: OutputKind | None = field(default=None, metadata=_SKIP)
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: The column of text of a language model's records (``None``: a classifier's entry).
+    text_column: str | None = field(default=None, metadata=json_rule(omit_if_none=True))
+
+
+#: The keys of a classifier's entry that a language model's entry does not take.
+_TABLE_ONLY = ("label_column", "features", "class_labels", "outputs")
+
+
+def _kind_checked(row: dict[str, object], where: Where) -> None:
+    """Drop the empty CSV cells of the columns that say an entry's kind, and refuse a text
+    entry with a classifier's keys."""
+    for key in ("text_column", *_TABLE_ONLY):
+        if where.text_cells and row.get(key) == "":
+            del row[key]
+    if "text_column" not in row:
+        return
+    given = [key for key in _TABLE_ONLY if key in row]
+    if given:
+        raise InputFileError(
+            f"{where.source}: a language model's entry (text_column) reads text records, "
+            f"without a classifier's {', '.join(given)}. Found {given[0]} {row[given[0]]!r}."
+        )
 
 
 def _entry(raw: Mapping[str, object], base: Path, where: Where) -> ManifestEntry:
     """One model's entry, every field checked by :data:`ENTRY` (paths against ``base``)."""
     row = {_ALIASES.get(key, key): value for key, value in raw.items()}
-    if "text_column" in row:
-        raise InputFileError(
-            f"{where.source}: audit-many audits classifiers on tables; a language model on "
-            f"text records is audited one at a time (epsstar audit MODEL --text-column NAME). "
-            f"Found text_column {row['text_column']!r}."
-        )
+    _kind_checked(row, where)
     if is_url(row.get("model")):
         raise InputFileError(
             f"{where.source}: audit-many audits model files; a served model is audited one at "
@@ -118,7 +142,7 @@ def _entry(raw: Mapping[str, object], base: Path, where: Where) -> ManifestEntry
     for listed in ("features", "class_labels"):
         if isinstance(row.get(listed), str) and not where.text_cells:
             row[listed] = [name.strip() for name in str(row[listed]).split(",")]
-    fields = ENTRY.check(row, where)
+    fields = (TEXT_ENTRY if "text_column" in row else ENTRY).check(row, where)
 
     def path(key: str) -> Path:
         value = Path(fields.need(key, _PATH))
@@ -129,7 +153,7 @@ def _entry(raw: Mapping[str, object], base: Path, where: Where) -> ManifestEntry
         model=model,
         train=path("train"),
         population=path("population"),
-        label_column=fields.need("label_column", _NAME),
+        label_column=fields.get("label_column", _NAME),
         strategy=fields.get("strategy", _NAME) or model.stem,
         repeat=fields.get("repeat", ENTRY.fields["repeat"]) or 0,
         features=fields.get("features", ENTRY.fields["features"]) or None,
@@ -137,6 +161,7 @@ def _entry(raw: Mapping[str, object], base: Path, where: Where) -> ManifestEntry
         loader=fields.get("loader", ENTRY.fields["loader"]),
         outputs=fields.get("outputs", ENTRY.fields["outputs"]),
         params=fields.extras(CELL),
+        text_column=fields.get("text_column", _NAME),
     )
 
 
