@@ -140,7 +140,7 @@ def test_repeated_canaries_appear_n_times_and_the_group_claim_decides(
 ) -> None:
     code, document = audit(
         tmp_path / "a.json", 3, 120, "--function", "designs_fit:fit", "--canaries", "500",
-        "--canary-repeats", "3", "--claimed-epsilon", "0.3",
+        "--canary-repeats", "3", "--claimed-epsilon", "0.3", "--report", str(tmp_path / "a.html"),
     )  # fmt: skip
     assert document is not None
     validate_json("audit-training", document)
@@ -157,6 +157,9 @@ def test_repeated_canaries_appear_n_times_and_the_group_claim_decides(
     assert code == EXIT_GATE_FAILED
     assert document["refuted"] is True
     assert "group of 3 copies" in document["verdict"]
+    page = (tmp_path / "a.html").read_text(encoding="utf-8")
+    assert "3 copies of each included canary" in page
+    assert f"input: {audited['per_record_epsilon']:.4g}" in page
     level = document["confidence_each"]
     assert document["smallest_canaries"]["epsilon-delta"] == smallest_canary_count(
         0.9, group.group_delta, confidence=level

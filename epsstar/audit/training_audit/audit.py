@@ -20,10 +20,11 @@ Every bound is taken at confidence 1 − (1 − c)/K for K threat models (:mod:`
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,7 @@ import pandas as pd
 from epsstar.audit.data.files import FileDigest
 from epsstar.audit.training_audit.canaries import (
     CanaryRecords,
+    Crafting,
     crafted_canaries,
     inclusion,
     population_canaries,
@@ -133,6 +135,8 @@ class TrainingAuditSetup:
     train_records: int | None = field(
         default=None, metadata=constraint(Maybe(WholeNumber(minimum=0)))
     )
+    #: How crafted canaries are made (the Python API's; the command line keeps the default).
+    crafting: Crafting = field(default_factory=Crafting)
     #: How messages name the two tables (the options of the command line, or the objects of
     #: the Python API: ``the training DataFrame``).
     table_names: tuple[str, str] = ("--train", "--population")
@@ -191,7 +195,10 @@ def _draw_canaries(
     kinds = {model.canaries for model in chosen}
     count = 1 if setup.many else setup.canaries
     records: dict[CanaryKind, CanaryRecords] = {}
-    draw = {"population": population_canaries, "crafted": crafted_canaries}
+    draw: dict[CanaryKind, Callable[..., CanaryRecords]] = {
+        "population": population_canaries,
+        "crafted": functools.partial(crafted_canaries, crafting=setup.crafting),
+    }
     pairs: tuple[CanaryKind, ...] = ("population", "crafted")
     for kind in pairs:
         if kind in kinds:
@@ -252,6 +259,7 @@ def _settings(
         # named only when set, so that a work folder of an audit without them still resumes
         **({"canary_repeats": setup.canary_repeats} if setup.canary_repeats > 1 else {}),
         **({"train_records": setup.train_records} if setup.train_records is not None else {}),
+        **({"crafting": asdict(setup.crafting)} if setup.crafting != Crafting() else {}),
     }
 
 
