@@ -286,7 +286,7 @@ def test_bad_designs_of_a_function_are_refused_in_one_line(
             ["--command", "python fit.py {train} {out}", "--init", "start.bin"],
             "{init} in --command",
         ),
-        (["--epochs", "1", "--init", "start.bin"], "epsstar's own trainer starts from"),
+        (["--epochs", "1", "--init", "start.bin"], "--init for epsstar's own trainer must be"),
         (
             [
                 "--epochs",
@@ -332,3 +332,29 @@ def test_a_correct_dp_sgd_trainer_is_not_refuted_by_repeats_and_small_data(
     assert document["group_claim"]["repeats"] == 2
     for audited in document["threat_models"]:
         assert audited["epsilon_lower_bound"] <= document["group_claim"]["group_epsilon"]
+
+
+def test_a_correct_dp_sgd_trainer_from_a_pretrained_start_is_not_refuted_inside_or_out(
+    audit: Callable[..., tuple[int, dict[str, Any] | None]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    trainer = ["--epochs", "4", "--batch-size", "20", "--target-epsilon", "2", "--hidden", "8"]
+    work = ["--work", str(tmp_path / "work"), "--seed", "1"]
+    code, document = audit(
+        tmp_path / "a.json", 1, 120, *trainer, *work, "--canaries", "300", "--init",
+        "pretrained", "--threat-model", "input", "--threat-model", "every-step",
+    )  # fmt: skip
+    assert document is not None
+    assert code == EXIT_OK
+    assert document["refuted"] is False
+    assert document["procedure"]["init"] == "pretrained"
+    assert "pretrain" in document["seeds"]
+    capsys.readouterr()
+    code, document = audit(
+        tmp_path / "b.json", 1, 120, *trainer, *work, "--canaries", "300",
+        "--threat-model", "input", "--threat-model", "every-step",
+    )  # fmt: skip
+    assert code == EXIT_USAGE
+    assert document is None
+    assert "settings differ in 'procedure'" in capsys.readouterr().err

@@ -40,7 +40,7 @@ from epsstar.audit.training_audit.canaries import (
     population_canaries,
 )
 from epsstar.audit.training_audit.frames import check_columns, read_frame, write_frame
-from epsstar.audit.training_audit.procedure import Claim, Procedure, RunScores
+from epsstar.audit.training_audit.procedure import Claim, Preparing, Procedure, RunScores
 from epsstar.audit.training_audit.result import (
     BOUNDS,
     BoundName,
@@ -278,6 +278,15 @@ def _training_rows(setup: TrainingAuditSetup, train: pd.DataFrame) -> pd.DataFra
     rng = np.random.default_rng(derived_seed(setup.seed, "train-records"))
     chosen = np.sort(rng.choice(len(train), size=wanted, replace=False))
     return train.iloc[chosen].reset_index(drop=True)
+
+
+def _public_rows(population: pd.DataFrame, canaries: _Canaries) -> pd.DataFrame:
+    """The population without the records any canary was drawn or crafted from."""
+    used = [records.sources for records in canaries.records.values()]
+    keep = np.ones(len(population), dtype=bool)
+    for sources in used:
+        keep[sources] = False
+    return population.iloc[np.flatnonzero(keep)].reset_index(drop=True)
 
 
 def _canary_tables(canaries: _Canaries, folder: Path, suffix: str) -> dict[CanaryKind, Path]:
@@ -600,6 +609,14 @@ def audit_training(
         _check_power(setup, chosen, canaries, early, level)
     store = RunStore.open(setup.work, _settings(procedure, setup, digests))
     with work_folder(setup.work) as folder:
+        prepares = isinstance(procedure, Preparing) and procedure.needs_public()
+        if isinstance(procedure, Preparing) and prepares:
+            public = _public_rows(frames[1], canaries)
+            say("preparing the procedure on the population without the canaries")
+            procedure = procedure.prepared(
+                write_frame(public, folder / f"public{setup.train.suffix.lower()}"),
+                derived_seed(setup.seed, "pretrain"),
+            )
         suffix = setup.train.suffix.lower()
         inputs = RunInputs(
             setup.train
@@ -643,7 +660,7 @@ def audit_training(
         threat_models=audits,
         run_records=_run_records(plans, runs),
         seed=setup.seed,
-        seeds=_seeds(setup),
+        seeds=_seeds(setup, prepares),
         data=digests,
         canaries_left_out=max((r.left_out for r in canaries.records.values()), default=0),
         smallest_canaries=_smallest(setup, claim, level),
@@ -682,7 +699,7 @@ def _early_claim(setup: TrainingAuditSetup, stated: Claim | None, n_records: int
     return _settle_claim(setup, stated, n_records)
 
 
-def _seeds(setup: TrainingAuditSetup) -> JsonObject:
+def _seeds(setup: TrainingAuditSetup, prepared: bool = False) -> JsonObject:
     """Every seed drawn from the audit's seed, by purpose (the runs' are in ``training_runs``)."""
     return {
         purpose: derived_seed(setup.seed, purpose)
@@ -695,6 +712,7 @@ def _seeds(setup: TrainingAuditSetup) -> JsonObject:
             "arms",
             "split",
             *(("train-records",) if setup.train_records is not None else ()),
+            *(("pretrain",) if prepared else ()),
         )
     }
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -50,6 +50,7 @@ __all__ = [
     "Claim",
     "CommandProcedure",
     "FunctionProcedure",
+    "Preparing",
     "Procedure",
     "RunRequest",
     "RunScores",
@@ -163,6 +164,22 @@ class Procedure(Protocol):
 
     def run(self, request: RunRequest) -> RunScores:
         """Train once as ``request`` says and score its canaries."""
+        ...
+
+
+@runtime_checkable
+class Preparing(Protocol):
+    """A procedure that learns from public data once, before any run: epsstar's own trainer
+    pretraining the network every run starts from (``--init pretrained``)."""
+
+    def needs_public(self) -> bool:
+        """Whether :meth:`prepared` reads the public data (else the procedure is ready)."""
+        ...
+
+    def prepared(self, public: Path, seed: int) -> Procedure:
+        """The procedure ready for its runs, having read ``public`` (the population without
+        the records the canaries come from, in ``--train``'s format) with ``seed``; fixed
+        before any inclusion bit is drawn into a run."""
         ...
 
 

@@ -67,6 +67,7 @@ SEED_PURPOSES = {
     "split": 9,
     "memorise": 10,
     "train-records": 11,
+    "pretrain": 12,
 }
 
 

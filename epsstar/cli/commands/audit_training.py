@@ -44,6 +44,9 @@ SUMMARY = (
 DEFAULT_TIMEOUT = 3600.0
 #: Runs of epsstar's own trainer trained together, unless --stack says otherwise.
 DEFAULT_STACK = 8
+#: ``--init``'s word for epsstar's own trainer: start from its network pretrained on the
+#: population without the canaries.
+PRETRAINED = "pretrained"
 
 
 def _add_procedure_options(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +79,9 @@ def _add_procedure_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="a model file every run of --command or --function starts from (any format the "
         "trainer reads, copied unchanged into each run's folder): {init} in the command "
-        "becomes the copy's path, a function is called with init=path",
+        "becomes the copy's path, a function is called with init=path. For epsstar's own "
+        f"trainer, {PRETRAINED}: every run starts from its network pretrained once, without "
+        "DP, on --population without the canaries",
     )
     parser.add_argument(
         "--timeout",
@@ -261,10 +266,11 @@ def _procedure(args: argparse.Namespace) -> Procedure:
             trust=args.trust_model,
             init=_initial_model(args),
         )
-    if args.init is not None:
+    if args.init not in (None, PRETRAINED):
         raise InvalidInputError(
-            "--init gives the model a --command or --function starts from; epsstar's own "
-            f"trainer starts from its seeded initial weights. Found --init {args.init!r}."
+            f"--init for epsstar's own trainer must be {PRETRAINED} (its network pretrained on "
+            "--population without the canaries); a model file is for --command or --function. "
+            f"Found --init {args.init!r}."
         )
     if args.epochs is None:
         raise InvalidInputError(
@@ -280,7 +286,14 @@ def _procedure(args: argparse.Namespace) -> Procedure:
     config = config_from_args(args)
     data = load_table(args.train, args.label_column, features=args.features)
     parameters = parameter_count(data.n_features, data.n_classes, config.hidden)
-    return OwnTrainer(config, args.label_column, parameters, args.features, stack=args.stack)
+    return OwnTrainer(
+        config,
+        args.label_column,
+        parameters,
+        args.features,
+        stack=args.stack,
+        init=None if args.init is None else "pretrained",
+    )
 
 
 def _initial_model(args: argparse.Namespace) -> InitialModel | None:
