@@ -289,6 +289,41 @@ def _public_rows(population: pd.DataFrame, canaries: _Canaries) -> pd.DataFrame:
     return population.iloc[np.flatnonzero(keep)].reset_index(drop=True)
 
 
+def _prepared(
+    procedure: Preparing,
+    setup: TrainingAuditSetup,
+    population: pd.DataFrame,
+    canaries: _Canaries,
+    folder: Path,
+) -> Procedure:
+    """``procedure`` having read the population without the canaries' records (seeded)."""
+    public = _public_rows(population, canaries)
+    return procedure.prepared(
+        write_frame(public, folder / f"public{setup.train.suffix.lower()}"),
+        derived_seed(setup.seed, "pretrain"),
+    )
+
+
+def _run_inputs(
+    setup: TrainingAuditSetup,
+    rows: pd.DataFrame,
+    canaries: _Canaries,
+    chosen: tuple[ThreatModel, ...],
+    folder: Path,
+) -> RunInputs:
+    """What every run reads, its tables written in ``folder``."""
+    suffix = setup.train.suffix.lower()
+    return RunInputs(
+        setup.train
+        if setup.train_records is None
+        else write_frame(rows, folder / f"train-records{suffix}"),
+        len(rows),
+        _canary_tables(canaries, folder, suffix),
+        tuple(model.name for model in chosen),
+        setup.canary_repeats,
+    )
+
+
 def _canary_tables(canaries: _Canaries, folder: Path, suffix: str) -> dict[CanaryKind, Path]:
     return {
         kind: write_frame(records.frame, folder / f"canaries-{kind}{suffix}")
@@ -611,22 +646,9 @@ def audit_training(
     with work_folder(setup.work) as folder:
         prepares = isinstance(procedure, Preparing) and procedure.needs_public()
         if isinstance(procedure, Preparing) and prepares:
-            public = _public_rows(frames[1], canaries)
             say("preparing the procedure on the population without the canaries")
-            procedure = procedure.prepared(
-                write_frame(public, folder / f"public{setup.train.suffix.lower()}"),
-                derived_seed(setup.seed, "pretrain"),
-            )
-        suffix = setup.train.suffix.lower()
-        inputs = RunInputs(
-            setup.train
-            if setup.train_records is None
-            else write_frame(rows, folder / f"train-records{suffix}"),
-            len(rows),
-            _canary_tables(canaries, folder, suffix),
-            tuple(model.name for model in chosen),
-            setup.canary_repeats,
-        )
+            procedure = _prepared(procedure, setup, frames[1], canaries, folder)
+        inputs = _run_inputs(setup, rows, canaries, chosen, folder)
         say(f"training: {len(plans)} run{'s' if len(plans) > 1 else ''}")
         runs = execute(
             procedure,
@@ -644,7 +666,6 @@ def audit_training(
         _check_power(setup, chosen, canaries, claim, level)
     say("bounding epsilon")
     audits = tuple(_audited(model, plans, runs, claim, setup, level) for model in chosen)
-    warnings = _warnings(claim, canaries, setup)
     return TrainingAuditResult(
         procedure=procedure.describe(),
         design="many-runs" if setup.many else "one-run",
@@ -664,7 +685,7 @@ def audit_training(
         data=digests,
         canaries_left_out=max((r.left_out for r in canaries.records.values()), default=0),
         smallest_canaries=_smallest(setup, claim, level),
-        warnings=warnings,
+        warnings=_warnings(claim, canaries, setup),
         seconds=time.perf_counter() - start,
         epsstar_version=_version(),
         canary_repeats=setup.canary_repeats,
