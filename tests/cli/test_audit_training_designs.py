@@ -358,3 +358,26 @@ def test_a_correct_dp_sgd_trainer_from_a_pretrained_start_is_not_refuted_inside_
     assert code == EXIT_USAGE
     assert document is None
     assert "settings differ in 'procedure'" in capsys.readouterr().err
+
+
+def test_many_runs_repeat_their_canary_and_compare_with_the_group(
+    audit: Callable[..., tuple[int, dict[str, Any] | None]],
+    tmp_path: Path,
+    validate_json: Callable[[str, Any], None],
+) -> None:
+    code, document = audit(
+        tmp_path / "a.json", 2, 120, "--function", "designs_fit:fit", "--runs", "12",
+        "--canary-repeats", "2", "--claimed-epsilon", "0.1", "--bound", "gdp",
+    )  # fmt: skip
+    assert code != EXIT_USAGE
+    assert document is not None
+    validate_json("audit-training", document)
+    group = group_claim(0.1, 1e-5, 2)
+    assert document["design"] == "many-runs"
+    assert document["group_claim"]["group_mu"] == pytest.approx(group.group_mu)
+    (audited,) = document["threat_models"]
+    assert audited["many_runs"]["delta"] == pytest.approx(group.group_delta)
+    assert audited["refutes"] == (audited["epsilon_lower_bound"] > group.group_epsilon_gdp)
+    assert audited["per_record_epsilon"] == pytest.approx(
+        group.per_record_gdp(audited["many_runs"]["mu_lower"])
+    )
