@@ -192,8 +192,8 @@ def main() -> None:
                 bound, gdp, spent = (float(np.mean(v)) for v in zip(*found, strict=True))
                 cells.append(f"{bound:.2f} ({gdp:.2f})")
                 seconds.append(spent)
-            spent = f"{np.mean(seconds):.1f}" if seconds else "–"
-            print(f"| {design.name} | " + " | ".join(cells) + f" | {spent} |")
+            timed = f"{np.mean(seconds):.1f}" if seconds else "–"
+            print(f"| {design.name} | " + " | ".join(cells) + f" | {timed} |")
             sys.stdout.flush()
 
 
