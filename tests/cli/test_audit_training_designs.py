@@ -260,6 +260,7 @@ def test_a_work_folder_of_another_design_is_refused(
         (["--train-records", "121"], "at most the 120 rows of --train. Found 121."),
         (["--canary-repeats", "30"], "30 copies of each canary: "),
         (["--init", "missing.bin"], "--init must name a model file. Found 'missing.bin'."),
+        (["--init", "."], "--init must name a model file. Found '.'."),
         (["--init", "start.bin"], "--init needs a function that takes it"),
     ],
 )

@@ -1,13 +1,13 @@
-"""Canary records: drawn from the population, or crafted out of its distribution with flipped
-labels; and which of them a run includes.
+"""Canary records: drawn from the population, or crafted into the tails of its distribution with
+flipped labels; and which of them a run includes.
 
 * Population canaries (the ``input`` and ``di`` threat models) are population records: they
   come from the training data's distribution, so a trainer that leaks them leaks ordinary
   records. A record that is also in ``--train``, or that repeats an earlier population record,
   cannot serve (it would be a member, or two canaries, whatever the inclusion bits say); they
   are left out and counted.
-* Crafted canaries (the ``crafted`` threat model) are population records pushed out of the
-  data's distribution, with a wrong label: every numeric feature column is set to
+* Crafted canaries (the ``crafted`` threat model) are population records pushed into the
+  tails of the data's distribution, with a wrong label: every numeric feature column is set to
   median ± (d + s·u)·sd of the training column (u uniform in [0, 1), the sign at random; whole
   numbers for integer columns; :class:`Crafting`: d = 1 and s = 2 unless the Python API says
   otherwise: the tails of the distribution rather than far beyond them, which measured twice
@@ -124,7 +124,7 @@ def _numeric_features(
 def _pushed_out(
     column: pd.Series, reference: pd.Series, rng: np.random.Generator, crafting: Crafting
 ) -> NDArray[np.float64]:
-    """Values far outside ``reference``'s distribution (see the module)."""
+    """Values in the tails of ``reference``'s distribution, or beyond them (see the module)."""
     values = reference.to_numpy(dtype=np.float64)
     centre = float(np.nanmedian(values))
     spread = float(np.nanstd(values))
