@@ -259,6 +259,11 @@ def test_a_work_folder_of_another_design_is_refused(
         (["--train-records", "-1"], "--train-records must be an integer ≥ 0. Found -1."),
         (["--train-records", "121"], "at most the 120 rows of --train. Found 121."),
         (["--canary-repeats", "30"], "30 copies of each canary: "),
+        (
+            ["--canary-repeats", "2", "--claimed-epsilon", "4", "--canaries", "300"],
+            "threat model input (the claim for a group of the 2 copies of each canary): no "
+            "number of canaries",
+        ),
         (["--init", "missing.bin"], "--init must name a model file. Found 'missing.bin'."),
         (["--init", "."], "--init must name a model file. Found '.'."),
         (["--init", "start.bin"], "--init needs a function that takes it"),

@@ -424,7 +424,12 @@ def _check_power(
                     count, epsilon, delta, confidence=level, method=one_run_method
                 )
         except InvalidInputError as error:
-            raise type(error)(f"threat model {model.name}: {error}") from None
+            group = (
+                f" (the claim for a group of the {setup.canary_repeats} copies of each canary)"
+                if setup.canary_repeats > 1
+                else ""
+            )
+            raise type(error)(f"threat model {model.name}{group}: {error}") from None
 
 
 def _guesses(scores: np.ndarray, k_plus: int, k_minus: int, direction: str) -> np.ndarray:
