@@ -672,8 +672,13 @@ def train(
     on_epoch: Callable[[EpochStats], None] | None = None,
     plan: PrivacyPlan | None = None,
     hooks: StepHooks | None = None,
+    initial: Sequence[torch.Tensor] | None = None,
 ) -> TrainedModel:
     """Train one model on ``data``; ``on_epoch`` is called after every epoch.
+
+    ``initial`` replaces the seeded initial weights (the network's parameters in order: an
+    audit's public, pretrained start); the seeded draw is made all the same, so the batches and
+    the noise are those of a run without it.
 
     ``plan`` may pass a :class:`PrivacyPlan` computed earlier by :func:`plan_privacy` (the σ
     search is the slow part of planning); the run follows its schedule, planned for
@@ -704,6 +709,10 @@ def train(
         generator=generator,
         dtype=dtype,
     ).to(where)
+    if initial is not None:
+        with torch.no_grad():
+            for parameter, value in zip(network.parameters(), initial, strict=True):
+                parameter.copy_(value)
     optimiser = torch.optim.SGD(network.parameters(), lr=config.lr, momentum=config.momentum)
     settings = StepSettings.of(config, plan, n, binary)
     history: list[EpochStats] = []

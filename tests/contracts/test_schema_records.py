@@ -60,6 +60,7 @@ from epsstar.audit.training_audit.threat_models import ThreatModel
 from epsstar.plumbing.records.by_side import BySide
 from epsstar.plumbing.records.json_records import JsonRecord, json_keys
 from epsstar.statistics.auditing.feasibility import CanaryProjection
+from epsstar.statistics.auditing.group_privacy import GroupClaim
 from epsstar.statistics.auditing.identifiability import IdentifiabilityReading
 from epsstar.statistics.auditing.many_runs.bounds import ManyRunBounds, MethodBound
 from epsstar.statistics.auditing.one_run.bounds import OneRunBounds
@@ -172,6 +173,7 @@ RECORDS: dict[tuple[str, str], type] = {
     ("audit-training", "#/$defs/threat_model_audit/properties/canaries_to_refute"): (
         CanaryProjection
     ),
+    ("audit-training", "#/properties/group_claim"): GroupClaim,
     # training.schema.json
     ("training", "#"): TrainingResult,
     ("training", "#/properties/data"): DataSummary,

@@ -21,6 +21,7 @@ from epsstar.audit.data.text_records import TextTables
 from epsstar.audit.options import AuditOptions
 from epsstar.audit.premise.settings import PremiseSettings
 from epsstar.audit.training_audit.audit import TrainingAuditSetup
+from epsstar.audit.training_audit.canaries import Crafting
 from epsstar.exceptions import InvalidInputError
 from epsstar.plumbing.records.constraints import (
     ColumnName,
@@ -48,6 +49,7 @@ RECORDS: dict[str, tuple[type[Any], Callable[..., object]]] = {
             Path("train.csv"), Path("population.csv"), "label", **field
         ),
     ),
+    "Crafting": (Crafting, Crafting),
     "PremiseSettings": (PremiseSettings, PremiseSettings),
     "Tables": (
         Tables,
@@ -162,7 +164,10 @@ def test_every_record_declares_its_options() -> None:
             "seed",
             "k",
             "guesses",
+            "canary_repeats",
+            "train_records",
         ],
+        "Crafting": ["distance", "spread"],
         "PremiseSettings": ["folds", "group_by", "attribute", "top_records"],
         "Tables": ["label_column", "features", "batch_size", "loss"],
         "TextTables": ["text_column", "batch_size"],

@@ -20,10 +20,11 @@ Every bound is taken at confidence 1 − (1 − c)/K for K threat models (:mod:`
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,12 +34,13 @@ import pandas as pd
 from epsstar.audit.data.files import FileDigest
 from epsstar.audit.training_audit.canaries import (
     CanaryRecords,
+    Crafting,
     crafted_canaries,
     inclusion,
     population_canaries,
 )
 from epsstar.audit.training_audit.frames import check_columns, read_frame, write_frame
-from epsstar.audit.training_audit.procedure import Claim, Procedure, RunScores
+from epsstar.audit.training_audit.procedure import Claim, Preparing, Procedure, RunScores
 from epsstar.audit.training_audit.result import (
     BOUNDS,
     BoundName,
@@ -79,6 +81,7 @@ from epsstar.statistics.auditing.feasibility import (
     smallest_canary_count,
     smallest_run_count,
 )
+from epsstar.statistics.auditing.group_privacy import GroupClaim, group_claim
 from epsstar.statistics.auditing.identifiability import identifiability_reading
 from epsstar.statistics.auditing.many_runs.bounds import audit_many_runs
 from epsstar.statistics.auditing.one_run.choose_k import ChosenK, choose_k, given_k
@@ -97,11 +100,12 @@ class TrainingAuditSetup:
     """What to audit, checked when built: the data, the canaries per kind, one run or
     ``runs`` runs with and ``runs`` without the canary, the threat models, the claim
     (``None``: the runs' own), the confidence, which bound decides, the seed, the ``work``
-    folder to resume from, ``k``: the one-run guesses k₊ = k₋ fixed by the design (``None``:
-    :func:`choose_k`'s rule), and ``guesses``: the one-run guessing rule
-    (:mod:`~epsstar.statistics.auditing.one_run.guess_rules`); ``table_names``: how messages name
-    ``train`` and ``population``. The threat models are checked against the procedure that
-    serves them, when the audit starts."""
+    folder to resume from, ``canary_repeats``: the copies of each included canary in a run's
+    table, ``train_records``: the rows of ``train`` every run trains on, ``k``: the one-run
+    guesses k₊ = k₋ fixed by the design (``None``: :func:`choose_k`'s rule), and ``guesses``:
+    the one-run guessing rule (:mod:`~epsstar.statistics.auditing.one_run.guess_rules`);
+    ``table_names``: how messages name ``train`` and ``population``. The threat models are
+    checked against the procedure that serves them, when the audit starts."""
 
     train: Path
     population: Path
@@ -124,6 +128,15 @@ class TrainingAuditSetup:
     work: Path | None = None
     k: int | None = field(default=None, metadata=constraint(Maybe(WholeNumber())))
     guesses: GuessRule = field(default="symmetric", metadata=constraint(OneOf(GUESS_RULES)))
+    #: Copies of each included canary in a run's table; the audit tests the claim's group
+    #: guarantee for that many records (:mod:`~epsstar.statistics.auditing.group_privacy`).
+    canary_repeats: int = field(default=1, metadata=constraint(WholeNumber(minimum=1)))
+    #: Rows of ``train`` each run trains on (a sample drawn once from ``seed``); ``None``: all.
+    train_records: int | None = field(
+        default=None, metadata=constraint(Maybe(WholeNumber(minimum=0)))
+    )
+    #: How crafted canaries are made (the Python API's; the command line keeps the default).
+    crafting: Crafting = field(default_factory=Crafting)
     #: How messages name the two tables (the options of the command line, or the objects of
     #: the Python API: ``the training DataFrame``).
     table_names: tuple[str, str] = ("--train", "--population")
@@ -155,6 +168,13 @@ class _Canaries:
 def _check_setup(procedure: Procedure, setup: TrainingAuditSetup) -> tuple[ThreatModel, ...]:
     chosen = threat_models(list(setup.threat_models))
     served = procedure.serves()
+    if setup.canary_repeats > 1:
+        for model in chosen:
+            if model.white_box:
+                raise InvalidInputError(
+                    "--canary-repeats copies canary records in the training table: it serves "
+                    f"the threat models that see the final model only. Found {model.name!r}."
+                )
     for model in chosen:
         if model.name not in served:
             raise InvalidInputError(
@@ -175,7 +195,10 @@ def _draw_canaries(
     kinds = {model.canaries for model in chosen}
     count = 1 if setup.many else setup.canaries
     records: dict[CanaryKind, CanaryRecords] = {}
-    draw = {"population": population_canaries, "crafted": crafted_canaries}
+    draw: dict[CanaryKind, Callable[..., CanaryRecords]] = {
+        "population": population_canaries,
+        "crafted": functools.partial(crafted_canaries, crafting=setup.crafting),
+    }
     pairs: tuple[CanaryKind, ...] = ("population", "crafted")
     for kind in pairs:
         if kind in kinds:
@@ -233,7 +256,72 @@ def _settings(
         "runs": setup.runs,
         "threat_models": list(setup.threat_models),
         "seed": setup.seed,
+        # named only when set, so that a work folder of an audit without them still resumes
+        **({"canary_repeats": setup.canary_repeats} if setup.canary_repeats > 1 else {}),
+        **({"train_records": setup.train_records} if setup.train_records is not None else {}),
+        **({"crafting": asdict(setup.crafting)} if setup.crafting != Crafting() else {}),
     }
+
+
+def _training_rows(setup: TrainingAuditSetup, train: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``train`` every run trains on: all, or the ``train_records`` drawn once from
+    the audit's seed (Nasr et al. 2021's small-data audits: every update carries the
+    canaries)."""
+    wanted = setup.train_records
+    if wanted is None:
+        return train
+    if wanted > len(train):
+        raise InvalidInputError(
+            f"--train-records must be at most the {len(train)} rows of {setup.table_names[0]}. "
+            f"Found {wanted}."
+        )
+    rng = np.random.default_rng(derived_seed(setup.seed, "train-records"))
+    chosen = np.sort(rng.choice(len(train), size=wanted, replace=False))
+    return train.iloc[chosen].reset_index(drop=True)
+
+
+def _public_rows(population: pd.DataFrame, canaries: _Canaries) -> pd.DataFrame:
+    """The population without the records any canary was drawn or crafted from."""
+    used = [records.sources for records in canaries.records.values()]
+    keep = np.ones(len(population), dtype=bool)
+    for sources in used:
+        keep[sources] = False
+    return population.iloc[np.flatnonzero(keep)].reset_index(drop=True)
+
+
+def _prepared(
+    procedure: Preparing,
+    setup: TrainingAuditSetup,
+    population: pd.DataFrame,
+    canaries: _Canaries,
+    folder: Path,
+) -> Procedure:
+    """``procedure`` having read the population without the canaries' records (seeded)."""
+    public = _public_rows(population, canaries)
+    return procedure.prepared(
+        write_frame(public, folder / f"public{setup.train.suffix.lower()}"),
+        derived_seed(setup.seed, "pretrain"),
+    )
+
+
+def _run_inputs(
+    setup: TrainingAuditSetup,
+    rows: pd.DataFrame,
+    canaries: _Canaries,
+    chosen: tuple[ThreatModel, ...],
+    folder: Path,
+) -> RunInputs:
+    """What every run reads, its tables written in ``folder``."""
+    suffix = setup.train.suffix.lower()
+    return RunInputs(
+        setup.train
+        if setup.train_records is None
+        else write_frame(rows, folder / f"train-records{suffix}"),
+        len(rows),
+        _canary_tables(canaries, folder, suffix),
+        tuple(model.name for model in chosen),
+        setup.canary_repeats,
+    )
 
 
 def _canary_tables(canaries: _Canaries, folder: Path, suffix: str) -> dict[CanaryKind, Path]:
@@ -250,6 +338,12 @@ class _Claim:
     delta: float
     delta_from: str
     warnings: tuple[str, ...]
+    #: What the claim says of the group of copies of one canary (itself with one copy).
+    group: GroupClaim
+
+    def tested(self, setup: TrainingAuditSetup) -> tuple[float, float]:
+        """The (ε, δ) the deciding bound is compared with: the group's."""
+        return self.group.tested_epsilon(BOUNDS[setup.bound].gaussian), self.group.group_delta
 
 
 def _stated(runs: list[RunScores]) -> Claim | None:
@@ -291,7 +385,8 @@ def _settle_claim(setup: TrainingAuditSetup, stated: Claim | None, n_records: in
         delta, delta_from = stated.delta, stated.source
     else:
         delta, delta_from = 1.0 / (n_records * math.log(n_records)), "1/(n ln n)"
-    return _Claim(epsilon, epsilon_from, delta, delta_from, tuple(warnings))
+    group = group_claim(epsilon, delta, setup.canary_repeats)
+    return _Claim(epsilon, epsilon_from, delta, delta_from, tuple(warnings), group)
 
 
 def _check_runs(
@@ -313,11 +408,11 @@ def _check_power(
     setup: TrainingAuditSetup,
     chosen: tuple[ThreatModel, ...],
     canaries: _Canaries,
-    claim: tuple[float, float],
+    claim: _Claim,
     level: float,
 ) -> None:
-    """Refuse an audit that cannot refute the claim even with every guess right."""
-    epsilon, delta = claim
+    """Refuse an audit that cannot refute the (group) claim even with every guess right."""
+    epsilon, delta = claim.tested(setup)
     one_run_method, many_method = BOUNDS[setup.bound].one_run, BOUNDS[setup.bound].many_runs
     for model in chosen:
         count = canaries.count(model.canaries)
@@ -329,7 +424,12 @@ def _check_power(
                     count, epsilon, delta, confidence=level, method=one_run_method
                 )
         except InvalidInputError as error:
-            raise type(error)(f"threat model {model.name}: {error}") from None
+            group = (
+                f" (the claim for a group of the {setup.canary_repeats} copies of each canary)"
+                if setup.canary_repeats > 1
+                else ""
+            )
+            raise type(error)(f"threat model {model.name}{group}: {error}") from None
 
 
 def _guesses(scores: np.ndarray, k_plus: int, k_minus: int, direction: str) -> np.ndarray:
@@ -352,6 +452,7 @@ def _one_run(
     level: float,
 ) -> ThreatModelAudit:
     method = BOUNDS[setup.bound].one_run
+    epsilon, delta = claim.tested(setup)
     # each single rule of the guessing rule gets its k: one for k "in" and k "out", one for
     # k guesses on one side (chosen from m and the claim alone, or fixed by the design)
     by_sides: dict[int, ChosenK] = {}
@@ -359,8 +460,8 @@ def _one_run(
         if setup.k is None:
             by_sides[sides] = choose_k(
                 scores.size,
-                claim.epsilon,
-                claim.delta,
+                epsilon,
+                delta,
                 confidence=level,
                 method=method,
                 sides=sides,
@@ -369,8 +470,8 @@ def _one_run(
             by_sides[sides] = given_k(
                 scores.size,
                 min(setup.k, scores.size // 2),
-                claim.epsilon,
-                claim.delta,
+                epsilon,
+                delta,
                 confidence=level,
                 method=method,
                 sides=sides,
@@ -384,7 +485,7 @@ def _one_run(
         k=min(k_two, scores.size // 2),
         k_one_sided=None if k_one is None else min(k_one, scores.size // 2),
         direction=model.direction,
-        delta=claim.delta,
+        delta=delta,
         confidence=level,
         decide="gdp" if BOUNDS[setup.bound].gaussian else "epsilon",
     )
@@ -394,12 +495,12 @@ def _one_run(
     value = 0.0 if deciding is None else deciding
     guessed = bounds.k_plus + bounds.k_minus
     projection = None
-    if value <= claim.epsilon and guessed > 0:
+    if value <= epsilon and guessed > 0:
         projection = canaries_at_precision(
             bounds.correct / guessed,
             guessed / scores.size,
-            claim.epsilon,
-            claim.delta,
+            epsilon,
+            delta,
             confidence=ruled.confidence_each,
             method=method,
         )
@@ -411,12 +512,24 @@ def _one_run(
         method=method,
         epsilon_lower_bound=value,
         epsilon_lower_gdp=bounds.epsilon_lower_gdp,
-        refutes=value > claim.epsilon,
+        refutes=value > epsilon,
+        per_record_epsilon=_per_record(claim.group, value, bounds.mu_lower, setup),
         guesses=_guesses(scores, bounds.k_plus, bounds.k_minus, model.direction),
         chosen_k=chosen,
         one_run=bounds,
         guess_rule=ruled,
         canaries_to_refute=projection,
+    )
+
+
+def _per_record(
+    group: GroupClaim, value: float, mu_lower: float, setup: TrainingAuditSetup
+) -> float | None:
+    """The per-record ε a bound of the group of copies implies (``None``: one copy each)."""
+    if group.repeats == 1:
+        return None
+    return (
+        group.per_record_gdp(mu_lower) if BOUNDS[setup.bound].gaussian else group.per_record(value)
     )
 
 
@@ -429,10 +542,11 @@ def _many_runs(
     level: float,
 ) -> ThreatModelAudit:
     method = BOUNDS[setup.bound].many_runs
+    epsilon, delta = claim.tested(setup)
     bounds = audit_many_runs(
         scores[included],
         scores[~included],
-        delta=claim.delta,
+        delta=delta,
         confidence=level,
         seed=derived_seed(setup.seed, "split"),
     )
@@ -448,7 +562,8 @@ def _many_runs(
         method=method,
         epsilon_lower_bound=value,
         epsilon_lower_gdp=bounds.epsilon_gdp,
-        refutes=value > claim.epsilon,
+        refutes=value > epsilon,
+        per_record_epsilon=_per_record(claim.group, value, bounds.mu_lower, setup),
         many_runs=bounds,
     )
 
@@ -492,8 +607,8 @@ def _smallest(setup: TrainingAuditSetup, claim: _Claim, level: float) -> JsonObj
     for name, bound in BOUNDS.items():
         try:
             smallest[name] = smallest_canary_count(
-                claim.epsilon,
-                claim.delta,
+                claim.group.tested_epsilon(bound.gaussian),
+                claim.group.group_delta,
                 confidence=level,
                 method=bound.one_run,
             )
@@ -525,20 +640,20 @@ def audit_training(
     canaries = _draw_canaries(setup, chosen, frames, procedure.gradient_capacity())
     plans = _plans(setup, canaries)
     level = bonferroni_confidence(setup.confidence, len(chosen))
-    n_first = len(frames[0]) + sum(
+    rows = _training_rows(setup, frames[0])
+    n_first = len(rows) + setup.canary_repeats * sum(
         sum(plans[0].included.get(kind, ())) for kind in canaries.records
     )
-    early = _early_claim(setup, procedure.claim(len(frames[0])), n_first)
+    early = _early_claim(setup, procedure.claim(len(rows)), n_first)
     if early is not None:
-        _check_power(setup, chosen, canaries, (early.epsilon, early.delta), level)
+        _check_power(setup, chosen, canaries, early, level)
     store = RunStore.open(setup.work, _settings(procedure, setup, digests))
     with work_folder(setup.work) as folder:
-        inputs = RunInputs(
-            setup.train,
-            len(frames[0]),
-            _canary_tables(canaries, folder, setup.train.suffix.lower()),
-            tuple(model.name for model in chosen),
-        )
+        prepares = isinstance(procedure, Preparing) and procedure.needs_public()
+        if isinstance(procedure, Preparing) and prepares:
+            say("preparing the procedure on the population without the canaries")
+            procedure = _prepared(procedure, setup, frames[1], canaries, folder)
+        inputs = _run_inputs(setup, rows, canaries, chosen, folder)
         say(f"training: {len(plans)} run{'s' if len(plans) > 1 else ''}")
         runs = execute(
             procedure,
@@ -553,10 +668,9 @@ def audit_training(
     ordered = [runs[plan.index] for plan in plans]
     claim = _settle_claim(setup, _stated(ordered), n_first)
     if early is None:
-        _check_power(setup, chosen, canaries, (claim.epsilon, claim.delta), level)
+        _check_power(setup, chosen, canaries, claim, level)
     say("bounding epsilon")
     audits = tuple(_audited(model, plans, runs, claim, setup, level) for model in chosen)
-    warnings = _warnings(claim, canaries, setup)
     return TrainingAuditResult(
         procedure=procedure.describe(),
         design="many-runs" if setup.many else "one-run",
@@ -572,13 +686,16 @@ def audit_training(
         threat_models=audits,
         run_records=_run_records(plans, runs),
         seed=setup.seed,
-        seeds=_seeds(setup),
+        seeds=_seeds(setup, prepares),
         data=digests,
         canaries_left_out=max((r.left_out for r in canaries.records.values()), default=0),
         smallest_canaries=_smallest(setup, claim, level),
-        warnings=warnings,
+        warnings=_warnings(claim, canaries, setup),
         seconds=time.perf_counter() - start,
         epsstar_version=_version(),
+        canary_repeats=setup.canary_repeats,
+        train_records=setup.train_records,
+        group_claim=claim.group if setup.canary_repeats > 1 else None,
     )
 
 
@@ -608,7 +725,7 @@ def _early_claim(setup: TrainingAuditSetup, stated: Claim | None, n_records: int
     return _settle_claim(setup, stated, n_records)
 
 
-def _seeds(setup: TrainingAuditSetup) -> JsonObject:
+def _seeds(setup: TrainingAuditSetup, prepared: bool = False) -> JsonObject:
     """Every seed drawn from the audit's seed, by purpose (the runs' are in ``training_runs``)."""
     return {
         purpose: derived_seed(setup.seed, purpose)
@@ -620,6 +737,8 @@ def _seeds(setup: TrainingAuditSetup) -> JsonObject:
             "inclusion-gradient",
             "arms",
             "split",
+            *(("train-records",) if setup.train_records is not None else ()),
+            *(("pretrain",) if prepared else ()),
         )
     }
 

@@ -1,15 +1,19 @@
-"""Canary records: drawn from the population, or crafted out of its distribution with flipped
-labels; and which of them a run includes.
+"""Canary records: drawn from the population, or crafted into the tails of its distribution with
+flipped labels; and which of them a run includes.
 
 * Population canaries (the ``input`` and ``di`` threat models) are population records: they
   come from the training data's distribution, so a trainer that leaks them leaks ordinary
   records. A record that is also in ``--train``, or that repeats an earlier population record,
   cannot serve (it would be a member, or two canaries, whatever the inclusion bits say); they
   are left out and counted.
-* Crafted canaries (the ``crafted`` threat model) are population records pushed out of the
-  data's distribution, with a wrong label: every numeric feature column is set to
-  median ± (4 + 2u)·sd of the training column (u uniform in [0, 1), the sign at random; whole
-  numbers for integer columns), and the label is another class, drawn uniformly. A model fits
+* Crafted canaries (the ``crafted`` threat model) are population records pushed into the
+  tails of the data's distribution, with a wrong label: every numeric feature column is set to
+  median ± (d + s·u)·sd of the training column (u uniform in [0, 1), the sign at random; whole
+  numbers for integer columns; :class:`Crafting`: d = 1 and s = 2 unless the Python API says
+  otherwise: the tails of the distribution rather than far beyond them, which measured twice
+  the bound of d = 4 on a small problem, where canaries pushed far out crowd the few corners
+  and their random labels cancel), and the label is another class, drawn uniformly (or kept, with
+  ``flip_label=False``). A model fits
   such a record only by memorising it (the adversary's crafted inputs of
   §IV of Nasr et al. 2021, "Adversary Instantiation: Lower Bounds for Differentially Private
   Machine Learning", made from the data alone, without a model).
@@ -19,6 +23,7 @@ labels; and which of them a run includes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -29,13 +34,24 @@ from numpy.typing import NDArray
 
 from epsstar.audit.training_audit.frames import row_hashes
 from epsstar.exceptions import InvalidInputError
+from epsstar.plumbing.records.constraints import InRange, check_fields, constraint
 
-__all__ = ["CanaryRecords", "crafted_canaries", "inclusion", "population_canaries"]
+__all__ = ["CanaryRecords", "Crafting", "crafted_canaries", "inclusion", "population_canaries"]
 
-#: How far crafted values lie from the training column's median, in its standard deviations:
-#: at least this, and up to this plus :data:`_CRAFTED_SPREAD`.
-_CRAFTED_DISTANCE = 4.0
-_CRAFTED_SPREAD = 2.0
+
+@dataclass(frozen=True, slots=True)
+class Crafting:
+    """How crafted canaries are made: their values lie ``distance`` to ``distance + spread``
+    standard deviations from the training column's median, and their label is another class
+    (``flip_label``) or their source record's own. The defaults are the measured choice of
+    ``benchmarks/training_audit_designs.py`` (docs/training-audit.md)."""
+
+    distance: float = field(default=1.0, metadata=constraint(InRange(0.0, math.inf, "left")))
+    spread: float = field(default=2.0, metadata=constraint(InRange(0.0, math.inf, "left")))
+    flip_label: bool = True
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,16 +122,16 @@ def _numeric_features(
 
 
 def _pushed_out(
-    column: pd.Series, reference: pd.Series, rng: np.random.Generator
+    column: pd.Series, reference: pd.Series, rng: np.random.Generator, crafting: Crafting
 ) -> NDArray[np.float64]:
-    """Values far outside ``reference``'s distribution (see the module)."""
+    """Values in the tails of ``reference``'s distribution, or beyond them (see the module)."""
     values = reference.to_numpy(dtype=np.float64)
     centre = float(np.nanmedian(values))
     spread = float(np.nanstd(values))
     if not np.isfinite(spread) or spread <= 0.0:
         spread = 1.0
     sign = rng.choice(np.array([-1.0, 1.0]), size=len(column))
-    distance = _CRAFTED_DISTANCE + _CRAFTED_SPREAD * rng.random(len(column))
+    distance = crafting.distance + crafting.spread * rng.random(len(column))
     pushed = centre + sign * distance * spread
     return np.round(pushed) if reference.dtype.kind in "iu" else pushed
 
@@ -139,8 +155,10 @@ def crafted_canaries(
     label_column: str,
     features: Sequence[str] | None,
     seed: int,
+    crafting: Crafting = Crafting(),
 ) -> CanaryRecords:
-    """``count`` crafted canaries made from population records drawn with ``seed`` (module)."""
+    """``count`` crafted canaries made from population records drawn with ``seed``, as
+    ``crafting`` says (module)."""
     numeric = _numeric_features(train, label_column, features)
     if not numeric:
         raise InvalidInputError(
@@ -157,11 +175,11 @@ def crafted_canaries(
     sources = np.sort(rng.choice(len(population), size=count, replace=count > len(population)))
     frame = population.iloc[sources][list(train.columns)].reset_index(drop=True).copy()
     for name in numeric:
-        pushed = _pushed_out(frame[name], train[name], rng)
+        pushed = _pushed_out(frame[name], train[name], rng, crafting)
         frame[name] = pd.Series(pushed, index=frame.index).astype(train[name].dtype)
-    frame[label_column] = pd.Series(
-        _flipped(frame[label_column], classes, rng), dtype=train[label_column].dtype
-    )
+    flipped = _flipped(frame[label_column], classes, rng)  # drawn either way: same values
+    if crafting.flip_label:
+        frame[label_column] = pd.Series(flipped, dtype=train[label_column].dtype)
     return CanaryRecords("crafted", frame, sources.astype(np.int64), 0)
 
 

@@ -31,8 +31,12 @@ __all__ = ["TABLE_FORMATS", "check_columns", "combine", "read_frame", "row_hashe
 TABLE_FORMATS: Final = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
-def read_frame(path: str | os.PathLike[str], option: str) -> pd.DataFrame:
-    """The table at ``path`` (CSV or Parquet), whole; ``option`` names it in errors."""
+def read_frame(
+    path: str | os.PathLike[str], option: str, *, allow_empty: bool = False
+) -> pd.DataFrame:
+    """The table at ``path`` (CSV or Parquet), whole; ``option`` names it in errors. A table
+    without rows is refused unless ``allow_empty`` (the canaries-only sample of
+    ``--train-records 0``)."""
     file = Path(path)
     kind = TABLE_FORMATS.get(file.suffix.lower())
     if kind is None:
@@ -55,7 +59,7 @@ def read_frame(path: str | os.PathLike[str], option: str) -> pd.DataFrame:
     except (OSError, ValueError, pd.errors.ParserError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise InputFileError(f"{option}: cannot read {str(file)!r}: {reason}.") from None
-    if frame.empty:
+    if frame.empty and not allow_empty:
         raise InputFileError(f"{option}: the table has no rows. Found {str(file)!r}.")
     return frame
 
@@ -85,8 +89,8 @@ def row_hashes(frame: pd.DataFrame, columns: Sequence[str]) -> NDArray[np.uint64
 
 def combine(train: pd.DataFrame, canaries: Sequence[pd.DataFrame], seed: int) -> pd.DataFrame:
     """``train``'s rows and every canary frame's, shuffled with ``seed``, in ``train``'s columns."""
-    parts = [train, *(frame[train.columns] for frame in canaries if len(frame))]
-    table = pd.concat(parts, ignore_index=True)
+    parts = [frame[train.columns] for frame in (train, *canaries) if len(frame)]
+    table = pd.concat(parts or [train], ignore_index=True)
     order = np.random.default_rng(seed).permutation(len(table))
     return table.iloc[order].reset_index(drop=True)
 

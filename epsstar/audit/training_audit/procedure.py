@@ -23,13 +23,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
 from epsstar.audit.model.loading import ModelFile, ModelObject
 from epsstar.audit.model.plugins import OutputKind
 from epsstar.audit.training_audit.external.command import CommandTemplate, run_command
+from epsstar.audit.training_audit.external.initial_model import INIT_PLACEHOLDER, InitialModel
 from epsstar.audit.training_audit.external.saved_model import find_saved_model
 from epsstar.audit.training_audit.external.scoring import score_canaries
 from epsstar.audit.training_audit.frames import read_frame
@@ -49,6 +50,7 @@ __all__ = [
     "Claim",
     "CommandProcedure",
     "FunctionProcedure",
+    "Preparing",
     "Procedure",
     "RunRequest",
     "RunScores",
@@ -165,6 +167,22 @@ class Procedure(Protocol):
         ...
 
 
+@runtime_checkable
+class Preparing(Protocol):
+    """A procedure that learns from public data once, before any run: epsstar's own trainer
+    pretraining the network every run starts from (``--init pretrained``)."""
+
+    def needs_public(self) -> bool:
+        """Whether :meth:`prepared` reads the public data (else the procedure is ready)."""
+        ...
+
+    def prepared(self, public: Path, seed: int) -> Procedure:
+        """The procedure ready for its runs, having read ``public`` (the population without
+        the records the canaries come from, in ``--train``'s format) with ``seed``; fixed
+        before any inclusion bit is drawn into a run."""
+        ...
+
+
 class _BlackBox:
     """What a procedure seen only through the model it saves answers: the black-box threat
     models, no gradient canaries, and no claim of its own (its model file may state one)."""
@@ -193,20 +211,40 @@ class CommandProcedure(_BlackBox):
     loader: str | None = None
     outputs: OutputKind | None = None
     trust: bool = False
+    #: The model every run starts from (``--init``), whose copy ``{init}`` names.
+    init: InitialModel | None = None
+
+    def __post_init__(self) -> None:
+        if self.template.uses_init and self.init is None:
+            raise InvalidInputError(
+                f"--command uses {INIT_PLACEHOLDER}, the model each run starts from: give it "
+                f"with --init PATH. Found {self.template.text!r} without --init."
+            )
+        if self.init is not None and not self.template.uses_init:
+            raise InvalidInputError(
+                f"--init needs {INIT_PLACEHOLDER} in --command, where each run's copy of the "
+                f"model goes. Found {self.template.text!r}."
+            )
 
     def describe(self) -> JsonObject:
-        return {
+        described: JsonObject = {
             "kind": "command",
             "command": self.template.text,
             "timeout_seconds": self.template.timeout,
             "loader": self.loader,
             "outputs": self.outputs,
         }
+        if self.init is not None:  # named only when given: an audit without it is as before
+            described["init"] = self.init.describe()
+        return described
 
     def run(self, request: RunRequest) -> RunScores:
         out = request.scratch / "out"
         out.mkdir()
-        seconds = run_command(self.template, request.train, out, request.seed, run=request.index)
+        init = None if self.init is None else self.init.copy_into(request.scratch)
+        seconds = run_command(
+            self.template, request.train, out, request.seed, run=request.index, init=init
+        )
         return _saved_model_scores(self, request, out, seconds)
 
 
@@ -278,11 +316,24 @@ def imported_function(entry: str) -> Callable[..., Any]:
     return cast("Callable[..., Any]", value)
 
 
+def _takes(function: Callable[..., Any], name: str) -> bool:
+    """Whether ``function`` can be called with the keyword argument ``name``."""
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a callable whose signature cannot be read
+        return False
+    return name in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class FunctionProcedure(_BlackBox):
     """``--function package.module:fit``: a Python function called as
     ``fit(train_path, out_dir, seed)`` that trains once on the run's table and saves one
-    model in ``out_dir``, read and scored as a command's saved model is. It runs in the
+    model in ``out_dir``, read and scored as a command's saved model is; with ``init`` (the
+    model of ``--init``) it is called with ``init=`` the path of the run's copy, and must take
+    that argument (its signature is read once, when the procedure is made). It runs in the
     worker processes of ``--jobs`` (or in this one), each importing it once
     (:func:`imported_function`), so that many runs of a small trainer cost its training and
     not a Python start with its imports each. Unlike a command it has no timeout: a run ends
@@ -294,22 +345,35 @@ class FunctionProcedure(_BlackBox):
     loader: str | None = None
     outputs: OutputKind | None = None
     trust: bool = False
+    init: InitialModel | None = None
+
+    def __post_init__(self) -> None:
+        if self.init is not None and not _takes(imported_function(self.entry), "init"):
+            raise InvalidInputError(
+                f"--init needs a function that takes it: {self.entry}(train_path, out_dir, "
+                f"seed, init=path) starts from the model at path. Found {self.entry} without "
+                "an init parameter."
+            )
 
     def describe(self) -> JsonObject:
-        return {
+        described: JsonObject = {
             "kind": "function",
             "function": self.entry,
             "loader": self.loader,
             "outputs": self.outputs,
         }
+        if self.init is not None:  # named only when given: an audit without it is as before
+            described["init"] = self.init.describe()
+        return described
 
     def run(self, request: RunRequest) -> RunScores:
         fit = imported_function(self.entry)
         out = request.scratch / "out"
         out.mkdir()
+        init = {} if self.init is None else {"init": str(self.init.copy_into(request.scratch))}
         started = time.perf_counter()
         try:
-            fit(str(request.train), str(out), request.seed)
+            fit(str(request.train), str(out), request.seed, **init)
         except Exception as error:  # the user's function: any error it raises
             reason = (str(error).strip().splitlines() or [""])[0][:200]
             raise InvalidInputError(
@@ -345,10 +409,7 @@ class CallableProcedure(_BlackBox):
         }
 
     def _takes_seed(self) -> bool:
-        try:
-            return "seed" in inspect.signature(self.trainer).parameters
-        except (TypeError, ValueError):  # a callable whose signature cannot be read
-            return False
+        return _takes(self.trainer, "seed")
 
     def run(self, request: RunRequest) -> RunScores:
         frame = read_frame(request.train, "the run's training table")

@@ -33,6 +33,7 @@ from epsstar.statistics.auditing.feasibility import (
     CanaryProjection,
     ManyRunMethod,
 )
+from epsstar.statistics.auditing.group_privacy import GroupClaim
 from epsstar.statistics.auditing.identifiability import IdentifiabilityReading
 from epsstar.statistics.auditing.many_runs.bounds import ManyRunBounds
 from epsstar.statistics.auditing.one_run.bounds import OneRunBounds, OneRunMethod
@@ -96,6 +97,8 @@ class ThreatModelAudit(JsonRecord):
     guesses: NDArray[np.int8] | None = field(default=None, repr=False, metadata=_SKIP)
     guess_rule: RuleBounds | None = None
     canaries_to_refute: CanaryProjection | None = None
+    #: With repeated canaries, the per-record ε the deciding bound of the group implies.
+    per_record_epsilon: float | None = None
 
     @json_property(name="guesses", after="guesses")
     def guess_words(self) -> tuple[JsonValue, ...] | None:
@@ -182,6 +185,27 @@ class TrainingAuditResult(JsonRecord):
     run_records: tuple[RunRecord, ...] = field(metadata=json_rule(name="training_runs"))
     warnings: tuple[str, ...]
     seconds: float
+    #: Copies of each included canary in a run's table (``--canary-repeats``).
+    canary_repeats: int = 1
+    #: Rows of ``--train`` each run trained on (``--train-records``); ``None``: all.
+    train_records: int | None = None
+    #: The claim as the group of a canary's copies sees it, which the bounds were compared
+    #: with (``None``: one copy each, the claim itself).
+    group_claim: GroupClaim | None = None
+
+    def group_words(self, audit: ThreatModelAudit) -> str:
+        """With repeated canaries, what ``audit``'s bound is compared with and what it says of
+        one record, and why the two differ; else nothing."""
+        group = self.group_claim
+        if group is None or audit.per_record_epsilon is None:
+            return ""
+        tested = group.tested_epsilon(BOUNDS[self.bound].gaussian)
+        return (
+            f" (a bound for a group of {group.repeats} copies of each canary, compared with "
+            f"the group's epsilon {tested:.4g} at delta {group.group_delta:.3g} that the "
+            f"per-record claim implies by group privacy; per record it says epsilon >= "
+            f"{audit.per_record_epsilon:.4g})"
+        )
 
     @json_property(after="bound")
     def method(self) -> str:
@@ -209,12 +233,14 @@ class TrainingAuditResult(JsonRecord):
                 f"{self.delta:.3g})-DP at {self.confidence:.0%} confidence; the "
                 f"{strongest.threat_model.name} threat model's lower bound "
                 f"{strongest.epsilon_lower_bound:.4g} ({self.method}, which "
-                f"{TRAINING_BOUNDS[self.bound].description}) exceeds the claimed epsilon."
+                f"{TRAINING_BOUNDS[self.bound].description}) exceeds the claimed epsilon"
+                f"{self.group_words(strongest)}."
             )
         return (
             f"Not refuted: no lower bound exceeds the claimed epsilon {self.claimed_epsilon:g} "
             f"(the largest, {strongest.epsilon_lower_bound:.4g}, from the "
-            f"{strongest.threat_model.name} threat model); this does not show the claim holds."
+            f"{strongest.threat_model.name} threat model{self.group_words(strongest)}); this "
+            "does not show the claim holds."
             f"{_what_would_refute(strongest)}"
         )
 

@@ -66,6 +66,8 @@ SEED_PURPOSES = {
     "runs": 8,
     "split": 9,
     "memorise": 10,
+    "train-records": 11,
+    "pretrain": 12,
 }
 
 
@@ -87,13 +89,15 @@ class RunPlan:
 
 @dataclass(frozen=True, slots=True)
 class RunInputs:
-    """What every run reads: ``--train`` (and its number of rows), and the canaries' tables
-    (in ``--train``'s format)."""
+    """What every run reads: the rows of ``--train`` it trains on (``--train``, or the sample
+    of ``--train-records``) and their number, the canaries' tables (in ``--train``'s format),
+    and how many copies of each included canary its table holds."""
 
     train: Path
     train_records: int
     canaries: dict[CanaryKind, Path]
     threat_models: tuple[ThreatModelName, ...]
+    canary_repeats: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,12 +129,12 @@ class Stacking(Protocol):
 
 def _request(plan: RunPlan, inputs: RunInputs, scratch: Path) -> RunRequest:
     """Run ``plan``'s request, its training table written in ``scratch``."""
-    train = read_frame(inputs.train, "--train")
+    train = read_frame(inputs.train, "--train", allow_empty=True)
     included = []
     for kind, path in inputs.canaries.items():
         bits = np.asarray(plan.included.get(kind, ()), dtype=bool)
         frame = read_frame(path, f"the {kind} canaries")
-        included.append(frame.iloc[np.flatnonzero(bits)])
+        included.append(frame.iloc[np.repeat(np.flatnonzero(bits), inputs.canary_repeats)])
     table = write_frame(
         combine(train, included, plan.seed), scratch / f"train{inputs.train.suffix.lower()}"
     )

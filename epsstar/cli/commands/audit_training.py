@@ -31,6 +31,7 @@ from epsstar.statistics.names import GUESS_RULES, TRAINING_BOUNDS
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.training_audit.audit import TrainingAuditSetup
+    from epsstar.audit.training_audit.external.initial_model import InitialModel
     from epsstar.audit.training_audit.procedure import Procedure
     from epsstar.audit.training_audit.result import TrainingAuditResult
     from epsstar.audit.training_audit.runs import RunProgress
@@ -43,6 +44,9 @@ SUMMARY = (
 DEFAULT_TIMEOUT = 3600.0
 #: Runs of epsstar's own trainer trained together, unless --stack says otherwise.
 DEFAULT_STACK = 8
+#: ``--init``'s word for epsstar's own trainer: start from its network pretrained on the
+#: population without the canaries.
+PRETRAINED = "pretrained"
 
 
 def _add_procedure_options(parser: argparse.ArgumentParser) -> None:
@@ -68,6 +72,16 @@ def _add_procedure_options(parser: argparse.ArgumentParser) -> None:
         "seed) that trains on the run's table and saves one model in out_dir; imported once "
         "in each worker process (--jobs), so many runs cost their training only. The working "
         "folder is on the import path",
+    )
+    parser.add_argument(
+        "--init",
+        metavar="PATH",
+        default=None,
+        help="a model file every run of --command or --function starts from (any format the "
+        "trainer reads, copied unchanged into each run's folder): {init} in the command "
+        "becomes the copy's path, a function is called with init=path. For epsstar's own "
+        f"trainer, {PRETRAINED}: every run starts from its network pretrained once, without "
+        "DP, on --population without the canaries",
     )
     parser.add_argument(
         "--timeout",
@@ -118,6 +132,24 @@ def _add_audit_options(parser: argparse.ArgumentParser) -> None:
         default=1000,
         metavar="M",
         help="canaries of each kind in one run, each included with probability 1/2 (default 1000)",
+    )
+    parser.add_argument(
+        "--canary-repeats",
+        type=int,
+        default=1,
+        metavar="N",
+        help="copies of each included canary in a run's training table (default 1). The "
+        "claim is per record, so the audit tests what it implies for a group of N records: "
+        "(N*epsilon, delta_N)-DP by group privacy, N*mu for mu-GDP (input, crafted)",
+    )
+    parser.add_argument(
+        "--train-records",
+        type=int,
+        default=None,
+        metavar="N",
+        help="each run trains on N rows of --train (one sample, drawn once from --seed) and "
+        "the canaries it includes, so that every update carries the canaries (default: all "
+        "rows; 0: the canaries alone, for trainers that accept that)",
     )
     parser.add_argument(
         "--runs",
@@ -220,6 +252,7 @@ def _procedure(args: argparse.Namespace) -> Procedure:
             args.features,
             loader=args.loader,
             trust=args.trust_model,
+            init=_initial_model(args),
         )
     if args.training_command is not None:
         from epsstar.audit.training_audit.external.command import CommandTemplate
@@ -231,6 +264,13 @@ def _procedure(args: argparse.Namespace) -> Procedure:
             args.features,
             loader=args.loader,
             trust=args.trust_model,
+            init=_initial_model(args),
+        )
+    if args.init not in (None, PRETRAINED):
+        raise InvalidInputError(
+            f"--init for epsstar's own trainer must be {PRETRAINED} (its network pretrained on "
+            "--population without the canaries); a model file is for --command or --function. "
+            f"Found --init {args.init!r}."
         )
     if args.epochs is None:
         raise InvalidInputError(
@@ -246,7 +286,20 @@ def _procedure(args: argparse.Namespace) -> Procedure:
     config = config_from_args(args)
     data = load_table(args.train, args.label_column, features=args.features)
     parameters = parameter_count(data.n_features, data.n_classes, config.hidden)
-    return OwnTrainer(config, args.label_column, parameters, args.features, stack=args.stack)
+    return OwnTrainer(
+        config,
+        args.label_column,
+        parameters,
+        args.features,
+        stack=args.stack,
+        init=None if args.init is None else "pretrained",
+    )
+
+
+def _initial_model(args: argparse.Namespace) -> InitialModel | None:
+    from epsstar.audit.training_audit.external.initial_model import InitialModel
+
+    return None if args.init is None else InitialModel.of(args.init)
 
 
 def _setup(args: argparse.Namespace) -> TrainingAuditSetup:
@@ -265,6 +318,8 @@ def _setup(args: argparse.Namespace) -> TrainingAuditSetup:
         confidence=args.confidence,
         bound=args.bound,
         guesses=args.guesses,
+        canary_repeats=args.canary_repeats,
+        train_records=args.train_records,
         seed=args.seed,
         work=None if args.work is None else Path(args.work),
     )
@@ -293,7 +348,8 @@ def summary(result: TrainingAuditResult) -> str:
             )
         lines.append(
             f"  {audit.threat_model.name}: epsilon >= {audit.epsilon_lower_bound:.4g} "
-            f"({audit.method}, decides{other}), {audit.canaries} canaries"
+            f"({audit.method}, decides{other}){result.group_words(audit)}, "
+            f"{audit.canaries} canaries"
         )
     lines.append(
         f"  claimed epsilon {result.claimed_epsilon:.6g} ({result.claimed_from}), delta "

@@ -28,6 +28,8 @@ import functools
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -176,6 +178,12 @@ class OwnTrainer:
     breakage: Breakage = field(default_factory=Breakage)
     #: Runs trained together when they can be (:mod:`.stacked_runs`); 1: one at a time.
     stack: int = 1
+    #: ``"pretrained"``: every run starts from the network pretrained once, without DP, on
+    #: the public population without the canaries (:meth:`prepared`; Annamalai & De
+    #: Cristofaro 2024's worst-case start); ``None``: from the run's seeded weights.
+    init: Literal["pretrained"] | None = None
+    #: The pretrained parameters, in the network's order (set by :meth:`prepared`).
+    initial: tuple[FloatArray, ...] | None = field(default=None, repr=False, compare=False)
 
     def describe(self) -> JsonObject:
         settings = asdict(self.config)
@@ -186,7 +194,29 @@ class OwnTrainer:
             described["device"] = device
         if self.breakage.broken:
             described["breakage"] = asdict(self.breakage)
+        if self.init is not None:  # named only when set: an audit without it is as before
+            described["init"] = self.init
         return described
+
+    def needs_public(self) -> bool:
+        return self.init == "pretrained" and self.initial is None
+
+    def prepared(self, public: Path, seed: int) -> OwnTrainer:
+        """This trainer with the network pretrained on ``public`` (non-private, the same
+        architecture and optimiser, seeded by ``seed``), from which every run starts. The
+        weights are a function of public data and the seed alone, fixed before any run, so the
+        accountant's analysis, which holds for any fixed initial model, and the white-box
+        threat models, which read θ₀ from the run, stay valid."""
+        data = load_table(public, self.label_column, features=self.features)
+        config = replace(self.config, target_epsilon=None, noise_multiplier=None, seed=seed)
+        network = train(data, config).model.network
+        weights = tuple(p.detach().double().numpy().copy() for p in network.parameters())
+        return replace(self, initial=weights)
+
+    def _initial(self) -> list[torch.Tensor] | None:
+        if self.initial is None:
+            return None
+        return [torch.as_tensor(value, dtype=torch.float32) for value in self.initial]
 
     def _white_box(self) -> bool:
         return self.config.private and self.config.clipping_groups() is None
@@ -301,7 +331,7 @@ class OwnTrainer:
         """Runs trained together by :meth:`run_stack` (1: one at a time; see
         :mod:`.stacked_runs`)."""
         white = any(threat_model(name).white_box for name in threat_models)
-        return 1 if self.breakage.in_steps or white else self.stack
+        return 1 if self.breakage.in_steps or white or self.init else self.stack
 
     def run_stack(self, requests: list[RunRequest]) -> list[RunScores]:
         """The runs of ``requests`` trained together (:mod:`.stacked_runs`)."""
@@ -317,7 +347,13 @@ class OwnTrainer:
         if white and plan is not None:
             observer, injector = self._observer(request, data, plan, tables)
         config = replace(self.config, seed=request.seed)
-        trained = train(data, config, plan=plan, hooks=self._hooks(plan, observer, injector))
+        trained = train(
+            data,
+            config,
+            plan=plan,
+            hooks=self._hooks(plan, observer, injector),
+            initial=self._initial(),
+        )
         seen = {} if observer is None else observer.scores(trained.model.network)
         return self.scored(
             request, data, trained, tables, seen, seconds=time.perf_counter() - start

@@ -4,7 +4,9 @@
 (:func:`shlex.split`, so quotes group words) and run directly, never through a shell: no
 pipes, redirections or variables are interpreted, and nothing in a path can run as code.
 ``{train}`` becomes the path of the run's training table and ``{out}`` that of an empty
-folder into which the command saves one model; ``{seed}`` (optional) becomes the run's seed.
+folder into which the command saves one model; ``{seed}`` (optional) becomes the run's seed,
+and ``{init}`` (optional, with ``--init``) the run's copy of the model to start from
+(:mod:`.initial_model`).
 What is guaranteed, however a run ends (the command finished, failed, ran out of
 ``--timeout`` or the audit was interrupted): the run returns within its timeout plus
 :data:`_STOP_SECONDS`, and no process it started outlives it. The command runs in its own
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final
 
+from epsstar.audit.training_audit.external.initial_model import INIT_PLACEHOLDER
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_in_range
 
@@ -51,7 +54,8 @@ _STOP_SECONDS: Final = 5.0
 
 @dataclass(frozen=True, slots=True)
 class CommandTemplate:
-    """A command with ``{train}`` and ``{out}`` (and optionally ``{seed}``) in its words."""
+    """A command with ``{train}`` and ``{out}`` (and optionally ``{seed}`` and ``{init}``) in its
+    words."""
 
     text: str
     words: tuple[str, ...]
@@ -77,9 +81,16 @@ class CommandTemplate:
                 )
         return cls(text, words, limit)
 
-    def arguments(self, train: Path, out: Path, seed: int) -> list[str]:
+    @property
+    def uses_init(self) -> bool:
+        """Whether a word holds ``{init}``, the path of the model a run starts from."""
+        return any(INIT_PLACEHOLDER in word for word in self.words)
+
+    def arguments(self, train: Path, out: Path, seed: int, init: Path | None = None) -> list[str]:
         """The words with the placeholders filled in."""
         values = {"{train}": str(train), "{out}": str(out), "{seed}": str(seed)}
+        if init is not None:
+            values[INIT_PLACEHOLDER] = str(init)
         filled = []
         for word in self.words:
             for placeholder, value in values.items():
@@ -142,7 +153,13 @@ def _stop_all(process: subprocess.Popen[bytes], token: str) -> None:
 
 
 def run_command(
-    template: CommandTemplate, train: Path, out: Path, seed: int, *, run: int = 0
+    template: CommandTemplate,
+    train: Path,
+    out: Path,
+    seed: int,
+    *,
+    run: int = 0,
+    init: Path | None = None,
 ) -> float:
     """Run the template for one training run; the seconds it took.
 
@@ -151,7 +168,7 @@ def run_command(
     open), whose last line makes the message of a failure. However the run ends, every
     process it started is stopped (the module docstring).
     """
-    arguments = template.arguments(train, out, seed)
+    arguments = template.arguments(train, out, seed, init)
     where = f"--command (run {run + 1})"
     token = secrets.token_hex(16)
     environment = {**os.environ, RUN_VARIABLE: token}

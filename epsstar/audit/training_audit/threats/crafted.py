@@ -1,5 +1,5 @@
-"""``crafted``: out-of-distribution records with flipped labels, seen through the final model's
-loss (black box)."""
+"""``crafted``: records pushed into the tails of the data's distribution with flipped labels,
+seen through the final model's loss (black box)."""
 
 from __future__ import annotations
 
