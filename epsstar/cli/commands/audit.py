@@ -427,8 +427,7 @@ def _gate_lines(result: AuditResult) -> list[str]:
     if statistic.raised_to_lower_bound:
         return [
             f"  gate ({statistic.rule}): compared the lower bound {statistic.value:.4f} with the "
-            f"limit: the estimate lies below its own lower bound, so it understates the leak; "
-            f"{test}"
+            f"limit: {UNDERSTATES}; {test}"
         ]
     found = "finds a leak" if statistic.leak_found else "finds no leak"
     decided = f"{found} at level {statistic.level:.3g}{_untested_headline(result)}"
@@ -524,8 +523,8 @@ def format_summary(result: AuditResult) -> str:
             *_profile_lines(result),
             *_declared_lines(result),
             f"  lower bound {result.lower_bound.epsilon:.4f} at "
-            f"{result.lower_bound.confidence:.0%} confidence (Clopper-Pearson, held-out split); "
-            f"{_empirical_text(result)}",
+            f"{result.lower_bound.confidence:.0%} confidence (Clopper-Pearson, held-out split"
+            f"{_above_estimate(result)}); {_empirical_text(result)}",
             *_reading_lines(result),
             *attack_lines(result),
             *slice_lines(result),
@@ -539,6 +538,19 @@ def format_summary(result: AuditResult) -> str:
             f"({loader.distribution} {loader.version})",
         ]
     )
+
+
+#: Why a lower bound above its own estimate is printed beside it (the gate then compares the bound).
+UNDERSTATES = "the estimate lies below its own lower bound, so it understates the leak"
+
+
+def _above_estimate(result: AuditResult) -> str:
+    """Said beside a lower bound that lies above the headline, so the two do not read as one
+    contradicting the other (unless the gate's line above says it already)."""
+    gate = result.gate
+    said = result.max_epsilon is not None and gate is not None and gate.raised_to_lower_bound
+    above = result.lower_bound.epsilon > result.epsilon_star
+    return f"; {UNDERSTATES}" if above and not said else ""
 
 
 def _model_text(provenance: Provenance) -> str:
