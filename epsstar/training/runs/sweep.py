@@ -71,6 +71,7 @@ from epsstar.training.runs.sweep_workers import (
     RunDone,
     SweepData,
     Unit,
+    plan_in_workers,
     train_in_workers,
     train_unit,
 )
@@ -456,9 +457,7 @@ def _planned(
     for index, strategy, repeat in members:
         if strategy.label not in job.plans:
             if strategy.config.target_epsilon is not None:
-                hooks.say(f"{strategy.label}: choosing the noise multiplier for the target ε ...")
-                if hooks.on_plan is not None:
-                    hooks.on_plan(strategy.label)
+                hooks.planning(strategy.label)
             job.plans[strategy.label] = plan_privacy(strategy.config, job.data.n_records)
         folder = target / strategy.label / str(repeat)
         if folder.is_dir():
@@ -470,6 +469,22 @@ def _planned(
             PlannedRun(index, strategy.label, repeat, settings, folder, job.plans[strategy.label])
         )
     return Unit(tuple(runs), stacked=job.stack > 1)
+
+
+def _plan_side_by_side(members: list[_Members], job: _Job, hooks: _Hooks, workers: int) -> None:
+    """Search the σ of the units' target ε in ``workers`` processes at once, when more than one
+    is to be searched (:func:`~epsstar.training.runs.sweep_workers.plan_in_workers`)."""
+    searched = {
+        strategy.label: strategy.config
+        for unit in members
+        for _, strategy, _ in unit
+        if strategy.label not in job.plans and strategy.config.target_epsilon is not None
+    }
+    if len(searched) < 2:
+        return
+    for label in searched:
+        hooks.planning(label)
+    job.plans.update(plan_in_workers(searched, job.data.n_records, workers=workers))
 
 
 def _reported(
@@ -499,6 +514,7 @@ def _train_here(
     total = len(config.strategies) * config.repeats
     workers = min(job.workers, len(members))
     if workers > 1:
+        _plan_side_by_side(members, job, hooks, workers)
         units = [_planned(config, target, unit, job, hooks) for unit in members]
         threads = choose_threads(workers, job.threads)
         train_in_workers(
@@ -530,6 +546,12 @@ class _Hooks:
     def say(self, message: str) -> None:
         if self.log is not None:
             self.log(message)
+
+    def planning(self, label: str) -> None:
+        """The search of a strategy's σ for its target ε starts."""
+        self.say(f"{label}: choosing the noise multiplier for the target ε ...")
+        if self.on_plan is not None:
+            self.on_plan(label)
 
     def epoch(self, run: PlannedRun, stats: EpochStats) -> None:
         if self.on_epoch is not None:

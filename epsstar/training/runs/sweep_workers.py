@@ -7,7 +7,9 @@ written last, atomically), so a unit stopped half way is trained again on resume
 
 :func:`train_in_workers` hands the units, longest first, to spawned worker processes
 (:func:`epsstar.audit.engines.pool.run_in_processes`; torch and ``fork`` do not mix), each
-given the data once and its own torch threads. A worker writes its runs' folders itself;
+given the data once and its own torch threads; :func:`plan_in_workers` searches the σ of
+several target ε side by side first (the search, not the training, takes most of a small
+grid's time). A worker writes its runs' folders itself;
 this process hears of each finished unit (to rewrite the manifest and print its lines) and
 of every epoch, through a queue. The same seeds and σ plans give the same models bit for
 bit wherever they are trained. A worker that dies stops the sweep with
@@ -36,6 +38,7 @@ __all__ = [
     "Unit",
     "WorkerDiedError",
     "epoch_cost",
+    "plan_in_workers",
     "train_in_workers",
     "train_unit",
 ]
@@ -158,6 +161,19 @@ def _train_in_worker(number: int, unit: Unit) -> list[RunDone]:
         messages.put(("epoch", number, unit.runs.index(run), stats))
 
     return train_unit(_worker["shared"], unit, on_epoch=epoch)
+
+
+def plan_in_workers(
+    configs: dict[str, TrainingConfig], n_records: int, *, workers: int
+) -> dict[str, PrivacyPlan | None]:
+    """The σ plan of each strategy (by label), searched side by side in ``workers`` spawned
+    processes: the same plans :func:`~epsstar.training.trainer.plan_privacy` gives here."""
+    from epsstar.audit.engines.pool import run_in_processes
+    from epsstar.training.trainer import plan_privacy
+
+    tasks = [(config, n_records) for config in configs.values()]
+    plans = run_in_processes(plan_privacy, tasks, jobs=min(workers, len(tasks)))
+    return dict(zip(configs, plans, strict=True))
 
 
 def _longest_first(units: Sequence[Unit]) -> list[int]:
