@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from epsstar.cli import main
-from epsstar.training.runs.sweep import load_sweep_config, run_sweep
+from epsstar.exceptions import InvalidInputError
+from epsstar.training.runs.sweep import SweepCompute, load_sweep_config, run_sweep
 
 pytest.importorskip("torch")
 
@@ -39,6 +40,7 @@ accountant = "rdp"          # a quick σ search
 batch_sizes = [50]
 epochs = 2
 """
+TWO_WORKERS = SweepCompute(workers=2)
 #: Every run of the grid: 3 strategies × 2 repeats (two σ searches, side by side with workers).
 RUNS = [
     f"{label}/{repeat}"
@@ -102,14 +104,14 @@ def test_two_workers_train_the_models_of_one(one_worker: Path, config_file: Path
     lines: list[str] = []
     out = config_file.parent / "two"
     config = load_sweep_config(config_file)
-    outcome = run_sweep(config, out, progress=False, log=lines.append, workers=2)
+    outcome = run_sweep(config, out, progress=False, log=lines.append, compute=TWO_WORKERS)
     assert (outcome.trained, outcome.skipped) == (len(RUNS), 0)
     _assert_same_models(out, one_worker)
     done = [line for line in lines if "done in" in line]
     assert sorted(line.split("]")[0] for line in done) == sorted(
         f"[{k}/{len(RUNS)}" for k in range(1, len(RUNS) + 1)
     )
-    again = run_sweep(config, out, progress=False, workers=2)
+    again = run_sweep(config, out, progress=False, compute=TWO_WORKERS)
     assert (again.trained, again.skipped) == (0, len(RUNS))
 
 
@@ -160,3 +162,8 @@ def test_workers_below_one_is_one_line_and_exit_2(
         f"epsstar sweep: error: --workers must be an integer ≥ 1. Found {value}.\n"
     )
     assert not out.exists()
+
+
+def test_no_workers_is_refused_in_one_line() -> None:
+    with pytest.raises(InvalidInputError, match=r"^workers must be an integer ≥ 1\. Found 0\.$"):
+        SweepCompute(workers=0)

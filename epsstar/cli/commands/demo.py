@@ -357,7 +357,7 @@ def _train(
     """
     from epsstar.exceptions import EpsstarError
     from epsstar.plumbing.runtime.threads import apply_threads, choose_threads
-    from epsstar.training.runs.sweep import run_sweep, write_manifest
+    from epsstar.training.runs.sweep import SweepCompute, run_sweep, write_manifest
 
     assert config.out is not None  # set by _prepare
     errors: dict[str, str] = {}
@@ -375,8 +375,7 @@ def _train(
                 progress=False,
                 on_epoch=display.epoch,
                 on_plan=display.plan,
-                threads=args.threads,
-                workers=args.jobs,
+                compute=SweepCompute(threads=args.threads, workers=args.jobs),
             )
     except Exception as error:  # the models finished are kept and audited
         kind = "" if isinstance(error, EpsstarError) else f"unexpected {type(error).__name__}: "

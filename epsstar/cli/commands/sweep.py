@@ -40,8 +40,8 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="worker processes that train the runs (or stacks) side by side, each with the "
         "idle cores shared among them as torch threads; the same models as --workers 1 "
-        "(default: the cores this process may use); with --engine dask and no --scheduler, "
-        "the local cluster's workers",
+        "(default: the cores this process may use that other programs leave idle, at least "
+        "1); with --engine dask and no --scheduler, the local cluster's workers",
     )
     parser.add_argument(
         "--stack",
@@ -58,13 +58,13 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from epsstar.plumbing.runtime.device import checked_device
-    from epsstar.plumbing.runtime.threads import apply_threads, available_cores, choose_threads
-    from epsstar.training.runs.sweep import load_sweep_config, run_sweep
+    from epsstar.plumbing.runtime.threads import apply_threads, choose_threads, idle_cores
+    from epsstar.training.runs.sweep import SweepCompute, load_sweep_config, run_sweep
     from epsstar.training.runs.sweep_config import on_device
     from epsstar.training.runs.sweep_workers import WorkerDiedError
 
     device = checked_device(args.device)
-    workers = available_cores() if args.workers is None else args.workers
+    workers = idle_cores() if args.workers is None else args.workers
     engine = engine_option(args, workers, "--workers")
     on_dask = engine.on_dask
     threads = choose_threads(workers if on_dask else 1, args.threads)
@@ -87,12 +87,14 @@ def run(args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
             progress=False if args.quiet else None,
             log=None if args.quiet else log,
-            engine=engine,
             # a remote cluster's workers choose their own threads unless --threads says;
             # this machine's worker processes share its idle cores unless --threads says
-            threads=threads if on_dask and args.scheduler is None else args.threads,
-            stack=args.stack,
-            workers=1 if on_dask else workers,
+            compute=SweepCompute(
+                engine,
+                threads if on_dask and args.scheduler is None else args.threads,
+                stack=args.stack,
+                workers=1 if on_dask else workers,
+            ),
         )
     except WorkerDiedError as error:  # the finished models are kept: exit 3, as for a failed run
         print(one_line(f"epsstar sweep: error: {error}"), file=sys.stderr)

@@ -41,7 +41,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,6 +52,7 @@ from epsstar.plumbing.files.staging import (
     check_output_folder,
     refuse_replacing_inputs,
 )
+from epsstar.plumbing.records.constraints import WholeNumber, check_fields, constraint
 from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.plumbing.runtime.threads import choose_threads
 from epsstar.training.data.tables import TabularData
@@ -86,6 +87,7 @@ __all__ = [
     "MANIFEST_NAME",
     "MAX_MODELS",
     "GridStrategy",
+    "SweepCompute",
     "SweepConfig",
     "SweepOutcome",
     "load_sweep_config",
@@ -122,6 +124,29 @@ MANIFEST_COLUMNS: tuple[str, ...] = (
     "population_accuracy",
     "population_auroc",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class SweepCompute:
+    """Where and how many models a sweep computes at once.
+
+    ``stack`` > 1 trains up to that many models that take the same steps
+    (:func:`epsstar.training.batched.stack_key`) as one batched computation, each the model
+    its own run would give, their folders written when the whole stack is trained.
+    ``workers`` > 1 trains the runs (or stacks) in that many worker processes of this
+    machine (:mod:`epsstar.training.runs.sweep_workers`), the same models as here. With a
+    ``dask`` ``engine`` every model is one task on the cluster, and no ``on_epoch`` is called
+    (see the module's description). ``threads`` are the torch threads of each task or worker
+    (``None``: the idle cores shared among the workers).
+    """
+
+    engine: Engine | None = None
+    threads: int | None = None
+    stack: int = field(default=1, metadata=constraint(WholeNumber()))
+    workers: int = field(default=1, metadata=constraint(WholeNumber()))
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -567,20 +592,11 @@ def run_sweep(
     log: Callable[[str], None] | None = None,
     on_epoch: Callable[[str, int, EpochStats], None] | None = None,
     on_plan: Callable[[str], None] | None = None,
-    engine: Engine | None = None,
-    threads: int | None = None,
-    stack: int = 1,
-    workers: int = 1,
+    compute: SweepCompute | None = None,
 ) -> SweepOutcome:
-    """Train every unfinished model of the grid, rewriting the manifest after each one
-    (with a ``dask`` ``engine``, one task per model using ``threads`` torch threads, and
-    no ``on_epoch``: see the module's description). ``stack`` > 1 trains up to that many
-    models that take the same steps (:func:`epsstar.training.batched.stack_key`) as one
-    batched computation, each the model its own run would give; their folders are written
-    when the whole stack is trained. ``workers`` > 1 trains the runs (or stacks) in that many
-    worker processes of ``threads`` torch threads each (``None``: the idle cores shared
-    among them), the same models as in this process
-    (:mod:`epsstar.training.runs.sweep_workers`).
+    """Train every unfinished model of the grid, rewriting the manifest after each one,
+    where and as many at once as ``compute`` says (:class:`SweepCompute`; by default one
+    at a time, here).
 
     Finished models made with other settings or data are refused unless ``overwrite``
     (see the module's description), and so is an output file that would replace the
@@ -589,6 +605,8 @@ def run_sweep(
     target ε is searched. A Ctrl-C or an error leaves the model being trained unwritten,
     and removes the output folder if this run made it and finished no model in it.
     """
+    compute = compute or SweepCompute()
+    engine, threads, stack = compute.engine, compute.threads, compute.stack
     target = _output_directory(config, out)
     refuse_replacing_inputs(_outputs(config, target), _inputs(config))
     data, population = load_inputs(
@@ -612,7 +630,7 @@ def run_sweep(
             config,
             target,
             finished,
-            _Job(data, population, data_part, {}, threads, stack=stack, workers=workers),
+            _Job(data, population, data_part, {}, threads, stack=stack, workers=compute.workers),
             _Hooks(progress, log, on_epoch, on_plan),
         )
         manifest = write_manifest(config, target)
