@@ -74,13 +74,13 @@ def _record(path: Path) -> dict[str, Any]:
 
 
 def _weights(path: Path) -> dict[str, bytes]:
-    """A TorchScript archive's tensors and extra files (its code and serialization id name
-    the process that scripted it)."""
+    """A TorchScript archive's tensors and extra files (its code, the class names its
+    pickle holds and its serialization id depend on what the process scripted before)."""
     with zipfile.ZipFile(path) as archive:
         return {
             name.split("/", 1)[1]: archive.read(name)
             for name in archive.namelist()
-            if "/data/" in name or "/extra/" in name or name.endswith("/data.pkl")
+            if "/data/" in name or "/extra/" in name
         }
 
 

@@ -168,11 +168,20 @@ def plan_in_workers(
 ) -> dict[str, PrivacyPlan | None]:
     """The σ plan of each strategy (by label), searched side by side in ``workers`` spawned
     processes: the same plans :func:`~epsstar.training.trainer.plan_privacy` gives here."""
+    from concurrent.futures.process import BrokenProcessPool
+
     from epsstar.audit.engines.pool import run_in_processes
     from epsstar.training.trainer import plan_privacy
 
     tasks = [(config, n_records) for config in configs.values()]
-    plans = run_in_processes(plan_privacy, tasks, jobs=min(workers, len(tasks)))
+    try:
+        plans = run_in_processes(plan_privacy, tasks, jobs=min(workers, len(tasks)))
+    except BrokenProcessPool:
+        raise WorkerDiedError(
+            f"a worker process died while choosing the noise multiplier of "
+            f"{' or '.join(configs)} (killed, or out of memory?); run the sweep again. "
+            f"Found no model trained in this run."
+        ) from None
     return dict(zip(configs, plans, strict=True))
 
 
@@ -237,7 +246,7 @@ def _died(units: Sequence[Unit], started: set[int], finished: set[int]) -> str:
     """The one line of a worker that died: the runs that were in training, and what is kept."""
     running = [run.name for n in sorted(started - finished) for run in units[n].runs]
     kept = sum(len(units[n].runs) for n in finished)
-    where = " or ".join(running) if running else "its first run"
+    where = " or ".join(running) if running else "a run of the sweep"
     return (
         f"a worker process died while training {where} (killed, or out of memory?); the "
         f"finished models are kept: run the sweep again to train the others. Found {kept} of "
