@@ -7,6 +7,8 @@ import json
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
 import threading
 import zipfile
 from pathlib import Path
@@ -150,6 +152,30 @@ def test_a_worker_that_dies_stops_the_sweep_in_one_line_and_a_rerun_resumes(
     assert main(["sweep", str(config_file), "--out", str(out), "--workers", "2", "--quiet"]) == 0
     assert {run: (out / run / "model.onnx").stat().st_mtime_ns for run in finished} == kept
     _assert_same_models(out, one_worker)
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_workers_too(config_file: Path) -> None:
+    """SIGINT to the whole process group, as a terminal sends it, once a model is finished:
+    exit 130 and one line, and no worker trains on after the sweep stopped."""
+    out = config_file.parent / "interrupted"
+    command = [sys.executable, "-m", "epsstar", "sweep", str(config_file), "--out", str(out)]
+    sweep = subprocess.Popen(
+        [*command, "--workers", "2", "--quiet"],
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    while not any(out.glob("*/*/training.json")):
+        assert sweep.poll() is None, sweep.communicate()
+        threading.Event().wait(0.02)
+    os.killpg(sweep.pid, signal.SIGINT)
+    _, error = sweep.communicate(timeout=120)
+    assert (sweep.returncode, error) == (130, "epsstar: interrupted\n")
+    finished = sorted(out.glob("*/*/training.json"))
+    threading.Event().wait(3.0)
+    assert sorted(out.glob("*/*/training.json")) == finished
+    assert len(finished) < len(RUNS)
 
 
 @pytest.mark.parametrize("value", ["0", "-3"])

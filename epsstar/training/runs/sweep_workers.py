@@ -12,14 +12,18 @@ several target ε side by side first (the search, not the training, takes most o
 grid's time). A worker writes its runs' folders itself;
 this process hears of each finished unit (to rewrite the manifest and print its lines) and
 of every epoch, through a queue. The same seeds and σ plans give the same models bit for
-bit wherever they are trained. A worker that dies stops the sweep with
+bit wherever they are trained. Ctrl-C (or an error here) stops the workers, so no run is
+written after the sweep stopped. A worker that dies stops the sweep with
 :class:`WorkerDiedError`, which names the runs it may have been training; the finished runs stay.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing
+import os
+import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,15 +144,18 @@ def train_unit(
 
 # --- in worker processes ---------------------------------------------------------------------
 
-#: The worker's queue to the sweep (messages ("started", unit) and ("epoch", unit, run,
-#: stats)) and the data, set by its initializer.
+#: The worker's queue to the sweep (messages ("worker", pid), ("started", unit) and ("epoch",
+#: unit, run, stats)) and the data, set by its initializer.
 _worker: dict[str, Any] = {}
 
 
 def _start_worker(messages: Any, threads: int, shared: SweepData) -> None:
-    """A worker's initializer: the queue to this process, its torch threads, the data."""
+    """A worker's initializer: the queue to this process, its torch threads, the data; Ctrl-C
+    is left to this process, which stops the workers."""
     from epsstar.plumbing.runtime.threads import apply_threads
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    messages.put(("worker", os.getpid()))
     apply_threads(threads)
     _worker.update(messages=messages, shared=shared)
 
@@ -214,11 +221,14 @@ def train_in_workers(
     order = _longest_first(units)
     started: set[int] = set()
     finished: set[int] = set()
+    pids: set[int] = set()
 
     def drain() -> None:
         while not messages.empty():
             kind, number, *rest = messages.get()
-            if kind == "started":
+            if kind == "worker":
+                pids.add(number)
+            elif kind == "started":
                 started.add(number)
             elif on_epoch is not None:
                 on_epoch(units[number].runs[rest[0]], rest[1])
@@ -240,6 +250,12 @@ def train_in_workers(
     except BrokenProcessPool:
         drain()
         raise WorkerDiedError(_died(units, started, finished)) from None
+    except BaseException:  # Ctrl-C or an error here: no worker goes on training
+        drain()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        raise
 
 
 def _died(units: Sequence[Unit], started: set[int], finished: set[int]) -> str:
