@@ -335,3 +335,29 @@ def test_help_states_the_time(capsys: pytest.CaptureFixture[str]) -> None:
     shown = " ".join(capsys.readouterr().out.split())  # argparse re-wraps the text
     assert "measured timings in docs/performance.md" in shown
     assert "--quick" in shown
+
+
+def test_training_in_worker_processes_reports_every_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--jobs 2``: the grid is one sweep in two worker processes, whose epochs and σ
+    searches reach the progress lines of this process."""
+    from epsstar.training.runs.sweep import GridStrategy
+    from epsstar.training.trainer import TrainingConfig
+
+    small = [
+        GridStrategy("nonprivate-e1", TrainingConfig(epochs=1, batch_size=64, hidden=(4,))),
+        GridStrategy(
+            "dp-eps3-e2",
+            TrainingConfig(epochs=2, batch_size=64, hidden=(4,), clip=1.0, target_epsilon=3.0),
+        ),
+    ]
+    monkeypatch.setattr(demo, "strategies", lambda quick: small)
+    out = tmp_path / "out"
+    assert main(["demo", "--quick", "--jobs", "2", "--out", str(out)]) == 0
+    progress = capsys.readouterr().err
+    assert "dp-eps3-e2: choosing the noise multiplier for ε = 3 ..." in progress
+    for label in ("nonprivate-e1", "dp-eps3-e2"):
+        assert f"trained {label} #0 (" in progress
+    payload = json.loads((out / "results.json").read_text())
+    assert (payload["settings"]["jobs"], payload["n_models"], payload["n_failed"]) == (2, 2, 0)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from epsstar.audit.engines.dask_engine import CONNECT_TIMEOUT
 from epsstar.cli import main
+from epsstar.plumbing.runtime.dask_cluster import CONNECT_TIMEOUT
 
 pytest.importorskip("distributed")
 

@@ -393,7 +393,7 @@ def test_demo_says_when_it_chooses_a_noise_multiplier(
 
     configs = {s.label: s.config for s in strategies(quick=True)}
     with _Display(configs, 1, quiet=False) as display:
-        display.receive(("dp-eps3-e10",))
+        display.plan("dp-eps3-e10")
     assert capsys.readouterr().err == "dp-eps3-e10: choosing the noise multiplier for ε = 3 ...\n"
 
 

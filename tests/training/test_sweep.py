@@ -14,7 +14,12 @@ import pytest
 
 from epsstar.cli import main
 from epsstar.exceptions import InvalidInputError
-from epsstar.training.runs.sweep import MANIFEST_COLUMNS, load_sweep_config, run_sweep
+from epsstar.training.runs.sweep import (
+    MANIFEST_COLUMNS,
+    SweepCompute,
+    load_sweep_config,
+    run_sweep,
+)
 
 CONFIG = """
 data = "{train}"
@@ -178,7 +183,9 @@ def test_a_stacked_sweep_trains_the_models_of_the_plain_sweep(
     """``stack`` 12: the grid's models trained four stacks at a time (baselines of 1 and 2
     epochs, DP per example and with microbatches) are those of the one-at-a-time sweep."""
     config = load_sweep_config(config_file)
-    stacked = run_sweep(config, tmp_path / "stacked", progress=False, stack=12)
+    stacked = run_sweep(
+        config, tmp_path / "stacked", progress=False, compute=SweepCompute(stack=12)
+    )
     plain = run_sweep(config, tmp_path / "plain", progress=False)
     assert (stacked.trained, plain.trained) == (12, 12)
     records = sorted((tmp_path / "plain").glob("*/*/training.json"))
@@ -195,5 +202,5 @@ def test_a_stacked_sweep_trains_the_models_of_the_plain_sweep(
         assert got["privacy"] == expected["privacy"]
         # losses and utilities of float32 weights equal up to summation order
         assert _numbers(got) == pytest.approx(_numbers(expected), rel=1e-5, abs=1e-7)
-    again = run_sweep(config, tmp_path / "stacked", progress=False, stack=12)
+    again = run_sweep(config, tmp_path / "stacked", progress=False, compute=SweepCompute(stack=12))
     assert (again.trained, again.skipped) == (0, 12)

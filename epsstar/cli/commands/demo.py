@@ -8,8 +8,8 @@ momentum 0.9). ``--quick`` sets a network over-fitted on a small subsample besid
 one trained with DP-SGD, for a first look. ``docs/demo.md`` explains the settings.
 
 It is the three commands a user would run, chained: the grid is a sweep
-(:mod:`epsstar.training.runs.sweep`, one sweep per strategy in ``--jobs`` worker
-processes, which report their epochs through a queue for the progress bars);
+(:mod:`epsstar.training.runs.sweep`, its runs trained in ``--jobs`` worker processes,
+whose epochs reach the progress bars in this process);
 every exported ONNX model is then audited from the outside with
 :func:`epsstar.audit.many.audit_many`, like any third-party model, with an HTML
 report each; and the privacy–utility landscape is drawn from the results. The
@@ -20,15 +20,12 @@ results are written to ``results.json`` (atomically) in the layout of
 from __future__ import annotations
 
 import argparse
-import functools
 import math
-import multiprocessing
 import os
-import queue
 import shlex
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,12 +70,6 @@ QUICK_DP_EPOCHS = 10
 #: majority class; 0.05 lets it learn.
 QUICK_DP_LR = 0.05
 LABEL = "label"
-
-#: One epoch's progress from a training worker: strategy label, repeat, statistics.
-EpochMessage = tuple[str, int, "EpochStats"]
-#: A training worker starts searching the noise multiplier of a strategy: its label.
-PlanMessage = tuple[str]
-Message = EpochMessage | PlanMessage
 
 
 def strategies(quick: bool) -> list[GridStrategy]:
@@ -259,6 +250,7 @@ class _Display:
         console: Console | None = None,
     ) -> None:
         from epsstar.training.progress import progress_display
+        from epsstar.training.runs.sweep_workers import epoch_cost
 
         self.configs = configs
         self.total = len(configs) * repeats
@@ -269,7 +261,7 @@ class _Display:
         self.epochs_done: dict[tuple[str, int], int] = {}
         self.trained_count = 0
         self.audited_count = 0
-        work = sum(config.epochs * _epoch_cost(config) for config in configs.values()) * repeats
+        work = sum(config.epochs * epoch_cost(config) for config in configs.values()) * repeats
         self.training = self.display.add_task(
             "training", total=work, count=self._models(0), status=""
         )
@@ -291,23 +283,20 @@ class _Display:
         if not self.quiet:
             self.display.console.print(text, markup=False, highlight=False, soft_wrap=True)
 
-    def receive(self, message: Message) -> None:
-        """A message from a training worker: an epoch done, or a noise search started."""
-        if len(message) == 1:
-            config = self.configs[message[0]]
-            self.step(
-                f"{message[0]}: choosing the noise multiplier for ε = {config.target_epsilon:g}"
-            )
-        else:
-            self.epoch(message)
+    def plan(self, label: str) -> None:
+        """The sweep starts searching the noise multiplier of a strategy."""
+        config = self.configs[label]
+        self.step(f"{label}: choosing the noise multiplier for ε = {config.target_epsilon:g}")
 
-    def epoch(self, message: EpochMessage) -> None:
-        label, repeat, stats = message
+    def epoch(self, label: str, repeat: int, stats: EpochStats) -> None:
+        """An epoch of a model done, in this process or in a worker process."""
+        from epsstar.training.runs.sweep_workers import epoch_cost
+
         key = (label, repeat)
         config = self.configs[label]
         done = stats.epoch - self.epochs_done.get(key, 0)
         self.epochs_done[key] = stats.epoch
-        self.display.advance(self.training, done * _epoch_cost(config))
+        self.display.advance(self.training, done * epoch_cost(config))
         if self.bars:
             if key not in self.ids:
                 self.ids[key] = self.display.add_task(
@@ -354,99 +343,45 @@ class _Display:
         )
 
 
-# --- training: one sweep per strategy, in worker processes -----------------------------------
-
-_messages: Any = None
-
-
-def _init_worker(messages: Any, threads: int) -> None:
-    global _messages
-    _messages = messages
-    from epsstar.plumbing.runtime.threads import apply_threads
-
-    apply_threads(threads)
-
-
-def _send(message: Message) -> None:
-    if _messages is not None:
-        _messages.put(message)
-
-
-def train_strategy(
-    config: SweepConfig, notify: Callable[[Message], None] | None = None
-) -> str | None:
-    """Run the sweep of one strategy; the error that stopped it, if any, as a message."""
-    from epsstar.exceptions import EpsstarError
-    from epsstar.training.runs.sweep import run_sweep
-
-    tell = notify or _send
-    try:
-        run_sweep(
-            config,
-            progress=False,
-            on_epoch=lambda label, repeat, stats: tell((label, repeat, stats)),
-            on_plan=lambda label: tell((label,)),
-        )
-    except Exception as error:  # one failed strategy must not lose the others
-        kind = "" if isinstance(error, EpsstarError) else f"unexpected {type(error).__name__}: "
-        return f"{kind}{error}"
-    return None
-
-
-def _epoch_cost(config: TrainingConfig) -> int:
-    """Relative training time of an epoch: an epoch of DP-SGD takes about twice as long."""
-    return 2 if config.private else 1
-
-
-def _cost(strategy: GridStrategy) -> int:
-    """Relative training time of a strategy's model."""
-    return strategy.config.epochs * _epoch_cost(strategy.config)
+# --- training: one sweep of the whole grid, in worker processes ------------------------------
 
 
 def _train(
-    config: SweepConfig, jobs: int, threads: int | None, display: _Display
+    config: SweepConfig, n_records: int, args: argparse.Namespace, display: _Display
 ) -> dict[str, str]:
-    """Train the grid, one sweep per strategy, longest first; the errors by strategy.
+    """Train the grid as one sweep in ``jobs`` worker processes; the errors by strategy.
 
-    ``threads`` (``--threads``) is torch's thread count in each worker; None chooses it.
+    A strategy that cannot be trained on the data is left out with its error, so that the
+    others are trained; an error that stops the sweep is every unfinished model's. Each
+    worker gets ``--threads`` torch threads, or the idle cores shared among the workers.
     """
-    from epsstar.audit.engines.pool import run_in_processes
+    from epsstar.exceptions import EpsstarError
     from epsstar.plumbing.runtime.threads import apply_threads, choose_threads
-    from epsstar.training.runs.sweep import write_manifest
+    from epsstar.training.runs.sweep import SweepCompute, run_sweep, write_manifest
 
-    parts = {
-        s.label: replace(config, strategies=(s,))
-        for s in sorted(config.strategies, key=lambda s: -_cost(s))
-    }
-    workers = min(jobs, len(parts))
-    per_worker = choose_threads(workers, threads)
-    if workers == 1:  # in this process: the epochs go straight to the display
-        apply_threads(per_worker)
-        tasks: list[tuple[object, ...]] = [(part, display.receive) for part in parts.values()]
-        found = run_in_processes(train_strategy, tasks, jobs=1)
-    else:  # in worker processes, which send their epochs through a queue
-        messages = multiprocessing.get_context("spawn").Queue()
-        found = run_in_processes(
-            train_strategy,
-            [(part,) for part in parts.values()],
-            jobs=workers,
-            on_tick=lambda: _drain(messages, display),
-            initializer=functools.partial(_init_worker, messages, per_worker),
-        )
-        _drain(messages, display)
-    errors = dict(zip(parts, found, strict=True))
     assert config.out is not None  # set by _prepare
-    # Each strategy's sweep wrote manifest.csv with its own models only: list them all.
-    write_manifest(config, config.out)
-    return {label: error for label, error in errors.items() if error is not None}
-
-
-def _drain(messages: Any, display: _Display) -> None:
-    while True:
+    errors: dict[str, str] = {}
+    for strategy in config.strategies:
         try:
-            display.receive(messages.get_nowait())
-        except queue.Empty:
-            return
+            strategy.config.validate(n_records)
+        except EpsstarError as error:
+            errors[strategy.label] = str(error)
+    kept = tuple(s for s in config.strategies if s.label not in errors)
+    apply_threads(choose_threads(1, args.threads))  # when the sweep trains in this process
+    try:
+        if kept:
+            run_sweep(
+                replace(config, strategies=kept),
+                progress=False,
+                on_epoch=display.epoch,
+                on_plan=display.plan,
+                compute=SweepCompute(threads=args.threads, workers=args.jobs),
+            )
+    except Exception as error:  # the models finished are kept and audited
+        kind = "" if isinstance(error, EpsstarError) else f"unexpected {type(error).__name__}: "
+        errors.update({s.label: f"{kind}{error}" for s in kept})
+    write_manifest(config, config.out)
+    return errors
 
 
 # --- auditing: audit_many over the trained models --------------------------------------------
@@ -758,7 +693,7 @@ def run(args: argparse.Namespace) -> int:
     configs = {s.label: s.config for s in config.strategies}
     with _Display(configs, repeats, quiet=args.quiet) as display:
         display.step(f"training {display.total} models (σ of DP-SGD chosen once per strategy)")
-        errors = _train(config, args.jobs, args.threads, display)
+        errors = _train(config, data.n_train, args, display)
         seconds["training"] = time.perf_counter() - started - sum(seconds.values())
         models = _models(config)
         display.step("auditing the models")

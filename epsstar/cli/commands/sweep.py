@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from epsstar.cli.commands.train import add_device_argument, add_threads_argument
+from epsstar.cli.common.one_line import one_line
 from epsstar.cli.common.options import add_engine_options, engine_option
 from epsstar.cli.exit_codes import EXIT_OK, EXIT_PARTIAL
 
@@ -35,9 +36,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--workers",
         type=int,
-        default=2,
+        default=None,
         metavar="N",
-        help="--engine dask without --scheduler: worker processes of the local cluster (default 2)",
+        help="worker processes that train the runs (or stacks) side by side, each with the "
+        "idle cores shared among them as torch threads; the same models as --workers 1 "
+        "(default: the cores this process may use that other programs leave idle, at least "
+        "1); with --engine dask and no --scheduler, the local cluster's workers",
     )
     parser.add_argument(
         "--stack",
@@ -54,14 +58,16 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from epsstar.plumbing.runtime.device import checked_device
-    from epsstar.plumbing.runtime.threads import apply_threads, choose_threads
-    from epsstar.training.runs.sweep import load_sweep_config, run_sweep
+    from epsstar.plumbing.runtime.threads import apply_threads, choose_threads, idle_cores
+    from epsstar.training.runs.sweep import SweepCompute, load_sweep_config, run_sweep
     from epsstar.training.runs.sweep_config import on_device
+    from epsstar.training.runs.sweep_workers import WorkerDiedError
 
     device = checked_device(args.device)
-    engine = engine_option(args, args.workers, "--workers")
+    workers = idle_cores() if args.workers is None else args.workers
+    engine = engine_option(args, workers, "--workers")
     on_dask = engine.on_dask
-    threads = choose_threads(args.workers if on_dask else 1, args.threads)
+    threads = choose_threads(workers if on_dask else 1, args.threads)
     if not 1 <= args.stack <= 1_000 or (on_dask and args.stack > 1):
         from epsstar.exceptions import InvalidInputError
 
@@ -74,17 +80,25 @@ def run(args: argparse.Namespace) -> int:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    outcome = run_sweep(
-        config,
-        args.out,
-        overwrite=args.overwrite,
-        progress=False if args.quiet else None,
-        log=None if args.quiet else log,
-        engine=engine,
-        # a remote cluster's workers choose their own threads unless --threads says
-        threads=threads if on_dask and args.scheduler is None else args.threads,
-        stack=args.stack,
-    )
+    try:
+        outcome = run_sweep(
+            config,
+            args.out,
+            overwrite=args.overwrite,
+            progress=False if args.quiet else None,
+            log=None if args.quiet else log,
+            # a remote cluster's workers choose their own threads unless --threads says;
+            # this machine's worker processes share its idle cores unless --threads says
+            compute=SweepCompute(
+                engine,
+                threads if on_dask and args.scheduler is None else args.threads,
+                stack=args.stack,
+                workers=1 if on_dask else workers,
+            ),
+        )
+    except WorkerDiedError as error:  # the finished models are kept: exit 3, as for a failed run
+        print(one_line(f"epsstar sweep: error: {error}"), file=sys.stderr)
+        return EXIT_PARTIAL
     for failure in outcome.failed:
         print(f"FAILED {failure}", file=sys.stderr)
     if not args.quiet:

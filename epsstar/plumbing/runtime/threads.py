@@ -29,6 +29,7 @@ __all__ = [
     "available_cores",
     "choose_threads",
     "chosen_threads",
+    "idle_cores",
     "torch_threads",
     "use_threads",
 ]
@@ -55,6 +56,12 @@ def _busy_cores(cores: int) -> int:
     return min(cores - 1, max(0, int(load)))
 
 
+def idle_cores() -> int:
+    """The cores this process may run on that other programs leave idle, at least one."""
+    cores = available_cores()
+    return max(1, cores - _busy_cores(cores))
+
+
 def _requested(requested: int | None) -> int | None:
     if requested is not None:
         source, value = "--threads", str(requested)
@@ -79,11 +86,10 @@ def choose_threads(workers: int = 1, requested: int | None = None) -> int:
     capped at the available cores; otherwise the idle cores are shared among the workers,
     at least one thread each.
     """
-    cores = available_cores()
     wanted = _requested(requested)
     if wanted is not None:
-        return min(wanted, cores)
-    return max(1, (cores - _busy_cores(cores)) // max(1, workers))
+        return min(wanted, available_cores())
+    return max(1, idle_cores() // max(1, workers))
 
 
 def use_threads(threads: int) -> None:

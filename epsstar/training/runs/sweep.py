@@ -20,12 +20,15 @@ unless ``overwrite`` asks to train such models again. After every finished
 model ``<out>/manifest.csv`` is rewritten atomically from the ``training.json``
 files on disk; relative paths in it are relative to the manifest's directory.
 
-With a ``dask`` engine (:mod:`epsstar.audit.engines.dask_engine`) every unfinished model is one
-task on the cluster: the worker reads the data (and checks that their fingerprint is the
-one the sweep computed here), trains into a scratch folder and sends the three files
-back; this process writes them, ``training.json`` last, with ``engine.json`` naming the
-worker beside them. A task that fails is reported and the others' models are kept; running
-the sweep again trains the missing ones.
+With a ``dask`` engine (the cluster of :mod:`epsstar.plumbing.runtime.dask_cluster`) every
+unfinished model is one task on it: the worker reads the data (and checks that their
+fingerprint is the one the sweep computed here), trains into a scratch folder and sends the
+three files back; this process writes them, ``training.json`` last, with ``engine.json``
+naming the worker beside them. A task that fails is reported and the others' models are
+kept; running the sweep again trains the missing ones.
+
+With ``workers`` > 1 the runs (or stacks) are trained in worker processes of this machine
+(:mod:`epsstar.training.runs.sweep_workers`), the same models as in this process.
 """
 
 from __future__ import annotations
@@ -38,8 +41,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
-from functools import partial
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,7 +52,9 @@ from epsstar.plumbing.files.staging import (
     check_output_folder,
     refuse_replacing_inputs,
 )
+from epsstar.plumbing.records.constraints import WholeNumber, check_fields, constraint
 from epsstar.plumbing.records.json_types import JsonObject
+from epsstar.plumbing.runtime.threads import choose_threads
 from epsstar.training.data.tables import TabularData
 from epsstar.training.results import EpochStats
 from epsstar.training.runs.export import MODEL_FILES
@@ -63,16 +67,27 @@ from epsstar.training.runs.sweep_config import (
     SweepConfig,
     load_sweep_config,
 )
+from epsstar.training.runs.sweep_workers import (
+    PlannedRun,
+    RunDone,
+    SweepData,
+    Unit,
+    plan_in_workers,
+    train_in_workers,
+    train_unit,
+)
 from epsstar.training.trainer import PrivacyPlan, TrainingConfig, check_memory, plan_privacy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from epsstar.audit.engines.dask_engine import Engine, TaskOutcome
+    from epsstar.audit.engines.dask_engine import Engine
+    from epsstar.plumbing.runtime.dask_cluster import TaskOutcome
 
 __all__ = [
     "MANIFEST_COLUMNS",
     "MANIFEST_NAME",
     "MAX_MODELS",
     "GridStrategy",
+    "SweepCompute",
     "SweepConfig",
     "SweepOutcome",
     "load_sweep_config",
@@ -109,6 +124,29 @@ MANIFEST_COLUMNS: tuple[str, ...] = (
     "population_accuracy",
     "population_auroc",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class SweepCompute:
+    """Where and how many models a sweep computes at once.
+
+    ``stack`` > 1 trains up to that many models that take the same steps
+    (:func:`epsstar.training.batched.stack_key`) as one batched computation, each the model
+    its own run would give, their folders written when the whole stack is trained.
+    ``workers`` > 1 trains the runs (or stacks) in that many worker processes of this
+    machine (:mod:`epsstar.training.runs.sweep_workers`), the same models as here. With a
+    ``dask`` ``engine`` every model is one task on the cluster, and no ``on_epoch`` is called
+    (see the module's description). ``threads`` are the torch threads of each task or worker
+    (``None``: the idle cores shared among the workers).
+    """
+
+    engine: Engine | None = None
+    threads: int | None = None
+    stack: int = field(default=1, metadata=constraint(WholeNumber()))
+    workers: int = field(default=1, metadata=constraint(WholeNumber()))
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +300,7 @@ def _train_task(
     ``data_part``, the one the sweep computed where it started.
     """
     from epsstar.plumbing.runtime.threads import apply_threads
-    from epsstar.training.runs.pipeline import load_inputs, train_to_directory
+    from epsstar.training.runs.pipeline import load_inputs
 
     if threads is not None:
         apply_threads(threads)
@@ -316,7 +354,7 @@ def _sweep_on_dask(
 
     ``job`` holds the plans by strategy label, the data's fingerprint and the threads.
     """
-    from epsstar.audit.engines.dask_engine import dask_client, run_tasks
+    from epsstar.plumbing.runtime.dask_cluster import dask_client, run_tasks
 
     tasks = [
         (
@@ -358,7 +396,7 @@ def _sweep_on_dask(
                 f"(worker {outcome.worker})"
             )
 
-    with dask_client(engine) as client:
+    with dask_client(engine.scheduler, engine.workers) as client:
         run_tasks(client, _train_task, tasks, placed, name="epsstar-train")
     return trained[0], tuple(failures)
 
@@ -366,7 +404,8 @@ def _sweep_on_dask(
 @dataclass(frozen=True, slots=True)
 class _Job:
     """What every model of one sweep shares: the data, their fingerprint, the σ plans by
-    strategy label and, on a Dask cluster, the torch threads of each task."""
+    strategy label, the torch threads of each task (on a Dask cluster) or worker process
+    (``None``: chosen for the workers), the runs per unit and the worker processes."""
 
     data: TabularData
     population: TabularData | None
@@ -374,6 +413,7 @@ class _Job:
     plans: dict[str, PrivacyPlan | None]
     threads: int | None = None
     stack: int = 1
+    workers: int = 1
 
 
 def _outputs(config: SweepConfig, target: Path) -> list[tuple[str, Path]]:
@@ -409,116 +449,114 @@ def _made_for(target: Path) -> Iterator[None]:
         raise
 
 
-def _train_here(
-    config: SweepConfig,
-    target: Path,
-    finished: set[tuple[str, int]],
-    job: _Job,
-    hooks: _Hooks,
-) -> int:
-    """Train every unfinished model in this process, one after another (or ``job.stack``
-    at a time, :func:`_train_stacked`); how many."""
-    if job.stack > 1:
-        return _train_stacked(config, target, finished, job, hooks)
-    runs = list(_runs(config))
-    trained = 0
-    for index, (strategy, repeat) in enumerate(runs, start=1):
-        folder = target / strategy.label / str(repeat)
-        if (strategy.label, repeat) in finished:
-            continue
+#: A run of a sweep to train: its place in the grid's order, its strategy and repeat.
+_Run = tuple[int, GridStrategy, int]
+#: The runs of one unit, before they are planned.
+_Members = list[_Run]
+
+
+def _units(config: SweepConfig, finished: set[tuple[str, int]], job: _Job) -> list[_Members]:
+    """The unfinished runs in grid order, one unit each; with ``job.stack`` > 1, up to that
+    many runs that take the same steps per unit (:func:`epsstar.training.batched.stack_key`)."""
+    runs = [
+        (index, strategy, repeat)
+        for index, (strategy, repeat) in enumerate(_runs(config), start=1)
+        if (strategy.label, repeat) not in finished
+    ]
+    if job.stack == 1:
+        return [[run] for run in runs]
+    from epsstar.training.batched import stack_key
+
+    groups: dict[tuple[object, ...], list[_Run]] = {}
+    for run in runs:
+        groups.setdefault(stack_key(run[1].config, job.data.n_records), []).append(run)
+    return [g[i : i + job.stack] for g in groups.values() for i in range(0, len(g), job.stack)]
+
+
+def _planned(
+    config: SweepConfig, target: Path, members: _Members, job: _Job, hooks: _Hooks
+) -> Unit:
+    """The unit of ``members``: σ chosen once per strategy (said first), and their folders
+    cleared of what an unfinished run or a run on a cluster left."""
+    runs = []
+    for index, strategy, repeat in members:
         if strategy.label not in job.plans:
             if strategy.config.target_epsilon is not None:
-                hooks.say(f"{strategy.label}: choosing the noise multiplier for the target ε ...")
-                if hooks.on_plan is not None:
-                    hooks.on_plan(strategy.label)
+                hooks.planning(strategy.label)
             job.plans[strategy.label] = plan_privacy(strategy.config, job.data.n_records)
+        folder = target / strategy.label / str(repeat)
         if folder.is_dir():
             for leftover in folder.glob(".*.tmp"):
                 leftover.unlink()
             (folder / ENGINE_FILE).unlink(missing_ok=True)  # from an earlier run on a cluster
-        result = train_to_directory(
-            job.data,
-            replace(strategy.config, seed=config.seed + repeat),
-            folder,
-            population=job.population,
-            overwrite=True,
-            progress=hooks.progress,
-            description=f"[{index}/{len(runs)}] {strategy.label} #{repeat}",
-            plan=job.plans[strategy.label],
-            on_epoch=None
-            if hooks.on_epoch is None
-            else partial(hooks.on_epoch, strategy.label, repeat),
-            data_part=job.data_part,
+        settings = replace(strategy.config, seed=config.seed + repeat)
+        runs.append(
+            PlannedRun(index, strategy.label, repeat, settings, folder, job.plans[strategy.label])
         )
-        trained += 1
+    return Unit(tuple(runs), stacked=job.stack > 1)
+
+
+def _plan_side_by_side(members: list[_Members], job: _Job, hooks: _Hooks, workers: int) -> None:
+    """Search the σ of the units' target ε in ``workers`` processes at once, when more than one
+    is to be searched (:func:`~epsstar.training.runs.sweep_workers.plan_in_workers`)."""
+    searched = {
+        strategy.label: strategy.config
+        for unit in members
+        for _, strategy, _ in unit
+        if strategy.label not in job.plans and strategy.config.target_epsilon is not None
+    }
+    if len(searched) < 2:
+        return
+    for label in searched:
+        hooks.planning(label)
+    job.plans.update(plan_in_workers(searched, job.data.n_records, workers=workers))
+
+
+def _reported(
+    config: SweepConfig, target: Path, hooks: _Hooks
+) -> Callable[[Unit, list[RunDone]], None]:
+    """What follows a finished unit: the manifest rewritten, a line per run."""
+    total = len(config.strategies) * config.repeats
+
+    def report(unit: Unit, done: list[RunDone]) -> None:
         write_manifest(config, target)
-        epsilon = "" if result.privacy is None else f", epsilon {result.privacy.epsilon:.4g}"
-        hooks.say(
-            f"[{index}/{len(runs)}] {strategy.label} repeat {repeat}: done in "
-            f"{result.wall_time_seconds:.1f} s{epsilon}"
-        )
-    return trained
+        others = f" (with {len(unit.runs) - 1} others)" if unit.stacked else ""
+        for run, (seconds, epsilon) in zip(unit.runs, done, strict=True):
+            said = "" if epsilon is None else f", epsilon {epsilon:.4g}"
+            hooks.say(f"[{run.index}/{total}] {run.name}: done in {seconds:.1f} s{others}{said}")
+
+    return report
 
 
-#: A run of a sweep to train: its place in the grid's order, its strategy and repeat.
-_Run = tuple[int, GridStrategy, int]
-
-
-def _train_stacked(
-    config: SweepConfig,
-    target: Path,
-    finished: set[tuple[str, int]],
-    job: _Job,
-    hooks: _Hooks,
+def _train_here(
+    config: SweepConfig, target: Path, finished: set[tuple[str, int]], job: _Job, hooks: _Hooks
 ) -> int:
-    """Train every unfinished model in this process, up to ``job.stack`` models that take
-    the same steps at a time (:mod:`epsstar.training.runs.many`); how many."""
-    from epsstar.training.batched import stack_key
-    from epsstar.training.runs.many import train_to_directories
-
-    runs = list(_runs(config))
-    groups: dict[tuple[object, ...], list[_Run]] = {}
-    for index, (strategy, repeat) in enumerate(runs, start=1):
-        if (strategy.label, repeat) not in finished:
-            key = stack_key(strategy.config, job.data.n_records)
-            groups.setdefault(key, []).append((index, strategy, repeat))
-    stacks = [g[i : i + job.stack] for g in groups.values() for i in range(0, len(g), job.stack)]
-    for members in stacks:
-        for _, strategy, repeat in members:
-            if strategy.label not in job.plans:
-                if strategy.config.target_epsilon is not None:
-                    hooks.say(f"{strategy.label}: choosing the noise multiplier ...")
-                    if hooks.on_plan is not None:
-                        hooks.on_plan(strategy.label)
-                job.plans[strategy.label] = plan_privacy(strategy.config, job.data.n_records)
-            folder = target / strategy.label / str(repeat)
-            for leftover in folder.glob(".*.tmp"):
-                leftover.unlink()
-            (folder / ENGINE_FILE).unlink(missing_ok=True)  # from an earlier run on a cluster
-
-        def epoch_done(k: int, stats: EpochStats, members: list[_Run] = members) -> None:
-            if hooks.on_epoch is not None:
-                hooks.on_epoch(members[k][1].label, members[k][2], stats)
-
-        results = train_to_directories(
-            job.data,
-            [replace(s.config, seed=config.seed + r) for _, s, r in members],
-            [target / s.label / str(r) for _, s, r in members],
-            population=job.population,
-            overwrite=True,
-            progress=hooks.progress,
-            description=f"[{members[0][0]}/{len(runs)}] {members[0][1].label} and others",
-            plans=[job.plans[s.label] for _, s, _ in members],
-            on_epoch=epoch_done,
+    """Train every unfinished model, one unit after another in this process, or in
+    ``job.workers`` worker processes (:mod:`epsstar.training.runs.sweep_workers`); how many."""
+    members = _units(config, finished, job)
+    report = _reported(config, target, hooks)
+    shared = SweepData(job.data, job.population, job.data_part)
+    total = len(config.strategies) * config.repeats
+    workers = min(job.workers, len(members))
+    if workers > 1:
+        _plan_side_by_side(members, job, hooks, workers)
+        units = [_planned(config, target, unit, job, hooks) for unit in members]
+        threads = choose_threads(workers, job.threads)
+        train_in_workers(
+            shared, units, workers=workers, threads=threads, on_done=report, on_epoch=hooks.epoch
         )
-        write_manifest(config, target)
-        for (index, strategy, repeat), result in zip(members, results, strict=True):
-            epsilon = "" if result.privacy is None else f", epsilon {result.privacy.epsilon:.4g}"
-            hooks.say(
-                f"[{index}/{len(runs)}] {strategy.label} repeat {repeat}: done in "
-                f"{result.wall_time_seconds:.1f} s (with {len(members) - 1} others){epsilon}"
-            )
-    return sum(len(members) for members in stacks)
+        return sum(len(unit.runs) for unit in units)
+    for unit_members in members:
+        unit = _planned(config, target, unit_members, job, hooks)
+        first = unit.runs[0]
+        description = f"[{first.index}/{total}] " + (
+            f"{first.label} and others" if unit.stacked else f"{first.label} #{first.repeat}"
+        )
+        done = train_unit(
+            shared, unit, progress=hooks.progress, description=description, on_epoch=hooks.epoch
+        )
+        report(unit, done)
+    return sum(len(unit) for unit in members)
 
 
 @dataclass(frozen=True, slots=True)
@@ -534,6 +572,16 @@ class _Hooks:
         if self.log is not None:
             self.log(message)
 
+    def planning(self, label: str) -> None:
+        """The search of a strategy's σ for its target ε starts."""
+        self.say(f"{label}: choosing the noise multiplier for the target ε ...")
+        if self.on_plan is not None:
+            self.on_plan(label)
+
+    def epoch(self, run: PlannedRun, stats: EpochStats) -> None:
+        if self.on_epoch is not None:
+            self.on_epoch(run.label, run.repeat, stats)
+
 
 def run_sweep(
     config: SweepConfig,
@@ -544,16 +592,11 @@ def run_sweep(
     log: Callable[[str], None] | None = None,
     on_epoch: Callable[[str, int, EpochStats], None] | None = None,
     on_plan: Callable[[str], None] | None = None,
-    engine: Engine | None = None,
-    threads: int | None = None,
-    stack: int = 1,
+    compute: SweepCompute | None = None,
 ) -> SweepOutcome:
-    """Train every unfinished model of the grid, rewriting the manifest after each one
-    (with a ``dask`` ``engine``, one task per model using ``threads`` torch threads, and
-    no ``on_epoch``: see the module's description). ``stack`` > 1 trains up to that many
-    models that take the same steps (:func:`epsstar.training.batched.stack_key`) as one
-    batched computation, each the model its own run would give; their folders are written
-    when the whole stack is trained.
+    """Train every unfinished model of the grid, rewriting the manifest after each one,
+    where and as many at once as ``compute`` says (:class:`SweepCompute`; by default one
+    at a time, here).
 
     Finished models made with other settings or data are refused unless ``overwrite``
     (see the module's description), and so is an output file that would replace the
@@ -562,6 +605,8 @@ def run_sweep(
     target ε is searched. A Ctrl-C or an error leaves the model being trained unwritten,
     and removes the output folder if this run made it and finished no model in it.
     """
+    compute = compute or SweepCompute()
+    engine, threads, stack = compute.engine, compute.threads, compute.stack
     target = _output_directory(config, out)
     refuse_replacing_inputs(_outputs(config, target), _inputs(config))
     data, population = load_inputs(
@@ -585,7 +630,7 @@ def run_sweep(
             config,
             target,
             finished,
-            _Job(data, population, data_part, {}, stack=stack),
+            _Job(data, population, data_part, {}, threads, stack=stack, workers=compute.workers),
             _Hooks(progress, log, on_epoch, on_plan),
         )
         manifest = write_manifest(config, target)

@@ -99,7 +99,7 @@ def test_engine_errors_are_one_line(
         "a scheduler address needs the dask engine. Found engine "
         "'single' with scheduler 'tcp://127.0.0.1:1'."
     )
-    monkeypatch.setattr("epsstar.audit.engines.dask_engine.CONNECT_TIMEOUT", 1.0)
+    monkeypatch.setattr("epsstar.plumbing.runtime.dask_cluster.CONNECT_TIMEOUT", 1.0)
     address = f"tcp://127.0.0.1:{_free_port()}"
     code, _, err = _invoke([*argv, "--engine", "dask", "--scheduler", address], capsys)
     assert code == 2
