@@ -316,9 +316,9 @@ def _many_run_dp(epsilon: float, **change: Any) -> Trainer:
     return replace(replace(trainer, sigma=dp_sigma(epsilon, 1.0, steps), zero_init=True), **change)
 
 
-def rows(quick: bool) -> list[Row]:
-    """The rows of the table (``quick``: one repeat of a few small ones, for the test)."""
-    memorise = Trainer("memorise", (256, 256), epochs=150, lr=1e-3)
+def rows(quick: bool, design: str | None = None) -> list[Row]:
+    """The rows of the table (``quick``: one repeat of a few small ones, for the test), or
+    those of one ``design`` (``one-run``, ``many-runs``)."""
     if quick:
         small = Trainer("memorise", (32,), epochs=5, lr=1e-2)
         return [
@@ -327,10 +327,16 @@ def rows(quick: bool) -> list[Row]:
             Row("DP-SGD, SGD", 1.0, replace(_one_run_dp(1.0, "sgd"), steps=5), 100, repeats=1),
             Row("DP-SGD, correct", 1.0, replace(_many_run_dp(1.0), steps=5), runs=24, repeats=1),
         ]  # fmt: skip
-    ten_times = {
-        "one": dp_sigma(1.0, _one_run_dp(1.0, "sgd").rate / 10, _one_run_dp(1.0, "sgd").steps),
-        "many": dp_sigma(1.0, 0.1, _many_run_dp(1.0).steps),
-    }
+    chosen = []
+    if design in (None, "one-run"):
+        chosen += _one_run_rows()
+    if design in (None, "many-runs"):
+        chosen += _many_run_rows()
+    return chosen
+
+
+def _one_run_rows() -> list[Row]:
+    memorise = Trainer("memorise", (256, 256), epochs=150, lr=1e-3)
     table = [
         Row("memorising MLP 8-256-256-2 (torch)", 1.0, memorise),
         Row("memorising MLP 8-256-256-2 (torch)", 1.0, memorise, repeats=3, command=True),
@@ -343,19 +349,21 @@ def rows(quick: bool) -> list[Row]:
     for epsilon in (1.0, 2.0, 4.0):
         for optimizer in ("sgd", "adam"):
             table.append(Row(f"DP-SGD, {optimizer}", epsilon, _one_run_dp(epsilon, optimizer)))
-    table += [
-        Row(
-            "DP-SGD, σ for 10× the data",
-            1.0,
-            _one_run_dp(1.0, "sgd", sigma=ten_times["one"]),
-        ),
-        Row("DP-SGD, σ for 10× the data", 1.0, _many_run_dp(1.0, sigma=ten_times["many"]),
-            runs=250),
-        Row("DP-SGD, correct", 1.0, _many_run_dp(1.0), runs=250, repeats=10),
-    ]  # fmt: skip
+    correct = _one_run_dp(1.0, "sgd")
+    ten_times = dp_sigma(1.0, correct.rate / 10, correct.steps)
+    table.append(Row("DP-SGD, σ for 10× the data", 1.0, replace(correct, sigma=ten_times)))
     for breakage in ("clip-after-noise", "clip-batch-mean"):
-        table.append(Row(f"DP-SGD, {breakage}", 1.0, _one_run_dp(1.0, "sgd", breakage=breakage)))
+        table.append(Row(f"DP-SGD, {breakage}", 1.0, replace(correct, breakage=breakage)))
     return table
+
+
+def _many_run_rows() -> list[Row]:
+    correct = _many_run_dp(1.0)
+    ten_times = dp_sigma(1.0, correct.rate / 10, correct.steps)
+    return [
+        Row("DP-SGD, σ for 10× the data", 1.0, replace(correct, sigma=ten_times), runs=250),
+        Row("DP-SGD, correct", 1.0, correct, runs=250, repeats=10),
+    ]
 
 
 def write_tables(folder: Path, seed: int = 0) -> None:
@@ -480,7 +488,12 @@ def run(rows_: Sequence[Row], repeats: int | None, echo: Callable[[str], None]) 
         write_tables(folder)
         for row in rows_:
             count = row.repeats if repeats is None else min(repeats, row.repeats)
-            audits = [audit(folder, row, seed) for seed in range(count)]
+            audits = []
+            for seed in range(count):
+                audits.append(audit(folder, row, seed))
+                progress = ", ".join(f"{k} {v:.3f}" for k, v in audits[-1].bounds.items())
+                print(f"  {row.name}, {row.design}, seed {seed}: {progress} "
+                      f"({audits[-1].seconds:.0f} s)", file=sys.stderr, flush=True)  # fmt: skip
             for line in table_lines(row, audits):
                 lines.append(line)
                 echo(line)
@@ -517,9 +530,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.fit:
         fit(args.fit[0], args.fit[1], int(args.fit[2]))
         return
-    chosen = [r for r in rows(args.quick) if args.only is None or args.only in r.name]
-    if args.design:
-        chosen = [r for r in chosen if (r.runs > 1) == (args.design == "many-runs")]
+    chosen = rows(args.quick, args.design)
+    chosen = [r for r in chosen if args.only is None or args.only in r.name]
     for line in describe(chosen):
         print(line, flush=True)
     started = time.perf_counter()
