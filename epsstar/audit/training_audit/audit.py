@@ -123,7 +123,9 @@ class TrainingAuditSetup:
     seed: int = field(default=0, metadata=constraint(WholeNumber(minimum=0)))
     work: Path | None = None
     k: int | None = field(default=None, metadata=constraint(Maybe(WholeNumber())))
-    guesses: GuessRule = field(default="symmetric", metadata=constraint(OneOf(GUESS_RULES)))
+    guesses: GuessRule = field(
+        default=GUESS_RULES.names[0], metadata=constraint(OneOf(GUESS_RULES))
+    )
     #: How messages name the two tables (the options of the command line, or the objects of
     #: the Python API: ``the training DataFrame``).
     table_names: tuple[str, str] = ("--train", "--population")
