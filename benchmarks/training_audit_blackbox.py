@@ -8,7 +8,7 @@ canaries, other inclusions, another training seed):
 
 - memorisers, not private, claiming ε = 1: an MLP 8-256-256-2 trained 150 epochs with Adam
   (torch) and an MLP 8-256-256-2 of scikit-learn (150 iterations), both reaching training
-  accuracy 1 on a table whose labels the features predict at about 0.6;
+  accuracy 1 on a table whose labels the features predict at best for 65 % of the records;
 - DP-SGD written out in torch (per-example clipping through ``torch.func``, Poisson sampling
   at a fixed rate, Gaussian noise with σ from dp_accounting's PLD accountant for the claimed
   ε at δ, a fixed normaliser), with SGD and with Adam, at ε = 1, 2 and 4: the validity check;
@@ -22,9 +22,10 @@ and every guessing rule is bounded from those same scores through the statistics
 the audit uses (k from :func:`choose_k` for each rule's sides), so the four rules are compared
 on the same canaries and the same training; the audit itself ran ``--guesses both`` and its
 bound is checked to be the one recomputed. Many runs (``--runs R``: R runs with the crafted
-canary and R without; a small table, full-batch steps from zero weights): the
-Clopper–Pearson bound. Columns: trainer, claim, design, rule, refuted of the repeats, mean
-(min, max) of the lower bound, seconds per audit.
+canary and R without; a small table, full-batch steps from zero weights, a small learning
+rate so that the canary's loss does not saturate): the Clopper–Pearson bound and the μ-GDP
+one, exact for full-batch DP-SGD. Columns: trainer, claim, design, rule, refuted of the
+repeats, mean (min, max) of the lower bound, seconds per audit.
 
     python benchmarks/training_audit_blackbox.py          # every row, 20 repeats (5 of one)
     python benchmarks/training_audit_blackbox.py --quick  # one repeat of a few small rows
