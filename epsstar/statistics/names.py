@@ -66,7 +66,7 @@ Search = Literal["refine", "grid"]
 OutputKind = Literal["probabilities", "logits"]
 LossName = Literal["logit", "cross_entropy"]
 GateRule = Literal["significant", "estimate", "lower-bound"]
-GuessRule = Literal["symmetric", "members-only", "nonmembers-only", "both"]
+GuessRule = Literal["both", "symmetric", "members-only", "nonmembers-only"]
 BoundName = Literal["epsilon-delta", "gdp"]
 EngineName = Literal["single", "dask"]
 UtilityName = Literal["auroc", "accuracy"]
@@ -313,8 +313,15 @@ GUESS_RULES: Final[Names[GuessRule]] = Names(
     "--guesses",
     (
         Name(
+            "both",
+            "the three rules below at a third of the error rate each, the largest bound kept "
+            "(default)",
+            "the audit bounded the symmetric rule and each one-sided rule at a third of the "
+            "error rate, and kept the largest bound",
+        ),
+        Name(
             "symmetric",
-            "'in' for the k most member-like canaries, 'out' for the k least (default)",
+            "'in' for the k most member-like canaries, 'out' for the k least",
             "the audit guessed 'in' for the canaries the model found most member-like and "
             "'out' for those it found least member-like",
         ),
@@ -331,12 +338,6 @@ GUESS_RULES: Final[Names[GuessRule]] = Names(
             "left-out canaries stand out, such as a model that memorises its training records",
             "the audit guessed 'out' for the canaries the model found least member-like and "
             "made no guess on the rest",
-        ),
-        Name(
-            "both",
-            "the three rules above at a third of the error rate each, the largest bound kept",
-            "the audit bounded the symmetric rule and each one-sided rule at a third of the "
-            "error rate, and kept the largest bound",
         ),
     ),
 )

@@ -127,7 +127,9 @@ class TrainingAuditSetup:
     seed: int = field(default=0, metadata=constraint(WholeNumber(minimum=0)))
     work: Path | None = None
     k: int | None = field(default=None, metadata=constraint(Maybe(WholeNumber())))
-    guesses: GuessRule = field(default="symmetric", metadata=constraint(OneOf(GUESS_RULES)))
+    guesses: GuessRule = field(
+        default=GUESS_RULES.names[0], metadata=constraint(OneOf(GUESS_RULES))
+    )
     #: Copies of each included canary in a run's table; the audit tests the claim's group
     #: guarantee for that many records (:mod:`~epsstar.statistics.auditing.group_privacy`).
     canary_repeats: int = field(default=1, metadata=constraint(WholeNumber(minimum=1)))

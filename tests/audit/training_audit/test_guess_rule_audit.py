@@ -112,7 +112,7 @@ def test_a_one_run_point_below_the_claim_is_not_drawn_as_a_refutation(
     from epsstar.reports.training_audit import render_training_audit
 
     setup = TrainingAuditSetup(
-        *tables, "label", canaries=400, claimed_epsilon=3.0, delta=1e-5, k=120
+        *tables, "label", canaries=400, claimed_epsilon=3.0, delta=1e-5, k=120, guesses="symmetric"
     )
     result: TrainingAuditResult = audit_training(PartialMemoriser(), setup)
     assert not result.refuted
@@ -141,3 +141,15 @@ def test_a_one_run_point_below_the_claim_is_not_drawn_as_a_refutation(
     text = summary(result)
     assert "no audit of up to 10,000,000 canaries guessed as well would refute" in text
     assert "which does not decide" in text
+
+
+def test_without_a_rule_the_audit_guesses_with_both(tables: tuple[Path, Path]) -> None:
+    setup = TrainingAuditSetup(
+        *tables, "label", canaries=400, claimed_epsilon=3.0, delta=1e-5, k=120
+    )
+    document = audit_training(PartialMemoriser(), setup).to_dict()
+    assert (
+        document["threat_models"][0]["guess_rule"]
+        == _audit(tables, "both")["threat_models"][0]["guess_rule"]
+    )
+    assert document["refuted"]  # which the symmetric rule, the default before, is not

@@ -157,7 +157,7 @@ def test_nonmembers_only_reads_a_model_that_memorises_its_training_records() -> 
 
 
 def test_rules_give_each_single_rule_its_sides_and_k() -> None:
-    assert [rule_sides(rule) for rule in GUESS_RULES] == [(2,), (1,), (1,), (2, 1, 1)]
+    assert [rule_sides(rule) for rule in GUESS_RULES] == [(2, 1, 1), (2,), (1,), (1,)]
     assert rule_candidates("nonmembers-only", 10, 7) == ((0, 7),)
     assert rule_candidates("members-only", 10) == ((10, 0),)
 
