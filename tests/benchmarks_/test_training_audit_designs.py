@@ -18,7 +18,7 @@ def test_one_row_of_the_logistic_regression_is_printed(
 ) -> None:
     bench = imported(PATH, "training_audit_designs_bench")
     monkeypatch.setattr(bench, "CANARIES", 200)
-    chosen = ["crafted, 2 copies", "input, pretrained start"]
+    chosen = ["crafted d = 1, 2 copies", "input, pretrained start"]
     arguments = ["x", "--seeds", "1", "--trainers", "logistic", "--designs", *chosen]
     monkeypatch.setattr(sys, "argv", arguments)
     bench.main()
@@ -26,7 +26,7 @@ def test_one_row_of_the_logistic_regression_is_printed(
     assert lines[0].startswith("one run, 200 canaries, claim epsilon = 1")
     assert lines[2] == "| design | logistic | s per audit |"
     crafted = lines[4].split(" | ")
-    assert crafted[0] == "| crafted, 2 copies"
+    assert crafted[0] == "| crafted d = 1, 2 copies"
     bound, gdp = crafted[1].split(" (")
     assert float(bound) >= 0.0
     assert float(gdp.rstrip(")")) >= 0.0
