@@ -246,7 +246,14 @@ def _procedure(args: argparse.Namespace) -> Procedure:
     config = config_from_args(args)
     data = load_table(args.train, args.label_column, features=args.features)
     parameters = parameter_count(data.n_features, data.n_classes, config.hidden)
-    return OwnTrainer(config, args.label_column, parameters, args.features, stack=args.stack)
+    return OwnTrainer(
+        config.standardising(has_population=True),
+        args.label_column,
+        parameters,
+        args.features,
+        population=args.population,
+        stack=args.stack,
+    )
 
 
 def _setup(args: argparse.Namespace) -> TrainingAuditSetup:
