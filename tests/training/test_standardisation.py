@@ -19,6 +19,7 @@ from epsstar.training.batched import RowSubset, train_many
 from epsstar.training.data.tables import TabularData
 from epsstar.training.models import ExportedModel
 from epsstar.training.runs.fingerprint import data_fingerprint, fingerprint
+from epsstar.training.runs.references import read_recipe, train_references
 from epsstar.training.runs.sweep_config import load_sweep_config
 from epsstar.training.trainer import TrainingConfig, train
 from tests.training.conftest import make_table
@@ -195,3 +196,28 @@ def test_a_sweep_with_dp_and_no_population_is_refused_when_read(tmp_path: Path) 
     )
     (strategy,) = load_sweep_config(sweep).strategies
     assert strategy.config.standardise_on == "none"
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        ({"fitted_on": "population", "covered_by_guarantee": True}, "population"),
+        ({"fitted_on": "none", "covered_by_guarantee": True}, "none"),
+        ("mean/std of the training features, inside the exported model", "data"),
+    ],
+    ids=["population", "none", "older-text"],
+)
+def test_reference_models_follow_the_target_s_standardisation(
+    binary_table: TabularData, tmp_path: Path, record: object, expected: str
+) -> None:
+    recipe_file = tmp_path / "training.json"
+    hyper = {"epochs": 1, "batch_size": 50, "lr": 0.01, "momentum": 0.9}
+    document = {"model": {"hidden": [], "standardisation": record}, "hyperparameters": hyper}
+    recipe_file.write_text(json.dumps(document), encoding="utf-8")
+    recipe = read_recipe(recipe_file)
+    assert recipe.config.standardise_on == expected
+    if expected != "population":
+        return
+    with pytest.raises(InvalidInputError, match=r"^the recipe's target standardised its feat"):
+        train_references(binary_table, recipe, tmp_path / "refs", count=1)
+    assert not (tmp_path / "refs").exists()
