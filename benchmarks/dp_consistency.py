@@ -254,6 +254,8 @@ def _config(dataset: str, target_epsilon: float, seed: int) -> Any:
         momentum=recipe.momentum,
         microbatches=recipe.microbatches,
         target_epsilon=target_epsilon,
+        # the comparison with opacus, which standardises on the training records as well
+        standardise_on="data",
         seed=seed,
     )
 

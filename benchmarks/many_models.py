@@ -175,7 +175,11 @@ def main() -> None:
     counts = [int(k) for k in args.models.split(",")]
     data = adult_table()
     private = TrainingConfig(
-        epochs=args.epochs, batch_size=args.batch_size, hidden=HIDDEN, noise_multiplier=1.0
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        hidden=HIDDEN,
+        noise_multiplier=1.0,
+        standardise_on="data",
     )
     plain = dataclasses.replace(private, noise_multiplier=None)
     try:

@@ -44,7 +44,7 @@ table = TabularData(features=data.features.astype('float64'), labels=data.labels
     feature_names=tuple(data.columns), classes=tuple(str(k) for k in range(100)),
     label_column='label', source='purchase-like')
 config = TrainingConfig(epochs={epochs} + 1, batch_size=256, hidden=(100, 100, 100),
-    noise_multiplier=1.0, lr=0.05)
+    noise_multiplier=1.0, lr=0.05, standardise_on='data')
 history = train(table, config).result.history
 print(json.dumps([entry.seconds for entry in history[1:]]))
 """

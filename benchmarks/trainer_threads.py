@@ -40,7 +40,11 @@ def _epoch_seconds(threads: int | None, epochs: int) -> list[float]:
         source="adult",
     )
     config = TrainingConfig(
-        epochs=epochs + 1, batch_size=64, hidden=(100, 100, 100), noise_multiplier=1.0
+        epochs=epochs + 1,
+        batch_size=64,
+        hidden=(100, 100, 100),
+        noise_multiplier=1.0,
+        standardise_on="data",
     )
     history = train(data, config).result.history
     return [entry.seconds for entry in history[1:]]

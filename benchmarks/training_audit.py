@@ -128,8 +128,9 @@ def plain_seconds(tables: tuple[Path, Path], config: TrainingConfig, seed: int) 
     path = tables[0].with_name("plain.csv")
     pd.concat(frames, ignore_index=True).to_csv(path, index=False)
     data = load_table(path, "label")
+    population = load_table(tables[1], "label", features=data.feature_names, classes=data.classes)
     start = time.perf_counter()
-    train(data, replace(config, seed=seed))
+    train(data, replace(config, seed=seed), population=population)
     return time.perf_counter() - start
 
 
@@ -150,7 +151,9 @@ def _audit_trainer(
 ) -> tuple[int, dict[str, list[float]], float, float]:
     """Refutations, bounds per threat model, mean claim and total seconds of one trainer."""
     parameters = parameter_count(FEATURES, 2, HIDDEN)
-    procedure = OwnTrainer(config, "label", parameters, breakage=TRAINERS[name])
+    procedure = OwnTrainer(
+        config, "label", parameters, population=str(tables[1]), breakage=TRAINERS[name]
+    )
     bounds: dict[str, list[float]] = {model: [] for model in design.threat_models}
     refuted, claims, seconds = 0, [], 0.0
     for repeat in range(repeats):

@@ -52,7 +52,13 @@ def _audit(
     config = TrainingConfig(
         epochs=1, batch_size=256, hidden=HIDDEN, lr=0.05, clip=1.0, target_epsilon=1.0
     )
-    procedure = OwnTrainer(config, "income", parameter_count(features, 2, HIDDEN), stack=stack)
+    procedure = OwnTrainer(
+        config,
+        "income",
+        parameter_count(features, 2, HIDDEN),
+        population=str(tables[1]),
+        stack=stack,
+    )
     setup = TrainingAuditSetup(
         *tables, "income", runs=runs, threat_models=("input",), bound="gdp", seed=0, work=work
     )

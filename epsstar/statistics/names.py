@@ -32,6 +32,7 @@ __all__ = [
     "METHODS",
     "OUTPUT_KINDS",
     "SEARCHES",
+    "STANDARDISATIONS",
     "TESTED_LEVEL",
     "TRAINING_BOUNDS",
     "UTILITIES",
@@ -49,6 +50,7 @@ __all__ = [
     "Names",
     "OutputKind",
     "Search",
+    "StandardiseOn",
     "UtilityName",
 ]
 
@@ -72,6 +74,7 @@ EngineName = Literal["single", "dask"]
 UtilityName = Literal["auroc", "accuracy"]
 AccountantName = Literal["pld", "rdp"]
 AttributeRecords = Literal["sampled", "all"]
+StandardiseOn = Literal["population", "data", "none"]
 
 K = TypeVar("K", bound=str)
 
@@ -514,6 +517,32 @@ ATTRIBUTE_RECORDS: Final[Names[AttributeRecords]] = Names(
             "every training record (slower, conservative)",
             "the largest distance over every training record at each step, slower and "
             "never below the sampled records' distance",
+        ),
+    ),
+)
+
+#: The table the trainer's standardiser (the exported model's mean and standard deviation) is
+#: fitted on (``--standardise-on``); which one a run takes when none is named is
+#: :mod:`epsstar.training.standardisation`'s rule.
+STANDARDISATIONS: Final[Names[StandardiseOn]] = Names(
+    "standardise-on",
+    (
+        Name(
+            "population",
+            "mean and std of --population, public data: inside the DP guarantee",
+            "the mean and standard deviation of the population table, public data that are "
+            "not the training records, so the DP guarantee covers the standardisation",
+        ),
+        Name(
+            "data",
+            "mean and std of the training table: outside the DP guarantee",
+            "the mean and standard deviation of the training table, computed without noise, "
+            "which the DP guarantee does not cover",
+        ),
+        Name(
+            "none",
+            "no standardisation (the identity): the features as they are",
+            "no standardisation: the network reads the features as they are",
         ),
     ),
 )

@@ -9,6 +9,8 @@ one idea each:
   :mod:`epsstar.audit.data.tables`;
 * :mod:`~epsstar.training.models` — the MLP, and the exported model
   (standardise → MLP → probabilities);
+* :mod:`~epsstar.training.standardisation` — the table the standardisation is fitted on,
+  public data under DP;
 * :mod:`~epsstar.training.clipping` — exact per-example (or per-microbatch) clipped gradient sums
   without materialising per-example gradients;
 * :mod:`~epsstar.training.accounting` — ε from (σ, q, steps, δ) and σ for a target ε;

@@ -111,12 +111,14 @@ def attribute_column(
 
 class AttributeTracker:
     """R_t of every step of one run (module docstring): pass it as ``StepHooks(sampled=...)``
-    and read :meth:`distances` after the run; ``seconds`` is the time it took."""
+    and read :meth:`distances` after the run; ``seconds`` is the time it took. ``standardiser``
+    is the run's (:func:`epsstar.training.standardisation.fitted`)."""
 
     def __init__(
         self,
         column: AttributeColumn,
         data: TabularData,
+        standardiser: Standardiser,
         *,
         clip: float,
         records: Records = "sampled",
@@ -129,8 +131,6 @@ class AttributeTracker:
         self._binary = data.n_classes == 2
         self._distances: list[float] = []
         self.seconds = 0.0
-        # The trainer's standardiser, fitted again (it is a function of the training table).
-        standardiser = Standardiser.fit(data.features, torch.float32)
         with torch.no_grad():
             self._standardised = standardiser(torch.as_tensor(data.features, dtype=torch.float32))
             j = column.index

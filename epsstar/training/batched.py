@@ -44,6 +44,7 @@ from epsstar.training.memory import available_memory, training_bytes
 from epsstar.training.models import MLP, Standardiser, output_width
 from epsstar.training.results import EpochStats
 from epsstar.training.stacked import StackedBatch, StackedMLP, stacked_gradient_sums
+from epsstar.training.standardisation import fitted
 from epsstar.training.trainer import (
     PrivacyPlan,
     StepSettings,
@@ -128,13 +129,17 @@ def _member(
     plan: PrivacyPlan | None,
     data: TabularData,
     subset: RowSubset | None,
+    population: TabularData | None,
+    standardiser: Standardiser | None,
 ) -> _Member:
-    """Model ``index``'s generator, standardiser and initial network, drawn as
-    :func:`~epsstar.training.trainer.train` draws them."""
-    features = data.features if subset is None else data.features[subset.rows]
-    n_records = int(features.shape[0])
+    """Model ``index``'s generator, standardiser and initial network, drawn and fitted as
+    :func:`~epsstar.training.trainer.train` draws and fits them."""
+    rows = data if subset is None else subset.of(data)
+    n_records = rows.n_records
     generator = torch.Generator().manual_seed(config.seed)
-    standardiser = Standardiser.fit(features, torch.float32)
+    if standardiser is None:
+        choice = config.standardisation(population is not None)
+        standardiser = fitted(choice, rows, population, torch.float32)
     network = MLP(
         data.n_features,
         output_width(data.n_classes),
@@ -423,6 +428,7 @@ def _train_alone(
     data: TabularData,
     subset: RowSubset | None,
     population: TabularData | None,
+    standardiser: Standardiser | None,
     on_epoch: Callable[[int, EpochStats], None] | None,
 ) -> TrainedModel:
     """A stack of one model, trained by :func:`~epsstar.training.trainer.train` itself: the
@@ -434,7 +440,14 @@ def _train_alone(
             on_epoch(index, stats)
 
     rows = data if subset is None else subset.of(data)
-    return train(rows, config, population=population, on_epoch=epoch_done, plan=plan)
+    return train(
+        rows,
+        config,
+        population=population,
+        on_epoch=epoch_done,
+        plan=plan,
+        standardiser=standardiser,
+    )
 
 
 def train_many(
@@ -447,6 +460,7 @@ def train_many(
     on_epoch: Callable[[int, EpochStats], None] | None = None,
     device: torch.device | str | None = None,
     max_stack: int | None = None,
+    standardiser: Standardiser | None = None,
 ) -> list[TrainedModel]:
     """Train one model per configuration (each with its own seed) and return them in order.
 
@@ -459,8 +473,10 @@ def train_many(
     replaces every configuration's ``device``: where the stacks live (the random draws are
     made on the CPU, so they are the same on every device). ``max_stack``
     bounds the models stepped together (default: as many as fit in half the memory
-    available). Each model is what :func:`epsstar.training.trainer.train` gives for its
-    configuration and rows (see the module's description).
+    available). ``standardiser``, when given, is every model's (see
+    :func:`~epsstar.training.trainer.train`). Each model is what
+    :func:`epsstar.training.trainer.train` gives for its configuration and rows (see the
+    module's description).
     """
     if not configs:
         raise InvalidInputError("train_many needs at least one configuration. Found 0.")
@@ -476,6 +492,9 @@ def train_many(
         config.validate(size)
         check_memory(config, data)
     check_population(data, population)
+    for config in configs:
+        if standardiser is None:
+            config.standardisation(population is not None)
     if max_stack is not None and max_stack < 1:
         raise InvalidInputError(f"max_stack must be a positive integer. Found {max_stack}.")
     every_plan = _plans(configs, sizes, plans)
@@ -487,10 +506,13 @@ def train_many(
         if len(indices) == 1:
             k = indices[0]
             trained[k] = _train_alone(
-                k, configs[k], every_plan[k], data, chosen[k], population, on_epoch
+                k, configs[k], every_plan[k], data, chosen[k], population, standardiser, on_epoch
             )
             continue
-        members = [_member(k, configs[k], every_plan[k], data, chosen[k]) for k in indices]
+        members = [
+            _member(k, configs[k], every_plan[k], data, chosen[k], population, standardiser)
+            for k in indices
+        ]
         for member, model in zip(
             members, _train_stack(data, members, population, chosen, on_epoch), strict=True
         ):

@@ -4,8 +4,9 @@
 layers is (multinomial) logistic regression. It outputs logits: one column for
 binary tasks (the logit of P(y=1)), K columns for K ≥ 3 classes.
 
-:class:`ExportedModel` is what gets saved: it standardises raw features with the
-training data's mean and standard deviation, runs the MLP and returns
+:class:`ExportedModel` is what gets saved: it standardises raw features with a mean and
+standard deviation (fitted on the table :mod:`epsstar.training.standardisation` chooses),
+runs the MLP and returns
 probabilities — an (n, 1) column P(y=1) for binary tasks and an (n, K) matrix of
 class probabilities otherwise.
 """
@@ -94,7 +95,7 @@ class MLP(nn.Module):
 
 
 class Standardiser(nn.Module):
-    """(x − mean) / scale with constants fitted on the training features.
+    """(x − mean) / scale with constants fitted on a table's features.
 
     Constant columns get scale 1, so they map to 0 instead of dividing by 0.
     The constants are frozen parameters (never trained).

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 from epsstar.plumbing.records.by_side import BySide
 from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
 from epsstar.plumbing.records.json_types import JsonObject, JsonValue
+from epsstar.statistics.names import STANDARDISATIONS, StandardiseOn
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.training.attribute import AttributeTracking
@@ -26,12 +27,13 @@ __all__ = [
     "Hyperparameters",
     "ModelSummary",
     "PrivacySummary",
+    "Standardisation",
     "TrainingResult",
     "TrainingUtility",
     "Versions",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +50,22 @@ class DataSummary(JsonRecord):
 
 
 @dataclass(frozen=True, slots=True)
+class Standardisation(JsonRecord):
+    """The table the exported model's mean and standard deviation were fitted on (one of
+    :data:`~epsstar.statistics.names.STANDARDISATIONS`), and whether the run's DP guarantee
+    covers them (None: the run has no guarantee); :mod:`epsstar.training.standardisation`."""
+
+    fitted_on: StandardiseOn
+    covered_by_guarantee: bool | None
+
+    @json_property()
+    def description(self) -> str:
+        return STANDARDISATIONS[self.fitted_on].description
+
+
+@dataclass(frozen=True, slots=True)
 class ModelSummary(JsonRecord):
-    """Architecture and the exported model's output convention."""
+    """Architecture, the exported model's standardisation and its output convention."""
 
     architecture: str
     n_features: int
@@ -57,7 +73,7 @@ class ModelSummary(JsonRecord):
     n_outputs: int
     n_parameters: int
     output: str
-    standardisation: str = "mean/std of the training features, inside the exported model"
+    standardisation: Standardisation
 
 
 @dataclass(frozen=True, slots=True)

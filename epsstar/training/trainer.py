@@ -60,7 +60,7 @@ from epsstar.plumbing.records.constraints import (
 from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.plumbing.runtime.device import checked_device, torch_device
 from epsstar.statistics._validation import DELTA
-from epsstar.statistics.names import ACCOUNTANTS
+from epsstar.statistics.names import ACCOUNTANTS, STANDARDISATIONS, StandardiseOn
 from epsstar.statistics.utility import auroc
 from epsstar.training.accounting import (
     DEFAULT_MAX_NOISE_MULTIPLIER,
@@ -80,9 +80,11 @@ from epsstar.training.results import (
     Hyperparameters,
     ModelSummary,
     PrivacySummary,
+    Standardisation,
     TrainingResult,
     TrainingUtility,
 )
+from epsstar.training.standardisation import chosen, covered_by_guarantee, fitted
 
 __all__ = [
     "PrivacyPlan",
@@ -111,7 +113,10 @@ class TrainingConfig:
     model is trained without clipping or noise. ``batch_size`` is the expected
     batch size: q = batch_size / n. ``microbatches=None`` clips every example
     (ordinary DP-SGD); an integer m clips the mean gradient of each of m groups.
-    ``delta=None`` means 1/(n ln n).
+    ``delta=None`` means 1/(n ln n). ``standardise_on`` names the table the standardiser is
+    fitted on; None lets the run choose (:mod:`epsstar.training.standardisation`, which
+    refuses DP training with neither a population nor a choice), and :meth:`standardising`
+    makes the choice.
     """
 
     epochs: int = field(metadata=constraint(WholeNumber()))
@@ -132,6 +137,9 @@ class TrainingConfig:
     max_noise_multiplier: float = field(
         default=DEFAULT_MAX_NOISE_MULTIPLIER, metadata=constraint(InRange(0.0, math.inf))
     )
+    standardise_on: StandardiseOn | None = field(
+        default=None, metadata=constraint(Maybe(OneOf(STANDARDISATIONS)))
+    )
     seed: int = field(default=0, metadata=constraint(WholeNumber(minimum=0)))
     #: Where the run computes (``cpu``, ``cuda``, ``cuda:N``, ``mps``): not a setting of the
     #: model (the same draws on every device, so the same model up to summation order), and
@@ -149,6 +157,15 @@ class TrainingConfig:
     @property
     def private(self) -> bool:
         return self.target_epsilon is not None or self.noise_multiplier is not None
+
+    def standardisation(self, has_population: bool) -> StandardiseOn:
+        """The table of the standardiser of a run given a population table or not
+        (:func:`~epsstar.training.standardisation.chosen`)."""
+        return chosen(self.standardise_on, private=self.private, has_population=has_population)
+
+    def standardising(self, has_population: bool) -> TrainingConfig:
+        """These settings with :meth:`standardisation` chosen."""
+        return dataclasses.replace(self, standardise_on=self.standardisation(has_population))
 
     def validate(self, n_records: int) -> None:
         """Raise :class:`InvalidInputError` if a batch of ``batch_size`` cannot be drawn from
@@ -585,8 +602,11 @@ def _data_summary(data: TabularData, population: TabularData | None) -> DataSumm
     )
 
 
-def _model_summary(config: TrainingConfig, data: TabularData, network: MLP) -> ModelSummary:
+def _model_summary(
+    config: TrainingConfig, data: TabularData, population: TabularData | None, network: MLP
+) -> ModelSummary:
     n_outputs = output_width(data.n_classes)
+    choice = config.standardise_on or config.standardisation(population is not None)
     return ModelSummary(
         architecture="mlp" if config.hidden else "logistic_regression",
         n_features=data.n_features,
@@ -596,6 +616,7 @@ def _model_summary(config: TrainingConfig, data: TabularData, network: MLP) -> M
         output="P(y = classes[1]), shape (n, 1)"
         if data.n_classes == 2
         else f"class probabilities in the order of classes, shape (n, {n_outputs})",
+        standardisation=Standardisation(choice, covered_by_guarantee(choice, config.private)),
     )
 
 
@@ -647,9 +668,12 @@ def _checked_plan(
     population: TabularData | None,
     plan: PrivacyPlan | None,
     hooks: StepHooks | None,
+    standardiser: Standardiser | None,
 ) -> PrivacyPlan | None:
     """The run's privacy plan (``None`` without DP-SGD), once its inputs have been checked."""
     config.validate(data.n_records)
+    if standardiser is None:
+        config.standardisation(population is not None)
     if config.private and plan is None:
         plan = plan_privacy(config, data.n_records)
     if not config.private:
@@ -673,6 +697,7 @@ def train(
     plan: PrivacyPlan | None = None,
     hooks: StepHooks | None = None,
     initial: Sequence[torch.Tensor] | None = None,
+    standardiser: Standardiser | None = None,
 ) -> TrainedModel:
     """Train one model on ``data``; ``on_epoch`` is called after every epoch.
 
@@ -684,7 +709,11 @@ def train(
     search is the slow part of planning); the run follows its schedule, planned for
     ``plan.records`` records, not one of ``data``'s size. ``hooks`` let an audit of the training
     run inject gradient canaries and observe every step (:class:`StepHooks`); they need
-    per-example clipping. ``config.device`` is where the network, the features
+    per-example clipping. ``standardiser`` is one fitted already on the public table that
+    ``config.standardise_on`` names (an audit of the trainer fits its population's once for
+    all its runs, whatever labels a run holds); None fits the one ``config`` chooses for
+    ``population`` (:mod:`epsstar.training.standardisation`). ``config.device`` is where the
+    network, the features
     and every step live; the seeded
     generator, and so the initial weights, the batches, the groups and the noise, stays on
     the CPU, so a run draws the same numbers on every device and differs from the CPU run
@@ -693,11 +722,14 @@ def train(
     start = time.perf_counter()
     n = data.n_records
     where = torch_device(config.device)
-    plan = _checked_plan(data, config, population, plan, hooks)
+    plan = _checked_plan(data, config, population, plan, hooks, standardiser)
     binary = data.n_classes == 2
     dtype = torch.float32
     generator = torch.Generator().manual_seed(config.seed)
-    standardiser = Standardiser.fit(data.features, dtype)
+    if standardiser is None:
+        standardiser = fitted(
+            config.standardisation(population is not None), data, population, dtype
+        )
     with torch.no_grad():
         features = standardiser(torch.as_tensor(data.features, dtype=dtype)).contiguous()
     features = features.to(where)
@@ -771,7 +803,7 @@ def trained_model(
     result = TrainingResult(
         private=plan is not None,
         data=_data_summary(train_data, population),
-        model=_model_summary(config, train_data, network),
+        model=_model_summary(config, train_data, population, network),
         hyperparameters=_hyperparameters(config, plan, settings),
         privacy=privacy,
         utility_train=evaluate(exported, train_data),

@@ -151,6 +151,7 @@ def test_every_record_declares_its_options() -> None:
             "microbatches",
             "accountant",
             "max_noise_multiplier",
+            "standardise_on",
             "seed",
         ],
         "TrainingAuditSetup": [
@@ -191,6 +192,11 @@ MESSAGES: list[tuple[str, dict[str, object], str]] = [
     ("TrainingConfig", {"momentum": 1.0}, "momentum must be in [0, 1). Found 1.0."),
     ("TrainingConfig", {"seed": -1}, "seed must be an integer ≥ 0. Found -1."),
     ("TrainingConfig", {"accountant": "gdp"}, "accountant must be one of pld, rdp. Found 'gdp'."),
+    (
+        "TrainingConfig",
+        {"standardise_on": "train"},
+        "standardise_on must be one of population, data, none. Found 'train'.",
+    ),
     (
         "TrainingConfig",
         {"target_epsilon": 1.0, "noise_multiplier": 1.0},

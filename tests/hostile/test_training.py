@@ -357,7 +357,9 @@ def test_threads_never_exceed_the_cores(monkeypatch: pytest.MonkeyPatch) -> None
 def test_train_without_a_terminal_prints_a_line_per_epoch(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = _train_args(tmp_path, tmp_path / "model", "--target-epsilon", "5")
+    population = _table(tmp_path / "population.csv", 120, seed=2)
+    private = ("--target-epsilon", "5", "--population", str(population))
+    args = _train_args(tmp_path, tmp_path / "model", *private)
     assert main(args) == 0
     err = capsys.readouterr().err
     assert "train: choosing the noise multiplier for ε = 5 ..." in err

@@ -35,6 +35,7 @@ TABLES: dict[str, tuple[Names[Any], Any]] = {
     "utility": (names.UTILITIES, names.UtilityName),
     "accountant": (names.ACCOUNTANTS, names.AccountantName),
     "records": (names.ATTRIBUTE_RECORDS, names.AttributeRecords),
+    "standardise-on": (names.STANDARDISATIONS, names.StandardiseOn),
 }
 #: Tables whose descriptions complete the training audit's sentences, shorter than their help.
 SHORT_DESCRIPTIONS: dict[str, tuple[Names[Any], Any]] = {
@@ -135,6 +136,8 @@ def _choices(parser: argparse.ArgumentParser, command: str) -> dict[str, tuple[s
             },
         ),
         ("audit-many", {"--method": METHODS, "--family": FAMILIES, "--loss": LOSSES}),
+        ("train", {"--standardise-on": names.STANDARDISATIONS}),
+        ("audit-training", {"--standardise-on": names.STANDARDISATIONS}),
     ],
 )
 def test_command_line_choices_are_the_table(command: str, expected: dict[str, Names[Any]]) -> None:

@@ -21,6 +21,7 @@ from epsstar.training.attribute import AttributeTracker, attribute_column, track
 from epsstar.training.clipping import loss_sum
 from epsstar.training.data.tables import TabularData, load_table
 from epsstar.training.models import MLP, Standardiser
+from epsstar.training.standardisation import fitted
 from epsstar.training.trainer import StepHooks, TrainingConfig, plan_privacy, train
 
 KINDS = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "kinds"
@@ -57,6 +58,13 @@ def _config(hidden: tuple[int, ...] = ()) -> TrainingConfig:
     return TrainingConfig(epochs=2, batch_size=32, hidden=hidden, noise_multiplier=1.5, seed=7)
 
 
+def _standardiser(
+    config: TrainingConfig, data: TabularData, population: TabularData | None
+) -> Standardiser:
+    """The standardiser the trainer fits for ``config`` on these tables."""
+    return fitted(config.standardisation(population is not None), data, population, torch.float32)
+
+
 @pytest.mark.parametrize("hidden", [(), (6,)])
 def test_tracking_leaves_the_model_bit_equal(
     tables: tuple[TabularData, TabularData], hidden: tuple[int, ...]
@@ -64,7 +72,9 @@ def test_tracking_leaves_the_model_bit_equal(
     data, population = tables
     config = _config(hidden)
     plain = train(data, config, population=population)
-    tracker = AttributeTracker(attribute_column(data, population, "sex"), data, clip=config.clip)
+    standardiser = _standardiser(config, data, population)
+    column = attribute_column(data, population, "sex")
+    tracker = AttributeTracker(column, data, standardiser, clip=config.clip)
     tracked = train(data, config, population=population, hooks=StepHooks(sampled=tracker))
     for (name, a), (_, b) in zip(
         plain.model.state_dict().items(), tracked.model.state_dict().items(), strict=True
@@ -113,12 +123,19 @@ def test_distances_match_per_example_gradients(
 ) -> None:
     data, population = tables
     config = TrainingConfig(
-        epochs=1, batch_size=100, hidden=hidden, noise_multiplier=1.0, clip=0.3, seed=1
+        epochs=1,
+        batch_size=100,
+        hidden=hidden,
+        noise_multiplier=1.0,
+        clip=0.3,
+        standardise_on="data",
+        seed=1,
     )
     seen: list[list[torch.Tensor]] = []
     column = attribute_column(data, population, "sex")
-    every = AttributeTracker(column, data, clip=config.clip, records="all")
-    sampled = AttributeTracker(column, data, clip=config.clip, records="sampled")
+    standardiser = _standardiser(config, data, None)
+    every = AttributeTracker(column, data, standardiser, clip=config.clip, records="all")
+    sampled = AttributeTracker(column, data, standardiser, clip=config.clip, records="sampled")
 
     def both(step: int, network: MLP, rows: torch.Tensor) -> None:
         every(step, network, rows)
@@ -141,8 +158,10 @@ def test_the_record_holds_corollary_10_and_the_data_independent_bound(
     config = _config()
     plan = plan_privacy(config, data.n_records)
     assert plan is not None
-    tracker = AttributeTracker(attribute_column(data, population, "sex"), data, clip=config.clip)
-    train(data, config, plan=plan, hooks=StepHooks(sampled=tracker))
+    standardiser = _standardiser(config, data, population)
+    column = attribute_column(data, population, "sex")
+    tracker = AttributeTracker(column, data, standardiser, clip=config.clip)
+    train(data, config, population=population, plan=plan, hooks=StepHooks(sampled=tracker))
     record = tracking_record(tracker, plan.sampling_rate, plan.noise_multiplier)
     r = np.asarray(record.distances)
     # By hand: erf(p‖R‖ / (2√2 σ C)).

@@ -66,7 +66,7 @@ def test_runs_with_and_without_a_canary_share_the_plan_and_the_claim(
         return observer(network, mechanism, observed)
 
     monkeypatch.setattr(own_trainer, "WhiteBoxObserver", watched)
-    procedure = OwnTrainer(config, "label", parameter_count(3, 2, (4,)))
+    procedure = OwnTrainer(config, "label", parameter_count(3, 2, (4,)), population=str(population))
     setup = TrainingAuditSetup(
         train, population, "label", runs=14, threat_models=("input", "every-step"), seed=3
     )

@@ -47,8 +47,13 @@ def _same_model(batched: TrainedModel, alone: TrainedModel) -> None:
 
 
 SETTINGS = {
-    "per-example": {"noise_multiplier": 1.0, "clip": 0.5},
-    "microbatches": {"noise_multiplier": 1.0, "clip": 0.5, "microbatches": 8},
+    "per-example": {"noise_multiplier": 1.0, "clip": 0.5, "standardise_on": "data"},
+    "microbatches": {
+        "noise_multiplier": 1.0,
+        "clip": 0.5,
+        "microbatches": 8,
+        "standardise_on": "data",
+    },
     "not-private": {},
 }
 
@@ -77,7 +82,15 @@ def test_models_on_their_own_rows_with_their_own_settings(binary_table: TabularD
         for k, size in enumerate((600, 640, 700))
     ]
     configs = [
-        TrainingConfig(epochs=2, batch_size=60, hidden=(8, 8), clip=c, noise_multiplier=s, seed=k)
+        TrainingConfig(
+            standardise_on="data",
+            epochs=2,
+            batch_size=60,
+            hidden=(8, 8),
+            clip=c,
+            noise_multiplier=s,
+            seed=k,
+        )
         for k, (c, s) in enumerate([(0.5, 1.0), (1.0, 0.7), (0.2, 2.0)])
     ]
     batched = train_many(binary_table, configs, subsets=subsets, max_stack=3)
@@ -92,7 +105,9 @@ def test_the_noise_reaches_every_model(
     """Zeroing the drawn noise (everything else as drawn) changes every model's weights."""
     import epsstar.training.batched as batched
 
-    config = TrainingConfig(epochs=1, batch_size=100, hidden=(16,), noise_multiplier=1.0)
+    config = TrainingConfig(
+        standardise_on="data", epochs=1, batch_size=100, hidden=(16,), noise_multiplier=1.0
+    )
     configs = [dataclasses.replace(config, seed=seed) for seed in range(4)]
     noisy = train_many(binary_table, configs)
     draw = batched._draw
@@ -128,7 +143,9 @@ def test_a_model_stepped_with_another_models_draws_is_caught(
         return draws
 
     monkeypatch.setattr(batched, "_draw", shared_noise)
-    config = TrainingConfig(epochs=1, batch_size=100, hidden=(16,), noise_multiplier=1.0)
+    config = TrainingConfig(
+        standardise_on="data", epochs=1, batch_size=100, hidden=(16,), noise_multiplier=1.0
+    )
     configs = [dataclasses.replace(config, seed=seed) for seed in range(2)]
     first, second = train_many(binary_table, configs)
     alone = _weights(train(binary_table, configs[1]))
@@ -166,8 +183,22 @@ def test_a_stack_of_one_is_the_trainers_run_bit_for_bit(
     monkeypatch.setattr(batched, "_train_stack", no_stack)
     rows = RowSubset(np.arange(0, binary_table.n_records, 2), "even rows")
     configs = [
-        TrainingConfig(epochs=2, batch_size=100, hidden=(8,), noise_multiplier=1.0, seed=5),
-        TrainingConfig(epochs=2, batch_size=100, hidden=(6, 6), noise_multiplier=1.0, seed=6),
+        TrainingConfig(
+            standardise_on="data",
+            epochs=2,
+            batch_size=100,
+            hidden=(8,),
+            noise_multiplier=1.0,
+            seed=5,
+        ),
+        TrainingConfig(
+            standardise_on="data",
+            epochs=2,
+            batch_size=100,
+            hidden=(6, 6),
+            noise_multiplier=1.0,
+            seed=6,
+        ),
     ]
     seen: list[tuple[int, int]] = []
     single = train_many(

@@ -92,7 +92,21 @@ def test_train_summary_without_quiet(
         ({"--data": "missing.csv"}, "data file must exist and be a file"),
         ({"--label-column": "nope"}, "label column 'nope' must be one of its columns"),
         ({"--batch-size": "5000"}, "--batch-size must be at most the number of training records"),
-        ({"--target-epsilon": "0.001", "--max-noise-multiplier": "5"}, "cannot be reached"),
+        (
+            {
+                "--target-epsilon": "0.001",
+                "--max-noise-multiplier": "5",
+                "--standardise-on": "data",
+            },
+            "cannot be reached",
+        ),
+        (
+            {"--target-epsilon": "1"},
+            "DP training standardises its features on public data, never on the private "
+            "training records: give a population table (--population), or say --standardise-on "
+            "data (outside the guarantee) or none. Found neither.",
+        ),
+        ({"--standardise-on": "population"}, "--standardise-on population needs a population"),
         ({"--hidden": "10,x"}, "--hidden must be comma-separated positive integers"),
         ({"--delta": "0.9", "--target-epsilon": "1"}, "delta must be in"),
     ],

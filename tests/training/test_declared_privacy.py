@@ -60,7 +60,7 @@ def test_a_malformed_declaration_names_the_file(text: str) -> None:
 def test_both_exports_declare_how_the_model_was_trained(
     tmp_path: Path, binary_table: TabularData, private: bool
 ) -> None:
-    config = TrainingConfig(epochs=1, hidden=(8,))
+    config = TrainingConfig(standardise_on="data", epochs=1, hidden=(8,))
     if private:
         config = dataclasses.replace(config, target_epsilon=3.0)
     trained = train(binary_table, config)

@@ -38,7 +38,9 @@ def test_exported_files_agree_with_torch(
     multiclass_table: TabularData,
 ) -> None:
     table = binary_table if task == "binary" else multiclass_table
-    trained = train(table, TrainingConfig(epochs=1, hidden=hidden, noise_multiplier=1.0))
+    trained = train(
+        table, TrainingConfig(standardise_on="data", epochs=1, hidden=hidden, noise_multiplier=1.0)
+    )
     folder = prepare_output_dir(tmp_path / "model", overwrite=False)
     record = write_model_dir(folder, trained.model, trained.result)
     raw = table.features[:200].astype(np.float32)

@@ -28,7 +28,13 @@ from epsstar.training.trainer import (
 )
 
 CONFIG = TrainingConfig(
-    epochs=3, batch_size=2, lr=0.5, momentum=0.0, noise_multiplier=1.0, delta=1e-5
+    standardise_on="data",
+    epochs=3,
+    batch_size=2,
+    lr=0.5,
+    momentum=0.0,
+    noise_multiplier=1.0,
+    delta=1e-5,
 )
 
 

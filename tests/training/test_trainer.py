@@ -23,7 +23,13 @@ def _weights(model: torch.nn.Module) -> list[torch.Tensor]:
 @pytest.mark.slow
 def test_same_seed_same_model_and_record(binary_table: TabularData) -> None:
     config = TrainingConfig(
-        epochs=2, batch_size=50, hidden=(8,), target_epsilon=2.0, microbatches=5, seed=7
+        epochs=2,
+        batch_size=50,
+        hidden=(8,),
+        target_epsilon=2.0,
+        microbatches=5,
+        standardise_on="data",
+        seed=7,
     )
     plan = plan_privacy(config, binary_table.n_records)
     first, second = train(binary_table, config, plan=plan), train(binary_table, config, plan=plan)
@@ -36,7 +42,9 @@ def test_same_seed_same_model_and_record(binary_table: TabularData) -> None:
 
 @pytest.mark.slow
 def test_dp_record_is_consistent_and_independently_checked(binary_table: TabularData) -> None:
-    config = TrainingConfig(epochs=3, batch_size=40, hidden=(6,), target_epsilon=1.5, clip=0.5)
+    config = TrainingConfig(
+        standardise_on="data", epochs=3, batch_size=40, hidden=(6,), target_epsilon=1.5, clip=0.5
+    )
     result = train(binary_table, config).result
     privacy = result.privacy
     assert privacy is not None
@@ -89,7 +97,7 @@ def test_dp_record_is_consistent_and_independently_checked(binary_table: Tabular
 @pytest.mark.slow
 def test_microbatches_double_the_sensitivity(binary_table: TabularData) -> None:
     n = binary_table.n_records
-    base = TrainingConfig(epochs=2, batch_size=60, target_epsilon=1.0)
+    base = TrainingConfig(standardise_on="data", epochs=2, batch_size=60, target_epsilon=1.0)
     per_example = plan_privacy(base, n)
     grouped = plan_privacy(dataclasses.replace(base, microbatches=6), n)
     assert per_example is not None
@@ -114,7 +122,9 @@ def test_microbatches_double_the_sensitivity(binary_table: TabularData) -> None:
 
 
 def test_fixed_noise_multiplier(binary_table: TabularData) -> None:
-    result = train(binary_table, TrainingConfig(epochs=1, noise_multiplier=2.0)).result
+    result = train(
+        binary_table, TrainingConfig(standardise_on="data", epochs=1, noise_multiplier=2.0)
+    ).result
     assert result.privacy is not None
     assert result.privacy.noise_multiplier == 2.0
     assert result.privacy.target_epsilon is None
@@ -182,10 +192,12 @@ def test_single_class_is_refused(binary_table: TabularData) -> None:
 
 def test_the_plan_records_where_delta_came_from(binary_table: TabularData) -> None:
     n = binary_table.n_records
-    given = plan_privacy(TrainingConfig(epochs=1, noise_multiplier=1.0, delta=1e-6), n)
+    given = plan_privacy(
+        TrainingConfig(standardise_on="data", epochs=1, noise_multiplier=1.0, delta=1e-6), n
+    )
     assert given is not None
     assert (given.delta, given.delta_rule) == (1e-6, "given")
-    default = plan_privacy(TrainingConfig(epochs=1, noise_multiplier=1.0), n)
+    default = plan_privacy(TrainingConfig(standardise_on="data", epochs=1, noise_multiplier=1.0), n)
     assert default is not None
     assert default.delta == pytest.approx(1 / (n * math.log(n)), rel=1e-12)
     assert default.delta_rule == "1/(n ln n)"
@@ -194,7 +206,9 @@ def test_the_plan_records_where_delta_came_from(binary_table: TabularData) -> No
 def test_a_small_target_refines_the_accounting_grid(binary_table: TabularData) -> None:
     """The PLD grid step is ε/100 for targets below 0.1 (at most 1e-3, at least 1e-4)."""
     n = binary_table.n_records
-    plan = plan_privacy(TrainingConfig(epochs=1, batch_size=50, target_epsilon=0.05), n)
+    plan = plan_privacy(
+        TrainingConfig(standardise_on="data", epochs=1, batch_size=50, target_epsilon=0.05), n
+    )
     assert plan is not None
     assert plan.accountant.value_discretization_interval == pytest.approx(5e-4)
     assert plan.epsilon_after(plan.steps) <= 0.05
@@ -204,7 +218,7 @@ def test_a_small_target_refines_the_accounting_grid(binary_table: TabularData) -
 def test_the_noise_cap_bounds_the_microbatch_sigma(binary_table: TabularData) -> None:
     """With microbatches σ is twice the accountant's; max_noise_multiplier caps σ itself."""
     n = binary_table.n_records
-    base = TrainingConfig(epochs=2, batch_size=60, target_epsilon=1.0)
+    base = TrainingConfig(standardise_on="data", epochs=2, batch_size=60, target_epsilon=1.0)
     per_example = plan_privacy(base, n)
     assert per_example is not None
     needed = 2 * per_example.noise_multiplier  # σ of the grouped run

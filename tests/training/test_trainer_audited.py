@@ -58,7 +58,13 @@ def _audit(
     threat_model: ThreatModelName = "every-step",
     k: int | None = None,
 ) -> TrainingAuditResult:
-    procedure = OwnTrainer(CONFIG, "label", parameter_count(4, 2, HIDDEN), breakage=breakage)
+    procedure = OwnTrainer(
+        CONFIG,
+        "label",
+        parameter_count(4, 2, HIDDEN),
+        population=str(tables[1]),
+        breakage=breakage,
+    )
     setup = TrainingAuditSetup(
         *tables, "label", canaries=200, threat_models=(threat_model,), seed=7, k=k
     )

@@ -44,6 +44,7 @@ def test_the_noise_of_a_step_is_sigma_times_clip(
     n = binary_table.n_records
     assert n == 1200
     base = TrainingConfig(
+        standardise_on="data",
         epochs=1,
         batch_size=n,  # q = 1: one step, every record in it
         hidden=(300,),
@@ -116,6 +117,7 @@ def test_one_step_clips_each_unit_as_stated(
     the clipped update computed by hand. The noise is removed exactly: runs with σ = 0.5
     and σ = 1 draw the same z, so 2·w(0.5) − w(1) is the step without noise."""
     config = TrainingConfig(
+        standardise_on="data",
         epochs=1,
         batch_size=binary_table.n_records,
         hidden=(8,),

@@ -287,10 +287,11 @@ def _procedure(args: argparse.Namespace) -> Procedure:
     data = load_table(args.train, args.label_column, features=args.features)
     parameters = parameter_count(data.n_features, data.n_classes, config.hidden)
     return OwnTrainer(
-        config,
+        config.standardising(has_population=True),
         args.label_column,
         parameters,
         args.features,
+        population=args.population,
         stack=args.stack,
         init=None if args.init is None else "pretrained",
     )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from epsstar.cli.common.options import add_features_option, describe_choices
 from epsstar.cli.exit_codes import EXIT_OK
-from epsstar.statistics.names import ACCOUNTANTS, ATTRIBUTE_RECORDS
+from epsstar.statistics.names import ACCOUNTANTS, ATTRIBUTE_RECORDS, STANDARDISATIONS
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.training.results import TrainingResult
@@ -56,6 +56,19 @@ def add_device_argument(parser: argparse.ArgumentParser) -> None:
         help="torch device to train on: cpu (default), cuda, cuda:N or mps, where this "
         "machine's torch has it; the batches and noise are drawn on the CPU, so a run draws "
         "the same numbers on every device",
+    )
+
+
+def _add_standardise_on_argument(parser: argparse.ArgumentParser) -> None:
+    """``--standardise-on``: the table of the standardisation
+    (:mod:`epsstar.training.standardisation`)."""
+    parser.add_argument(
+        "--standardise-on",
+        choices=STANDARDISATIONS.names,
+        default=None,
+        help="the table the features' mean and std are fitted on: "
+        f"{describe_choices(STANDARDISATIONS)} (default: population when --population is "
+        "given, else data without DP; DP training needs one or the other)",
     )
 
 
@@ -135,6 +148,7 @@ def add_training_arguments(
         metavar="SIGMA",
         help="largest noise multiplier the target-epsilon search tries (default 1000)",
     )
+    _add_standardise_on_argument(parser)
     parser.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
     add_device_argument(parser)
 
@@ -154,7 +168,8 @@ def register(subparsers: Any) -> None:
         "--population",
         default=None,
         metavar="PATH",
-        help="held-out table from the same distribution, for utility",
+        help="held-out table from the same distribution, public (no training record): the "
+        "standardisation's mean and std, and the utility",
     )
     add_features_option(parser, "all but the label")
     add_training_arguments(parser)
@@ -222,6 +237,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         microbatches=args.microbatches,
         accountant=args.accountant,
         max_noise_multiplier=args.max_noise_multiplier,
+        standardise_on=args.standardise_on,
         seed=args.seed,
         device=checked_device(args.device),
     )
@@ -255,6 +271,8 @@ def summarise(result: TrainingResult, out: str) -> str:
             f"sigma = {privacy.noise_multiplier:.4g}, q = {privacy.sampling_rate:.4g}, "
             f"{privacy.steps} steps."
         )
+    if result.model.standardisation.covered_by_guarantee is False:
+        lines.append("  the standardisation is fitted on the training data, outside the guarantee")
     for name, utility in (
         ("train", result.utility_train),
         ("population", result.utility_population),

@@ -54,8 +54,11 @@ def data_fingerprint(data: TabularData, population: TabularData | None) -> JsonO
 
 
 def fingerprint(config: TrainingConfig, data_part: JsonObject) -> JsonObject:
-    """The fingerprint of one run: its settings, its data and a SHA-256 of both."""
-    settings: JsonObject = dataclasses.asdict(config)
+    """The fingerprint of one run: its settings (the table of its standardiser chosen, so
+    that naming the choice a run would make anyway is the same model), its data and a
+    SHA-256 of both."""
+    has_population = data_part.get("population_sha256") is not None
+    settings: JsonObject = dataclasses.asdict(config.standardising(has_population))
     settings["hidden"] = list(config.hidden)
     del settings["device"]  # where it ran, not what it trained: the same model on every device
     body: JsonObject = {"training": settings, "data": dict(data_part)}

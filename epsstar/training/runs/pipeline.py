@@ -8,6 +8,8 @@ import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import torch
+
 from epsstar.exceptions import InvalidInputError
 from epsstar.plumbing.files.staging import interrupts_deferred, refuse_replacing_inputs
 from epsstar.plumbing.records.json_types import JsonObject
@@ -28,6 +30,7 @@ from epsstar.training.runs.export import (
     write_model_dir,
 )
 from epsstar.training.runs.fingerprint import data_fingerprint, fingerprint
+from epsstar.training.standardisation import fitted
 from epsstar.training.trainer import (
     PrivacyPlan,
     StepHooks,
@@ -114,8 +117,9 @@ def train_to_directory(
     """Validate, choose σ, train and write ``model.onnx``, ``model.pt``, ``training.json``.
 
     Everything that can fail on bad input (the output directory, an output that would
-    replace the data, the settings, the network's memory, an unreachable target ε) is
-    checked before training. ``progress=None`` shows a progress bar only on a terminal.
+    replace the data, the settings, the table of the standardisation, the network's memory,
+    an unreachable target ε) is checked before training. ``progress=None`` shows a progress
+    bar only on a terminal.
     ``plan`` reuses a σ chosen earlier for the same settings (:func:`plan_privacy`).
     ``on_epoch`` is called after every epoch, beside the progress bar. ``data_part`` is the
     data's fingerprint (:func:`~epsstar.training.runs.fingerprint.data_fingerprint`) when
@@ -161,7 +165,9 @@ def train_tracking_attribute(
             "--attribute needs per-example clipping (Corollary 10 bounds one record's "
             f"clipped gradient). Found --microbatches {config.microbatches}."
         )
-    tracker = AttributeTracker(tracked, data, clip=config.clip, records=records)
+    choice = config.standardisation(population is not None)
+    standardiser = fitted(choice, data, population, torch.float32)
+    tracker = AttributeTracker(tracked, data, standardiser, clip=config.clip, records=records)
     return _train_and_write(
         data,
         config,
@@ -189,6 +195,7 @@ def _train_and_write(
     tracker: AttributeTracker | None = None,
 ) -> TrainingResult:
     """What :func:`train_to_directory` says, with ``tracker`` (if any) seeing every step."""
+    config = config.standardising(population is not None)
     check_output_dir(out, overwrite)
     inputs = [("--data", data.source)]
     if population is not None:

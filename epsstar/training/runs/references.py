@@ -12,9 +12,11 @@ OUT for every reference model, as the attacks need (:mod:`epsstar.statistics.att
 
 The recipe. With the target's ``training.json`` (as ``epsstar train`` writes it) the
 reference models get its architecture (hidden widths), epochs, expected batch size,
-learning rate and momentum, its feature columns in order and its classes in order; without
-it they get :data:`DEFAULT_RECIPE`, and the result says that they are a proxy for a target
-trained some other way.
+learning rate and momentum, the table of its standardisation (a target standardised on its
+population has the reference models standardised on ``--population``, which they then
+need), its feature columns in order and its classes in order; without it they get
+:data:`DEFAULT_RECIPE`, and the result says that they are a proxy for a target trained some
+other way.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from epsstar.plumbing.files.staging import (
 )
 from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
 from epsstar.plumbing.records.json_types import JsonValue
+from epsstar.statistics.names import STANDARDISATIONS, StandardiseOn
 from epsstar.training.batched import RowSubset
 from epsstar.training.data.tables import TabularData
 from epsstar.training.runs.export import MODEL_FILES, check_output_dir
@@ -149,11 +152,13 @@ _DATA = Table(
         **_ignored("train", "population", "label_column", "n_train", "n_population"),
     }
 )
+#: ``model.standardisation``: a record, or the text of older records (:func:`_standardised_on`).
+_STANDARDISATION = Anything()
 _MODEL = Table(
     {
         "hidden": HIDDEN,
         **_ignored("architecture", "n_features", "n_outputs", "n_parameters", "output"),
-        **_ignored("standardisation"),
+        "standardisation": _STANDARDISATION,
     },
     required=("hidden",),
 )
@@ -183,6 +188,16 @@ RECIPE_SCHEMA: Final = Table(
 )
 
 
+def _standardised_on(record: object) -> StandardiseOn | None:
+    """The table the target's standardisation was fitted on, from its ``model.standardisation``
+    (a record; the text of older records named the training features); None when absent."""
+    if isinstance(record, str):
+        return "data"
+    if isinstance(record, dict) and record.get("fitted_on") in STANDARDISATIONS:
+        return STANDARDISATIONS.check(record["fitted_on"])
+    return None
+
+
 def read_recipe(path: str | Path | None) -> Recipe:
     """The recipe of the target's ``training.json`` at ``path`` (``None``: the default),
     every field it reads checked by :data:`RECIPE_SCHEMA` before any training."""
@@ -201,6 +216,7 @@ def read_recipe(path: str | Path | None) -> Recipe:
         hidden=model.need("hidden", HIDDEN),
         lr=hyper.need("lr", LR),
         momentum=hyper.need("momentum", MOMENTUM),
+        standardise_on=_standardised_on(model.get("standardisation", _STANDARDISATION)),
     )
     names = None if data is None else data.get("feature_names", _DATA.fields["feature_names"])
     classes = None if data is None else data.get("classes", _DATA.fields["classes"])
@@ -354,6 +370,22 @@ def _check_references(
     check_memory(config, data)
 
 
+def _reference_settings(
+    recipe: Recipe, population: TabularData | None
+) -> tuple[TrainingConfig, TabularData | None]:
+    """The recipe's settings without DP and with the table of their standardisation chosen,
+    and the population table they standardise on (None: they fit their own halves)."""
+    config = dataclasses.replace(recipe.config, target_epsilon=None, noise_multiplier=None)
+    if config.standardise_on == "population" and population is None:
+        raise InvalidInputError(
+            f"the recipe's target standardised its features on its population table: give "
+            f"--population, the audit's population, to standardise the reference models the "
+            f"same way. Found none (--recipe {recipe.source})."
+        )
+    config = config.standardising(population is not None)
+    return config, population if config.standardise_on == "population" else None
+
+
 def train_references(
     data: TabularData,
     recipe: Recipe,
@@ -387,7 +419,7 @@ def train_references(
     read = [*inputs, *([] if recipe.source is None else [("--recipe", recipe.source)])]
     refuse_replacing_inputs(_outputs(folder, count), read)
     halves = half_rows(data.n_records, count, seed)
-    config = dataclasses.replace(recipe.config, target_epsilon=None, noise_multiplier=None)
+    config, public = _reference_settings(recipe, population)
     _check_references(data, population, config, halves[0].size)
     created = first_missing(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -399,6 +431,7 @@ def train_references(
             [dataclasses.replace(config, seed=seed + k) for k in range(count)],
             [staging / name for name in names],
             subsets=[half_subset(data, rows, k) for k, rows in enumerate(halves)],
+            population=public,
             progress=progress,
             description="references",
         )

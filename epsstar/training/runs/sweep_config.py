@@ -3,11 +3,13 @@
 Every key is declared with :mod:`epsstar.plumbing.files.schema` and checked before
 anything is planned: ``data``, ``label_column`` and optionally ``population``,
 ``features``, ``out``, ``repeats`` and ``seed`` at the top; ``[model]`` (``hidden``,
-``lr``, ``momentum``); ``[baseline]`` (``epochs``, one ``batch_size``) and ``[dp]``
-(``target_epsilons`` × ``clips`` × ``batch_sizes`` × ``microbatches`` × ``epochs``, with
-``delta``, ``accountant`` and ``max_noise_multiplier``). A list may be written as a single
-value. The grid's size (strategies × repeats) is bounded by :data:`MAX_MODELS` before it
-is built.
+``lr``, ``momentum``, ``standardise_on``); ``[baseline]`` (``epochs``, one
+``batch_size``) and ``[dp]`` (``target_epsilons`` × ``clips`` × ``batch_sizes`` ×
+``microbatches`` × ``epochs``, with ``delta``, ``accountant`` and ``max_noise_multiplier``).
+A list may be written as a single value. The grid's size (strategies × repeats) is
+bounded by :data:`MAX_MODELS` before it is built. Every strategy's standardisation is
+chosen when the file is read (:mod:`epsstar.training.standardisation`), so a [dp] grid
+without a population or a ``standardise_on`` is refused before anything is trained.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from epsstar.plumbing.files.schema import (
     Where,
     load_document,
 )
-from epsstar.statistics.names import ACCOUNTANTS
+from epsstar.statistics.names import ACCOUNTANTS, STANDARDISATIONS
 from epsstar.training.runs.settings import (
     BATCH_SIZE,
     CLIP,
@@ -105,7 +107,10 @@ class _Microbatches(Spec[int | None]):
 _PATH = Text()
 _FEATURES = ListOf(NAME, min_items=1, max_items=1_000_000)
 _REPEATS = Integer(1)
-_MODEL = Table({"hidden": HIDDEN, "lr": LR, "momentum": MOMENTUM})
+_STANDARDISE_ON = Text(choices=STANDARDISATIONS.names)
+_MODEL = Table(
+    {"hidden": HIDDEN, "lr": LR, "momentum": MOMENTUM, "standardise_on": _STANDARDISE_ON}
+)
 _BASELINE_EPOCHS = ListOf(EPOCHS, min_items=1, max_items=_MAX_VALUES, single=True)
 _BASELINE_BATCH = ListOf(BATCH_SIZE, min_items=1, max_items=1, single=True)
 _BASELINE = Table({"epochs": _BASELINE_EPOCHS, "batch_size": _BASELINE_BATCH}, required=("epochs",))
@@ -157,11 +162,13 @@ def _model_settings(top: Fields) -> TrainingConfig:
     model = top.get("model", _MODEL)
     if model is None:
         return TrainingConfig(epochs=1)
+    standardise_on = model.get("standardise_on", _STANDARDISE_ON)
     return TrainingConfig(
         epochs=1,
         hidden=model.get("hidden", HIDDEN) or (),
         lr=_or(model.get("lr", LR), 0.01),
         momentum=_or(model.get("momentum", MOMENTUM), 0.9),
+        standardise_on=STANDARDISATIONS.check(standardise_on) if standardise_on else None,
     )
 
 
@@ -233,8 +240,9 @@ def _check_size(source: Path, top: Fields, repeats: int) -> None:
         )
 
 
-def _grid(source: Path, top: Fields) -> tuple[GridStrategy, ...]:
-    """Every strategy of the [baseline] and [dp] tables; labels must be distinct."""
+def _grid(source: Path, top: Fields, has_population: bool) -> tuple[GridStrategy, ...]:
+    """Every strategy of the [baseline] and [dp] tables, each with its standardisation
+    chosen; labels must be distinct."""
     common = _model_settings(top)
     baseline = top.get("baseline", _BASELINE)
     dp = top.get("dp", _DP)
@@ -252,7 +260,12 @@ def _grid(source: Path, top: Fields) -> tuple[GridStrategy, ...]:
                 f"{strategy.label!r} twice."
             )
         seen.add(strategy.label)
-    return tuple(strategies)
+    try:
+        return tuple(replace(s, config=s.config.standardising(has_population)) for s in strategies)
+    except InvalidInputError as error:
+        raise InvalidInputError(
+            f"{source}: {error} (in a sweep file: 'population', or 'standardise_on' in [model])"
+        ) from None
 
 
 def _resolve(base: Path, value: str | None) -> Path | None:
@@ -283,14 +296,15 @@ def load_sweep_config(path: str | os.PathLike[str]) -> SweepConfig:
     base = source.resolve().parent
     data = _resolve(base, top.need("data", _PATH))
     assert data is not None  # required
+    population = _resolve(base, top.get("population", _PATH))
     return SweepConfig(
         data=data,
         label_column=top.need("label_column", NAME),
-        population=_resolve(base, top.get("population", _PATH)),
+        population=population,
         features=top.get("features", _FEATURES),
         out=_resolve(base, top.get("out", _PATH)),
         repeats=repeats,
         seed=top.get("seed", SEED) or 0,
-        strategies=_grid(source, top),
+        strategies=_grid(source, top, population is not None),
         source=source,
     )

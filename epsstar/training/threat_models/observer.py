@@ -4,7 +4,8 @@ The ``observe`` hook of :class:`~epsstar.training.trainer.StepHooks` hands over,
 parameters θ_t and the noisy sum g̃_t = Σ clip(∇) + N(0, σ²C²I). The adversary knows what the
 DP-SGD analysis lets it know: the data every run shares (``--train``), every canary (not which
 ones the run includes), the initial parameters θ_0, the mechanism (q, C, σ, the optimiser) —
-and the standardiser of the exported model, which the trainer fits on the run's data. The part
+and the standardiser of the exported model, which the trainer fits on the audit's population
+(on the run's table under ``--standardise-on data``). The part
 of g̃_t that it expects from the data and the canaries, without knowing the run's batch or
 which canaries are in,
 

@@ -6,9 +6,11 @@ settings of ``epsstar train``. Every run follows one privacy plan, made for the 
 σ for the runs with and without a canary, as the accountant's analysis under add/remove-one
 adjacency assumes (a schedule read from each run's table would tell whether it holds the
 canary). Its claim is the accountant's ε for that plan, the same for every run. The
-standardisation is fitted on each run's table, as ``epsstar train`` fits it, outside the
-guarantee (docs/training.md). The black-box threat models score the canary records by their
-logit loss under the trained model (as ``epsstar audit`` would read its
+standardisation is fitted on the audit's ``--population`` unless the settings name another
+table (:mod:`epsstar.training.standardisation`): fixed before any run, it does not depend on
+which canaries a run includes (``--standardise-on data`` fits it on each run's table, as the
+trainer did before, outside the guarantee). The black-box threat models score the canary
+records by their logit loss under the trained model (as ``epsstar audit`` would read its
 exported model); the white-box ones add gradient canaries (:mod:`.gradient_canaries`) and
 watch every step (:mod:`.observer`), which needs DP-SGD with per-example clipping.
 
@@ -48,6 +50,7 @@ from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.losses import MAX_ABS_LOGIT, compute_losses
 from epsstar.training.data.tables import TabularData, load_table
 from epsstar.training.models import MLP, ExportedModel, Standardiser, output_width
+from epsstar.training.standardisation import fitted
 from epsstar.training.threat_models.gradient_canaries import GradientInjector, canary_coordinates
 from epsstar.training.threat_models.observer import (
     VARIANCE_SAMPLE,
@@ -106,6 +109,17 @@ def parameter_count(n_features: int, n_classes: int, hidden: tuple[int, ...]) ->
 def _plan(config: TrainingConfig, n_records: int) -> PrivacyPlan | None:
     """σ for a run of ``n_records`` (the σ search is slow; runs of one size share it)."""
     return plan_privacy(config, n_records)
+
+
+@functools.lru_cache(maxsize=2)
+def _population_moments(
+    path: str, label_column: str, features: tuple[str, ...]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The mean and scale of an audit's population table, read once in a process for all its
+    runs (its own labels: a run's table may hold fewer classes)."""
+    table = load_table(path, label_column, features=features)
+    standardiser = fitted("population", table, table, torch.float32)
+    return standardiser.mean.detach(), standardiser.scale.detach()
 
 
 @functools.lru_cache(maxsize=8)
@@ -169,12 +183,15 @@ def _losses(model: ExportedModel, table: TabularData) -> FloatArray:
 @dataclass(frozen=True, slots=True)
 class OwnTrainer:
     """epsstar's trainer with ``config`` (and ``breakage``), on columns ``features`` of the
-    tables; ``parameters`` is its network's parameter count (room for gradient canaries)."""
+    tables; ``parameters`` is its network's parameter count (room for gradient canaries);
+    ``population`` the audit's population table, which every run standardises on unless
+    ``config`` names another table."""
 
     config: TrainingConfig
     label_column: str
     parameters: int
     features: tuple[str, ...] | None = None
+    population: str | None = None
     breakage: Breakage = field(default_factory=Breakage)
     #: Runs trained together when they can be (:mod:`.stacked_runs`); 1: one at a time.
     stack: int = 1
@@ -185,8 +202,12 @@ class OwnTrainer:
     #: The pretrained parameters, in the network's order (set by :meth:`prepared`).
     initial: tuple[FloatArray, ...] | None = field(default=None, repr=False, compare=False)
 
+    def settings(self) -> TrainingConfig:
+        """``config`` with the table of the standardiser chosen (the population when given)."""
+        return self.config.standardising(self.population is not None)
+
     def describe(self) -> JsonObject:
-        settings = asdict(self.config)
+        settings = asdict(self.settings())
         settings["hidden"] = list(self.config.hidden)
         device = settings.pop("device")
         described: JsonObject = {"kind": "epsstar", "training": settings}
@@ -209,7 +230,7 @@ class OwnTrainer:
         threat models, which read θ₀ from the run, stay valid."""
         data = load_table(public, self.label_column, features=self.features)
         config = replace(self.config, target_epsilon=None, noise_multiplier=None, seed=seed)
-        network = train(data, config).model.network
+        network = train(data, config, standardiser=self.shared_standardiser(data)).model.network
         weights = tuple(p.detach().double().numpy().copy() for p in network.parameters())
         return replace(self, initial=weights)
 
@@ -235,6 +256,16 @@ class OwnTrainer:
             return Claim(False, source="epsstar's trainer without DP-SGD")
         return Claim(True, *accounted, _ACCOUNTANT)
 
+    def shared_standardiser(self, data: TabularData) -> Standardiser | None:
+        """The standardiser of every run, the population's, for tables with ``data``'s
+        columns; None when each run fits its own (``data``) or none."""
+        if self.settings().standardise_on != "population":
+            return None
+        assert self.population is not None  # the choice needs one
+        return Standardiser(
+            *_population_moments(self.population, self.label_column, data.feature_names)
+        )
+
     def _observer(
         self,
         request: RunRequest,
@@ -247,7 +278,9 @@ class OwnTrainer:
         base = load_table(
             request.base_train, self.label_column, features=data.feature_names, classes=data.classes
         )
-        standardiser = Standardiser.fit(data.features, torch.float32)
+        standardiser = self.shared_standardiser(data)
+        if standardiser is None:  # each run's own table, or the identity
+            standardiser = fitted(self.settings().standardisation(False), data, None, torch.float32)
         records = [tables[kind] for kind in ("population", "crafted") if kind in tables]
         canary_x = [_tensors(table, standardiser) for table in records]
         empty = (torch.zeros((0, data.n_features)), torch.zeros(0, dtype=torch.int64))
@@ -346,13 +379,14 @@ class OwnTrainer:
         observer = injector = None
         if white and plan is not None:
             observer, injector = self._observer(request, data, plan, tables)
-        config = replace(self.config, seed=request.seed)
+        config = replace(self.settings(), seed=request.seed)
         trained = train(
             data,
             config,
             plan=plan,
             hooks=self._hooks(plan, observer, injector),
             initial=self._initial(),
+            standardiser=self.shared_standardiser(data),
         )
         seen = {} if observer is None else observer.scores(trained.model.network)
         return self.scored(

@@ -31,6 +31,7 @@ import numpy as np
 from epsstar.audit.training_audit.procedure import RunRequest, RunScores
 from epsstar.training.batched import RowSubset, train_many
 from epsstar.training.data.tables import TabularData, load_table
+from epsstar.training.models import Standardiser
 from epsstar.training.trainer import PrivacyPlan, TrainedModel, TrainingConfig
 
 __all__ = ["StackedTrainer", "run_stack"]
@@ -49,6 +50,10 @@ class StackedTrainer(Protocol):
     def features(self) -> tuple[str, ...] | None: ...
 
     def plan(self, base_records: int) -> PrivacyPlan | None: ...
+
+    def settings(self) -> TrainingConfig: ...
+
+    def shared_standardiser(self, data: TabularData) -> Standardiser | None: ...
 
     def run(self, request: RunRequest) -> RunScores: ...
 
@@ -87,9 +92,10 @@ def run_stack(trainer: StackedTrainer, requests: Sequence[RunRequest]) -> list[R
     if len(encoded) > 1:
         return [trainer.run(request) for request in requests]
     whole, subsets = _laid_end_to_end(tables)
-    configs = [replace(trainer.config, seed=request.seed) for request in requests]
+    configs = [replace(trainer.settings(), seed=request.seed) for request in requests]
     plans = [trainer.plan(request.base_records) for request in requests]
-    models = train_many(whole, configs, subsets=subsets, plans=plans)
+    standardiser = trainer.shared_standardiser(whole)
+    models = train_many(whole, configs, subsets=subsets, plans=plans, standardiser=standardiser)
     seconds = (time.perf_counter() - start) / len(requests)
     return [
         trainer.scored(request, table, model, seconds=seconds)
