@@ -688,6 +688,28 @@ def _checked_plan(
     return plan
 
 
+def _network(
+    data: TabularData,
+    config: TrainingConfig,
+    generator: torch.Generator,
+    initial: Sequence[torch.Tensor] | None,
+) -> MLP:
+    """The network of a run, its weights drawn from ``generator`` (the draw is made even when
+    ``initial`` replaces them, so that the batches and the noise are those of a run without)."""
+    network = MLP(
+        data.n_features,
+        output_width(data.n_classes),
+        config.hidden,
+        generator=generator,
+        dtype=torch.float32,
+    )
+    if initial is not None:
+        with torch.no_grad():
+            for parameter, value in zip(network.parameters(), initial, strict=True):
+                parameter.copy_(value)
+    return network
+
+
 def train(
     data: TabularData,
     config: TrainingConfig,
@@ -713,11 +735,10 @@ def train(
     ``config.standardise_on`` names (an audit of the trainer fits its population's once for
     all its runs, whatever labels a run holds); None fits the one ``config`` chooses for
     ``population`` (:mod:`epsstar.training.standardisation`). ``config.device`` is where the
-    network, the features
-    and every step live; the seeded
-    generator, and so the initial weights, the batches, the groups and the noise, stays on
-    the CPU, so a run draws the same numbers on every device and differs from the CPU run
-    only by floating-point summation order. The exported model is on the CPU.
+    network, the features and every step live; the seeded generator, and so the initial
+    weights, the batches, the groups and the noise, stays on the CPU, so a run draws the same
+    numbers on every device and differs from the CPU run only by floating-point summation
+    order. The exported model is on the CPU.
     """
     start = time.perf_counter()
     n = data.n_records
@@ -734,17 +755,7 @@ def train(
         features = standardiser(torch.as_tensor(data.features, dtype=dtype)).contiguous()
     features = features.to(where)
     labels = torch.as_tensor(data.labels).to(where)
-    network = MLP(
-        data.n_features,
-        output_width(data.n_classes),
-        config.hidden,
-        generator=generator,
-        dtype=dtype,
-    ).to(where)
-    if initial is not None:
-        with torch.no_grad():
-            for parameter, value in zip(network.parameters(), initial, strict=True):
-                parameter.copy_(value)
+    network = _network(data, config, generator, initial).to(where)
     optimiser = torch.optim.SGD(network.parameters(), lr=config.lr, momentum=config.momentum)
     settings = StepSettings.of(config, plan, n, binary)
     history: list[EpochStats] = []

@@ -90,7 +90,7 @@ def _epoch(label: str, epoch: int, clock: Clock, display: _Display) -> None:
     clock.now += 1.0
     epochs = CONFIGS[label].epochs
     epsilon = 1.5 if CONFIGS[label].private else None
-    display.receive((label, 0, EpochStats(epoch, epochs, 0.5, epsilon, 1.0)))
+    display.epoch(label, 0, EpochStats(epoch, epochs, 0.5, epsilon, 1.0))
 
 
 def _audited(label: str) -> ModelAudit:
@@ -104,7 +104,7 @@ def _demo_run(display: _Display, clock: Clock) -> None:
         display.step("training 2 models")
         _epoch("nonprivate-e2", 1, clock, display)
         _epoch("nonprivate-e2", 2, clock, display)
-        display.receive(("dp-eps3-e1",))
+        display.plan("dp-eps3-e1")
         _epoch("dp-eps3-e1", 1, clock, display)
         display.audits_start(2)
         for label in CONFIGS:
@@ -145,7 +145,7 @@ def test_the_demo_draws_bars_with_the_time_left_on_a_terminal() -> None:
             re.fullmatch(r"training ━+ *1/2 models 0:00:02 0:00:02", line)
             for line in _screen_lines(shown.getvalue())
         )
-        display.receive(("dp-eps3-e1",))
+        display.plan("dp-eps3-e1")
         _epoch("dp-eps3-e1", 1, clock, display)
         display.audits_start(2)
         display.audited(_audited("nonprivate-e2"))

@@ -86,13 +86,29 @@ def _weights(path: Path) -> dict[str, bytes]:
         }
 
 
+def _differences(got: Any, expected: Any, at: str = "") -> list[str]:
+    """Where two JSON values differ, as paths with both values."""
+    if isinstance(got, dict) and isinstance(expected, dict):
+        return [
+            found
+            for key in sorted(set(got) | set(expected))
+            for found in _differences(got.get(key), expected.get(key), f"{at}.{key}")
+        ]
+    return [] if got == expected else [f"{at}: {got!r} != {expected!r}"]
+
+
 def _assert_same_models(got: Path, expected: Path) -> None:
     for run in RUNS:
         assert (got / run / "model.onnx").read_bytes() == (
             expected / run / "model.onnx"
         ).read_bytes()
         assert _weights(got / run / "model.pt") == _weights(expected / run / "model.pt")
-        assert _record(got / run / "training.json") == _record(expected / run / "training.json")
+        record, wanted = (
+            _record(got / run / "training.json"),
+            _record(expected / run / "training.json"),
+        )
+        differing = _differences(record, wanted)
+        assert not differing, f"{run}: training.json differs at {differing}"
     assert (got / "manifest.csv").read_text().replace(str(got), "") == (
         expected / "manifest.csv"
     ).read_text().replace(str(expected), "")
