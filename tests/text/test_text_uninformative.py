@@ -65,6 +65,7 @@ def test_lowercase_on_lowercase_text_is_uninformative_beside_the_loss_attack(
     html = report.read_text(encoding="utf-8")
     assert f'<td class="uninformative" colspan="5">uninformative — {REASON};' in html
     assert "<td>loss (strongest)</td>" in html
+    assert "An uninformative attack (every record scores the same) is never the strongest" in html
 
 
 def test_only_uninformative_attacks_are_refused_in_one_line(

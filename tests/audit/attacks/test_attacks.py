@@ -205,6 +205,7 @@ def test_only_reference_attacks_make_the_first_one_the_headline(
         assert f'<td class="num">{attack["auc"]:.4f}</td>' in table
     # 225 and 300 non-members: TPR at 0.1 % FPR is that of the test flagging none.
     assert "With fewer than 1,000 non-members no test has an observed FPR between 0 and" in table
+    assert "An uninformative attack" not in table  # said only where one is
 
 
 def test_an_attack_s_warnings_name_the_attack() -> None:
