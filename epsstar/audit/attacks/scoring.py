@@ -187,7 +187,8 @@ def attack_results(
         scores = chosen.score(inputs, settings, options.seed)
         reason = uninformative_reason(scores.members, scores.nonmembers, name)
         if reason is not None:
-            results.append(_uninformative(name, scores, reason, options))
+            said = f"{reason}{_shaped_by(name, settings)}"
+            results.append(_uninformative(name, scores, said, options))
             continue
         try:
             with prefixed_warnings(f"the {name} attack's scores: "):

@@ -26,6 +26,7 @@ LIKELY_CAUSES: Final[Mapping[AttackName, str]] = {
     "lowercase": "the text is already lowercase?",
     "mink": "the model gives every token the same probability?",
     "ref": "the reference models are copies of the target?",
+    "rmia": "no record's ratio reaches the factor gamma?",
 }
 
 
