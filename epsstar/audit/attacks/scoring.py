@@ -10,7 +10,9 @@ The attacks are those of :mod:`.registry`, each with its scorer. Members are the
 table's records; non-members are population records, which must be OUT for every reference
 model (the user asserts it). An attack may score only some of the population records
 (RMIA sets some aside, :mod:`.kinds.rmia`); the record of each attack states how many
-records of each kind it used.
+records of each kind it used. An attack whose every record scores the same is recorded as
+uninformative (:mod:`epsstar.statistics.attacks.uninformative`) in place of an estimate, and
+an audit of nothing else is refused.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from epsstar.plumbing.records.json_types import JsonValue
 from epsstar.statistics.attacks.power import attack_auc
 from epsstar.statistics.attacks.uninformative import uninformative_reason
 from epsstar.statistics.bounds.held_out_bound import split_lower_bound
-from epsstar.statistics.estimators.estimator import default_delta, epsilon_star
+from epsstar.statistics.estimators.estimator import epsilon_star
 from epsstar.statistics.names import ATTACKS, DEFAULT_ATTACK, AttackName
 from epsstar.statistics.readings.readings import membership_readings
 from epsstar.statistics.summaries.loss_sketch import pooled_parts, sketch_auc
@@ -188,7 +190,7 @@ def attack_results(
         reason = uninformative_reason(scores.members, scores.nonmembers, name)
         if reason is not None:
             said = f"{reason}{_shaped_by(name, settings)}"
-            results.append(_uninformative(name, scores, said, options))
+            results.append(_uninformative(name, scores, said, base.epsilon.delta, options))
             continue
         try:
             with prefixed_warnings(f"the {name} attack's scores: "):
@@ -208,13 +210,13 @@ def attack_results(
 
 
 def _uninformative(
-    name: AttackName, scores: Scores, reason: str, options: AuditOptions
+    name: AttackName, scores: Scores, reason: str, delta: float, options: AuditOptions
 ) -> AttackResult:
-    """The record of an attack whose scores carry no information: the figures of a test
-    with ``FPR = 1 - FNR`` at every threshold (the empirical Epsilon* 0 as its Epsilon*,
-    the held-out lower bound 0, AUC 0.5), no gate statistic, and why."""
+    """The record of an attack whose scores carry no information: the figures at the
+    audit's ``delta`` of a test with ``FPR = 1 - FNR`` at every threshold (the empirical
+    Epsilon* 0 as its Epsilon*, the held-out lower bound 0, AUC 0.5), no gate statistic,
+    and why."""
     members, others = scores.members, scores.nonmembers
-    delta = default_delta(members.size) if options.delta is None else options.delta
     found = epsilon_star(members, others, delta=delta, method="empirical")
     found = dataclasses.replace(found, note=f"uninformative: {reason}")
     bound = split_lower_bound(
