@@ -6,6 +6,10 @@ with m attacks the gate's statistic is the largest of theirs
 level ``(1 - c)/m`` and each lower bound is recomputed at confidence ``1 - (1 - c)/m``
 (Bonferroni), so that a model without a leak fails the gate no more often than with the
 loss attack alone. The attacks' own records keep their figures at confidence ``c``.
+
+An uninformative attack (every record scores the same) is no test: it cannot fail the gate
+whatever the model, so m counts only the informative attacks, and it does not lower the
+others' per-test level.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ __all__ = ["gated_over_attacks"]
 def gated_over_attacks(
     result: AuditResult, attacks: Sequence[AttackResult], options: AuditOptions
 ) -> AuditResult:
-    """``result`` with its gate over every attack of ``attacks`` (unchanged for one)."""
+    """``result`` with its gate over every informative attack of ``attacks`` (unchanged for
+    one)."""
+    attacks = [attack for attack in attacks if attack.informative]
     gates = [attack.gate for attack in attacks if attack.gate is not None]
     if len(attacks) < 2 or len(gates) < len(attacks):
         return result

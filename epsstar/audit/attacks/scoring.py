@@ -10,7 +10,9 @@ The attacks are those of :mod:`.registry`, each with its scorer. Members are the
 table's records; non-members are population records, which must be OUT for every reference
 model (the user asserts it). An attack may score only some of the population records
 (RMIA sets some aside, :mod:`.kinds.rmia`); the record of each attack states how many
-records of each kind it used.
+records of each kind it used. An attack whose every record scores the same is recorded as
+uninformative (:mod:`epsstar.statistics.attacks.uninformative`) in place of an estimate, and
+an audit of nothing else is refused.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from epsstar.audit.attacks.attack import AttackParameters
+from epsstar.audit.attacks.attack import AttackParameters, Scores
 from epsstar.audit.attacks.from_losses import audit_losses
 from epsstar.audit.attacks.inputs import AttackInputs
 from epsstar.audit.attacks.prefixed_warnings import prefixed_warnings
@@ -33,7 +35,11 @@ from epsstar.audit.output.result import AuditResult
 from epsstar.exceptions import InvalidInputError
 from epsstar.plumbing.records.json_types import JsonValue
 from epsstar.statistics.attacks.power import attack_auc
+from epsstar.statistics.attacks.uninformative import uninformative_reason
+from epsstar.statistics.bounds.held_out_bound import split_lower_bound
+from epsstar.statistics.estimators.estimator import epsilon_star
 from epsstar.statistics.names import ATTACKS, DEFAULT_ATTACK, AttackName
+from epsstar.statistics.readings.readings import membership_readings
 from epsstar.statistics.summaries.loss_sketch import pooled_parts, sketch_auc
 
 __all__ = [
@@ -181,6 +187,11 @@ def attack_results(
         if inputs is None:
             raise InvalidInputError(f"the {name} attack needs reference models. Found none.")
         scores = chosen.score(inputs, settings, options.seed)
+        reason = uninformative_reason(scores.members, scores.nonmembers, name)
+        if reason is not None:
+            said = f"{reason}{_shaped_by(name, settings)}"
+            results.append(_uninformative(name, scores, said, base.epsilon.delta, options))
+            continue
         try:
             with prefixed_warnings(f"the {name} attack's scores: "):
                 audited = audit_losses(
@@ -194,12 +205,54 @@ def attack_results(
             ) from None
         recorded = _result(name, audited, scores.settings)
         results.append(dataclasses.replace(recorded, nonmember_rows=scores.nonmember_rows))
+    _refuse_all_uninformative(results)
     return tuple(results)
 
 
+def _uninformative(
+    name: AttackName, scores: Scores, reason: str, delta: float, options: AuditOptions
+) -> AttackResult:
+    """The record of an attack whose scores carry no information: the figures at the
+    audit's ``delta`` of a test with ``FPR = 1 - FNR`` at every threshold (the empirical
+    Epsilon* 0 as its Epsilon*, the held-out lower bound 0, AUC 0.5), no gate statistic,
+    and why."""
+    members, others = scores.members, scores.nonmembers
+    found = epsilon_star(members, others, delta=delta, method="empirical")
+    found = dataclasses.replace(found, note=f"uninformative: {reason}")
+    bound = split_lower_bound(
+        members, others, delta=delta, confidence=options.confidence, seed=options.seed
+    )
+    return AttackResult(
+        name=name,
+        epsilon=found,
+        empirical=found,
+        lower_bound=bound,
+        gate=None,  # no test of the gate: it could not fail whatever the model
+        readings=membership_readings(members, others, found),
+        auc=attack_auc(members, others),
+        settings=dict(scores.settings),
+        member_scores=members,
+        nonmember_scores=others,
+        nonmember_rows=scores.nonmember_rows,
+        uninformative_reason=reason,
+    )
+
+
+def _refuse_all_uninformative(results: Sequence[AttackResult]) -> None:
+    """Refuse an audit whose every attack is uninformative: it measured nothing."""
+    if any(result.informative for result in results):
+        return
+    said = "; ".join(f"{r.name}: {r.uninformative_reason}" for r in results)
+    raise InvalidInputError(
+        f"every attack asked for is uninformative, so the audit measured nothing and gives "
+        f"no Epsilon* (add --attack loss, or an attack whose scores differ between records). "
+        f"Found {said}."
+    )
+
+
 def headline_from(base: AuditResult, results: Sequence[AttackResult]) -> AuditResult:
-    """``base`` with the first attack's figures as its headline when the loss attack was
-    not asked for (otherwise ``base`` itself), and the attacks' records."""
+    """``base`` with the first informative attack's figures as its headline when the loss
+    attack was not asked for (otherwise ``base`` itself), and the attacks' records."""
     attacked = dataclasses.replace(base, attacks=tuple(results))
     first = attacked.headline_attack
     if first is None or first.name == "loss":

@@ -3,7 +3,9 @@
 Every attack (:data:`epsstar.statistics.names.ATTACKS`) gives one score per record,
 oriented like a loss; its record holds what the loss attack's audit holds for the loss
 (the headline Epsilon* with its interval, the empirical Epsilon*, the held-out lower
-bound, the gate's statistic, the TPR at 0.1 % and 1 % FPR) and the test's AUC.
+bound, the gate's statistic, the TPR at 0.1 % and 1 % FPR) and the test's AUC. An
+attack whose scores are all equal is *uninformative*: its record says why, and its figures
+are those of a test with ``FPR = 1 - FNR`` (Epsilon* and the lower bound 0, AUC 0.5).
 """
 
 from __future__ import annotations
@@ -56,6 +58,22 @@ class AttackResult(JsonRecord):
     #: The population rows that ``nonmember_scores`` score, in order (``None``: every
     #: row; RMIA sets its ``z`` records aside).
     nonmember_rows: NDArray[np.int64] | None = field(default=None, repr=False, metadata=_SKIP)
+    #: Why the scores carry no information (every record scores the same), ``None`` when
+    #: they make a test (:mod:`epsstar.statistics.attacks.uninformative`).
+    uninformative_reason: str | None = field(
+        default=None, metadata=json_rule(name="reason", omit_if_none=True)
+    )
+
+    @property
+    def informative(self) -> bool:
+        """Whether the scores make a membership test (an uninformative attack never is the
+        headline, the strongest attack or one of the gate's tests)."""
+        return self.uninformative_reason is None
+
+    @json_property(after="settings", omit_if_none=True)
+    def uninformative(self) -> bool | None:
+        """``true`` for an attack whose scores carry no information (left out otherwise)."""
+        return None if self.informative else True
 
     @json_property(after="name")
     def description(self) -> str:

@@ -141,12 +141,14 @@ _STATISTIC: dict[GateRule, str] = {
 
 
 def _attack_statistics(result: AuditResult) -> list[tuple[str, float, GateRule]]:
-    """Each attack's name, gate statistic and rule."""
+    """Each informative attack's name, gate statistic and rule (an uninformative attack is
+    no test of the gate)."""
     gate = result.gate
     if result.attack_gates:
-        names = [attack.name for attack in result.attacks]
+        names = [attack.name for attack in result.attacks if attack.informative]
         return [(n, g.value, g.rule) for n, g in zip(names, result.attack_gates, strict=True)]
-    name = result.attacks[0].name if result.attacks else "loss"
+    headline = result.headline_attack
+    name = "loss" if headline is None else headline.name
     if gate is None:
         return [(name, result.epsilon_star, "estimate")]
     return [(name, gate.value, gate.rule)]

@@ -258,21 +258,21 @@ class AuditResult(JsonRecord):
     @property
     def headline_attack(self) -> AttackResult | None:
         """The attack whose figures are the headline: the loss attack when it ran, else the
-        first one asked for; None without any record."""
-        attacks = self.attacks
+        first informative one asked for; None without any."""
+        attacks = [a for a in self.attacks if a.informative]
         return next((a for a in attacks if a.name == "loss"), attacks[0] if attacks else None)
 
     @property
     def strongest_attack(self) -> AttackResult | None:
-        """The attack with the largest held-out lower bound, then the largest Epsilon* (the
-        first of equals); None without any.
+        """The informative attack with the largest held-out lower bound, then the largest
+        Epsilon* (the first of equals); None without any.
 
         The lower bound ranks first: it is counted on records that played no part in
         choosing the test, so it holds whatever the shape of the scores' tails, while an
         attack's Epsilon* may rest on an extrapolated tail.
         """
         return max(
-            self.attacks,
+            (attack for attack in self.attacks if attack.informative),
             key=lambda attack: (attack.lower_bound.epsilon, attack.epsilon.epsilon),
             default=None,
         )

@@ -86,20 +86,25 @@ def attack_inputs(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def attack_lines(result: AuditResult) -> list[str]:
-    """One line per attack (when more than the loss attack ran) and the strongest one."""
+    """One line per attack (when more than the loss attack ran; an uninformative one says
+    why) and the strongest one."""
     attacks = result.attacks
     if len(attacks) < 2 and all(attack.name == "loss" for attack in attacks):
         return []
     lines = []
     for attack in attacks:
+        if not attack.informative:
+            lines.append(f"  attack {attack.name}: uninformative — {attack.uninformative_reason}")
+            continue
         lines.append(
             f"  attack {attack.name}: Epsilon* {attack.epsilon.epsilon:.4f}, lower bound "
             f"{attack.lower_bound.epsilon:.4f}, TPR at 0.1% FPR {attack.tpr_at(0.001):.4f}, "
             f"at 1% FPR {attack.tpr_at(0.01):.4f}, AUC {attack.auc:.4f} "
             f"({attack.n_members:,} members, {attack.n_nonmembers:,} non-members)"
         )
-    if all(attack.name != "loss" for attack in attacks):
-        lines.append(f"  the headline is the {attacks[0].name} attack's (no loss attack asked for)")
+    headline = result.headline_attack
+    if headline is not None and headline.name != "loss":
+        lines.append(f"  the headline is the {headline.name} attack's (no loss attack asked for)")
     strongest = result.strongest_attack
     if strongest is not None:
         lines.append(

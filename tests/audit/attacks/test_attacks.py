@@ -205,6 +205,7 @@ def test_only_reference_attacks_make_the_first_one_the_headline(
         assert f'<td class="num">{attack["auc"]:.4f}</td>' in table
     # 225 and 300 non-members: TPR at 0.1 % FPR is that of the test flagging none.
     assert "With fewer than 1,000 non-members no test has an observed FPR between 0 and" in table
+    assert "An uninformative attack" not in table  # said only where one is
 
 
 def test_an_attack_s_warnings_name_the_attack() -> None:
@@ -459,3 +460,39 @@ def test_an_audit_with_references_reads_each_table_once(
     args = ["--reference-models", *_references(folder), "--attack", "lira", "rmia"]
     assert main(_command(folder, *args, "--json", str(tmp_path / "out.json"))) == 0
     assert sorted(reads) == ["population.csv", "train.csv"]
+
+
+def test_lira_against_the_target_itself_is_uninformative_and_left_out_of_the_gate(
+    folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], validate_json: Any
+) -> None:
+    """With the target as its only reference model, LiRA scores every record 0: the audit
+    reports it uninformative, heads with the first informative attack, and gates over the
+    others alone."""
+    out, report = tmp_path / "out.json", tmp_path / "out.html"
+    args = ["--reference-models", str(folder / "target.skops"), "--attack", "lira", "rmia"]
+    more = ("--json", str(out), "--report", str(report), "--max-epsilon", "100")
+    assert main(_command(folder, *args, *more, "--match-columns-by-position")) == 0
+    printed = capsys.readouterr().out
+    reason = "every record scores the same (the reference models are copies of the target?)"
+    assert f"  attack lira: uninformative — {reason}\n" in printed
+    assert "the headline is the rmia attack's (no loss attack asked for)" in printed
+    document = json.loads(out.read_text())
+    validate_json("audit", document)
+    lira, rmia = document["attacks"]
+    assert (lira["uninformative"], lira["reason"], lira["gate"]) == (True, reason, None)
+    assert document["strongest_attack"] == "rmia"
+    assert document["epsilon_star"] == rmia["epsilon_star"] > 0
+    assert document["gate"] == rmia["gate"]  # one informative attack: its own gate
+    html = report.read_text("utf-8")
+    assert "the headline above is the rmia attack's" in " ".join(html.split())
+    assert f"uninformative — {reason}" in html
+    assert "<td>rmia (strongest)</td>" in html
+
+    # Beside the loss attack the gate is over 2 tests, each at level (1 - c)/2, not 3.
+    beside_loss = [*args[:3], "loss", "lira", "rmia"]
+    assert main(_command(folder, *beside_loss, *more, "--match-columns-by-position")) == 0
+    gated = json.loads(out.read_text())
+    validate_json("audit", gated)
+    assert gated["gate"]["n_tests"] == 2
+    assert gated["gate"]["test"] in {"loss", "rmia"}
+    assert [a["attack"] for a in gated["attacks"] if a.get("uninformative")] == ["lira"]
