@@ -6,8 +6,8 @@ read; and the audit's data checks, utility and statistics read nothing of it. So
 moment both run at once: :class:`BlindFit` starts the cross-fitted classifier in a thread
 and :meth:`BlindFit.log_odds` waits for its log-odds when the premise is read. The trees
 spend their time in compiled code that releases the interpreter's lock, so on a machine with
-a second core the fit costs the audit little wall time (the CPU time is the same:
-docs/performance.md). The numbers are the same too: the seeded fits see the same rows in the
+a second free core the fit can overlap the statistics in wall time (the CPU time is the
+same: docs/performance.md). The numbers are the same too: the seeded fits see the same rows in the
 same order, wherever they run, and the thread limits only its own OpenMP threads.
 """
 
