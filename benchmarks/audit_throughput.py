@@ -12,12 +12,10 @@ new program, not at the parent's peak).
 
 Beside each audit, the same run measures the floor it is held to: reading both tables
 and running the model on every record, nothing else (``read + inference alone``, in a
-fresh process too). The target is a whole audit at most 1.25x that floor; the last two
-columns print the ratio of CPU seconds (every thread of the process) and of wall seconds
-(the blind baseline's classifier runs in a thread beside the audit's statistics, so a second
-core shortens the wall time, not the CPU time). Below the table, the CPU seconds each side
-spends importing the modules it imported while its clock ran (imported again in that order
-in a fresh process): a fixed cost, the same for any number of rows, that the audit's statistics
+fresh process too). The target is a whole audit at most 1.25x that floor; the last
+column prints the ratio. Below the table, the CPU seconds each side spends importing the
+modules it imported while its clock ran (imported again in that order in a fresh
+process): a fixed cost, the same for any number of rows, that the audit's statistics
 libraries (scipy, scikit-learn, pandas) add to the floor.
 
     python benchmarks/audit_throughput.py               # 300,000 records
@@ -216,7 +214,6 @@ def main() -> None:
         f"{args.threads} intra-op thread(s), best of {args.repeats}"
     )
     ratios: dict[str, float] = {}
-    wall_ratios: dict[str, float] = {}
     imports: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -252,12 +249,10 @@ def main() -> None:
                     f"{floor:.1f}",
                     f"{without / floor:.2f}x",
                     f"{cpu / floor:.2f}x",
-                    f"{m['seconds'] / float(alone['seconds']):.2f}x",
                 ]
             )
             if batch == DEFAULT_BATCH_SIZE:
                 ratios[label] = cpu / floor
-                wall_ratios[label] = m["seconds"] / float(alone["seconds"])
                 imports[label] = (
                     min(imports_in_child(m) for _ in range(args.repeats)),
                     min(imports_in_child(alone) for _ in range(args.repeats)),
@@ -278,11 +273,6 @@ def main() -> None:
             f"audit / inference alone: {worst:.2f}× ({each}; CPU seconds at the default batch "
             f"of {DEFAULT_BATCH_SIZE:,}, the blind baseline included)"
         )
-        each = ", ".join(f"{label} {ratio:.2f}x" for label, ratio in wall_ratios.items())
-        print(
-            f"audit / inference alone, wall time: {max(wall_ratios.values()):.2f}× ({each}; "
-            "the blind baseline's classifier runs beside the statistics on a second core)"
-        )
 
 
 HEADER = (
@@ -301,7 +291,6 @@ HEADER = (
     "alone CPU s",
     "audit w/o baseline / alone",
     "audit / alone",
-    "wall: audit / alone",
 )
 
 

@@ -56,7 +56,6 @@ from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.provenance import EngineRun, Provenance, Timings
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.premise.attribute import check_model_input
-from epsstar.audit.premise.beside import BlindFit
 from epsstar.audit.premise.classifier import READ_ROWS, blind_log_odds
 from epsstar.audit.premise.findings import PremiseInputs, PremiseKeys, premise_keys, with_premise
 from epsstar.audit.premise.settings import DEFAULT_PREMISE, PremiseSettings
@@ -496,7 +495,6 @@ def _finish(
     the slices and the premise's readings."""
     keys, users = keyed
     _refuse_guess(streamed.match, run)
-    blind = _blind_beside(run, streamed)
     streamed, plans = _summarised(streamed, run, keys is not None)
     stated = run.tables.columns_by_position
     checks = check_inputs(
@@ -520,7 +518,7 @@ def _finish(
     declared = getattr(loaded.model, "declared_privacy", None)
     result = dataclasses.replace(result, provenance=provenance, declared_privacy=declared)
     started = time.perf_counter()
-    premise = _premise_inputs(loaded, run, streamed, (users, blind))
+    premise = _premise_inputs(loaded, run, streamed, users)
     premise_seconds = time.perf_counter() - started
     started = time.perf_counter()
     result = _attacked(result, run, streamed, premise)
@@ -541,24 +539,11 @@ def _refuse_guess(match: ColumnMatch, run: _Run) -> None:
     match.refuse_guess(run.model.path, gate=gate, by_position=run.tables.columns_by_position)
 
 
-def _blind_beside(run: _Run, streamed: _Streamed) -> BlindFit | None:
-    """The blind classifier started beside the rest of the audit on the records kept while
-    streaming (``None``: skipped, or its records are read after the streaming)."""
-    if run.premise.skip_blind_baseline is not None or streamed.records is None:
-        return None
-    return BlindFit(streamed.records, folds=run.premise.folds, seed=run.options.seed)
-
-
 def _premise_inputs(
-    loaded: LoadedAuditModel,
-    run: _Run,
-    streamed: _Streamed,
-    started: tuple[PremiseKeys, BlindFit | None],
+    loaded: LoadedAuditModel, run: _Run, streamed: _Streamed, users: PremiseKeys
 ) -> PremiseInputs:
     """What the premise's readings and the attacks that read the records need: the records
-    (read when one of them needs them) and, unless skipped, the blind classifier's scores
-    (those of the classifier ``started`` beside the audit, if it was)."""
-    users, fit = started
+    (read when one of them needs them) and, unless skipped, the blind classifier's scores."""
     settings = run.premise
     skipped = settings.skip_blind_baseline
     every = _needs_every_record(run)
@@ -572,9 +557,7 @@ def _premise_inputs(
             rows=(streamed.train.rows, streamed.population.rows),
         )
     blind = None
-    if fit is not None:
-        blind = fit.log_odds()
-    elif skipped is None and records is not None:
+    if skipped is None and records is not None:
         blind = blind_log_odds(records, folds=settings.folds, seed=run.options.seed)
     losses = None
     if streamed.train.summary is None and streamed.population.summary is None:

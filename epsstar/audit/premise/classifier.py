@@ -184,10 +184,8 @@ def blind_log_odds(records: Records, *, folds: int = DEFAULT_FOLDS, seed: int = 
     n_fit = (int(fitted[member].sum()), int(fitted[~member].sum()))
     prior = np.log(n_fit[0] / n_fit[1])
     scores = np.empty(len(both))
-    # One thread: the histogram trees spend most of their time waiting on busy cores. Only
-    # OpenMP's, which is set per thread: the fit may run beside the audit (:mod:`.beside`),
-    # whose BLAS threads are not its to change.
-    with threadpool_limits(limits=1, user_api="openmp"):
+    # One thread: the histogram trees spend most of their time waiting on busy cores.
+    with threadpool_limits(limits=1):
         for k in range(folds):
             model = _classifier(seed + k, categorical)
             train_on = fitted & (fold != k)
