@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import subprocess
@@ -73,6 +74,7 @@ def _sweep(config: Path, out: Path, workers: int) -> tuple[float, float]:
 
 
 def _record(path: Path) -> dict[str, Any]:
+    """A ``training.json`` without its timings."""
     record: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     record.pop("wall_time_seconds")
     for epoch in record["history"]:
@@ -91,15 +93,39 @@ def _weights(path: Path) -> dict[str, bytes]:
         }
 
 
+def _json_differences(got: Any, expected: Any, at: str = "") -> list[str]:
+    """Where two JSON values differ, as paths with both values. The accountant's figures
+    (Bayes security, from dp_accounting's PLD) are sums whose order follows the BLAS threads
+    a process runs with, so a float may differ in its last bits (relative 1e-12 allowed)."""
+    if isinstance(got, dict) and isinstance(expected, dict):
+        return [
+            found
+            for key in sorted(set(got) | set(expected))
+            for found in _json_differences(got.get(key), expected.get(key), f"{at}.{key}")
+        ]
+    if isinstance(got, float) and isinstance(expected, float):
+        same = math.isclose(got, expected, rel_tol=1e-12, abs_tol=1e-15)
+    else:
+        same = got == expected
+    return [] if same else [f"{at}: {got!r} != {expected!r}"]
+
+
+def run_differences(got: Path, expected: Path) -> list[str]:
+    """How the run folder ``got`` differs from ``expected``: the ONNX file and the TorchScript
+    weights bit for bit, ``training.json`` but its timings (and floats' last bits)."""
+    found = []
+    if (got / "model.onnx").read_bytes() != (expected / "model.onnx").read_bytes():
+        found.append("model.onnx")
+    if _weights(got / "model.pt") != _weights(expected / "model.pt"):
+        found.append("the weights of model.pt")
+    found += _json_differences(_record(got / "training.json"), _record(expected / "training.json"))
+    return found
+
+
 def _same_models(got: Path, expected: Path) -> tuple[int, int]:
-    """How many of ``expected``'s models ``got`` holds bit for bit, of how many."""
+    """How many of ``expected``'s models ``got`` holds, of how many (:func:`run_differences`)."""
     runs = sorted(p.parent.relative_to(expected) for p in expected.glob("*/*/training.json"))
-    same = sum(
-        (got / run / "model.onnx").read_bytes() == (expected / run / "model.onnx").read_bytes()
-        and _weights(got / run / "model.pt") == _weights(expected / run / "model.pt")
-        and _record(got / run / "training.json") == _record(expected / run / "training.json")
-        for run in runs
-    )
+    same = sum(not run_differences(got / run, expected / run) for run in runs)
     return same, len(runs)
 
 

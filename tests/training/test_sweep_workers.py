@@ -3,23 +3,25 @@ dies stops the sweep in one line with the finished models kept."""
 
 from __future__ import annotations
 
-import json
-import math
 import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 import threading
-import zipfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from epsstar.cli import main
 from epsstar.exceptions import InvalidInputError
 from epsstar.training.runs.sweep import SweepCompute, load_sweep_config, run_sweep
+from tests.benchmarks_.scripts import imported
+
+#: The benchmark's comparison of two run folders, which the test's promise shares.
+BENCHMARK = imported(
+    Path(__file__).resolve().parents[2] / "benchmarks" / "sweep_workers.py", "sweep_workers_bench"
+)
 
 pytest.importorskip("torch")
 
@@ -67,55 +69,10 @@ def one_worker(config_file: Path) -> Path:
     return out
 
 
-def _record(path: Path) -> dict[str, Any]:
-    """A ``training.json`` without its timings."""
-    record = json.loads(path.read_text(encoding="utf-8"))
-    record.pop("wall_time_seconds")
-    for epoch in record["history"]:
-        epoch.pop("seconds")
-    return record
-
-
-def _weights(path: Path) -> dict[str, bytes]:
-    """A TorchScript archive's tensors and extra files (its code, the class names its
-    pickle holds and its serialization id depend on what the process scripted before)."""
-    with zipfile.ZipFile(path) as archive:
-        return {
-            name.split("/", 1)[1]: archive.read(name)
-            for name in archive.namelist()
-            if "/data/" in name or "/extra/" in name
-        }
-
-
-def _differences(got: Any, expected: Any, at: str = "") -> list[str]:
-    """Where two JSON values differ, as paths with both values."""
-    if isinstance(got, dict) and isinstance(expected, dict):
-        return [
-            found
-            for key in sorted(set(got) | set(expected))
-            for found in _differences(got.get(key), expected.get(key), f"{at}.{key}")
-        ]
-    if isinstance(got, float) and isinstance(expected, float):
-        # The accountant's figures (Bayes security, from dp_accounting's PLD) are sums whose
-        # order follows the BLAS threads a process runs with, so they may differ in the last
-        # bits between workers; the models, compared bit for bit above, may not.
-        same = math.isclose(got, expected, rel_tol=1e-12, abs_tol=1e-15)
-        return [] if same else [f"{at}: {got!r} != {expected!r}"]
-    return [] if got == expected else [f"{at}: {got!r} != {expected!r}"]
-
-
 def _assert_same_models(got: Path, expected: Path) -> None:
     for run in RUNS:
-        assert (got / run / "model.onnx").read_bytes() == (
-            expected / run / "model.onnx"
-        ).read_bytes()
-        assert _weights(got / run / "model.pt") == _weights(expected / run / "model.pt")
-        record, wanted = (
-            _record(got / run / "training.json"),
-            _record(expected / run / "training.json"),
-        )
-        differing = _differences(record, wanted)
-        assert not differing, f"{run}: training.json differs at {differing}"
+        differing = BENCHMARK.run_differences(got / run, expected / run)
+        assert not differing, f"{run}: differs at {differing}"
     assert (got / "manifest.csv").read_text().replace(str(got), "") == (
         expected / "manifest.csv"
     ).read_text().replace(str(expected), "")
