@@ -89,4 +89,5 @@ def test_a_lower_bound_above_the_headline_says_why_in_its_line(tmp_path: Path) -
     assert UNDERSTATES in bound_line
     assert format_summary(gated).count(UNDERSTATES) == 1
     html = render(plain, tmp_path / "report.html", ks_components=()).read_text("utf-8")
-    assert "above Epsilon*: the estimate lies below its own lower bound" in html
+    assert html.count("above Epsilon*: the estimate lies below its own lower bound") == 2
+    assert 'id="bound-above"' in html  # the verdict's card, beside the headline's
