@@ -7,7 +7,7 @@ from typing import Any
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import check_in_range, check_positive_int
 
-__all__ = ["check_claimed_epsilon", "check_guess_counts"]
+__all__ = ["check_claimed_epsilon", "check_guess_counts", "check_method"]
 
 
 def check_guess_counts(canaries: Any, guesses: Any, correct: Any) -> tuple[int, int, int]:
@@ -25,3 +25,10 @@ def check_guess_counts(canaries: Any, guesses: Any, correct: Any) -> tuple[int, 
 def check_claimed_epsilon(epsilon: Any) -> float:
     """A claimed ε: a finite number ≥ 0."""
     return check_in_range("claimed_epsilon", epsilon, 0.0, float("inf"), low_inclusive=True)
+
+
+def check_method(method: str, allowed: tuple[str, ...]) -> None:
+    """``method`` is one of ``allowed`` (the bounds a function can compute)."""
+    if method not in allowed:
+        names = ", ".join(repr(name) for name in allowed)
+        raise InvalidInputError(f"method must be one of {names}. Found {method!r}.")

@@ -48,7 +48,7 @@ from epsstar.statistics._validation import (
     check_in_range,
     check_positive_int,
 )
-from epsstar.statistics.auditing._checks import check_claimed_epsilon
+from epsstar.statistics.auditing._checks import check_claimed_epsilon, check_method
 from epsstar.statistics.auditing.claims import claimed_mu
 from epsstar.statistics.auditing.one_run.approximate_dp import one_run_p_value
 from epsstar.statistics.auditing.one_run.bounds import ONE_RUN_METHODS, OneRunMethod
@@ -107,12 +107,6 @@ def _found(count: int | None, what: str, method: str, eps: float, delta: float) 
     return count
 
 
-def _check_method(method: str, allowed: tuple[str, ...]) -> None:
-    if method not in allowed:
-        names = ", ".join(repr(name) for name in allowed)
-        raise InvalidInputError(f"method must be one of {names}. Found {method!r}.")
-
-
 def _smallest_canaries_epsilon_delta(eps: float, delta: float, level: float) -> int | None:
     """The smallest m whose perfect one-run count rejects (ε, δ)-DP (Steinke et al. 2023).
 
@@ -156,7 +150,7 @@ def smallest_canary_count(
     """
     eps = check_claimed_epsilon(claimed_epsilon)
     level = 1.0 - check_confidence(confidence)
-    _check_method(method, ONE_RUN_METHODS)
+    check_method(method, ONE_RUN_METHODS)
     d = check_delta(delta, allow_zero=method == "steinke2023_epsilon_delta")
     if method == "steinke2023_epsilon_delta":
         return _found(_smallest_canaries_epsilon_delta(eps, d, level), "canaries", method, eps, d)
@@ -179,7 +173,7 @@ def smallest_run_count(
     """
     eps = check_claimed_epsilon(claimed_epsilon)
     level = check_confidence(confidence)
-    _check_method(method, MANY_RUN_FEASIBILITY_METHODS)
+    check_method(method, MANY_RUN_FEASIBILITY_METHODS)
     d = check_delta(delta, allow_zero=method == "clopper_pearson")
     if method == "clopper_pearson":
         count = _smallest(
@@ -255,7 +249,7 @@ def canaries_at_precision(
     share = check_in_range("share_guessed", share_guessed, 0.0, 1.0, high_inclusive=True)
     eps = check_claimed_epsilon(claimed_epsilon)
     level = check_confidence(confidence)
-    _check_method(method, ONE_RUN_METHODS)
+    check_method(method, ONE_RUN_METHODS)
     d = check_delta(delta, allow_zero=method == "steinke2023_epsilon_delta")
     mu = claimed_mu(eps, d) if method != "steinke2023_epsilon_delta" else 0.0
 

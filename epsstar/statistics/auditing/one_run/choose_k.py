@@ -47,7 +47,7 @@ from scipy.special import expit, log_ndtr
 from epsstar.exceptions import InvalidInputError
 from epsstar.plumbing.records.json_records import JsonRecord
 from epsstar.statistics._validation import check_confidence, check_in_range, check_positive_int
-from epsstar.statistics.auditing._checks import check_claimed_epsilon
+from epsstar.statistics.auditing._checks import check_claimed_epsilon, check_method
 from epsstar.statistics.auditing.claims import claimed_mu
 from epsstar.statistics.auditing.one_run.approximate_dp import one_run_epsilon_lower_bound
 from epsstar.statistics.auditing.one_run.bounds import ONE_RUN_METHODS, OneRunMethod
@@ -148,6 +148,19 @@ def _best_k(
     return best
 
 
+def _checked_design(
+    canaries: int, claimed_epsilon: float, delta: float, confidence: float, method: str
+) -> tuple[int, float, float, float]:
+    """(m, ε, δ, confidence) of a one-run design: m ≥ 2 canaries, a claimed ε, δ in (0, 0.5),
+    and a bound the audit can report (one of :data:`~.bounds.ONE_RUN_METHODS`)."""
+    m = check_positive_int("canaries", canaries, minimum=2)
+    eps = check_claimed_epsilon(claimed_epsilon)
+    d = check_in_range("delta", delta, 0.0, 0.5)
+    level = check_confidence(confidence)
+    check_method(method, ONE_RUN_METHODS)
+    return m, eps, d, level
+
+
 def choose_k(
     canaries: int,
     claimed_epsilon: float,
@@ -164,13 +177,7 @@ def choose_k(
     bound (``method``, one of :data:`~.bounds.ONE_RUN_METHODS`) the audit will report and
     the rule's number of sides.
     """
-    m = check_positive_int("canaries", canaries, minimum=2)
-    eps = check_claimed_epsilon(claimed_epsilon)
-    d = check_in_range("delta", delta, 0.0, 0.5)
-    level = check_confidence(confidence)
-    if method not in ONE_RUN_METHODS:
-        allowed = ", ".join(repr(name) for name in ONE_RUN_METHODS)
-        raise InvalidInputError(f"method must be one of {allowed}. Found {method!r}.")
+    m, eps, d, level = _checked_design(canaries, claimed_epsilon, delta, confidence, method)
     return _chosen(m, eps, d, level, method, _check_sides(sides))
 
 
@@ -213,11 +220,8 @@ def given_k(
 ) -> ChosenK:
     """The record of a k fixed by the audit's design (1 ≤ k ≤ m/2), with the right guesses and
     the bound expected for a Gaussian trainer exactly at the claim (see the module)."""
-    m = check_positive_int("canaries", canaries, minimum=2)
+    m, eps, d, level = _checked_design(canaries, claimed_epsilon, delta, confidence, method)
     kk = check_positive_int("k", k, minimum=1)
-    eps = check_claimed_epsilon(claimed_epsilon)
-    d = check_in_range("delta", delta, 0.0, 0.5)
-    level = check_confidence(confidence)
     if 2 * kk > m:
         raise InvalidInputError(f"k must be at most half the canaries ({m // 2}). Found {kk}.")
     n_sides = _check_sides(sides)
