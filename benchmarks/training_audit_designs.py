@@ -49,7 +49,7 @@ from epsstar.audit.training_audit.canaries import Crafting
 from epsstar.audit.training_audit.procedure import FunctionProcedure, Procedure
 from epsstar.audit.training_audit.threat_models import ThreatModelName
 from epsstar.plumbing.runtime.threads import apply_threads, choose_threads
-from epsstar.statistics.readings.conversions import gdp_epsilon
+from epsstar.statistics.auditing.group_privacy import group_claim
 from epsstar.training.threat_models.own_trainer import OwnTrainer, parameter_count
 from epsstar.training.trainer import TrainingConfig
 
@@ -160,9 +160,9 @@ def _audit(
     seconds = time.perf_counter() - start
     (audited,) = result.threat_models
     assert audited.one_run is not None
-    mu = audited.one_run.mu_lower / design.repeats
-    gdp = gdp_epsilon(result.delta, mu) if mu > 0 else 0.0
-    return audited.epsilon_lower_bound / design.repeats, gdp, seconds
+    group = group_claim(result.claimed_epsilon, result.delta, design.repeats)
+    per_record = group.per_record(audited.epsilon_lower_bound)
+    return per_record, group.per_record_gdp(audited.one_run.mu_lower), seconds
 
 
 def main() -> None:
