@@ -306,6 +306,10 @@ def test_bad_designs_of_a_function_are_refused_in_one_line(
             ],
             "threat models that see the final model only. Found 'gradient'.",
         ),
+        (
+            ["--epochs", "1", "--target-epsilon", "1", "--train-records", "0"],
+            "it needs at least --batch-size (64) of them. Found 0.",
+        ),
     ],
 )
 def test_bad_designs_of_a_command_or_the_own_trainer_are_refused_in_one_line(

@@ -45,6 +45,7 @@ from epsstar.audit.training_audit.threat_models import (
     registered_threat_models,
     threat_model,
 )
+from epsstar.exceptions import InvalidInputError
 from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.losses import MAX_ABS_LOGIT, compute_losses
@@ -107,7 +108,15 @@ def parameter_count(n_features: int, n_classes: int, hidden: tuple[int, ...]) ->
 
 @functools.lru_cache(maxsize=8)
 def _plan(config: TrainingConfig, n_records: int) -> PrivacyPlan | None:
-    """σ for a run of ``n_records`` (the σ search is slow; runs of one size share it)."""
+    """σ for a run of ``n_records`` (the σ search is slow; runs of one size share it). Every
+    run's batches are drawn at the rate batch / ``n_records``, the rows of ``--train`` it holds
+    (the canaries it adds change that count from run to run), so it needs a batch's worth."""
+    if config.batch_size > n_records:
+        raise InvalidInputError(
+            f"epsstar's own trainer draws each batch from the rows of --train every run holds "
+            f"(--train-records sets them): it needs at least --batch-size ({config.batch_size}) "
+            f"of them. Found {n_records}."
+        )
     return plan_privacy(config, n_records)
 
 
