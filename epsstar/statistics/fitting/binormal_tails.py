@@ -115,7 +115,9 @@ class BinormalTailed(_BodyWithTails):
         tail_scale: float = 1.0,
         fit_share: float = BINORMAL_FIT_SHARE,
     ) -> BinormalTailed:
-        """Fit one side against ``reference`` (a fit to the pooled sample)."""
+        """Fit one side against ``reference`` (a fit to the pooled sample). A summary of
+        losses too many to hold keeps only its most extreme values, and is refused when its
+        ``fit_share`` is more than those."""
         fit_share = check_in_range("fit_share", fit_share, 0.0, 0.5)
         ends = _split(values, tail_size, tail_scale)
         k = ends.k

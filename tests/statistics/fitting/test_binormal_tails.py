@@ -16,6 +16,7 @@ from epsstar.statistics.fitting.binormal_tails import (
     truncated_normal_shift,
 )
 from epsstar.statistics.fitting.tails import fit_relative_tails
+from epsstar.statistics.summaries.loss_sketch import sketch_losses
 from tests.statistics.fitting.test_tails import _check_consistent
 
 
@@ -92,6 +93,18 @@ def test_fit_share_is_checked_and_moves_the_fit() -> None:
     narrow, _ = fit_binormal_tails(train, population, fit_share=0.05)
     wide, _ = fit_binormal_tails(train, population, fit_share=BINORMAL_FIT_SHARE)
     assert narrow.shift_low != wide.shift_low
+
+
+def test_a_summary_without_the_fitted_share_is_refused_in_one_line() -> None:
+    # A summary keeps its k most extreme values exactly; the shift needs a quarter of them.
+    rng = np.random.default_rng(8)
+    train, population = rng.normal(0.0, 1.0, 4000), rng.normal(0.5, 1.0, 4000)
+    sketch = sketch_losses(train, 400, bins=512)
+    with pytest.raises(
+        InvalidInputError, match="keeps its 400 most extreme.*Found a request for 1001"
+    ):
+        fit_binormal_tails(sketch, population)
+    assert fit_binormal_tails(sketch, population, fit_share=0.04)[0].n == 4000
 
 
 def test_json_names_the_model_and_its_shifts() -> None:
