@@ -17,8 +17,8 @@ the model is the binormal ROC curve of signal detection (equal variances), whate
 losses are on. The shift ``m`` is the maximum-likelihood mean of a unit-variance normal
 truncated at the side's :data:`BINORMAL_FIT_SHARE` quantile, fitted to the normal scores of
 that share of its most extreme records: under the model the whole share is a shifted normal,
-and fitting it there instead of on the ``k`` records of the tail alone cuts the shift's noise
-several times, which extrapolating three decades below the data multiplies.
+and fitting it there instead of on the ``k`` records of the tail alone cuts the noise of the
+shift, which extrapolating three decades below the data multiplies.
 
 Neither model is right for every shape, and at 10,000 records a side the data cannot tell
 them apart reliably (docs/accuracy.md, "Weak leaks: the Gaussian mechanism's shape"): the
