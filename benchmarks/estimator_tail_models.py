@@ -1,0 +1,201 @@
+"""Power tails (the default's) against binormal tails, on the Gaussian mechanism's shape and on
+the Epsilon* paper's Appendix-B Gamma pairs.
+
+Both tail models extrapolate each side's tail from a pooled generalised-Pareto-tailed fit ``G``:
+the default makes it a power of ``G`` (a power ROC curve,
+:mod:`epsstar.statistics.fitting.tails`), the binormal model a normal shift on the normal-score
+scale ``Φ⁻¹(G)`` (a binormal ROC curve, :mod:`epsstar.statistics.fitting.binormal_tails`).
+Cells, each with its exact Epsilon* at δ:
+
+- gaussian: N(0, 1) against N(μ, 1), μ ∈ {0.1, 0.25, 0.5, 1}, n = 10,000 a side,
+  δ = 1/(n ln n) (the cells of ``estimator_discrete.py --cells gaussian``);
+- gamma: Gamma(2, scale 5) against Gamma(2 + d, scale 5), d ∈ {0, 1, 2, 3}, n ∈ {1e3, 1e4},
+  δ ∈ {1e-5, 1e-3} (the cells of ``appendix_b.py``).
+
+Estimators, on the same draws and the same random halves:
+
+- ``tails-tested``: the default (``epsilon_star``); ``tails-crossfit`` its cross-fitted
+  estimate before the leak test (its ``untested_epsilon``);
+- ``binormal-tested``: the same held-out leak test, then the cross-fitted estimate of the
+  binormal tails (``crossfit_epsilon`` with ``fit_binormal_tails``); ``binormal-crossfit``
+  without the test.
+
+Prints per cell and estimator the mean, the mean error against the truth, the sd, the share of
+audits above the truth + 0.25 (and above 0.1 where the truth is 0); then, per cell, how often
+the lower tails' likelihood (both sides, on their most extreme quarter, one parameter per side
+and model) prefers the binormal model: whether the data could choose between the two.
+
+    python benchmarks/estimator_tail_models.py --repeats 50 --cells gaussian --workers 1
+    python benchmarks/estimator_tail_models.py --repeats 10 --cells gamma
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+import warnings
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special, stats
+
+from epsstar import __version__
+from epsstar.cli.common.text_table import aligned_table
+from epsstar.statistics.estimators.crossfit import crossfit_epsilon
+from epsstar.statistics.estimators.estimator import default_delta, epsilon_star
+from epsstar.statistics.estimators.methods import DEFAULT_LEVEL
+from epsstar.statistics.estimators.optimizer import parametric_supremum
+from epsstar.statistics.fitting.binormal_tails import (
+    BINORMAL_FIT_SHARE,
+    fit_binormal_tails,
+    truncated_normal_shift,
+)
+from epsstar.statistics.fitting.tails import TailedEmpirical
+
+ESTIMATORS = ("tails-tested", "binormal-tested", "tails-crossfit", "binormal-crossfit")
+Sampler = Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A pair of known laws at one size and δ: how to draw them, and the exact Epsilon*."""
+
+    name: str
+    n: int
+    delta: float
+    draw: Sampler
+    truth: float
+
+
+def _gaussian(mu: float) -> list[Cell]:
+    n = 10_000
+    delta = default_delta(n)
+
+    def draw(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        return rng.normal(0.0, 1.0, n), rng.normal(mu, 1.0, n)
+
+    truth = parametric_supremum(stats.norm(0.0, 1.0), stats.norm(mu, 1.0), delta).epsilon
+    return [Cell(f"gaussian mu={mu:g}", n, delta, draw, truth)]
+
+
+def _gamma(d: int) -> list[Cell]:
+    def draw(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        return rng.gamma(2.0, 5.0, n), rng.gamma(2.0 + d, 5.0, n)
+
+    train, population = stats.gamma(2.0, scale=5.0), stats.gamma(2.0 + d, scale=5.0)
+    return [
+        Cell(f"gamma d={d}", n, delta, draw, parametric_supremum(train, population, delta).epsilon)
+        for n in (1_000, 10_000)
+        for delta in (1e-5, 1e-3)
+    ]
+
+
+CELLS: dict[str, list[Cell]] = {
+    "gaussian": [cell for mu in (0.1, 0.25, 0.5, 1.0) for cell in _gaussian(mu)],
+    "gamma": [cell for d in (0, 1, 2, 3) for cell in _gamma(d)],
+}
+
+
+def _lower_tail_preference(train: np.ndarray, population: np.ndarray) -> float:
+    """Log-likelihood of the binormal model minus the power model's, on both sides' lowest
+    :data:`BINORMAL_FIT_SHARE` of records (one fitted parameter per side and model; the
+    pooled density's terms, common to both, left out)."""
+    reference = TailedEmpirical.fit(np.concatenate([train, population]))
+    difference = 0.0
+    for side in (train, population):
+        values = np.sort(side)
+        wide = math.floor(BINORMAL_FIT_SHARE * values.size)
+        levels = reference.logcdf(values[: wide + 1])
+        excess = levels[wide] - levels[:wide]
+        excess = excess[np.isfinite(excess)]
+        power = excess.size * (math.log(excess.size / excess.sum()) - 1.0) + excess.sum()
+        scores = special.ndtri_exp(np.minimum(levels, 0.0))
+        cut = float(scores[wide])
+        shift = truncated_normal_shift(scores[:wide], cut)
+
+        def log_likelihood(m: float, z: np.ndarray = scores[:wide], cut: float = cut) -> float:
+            return float(np.sum(-0.5 * (z - m) ** 2) - z.size * special.log_ndtr(cut - m))
+
+        difference += log_likelihood(shift) - log_likelihood(0.0) - power
+    return difference
+
+
+def one_repeat(job: tuple[str, int, int, int]) -> list[float]:
+    """Each estimator's Epsilon* on one draw of a cell, then the likelihood preference."""
+    group, index, repeat, seed = job
+    cell = CELLS[group][index]
+    rng = np.random.default_rng([seed, cell.n, repeat, index, len(group)])
+    train, population = cell.draw(rng, cell.n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        default = epsilon_star(train, population, delta=cell.delta, seed=repeat)
+        binormal = crossfit_epsilon(
+            train, population, cell.delta, fit_binormal_tails, seed=repeat
+        ).epsilon
+    assert default.leak_test is not None
+    assert default.untested_epsilon is not None
+    leak = default.leak_test.p_value < DEFAULT_LEVEL
+    return [
+        default.epsilon,
+        binormal if leak else 0.0,
+        default.untested_epsilon,
+        binormal,
+        _lower_tail_preference(train, population),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cells", nargs="+", default=list(CELLS), choices=list(CELLS))
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    print(f"epsstar {__version__}; repeats={args.repeats} seed={args.seed}\n")
+    start = time.perf_counter()
+    header = ["cell", "n", "delta", "true eps*", "estimator", "mean", "error", "sd"]
+    rows = [[*header, "> truth+0.25", "> 0.1"]]
+    preferences = [["cell", "n", "delta", "binormal likelier (lower tails)"]]
+    with ProcessPoolExecutor(args.workers) as pool:
+        for group in args.cells:
+            for index, cell in enumerate(CELLS[group]):
+                jobs = [(group, index, r, args.seed) for r in range(args.repeats)]
+                found = np.array(list(pool.map(one_repeat, jobs)))
+                for column, name in enumerate(ESTIMATORS):
+                    values = found[:, column]
+                    rows.append(
+                        [
+                            cell.name,
+                            f"{cell.n:,}",
+                            f"{cell.delta:.2g}",
+                            f"{cell.truth:.3f}",
+                            name,
+                            f"{values.mean():.3f}",
+                            f"{values.mean() - cell.truth:+.3f}",
+                            f"{values.std(ddof=1):.3f}",
+                            f"{np.mean(values > cell.truth + 0.25):.0%}",
+                            f"{np.mean(values > 0.1):.0%}" if cell.truth == 0 else "",
+                        ]
+                    )
+                preferences.append(
+                    [
+                        cell.name,
+                        f"{cell.n:,}",
+                        f"{cell.delta:.2g}",
+                        f"{np.mean(found[:, -1] > 0):.0%}",
+                    ]
+                )
+                print(f"  done {cell.name} n={cell.n:,} delta={cell.delta:.2g}", flush=True)
+    print()
+    print(aligned_table(rows))
+    print()
+    print(aligned_table(preferences))
+    print(f"\n{time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
