@@ -53,7 +53,7 @@ from epsstar.statistics.attacks.extraction import (
     normalised_edit_distances,
 )
 
-__all__ = ["MOST_EXTRACTED", "extraction"]
+__all__ = ["MOST_EXTRACTED", "check_fits", "extraction"]
 
 #: The training records listed as the most readily extracted.
 MOST_EXTRACTED: Final = 10
@@ -199,6 +199,17 @@ def _most_extracted(
     )
 
 
+def check_fits(model: TextModel, settings: ExtractionSettings) -> None:
+    """Refuse a prefix and a suffix longer together than the model's context."""
+    context = model.info.context
+    if settings.tokens > context:
+        raise InvalidInputError(
+            f"--extraction-prefix + --extraction-suffix must fit the model's context of "
+            f"{context} tokens. Found {settings.extraction_prefix} + "
+            f"{settings.extraction_suffix} = {settings.tokens}."
+        )
+
+
 def extraction(
     model: TextModel,
     tables: TextTables,
@@ -210,13 +221,7 @@ def extraction(
     see the module docstring), its rates' intervals at ``confidence``."""
     settings = tables.extraction
     assert settings is not None
-    context = model.info.context
-    if settings.tokens > context:
-        raise InvalidInputError(
-            f"--extraction-prefix + --extraction-suffix must fit the model's context of "
-            f"{context} tokens. Found {settings.extraction_prefix} + "
-            f"{settings.extraction_suffix} = {settings.tokens}."
-        )
+    check_fits(model, settings)
     tested = [
         _tested(model, tables, role, count, seed) for role, count in zip(_ROLES, rows, strict=True)
     ]

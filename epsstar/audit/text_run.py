@@ -70,7 +70,7 @@ from epsstar.audit.output.text_result import (
     WindowsUsed,
     excerpt,
 )
-from epsstar.audit.text_extraction import extraction
+from epsstar.audit.text_extraction import check_fits, extraction
 from epsstar.exceptions import InputFileError, InvalidInputError, SuspectDataWarning
 from epsstar.plumbing.files.digests import sha256_of, sha256_of_bytes
 from epsstar.plumbing.runtime.threads import chosen_threads
@@ -456,6 +456,8 @@ def audit_text(run: TextRun) -> AuditResult:
     started = time.perf_counter()
     train_scan, population_scan, digests = _scans(run.tables)
     model, loader, device = _loaded(run.model, "model")
+    if run.tables.extraction is not None:
+        check_fits(model, run.tables.extraction)
     loaded = time.perf_counter()
     plan = _plan(run.attack, run.tables.batch_size)
     ran_on = None
