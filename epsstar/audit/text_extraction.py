@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 
 from epsstar.audit.data.extraction_settings import ExtractionSettings
 from epsstar.audit.data.reading import Role
-from epsstar.audit.data.text_records import TextTables, read_rows
+from epsstar.audit.data.text_records import DEFAULT_TEXT_BATCH, TextTables, read_rows
 from epsstar.audit.model.text_model import TextModel
 from epsstar.audit.output.text_result import (
     ExtractedRecord,
@@ -53,10 +53,14 @@ from epsstar.statistics.attacks.extraction import (
     normalised_edit_distances,
 )
 
-__all__ = ["MOST_EXTRACTED", "check_fits", "extraction"]
+__all__ = ["CONTINUATIONS_PER_CALL", "MOST_EXTRACTED", "check_fits", "extraction"]
 
 #: The training records listed as the most readily extracted.
 MOST_EXTRACTED: Final = 10
+#: Sampled continuations per model call, whatever ``--batch-size``: each call's generator is
+#: seeded from ``--seed`` and the call's first record, so the draws depend on the seed alone;
+#: a call holds no more tokens than a scoring call of the text audit's default batch.
+CONTINUATIONS_PER_CALL: Final = DEFAULT_TEXT_BATCH
 _ROLES: tuple[Role, Role] = ("train", "population")
 
 
@@ -145,12 +149,11 @@ def _run(
     )
 
 
-def _found(
-    model: TextModel, tested: _Tested, settings: ExtractionSettings, batch: int, seed: int
-) -> _Found:
-    """:func:`_run` over ``tested`` in batches of at most ``batch`` sampled continuations,
-    each batch's generator seeded from ``seed`` and where the batch starts."""
-    step = max(1, batch // settings.extraction_samples)
+def _found(model: TextModel, tested: _Tested, settings: ExtractionSettings, seed: int) -> _Found:
+    """:func:`_run` over ``tested`` in batches of at most :data:`CONTINUATIONS_PER_CALL`
+    sampled continuations, each batch's generator seeded from ``seed`` and where the batch
+    starts."""
+    step = max(1, CONTINUATIONS_PER_CALL // settings.extraction_samples)
     parts = [
         _run(model, tested.ids[start : start + step], settings, _batch_seed(seed, start))
         for start in range(0, tested.ids.shape[0], step)
@@ -226,8 +229,7 @@ def extraction(
         _tested(model, tables, role, count, seed) for role, count in zip(_ROLES, rows, strict=True)
     ]
     found = [
-        _found(model, side, settings, tables.batch_size, _batch_seed(seed, index))
-        for index, side in enumerate(tested)
+        _found(model, side, settings, _batch_seed(seed, index)) for index, side in enumerate(tested)
     ]
     train, population = (_measures(side, settings) for side in found)
     rates = tuple(

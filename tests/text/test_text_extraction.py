@@ -31,6 +31,9 @@ def memoriser(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny GPT-2 trained for 40 epochs on 10 records written 5 times each (duplicated
     records are what models memorise first), beside 50 population records: it repeats
     every training suffix. The folder holds ``model/``, ``train.jsonl`` and ``pop.jsonl``."""
+    import torch
+
+    torch.set_num_threads(1)  # the model is tiny: threads only contend on a shared machine
     folder = tmp_path_factory.mktemp("memoriser")
     train = sentences(DISTINCT, 0) * COPIES
     population = sentences(DISTINCT * COPIES, 1000)
@@ -275,3 +278,32 @@ def test_a_prefix_and_suffix_beyond_the_context_are_refused(
     assert code == 2
     assert err.strip().endswith("the model's context of 64 tokens. Found 60 + 8 = 68.")
     assert not (tmp_path / "a.json").exists()
+
+
+def test_the_draws_depend_on_the_seed_not_on_the_batch_size(memoriser: Path) -> None:
+    from epsstar.audit.data.extraction_settings import ExtractionSettings
+    from epsstar.audit.data.text_records import TextTables
+    from epsstar.audit.text_extraction import extraction
+
+    model = _loaded(memoriser / "model")
+    settings = ExtractionSettings(PREFIX, SUFFIX, extraction_samples=3, extraction_temperature=2.0)
+    found = [
+        extraction(
+            model,
+            TextTables(
+                memoriser / "train.jsonl",
+                memoriser / "pop.jsonl",
+                "text",
+                batch,
+                extraction=settings,
+            ),
+            (DISTINCT * COPIES, DISTINCT * COPIES),
+            seed,
+            0.95,
+        ).to_dict()
+        for batch, seed in ((1, 0), (16_384, 0), (1, 1))
+    ]
+    assert found[0] == found[1]
+    sampled = [document["rates"][2]["train"]["count"] for document in found]
+    assert 0 < sampled[0] < DISTINCT * COPIES
+    assert sampled[0] != sampled[2]
