@@ -236,7 +236,7 @@ MESSAGES: list[tuple[str, dict[str, object], str]] = [
     (
         "ExtractionSettings",
         {"extraction_temperature": 0},
-        "extraction_temperature must be in (0, 100]. Found 0.",
+        "extraction_temperature must be in (0, inf). Found 0.",
     ),
     ("PremiseSettings", {"top_records": -1}, "top_records must be an integer ≥ 0. Found -1."),
     (

@@ -8,6 +8,7 @@ Each field is named as its command-line option, and checked when the record is b
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -49,7 +50,7 @@ class ExtractionSettings(JsonRecord):
     )
     extraction_temperature: float = field(
         default=1.0,
-        metadata={**constraint(InRange(0.0, 100.0, "right")), **json_rule(name="temperature")},
+        metadata={**constraint(InRange(0.0, math.inf)), **json_rule(name="temperature")},
     )
     extraction_top_k: int = field(
         default=40, metadata={**constraint(WholeNumber()), **json_rule(name="top_k")}
