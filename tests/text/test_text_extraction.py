@@ -1,12 +1,12 @@
 """What a language model repeats (``epsstar audit --text-column ... --extraction``,
-docs/text.md "What the model repeats"): the arithmetic against references, the greedy and
-sampled continuations against ``generate`` and against sampling itself, and the audit end
-to end on a model that memorised its records (the untrained model's audit in
-test_text_audit.py runs the extraction test too, and passes its gate)."""
+docs/text.md "What the model repeats"): the probability of a token under top-k sampling in
+closed form, the greedy and sampled continuations against ``generate`` and against sampling
+itself, and the audit end to end on a model that memorised its records (the untrained
+model's audit in test_text_audit.py runs the extraction test too, and passes its gate);
+the arithmetic is tested in tests/statistics/attacks/test_extraction.py."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 from collections.abc import Callable
@@ -19,7 +19,6 @@ from tiny_lm import TinyCorpus, fine_tune, sentences, tiny_model, tokenizer_for,
 
 from epsstar.audit.model.loading import ModelFile
 from epsstar.audit.model.text_model import Sampling, TextModel
-from epsstar.statistics.attacks.extraction import discoverable, edit_distance
 from tests.conftest import invoke
 
 #: The memorising model's training file: these many distinct records, each this many times.
@@ -58,37 +57,6 @@ def _records(model: TextModel, texts: list[str], n: int) -> np.ndarray:
     """The first ``n`` texts with at least a prefix and a suffix, cut to them."""
     ids = [x[: PREFIX + SUFFIX] for x in model.tokenize(texts) if x.size >= PREFIX + SUFFIX]
     return np.stack(ids[:n])
-
-
-def _reference_distance(a: list[int], b: list[int]) -> int:
-    """Levenshtein's recursion, cell by cell."""
-    table = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
-    for i, j in itertools.product(range(1, len(a) + 1), range(1, len(b) + 1)):
-        table[i][j] = min(
-            table[i - 1][j] + 1, table[i][j - 1] + 1, table[i - 1][j - 1] + (a[i - 1] != b[j - 1])
-        )
-    return table[-1][-1]
-
-
-def test_the_edit_distance_is_levenshtein_s() -> None:
-    rng = np.random.default_rng(0)
-    pairs = [([], []), ([], [1, 2]), ([3], []), ([1, 2, 3], [1, 2, 3]), ([1, 2, 3], [3, 2, 1])]
-    pairs += [
-        (rng.integers(0, 4, rng.integers(0, 12)).tolist(), rng.integers(0, 4, 10).tolist())
-        for _ in range(200)
-    ]
-    for a, b in pairs:
-        assert edit_distance(a, b) == _reference_distance(a, b), (a, b)
-
-
-def test_the_n_p_rule_is_one_minus_the_chance_that_every_sample_misses() -> None:
-    # p_z = 0.1: 10 samples find the suffix with 1 − 0.9^10 = 0.651, 6 samples with 0.469
-    log_p_z = np.array([math.log(0.1), math.log(0.1), -math.inf, math.log(1e-12)])
-    assert discoverable(log_p_z, 10, 0.5).tolist() == [True, True, False, False]
-    assert discoverable(log_p_z, 6, 0.5).tolist() == [False, False, False, False]
-    # tiny p_z exactly: 1 − (1 − 1e−12)^(10^12) = 1 − 1/e
-    assert discoverable(np.log([1e-12]), 10**12, 0.632).tolist() == [True]
-    assert discoverable(np.log([1e-12]), 10**12, 0.633).tolist() == [False]
 
 
 def test_a_token_s_sampled_probability_is_its_renormalised_top_k_share() -> None:

@@ -31,6 +31,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from epsstar.exceptions import InvalidInputError
 from epsstar.plumbing.records.json_records import JsonRecord, json_property
 from epsstar.statistics._validation import FloatArray, check_confidence, check_positive_int
 
@@ -78,7 +79,7 @@ def normalised_edit_distances(
     """The edit distance of each row of ``continuations`` ``(rows, S)`` to the same row of
     ``suffixes`` ``(rows, S)``, over the suffix's ``S`` tokens."""
     if continuations.shape != suffixes.shape or continuations.ndim != 2:
-        raise ValueError(
+        raise InvalidInputError(
             f"continuations and suffixes must be (rows, tokens) arrays of one shape. Found "
             f"{continuations.shape} and {suffixes.shape}."
         )
@@ -126,7 +127,7 @@ def rate(count: int, records: int, confidence: float) -> Rate:
     trials = check_positive_int("records", records)
     successes = check_positive_int("count", count, minimum=0)
     if successes > trials:
-        raise ValueError(f"count must be at most records ({trials}). Found {successes}.")
+        raise InvalidInputError(f"count must be at most records ({trials}). Found {successes}.")
     level = check_confidence(confidence)
     lower, upper = proportion_confint(successes, trials, alpha=1.0 - level, method="beta")
     lower = 0.0 if successes == 0 else float(lower)
