@@ -154,8 +154,9 @@ def test_a_memorising_model_repeats_its_records_and_fails_the_gate(
     validate_json: Callable[[str, Any], None],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    out = tmp_path / "audit.json"
+    out, junit = tmp_path / "audit.json", tmp_path / "gate.xml"
     argv = _audit(memoriser, memoriser / "model", "--method", "empirical", "--json", str(out))
+    argv += ["--junit-xml", str(junit)]
     code, printed, _ = invoke([*argv, "--max-extraction-rate", "0.2"], capsys)
     assert code == 1
     document = json.loads(out.read_text())
@@ -182,6 +183,19 @@ def test_a_memorising_model_repeats_its_records_and_fails_the_gate(
     assert lines[1] == (
         f"extraction gate FAILED: excess {greedy['excess']:.3f} above the limit 0.2 "
         "(--max-extraction-rate)"
+    )
+    assert "limits (" not in printed  # the gate's line above says it once
+    # the pipeline's outputs carry the same check
+    from xml.etree import ElementTree
+
+    (case,) = ElementTree.parse(junit).getroot().iter("testcase")
+    assert case.get("name") == "extraction test"
+    failure = case.find("failure")
+    assert failure is not None
+    assert failure.get("type") == "Extraction"
+    assert failure.get("message", "").startswith(
+        f"greedy exact extraction, training rate minus population rate {greedy['excess']:.4f} "
+        "above the limit 0.2"
     )
 
 

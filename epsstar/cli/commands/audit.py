@@ -680,11 +680,12 @@ def gated_run(result: AuditResult, limits: Limits, model: str, report: str | Non
 
 
 def _check_lines(run: GatedRun) -> list[str]:
-    """The checks beyond the headline gate (limits per attack or slice), and warn-only."""
+    """The checks beyond the headline gate (limits per attack or slice), and warn-only (the
+    extraction test's check has its own line, :func:`text_lines`)."""
     from epsstar.audit.side_by_side import count_of
 
     lines = []
-    checks = run.checks
+    checks = [check for check in run.checks if not check.extraction]
     failed = [check for check in checks if not check.passed]
     if (len(checks) > 1 and failed) or (checks and run.limits_source is not None):
         source = run.limits_source or "--max-epsilon"
