@@ -17,7 +17,9 @@ the same steps:
    (:func:`~epsstar.audit.attacks.from_losses.audit_losses`; the utility is the next-token
    accuracy), then every attack through the registry (:mod:`epsstar.audit.attacks.run`);
 5. the blind baseline (:mod:`epsstar.audit.attacks.blind_text`) and the most exposed
-   training records of the strongest attack, with excerpts of their text unless hidden.
+   training records of the strongest attack, with excerpts of their text unless hidden;
+6. when asked (``TextTables.extraction``), what the model repeats: the extraction test of
+   :mod:`epsstar.audit.text_extraction`, in this process (refused on a Dask cluster).
 """
 
 from __future__ import annotations
@@ -61,7 +63,14 @@ from epsstar.audit.model.text_model import TextModel, text_model_of
 from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.provenance import EngineRun, Provenance, ReferenceModel, Timings
 from epsstar.audit.output.result import AuditResult
-from epsstar.audit.output.text_result import ExposedRecord, TextAudit, WindowsUsed, excerpt
+from epsstar.audit.output.text_result import (
+    ExposedRecord,
+    Extraction,
+    TextAudit,
+    WindowsUsed,
+    excerpt,
+)
+from epsstar.audit.text_extraction import check_fits, extraction
 from epsstar.exceptions import InputFileError, InvalidInputError, SuspectDataWarning
 from epsstar.plumbing.files.digests import sha256_of, sha256_of_bytes
 from epsstar.plumbing.runtime.threads import chosen_threads
@@ -422,12 +431,33 @@ def _mean_loss_attack(result: AuditResult) -> AuditResult:
     return dataclasses.replace(result, attacks=attacks)
 
 
+def _check_extraction(run: TextRun) -> None:
+    """Refuse the extraction test on a Dask cluster: it runs in this process."""
+    if run.on_dask and run.tables.extraction is not None:
+        assert run.engine is not None
+        raise InvalidInputError(
+            f"the extraction test (--extraction, --max-extraction-rate) runs in this process: "
+            f"drop --engine {run.engine.name} or the extraction options. Found --engine "
+            f"{run.engine.name}."
+        )
+
+
+def _extraction(model: TextModel, run: TextRun, rows: tuple[int, int]) -> Extraction | None:
+    """The extraction test when asked (:mod:`epsstar.audit.text_extraction`)."""
+    if run.tables.extraction is None:
+        return None
+    return extraction(model, run.tables, rows, run.options.seed, run.options.confidence)
+
+
 def audit_text(run: TextRun) -> AuditResult:
     """Audit the language model of ``run`` on its text records (see the module docstring)."""
     _check_attacks(run.attack)
+    _check_extraction(run)
     started = time.perf_counter()
     train_scan, population_scan, digests = _scans(run.tables)
     model, loader, device = _loaded(run.model, "model")
+    if run.tables.extraction is not None:
+        check_fits(model, run.tables.extraction)
     loaded = time.perf_counter()
     plan = _plan(run.attack, run.tables.batch_size)
     ran_on = None
@@ -466,6 +496,7 @@ def audit_text(run: TextRun) -> AuditResult:
     result = _mean_loss_attack(with_attacks(result, run.attack, inputs, run.options))
     baseline = blind_baseline(*_blind(run, (train_scan, population_scan)), run.options)
     result = _premise(result, baseline.premise_holds, baseline.lower_bound.epsilon)
+    repeated = _extraction(model, run, (train_scan.rows, population_scan.rows))
     ended = time.perf_counter()
     seconds = Timings(
         load=round(loaded - started, 3),
@@ -491,5 +522,6 @@ def audit_text(run: TextRun) -> AuditResult:
         exposed=_exposed(result, run, scored.train.tokens),
         record_text=run.record_text,
         blind_baseline=baseline,
+        extraction=repeated,
     )
     return dataclasses.replace(result, provenance=final, text=text)

@@ -23,6 +23,11 @@ padded positions' logits are never computed and the whole ``batch × positions �
 vocabulary`` tensor never exists; on the benchmark's records (docs/text.md) padding and the
 last position of each record were a fifth of the positions.
 
+Under a sampling scheme, each token's log-probability of being drawn is read from the same
+chunks (:func:`~epsstar.loaders.huggingface.continuation.sampled_log_probs`), and
+:meth:`CausalLanguageModel.continue_tokens` continues prefixes under that scheme or greedily
+(:mod:`epsstar.loaders.huggingface.continuation`).
+
 It also meets :class:`~epsstar.audit.model.plugins.LoadedModel` (no features, no classes,
 logits), so that a model folder given to a tabular audit is refused with a clear message.
 """
@@ -36,8 +41,9 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.model.text_model import TextModelInfo, TokenScores
+from epsstar.audit.model.text_model import Sampling, TextModelInfo, TokenScores
 from epsstar.exceptions import InvalidInputError
+from epsstar.loaders.huggingface.continuation import continued, sampled_log_probs
 from epsstar.statistics.names import OutputKind
 
 __all__ = ["CHUNK_NUMBERS", "HEAD_NUMBERS", "CausalLanguageModel", "split_head"]
@@ -123,7 +129,12 @@ class CausalLanguageModel:
         return [np.asarray(ids, dtype=np.int64) for ids in encoded]
 
     def score_tokens(
-        self, ids: NDArray[np.int64], lengths: NDArray[np.int64], *, moments: bool
+        self,
+        ids: NDArray[np.int64],
+        lengths: NDArray[np.int64],
+        *,
+        moments: bool,
+        sampling: Sampling | None = None,
     ) -> TokenScores:
         torch = self._torch
         rows, width = ids.shape
@@ -135,7 +146,7 @@ class CausalLanguageModel:
             tokens = tokens.to(self._device)
             keep = keep_rows.to(self._device)
             targets = tokens[:, 1:][keep]
-            found = self._scored(tokens, keep, targets, moments=moments)
+            found = self._scored(tokens, keep, targets, (moments, sampling))
 
         def shaped(values: Any, dtype: type) -> Any:
             """Back to ``(rows, width − 1)``, 0 at padded positions."""
@@ -145,22 +156,36 @@ class CausalLanguageModel:
             out[keep_rows.numpy()] = values.cpu().numpy()
             return out
 
-        log_probs, correct, mu, sigma = found
+        log_probs, correct, mu, sigma, sampled = found
         return TokenScores(
             shaped(log_probs, np.float64),
             shaped(correct, np.bool_),
             shaped(mu, np.float64),
             shaped(sigma, np.float64),
+            shaped(sampled, np.float64),
         )
 
-    def _scored(self, tokens: Any, keep: Any, targets: Any, *, moments: bool) -> list[Any]:
+    def continue_tokens(
+        self, prefixes: NDArray[np.int64], length: int, *, sampling: Sampling | None, seed: int
+    ) -> NDArray[np.int64]:
+        torch = self._torch
+        generator = torch.Generator(device=self._device)
+        generator.manual_seed(seed)
+        with torch.inference_mode():
+            tokens = torch.from_numpy(np.ascontiguousarray(prefixes, dtype=np.int64))
+            found = continued(self._model, tokens.to(self._device), length, sampling, generator)
+        return np.asarray(found.cpu().numpy(), dtype=np.int64)
+
+    def _scored(
+        self, tokens: Any, keep: Any, targets: Any, asked: tuple[bool, Sampling | None]
+    ) -> list[Any]:
         """:meth:`_chunked` of the positions in ``keep``, their logits computed
         :data:`HEAD_NUMBERS` at a time by the output layer when the model is its body and
         that layer (:func:`split_head`), else read from the model's whole output."""
         torch = self._torch
         if self._head is None:
             logits = self._model(input_ids=tokens, use_cache=False).logits[:, :-1][keep]
-            return self._chunked(logits.float(), targets, moments=moments)
+            return self._chunked(logits.float(), targets, asked)
         body, head = self._head
         hidden = body(input_ids=tokens, use_cache=False).last_hidden_state[:, :-1][keep]
         step = max(1, HEAD_NUMBERS // self._info.vocabulary)
@@ -168,22 +193,25 @@ class CausalLanguageModel:
             self._chunked(
                 head(hidden[start : start + step]).float(),
                 targets[start : start + step],
-                moments=moments,
+                asked,
             )
             for start in range(0, max(1, hidden.shape[0]), step)
         ]
         return [None if part[0] is None else torch.cat(part) for part in zip(*parts, strict=True)]
 
-    def _chunked(self, flat: Any, targets: Any, *, moments: bool) -> list[Any]:
+    def _chunked(self, flat: Any, targets: Any, asked: tuple[bool, Sampling | None]) -> list[Any]:
         """Per row of ``flat`` (one position's logits): the target's log-probability,
-        whether the target is the most likely token, and (``moments``) ``μ`` and ``σ`` of
-        ``log p(v)`` under ``v ∼ p``; :data:`CHUNK_NUMBERS` logits at a time."""
+        whether the target is the most likely token, (``moments``) ``μ`` and ``σ`` of
+        ``log p(v)`` under ``v ∼ p``, and (``sampling``) the target's log-probability of
+        being drawn under it; :data:`CHUNK_NUMBERS` logits at a time."""
         torch = self._torch
+        moments, sampling = asked
         positions, vocabulary = flat.shape
         log_probs = flat.new_empty(positions)
         correct = torch.empty(positions, dtype=torch.bool, device=flat.device)
         mu = flat.new_empty(positions) if moments else None
         sigma = flat.new_empty(positions) if moments else None
+        sampled = None if sampling is None else flat.new_empty(positions)
         step = max(1, CHUNK_NUMBERS // vocabulary)
         for start in range(0, positions, step):
             part = slice(start, start + step)
@@ -197,7 +225,9 @@ class CausalLanguageModel:
                 second = (p * log_p * log_p).sum(dim=-1)
                 mu[part] = mean
                 sigma[part] = (second - mean * mean).clamp_min(0.0).sqrt()
-        return [log_probs, correct, mu, sigma]
+            if sampled is not None and sampling is not None:
+                sampled[part] = sampled_log_probs(flat[part], target, sampling)
+        return [log_probs, correct, mu, sigma, sampled]
 
     # ---------------------------------------------------------------- LoadedModel
 

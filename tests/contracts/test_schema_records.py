@@ -21,6 +21,7 @@ import pytest
 
 from epsstar.audit.data.column_match import ColumnPair
 from epsstar.audit.data.configs.manifest import ManifestEntry
+from epsstar.audit.data.extraction_settings import ExtractionSettings
 from epsstar.audit.data.files import FileDigest
 from epsstar.audit.data.summary_plans import SideSummary, SummaryPlans
 from epsstar.audit.engines.dask_engine import Engine
@@ -59,6 +60,7 @@ from epsstar.audit.training_audit.result import (
 from epsstar.audit.training_audit.threat_models import ThreatModel
 from epsstar.plumbing.records.by_side import BySide
 from epsstar.plumbing.records.json_records import JsonRecord, json_keys
+from epsstar.statistics.attacks.extraction import ExtractionRate, Rate
 from epsstar.statistics.auditing.feasibility import CanaryProjection
 from epsstar.statistics.auditing.group_privacy import GroupClaim
 from epsstar.statistics.auditing.identifiability import IdentifiabilityReading
@@ -118,6 +120,15 @@ RECORDS: dict[tuple[str, str], type] = {
     ("audit", "#/$defs/text_audit/properties/windows"): BySide,
     ("audit", "#/$defs/text_audit/properties/most_exposed/items"): text_result.ExposedRecord,
     ("audit", "#/$defs/text_audit/properties/blind_baseline"): text_result.BlindBaseline,
+    ("audit", "#/$defs/text_extraction"): text_result.Extraction,
+    ("audit", "#/$defs/text_extraction/properties/settings"): ExtractionSettings,
+    ("audit", "#/$defs/text_extraction/properties/records"): BySide,
+    ("audit", "#/$defs/text_extraction/properties/rates/items"): ExtractionRate,
+    ("audit", "#/$defs/text_extraction/properties/most_extracted/items"): (
+        text_result.ExtractedRecord
+    ),
+    ("audit", "#/$defs/extraction_side"): text_result.ExtractionSide,
+    ("audit", "#/$defs/extraction_rate"): Rate,
     ("audit", "#/$defs/slices"): SliceResult,
     ("audit", "#/$defs/slices/properties/slices/items"): SliceRow,
     ("audit", "#/$defs/attack"): AttackResult,

@@ -16,6 +16,7 @@ from typing import Any, cast
 import pytest
 
 from epsstar.audit.attacks.scoring import AttackSettings
+from epsstar.audit.data.extraction_settings import ExtractionSettings
 from epsstar.audit.data.reading import Tables
 from epsstar.audit.data.text_records import TextTables
 from epsstar.audit.options import AuditOptions
@@ -66,6 +67,7 @@ RECORDS: dict[str, tuple[type[Any], Callable[..., object]]] = {
         TextTables,
         lambda **field: TextTables("train.txt", "population.txt", **field),
     ),
+    "ExtractionSettings": (ExtractionSettings, ExtractionSettings),
 }
 
 
@@ -172,6 +174,15 @@ def test_every_record_declares_its_options() -> None:
         "PremiseSettings": ["folds", "group_by", "attribute", "top_records"],
         "Tables": ["label_column", "features", "batch_size", "loss"],
         "TextTables": ["text_column", "batch_size"],
+        "ExtractionSettings": [
+            "extraction_prefix",
+            "extraction_suffix",
+            "extraction_records",
+            "extraction_samples",
+            "extraction_temperature",
+            "extraction_top_k",
+            "max_extraction_rate",
+        ],
     }
 
 
@@ -222,6 +233,11 @@ MESSAGES: list[tuple[str, dict[str, object], str]] = [
     ("Tables", {"features": ()}, "features must name at least one column. Found none."),
     ("Tables", {"label_column": ""}, "label_column must name a column. Found ''."),
     ("PremiseSettings", {"group_by": ""}, "group_by must name a column. Found ''."),
+    (
+        "ExtractionSettings",
+        {"extraction_temperature": 0},
+        "extraction_temperature must be in (0, inf). Found 0.",
+    ),
     ("PremiseSettings", {"top_records": -1}, "top_records must be an integer ≥ 0. Found -1."),
     (
         "PremiseSettings",

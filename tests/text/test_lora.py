@@ -77,10 +77,15 @@ def test_an_adapter_audits_with_its_base_model(
     out = tmp_path / "out.json"
     argv = ["audit", str(folder), "--train", str(corpus.train), "--population"]
     argv += [str(corpus.population), "--text-column", "text", "--quiet", "--json", str(out)]
+    argv += ["--extraction-prefix", "8", "--extraction-suffix", "8", "--extraction-records", "20"]
     assert main([*argv, "--base-model", str(corpus.model)]) == 0
-    recorded = json.loads(out.read_text())["text"]["model"]["adapter"]
+    text = json.loads(out.read_text())["text"]
+    recorded = text["model"]["adapter"]
     assert recorded["base_model"] == str(corpus.model)
     assert recorded["rank"] == 4
+    # the extraction test continues the adapted model's prefixes as any model's
+    assert text["extraction"]["records"]["train"]["drawn"] == 20
+    assert text["extraction"]["rates"][0]["train"]["records"] > 0
 
 
 def test_a_relative_base_path_is_read_from_the_adapter_s_folder(

@@ -70,16 +70,25 @@ def test_a_fine_tuned_model_leaks_and_fails_the_gate(
 
 
 def test_an_untrained_model_shows_no_leak(
-    corpus: TinyCorpus, untrained: Path, tmp_path: Path
+    corpus: TinyCorpus, untrained: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out.json"
     argv = _audit(corpus, untrained, "--json", str(out), "--max-epsilon", "1")
-    assert main(argv) == 0
+    extraction = ["--extraction-prefix", "8", "--extraction-suffix", "8"]
+    assert main([*argv, *extraction, "--max-extraction-rate", "0"]) == 0
     document = json.loads(out.read_text())
     # Random weights cannot tell members from non-members of one source: the estimate stays
     # small and the 95 % lower bound is 0 (this fails if the sides were scored differently).
     assert document["epsilon_star"] <= 0.5
     assert document["epsilon_lower_bound"] == 0
+    # nor does it repeat either side's records: every rate 0 on both, the gate passes at 0
+    repeated = document["text"]["extraction"]
+    for rate in repeated["rates"]:
+        assert rate["train"]["count"] == rate["population"]["count"] == 0, rate
+    assert repeated["records"]["train"]["tested"] > 100
+    assert repeated["passed"] is True
+    said = capsys.readouterr().out
+    assert "extraction gate PASSED: excess 0.000 within the limit 0 " in said
 
 
 def test_the_progress_bar_counts_of_the_records(
@@ -109,10 +118,15 @@ def test_the_progress_bar_counts_of_the_records(
 
 def test_no_record_text_keeps_the_records_out(corpus: TinyCorpus, tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    assert main(_audit(corpus, corpus.model, "--json", str(out), "--no-record-text")) == 0
+    argv = _audit(corpus, corpus.model, "--json", str(out), "--no-record-text")
+    extraction = ["--extraction-prefix", "8", "--extraction-suffix", "8"]
+    assert main([*argv, *extraction, "--extraction-records", "20"]) == 0
     document = json.loads(out.read_text())
     assert document["text"]["record_text"] is False
     assert all(record["excerpt"] is None for record in document["text"]["most_exposed"])
+    extracted = document["text"]["extraction"]["most_extracted"]
+    assert extracted
+    assert all(record["excerpt"] is None for record in extracted)
     raw = out.read_text()
     assert not any(text in raw for text in corpus.train_texts[:20])
 

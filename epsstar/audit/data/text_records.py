@@ -26,6 +26,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from epsstar.audit.data.checks import MAX_SHARED_FRACTION, TableScan, shared_rows
+from epsstar.audit.data.extraction_settings import ExtractionSettings
 from epsstar.exceptions import InputFileError, InsufficientDataError, InvalidInputError
 from epsstar.plumbing.files.json_parsing import parse_json
 from epsstar.plumbing.records.constraints import (
@@ -72,13 +73,15 @@ _NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
 class TextTables:
     """What a text audit reads, checked when built: the training and population files and
     the column of text in them (``None``: both are ``.txt`` files); ``batch_size`` records
-    at most per model call; ``record_text=False`` keeps the records' text out of the result."""
+    at most per model call; ``record_text=False`` keeps the records' text out of the result;
+    ``extraction`` what the extraction test asks (``None``: no extraction test)."""
 
     train: str | os.PathLike[str]
     population: str | os.PathLike[str]
     text_column: str | None = field(default=None, metadata=constraint(Maybe(ColumnName())))
     batch_size: int = field(default=DEFAULT_TEXT_BATCH, metadata=constraint(WholeNumber()))
     record_text: bool = True
+    extraction: ExtractionSettings | None = None
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -12,10 +12,13 @@ under the audit's ``--gate`` rule):
   Epsilon* counted only when its leak test rejects at ``1 − confidence_each`` (rule
   ``significant``). A slice too small to estimate is skipped, not passed.
 
+* the extraction test of a text audit (``--max-extraction-rate``): the training records'
+  greedy exact extraction rate minus the population's, as measured.
+
 An audit whose inputs drew a warning that can hide a leak (``gate_blocked``) fails every
-check, whatever the statistic. These records feed the pipeline outputs (JUnit XML, the
-step summary, workflow annotations) and the exit code. :class:`ModelFigures` holds what
-those outputs show of every audited model, gated or not.
+check of an attack or a slice, whatever the statistic. These records feed the pipeline
+outputs (JUnit XML, the step summary, workflow annotations) and the exit code.
+:class:`ModelFigures` holds what those outputs show of every audited model, gated or not.
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ class GateCheck:
 
     ``slice`` is ``column=value`` for a slice (``None``: the whole data); ``statistic`` is
     ``None`` for a slice too small to estimate (the check is skipped); ``blocked`` holds
-    the warnings that fail the check whatever the statistic.
+    the warnings that fail the check whatever the statistic; ``extraction`` marks the
+    extraction test's check (its ``attack`` is ``extraction``).
     """
 
     model: str
@@ -47,10 +51,13 @@ class GateCheck:
     statistic: float | None
     limit: float
     blocked: tuple[str, ...] = ()
+    extraction: bool = False
 
     @property
     def name(self) -> str:
-        """``attack loss`` or ``attack loss, slice group=a``."""
+        """``attack loss``, ``attack loss, slice group=a`` or ``extraction test``."""
+        if self.extraction:
+            return "extraction test"
         return f"attack {self.attack}" + ("" if self.slice is None else f", slice {self.slice}")
 
     @property
@@ -73,7 +80,7 @@ class GateCheck:
     @property
     def statistic_name(self) -> str:
         """What the check compares with its limit (``Epsilon*``, ``the lower bound``, ...)."""
-        return _STATISTIC[self.rule]
+        return _EXTRACTION_STATISTIC if self.extraction else _STATISTIC[self.rule]
 
     def explanation(self) -> str:
         """One line: what was compared with what, and why it failed if it did."""
@@ -140,6 +147,19 @@ _STATISTIC: dict[GateRule, str] = {
 }
 
 
+_EXTRACTION_STATISTIC = "greedy exact extraction, training rate minus population rate"
+
+
+def _extraction_check(result: AuditResult, model: str) -> list[GateCheck]:
+    """The extraction test's check, when it ran with a limit."""
+    extraction = None if result.text is None else result.text.extraction
+    limit = None if extraction is None else extraction.settings.max_extraction_rate
+    if extraction is None or limit is None:
+        return []
+    excess = extraction.greedy.excess
+    return [GateCheck(model, "extraction", None, "estimate", excess, limit, extraction=True)]
+
+
 def _attack_statistics(result: AuditResult) -> list[tuple[str, float, GateRule]]:
     """Each informative attack's name, gate statistic and rule (an uninformative attack is
     no test of the gate)."""
@@ -179,6 +199,7 @@ def gate_checks(result: AuditResult, limits: Limits, model: str) -> tuple[GateCh
         limit = limits.limit(model, attack)
         if limit is not None:
             checks.append(GateCheck(model, attack, None, rule, statistic, limit, blocked))
+    checks += _extraction_check(result, model)
     slices = result.slices
     if slices is None or not limits.slices_checked:
         return tuple(checks)

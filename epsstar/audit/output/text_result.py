@@ -5,17 +5,21 @@ usual fields (Epsilon* of the mean token loss, the attacks' records) and this re
 model (architecture, context, tokenizer, adapter), the text column, the tokens scored, the
 records longer than the context that were scored in sliding windows, the population records
 also found verbatim among the training records, the blind baseline (whether the premise
-holds: a classifier that sees only the texts cannot tell the two sides apart) and the most
-exposed training records, with text excerpts unless they were hidden (``--no-record-text``).
+holds: a classifier that sees only the texts cannot tell the two sides apart), the most
+exposed training records, with text excerpts unless they were hidden (``--no-record-text``),
+and what the model repeats when asked (:class:`Extraction`, ``--extraction``).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
+from epsstar.audit.data.extraction_settings import ExtractionSettings
 from epsstar.audit.model.text_model import TextModelInfo
 from epsstar.plumbing.records.by_side import BySide
 from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
+from epsstar.statistics.attacks.extraction import ExtractionRate
 from epsstar.statistics.bounds.from_counts import EpsilonLowerBound
 from epsstar.statistics.names import AttackName
 from epsstar.statistics.results import EpsilonStarResult
@@ -24,6 +28,9 @@ __all__ = [
     "EXCERPT_CHARACTERS",
     "BlindBaseline",
     "ExposedRecord",
+    "ExtractedRecord",
+    "Extraction",
+    "ExtractionSide",
     "TextAudit",
     "WindowsUsed",
     "excerpt",
@@ -95,6 +102,65 @@ class BlindBaseline(JsonRecord):
 
 
 @dataclass(frozen=True, slots=True)
+class ExtractionSide(JsonRecord):
+    """The records of one side drawn for the extraction test: how many were drawn, and how
+    many of them were too short for a prefix and a suffix (skipped)."""
+
+    drawn: int
+    too_short: int
+
+    @json_property()
+    def tested(self) -> int:
+        return self.drawn - self.too_short
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedRecord(JsonRecord):
+    """A training record whose suffix the model repeats most readily: its row, ``log p_z``
+    (the log-probability that one sampled continuation of its prefix is its suffix), whether
+    the greedy continuation is its suffix, that continuation's normalised edit distance to
+    it, and an excerpt (``None``: hidden)."""
+
+    row: int
+    log_p_z: float
+    greedy_exact: bool
+    greedy_distance: float
+    excerpt: str | None
+
+    @json_property(after="log_p_z")
+    def p_z(self) -> float:
+        return math.exp(self.log_p_z)
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction(JsonRecord):
+    """What the model repeats (:mod:`epsstar.audit.text_extraction`): the settings, each
+    side's records, each measure's rates on the training records beside the population's,
+    the training records most readily extracted and, with a limit, whether the training
+    records' greedy exact extraction rate exceeds the population's by no more than it."""
+
+    settings: ExtractionSettings
+    sides: tuple[ExtractionSide, ExtractionSide] = field(metadata=json_rule(skip=True))
+    rates: tuple[ExtractionRate, ...]
+    most_extracted: tuple[ExtractedRecord, ...]
+
+    @json_property(name="records", after="settings")
+    def records_by_side(self) -> BySide[ExtractionSide]:
+        return BySide(*self.sides)
+
+    @property
+    def greedy(self) -> ExtractionRate:
+        """The measure the gate reads: greedy exact extraction."""
+        return self.rates[0]
+
+    @json_property()
+    def passed(self) -> bool | None:
+        """The excess of greedy exact extraction within ``max_rate`` (``None``: no limit)."""
+        limit = self.settings.max_extraction_rate
+        return None if limit is None else self.greedy.excess <= limit
+
+
+@dataclass(frozen=True, slots=True)
 class TextAudit(JsonRecord):
     """What is particular to a text audit (see the module docstring)."""
 
@@ -106,6 +172,7 @@ class TextAudit(JsonRecord):
     exposed: tuple[ExposedRecord, ...] = field(default=(), metadata=json_rule(skip=True))
     record_text: bool = True
     blind_baseline: BlindBaseline | None = None
+    extraction: Extraction | None = field(default=None, metadata=json_rule(omit_if_none=True))
 
     @property
     def windowed_records(self) -> int:

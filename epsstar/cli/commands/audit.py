@@ -48,6 +48,7 @@ from epsstar.cli.common.premise_options import (
 from epsstar.cli.common.serving_options import add_serving_options, serving_option
 from epsstar.cli.common.text_options import (
     add_text_options,
+    extraction_failed,
     text_attack,
     text_inputs,
     text_lines,
@@ -195,10 +196,10 @@ def register(subparsers: Any) -> None:
         help=SUMMARY,
         description=SUMMARY + ". " + OUTPUT_FILES + " Exit code: "
         "0 audited and within the gate (or no gate), 1 Epsilon* above "
-        "--max-epsilon, or an audit whose inputs drew a warning that can hide a leak "
-        "(with --max-epsilon), 2 usage or input error, 4 a gate whose premise fails "
-        "(train and population differ without the model; --accept-premise-failure "
-        "reads the gate anyway).",
+        "--max-epsilon, a text audit's extraction above --max-extraction-rate, or an audit "
+        "whose inputs drew a warning that can hide a leak (with --max-epsilon), 2 usage or "
+        "input error, 4 a gate whose premise fails (train and population differ without the "
+        "model; --accept-premise-failure reads the gate anyway).",
     )
     parser.add_argument(
         "model",
@@ -656,6 +657,7 @@ def run(args: argparse.Namespace) -> int:
     annotate(gated, json_on_stdout=args.json == "-")
     # limits from a file: its checks decide; else the audit's own gate (the same verdict)
     failed = gated.failed if limits.source is not None else result.passed is False
+    failed = failed or extraction_failed(result)
     if premise_blocks_gate(result, args.accept_premise_failure) and not gated.warn_only:
         return EXIT_PREMISE_FAILED
     return EXIT_GATE_FAILED if failed and not gated.warn_only else EXIT_OK
@@ -678,11 +680,12 @@ def gated_run(result: AuditResult, limits: Limits, model: str, report: str | Non
 
 
 def _check_lines(run: GatedRun) -> list[str]:
-    """The checks beyond the headline gate (limits per attack or slice), and warn-only."""
+    """The checks beyond the headline gate (limits per attack or slice), and warn-only (the
+    extraction test's check has its own line, :func:`text_lines`)."""
     from epsstar.audit.side_by_side import count_of
 
     lines = []
-    checks = run.checks
+    checks = [check for check in run.checks if not check.extraction]
     failed = [check for check in checks if not check.passed]
     if (len(checks) > 1 and failed) or (checks and run.limits_source is not None):
         source = run.limits_source or "--max-epsilon"

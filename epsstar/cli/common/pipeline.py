@@ -220,7 +220,8 @@ def _case(suite: ElementTree.Element, check: GateCheck, model: GatedModel) -> No
             )
         if model.report is not None:
             message += f"; report: {model.report}"
-        failure = ElementTree.SubElement(case, "failure", message=message, type="EpsilonStar")
+        kind = "Extraction" if check.extraction else "EpsilonStar"
+        failure = ElementTree.SubElement(case, "failure", message=message, type=kind)
         failure.text = _failure_text(check, model)
     _system_out(case, model)
 

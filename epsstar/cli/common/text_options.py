@@ -1,6 +1,6 @@
-"""``--text-column``, ``--base-model``, ``--min-k`` and ``--no-record-text`` of ``epsstar
-audit`` (a causal language model audited on text records, docs/text.md), and the summary
-lines of a text audit."""
+"""``--text-column``, ``--base-model``, ``--min-k``, ``--no-record-text`` and the extraction
+test's options of ``epsstar audit`` (a causal language model audited on text records,
+docs/text.md), and the summary lines of a text audit."""
 
 from __future__ import annotations
 
@@ -16,11 +16,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from epsstar.audit.attacks.scoring import AttackSettings
     from epsstar.audit.data.configs.manifest import ManifestEntry
+    from epsstar.audit.data.extraction_settings import ExtractionSettings
     from epsstar.audit.data.text_records import TextTables
     from epsstar.audit.output.result import AuditResult
 
 __all__ = [
     "add_text_options",
+    "extraction_failed",
     "refuse_text_models",
     "text_attack",
     "text_inputs",
@@ -58,6 +60,64 @@ def add_text_options(parser: argparse.ArgumentParser) -> None:
         help="keep the records' text out of the JSON and the report (sensitive corpora): the "
         "most exposed records are named by row only",
     )
+    _add_extraction_options(parser)
+
+
+def _add_extraction_options(parser: argparse.ArgumentParser) -> None:
+    """The extraction test's options; their defaults are :class:`ExtractionSettings`'."""
+    from epsstar.audit.data.extraction_settings import DEFAULT_EXTRACTION as DEFAULT
+
+    parser.add_argument(
+        "--extraction",
+        action="store_true",
+        help="also test what the model repeats: the greedy and sampled continuations of each "
+        "record's prefix against its suffix, on training and population records (any "
+        "--extraction-* option or --max-extraction-rate implies it)",
+    )
+    numbers = (
+        ("--extraction-prefix", int, "N", "tokens of each record given as the prefix"),
+        ("--extraction-suffix", int, "N", "tokens after the prefix the model must repeat"),
+        ("--extraction-records", int, "N", "records of each side tested (a seeded sample)"),
+        ("--extraction-samples", int, "N", "sampled continuations of each prefix"),
+        ("--extraction-temperature", float, "T", "temperature of the sampled continuations"),
+        ("--extraction-top-k", int, "K", "tokens the sampled continuations draw from"),
+    )
+    for flag, kind, metavar, what in numbers:
+        default = getattr(DEFAULT, flag.removeprefix("--").replace("-", "_"))
+        parser.add_argument(
+            flag, type=kind, default=None, metavar=metavar, help=f"{what} (default {default})"
+        )
+    parser.add_argument(
+        "--max-extraction-rate",
+        type=float,
+        default=None,
+        metavar="R",
+        help="release gate: exit 1 when the training records' greedy exact extraction rate "
+        "exceeds the population's by more than R (0 to 1)",
+    )
+
+
+#: The extraction test's options, by the names they are kept under.
+_EXTRACTION_OPTIONS = (
+    "extraction_prefix",
+    "extraction_suffix",
+    "extraction_records",
+    "extraction_samples",
+    "extraction_temperature",
+    "extraction_top_k",
+    "max_extraction_rate",
+)
+
+
+def _extraction(args: argparse.Namespace) -> ExtractionSettings | None:
+    """The extraction test asked for (``None``: none)."""
+    from epsstar.audit.data.extraction_settings import ExtractionSettings
+
+    given = {name: getattr(args, name) for name in _EXTRACTION_OPTIONS}
+    given = {name: value for name, value in given.items() if value is not None}
+    if not (args.extraction or given):
+        return None
+    return ExtractionSettings(**given)
 
 
 def _is_text(args: argparse.Namespace) -> bool:
@@ -85,6 +145,11 @@ def text_tables(args: argparse.Namespace) -> TextTables | None:
             for name, given in (
                 ("--base-model", args.base_model is not None),
                 ("--no-record-text", args.no_record_text),
+                ("--extraction", args.extraction),
+                *[
+                    (f"--{name.replace('_', '-')}", getattr(args, name) is not None)
+                    for name in _EXTRACTION_OPTIONS
+                ],
             )
             if given
         ]
@@ -105,6 +170,7 @@ def text_tables(args: argparse.Namespace) -> TextTables | None:
         args.text_column,
         args.batch_size,
         record_text=not args.no_record_text,
+        extraction=_extraction(args),
     )
 
 
@@ -153,7 +219,38 @@ def text_lines(result: AuditResult) -> list[str]:
         lines.append(
             f"  most exposed training record: row {first.row} ({first.attack} attack){shown}"
         )
+    return lines + _extraction_lines(result)
+
+
+def _extraction_lines(result: AuditResult) -> list[str]:
+    """The extraction test's line (greedy exact extraction, training beside population, and
+    the excess the gate reads) and, with a limit, the gate's."""
+    extraction = None if result.text is None else result.text.extraction
+    if extraction is None:
+        return []
+    greedy, settings = extraction.greedy, extraction.settings
+    train, population = greedy.train, greedy.population
+    lines = [
+        f"  extraction ({settings.extraction_prefix}-token prefix, "
+        f"{settings.extraction_suffix}-token suffix): greedy exact {train.count}/{train.records} "
+        f"training records ({train.rate:.1%}) vs {population.count}/{population.records} "
+        f"population ({population.rate:.1%}), excess {greedy.excess:.3f}"
+    ]
+    limit = settings.max_extraction_rate
+    if limit is not None:
+        verdict = "PASSED" if extraction.passed else "FAILED"
+        relation = "within" if extraction.passed else "above"
+        lines.append(
+            f"  extraction gate {verdict}: excess {greedy.excess:.3f} {relation} the limit "
+            f"{limit:g} (--max-extraction-rate)"
+        )
     return lines
+
+
+def extraction_failed(result: AuditResult) -> bool:
+    """The extraction test's gate failed (``--max-extraction-rate``)."""
+    extraction = None if result.text is None else result.text.extraction
+    return extraction is not None and extraction.passed is False
 
 
 def refuse_text_models(entries: Sequence[ManifestEntry]) -> None:
