@@ -438,6 +438,18 @@ def _small_slices(result: AuditResult) -> tuple[SliceRow, ...]:
     return () if result.slices is None else result.slices.too_small
 
 
+def release_verdict(result: AuditResult) -> str:
+    """The release gate's verdict, as the exit code decides it: FAIL when a gate that was set
+    failed (``--max-epsilon`` or a text audit's ``--max-extraction-rate``), PASS when every gate
+    set passed, NO GATE when none was set."""
+    text = result.text
+    extraction = None if text is None or text.extraction is None else text.extraction.passed
+    verdicts = [passed for passed in (result.passed, extraction) if passed is not None]
+    if not verdicts:
+        return "NO GATE"
+    return "PASS" if all(verdicts) else "FAIL"
+
+
 def audit_context(result: AuditResult, figures: AuditFigures) -> AuditContext:
     """Everything the template shows: the result's fields, its figures drawn as SVG."""
     losses, transformed, tradeoff = figures.losses, figures.transformed, figures.tradeoff
@@ -450,7 +462,7 @@ def audit_context(result: AuditResult, figures: AuditFigures) -> AuditContext:
         if provenance is None or provenance.seconds is None
         else provenance.seconds.steps(),
         epsilon_star_repr=repr(float(result.epsilon_star)),
-        verdict={True: "PASS", False: "FAIL", None: "NO GATE"}[result.passed],
+        verdict=release_verdict(result),
         estimator=figures.estimator,
         charts=Charts(
             loss=loss_chart(losses),

@@ -156,7 +156,8 @@ def test_a_memorising_model_repeats_its_records_and_fails_the_gate(
 ) -> None:
     out, junit = tmp_path / "audit.json", tmp_path / "gate.xml"
     argv = _audit(memoriser, memoriser / "model", "--method", "empirical", "--json", str(out))
-    argv += ["--junit-xml", str(junit)]
+    report = tmp_path / "audit.html"
+    argv += ["--junit-xml", str(junit), "--report", str(report)]
     code, printed, _ = invoke([*argv, "--max-extraction-rate", "0.2"], capsys)
     assert code == 1
     document = json.loads(out.read_text())
@@ -185,6 +186,13 @@ def test_a_memorising_model_repeats_its_records_and_fails_the_gate(
         "(--max-extraction-rate)"
     )
     assert "limits (" not in printed  # the gate's line above says it once
+    # the report's release-gate card agrees with the exit code, though no --max-epsilon was set
+    html = report.read_text(encoding="utf-8")
+    assert 'id="verdict-badge" class="badge fail">FAIL<' in html
+    assert (
+        f"extraction test FAILED: the training records' greedy exact rate exceeds the "
+        f"population's by {greedy['excess']:.3f}, above the limit 0.2" in html
+    )
     # the pipeline's outputs carry the same check
     from xml.etree import ElementTree
 
