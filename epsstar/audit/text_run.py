@@ -492,4 +492,5 @@ def audit_text(run: TextRun) -> AuditResult:
         record_text=run.record_text,
         blind_baseline=baseline,
     )
-    return dataclasses.replace(result, provenance=final, text=text)
+    declared = getattr(model, "declared_privacy", None)
+    return dataclasses.replace(result, provenance=final, text=text, declared_privacy=declared)
