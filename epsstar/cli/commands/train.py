@@ -72,6 +72,23 @@ def _add_standardise_on_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_accountant_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--accountant`` and the bound of the search for σ (:mod:`epsstar.training.accounting`)."""
+    parser.add_argument(
+        "--accountant",
+        choices=ACCOUNTANTS.names,
+        default=ACCOUNTANTS.names[0],
+        help=f"privacy accountant (dp_accounting): {describe_choices(ACCOUNTANTS)}",
+    )
+    parser.add_argument(
+        "--max-noise-multiplier",
+        type=float,
+        default=1000.0,
+        metavar="SIGMA",
+        help="largest noise multiplier the target-epsilon search tries (default 1000)",
+    )
+
+
 def add_training_arguments(
     parser: argparse.ArgumentParser, *, epochs_required: bool = True
 ) -> None:
@@ -140,19 +157,7 @@ def add_training_arguments(
         metavar="W1,W2,...",
         help="hidden layer widths, e.g. 100,100,100; empty (default) trains logistic regression",
     )
-    parser.add_argument(
-        "--accountant",
-        choices=ACCOUNTANTS.names,
-        default=ACCOUNTANTS.names[0],
-        help=f"privacy accountant (dp_accounting): {describe_choices(ACCOUNTANTS)}",
-    )
-    parser.add_argument(
-        "--max-noise-multiplier",
-        type=float,
-        default=1000.0,
-        metavar="SIGMA",
-        help="largest noise multiplier the target-epsilon search tries (default 1000)",
-    )
+    _add_accountant_arguments(parser)
     _add_standardise_on_argument(parser)
     parser.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
     add_device_argument(parser)
