@@ -16,11 +16,13 @@ while training or writing leaves the output folder as it was.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +67,22 @@ class _Start:
     info: TextModelInfo
 
 
+@contextlib.contextmanager
+def _without_bars() -> Iterator[None]:
+    """transformers' progress bars ("Loading weights", "Writing model shards") off: they
+    would break the epochs' lines."""
+    from transformers.utils import logging as transformers_logging
+
+    logging: Any = transformers_logging
+    bars = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if bars:
+            logging.enable_progress_bar()
+
+
 def _start(init: str, device: str) -> _Start:
     folder = Path(init)
     if not folder.is_dir():
@@ -81,10 +99,7 @@ def _start(init: str, device: str) -> _Start:
     import torch
     import transformers
 
-    logging: Any = transformers.utils.logging
-    bars = logging.is_progress_bar_enabled()
-    logging.disable_progress_bar()  # "Loading weights" would break the epochs' lines
-    try:
+    with _without_bars():
         model: Any = transformers.AutoModelForCausalLM.from_pretrained(
             str(folder),
             local_files_only=True,
@@ -96,9 +111,6 @@ def _start(init: str, device: str) -> _Start:
         tokenizer = transformers.AutoTokenizer.from_pretrained(
             str(folder), local_files_only=True, trust_remote_code=False
         )
-    finally:
-        if bars:
-            logging.enable_progress_bar()
     return _Start(folder, model.to(device), tokenizer, info)
 
 
@@ -128,7 +140,8 @@ def _declared(result: TextTrainingResult) -> DeclaredPrivacy:
 def _save(staging: Path, start: _Start, tuned: FineTuned) -> None:
     """The model or the adapter, and the tokenizer, into ``staging``."""
     if tuned.adapter is None or tuned.adapter_params is None:
-        tuned.model.save_pretrained(staging, safe_serialization=True)
+        with _without_bars():
+            tuned.model.save_pretrained(staging, safe_serialization=True)
     else:
         from safetensors.torch import save_file
 
