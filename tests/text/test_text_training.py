@@ -182,6 +182,34 @@ def test_a_lora_adapter_is_audited_with_its_declared_epsilon(
     assert f"declared: DP-SGD at epsilon = {record['privacy']['epsilon']:.4g}" in shown
 
 
+def test_peft_reads_the_adapter_as_the_audit_does(
+    start: TinyCorpus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """PEFT loads the adapter folder as its own, and its merged model gives the audit's
+    log-probabilities: both add (α/r)·B·A to the same float32 weights, so they agree to
+    float32 rounding (a few units in the 7th digit of a log-probability of order 1)."""
+    peft = pytest.importorskip("peft")
+    from transformers import AutoModelForCausalLM
+
+    from epsstar.loaders.huggingface import HuggingFaceLoader
+
+    out = tmp_path / "adapter"
+    code, _, err = _train(start, out, capsys, "--noise-multiplier", "1", "--lora-rank", "2")
+    assert code == 0, err
+    base = AutoModelForCausalLM.from_pretrained(start.model)
+    merged = peft.PeftModel.from_pretrained(base, out).merge_and_unload().eval()
+    ours = HuggingFaceLoader().load(out)
+    ids = ours.tokenize(start.train_texts[:1])[0]
+    scores = ours.score_tokens(ids[None, :], np.array([len(ids)]), moments=False)
+    with torch.inference_mode():
+        logits = merged(input_ids=torch.from_numpy(ids[None, :])).logits[0, :-1]
+    expected = torch.log_softmax(logits, -1).gather(-1, torch.from_numpy(ids[1:, None]))[:, 0]
+    np.testing.assert_allclose(scores.log_probs[0], expected.numpy(), rtol=0, atol=1e-5)
+    plain = HuggingFaceLoader().load(start.model)
+    before = plain.score_tokens(ids[None, :], np.array([len(ids)]), moments=False)
+    assert np.abs(before.log_probs - scores.log_probs).max() > 1e-4  # the adapter moved it
+
+
 def _mean_token_loss(folder: Path, texts: list[str]) -> float:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
