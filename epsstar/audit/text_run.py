@@ -524,4 +524,5 @@ def audit_text(run: TextRun) -> AuditResult:
         blind_baseline=baseline,
         extraction=repeated,
     )
-    return dataclasses.replace(result, provenance=final, text=text)
+    declared = getattr(model, "declared_privacy", None)
+    return dataclasses.replace(result, provenance=final, text=text, declared_privacy=declared)

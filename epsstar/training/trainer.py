@@ -97,6 +97,7 @@ __all__ = [
     "evaluate",
     "noisy_gradient",
     "plan_privacy",
+    "privacy_summary",
     "schedule",
     "train",
     "trained_model",
@@ -402,7 +403,8 @@ def _bayes_security(plan: PrivacyPlan) -> dict[str, JsonObject]:
     return readings
 
 
-def _privacy_summary(config: TrainingConfig, plan: PrivacyPlan, epsilon: float) -> PrivacySummary:
+def privacy_summary(config: TrainingConfig, plan: PrivacyPlan, epsilon: float) -> PrivacySummary:
+    """The record of a private run's guarantee: ε after its plan's steps and the readings."""
     from epsstar.statistics.readings.conversions import (
         advantage_bound_gaussian,
         posterior_belief_bound,
@@ -810,7 +812,7 @@ def trained_model(
     if plan is not None:
         final = history[-1].epsilon
         assert final is not None
-        privacy = _privacy_summary(config, plan, final)
+        privacy = privacy_summary(config, plan, final)
     result = TrainingResult(
         private=plan is not None,
         data=_data_summary(train_data, population),

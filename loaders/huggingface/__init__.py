@@ -11,7 +11,9 @@ model) and the tokenizer must fit the model's vocabulary. An adapter folder
 (``adapter_config.json``) is applied to its base model, given with ``--base-model`` or, when
 it is a local folder, as the adapter's ``base_model_name_or_path`` (a relative one read from
 the adapter's folder, not the working folder; :mod:`.lora`). The model
-is scored in float32 on the CPU (:mod:`.model`).
+is scored in float32 on the CPU (:mod:`.model`). The DP guarantee the folder given (the
+adapter's for an adapter) declares in ``epsstar.privacy`` is the model's
+``declared_privacy``, shown beside Epsilon* (:func:`.folder.declared_privacy`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from .folder import (
     AdapterFiles,
     ModelFiles,
     adapter_files,
+    declared_privacy,
     model_files,
 )
 from .lora import lora_settings, merge_lora
@@ -267,5 +270,13 @@ class HuggingFaceLoader:
             tokenizer=type(tokenizer).__name__,
             adapter=applied,
         )
-        read = (*(() if adapter is None else adapter.all), *files.all, *tokenizer_files)
-        return CausalLanguageModel(model, tokenizer, info, tuple(dict.fromkeys(read)), folder)
+        declared, privacy_file = declared_privacy(folder)
+        read = (
+            *(() if adapter is None else adapter.all),
+            *files.all,
+            *tokenizer_files,
+            *privacy_file,
+        )
+        wrapped = CausalLanguageModel(model, tokenizer, info, tuple(dict.fromkeys(read)), folder)
+        wrapped.declared_privacy = declared
+        return wrapped

@@ -7,17 +7,21 @@ tokenizer's files; an adapter saved by PEFT holds ``adapter_config.json`` and
 ``adapter_model.bin``) can run code when read, so they are refused unless the user trusts the
 model (``--trust-model``), like the other pickle formats; a configuration that needs the
 model's own code (``auto_map``) is always refused, since ``trust_remote_code`` is never set.
-The JSON files are read within the bound of every structured input file, and each shard a
-weights index names must stay inside the folder (:mod:`epsstar.audit.inputs`).
+A folder written by ``epsstar train --text-column`` also holds ``epsstar.privacy``, the DP
+guarantee it declares (:func:`declared_privacy`). The JSON files are read within the bound of
+every structured input file, and each shard a weights index names must stay inside the folder
+(:mod:`epsstar.audit.inputs`).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
 from epsstar.audit.inputs.inside import inside_folder
+from epsstar.audit.model.declared_privacy import PRIVACY_KEY, DeclaredPrivacy, privacy_from_text
 from epsstar.exceptions import InputFileError, InvalidInputError
 from epsstar.plumbing.files.json_parsing import read_json_file
 from epsstar.plumbing.records.json_types import JsonObject
@@ -29,6 +33,7 @@ __all__ = [
     "AdapterFiles",
     "ModelFiles",
     "adapter_files",
+    "declared_privacy",
     "model_files",
     "read_json",
     "tokenizer_files",
@@ -196,3 +201,14 @@ def adapter_files(folder: Path, *, trust: bool) -> AdapterFiles:
             f"folder. Found adapter_model.bin."
         )
     return AdapterFiles(folder, path, config, pickled, "pickle", tokenizer_files(folder))
+
+
+def declared_privacy(folder: Path) -> tuple[DeclaredPrivacy | None, tuple[Path, ...]]:
+    """The DP guarantee the file ``epsstar.privacy`` of ``folder`` declares (the JSON text of
+    :func:`~epsstar.audit.model.declared_privacy.privacy_to_text`, read within the bound of
+    every structured input file), and the file read; ``(None, ())`` without one."""
+    path = folder / PRIVACY_KEY
+    if not path.is_file():
+        return None, ()
+    value = read_json(path)
+    return privacy_from_text(json.dumps(value), path), (path,)

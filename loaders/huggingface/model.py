@@ -41,6 +41,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from epsstar.audit.model.declared_privacy import DeclaredPrivacy
 from epsstar.audit.model.text_model import Sampling, TextModelInfo, TokenScores
 from epsstar.exceptions import InvalidInputError
 from epsstar.loaders.huggingface.continuation import continued, sampled_log_probs
@@ -81,6 +82,9 @@ def split_head(model: Any, context: int, vocabulary: int) -> tuple[Any, Any] | N
 
 class CausalLanguageModel:
     """A loaded causal LM, its tokenizer and what the audit records of them."""
+
+    #: The DP guarantee its folder declares (``epsstar.privacy``; None: none), set by the loader.
+    declared_privacy: DeclaredPrivacy | None = None
 
     def __init__(
         self,

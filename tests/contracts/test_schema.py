@@ -28,6 +28,7 @@ SCHEMAS = {
     "audit-training",
     "demo-results",
     "training",
+    "text-training",
     "references",
 }
 
@@ -71,10 +72,13 @@ def test_schemas_are_draft_2020_12_and_versioned(name: str) -> None:
         properties |= set(schema["$defs"]["result"]["properties"])
     assert required == properties
     from epsstar.training.runs.references import SCHEMA_VERSION as REFERENCES_VERSION
+    from epsstar.training.text.results import TEXT_SCHEMA_VERSION
 
-    version = {"training": TRAINING_VERSION, "references": REFERENCES_VERSION}.get(
-        name, SCHEMA_VERSION
-    )
+    version = {
+        "training": TRAINING_VERSION,
+        "text-training": TEXT_SCHEMA_VERSION,
+        "references": REFERENCES_VERSION,
+    }.get(name, SCHEMA_VERSION)
     assert schema["properties"]["schema_version"] == {"const": version}
 
 

@@ -93,6 +93,14 @@ from epsstar.training.results import (
 )
 from epsstar.training.runs.references import Recipe, ReferencesResult
 from epsstar.training.runs.references import ReferenceModel as TrainedReferenceModel
+from epsstar.training.text.results import (
+    LoraSummary,
+    TextDataSummary,
+    TextHyperparameters,
+    TextModelSummary,
+    TextTrainingResult,
+    TextVersions,
+)
 
 #: For each object of each schema (``schema name``, JSON pointer), the record whose JSON it
 #: describes. An object with ``oneOf``/``anyOf`` branches is described by all its branches
@@ -202,6 +210,13 @@ RECORDS: dict[tuple[str, str], type] = {
     ),
     ("training", "#/$defs/utility"): TrainingUtility,
     ("training", "#/$defs/privacy"): PrivacySummary,
+    # text-training.schema.json
+    ("text-training", "#"): TextTrainingResult,
+    ("text-training", "#/properties/data"): TextDataSummary,
+    ("text-training", "#/properties/model"): TextModelSummary,
+    ("text-training", "#/properties/model/properties/lora"): LoraSummary,
+    ("text-training", "#/properties/hyperparameters"): TextHyperparameters,
+    ("text-training", "#/properties/versions"): TextVersions,
     # references.schema.json
     ("references", "#"): ReferencesResult,
     ("references", "#/properties/recipe"): Recipe,
@@ -253,6 +268,7 @@ DOCUMENTS: tuple[type, ...] = (
     FleetDocument,
     TrainingAuditResult,
     TrainingResult,
+    TextTrainingResult,
     ReferencesResult,
 )
 
@@ -307,7 +323,15 @@ def _keys(node: dict[str, Any], schema: dict[str, Any]) -> tuple[set[str], set[s
     return listed, required
 
 
-SCHEMA_NAMES = ("audit", "epsilon", "audit-many", "audit-training", "training", "references")
+SCHEMA_NAMES = (
+    "audit",
+    "epsilon",
+    "audit-many",
+    "audit-training",
+    "training",
+    "text-training",
+    "references",
+)
 
 
 def _described(schema: str, pointer: str) -> bool:

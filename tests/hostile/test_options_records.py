@@ -36,6 +36,7 @@ from epsstar.plumbing.records.constraints import (
     constraints_of,
     shown,
 )
+from epsstar.training.text.settings import TextTrainingConfig
 from epsstar.training.trainer import TrainingConfig
 
 #: Each options record, built from the fewest values it needs and the field under test (the
@@ -44,6 +45,10 @@ RECORDS: dict[str, tuple[type[Any], Callable[..., object]]] = {
     "AuditOptions": (AuditOptions, AuditOptions),
     "AttackSettings": (AttackSettings, AttackSettings),
     "TrainingConfig": (TrainingConfig, lambda **field: TrainingConfig(**{"epochs": 1, **field})),
+    "TextTrainingConfig": (
+        TextTrainingConfig,
+        lambda **field: TextTrainingConfig(**{"text_column": "text", "epochs": 1, **field}),
+    ),
     "TrainingAuditSetup": (
         TrainingAuditSetup,
         lambda **field: TrainingAuditSetup(
@@ -154,6 +159,23 @@ def test_every_record_declares_its_options() -> None:
             "accountant",
             "max_noise_multiplier",
             "standardise_on",
+            "seed",
+        ],
+        "TextTrainingConfig": [
+            "text_column",
+            "epochs",
+            "batch_size",
+            "lr",
+            "clip",
+            "target_epsilon",
+            "noise_multiplier",
+            "delta",
+            "accountant",
+            "max_noise_multiplier",
+            "max_length",
+            "lora_rank",
+            "lora_alpha",
+            "physical_batch",
             "seed",
         ],
         "TrainingAuditSetup": [

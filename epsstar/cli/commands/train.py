@@ -72,6 +72,23 @@ def _add_standardise_on_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_accountant_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--accountant`` and the bound of the search for σ (:mod:`epsstar.training.accounting`)."""
+    parser.add_argument(
+        "--accountant",
+        choices=ACCOUNTANTS.names,
+        default=ACCOUNTANTS.names[0],
+        help=f"privacy accountant (dp_accounting): {describe_choices(ACCOUNTANTS)}",
+    )
+    parser.add_argument(
+        "--max-noise-multiplier",
+        type=float,
+        default=1000.0,
+        metavar="SIGMA",
+        help="largest noise multiplier the target-epsilon search tries (default 1000)",
+    )
+
+
 def add_training_arguments(
     parser: argparse.ArgumentParser, *, epochs_required: bool = True
 ) -> None:
@@ -127,7 +144,12 @@ def add_training_arguments(
         help="clip the mean gradient of M random groups per batch instead of each "
         "example (default: per-example); doubles the sensitivity to 2C",
     )
-    parser.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
+    parser.add_argument(
+        "--lr",
+        type=float,
+        default=None,
+        help="learning rate (default 0.01 for SGD on tables; 0.0005 for AdamW with --text-column)",
+    )
     parser.add_argument("--momentum", type=float, default=0.9, help="SGD momentum (default 0.9)")
     parser.add_argument(
         "--hidden",
@@ -135,35 +157,77 @@ def add_training_arguments(
         metavar="W1,W2,...",
         help="hidden layer widths, e.g. 100,100,100; empty (default) trains logistic regression",
     )
-    parser.add_argument(
-        "--accountant",
-        choices=ACCOUNTANTS.names,
-        default=ACCOUNTANTS.names[0],
-        help=f"privacy accountant (dp_accounting): {describe_choices(ACCOUNTANTS)}",
-    )
-    parser.add_argument(
-        "--max-noise-multiplier",
-        type=float,
-        default=1000.0,
-        metavar="SIGMA",
-        help="largest noise multiplier the target-epsilon search tries (default 1000)",
-    )
+    _add_accountant_arguments(parser)
     _add_standardise_on_argument(parser)
     parser.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
     add_device_argument(parser)
 
 
+def _add_text_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of fine-tuning a language model (docs/training.md)."""
+    parser.add_argument(
+        "--text-column",
+        default=None,
+        metavar="NAME",
+        help="fine-tune the causal language model of --init on the text of this column of "
+        "--data (DP-SGD with --target-epsilon or --noise-multiplier); --out becomes a "
+        "Hugging Face folder",
+    )
+    parser.add_argument(
+        "--init",
+        default=None,
+        metavar="FOLDER",
+        help="with --text-column: the Hugging Face model folder to start from",
+    )
+    parser.add_argument(
+        "--max-length",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="with --text-column: tokens per record at most; longer records are truncated "
+        "(default: the model's context)",
+    )
+    parser.add_argument(
+        "--lora-rank",
+        type=int,
+        default=None,
+        metavar="R",
+        help="with --text-column: train a LoRA adapter of rank R (only its matrices are "
+        "trained and clipped) and write it as a PEFT adapter on --init; default: every weight",
+    )
+    parser.add_argument(
+        "--lora-alpha",
+        type=float,
+        default=None,
+        metavar="ALPHA",
+        help="with --lora-rank: the adapter's alpha; its update is (alpha/R)·BA (default 8)",
+    )
+    parser.add_argument(
+        "--physical-batch",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --text-column: records whose per-example gradients are formed at once "
+        "(default: as many as fit in 1 GiB); memory only, not the result",
+    )
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("train", help=SUMMARY, description=SUMMARY + ".")
     parser.add_argument(
-        "--data", required=True, metavar="PATH", help="training table (.csv, .parquet or .npz)"
+        "--data",
+        required=True,
+        metavar="PATH",
+        help="training table (.csv, .parquet or .npz), or with --text-column the training "
+        "records (.jsonl, .csv or .parquet)",
     )
     parser.add_argument(
         "--label-column",
-        required=True,
+        default=None,
         metavar="NAME",
-        help="name of the label column; every other column is a feature",
+        help="name of the label column; every other column is a feature (tables: required)",
     )
+    _add_text_arguments(parser)
     parser.add_argument(
         "--population",
         default=None,
@@ -228,7 +292,6 @@ def config_from_args(args: argparse.Namespace) -> Any:
         epochs=args.epochs,
         batch_size=args.batch_size,
         hidden=parse_hidden(args.hidden),
-        lr=args.lr,
         momentum=args.momentum,
         clip=args.clip,
         target_epsilon=args.target_epsilon,
@@ -240,7 +303,13 @@ def config_from_args(args: argparse.Namespace) -> Any:
         standardise_on=args.standardise_on,
         seed=args.seed,
         device=checked_device(args.device),
+        **_given_lr(args),
     )
+
+
+def _given_lr(args: argparse.Namespace) -> dict[str, float]:
+    """``lr`` when ``--lr`` was given; else the settings record's own default."""
+    return {} if args.lr is None else {"lr": args.lr}
 
 
 def _finite(value: float | None) -> float | None:
@@ -305,7 +374,10 @@ def run(args: argparse.Namespace) -> int:
 
     checked_device(args.device)
     threads = choose_threads(1, args.threads)
-
+    if args.text_column is not None:
+        apply_threads(threads)
+        return _run_text(args)
+    _refuse_text_options(args)
     data, population = load_inputs(args.data, args.label_column, args.population, args.features)
     apply_threads(threads)
     if args.attribute is not None:
@@ -377,3 +449,129 @@ def _run_many(args: argparse.Namespace, data: Any, population: Any) -> int:
         for folder, result in zip(folders, results, strict=True):
             print(summarise(result, str(folder)))
     return EXIT_OK
+
+
+#: The options of tables, each with its value when not given, refused with --text-column.
+_TABLE_ONLY = {
+    "--label-column": ("label_column", None),
+    "--population": ("population", None),
+    "--features": ("features", None),
+    "--hidden": ("hidden", ""),
+    "--microbatches": ("microbatches", None),
+    "--standardise-on": ("standardise_on", None),
+    "--attribute": ("attribute", None),
+    "--models": ("models", 1),
+}
+#: The options of text, each with its value when not given, refused without --text-column.
+_TEXT_ONLY = {
+    "--init": "init",
+    "--max-length": "max_length",
+    "--lora-rank": "lora_rank",
+    "--lora-alpha": "lora_alpha",
+    "--physical-batch": "physical_batch",
+}
+
+
+def _refuse_text_options(args: argparse.Namespace) -> None:
+    """A table's run: a label column, and none of the options of text."""
+    from epsstar.exceptions import InvalidInputError
+
+    given = [flag for flag, name in _TEXT_ONLY.items() if getattr(args, name) is not None]
+    if given:
+        raise InvalidInputError(
+            f"{given[0]} fine-tunes a language model: give --text-column too. Found "
+            f"{given[0]} {getattr(args, _TEXT_ONLY[given[0]])!r} without it."
+        )
+    if args.label_column is None:
+        raise InvalidInputError(
+            "--label-column is required to train on a table (or --text-column to fine-tune "
+            f"a language model on text records). Found neither for {args.data!r}."
+        )
+
+
+def _run_text(args: argparse.Namespace) -> int:
+    """``--text-column``: fine-tune the language model of ``--init`` into ``--out``."""
+    from epsstar.exceptions import InvalidInputError
+    from epsstar.plumbing.runtime.device import checked_device
+    from epsstar.training.text.folder import fine_tune_to_folder
+    from epsstar.training.text.settings import DEFAULT_LORA_ALPHA, TextTrainingConfig
+
+    for flag, (name, unset) in _TABLE_ONLY.items():
+        if getattr(args, name) != unset:
+            raise InvalidInputError(
+                f"{flag} applies to tables, not to text records (--text-column). Found "
+                f"{flag} {getattr(args, name)!r}."
+            )
+    if args.init is None:
+        raise InvalidInputError(
+            "--text-column fine-tunes a model: give its Hugging Face folder with --init. "
+            "Found no --init."
+        )
+    if args.lora_alpha is not None and args.lora_rank is None:
+        raise InvalidInputError(
+            f"--lora-alpha applies to a LoRA adapter: give --lora-rank too. Found --lora-alpha "
+            f"{args.lora_alpha:g} without it."
+        )
+    config = TextTrainingConfig(
+        text_column=args.text_column,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        clip=args.clip,
+        target_epsilon=args.target_epsilon,
+        noise_multiplier=args.noise_multiplier,
+        delta=args.delta,
+        accountant=args.accountant,
+        max_noise_multiplier=args.max_noise_multiplier,
+        max_length=args.max_length,
+        lora_rank=args.lora_rank,
+        lora_alpha=DEFAULT_LORA_ALPHA if args.lora_alpha is None else args.lora_alpha,
+        physical_batch=args.physical_batch,
+        seed=args.seed,
+        device=checked_device(args.device),
+        **_given_lr(args),
+    )
+    result = fine_tune_to_folder(
+        config,
+        args.data,
+        args.init,
+        args.out,
+        overwrite=args.overwrite,
+        progress=False if args.quiet else None,
+    )
+    if not args.quiet:
+        print(summarise_text(result, args.out))
+    return EXIT_OK
+
+
+def summarise_text(result: Any, out: str) -> str:
+    """A few lines describing a finished fine-tuning run (what its ``training.json`` records)."""
+    model = result.model
+    trained = (
+        "every weight"
+        if model.lora is None
+        else f"a LoRA adapter of rank {model.lora.rank} ({model.trained_parameters:,} numbers)"
+    )
+    privacy = result.privacy
+    if privacy is None:
+        first = f"Fine-tuned {model.architecture} without privacy, {trained}"
+    else:
+        epsilon = _finite(privacy.epsilon)
+        target = _finite(privacy.target_epsilon)
+        first = (
+            f"Fine-tuned {model.architecture} with DP-SGD, {trained}: epsilon = "
+            f"{'inf' if epsilon is None else f'{epsilon:.5g}'}"
+            f"{'' if target is None else f' (target {target:g})'}, delta = {privacy.delta:.3g}, "
+            f"{privacy.accountant['name']} accountant; sigma = {privacy.noise_multiplier:.4g}, "
+            f"q = {privacy.sampling_rate:.4g}, {privacy.steps} steps"
+        )
+    data = result.data
+    last = result.history[-1]
+    return "\n".join(
+        [
+            f"{first} ({result.hyperparameters.epochs} epochs).",
+            f"  {data.n_train:,} records, {data.tokens:,} tokens (at most {data.max_length:,} "
+            f"each, {data.truncated:,} truncated); last epoch's mean token loss {last.loss:.4f}",
+            f"  wrote {', '.join(result.files)} to {out} "
+            f"({result.wall_time_seconds:.1f} s of training)",
+        ]
+    )
