@@ -77,7 +77,7 @@ UtilityName = Literal["auroc", "accuracy"]
 AccountantName = Literal["pld", "rdp"]
 AttributeRecords = Literal["sampled", "all"]
 StandardiseOn = Literal["population", "data", "none"]
-CanaryDesign = Literal["rare", "random", "population"]
+CanaryDesign = Literal["random", "rare", "population"]
 
 K = TypeVar("K", bound=str)
 
@@ -355,17 +355,16 @@ CANARY_DESIGNS: Final[Names[CanaryDesign]] = Names(
     "--canary-design",
     (
         Name(
+            "random",
+            "secrets of tokens drawn uniformly from the tokenizer's vocabulary (default)",
+            "each secret was a sequence of tokens drawn uniformly from the tokenizer's vocabulary",
+        ),
+        Name(
             "rare",
-            "secrets of the tokens rarest in the training records under the model's "
-            "tokenizer (default)",
+            "secrets of the tokens rarest in the training records under the model's tokenizer",
             "each secret was a sequence of tokens drawn among those rarest in the training "
             "records under the model's tokenizer (Panda et al. 2025, \"Privacy auditing of "
             'large language models")',
-        ),
-        Name(
-            "random",
-            "secrets of tokens drawn uniformly from the tokenizer's vocabulary",
-            "each secret was a sequence of tokens drawn uniformly from the tokenizer's vocabulary",
         ),
         Name(
             "population",

@@ -48,6 +48,26 @@ def fit_into_init(train_path, out_dir, seed, init):
     shutil.copytree(init, Path(out_dir) / "model")
 
 
+def fit_adapter(train_path, out_dir, seed, init):
+    import json
+    import peft
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn"], fan_in_fan_out=True)
+    model = peft.get_peft_model(AutoModelForCausalLM.from_pretrained(init), config)
+    with torch.no_grad():
+        for name, weight in model.named_parameters():
+            if "lora_" in name:  # PEFT starts B at 0: a no-op adapter would prove nothing
+                weight.copy_(torch.randn(weight.shape) * 0.2)
+    folder = Path(out_dir) / "adapter"
+    model.save_pretrained(folder)
+    written = folder / "adapter_config.json"
+    settings = json.loads(written.read_text())
+    settings["base_model_name_or_path"] = "elsewhere"  # the base is --init's folder
+    written.write_text(json.dumps(settings))
+
+
 def fit_marked(train_path, out_dir, seed, init):
     (Path(__file__).parent / "ran.mark").write_text("ran")
     shutil.copytree(init, Path(out_dir) / "model")
@@ -203,3 +223,20 @@ def test_bad_text_audits_are_refused_in_one_line(
     assert document is None
     assert err.count("\n") == 1
     assert message in err
+
+
+def test_a_lora_adapter_saved_by_a_run_is_applied_to_the_init_folder(
+    audit: Callable[..., tuple[int, dict[str, Any] | None]],
+    tmp_path: Path,
+    validate_json: Callable[[str, Any], None],
+) -> None:
+    pytest.importorskip("peft")
+    code, document = audit(tmp_path / "audit.json", "--function", "textfit:fit_adapter")
+    assert code in (0, 1)
+    assert document is not None
+    validate_json("audit-training", document)
+    [run] = document["training_runs"]
+    assert run["model"]["file"] == "adapter"
+    assert run["model"]["loader"] == "huggingface"
+    [text] = document["threat_models"]
+    assert np.isfinite(text["scores"]).all()

@@ -706,6 +706,19 @@ def _smallest(setup: TrainingAuditSetup, claim: _Claim, level: float) -> JsonObj
     return smallest
 
 
+def _read_tables(setup: TrainingAuditSetup) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``--train`` and ``--population``, checked: the columns a table's audit reads, or the
+    text records as the text audit reads them."""
+    names = setup.table_names
+    frames = (read_frame(setup.train, names[0]), read_frame(setup.population, names[1]))
+    for frame, option, path in zip(frames, names, (setup.train, setup.population), strict=True):
+        if setup.text is None:
+            check_columns(frame, option, setup.label_column, setup.features)
+        else:
+            scan_text(path, setup.text.text_column)
+    return frames
+
+
 def audit_training(
     procedure: Procedure,
     setup: TrainingAuditSetup,
@@ -720,13 +733,7 @@ def audit_training(
     start = time.perf_counter()
     say = on_phase or (lambda _: None)
     chosen = _check_setup(procedure, setup)
-    names = setup.table_names
-    frames = (read_frame(setup.train, names[0]), read_frame(setup.population, names[1]))
-    for frame, option, path in zip(frames, names, (setup.train, setup.population), strict=True):
-        if setup.text is None:
-            check_columns(frame, option, setup.label_column, setup.features)
-        else:
-            scan_text(path, setup.text.text_column)  # read as the text audit reads it
+    frames = _read_tables(setup)
     digests = (FileDigest.of(setup.train), FileDigest.of(setup.population))
     say("drawing the canaries")
     canaries = _draw_canaries(setup, chosen, frames, procedure.gradient_capacity())

@@ -6,10 +6,15 @@ first half of the words of a population record (one not among the training recor
 repeating another); the secret depends on ``--canary-design``
 (:data:`~epsstar.statistics.names.CANARY_DESIGNS`):
 
+* ``random`` (the default): :data:`SECRET_TOKENS` tokens drawn uniformly from the tokenizer's
+  vocabulary;
 * ``rare``: :data:`SECRET_TOKENS` tokens drawn among the rarest in the training records under
   the model's tokenizer (Panda et al. 2025, "Privacy auditing of large language models": a
-  secret the rest of the data says little about moves the model's loss on it most);
-* ``random``: :data:`SECRET_TOKENS` tokens drawn uniformly from the tokenizer's vocabulary;
+  secret the rest of the data says little about moves the model's loss on it most), the
+  rarest :data:`RARE_SHARE` of the plain tokens (at least twice :data:`SECRET_TOKENS`). With a
+  small vocabulary those few tokens recur in many canaries, and a model that learns them from
+  the included canaries learns them for the left-out ones too (docs/training-audit.md measures
+  it);
 * ``population``: the rest of the same population record, an in-distribution canary like a
   table's input canary.
 
