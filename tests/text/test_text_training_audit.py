@@ -68,6 +68,20 @@ def fit_adapter(train_path, out_dir, seed, init):
     written.write_text(json.dumps(settings))
 
 
+def fit_checks_csv(train_path, out_dir, seed, init):
+    import pandas as pd
+
+    table = pd.read_csv(train_path, dtype=str, keep_default_na=False)
+    if list(table.columns) != ["text", "source"] or "NA" not in set(table["text"]):
+        raise ValueError("not the training table as written")
+    given = pd.read_csv("train.csv", dtype=str, keep_default_na=False)["text"]
+    if set(table.loc[table["text"].isin(given), "source"]) != {{"forum"}}:
+        raise ValueError("a training record lost its source")
+    if set(table.loc[~table["text"].isin(given), "source"]) - {{""}}:
+        raise ValueError("a canary has a source")
+    shutil.copytree(init, Path(out_dir) / "model")
+
+
 def fit_marked(train_path, out_dir, seed, init):
     (Path(__file__).parent / "ran.mark").write_text("ran")
     shutil.copytree(init, Path(out_dir) / "model")
@@ -200,6 +214,7 @@ def test_a_canary_the_max_length_would_cut_is_refused_by_number_before_any_run(
         ),
         (["--label-column", "label"], "--text-column audits text records, which have no label"),
         (["--threat-model", "input"], "the threat model is text. Found 'input'."),
+        (["--features", "a,b"], "--text-column audits the text column alone"),
         (
             ["--function", "textfit:fit_into_init", "--init", "start"],
             "--init: run 1 changed the model folder every run starts from",
@@ -240,3 +255,22 @@ def test_a_lora_adapter_saved_by_a_run_is_applied_to_the_init_folder(
     assert run["model"]["loader"] == "huggingface"
     [text] = document["threat_models"]
     assert np.isfinite(text["scores"]).all()
+
+
+def test_a_csv_table_of_text_reaches_the_run_as_written(
+    audit: Callable[..., tuple[int, dict[str, Any] | None]], folder: Path, tmp_path: Path
+) -> None:
+    import pandas as pd
+
+    train = pd.DataFrame({"text": [*sentences(40, 7), "NA"], "source": "forum"})
+    train.to_csv(folder / "train.csv", index=False)
+    pd.DataFrame({"text": sentences(200, 8), "source": "web"}).to_csv(
+        folder / "pop.csv", index=False
+    )
+    code, document = audit(
+        tmp_path / "audit.json",
+        "--function", "textfit:fit_checks_csv", "--train", "train.csv",
+        "--population", "pop.csv", "--train-records", "41",
+    )  # fmt: skip
+    assert code in (0, 1)
+    assert document is not None

@@ -412,6 +412,7 @@ def _run_inputs(
         tuple(model.name for model in chosen),
         setup.canary_repeats,
         tuple(str(name) for name in rows.columns),
+        setup.text is not None,
     )
 
 
@@ -709,8 +710,11 @@ def _smallest(setup: TrainingAuditSetup, claim: _Claim, level: float) -> JsonObj
 def _read_tables(setup: TrainingAuditSetup) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``--train`` and ``--population``, checked: the columns a table's audit reads, or the
     text records as the text audit reads them."""
-    names = setup.table_names
-    frames = (read_frame(setup.train, names[0]), read_frame(setup.population, names[1]))
+    names, text = setup.table_names, setup.text is not None
+    frames = (
+        read_frame(setup.train, names[0], text=text),
+        read_frame(setup.population, names[1], text=text),
+    )
     for frame, option, path in zip(frames, names, (setup.train, setup.population), strict=True):
         if setup.text is None:
             check_columns(frame, option, setup.label_column, setup.features)

@@ -76,11 +76,12 @@ def _jsonl_bytes(frame: pd.DataFrame) -> bytes:
 
 
 def read_frame(
-    path: str | os.PathLike[str], option: str, *, allow_empty: bool = False
+    path: str | os.PathLike[str], option: str, *, allow_empty: bool = False, text: bool = False
 ) -> pd.DataFrame:
-    """The table at ``path`` (CSV or Parquet), whole; ``option`` names it in errors. A table
-    without rows is refused unless ``allow_empty`` (the canaries-only sample of
-    ``--train-records 0``)."""
+    """The table at ``path`` (CSV, Parquet or JSON Lines), whole; ``option`` names it in
+    errors. A table without rows is refused unless ``allow_empty`` (the canaries-only sample
+    of ``--train-records 0``). With ``text`` (text records), a CSV file's cells are read as
+    the text they hold, as the text audit reads them (``NA`` stays ``NA``)."""
     file = Path(path)
     kind = TEXT_TABLE_FORMATS.get(file.suffix.lower())
     if kind == "jsonl":
@@ -106,7 +107,9 @@ def read_frame(
     try:
         # The numbers the audit reads from the same file (its canaries are matched byte for byte)
         frame = (
-            pd.read_csv(file, float_precision=csv_float_precision())
+            pd.read_csv(file, dtype=str, keep_default_na=False)
+            if kind == "csv" and text
+            else pd.read_csv(file, float_precision=csv_float_precision())
             if kind == "csv"
             else pd.read_parquet(file)
         )

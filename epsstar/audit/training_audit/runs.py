@@ -104,6 +104,8 @@ class RunInputs:
     #: The training table's columns (an empty JSON Lines sample, ``--train-records 0``, keeps
     #: none of its own).
     columns: tuple[str, ...] = ()
+    #: Whether the tables hold text records (read as text, :func:`~.frames.read_frame`).
+    text: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,13 +137,13 @@ class Stacking(Protocol):
 
 def _request(plan: RunPlan, inputs: RunInputs, scratch: Path) -> RunRequest:
     """Run ``plan``'s request, its training table written in ``scratch``."""
-    train = read_frame(inputs.train, "--train", allow_empty=True)
+    train = read_frame(inputs.train, "--train", allow_empty=True, text=inputs.text)
     if train.columns.empty:
         train = pd.DataFrame(columns=list(inputs.columns))
     included = []
     for kind, path in inputs.canaries.items():
         bits = np.asarray(plan.included.get(kind, ()), dtype=bool)
-        frame = read_frame(path, f"the {kind} canaries")
+        frame = read_frame(path, f"the {kind} canaries", text=inputs.text)
         included.append(frame.iloc[np.repeat(np.flatnonzero(bits), inputs.canary_repeats)])
     table = write_frame(
         combine(train, included, plan.seed), scratch / f"train{inputs.train.suffix.lower()}"

@@ -253,6 +253,11 @@ def _text_canaries(args: argparse.Namespace) -> TextCanaries | None:
             "--text-column audits text records, which have no label: leave out --label-column. "
             f"Found --label-column {args.label_column!r}."
         )
+    if args.features is not None:
+        raise InvalidInputError(
+            "--text-column audits the text column alone: leave out --features. Found "
+            f"--features {','.join(args.features)!r}."
+        )
     if args.training_command is None and args.training_function is None:
         raise InvalidInputError(
             "--text-column needs the fine-tuning as --command or --function (it saves a "

@@ -116,7 +116,7 @@ def score_text_canaries(
 ) -> ScoredModel:
     """The canaries of the table ``canaries`` scored under the model folder a run saved
     (see the module), less the reference model's losses with one."""
-    frame = read_frame(canaries, "the text canaries")
+    frame = read_frame(canaries, "the text canaries", text=True)
     texts = [str(text) for text in frame[settings.text_column]]
     starts = [int(start) for start in frame[SECRET_FROM]]
     model, loader, declared = load_text_model(folder, base, trust=trust)
