@@ -7,7 +7,9 @@ line on standard error, exit code 2, no file written."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ import pytest
 from tiny_lm import sentences, tiny_model, tokenizer_for, write_jsonl
 
 from epsstar.cli import main
-from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_USAGE
+from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE
 from epsstar.statistics.auditing.exposure import canary_exposures
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -88,6 +90,22 @@ def fit_marked(train_path, out_dir, seed, init):
 """
 
 
+#: A command that saves the model it starts from, unchanged, after checking its training
+#: table: JSON Lines objects with the text column.
+SCRIPT = """
+import json
+import shutil
+import sys
+from pathlib import Path
+
+init, train, out = sys.argv[1:4]
+rows = [json.loads(line) for line in Path(train).read_text().splitlines()]
+if not rows or any(set(row) != {"text"} for row in rows):
+    sys.exit("not the run's JSON Lines table")
+shutil.copytree(init, Path(out) / "model")
+"""
+
+
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny GPT-2 of random weights and its tokenizer (the start of every run), 60
@@ -103,6 +121,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_jsonl(where / "train.jsonl", train)
     write_jsonl(where / "pop.jsonl", population)
     (where / "textfit.py").write_text(MODULE, encoding="utf-8")
+    (where / "copy_init.py").write_text(SCRIPT, encoding="utf-8")
     return where
 
 
@@ -274,3 +293,18 @@ def test_a_csv_table_of_text_reaches_the_run_as_written(
     )  # fmt: skip
     assert code in (0, 1)
     assert document is not None
+
+
+def test_a_command_is_handed_the_init_folder_and_the_run_s_table(
+    audit: Callable[..., tuple[int, dict[str, Any] | None]],
+    tmp_path: Path,
+    validate_json: Callable[[str, Any], None],
+) -> None:
+    command = f"{shlex.quote(sys.executable)} copy_init.py {{init}} {{train}} {{out}}"
+    code, document = audit(tmp_path / "audit.json", "--command", command)
+    assert code == EXIT_OK  # the model every run starts from knows none of the canaries
+    assert document is not None
+    validate_json("audit-training", document)
+    assert document["procedure"]["kind"] == "command"
+    assert document["procedure"]["init"]["folder"] == "base"
+    assert document["training_runs"][0]["model"]["file"] == "model"
