@@ -21,6 +21,7 @@ __all__ = [
     "ACCOUNTANTS",
     "ATTACKS",
     "ATTRIBUTE_RECORDS",
+    "CANARY_DESIGNS",
     "DEFAULT_ATTACK",
     "DEFAULT_GATE",
     "DEFAULT_METHOD",
@@ -40,6 +41,7 @@ __all__ = [
     "AttackName",
     "AttributeRecords",
     "BoundName",
+    "CanaryDesign",
     "EngineName",
     "Family",
     "GateRule",
@@ -75,6 +77,7 @@ UtilityName = Literal["auroc", "accuracy"]
 AccountantName = Literal["pld", "rdp"]
 AttributeRecords = Literal["sampled", "all"]
 StandardiseOn = Literal["population", "data", "none"]
+CanaryDesign = Literal["random", "rare", "population"]
 
 K = TypeVar("K", bound=str)
 
@@ -341,6 +344,33 @@ GUESS_RULES: Final[Names[GuessRule]] = Names(
             "left-out canaries stand out, such as a model that memorises its training records",
             "the audit guessed 'out' for the canaries the model found least member-like and "
             "made no guess on the rest",
+        ),
+    ),
+)
+
+#: How the text canaries of a training audit of a language model are made
+#: (``--canary-design``), the first the default. Each is a prefix (the first half of a
+#: population record) and a secret, the part scored.
+CANARY_DESIGNS: Final[Names[CanaryDesign]] = Names(
+    "--canary-design",
+    (
+        Name(
+            "random",
+            "secrets of tokens drawn uniformly from the tokenizer's vocabulary (default)",
+            "each secret was a sequence of tokens drawn uniformly from the tokenizer's vocabulary",
+        ),
+        Name(
+            "rare",
+            "secrets of the tokens rarest in the training records under the model's tokenizer",
+            "each secret was a sequence of tokens drawn among those rarest in the training "
+            "records under the model's tokenizer (Panda et al. 2025, \"Privacy auditing of "
+            'large language models")',
+        ),
+        Name(
+            "population",
+            "in-distribution: a population record, its second half the secret",
+            "each canary was a population record, its second half the secret: an "
+            "in-distribution record, as the input canaries of tables",
         ),
     ),
 )

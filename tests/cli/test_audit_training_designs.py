@@ -264,8 +264,11 @@ def test_a_work_folder_of_another_design_is_refused(
             "threat model input (the claim for a group of the 2 copies of each canary): no "
             "number of canaries",
         ),
-        (["--init", "missing.bin"], "--init must name a model file. Found 'missing.bin'."),
-        (["--init", "."], "--init must name a model file. Found '.'."),
+        (
+            ["--init", "missing.bin"],
+            "--init must name a model file or a model folder. Found 'missing.bin'.",
+        ),
+        (["--init", "."], "--init needs a function that takes it"),
         (["--init", "start.bin"], "--init needs a function that takes it"),
     ],
 )

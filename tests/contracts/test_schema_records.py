@@ -57,10 +57,12 @@ from epsstar.audit.training_audit.result import (
     TightnessRow,
     TrainingAuditResult,
 )
+from epsstar.audit.training_audit.text.designs import TextCanaryRecord
 from epsstar.audit.training_audit.threat_models import ThreatModel
 from epsstar.plumbing.records.by_side import BySide
 from epsstar.plumbing.records.json_records import JsonRecord, json_keys
 from epsstar.statistics.attacks.extraction import ExtractionRate, Rate
+from epsstar.statistics.auditing.exposure import Exposure
 from epsstar.statistics.auditing.feasibility import CanaryProjection
 from epsstar.statistics.auditing.group_privacy import GroupClaim
 from epsstar.statistics.auditing.identifiability import IdentifiabilityReading
@@ -194,6 +196,8 @@ RECORDS: dict[tuple[str, str], type] = {
         CanaryProjection
     ),
     ("audit-training", "#/properties/group_claim"): GroupClaim,
+    ("audit-training", "#/properties/text_canaries"): TextCanaryRecord,
+    ("audit-training", "#/properties/text_canaries/properties/exposure"): Exposure,
     # training.schema.json
     ("training", "#"): TrainingResult,
     ("training", "#/properties/data"): DataSummary,

@@ -41,6 +41,7 @@ TABLES: dict[str, tuple[Names[Any], Any]] = {
 SHORT_DESCRIPTIONS: dict[str, tuple[Names[Any], Any]] = {
     "--bound": (names.TRAINING_BOUNDS, names.BoundName),
     "--guesses": (names.GUESS_RULES, names.GuessRule),
+    "--canary-design": (names.CANARY_DESIGNS, names.CanaryDesign),
 }
 
 

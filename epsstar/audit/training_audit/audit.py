@@ -24,7 +24,7 @@ import functools
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from epsstar.audit.data.files import FileDigest
+from epsstar.audit.data.text_records import scan_text
 from epsstar.audit.training_audit.canaries import (
     CanaryRecords,
     Crafting,
@@ -56,10 +57,19 @@ from epsstar.audit.training_audit.runs import (
     execute,
 )
 from epsstar.audit.training_audit.store import RunStore, work_folder
+from epsstar.audit.training_audit.text.designs import (
+    SECRET_FROM,
+    SECRET_TOKENS,
+    TextCanaries,
+    TextCanaryRecord,
+    text_canaries,
+)
+from epsstar.audit.training_audit.text.tokens import CanaryTokenizer, check_canary_lengths
 from epsstar.audit.training_audit.threat_models import (
     CanaryKind,
     ThreatModel,
     ThreatModelName,
+    text_names,
     threat_models,
 )
 from epsstar.exceptions import InsufficientDataError, InvalidInputError
@@ -74,6 +84,7 @@ from epsstar.plumbing.records.constraints import (
 )
 from epsstar.plumbing.records.json_types import JsonObject
 from epsstar.statistics._validation import DELTA
+from epsstar.statistics.auditing.exposure import exposure_summary
 from epsstar.statistics.auditing.feasibility import (
     ManyRunMethod,
     canaries_at_precision,
@@ -142,6 +153,9 @@ class TrainingAuditSetup:
     #: How messages name the two tables (the options of the command line, or the objects of
     #: the Python API: ``the training DataFrame``).
     table_names: tuple[str, str] = ("--train", "--population")
+    #: Text canaries of a language model's fine-tuning (``--text-column``; ``None``: a
+    #: table's canaries). ``label_column`` is then the column of text.
+    text: TextCanaries | None = None
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -162,13 +176,44 @@ class _Canaries:
 
     records: dict[CanaryKind, CanaryRecords]
     gradient: int
+    #: What the JSON says of text canaries (``None``: none).
+    text: TextCanaryRecord | None = None
 
     def count(self, kind: CanaryKind) -> int:
         return self.gradient if kind == "gradient" else self.records[kind].count
 
 
+def _check_text(
+    procedure: Procedure, setup: TrainingAuditSetup, chosen: tuple[ThreatModel, ...]
+) -> None:
+    """Text canaries go with the text threat models only, and with a procedure that saves
+    a language model."""
+    text = set(text_names())
+    names = [model.name for model in chosen]
+    if setup.text is None:
+        wrong = [name for name in names if name in text]
+        if wrong:
+            raise InvalidInputError(
+                f"--threat-model {wrong[0]} audits a language model with text canaries: give "
+                f"--text-column. Found {wrong[0]!r} without it."
+            )
+        return
+    wrong = [name for name in names if name not in text]
+    if wrong:
+        raise InvalidInputError(
+            f"--text-column audits a language model through its text canaries: the threat "
+            f"model is {', '.join(sorted(text))}. Found {wrong[0]!r}."
+        )
+    if getattr(procedure, "text", None) is None:
+        raise InvalidInputError(
+            "--text-column needs the fine-tuning as --command or --function (it saves a "
+            "Hugging Face model folder). Found epsstar's own trainer of tables."
+        )
+
+
 def _check_setup(procedure: Procedure, setup: TrainingAuditSetup) -> tuple[ThreatModel, ...]:
     chosen = threat_models(list(setup.threat_models))
+    _check_text(procedure, setup, chosen)
     served = procedure.serves()
     if setup.canary_repeats > 1:
         for model in chosen:
@@ -213,7 +258,49 @@ def _draw_canaries(
                 seed=derived_seed(setup.seed, kind),
             )
     gradient = min(count, capacity) if "gradient" in kinds else 0
-    return _Canaries(records, gradient)
+    text = None
+    if setup.text is not None:
+        records["text"], text = _draw_text(setup, setup.text, frames, count)
+    return _Canaries(records, gradient, text)
+
+
+def _draw_text(
+    setup: TrainingAuditSetup,
+    settings: TextCanaries,
+    frames: tuple[pd.DataFrame, pd.DataFrame],
+    count: int,
+) -> tuple[CanaryRecords, TextCanaryRecord]:
+    """The text canaries, each checked to fit the fine-tuning's token limit before any run."""
+    train, population = frames
+    column = settings.text_column
+    tokenizer = CanaryTokenizer.of(settings.tokenizer, settings.tokenizer_option)
+    limit = tokenizer.limit(settings.max_length)
+    records = text_canaries(
+        [str(text) for text in population[column]],
+        [str(text) for text in train[column]],
+        count,
+        settings=settings,
+        tokenizer=tokenizer,
+        columns=[str(name) for name in train.columns],
+        seed=derived_seed(setup.seed, "text"),
+    )
+    longest = check_canary_lengths(
+        tokenizer,
+        [str(text) for text in records.frame[column]],
+        [int(start) for start in records.frame[SECRET_FROM]],
+        limit,
+    )
+    record = TextCanaryRecord(
+        text_column=column,
+        design=settings.design,
+        tokenizer=tokenizer.name,
+        tokenizer_folder=str(settings.tokenizer),
+        max_length=limit,
+        secret_tokens=None if settings.design == "population" else SECRET_TOKENS,
+        longest_canary_tokens=longest,
+        reference_model=None if settings.reference_model is None else str(settings.reference_model),
+    )
+    return records, record
 
 
 def _plans(setup: TrainingAuditSetup, canaries: _Canaries) -> list[RunPlan]:
@@ -262,6 +349,7 @@ def _settings(
         **({"canary_repeats": setup.canary_repeats} if setup.canary_repeats > 1 else {}),
         **({"train_records": setup.train_records} if setup.train_records is not None else {}),
         **({"crafting": asdict(setup.crafting)} if setup.crafting != Crafting() else {}),
+        **({"text": setup.text.describe()} if setup.text is not None else {}),
     }
 
 
@@ -323,6 +411,8 @@ def _run_inputs(
         _canary_tables(canaries, folder, suffix),
         tuple(model.name for model in chosen),
         setup.canary_repeats,
+        tuple(str(name) for name in rows.columns),
+        setup.text is not None,
     )
 
 
@@ -595,8 +685,6 @@ def _audited(
         audited = _one_run(model, scores, included, claim, setup, level)
     if model.name != "di":
         return audited
-    from dataclasses import replace
-
     reading = identifiability_reading(
         scores, included, claimed_epsilon=claim.epsilon, delta=claim.delta
     )
@@ -619,6 +707,22 @@ def _smallest(setup: TrainingAuditSetup, claim: _Claim, level: float) -> JsonObj
     return smallest
 
 
+def _read_tables(setup: TrainingAuditSetup) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``--train`` and ``--population``, checked: the columns a table's audit reads, or the
+    text records as the text audit reads them."""
+    names, text = setup.table_names, setup.text is not None
+    frames = (
+        read_frame(setup.train, names[0], text=text),
+        read_frame(setup.population, names[1], text=text),
+    )
+    for frame, option, path in zip(frames, names, (setup.train, setup.population), strict=True):
+        if setup.text is None:
+            check_columns(frame, option, setup.label_column, setup.features)
+        else:
+            scan_text(path, setup.text.text_column)
+    return frames
+
+
 def audit_training(
     procedure: Procedure,
     setup: TrainingAuditSetup,
@@ -633,10 +737,7 @@ def audit_training(
     start = time.perf_counter()
     say = on_phase or (lambda _: None)
     chosen = _check_setup(procedure, setup)
-    names = setup.table_names
-    frames = (read_frame(setup.train, names[0]), read_frame(setup.population, names[1]))
-    for frame, option in zip(frames, names, strict=True):
-        check_columns(frame, option, setup.label_column, setup.features)
+    frames = _read_tables(setup)
     digests = (FileDigest.of(setup.train), FileDigest.of(setup.population))
     say("drawing the canaries")
     canaries = _draw_canaries(setup, chosen, frames, procedure.gradient_capacity())
@@ -673,6 +774,7 @@ def audit_training(
         _check_power(setup, chosen, canaries, claim, level)
     say("bounding epsilon")
     audits = tuple(_audited(model, plans, runs, claim, setup, level) for model in chosen)
+    text = _exposed(canaries.text, setup, audits)
     return TrainingAuditResult(
         procedure=procedure.describe(),
         design="many-runs" if setup.many else "one-run",
@@ -698,7 +800,24 @@ def audit_training(
         canary_repeats=setup.canary_repeats,
         train_records=setup.train_records,
         group_claim=claim.group if setup.canary_repeats > 1 else None,
+        text_canaries=text,
     )
+
+
+def _exposed(
+    text: TextCanaryRecord | None,
+    setup: TrainingAuditSetup,
+    audits: tuple[ThreatModelAudit, ...],
+) -> TextCanaryRecord | None:
+    """The text canaries' record with the included canaries' exposure among the left-out
+    ones, when the canaries are draws of one distribution in one run."""
+    if text is None or setup.text is None or setup.many or not setup.text.ranked:
+        return text
+    audit = next(a for a in audits if a.threat_model.canaries == "text")
+    if audit.included.all() or not audit.included.any():
+        return text
+    exposure = exposure_summary(audit.scores, audit.included, audit.threat_model.direction)
+    return replace(text, exposure=exposure)
 
 
 def _run_records(plans: list[RunPlan], runs: dict[int, RunScores]) -> tuple[RunRecord, ...]:
@@ -740,6 +859,7 @@ def _seeds(setup: TrainingAuditSetup, prepared: bool = False) -> JsonObject:
             "arms",
             "split",
             *(("train-records",) if setup.train_records is not None else ()),
+            *(("text", "inclusion-text") if setup.text is not None else ()),
             *(("pretrain",) if prepared else ()),
         )
     }

@@ -62,7 +62,7 @@ class CanaryRecords:
     row each comes from; ``left_out`` population records could not serve (in ``--train``, or
     repeated)."""
 
-    kind: Literal["population", "crafted"]
+    kind: Literal["population", "crafted", "text"]
     frame: pd.DataFrame = field(repr=False)
     sources: NDArray[np.int64] = field(repr=False)
     left_out: int

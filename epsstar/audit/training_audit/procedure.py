@@ -34,6 +34,8 @@ from epsstar.audit.training_audit.external.initial_model import INIT_PLACEHOLDER
 from epsstar.audit.training_audit.external.saved_model import find_saved_model
 from epsstar.audit.training_audit.external.scoring import score_canaries
 from epsstar.audit.training_audit.frames import read_frame
+from epsstar.audit.training_audit.text.designs import TextCanaries
+from epsstar.audit.training_audit.text.scoring import find_saved_folder, score_text_canaries
 from epsstar.audit.training_audit.threat_models import (
     CanaryKind,
     ThreatModelName,
@@ -213,6 +215,8 @@ class CommandProcedure(_BlackBox):
     trust: bool = False
     #: The model every run starts from (``--init``), whose copy ``{init}`` names.
     init: InitialModel | None = None
+    #: The text canaries of a language model's fine-tuning (``None``: a table's canaries).
+    text: TextCanaries | None = None
 
     def __post_init__(self) -> None:
         if self.template.uses_init and self.init is None:
@@ -241,10 +245,12 @@ class CommandProcedure(_BlackBox):
     def run(self, request: RunRequest) -> RunScores:
         out = request.scratch / "out"
         out.mkdir()
-        init = None if self.init is None else self.init.copy_into(request.scratch)
+        init = None if self.init is None else self.init.for_run(request.scratch)
         seconds = run_command(
             self.template, request.train, out, request.seed, run=request.index, init=init
         )
+        if self.init is not None:
+            self.init.check_unchanged(request.index)
         return _saved_model_scores(self, request, out, seconds)
 
 
@@ -256,13 +262,24 @@ def _saved_model_scores(
 ) -> RunScores:
     """The canaries' scores under the one model a run saved in ``out``, and the claim its
     file states (``epsstar.privacy`` metadata), read as ``epsstar audit`` reads a model."""
-    path = find_saved_model(out, procedure.loader, run=request.index)
-    scored = score_canaries(
-        ModelFile(path, procedure.loader, procedure.outputs, procedure.trust),
-        request.canaries,
-        procedure.label_column,
-        procedure.features,
-    )
+    if procedure.text is not None:
+        scored = score_text_canaries(
+            find_saved_folder(out, run=request.index),
+            request.canaries["text"],
+            procedure.text,
+            base=None
+            if procedure.init is None or not procedure.init.folder
+            else procedure.init.path,
+            trust=procedure.trust,
+        )
+    else:
+        path = find_saved_model(out, procedure.loader, run=request.index)
+        scored = score_canaries(
+            ModelFile(path, procedure.loader, procedure.outputs, procedure.trust),
+            request.canaries,
+            procedure.label_column,
+            procedure.features,
+        )
     scores = {name: scored.losses[threat_model(name).canaries] for name in request.threat_models}
     declared = scored.declared
     claim = None
@@ -346,6 +363,7 @@ class FunctionProcedure(_BlackBox):
     outputs: OutputKind | None = None
     trust: bool = False
     init: InitialModel | None = None
+    text: TextCanaries | None = None
 
     def __post_init__(self) -> None:
         if self.init is not None and not _takes(imported_function(self.entry), "init"):
@@ -370,7 +388,7 @@ class FunctionProcedure(_BlackBox):
         fit = imported_function(self.entry)
         out = request.scratch / "out"
         out.mkdir()
-        init = {} if self.init is None else {"init": str(self.init.copy_into(request.scratch))}
+        init = {} if self.init is None else {"init": str(self.init.for_run(request.scratch))}
         started = time.perf_counter()
         try:
             fit(str(request.train), str(out), request.seed, **init)
@@ -380,6 +398,8 @@ class FunctionProcedure(_BlackBox):
                 f"--function {self.entry} must train and save one model for run "
                 f"{request.index + 1}. Found {type(error).__name__}: {reason}"
             ) from None
+        if self.init is not None:
+            self.init.check_unchanged(request.index)
         return _saved_model_scores(self, request, out, time.perf_counter() - started)
 
 

@@ -24,6 +24,7 @@ from epsstar.audit.data.files import FileDigest
 from epsstar.audit.output.result import SCHEMA_VERSION
 from epsstar.audit.training_audit.procedure import Claim
 from epsstar.audit.training_audit.runs import Arm
+from epsstar.audit.training_audit.text.designs import TextCanaryRecord
 from epsstar.audit.training_audit.threat_models import ThreatModel
 from epsstar.plumbing.records.json_records import JsonRecord, json_property, json_rule
 from epsstar.plumbing.records.json_types import JsonObject, JsonValue
@@ -192,6 +193,8 @@ class TrainingAuditResult(JsonRecord):
     #: The claim as the group of a canary's copies sees it, which the bounds were compared
     #: with (``None``: one copy each, the claim itself).
     group_claim: GroupClaim | None = None
+    #: The text canaries of a language model's audit (``None``: a table's canaries).
+    text_canaries: TextCanaryRecord | None = None
 
     def group_words(self, audit: ThreatModelAudit) -> str:
         """With repeated canaries, what ``audit``'s bound is compared with and what it says of

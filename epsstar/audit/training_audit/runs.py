@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import numpy as np
+import pandas as pd
 
 from epsstar.audit.engines.pool import run_in_processes
 from epsstar.audit.training_audit.frames import combine, read_frame, write_frame
@@ -68,6 +69,8 @@ SEED_PURPOSES = {
     "memorise": 10,
     "train-records": 11,
     "pretrain": 12,
+    "text": 13,
+    "inclusion-text": 14,
 }
 
 
@@ -98,6 +101,11 @@ class RunInputs:
     canaries: dict[CanaryKind, Path]
     threat_models: tuple[ThreatModelName, ...]
     canary_repeats: int = 1
+    #: The training table's columns (an empty JSON Lines sample, ``--train-records 0``, keeps
+    #: none of its own).
+    columns: tuple[str, ...] = ()
+    #: Whether the tables hold text records (read as text, :func:`~.frames.read_frame`).
+    text: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,11 +137,13 @@ class Stacking(Protocol):
 
 def _request(plan: RunPlan, inputs: RunInputs, scratch: Path) -> RunRequest:
     """Run ``plan``'s request, its training table written in ``scratch``."""
-    train = read_frame(inputs.train, "--train", allow_empty=True)
+    train = read_frame(inputs.train, "--train", allow_empty=True, text=inputs.text)
+    if train.columns.empty:
+        train = pd.DataFrame(columns=list(inputs.columns))
     included = []
     for kind, path in inputs.canaries.items():
         bits = np.asarray(plan.included.get(kind, ()), dtype=bool)
-        frame = read_frame(path, f"the {kind} canaries")
+        frame = read_frame(path, f"the {kind} canaries", text=inputs.text)
         included.append(frame.iloc[np.repeat(np.flatnonzero(bits), inputs.canary_repeats)])
     table = write_frame(
         combine(train, included, plan.seed), scratch / f"train{inputs.train.suffix.lower()}"

@@ -37,6 +37,7 @@ __all__ = [
     "ThreatModelName",
     "black_box_names",
     "registered_threat_models",
+    "text_names",
     "threat_model",
     "threat_model_names",
     "threat_models",
@@ -47,9 +48,9 @@ ThreatModelName = str
 #: The package whose modules are the threat models, one each (see its docstring).
 REGISTRY: Final = "epsstar.audit.training_audit.threats"
 #: The kinds of canary: records drawn from the population, records crafted out of its
-#: distribution, and gradients.
-CanaryKind = Literal["population", "crafted", "gradient"]
-CANARY_KINDS: Final[tuple[CanaryKind, ...]] = ("population", "crafted", "gradient")
+#: distribution, gradients, and the text canaries of a language model.
+CanaryKind = Literal["population", "crafted", "gradient", "text"]
+CANARY_KINDS: Final[tuple[CanaryKind, ...]] = ("population", "crafted", "gradient", "text")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +108,12 @@ def threat_model_names() -> Names[ThreatModelName]:
 def black_box_names() -> tuple[ThreatModelName, ...]:
     """The threat models every procedure serves: those seen through the final model."""
     return tuple(model.name for model in registered_threat_models() if not model.white_box)
+
+
+def text_names() -> tuple[ThreatModelName, ...]:
+    """The threat models of text canaries (``--text-column``): no other serves a language
+    model's audit, and they serve no table's."""
+    return tuple(model.name for model in registered_threat_models() if model.canaries == "text")
 
 
 def threat_model(name: str) -> ThreatModel:

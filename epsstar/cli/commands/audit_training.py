@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from epsstar.audit.training_audit.threat_models import (
     registered_threat_models,
+    text_names,
     threat_model_names,
 )
 from epsstar.cli.common.options import (
@@ -27,7 +28,7 @@ from epsstar.cli.common.options import (
     json_path,
 )
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK
-from epsstar.statistics.names import GUESS_RULES, TRAINING_BOUNDS
+from epsstar.statistics.names import CANARY_DESIGNS, GUESS_RULES, TRAINING_BOUNDS
 
 if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.training_audit.audit import TrainingAuditSetup
@@ -35,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from epsstar.audit.training_audit.procedure import Procedure
     from epsstar.audit.training_audit.result import TrainingAuditResult
     from epsstar.audit.training_audit.runs import RunProgress
+    from epsstar.audit.training_audit.text.designs import TextCanaries
 
 SUMMARY = (
     "audit a training procedure that claims (epsilon, delta)-DP with canaries: refute the "
@@ -78,8 +80,10 @@ def _add_procedure_options(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         default=None,
         help="a model file every run of --command or --function starts from (any format the "
-        "trainer reads, copied unchanged into each run's folder): {init} in the command "
-        "becomes the copy's path, a function is called with init=path. For epsstar's own "
+        "trainer reads, copied unchanged into each run's folder), or a model folder (a Hugging "
+        "Face model: handed to each run as it is, not copied, and refused if a run changes "
+        "it): {init} in the command becomes its path, a function is called with init=path. "
+        "For epsstar's own "
         f"trainer, {PRETRAINED}: every run starts from its network pretrained once, without "
         "DP, on --population without the canaries",
     )
@@ -190,6 +194,95 @@ def _add_audit_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_text_options(parser: argparse.ArgumentParser) -> None:
+    """The text canaries of a language model's fine-tuning (docs/training-audit.md)."""
+    parser.add_argument(
+        "--text-column",
+        metavar="NAME",
+        default=None,
+        help="audit the fine-tuning of a language model: --train and --population hold text "
+        "records in this column (JSON Lines, CSV or Parquet), the canaries are text (a prefix "
+        "and a secret) and the command saves a Hugging Face model folder in {out}",
+    )
+    parser.add_argument(
+        "--canary-design",
+        choices=CANARY_DESIGNS.names,
+        default=CANARY_DESIGNS.names[0],
+        help=f"with --text-column: how the canaries' secrets are made. "
+        f"{describe_choices(CANARY_DESIGNS)}",
+    )
+    parser.add_argument(
+        "--max-length",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --text-column: the most tokens of a record the fine-tuning trains on (also "
+        "the tokenizer's model_max_length); a canary whose secret would be cut is refused "
+        "before any run",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        metavar="FOLDER",
+        default=None,
+        help="with --text-column: the model folder whose tokenizer the fine-tuning uses "
+        "(default: --init's folder)",
+    )
+    parser.add_argument(
+        "--reference-model",
+        metavar="FOLDER",
+        default=None,
+        help="with --text-column: a language model folder (the base model, say) whose loss on "
+        "each secret is subtracted from the trained model's (a calibrated score)",
+    )
+
+
+def _text_canaries(args: argparse.Namespace) -> TextCanaries | None:
+    """The text canaries the options ask for (``None``: a table's canaries)."""
+    from epsstar.audit.training_audit.text.designs import TextCanaries
+    from epsstar.exceptions import InvalidInputError
+
+    if args.text_column is None:
+        if args.label_column is None:
+            raise InvalidInputError(
+                "audit-training needs --label-column (a table's label), or --text-column (a "
+                "language model's text records). Found neither."
+            )
+        return None
+    if args.label_column is not None:
+        raise InvalidInputError(
+            "--text-column audits text records, which have no label: leave out --label-column. "
+            f"Found --label-column {args.label_column!r}."
+        )
+    if args.features is not None:
+        raise InvalidInputError(
+            "--text-column audits the text column alone: leave out --features. Found "
+            f"--features {','.join(args.features)!r}."
+        )
+    if args.training_command is None and args.training_function is None:
+        raise InvalidInputError(
+            "--text-column needs the fine-tuning as --command or --function (it saves a "
+            "Hugging Face model folder in {out}). Found neither."
+        )
+    if args.tokenizer is not None:
+        tokenizer, option = Path(args.tokenizer), "--tokenizer"
+    elif args.init is not None and Path(args.init).is_dir():
+        tokenizer, option = Path(args.init), "--init"
+    else:
+        raise InvalidInputError(
+            "--text-column needs the fine-tuning's tokenizer to check every canary before any "
+            "run: --init FOLDER (the model every run starts from) or --tokenizer FOLDER. "
+            f"Found {'--init ' + repr(args.init) if args.init else 'neither'}."
+        )
+    return TextCanaries(
+        text_column=args.text_column,
+        tokenizer=tokenizer,
+        design=args.canary_design,
+        max_length=args.max_length,
+        reference_model=None if args.reference_model is None else Path(args.reference_model),
+        tokenizer_option=option,
+    )
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "audit-training",
@@ -205,8 +298,11 @@ def register(subparsers: Any) -> None:
         metavar="PATH",
         help="records of the same distribution, not in --train: the canaries are drawn here",
     )
-    parser.add_argument("--label-column", required=True, metavar="NAME")
+    parser.add_argument(
+        "--label-column", metavar="NAME", help="the label column (not with --text-column)"
+    )
     add_features_option(parser, "every column but the label")
+    _add_text_options(parser)
     _add_audit_options(parser)
     parser.add_argument(
         "--work",
@@ -233,9 +329,11 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def _procedure(args: argparse.Namespace) -> Procedure:
+def _procedure(args: argparse.Namespace, text: TextCanaries | None) -> Procedure:
     """The command template, or epsstar's trainer with the training options."""
     from epsstar.exceptions import InvalidInputError
+
+    label = args.label_column if text is None else text.text_column
 
     if args.training_command is not None and args.training_function is not None:
         raise InvalidInputError(
@@ -248,11 +346,12 @@ def _procedure(args: argparse.Namespace) -> Procedure:
         imported_function(args.training_function)  # one line now, not in every worker
         return FunctionProcedure(
             args.training_function,
-            args.label_column,
+            label,
             args.features,
             loader=args.loader,
             trust=args.trust_model,
             init=_initial_model(args),
+            text=text,
         )
     if args.training_command is not None:
         from epsstar.audit.training_audit.external.command import CommandTemplate
@@ -260,11 +359,12 @@ def _procedure(args: argparse.Namespace) -> Procedure:
 
         return CommandProcedure(
             CommandTemplate.parse(args.training_command, args.timeout),
-            args.label_column,
+            label,
             args.features,
             loader=args.loader,
             trust=args.trust_model,
             init=_initial_model(args),
+            text=text,
         )
     if args.init not in (None, PRETRAINED):
         raise InvalidInputError(
@@ -303,17 +403,18 @@ def _initial_model(args: argparse.Namespace) -> InitialModel | None:
     return None if args.init is None else InitialModel.of(args.init)
 
 
-def _setup(args: argparse.Namespace) -> TrainingAuditSetup:
+def _setup(args: argparse.Namespace, text: TextCanaries | None) -> TrainingAuditSetup:
     from epsstar.audit.training_audit.audit import TrainingAuditSetup
 
+    default = threat_model_names().names[:1] if text is None else text_names()
     return TrainingAuditSetup(
         train=Path(args.train),
         population=Path(args.population),
-        label_column=args.label_column,
+        label_column=args.label_column if text is None else text.text_column,
         features=args.features,
         canaries=args.canaries,
         runs=args.runs,
-        threat_models=tuple(args.threat_model or threat_model_names().names[:1]),
+        threat_models=tuple(args.threat_model or default),
         claimed_epsilon=args.claimed_epsilon,
         delta=args.delta,
         confidence=args.confidence,
@@ -323,6 +424,7 @@ def _setup(args: argparse.Namespace) -> TrainingAuditSetup:
         train_records=args.train_records,
         seed=args.seed,
         work=None if args.work is None else Path(args.work),
+        text=text,
     )
 
 
@@ -357,6 +459,19 @@ def summary(result: TrainingAuditResult) -> str:
         f"{result.delta:.3g} ({result.delta_from}); confidence {result.confidence:g}, "
         f"{result.runs} run{'s' if result.runs > 1 else ''}, seed {result.seed}"
     )
+    text = result.text_canaries
+    if text is not None:
+        exposure = text.exposure
+        exposed = (
+            ""
+            if exposure is None
+            else f"; exposure of the included canaries: mean {exposure.mean:.3g}, largest "
+            f"{exposure.largest:.3g} (at most {exposure.possible:.3g})"
+        )
+        lines.append(
+            f"  text canaries: {text.design} design, {text.tokenizer} tokenizer, at most "
+            f"{text.max_length} tokens{exposed}"
+        )
     return "\n".join(lines)
 
 
@@ -369,8 +484,9 @@ def run(args: argparse.Namespace) -> int:
     from epsstar.plumbing.runtime.threads import apply_threads, choose_threads
 
     checked_device(args.device)
-    procedure = _procedure(args)
-    setup = _setup(args)
+    text = _text_canaries(args)
+    procedure = _procedure(args, text)
+    setup = _setup(args, text)
     threads = choose_threads(max(1, args.jobs), args.threads)
     apply_threads(threads)
     quiet = args.quiet or args.json == "-"
@@ -399,8 +515,8 @@ def run(args: argparse.Namespace) -> int:
         files.commit()
     import warnings
 
-    for text in result.warnings:
-        warnings.warn(text, EpsstarWarning, stacklevel=1)
+    for warning in result.warnings:
+        warnings.warn(warning, EpsstarWarning, stacklevel=1)
     written = [("report", args.report)] if args.report else []
     shown = args.json if args.json == "-" else json_path(args.json)
     emit(document, shown, summary(result), files=written)

@@ -5,7 +5,8 @@ it is refused in one line.
 
 The procedure is a stand-in that trains nothing: it scores each canary by whether the run held
 it (a record in the run's table, a gradient canary the run included), oriented as the threat
-model's ``direction`` says members look.
+model's ``direction`` says members look. A threat model of text canaries is audited on text
+records with a tokenizer trained here (:mod:`tests.text.tiny_lm`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from epsstar.audit.training_audit.audit import TrainingAuditSetup, audit_trainin
 from epsstar.audit.training_audit.frames import read_frame, row_hashes
 from epsstar.audit.training_audit.procedure import Claim, RunRequest, RunScores
 from epsstar.audit.training_audit.result import ThreatModelAudit, TrainingAuditResult
+from epsstar.audit.training_audit.text.designs import TextCanaries
 from epsstar.audit.training_audit.threat_models import (
     ThreatModelName,
     registered_threat_models,
@@ -45,6 +47,8 @@ class Remembers:
     """A procedure that serves ``served`` and whose scores give its members away."""
 
     served: tuple[ThreatModelName, ...]
+    #: The text canaries it is handed (a language model's fine-tuning), if any.
+    text: TextCanaries | None = None
 
     def describe(self) -> JsonObject:
         return {"kind": "callable", "trainer": "a stand-in that remembers"}
@@ -59,13 +63,18 @@ class Remembers:
         return None
 
     def run(self, request: RunRequest) -> RunScores:
-        held = set(row_hashes(read_frame(request.train, "train"), COLUMNS).tolist())
+        table = read_frame(request.train, "train")
         scores = {}
         for name in request.threat_models:
             model = threat_model(name)
             if model.canaries == "gradient":
                 member = np.asarray(request.gradient_included, dtype=np.float64)
+            elif model.canaries == "text":
+                held_texts = set(table["text"].tolist())
+                texts = read_frame(request.canaries["text"], "canaries")["text"].tolist()
+                member = np.array([t in held_texts for t in texts], dtype=np.float64)
             else:
+                held = set(row_hashes(table, COLUMNS).tolist())
                 hashes = row_hashes(
                     read_frame(request.canaries[model.canaries], "canaries"), COLUMNS
                 )
@@ -97,11 +106,34 @@ def _setup(tables: tuple[Path, Path], name: str) -> TrainingAuditSetup:
     )
 
 
+def _text_setup(folder: Path, name: str) -> TrainingAuditSetup:
+    """Text records (50 training, 400 population) and a tokenizer in ``folder``."""
+    pytest.importorskip("transformers")
+    from tests.text.tiny_lm import sentences, tokenizer_for, write_jsonl
+
+    train, population = sentences(50, 3), sentences(400, 4)
+    tokenizer_for(train + population).save_pretrained(folder / "tokenizer")
+    text = TextCanaries("text", folder / "tokenizer")
+    return TrainingAuditSetup(
+        write_jsonl(folder / "train.jsonl", train),
+        write_jsonl(folder / "population.jsonl", population),
+        "text",
+        canaries=200,
+        claimed_epsilon=1.0,
+        delta=1e-5,
+        threat_models=(name,),
+        text=text,
+    )
+
+
 def audit_a_rememberer(name: str, folder: Path, **changes: Any) -> TrainingAuditResult:
     """The one-run audit under threat model ``name`` (and the setup's other ``changes``) of a
     procedure that remembers its canaries and serves every threat model, on the tables
-    :func:`write_tables` writes."""
+    :func:`write_tables` writes (text records for a threat model of text canaries)."""
     served = tuple(model.name for model in registered_threat_models())
+    if threat_model(name).canaries == "text":
+        setup = replace(_text_setup(folder, name), **changes)
+        return audit_training(Remembers(served, setup.text), setup)
     setup = replace(_setup(write_tables(folder), name), **changes)
     return audit_training(Remembers(served), setup)
 
