@@ -41,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from text_finetune import fine_tune  # noqa: E402
-from text_throughput import SIZES, build, sentences  # noqa: E402
+from text_throughput import SIZES, Size, build, sentences  # noqa: E402
 
 from epsstar.cli import main as epsstar_main  # noqa: E402
 from epsstar.cli.common.text_table import aligned_table  # noqa: E402
@@ -51,18 +51,17 @@ DESIGNS = ("random", "rare", "population")
 MAX_LENGTH = 64
 
 
-def plain_command(epochs: int) -> str:
+def plain_command(epochs: int, lr: float) -> str:
     """The non-private fine-tuning of ``benchmarks/text_finetune.py`` as a command template."""
     script = shlex.quote(str(HERE / "text_finetune.py"))
     return (
         f"{shlex.quote(sys.executable)} {script} {{init}} {{train}} {{out}} --seed {{seed}} "
-        f"--epochs {epochs} --max-length {MAX_LENGTH} --threads 1"
+        f"--epochs {epochs} --lr {lr:g} --max-length {MAX_LENGTH} --threads 1"
     )
 
 
-def prepare(folder: Path, records: int, seed: int) -> Path:
+def prepare(folder: Path, records: int, seed: int, size: Size) -> Path:
     """The data and the base model every run starts from (see the module); its folder."""
-    size = SIZES["tiny"]
     build(folder, size, records, seed)
     public = folder / "public.jsonl"
     most = max(4, (size.context - 2) // 3)
@@ -79,7 +78,7 @@ def audit(
 ) -> dict[str, Any]:
     """One audit's JSON document (the run kept in, or read back from, the design's work
     folder)."""
-    out = folder / f"{design}-{claim:g}.json"
+    out = folder / f"{design}-{claim:g}-{seed}.json"
     with contextlib.redirect_stdout(io.StringIO()):  # the audit's summary: the table says it
         code = epsstar_main(
         [
@@ -89,7 +88,7 @@ def audit(
             "--text-column", "text", "--init", str(folder / "base"),
             "--command", command, "--canary-design", design, "--canaries", str(canaries),
             "--max-length", str(MAX_LENGTH), "--claimed-epsilon", f"{claim:g}",
-            "--delta", "1e-5", "--seed", str(seed), "--work", str(folder / f"work-{design}"),
+            "--delta", "1e-5", "--seed", str(seed), "--work", str(folder / f"work-{design}-{seed}"),
             "--json", str(out), "--quiet",
         ]
         )  # fmt: skip
@@ -99,13 +98,14 @@ def audit(
     return document
 
 
-def row(design: str, claim: float, document: dict[str, Any]) -> list[str]:
+def row(design: str, claim: float, seed: int, document: dict[str, Any]) -> list[str]:
     [text] = document["threat_models"]
     exposure = document["text_canaries"]["exposure"]
     gdp = text["epsilon_lower_gdp"]
     return [
         design,
         f"{claim:g}",
+        str(seed),
         f"{text['epsilon_lower_bound']:.3f}",
         "n/a" if gdp is None else f"{gdp:.3f}",
         "yes" if document["refuted"] else "no",
@@ -128,8 +128,19 @@ def main() -> None:
         metavar="TEMPLATE",
         help="the fine-tuning audited instead of benchmarks/text_finetune.py's",
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lr", type=float, default=5e-3, help="of the plain fine-tuning")
+    parser.add_argument("--layers", type=int, default=SIZES["tiny"].layers)
+    parser.add_argument("--width", type=int, default=SIZES["tiny"].width, help="n_embd")
+    parser.add_argument("--seed", type=int, default=0, help="of the data and the first audit")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="audits per design and claim (seeds seed, seed + 1, ...)",
+    )
     args = parser.parse_args()
+    tiny = SIZES["tiny"]
+    size = Size(args.layers, args.width, tiny.heads, tiny.context, tiny.vocabulary)
     import torch
     import transformers
 
@@ -137,21 +148,28 @@ def main() -> None:
     logging: Any = transformers.utils.logging
     logging.set_verbosity_error()
     logging.disable_progress_bar()
-    command = args.trainer_command or plain_command(args.epochs)
-    rows = [["design", "claim", "eps lower", "mu-GDP", "refuted", "exposure", "max", "train s"]]
+    command = args.trainer_command or plain_command(args.epochs, args.lr)
+    header = ["design", "claim", "seed", "eps lower", "mu-GDP", "refuted", "exposure", "max"]
+    rows = [[*header, "train s"]]
+    refuted: dict[tuple[str, float], int] = {}
     with tempfile.TemporaryDirectory(prefix="epsstar-text-audit-") as where:
         folder = Path(where)
-        prepare(folder, args.records, args.seed)
-        for design in args.designs:
-            for claim in args.claims:
-                document = audit(folder, design, claim, command, args.canaries, args.seed)
-                rows.append(row(design, claim, document))
+        prepare(folder, args.records, args.seed, size)
+        for seed in range(args.seed, args.seed + args.repeats):
+            for design in args.designs:
+                for claim in args.claims:
+                    document = audit(folder, design, claim, command, args.canaries, seed)
+                    rows.append(row(design, claim, seed, document))
+                    refuted[design, claim] = refuted.get((design, claim), 0) + document["refuted"]
     print(
-        f"{args.records} training records, {args.canaries} canaries per design, one run each; "
+        f"{args.records} training records, {args.canaries} canaries per design, one run per "
+        f"audit, {args.repeats} audit(s) per design and claim; "
         f"the fine-tuning: {'--trainer-command' if args.trainer_command else 'plain'}"
         f"{'' if args.trainer_command else f', {args.epochs} epochs'}"
     )
     print(aligned_table(rows, left_columns=1))
+    for (design, claim), count in refuted.items():
+        print(f"{design}, claim {claim:g}: refuted in {count} of {args.repeats} runs")
 
 
 if __name__ == "__main__":
