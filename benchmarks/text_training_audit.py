@@ -74,7 +74,13 @@ def prepare(folder: Path, records: int, seed: int, size: Size) -> Path:
 
 
 def audit(
-    folder: Path, design: str, claim: float, command: str, canaries: int, seed: int
+    folder: Path,
+    design: str,
+    claim: float,
+    command: str,
+    canaries: int,
+    seed: int,
+    k: int | None = None,
 ) -> dict[str, Any]:
     """One audit's JSON document (the run kept in, or read back from, the design's work
     folder)."""
@@ -89,7 +95,7 @@ def audit(
             "--command", command, "--canary-design", design, "--canaries", str(canaries),
             "--max-length", str(MAX_LENGTH), "--claimed-epsilon", f"{claim:g}",
             "--delta", "1e-5", "--seed", str(seed), "--work", str(folder / f"work-{design}-{seed}"),
-            "--json", str(out), "--quiet",
+            "--json", str(out), "--quiet", *([] if k is None else ["--k", str(k)]),
         ]
         )  # fmt: skip
     if code not in (0, 1):
@@ -128,6 +134,9 @@ def main() -> None:
         metavar="TEMPLATE",
         help="the fine-tuning audited instead of benchmarks/text_finetune.py's",
     )
+    parser.add_argument(
+        "--k", type=int, default=None, help="the guessing rules' k (default: chosen by the audit)"
+    )
     parser.add_argument("--lr", type=float, default=5e-3, help="of the plain fine-tuning")
     parser.add_argument("--layers", type=int, default=SIZES["tiny"].layers)
     parser.add_argument("--width", type=int, default=SIZES["tiny"].width, help="n_embd")
@@ -158,7 +167,7 @@ def main() -> None:
         for seed in range(args.seed, args.seed + args.repeats):
             for design in args.designs:
                 for claim in args.claims:
-                    document = audit(folder, design, claim, command, args.canaries, seed)
+                    document = audit(folder, design, claim, command, args.canaries, seed, args.k)
                     rows.append(row(design, claim, seed, document))
                     refuted[design, claim] = refuted.get((design, claim), 0) + document["refuted"]
     print(

@@ -257,6 +257,7 @@ def test_a_work_folder_of_another_design_is_refused(
     [
         (["--canary-repeats", "0"], "--canary-repeats must be an integer ≥ 1. Found 0."),
         (["--train-records", "-1"], "--train-records must be an integer ≥ 0. Found -1."),
+        (["--k", "0"], "--k must be an integer ≥ 1. Found 0."),
         (["--train-records", "121"], "at most the 120 rows of --train. Found 121."),
         (["--canary-repeats", "30"], "30 copies of each canary: "),
         (
@@ -394,3 +395,16 @@ def test_many_runs_repeat_their_canary_and_compare_with_the_group(
     assert audited["per_record_epsilon"] == pytest.approx(
         group.per_record_gdp(audited["many_runs"]["mu_lower"])
     )
+
+
+def test_a_k_fixed_by_the_design_is_every_rule_s_k(
+    audit: Callable[..., tuple[int, dict[str, Any] | None]], tmp_path: Path
+) -> None:
+    """``--k`` replaces the k chosen from the canary count and the claim, for every rule of
+    ``--guesses both`` (capped at half the canaries), and is recorded as the chosen k."""
+    code, document = audit(tmp_path / "a.json", 1, 120, "--function", "designs_fit:fit", "--k", "7")
+    assert code in (0, 1)
+    assert document is not None
+    for model in document["threat_models"]:
+        assert model["chosen_k"]["k"] == 7
+        assert model["chosen_k"]["canaries"] == model["canaries"]

@@ -184,7 +184,17 @@ def _add_audit_options(parser: argparse.ArgumentParser) -> None:
         choices=GUESS_RULES.names,
         default=GUESS_RULES.names[0],
         help=f"one run: how the canaries are guessed. {describe_choices(GUESS_RULES)}; each "
-        "rule's k comes from the canary count and the claim alone",
+        "rule's k comes from the canary count and the claim alone, unless --k fixes it",
+    )
+    parser.add_argument(
+        "--k",
+        type=int,
+        default=None,
+        metavar="K",
+        help="one run: fix every guessing rule's k in advance (K 'in' and K 'out' guesses, or K "
+        "on one side; at most half the canaries) instead of choosing it from the canary count "
+        "and the claim, which aims at a trainer near its claim: a large K (such as M/2) lets "
+        "an audit of a trainer that memorises refute a claim far above its claim's reach",
     )
     parser.add_argument(
         "--confidence",
@@ -420,6 +430,7 @@ def _setup(args: argparse.Namespace, text: TextCanaries | None) -> TrainingAudit
         confidence=args.confidence,
         bound=args.bound,
         guesses=args.guesses,
+        k=args.k,
         canary_repeats=args.canary_repeats,
         train_records=args.train_records,
         seed=args.seed,
