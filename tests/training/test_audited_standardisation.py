@@ -49,7 +49,7 @@ def _trainer(tables: tuple[Path, Path], *extra: str) -> OwnTrainer:
             *("--hidden", "4", "--noise-multiplier", "8", *extra),
         ]
     )
-    procedure = _procedure(args)
+    procedure = _procedure(args, None)
     assert isinstance(procedure, OwnTrainer)
     return procedure
 

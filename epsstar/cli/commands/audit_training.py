@@ -120,6 +120,27 @@ def _add_procedure_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_guess_options(parser: argparse.ArgumentParser) -> None:
+    """How one run's canaries are guessed: the rule and, when fixed in advance, its k."""
+    parser.add_argument(
+        "--guesses",
+        choices=GUESS_RULES.names,
+        default=GUESS_RULES.names[0],
+        help=f"one run: how the canaries are guessed. {describe_choices(GUESS_RULES)}; each "
+        "rule's k comes from the canary count and the claim alone, unless --k fixes it",
+    )
+    parser.add_argument(
+        "--k",
+        type=int,
+        default=None,
+        metavar="K",
+        help="one run: fix every guessing rule's k in advance (K 'in' and K 'out' guesses, or K "
+        "on one side; at most half the canaries) instead of choosing it from the canary count "
+        "and the claim, which aims at a trainer near its claim: a large K (such as M/2) lets "
+        "an audit of a trainer that memorises refute a claim far above its claim's reach",
+    )
+
+
 def _add_audit_options(parser: argparse.ArgumentParser) -> None:
     """The claim, the canaries, the runs, the threat models and the bound."""
     parser.add_argument(
@@ -178,23 +199,6 @@ def _add_audit_options(parser: argparse.ArgumentParser) -> None:
         choices=TRAINING_BOUNDS.names,
         default=TRAINING_BOUNDS.names[0],
         help=f"the bound that decides. {describe_choices(TRAINING_BOUNDS)}",
-    )
-    parser.add_argument(
-        "--guesses",
-        choices=GUESS_RULES.names,
-        default=GUESS_RULES.names[0],
-        help=f"one run: how the canaries are guessed. {describe_choices(GUESS_RULES)}; each "
-        "rule's k comes from the canary count and the claim alone, unless --k fixes it",
-    )
-    parser.add_argument(
-        "--k",
-        type=int,
-        default=None,
-        metavar="K",
-        help="one run: fix every guessing rule's k in advance (K 'in' and K 'out' guesses, or K "
-        "on one side; at most half the canaries) instead of choosing it from the canary count "
-        "and the claim, which aims at a trainer near its claim: a large K (such as M/2) lets "
-        "an audit of a trainer that memorises refute a claim far above its claim's reach",
     )
     parser.add_argument(
         "--confidence",
@@ -314,6 +318,7 @@ def register(subparsers: Any) -> None:
     add_features_option(parser, "every column but the label")
     _add_text_options(parser)
     _add_audit_options(parser)
+    _add_guess_options(parser)
     parser.add_argument(
         "--work",
         metavar="DIR",
