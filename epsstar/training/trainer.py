@@ -93,6 +93,7 @@ __all__ = [
     "TrainedModel",
     "TrainingConfig",
     "check_memory",
+    "check_noise_source",
     "check_population",
     "evaluate",
     "noisy_gradient",
@@ -102,6 +103,16 @@ __all__ = [
     "train",
     "trained_model",
 ]
+
+
+def check_noise_source(target_epsilon: float | None, noise_multiplier: float | None) -> None:
+    """Refuse a run given both a target ε and a noise multiplier: σ comes from one of them
+    (the accountant's search, or as given), and a run with neither is not private."""
+    if target_epsilon is not None and noise_multiplier is not None:
+        raise InvalidInputError(
+            "give either target_epsilon or noise_multiplier, not both. "
+            f"Found {target_epsilon} and {noise_multiplier}."
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,11 +160,7 @@ class TrainingConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        if self.target_epsilon is not None and self.noise_multiplier is not None:
-            raise InvalidInputError(
-                "give either target_epsilon or noise_multiplier, not both. "
-                f"Found {self.target_epsilon} and {self.noise_multiplier}."
-            )
+        check_noise_source(self.target_epsilon, self.noise_multiplier)
 
     @property
     def private(self) -> bool:

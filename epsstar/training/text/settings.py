@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Final
 
-from epsstar.exceptions import InvalidInputError
 from epsstar.plumbing.records.constraints import (
     ColumnName,
     InRange,
@@ -19,7 +18,7 @@ from epsstar.plumbing.records.constraints import (
 from epsstar.statistics._validation import DELTA
 from epsstar.statistics.names import ACCOUNTANTS
 from epsstar.training.accounting import DEFAULT_MAX_NOISE_MULTIPLIER
-from epsstar.training.trainer import TrainingConfig
+from epsstar.training.trainer import TrainingConfig, check_noise_source
 
 __all__ = ["DEFAULT_LORA_ALPHA", "DEFAULT_TEXT_LR", "TextTrainingConfig"]
 
@@ -69,11 +68,7 @@ class TextTrainingConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        if self.target_epsilon is not None and self.noise_multiplier is not None:
-            raise InvalidInputError(
-                "give either target_epsilon or noise_multiplier, not both. "
-                f"Found {self.target_epsilon} and {self.noise_multiplier}."
-            )
+        check_noise_source(self.target_epsilon, self.noise_multiplier)
 
     @property
     def private(self) -> bool:
