@@ -442,8 +442,7 @@ def release_verdict(result: AuditResult) -> str:
     """The release gate's verdict, as the exit code decides it: FAIL when a gate that was set
     failed (``--max-epsilon`` or a text audit's ``--max-extraction-rate``), PASS when every gate
     set passed, NO GATE when none was set."""
-    text = result.text
-    extraction = None if text is None or text.extraction is None else text.extraction.passed
+    extraction = None if result.text is None else result.text.extraction_passed
     verdicts = [passed for passed in (result.passed, extraction) if passed is not None]
     if not verdicts:
         return "NO GATE"

@@ -178,6 +178,12 @@ class TextAudit(JsonRecord):
     def windowed_records(self) -> int:
         return sum(side.records for side in self.windows)
 
+    @property
+    def extraction_passed(self) -> bool | None:
+        """The extraction test's gate (``None``: no test, or no limit): what the exit code
+        and the report's release-gate card read."""
+        return None if self.extraction is None else self.extraction.passed
+
     @json_property(name="tokens", after="tokens")
     def tokens_by_side(self) -> BySide[int]:
         return BySide(*self.tokens)

@@ -249,8 +249,7 @@ def _extraction_lines(result: AuditResult) -> list[str]:
 
 def extraction_failed(result: AuditResult) -> bool:
     """The extraction test's gate failed (``--max-extraction-rate``)."""
-    extraction = None if result.text is None else result.text.extraction
-    return extraction is not None and extraction.passed is False
+    return result.text is not None and result.text.extraction_passed is False
 
 
 def refuse_text_models(entries: Sequence[ManifestEntry]) -> None:
