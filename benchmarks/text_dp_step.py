@@ -41,10 +41,14 @@ from typing import Any
 
 import numpy as np
 
-from epsstar import __version__
-from epsstar.cli.common.text_table import aligned_table
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
-SYLLABLES = ("ka", "lo", "mi", "ne", "su", "ta", "ri", "po", "ve", "do", "gu", "zi", "ha", "be")
+from text_throughput import SYLLABLES, byte_level_tokenizer  # noqa: E402
+
+from epsstar import __version__  # noqa: E402
+from epsstar.cli.common.text_table import aligned_table  # noqa: E402
+
 VOCABULARY = 4096
 
 #: The peak resident memory of this process in MiB, printed last by every measured child.
@@ -69,37 +73,13 @@ def build(folder: Path, batch: int, records: int, tokens: int, seed: int) -> Non
     """The model folder ``folder/model``, ``train.jsonl`` (``batch`` records) and
     ``score.jsonl`` (``records``), each record at least ``tokens`` tokens long."""
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+    from transformers import GPT2Config, GPT2LMHeadModel
     from transformers.utils import logging as transformers_logging
 
     quiet: Any = transformers_logging
     quiet.disable_progress_bar()  # no "Writing model shards" above the table
 
-    raw = Tokenizer(models.BPE())
-    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    raw.decoder = decoders.ByteLevel()
-    raw.train_from_iterator(
-        sentences(2000, seed + 99, 30),
-        trainers.BpeTrainer(
-            vocab_size=VOCABULARY,
-            special_tokens=["<|endoftext|>"],
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-            show_progress=False,
-        ),
-    )
-    bos = raw.token_to_id("<|endoftext|>")
-    raw.post_processor = processors.TemplateProcessing(
-        single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", bos)]
-    )
-    fast: Any = PreTrainedTokenizerFast
-    tokenizer = fast(
-        tokenizer_object=raw,
-        bos_token="<|endoftext|>",
-        eos_token="<|endoftext|>",
-        pad_token="<|endoftext|>",
-        model_input_names=["input_ids", "attention_mask"],
-    )
+    tokenizer, bos = byte_level_tokenizer(sentences(2000, seed + 99, 30), VOCABULARY)
     torch.manual_seed(seed)
     model = GPT2LMHeadModel(GPT2Config(bos_token_id=bos, eos_token_id=bos))  # GPT-2's defaults
     model.save_pretrained(folder / "model")

@@ -98,23 +98,22 @@ def sentences(n: int, seed: int, most_words: int) -> list[str]:
     return out
 
 
-def build(folder: Path, size: Size, records: int, seed: int) -> dict[str, list[str]]:
-    """The model folder in ``folder/model`` and the two JSON Lines files; their texts."""
-    import torch
+def byte_level_tokenizer(
+    texts: list[str], vocabulary: int, context: int | None = None
+) -> tuple[Any, int]:
+    """A GPT-2-style byte-level BPE tokenizer of ``vocabulary`` tokens trained on ``texts``
+    (``<|endoftext|>`` begins every sequence and pads), and that token's id; ``context``
+    is its ``model_max_length`` (``None``: transformers' default)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
-    # Words of 1 to 3 syllables take at most 3 tokens, a space included: a record of
-    # (context - 2) / 3 words always fits the context with its beginning-of-sequence token.
-    most = max(4, (size.context - 2) // 3)
-    texts = {role: sentences(records, seed + i, most) for i, role in enumerate(ROLES)}
     raw = Tokenizer(models.BPE())
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     raw.decoder = decoders.ByteLevel()
     raw.train_from_iterator(
-        sentences(2000, seed + 99, most),
+        texts,
         trainers.BpeTrainer(
-            vocab_size=size.vocabulary,
+            vocab_size=vocabulary,
             special_tokens=["<|endoftext|>"],
             initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
             show_progress=False,
@@ -130,10 +129,25 @@ def build(folder: Path, size: Size, records: int, seed: int) -> dict[str, list[s
         bos_token="<|endoftext|>",
         eos_token="<|endoftext|>",
         pad_token="<|endoftext|>",
-        model_max_length=size.context,
+        **({} if context is None else {"model_max_length": context}),
         # GPT-2's own inputs (transformers before 5 would add token_type_ids, which GPT-2
         # embeds as token 0 at every position).
         model_input_names=["input_ids", "attention_mask"],
+    )
+    return tokenizer, bos
+
+
+def build(folder: Path, size: Size, records: int, seed: int) -> dict[str, list[str]]:
+    """The model folder in ``folder/model`` and the two JSON Lines files; their texts."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    # Words of 1 to 3 syllables take at most 3 tokens, a space included: a record of
+    # (context - 2) / 3 words always fits the context with its beginning-of-sequence token.
+    most = max(4, (size.context - 2) // 3)
+    texts = {role: sentences(records, seed + i, most) for i, role in enumerate(ROLES)}
+    tokenizer, bos = byte_level_tokenizer(
+        sentences(2000, seed + 99, most), size.vocabulary, size.context
     )
     torch.manual_seed(seed)
     config = GPT2Config(
