@@ -120,6 +120,7 @@ def byte_level_tokenizer(
         ),
     )
     bos = raw.token_to_id("<|endoftext|>")
+    assert bos is not None  # a special token of the trainer, in every vocabulary it learns
     raw.post_processor = processors.TemplateProcessing(
         single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", bos)]
     )
