@@ -30,7 +30,8 @@ from typing import Any
 from epsstar.audit.model.declared_privacy import PRIVACY_KEY, DeclaredPrivacy, privacy_to_text
 from epsstar.audit.model.loading import ModelFile
 from epsstar.audit.model.text_model import TextModelInfo, text_model_of
-from epsstar.exceptions import InvalidInputError
+from epsstar.exceptions import EpsstarError, InvalidInputError
+from epsstar.plumbing.files.json_parsing import read_json_file
 from epsstar.plumbing.files.staging import interrupts_deferred, refuse_replacing_inputs
 from epsstar.training.progress import EpochProgress, announce
 from epsstar.training.runs.export import check_output_dir
@@ -160,10 +161,13 @@ def _files_of_earlier_run(out: Path) -> tuple[str, ...]:
     With ``--overwrite`` they are removed where this run does not write them again: a full
     model's ``config.json`` beside a new adapter, or worse, an earlier adapter's
     ``adapter_config.json`` beside a new full model, which the loader would read instead."""
-    try:
-        listed = json.loads((out / RECORD_FILE).read_text(encoding="utf-8")).get("files")
-    except (OSError, ValueError, AttributeError):
+    if not (out / RECORD_FILE).is_file():
         return ()
+    try:
+        record = read_json_file(out / RECORD_FILE, "--out")
+    except EpsstarError:
+        return ()
+    listed = record.get("files") if isinstance(record, dict) else None
     if not isinstance(listed, list):
         return ()
     return tuple(
