@@ -182,6 +182,32 @@ def test_a_lora_adapter_is_audited_with_its_declared_epsilon(
     assert f"declared: DP-SGD at epsilon = {record['privacy']['epsilon']:.4g}" in shown
 
 
+def test_overwrite_removes_the_earlier_runs_files_it_does_not_write(
+    start: TinyCorpus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An adapter, then a full model, then an adapter again into one folder with
+    ``--overwrite``: each time the folder holds exactly the files the new record lists, so an
+    earlier adapter never sits beside a new full model (the loader would read the adapter),
+    and a file of the user's own is left alone."""
+    out = tmp_path / "out"
+    mine = out / "notes.txt"
+    layouts = [
+        (["--lora-rank", "4"], "adapter_config.json", "model.safetensors"),
+        ([], "model.safetensors", "adapter_config.json"),
+        (["--lora-rank", "4"], "adapter_model.safetensors", "config.json"),
+    ]
+    for extra, present, absent in layouts:
+        code, _, err = _train(start, out, capsys, "--overwrite", *extra)
+        assert code == 0, err
+        if not mine.exists():
+            mine.write_text("kept\n")
+        listed = _record(out)["files"]
+        assert present in listed
+        assert absent not in listed
+        assert sorted(p.name for p in out.iterdir()) == sorted([*listed, mine.name])
+    assert mine.read_text() == "kept\n"
+
+
 def test_peft_reads_the_adapter_as_the_audit_does(
     start: TinyCorpus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -96,7 +96,11 @@ from epsstar.statistics.auditing.group_privacy import GroupClaim, group_claim
 from epsstar.statistics.auditing.identifiability import identifiability_reading
 from epsstar.statistics.auditing.many_runs.bounds import audit_many_runs
 from epsstar.statistics.auditing.one_run.choose_k import ChosenK, choose_k, given_k
-from epsstar.statistics.auditing.one_run.guess_rules import audit_guess_rule, rule_sides
+from epsstar.statistics.auditing.one_run.guess_rules import (
+    audit_guess_rule,
+    rule_confidence,
+    rule_sides,
+)
 from epsstar.statistics.bounds.from_counts import bonferroni_confidence
 from epsstar.statistics.names import GUESS_RULES, TRAINING_BOUNDS, GuessRule
 
@@ -546,7 +550,9 @@ def _one_run(
     method = BOUNDS[setup.bound].one_run
     epsilon, delta = claim.tested(setup)
     # each single rule of the guessing rule gets its k: one for k "in" and k "out", one for
-    # k guesses on one side (chosen from m and the claim alone, or fixed by the design)
+    # k guesses on one side (chosen from m and the claim alone, or fixed by the design), for
+    # the confidence that rule is bounded at
+    each = rule_confidence(setup.guesses, level)
     by_sides: dict[int, ChosenK] = {}
     for sides in sorted(set(rule_sides(setup.guesses))):
         if setup.k is None:
@@ -554,7 +560,7 @@ def _one_run(
                 scores.size,
                 epsilon,
                 delta,
-                confidence=level,
+                confidence=each,
                 method=method,
                 sides=sides,
             )
@@ -564,7 +570,7 @@ def _one_run(
                 min(setup.k, scores.size // 2),
                 epsilon,
                 delta,
-                confidence=level,
+                confidence=each,
                 method=method,
                 sides=sides,
             )

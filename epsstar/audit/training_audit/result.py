@@ -118,6 +118,14 @@ def _what_would_refute(audit: ThreatModelAudit) -> str:
         f" Its guesses were right at a rate of {projection.precision:.3f} "
         f"({projection.share_guessed:.0%} of {audit.canaries:,} canaries guessed)"
     )
+    if projection.canaries is None and projection.canaries_at_zero_delta is not None:
+        delta = "" if audit.one_run is None else f" ({audit.one_run.delta:.3g})"
+        return (
+            f"{seen}: no audit of up to {PROJECTED_LARGEST:,} canaries guessed as well would "
+            f"refute the claim, because of its delta{delta}: the delta "
+            "term of the one-run bound grows with the canaries (with delta = 0, about "
+            f"{projection.canaries_at_zero_delta:,} would)."
+        )
     if projection.canaries is None:
         return (
             f"{seen}: no audit of up to {PROJECTED_LARGEST:,} canaries guessed as well would "

@@ -227,11 +227,15 @@ def check_runs_can_refute(
 class CanaryProjection(JsonRecord):
     """What a one-run audit that did not refute would have needed (see the module):
     ``canaries`` (``None`` when not even :data:`PROJECTED_LARGEST` would do) with the share
-    ``share_guessed`` of them guessed, right at ``precision``."""
+    ``share_guessed`` of them guessed, right at ``precision``; for the (ε, δ) bound,
+    ``canaries_at_zero_delta`` is the same projection with δ = 0. Where ``canaries`` is
+    ``None`` and it is not, the δ term of the bound, which grows with the canaries, is what
+    stops a larger audit, not the precision of the guesses."""
 
     precision: float
     share_guessed: float
     canaries: int | None
+    canaries_at_zero_delta: int | None = None
 
 
 def canaries_at_precision(
@@ -244,7 +248,9 @@ def canaries_at_precision(
     method: OneRunMethod = "steinke2023_epsilon_delta",
 ) -> CanaryProjection:
     """The fewest canaries m with which r = max(1, round(share·m)) guesses, ⌊precision·r⌋ of
-    them right, make ``method``'s one-run bound exceed the claim (see the module)."""
+    them right, make ``method``'s one-run bound exceed the claim (see the module); for the
+    (ε, δ) bound also the fewest at δ = 0, which tells a δ too large to refute from guesses
+    too imprecise."""
     p = check_in_range("precision", precision, 0.0, 1.0, low_inclusive=True, high_inclusive=True)
     share = check_in_range("share_guessed", share_guessed, 0.0, 1.0, high_inclusive=True)
     eps = check_claimed_epsilon(claimed_epsilon)
@@ -253,11 +259,17 @@ def canaries_at_precision(
     d = check_delta(delta, allow_zero=method == "steinke2023_epsilon_delta")
     mu = claimed_mu(eps, d) if method != "steinke2023_epsilon_delta" else 0.0
 
-    def refutes(m: int) -> bool:
+    def refutes(m: int, at_delta: float = d) -> bool:
         guesses = min(m, max(1, round(share * m)))
         correct = math.floor(p * guesses)
         if method == "steinke2023_epsilon_delta":
-            return one_run_p_value(m, guesses, correct, eps, d) < 1.0 - level
+            return one_run_p_value(m, guesses, correct, eps, at_delta) < 1.0 - level
         return one_run_gdp_refutation_margin(m, guesses, correct, mu, level) > 0.0
 
-    return CanaryProjection(p, share, _smallest(refutes, 1, PROJECTED_LARGEST))
+    canaries = _smallest(refutes, 1, PROJECTED_LARGEST)
+    at_zero = None
+    if method == "steinke2023_epsilon_delta":
+        at_zero = (
+            canaries if d == 0.0 else _smallest(lambda m: refutes(m, 0.0), 1, PROJECTED_LARGEST)
+        )
+    return CanaryProjection(p, share, canaries, at_zero)

@@ -30,7 +30,8 @@ from typing import Any
 from epsstar.audit.model.declared_privacy import PRIVACY_KEY, DeclaredPrivacy, privacy_to_text
 from epsstar.audit.model.loading import ModelFile
 from epsstar.audit.model.text_model import TextModelInfo, text_model_of
-from epsstar.exceptions import InvalidInputError
+from epsstar.exceptions import EpsstarError, InvalidInputError
+from epsstar.plumbing.files.json_parsing import read_json_file
 from epsstar.plumbing.files.staging import interrupts_deferred, refuse_replacing_inputs
 from epsstar.training.progress import EpochProgress, announce
 from epsstar.training.runs.export import check_output_dir
@@ -153,11 +154,34 @@ def _save(staging: Path, start: _Start, tuned: FineTuned) -> None:
     start.tokenizer.save_pretrained(staging)
 
 
+def _files_of_earlier_run(out: Path) -> tuple[str, ...]:
+    """The files an earlier fine-tuning wrote into ``out``, as its ``training.json`` lists them
+    (plain names only); none when there is no such record or it cannot be read.
+
+    With ``--overwrite`` they are removed where this run does not write them again: a full
+    model's ``config.json`` beside a new adapter, or worse, an earlier adapter's
+    ``adapter_config.json`` beside a new full model, which the loader would read instead."""
+    if not (out / RECORD_FILE).is_file():
+        return ()
+    try:
+        record = read_json_file(out / RECORD_FILE, "--out")
+    except EpsstarError:
+        return ()
+    listed = record.get("files") if isinstance(record, dict) else None
+    if not isinstance(listed, list):
+        return ()
+    return tuple(
+        name
+        for name in listed
+        if isinstance(name, str) and name == Path(name).name and name not in ("", ".", "..")
+    )
+
+
 def _write(
     out: Path, start: _Start, tuned: FineTuned, result: TextTrainingResult
 ) -> TextTrainingResult:
-    """Every file into a hidden folder in ``out``, then renamed into place, the record last;
-    the record as written."""
+    """Every file into a hidden folder in ``out``, then renamed into place, the record last,
+    and an earlier run's files this one does not write removed; the record as written."""
     created = first_missing(out)
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".epsstar-", dir=out))
@@ -168,10 +192,14 @@ def _write(
         final = dataclasses.replace(result, files=(*names, RECORD_FILE))
         text = json.dumps(final.to_dict(), indent=2, ensure_ascii=False) + "\n"
         (staging / RECORD_FILE).write_text(text, encoding="utf-8")
+        earlier = _files_of_earlier_run(out)
         with interrupts_deferred():
             (out / RECORD_FILE).unlink(missing_ok=True)
             for name in [*names, RECORD_FILE]:
                 os.replace(staging / name, out / name)
+            for name in sorted(set(earlier) - {*names, RECORD_FILE}):
+                with contextlib.suppress(IsADirectoryError, PermissionError):
+                    (out / name).unlink(missing_ok=True)
         return final
     except BaseException:
         if created is not None:

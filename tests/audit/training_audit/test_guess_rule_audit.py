@@ -153,3 +153,32 @@ def test_without_a_rule_the_audit_guesses_with_both(tables: tuple[Path, Path]) -
         == _audit(tables, "both")["threat_models"][0]["guess_rule"]
     )
     assert document["refuted"]  # which the symmetric rule, the default before, is not
+
+
+def test_a_delta_too_large_to_refute_is_named_as_the_cause(tables: tuple[Path, Path]) -> None:
+    """Every "in" guess right, yet ε = 1 is not refuted at δ = 0.0036 (1/(n ln n) of 50
+    records): the summary says the claim's δ, not the guesses, stops a larger audit, and how
+    many canaries would do at δ = 0."""
+    from epsstar.cli.commands.audit_training import summary
+
+    setup = TrainingAuditSetup(
+        *tables,
+        "label",
+        canaries=400,
+        claimed_epsilon=1.0,
+        delta=0.0036,
+        k=120,
+        guesses="members-only",
+    )
+    result = audit_training(PartialMemoriser(), setup)
+    assert not result.refuted
+    projection = result.threat_models[0].canaries_to_refute
+    assert projection is not None
+    assert projection.precision == 1.0
+    assert projection.canaries is None
+    assert projection.canaries_at_zero_delta == 32
+    assert (
+        "no audit of up to 10,000,000 canaries guessed as well would refute the claim, because "
+        "of its delta (0.0036): the delta term of the one-run bound grows with the canaries "
+        "(with delta = 0, about 32 would)."
+    ) in summary(result)

@@ -141,4 +141,29 @@ def test_a_projection_needs_a_precision_the_claim_does_not_allow() -> None:
     guesses = round(0.3 * far.canaries)
     right = math.floor(0.9 * guesses)
     assert one_run_epsilon_lower_bound(far.canaries, guesses, right, delta=1e-5) > 1.0
-    assert far.to_dict() == {"precision": 0.9, "share_guessed": 0.3, "canaries": far.canaries}
+    assert far.to_dict() == {
+        "precision": 0.9,
+        "share_guessed": 0.3,
+        "canaries": far.canaries,
+        "canaries_at_zero_delta": far.canaries_at_zero_delta,
+    }
+    # Below the precision the claim allows, δ = 0 does not help either.
+    assert below.canaries_at_zero_delta is None
+
+
+def test_a_projection_tells_a_delta_too_large_from_guesses_too_imprecise() -> None:
+    # Perfect guesses on a fifth of the canaries refute ε = 1 at δ = 0 with 48 canaries, as
+    # smallest_canary_count's closed form for δ = 0 gives for the 10 guesses that are: the
+    # fewest m with (e/(1 + e))^(m/5) < 0.05. At δ = 0.0036 (1/(n ln n) of 50 records) the δ
+    # term, which grows with the canaries, keeps every audit's p-value above 0.05.
+    large = canaries_at_precision(1.0, 0.2, 1.0, 0.0036)
+    assert large.canaries is None
+    assert large.canaries_at_zero_delta == 48
+    guesses = math.ceil(math.log(0.05) / math.log(math.e / (1 + math.e)))
+    assert round(0.2 * 48) == guesses
+    assert round(0.2 * 47) < guesses
+    small = canaries_at_precision(1.0, 0.2, 1.0, 1e-5)
+    assert small.canaries == small.canaries_at_zero_delta == 48
+    # The μ-GDP bound reads δ into μ: no projection at δ = 0.
+    gdp = canaries_at_precision(1.0, 0.2, 1.0, 1e-5, method="mahloujifar2024_gdp")
+    assert gdp.canaries_at_zero_delta is None

@@ -48,6 +48,7 @@ __all__ = [
     "RuleBounds",
     "audit_guess_rule",
     "rule_candidates",
+    "rule_confidence",
     "rule_sides",
 ]
 
@@ -67,6 +68,15 @@ def rule_sides(rule: GuessRule) -> tuple[int, ...]:
     """The number of sides (2: "in" and "out"; 1: one of them) of each single rule that
     ``rule`` bounds, in order: what :func:`~.choose_k.choose_k` needs to give each its k."""
     return tuple(int(plus) + int(minus) for plus, minus in _PARTS[GUESS_RULES.check(rule)])
+
+
+def rule_confidence(rule: GuessRule, confidence: float) -> float:
+    """The confidence each single rule of ``rule`` is bounded at: ``confidence`` for one rule,
+    the Bonferroni share of it for the three of ``"both"`` (so that the one kept holds at
+    ``confidence``); each rule's k is chosen for the confidence it is bounded at."""
+    level = check_confidence(confidence)
+    count = len(_PARTS[GUESS_RULES.check(rule)])
+    return bonferroni_confidence(level, count) if count > 1 else level
 
 
 def rule_candidates(
@@ -138,7 +148,7 @@ def audit_guess_rule(
     """
     level = check_confidence(confidence)
     pairs = rule_candidates(rule, k, k_one_sided)
-    each = bonferroni_confidence(level, len(pairs)) if len(pairs) > 1 else level
+    each = rule_confidence(rule, level)
     candidates = tuple(
         audit_one_run(
             scores,
