@@ -149,12 +149,13 @@ def _lower_tail_preference(train: np.ndarray, population: np.ndarray) -> float:
     return difference
 
 
-def one_repeat(job: tuple[str, int, int, int]) -> list[float]:
-    """Each estimator's Epsilon* on one draw of a cell, then the likelihood preference."""
-    group, index, repeat, seed = job
+def one_repeat(job: tuple[str, int, int, int, int]) -> list[float]:
+    """Each estimator's Epsilon* on one draw of ``n`` records a side of a cell, then the
+    likelihood preference."""
+    group, index, n, repeat, seed = job
     cell = CELLS[group][index]
-    rng = np.random.default_rng([seed, cell.n, repeat, index, len(group)])
-    train, population = cell.draw(rng, cell.n)
+    rng = np.random.default_rng([seed, n, repeat, index, len(group)])
+    train, population = cell.draw(rng, n)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         default = epsilon_star(train, population, delta=cell.delta, seed=repeat)
@@ -197,6 +198,9 @@ def main() -> None:
     parser.add_argument("--cells", nargs="+", default=list(CELLS), choices=list(CELLS))
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--shape-size", type=int, default=200_000)
+    parser.add_argument(
+        "--size", type=int, default=0, help="draw the n = 10,000 cells at this many a side"
+    )
     parser.add_argument("--shape-repeats", type=int, default=2)
     args = parser.parse_args()
     print(f"epsstar {__version__}; repeats={args.repeats} seed={args.seed}\n")
@@ -208,14 +212,17 @@ def main() -> None:
     with ProcessPoolExecutor(args.workers) as pool:
         for group in args.cells:
             for index, cell in enumerate(CELLS[group]):
-                jobs = [(group, index, r, args.seed) for r in range(args.repeats)]
+                if args.size and cell.n != 10_000:
+                    continue
+                n = args.size or cell.n
+                jobs = [(group, index, n, r, args.seed) for r in range(args.repeats)]
                 found = np.array(list(pool.map(one_repeat, jobs)))
                 for column, name in enumerate(ESTIMATORS):
                     values = found[:, column]
                     rows.append(
                         [
                             cell.name,
-                            f"{cell.n:,}",
+                            f"{n:,}",
                             f"{cell.delta:.2g}",
                             f"{cell.truth:.3f}",
                             name,
@@ -229,12 +236,12 @@ def main() -> None:
                 preferences.append(
                     [
                         cell.name,
-                        f"{cell.n:,}",
+                        f"{n:,}",
                         f"{cell.delta:.2g}",
                         f"{np.mean(found[:, -1] > 0):.0%}",
                     ]
                 )
-                print(f"  done {cell.name} n={cell.n:,} delta={cell.delta:.2g}", flush=True)
+                print(f"  done {cell.name} n={n:,} delta={cell.delta:.2g}", flush=True)
                 if args.shape_repeats and cell.n == 10_000:
                     size = args.shape_size
                     jobs2 = [(group, index, size, r, args.seed) for r in range(args.shape_repeats)]
