@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -76,6 +76,9 @@ _SCALE_RANGE = (0.05, 20.0)
 
 #: A reference fit: the pooled sample's or the other side's.
 Reference = TailedEmpirical | RelativeTailed
+#: The end of a side a tail model describes.
+End = Literal["lower", "upper"]
+_END_NAMES: tuple[End, End] = ("lower", "upper")
 
 
 def truncated_normal_shift(scores: ArrayLike, cut: float, scale: float = 1.0) -> float:
@@ -249,16 +252,16 @@ class _Shares:
 
     @classmethod
     def checked(cls, fit_share: float, scale_share: float | None) -> _Shares:
-        shift = check_in_range("fit_share", fit_share, 0.0, 0.5, high_inclusive=True)
+        shift = check_in_range("fit_share", fit_share, 0.0, 0.5)
         if scale_share is None:
             return cls(shift, None)
         return cls(shift, check_in_range("scale_share", scale_share, 0.0, 1.0, high_inclusive=True))
 
 
 def _fitted_end(
-    values: SampleLike, ends: _Ends, reference: Reference, end: str, shares: _Shares
+    values: SampleLike, ends: _Ends, reference: Reference, end: End, shares: _Shares
 ) -> BinormalEnd:
-    """One end of one side fitted against ``reference`` (``end`` is "lower" or "upper")."""
+    """One end of one side fitted against ``reference``."""
     sample = as_sample(values)
     lower = end == "lower"
     log_level: Callable[[ArrayLike], FloatArray] = reference.logcdf if lower else reference.logsf
@@ -329,7 +332,7 @@ def fit_binormal_roc(
     fitted = []
     for index, side in enumerate(sides):
         found = []
-        for end, reference in (("lower", lower_reference), ("upper", upper_reference)):
+        for end, reference in zip(_END_NAMES, (lower_reference, upper_reference), strict=True):
             if reference == index:
                 found.append(_own_power_tail(power[index], end))
             else:
@@ -338,7 +341,7 @@ def fit_binormal_roc(
     return fitted[0], fitted[1]
 
 
-def _own_power_tail(own: RelativeTailed, end: str) -> BinormalEnd:
+def _own_power_tail(own: RelativeTailed, end: End) -> BinormalEnd:
     """A side's power tail at ``end`` as a binormal end: its own fit's scores, unit normal
     (``Φ(z) / Φ(z_u)`` on ``z = Φ⁻¹(F(x))`` is ``F(x) / F(u)``)."""
     threshold = np.array([own.u_low if end == "lower" else own.u_high])
