@@ -30,10 +30,12 @@ Estimators, on the same draws and the same random halves:
 Prints per cell and estimator the mean, the mean error against the truth, the sd, the share of
 audits above the truth + 0.25 (and above 0.1 where the truth is 0); then, per cell, how often
 the lower tails' likelihood (both sides, on their most extreme quarter, one parameter per side
-and model) prefers the equal-variance binormal model to the power model: whether the data could
-choose between the two. Last, each model's shape error alone: its full-sample (plug-in)
-estimate on ``--shape-repeats`` draws of ``--shape-size`` records a side, where the noise is
-small, at each cell's δ (n = 10,000 cells only).
+and model) prefers the equal-variance binormal model to the power model, and how often the
+binormal ROC curve fitted to all records has a slope within ``SLOPE_MARGIN`` of 1 with two
+standard errors to spare: whether the data could choose between the two. Last, each model's
+shape error alone: its full-sample (plug-in) estimate on ``--shape-repeats`` draws of
+``--shape-size`` records a side, where the noise is small, at each cell's δ (n = 10,000 cells
+only). ``--size`` draws the n = 10,000 cells at another size (their δ kept).
 
     python benchmarks/estimator_tail_models.py --repeats 50 --workers 1
     python benchmarks/estimator_tail_models.py --repeats 10 --cells gamma --shape-repeats 0
@@ -149,6 +151,26 @@ def _lower_tail_preference(train: np.ndarray, population: np.ndarray) -> float:
     return difference
 
 
+#: How far from 1 the binormal ROC curve's slope may be, on the log scale, for the
+#: equal-variance check of :func:`_slope_near_one`.
+SLOPE_MARGIN = 0.05
+
+
+def _slope_near_one(train: np.ndarray, population: np.ndarray) -> float:
+    """1 if the binormal ROC curve fitted to all records has a slope within
+    :data:`SLOPE_MARGIN` of 1 with two standard errors to spare (an equivalence check), else 0.
+
+    The slope is 1/s, s the sd of the population's normal scores on the members' fit; its
+    standard error is taken as sqrt(1/(2 n_population) + 1/(2 n_train)), a normal scale's
+    from each side.
+    """
+    members = fit_relative_tails(train, population)[0]
+    scores = special.ndtri_exp(np.minimum(members.logcdf(population), 0.0))
+    log_slope = -math.log(float(np.std(scores[np.isfinite(scores)])))
+    error = math.sqrt(0.5 / population.size + 0.5 / train.size)
+    return float(abs(log_slope) + 2.0 * error < SLOPE_MARGIN)
+
+
 def one_repeat(job: tuple[str, int, int, int, int]) -> list[float]:
     """Each estimator's Epsilon* on one draw of ``n`` records a side of a cell, then the
     likelihood preference."""
@@ -171,6 +193,7 @@ def one_repeat(job: tuple[str, int, int, int, int]) -> list[float]:
         *(value if leak else 0.0 for value in models),
         default.untested_epsilon,
         *models,
+        _slope_near_one(train, population),
         _lower_tail_preference(train, population),
     ]
 
@@ -207,7 +230,9 @@ def main() -> None:
     start = time.perf_counter()
     header = ["cell", "n", "delta", "true eps*", "estimator", "mean", "error", "sd"]
     rows = [[*header, "> truth+0.25", "> 0.1"]]
-    preferences = [["cell", "n", "delta", "binormal likelier (lower tails)"]]
+    preferences = [
+        ["cell", "n", "delta", "binormal likelier (lower tails)", "slope within margin of 1"]
+    ]
     shapes = [["cell", "size", "delta", "true eps*", *(f"{m} error" for m in ["tails", *MODELS])]]
     with ProcessPoolExecutor(args.workers) as pool:
         for group in args.cells:
@@ -239,6 +264,7 @@ def main() -> None:
                         f"{n:,}",
                         f"{cell.delta:.2g}",
                         f"{np.mean(found[:, -1] > 0):.0%}",
+                        f"{np.mean(found[:, -2]):.0%}",
                     ]
                 )
                 print(f"  done {cell.name} n={n:,} delta={cell.delta:.2g}", flush=True)
