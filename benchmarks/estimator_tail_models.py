@@ -25,7 +25,9 @@ Estimators, on the same draws and the same random halves:
 - ``tails-tested``: the default (``epsilon_star``); ``tails-crossfit`` its cross-fitted
   estimate before the leak test (its ``untested_epsilon``);
 - ``<model>-tested``: the same held-out leak test, then the cross-fitted estimate of the model
-  (``crossfit_epsilon`` with its fit); ``<model>-crossfit`` without the test.
+  (``crossfit_epsilon`` with its fit); ``<model>-crossfit`` without the test;
+- ``slope-choice-tested``: ``binormal-tested`` where the slope check below passes, else the
+  default.
 
 Prints per cell and estimator the mean, the mean error against the truth, the sd, the share of
 audits above the truth + 0.25 (and above 0.1 where the truth is 0); then, per cell, how often
@@ -81,6 +83,7 @@ MODELS: dict[str, PairFitter] = {
 ESTIMATORS = (
     "tails-tested",
     *(f"{model}-tested" for model in MODELS),
+    "slope-choice-tested",
     "tails-crossfit",
     *(f"{model}-crossfit" for model in MODELS),
 )
@@ -188,12 +191,14 @@ def one_repeat(job: tuple[str, int, int, int, int]) -> list[float]:
     assert default.leak_test is not None
     assert default.untested_epsilon is not None
     leak = default.leak_test.p_value < DEFAULT_LEVEL
+    tested = [default.epsilon, *(value if leak else 0.0 for value in models)]
+    slope_one = _slope_near_one(train, population)
     return [
-        default.epsilon,
-        *(value if leak else 0.0 for value in models),
+        *tested,
+        tested[list(MODELS).index("binormal") + 1] if slope_one else default.epsilon,
         default.untested_epsilon,
         *models,
-        _slope_near_one(train, population),
+        slope_one,
         _lower_tail_preference(train, population),
     ]
 
