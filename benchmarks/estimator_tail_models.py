@@ -1,10 +1,18 @@
 """Power tails (the default's) against binormal tails, on the Gaussian mechanism's shape and on
 the Epsilon* paper's Appendix-B Gamma pairs.
 
-Both tail models extrapolate each side's tail from a pooled generalised-Pareto-tailed fit ``G``:
-the default makes it a power of ``G`` (a power ROC curve,
-:mod:`epsstar.statistics.fitting.tails`), the binormal model a normal shift on the normal-score
-scale ``Φ⁻¹(G)`` (a binormal ROC curve, :mod:`epsstar.statistics.fitting.binormal_tails`).
+Every tail model extrapolates each side's tail from a fit beyond its ``k``-th most extreme
+loss: the default makes it a power of a pooled generalised-Pareto-tailed fit ``G`` (a power ROC
+curve, :mod:`epsstar.statistics.fitting.tails`), the binormal models a normal on a reference
+fit's normal scores (a binormal ROC curve, :mod:`epsstar.statistics.fitting.binormal_tails`):
+
+- ``binormal``: reference ``G``, unit scale (the equal-variance binormal curve);
+- ``uv-binormal``: reference ``G``, shift and scale fitted on each side's extreme quarter;
+- ``binormal-roc``: the binormal ROC curve fitted directly: at each end the side that reaches
+  further keeps its power tail, the other side's tail is a normal (shift and scale fitted on
+  its extreme quarter) of that side's normal scores;
+- ``binormal-roc-wide``: the same with the scale fitted on all of the side's records.
+
 Cells, each with its exact Epsilon* at δ:
 
 - gaussian: N(0, 1) against N(μ, 1), μ ∈ {0.1, 0.25, 0.5, 1}, n = 10,000 a side,
@@ -16,17 +24,23 @@ Estimators, on the same draws and the same random halves:
 
 - ``tails-tested``: the default (``epsilon_star``); ``tails-crossfit`` its cross-fitted
   estimate before the leak test (its ``untested_epsilon``);
-- ``binormal-tested``: the same held-out leak test, then the cross-fitted estimate of the
-  binormal tails (``crossfit_epsilon`` with ``fit_binormal_tails``); ``binormal-crossfit``
-  without the test.
+- ``<model>-tested``: the same held-out leak test, then the cross-fitted estimate of the model
+  (``crossfit_epsilon`` with its fit); ``<model>-crossfit`` without the test;
+- ``slope-choice-tested``: ``binormal-tested`` where the slope check below passes, else the
+  default.
 
 Prints per cell and estimator the mean, the mean error against the truth, the sd, the share of
 audits above the truth + 0.25 (and above 0.1 where the truth is 0); then, per cell, how often
 the lower tails' likelihood (both sides, on their most extreme quarter, one parameter per side
-and model) prefers the binormal model: whether the data could choose between the two.
+and model) prefers the equal-variance binormal model to the power model, and how often the
+binormal ROC curve fitted to all records has a slope within ``SLOPE_MARGIN`` of 1 with two
+standard errors to spare: whether the data could choose between the two. Last, each model's
+shape error alone: its full-sample (plug-in) estimate on ``--shape-repeats`` draws of
+``--shape-size`` records a side, where the noise is small, at each cell's δ (n = 10,000 cells
+only). ``--size`` draws the n = 10,000 cells at another size (their δ kept).
 
-    python benchmarks/estimator_tail_models.py --repeats 50 --cells gaussian --workers 1
-    python benchmarks/estimator_tail_models.py --repeats 10 --cells gamma
+    python benchmarks/estimator_tail_models.py --repeats 50 --workers 1
+    python benchmarks/estimator_tail_models.py --repeats 10 --cells gamma --shape-repeats 0
 """
 
 from __future__ import annotations
@@ -39,24 +53,40 @@ import warnings
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from scipy import special, stats
 
 from epsstar import __version__
 from epsstar.cli.common.text_table import aligned_table
-from epsstar.statistics.estimators.crossfit import crossfit_epsilon
+from epsstar.statistics.estimators.crossfit import PairFitter, crossfit_epsilon
 from epsstar.statistics.estimators.estimator import default_delta, epsilon_star
 from epsstar.statistics.estimators.methods import DEFAULT_LEVEL
 from epsstar.statistics.estimators.optimizer import parametric_supremum
 from epsstar.statistics.fitting.binormal_tails import (
     BINORMAL_FIT_SHARE,
+    fit_binormal_roc,
     fit_binormal_tails,
     truncated_normal_shift,
 )
-from epsstar.statistics.fitting.tails import TailedEmpirical
+from epsstar.statistics.fitting.tails import TailedEmpirical, fit_relative_tails
+from epsstar.statistics.summaries.loss_sketch import as_sample
 
-ESTIMATORS = ("tails-tested", "binormal-tested", "tails-crossfit", "binormal-crossfit")
+#: The tail models measured beside the default's power tails (module doc).
+MODELS: dict[str, PairFitter] = {
+    "binormal": fit_binormal_tails,
+    "uv-binormal": partial(fit_binormal_tails, scale_share=BINORMAL_FIT_SHARE),
+    "binormal-roc": fit_binormal_roc,
+    "binormal-roc-wide": partial(fit_binormal_roc, scale_share=1.0),
+}
+ESTIMATORS = (
+    "tails-tested",
+    *(f"{model}-tested" for model in MODELS),
+    "slope-choice-tested",
+    "tails-crossfit",
+    *(f"{model}-crossfit" for model in MODELS),
+)
 Sampler = Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]]
 
 
@@ -124,28 +154,69 @@ def _lower_tail_preference(train: np.ndarray, population: np.ndarray) -> float:
     return difference
 
 
-def one_repeat(job: tuple[str, int, int, int]) -> list[float]:
-    """Each estimator's Epsilon* on one draw of a cell, then the likelihood preference."""
-    group, index, repeat, seed = job
+#: How far from 1 the binormal ROC curve's slope may be, on the log scale, for the
+#: equal-variance check of :func:`_slope_near_one`.
+SLOPE_MARGIN = 0.05
+
+
+def _slope_near_one(train: np.ndarray, population: np.ndarray) -> float:
+    """1 if the binormal ROC curve fitted to all records has a slope within
+    :data:`SLOPE_MARGIN` of 1 with two standard errors to spare (an equivalence check), else 0.
+
+    The slope is 1/s, s the sd of the population's normal scores on the members' fit; its
+    standard error is taken as sqrt(1/(2 n_population) + 1/(2 n_train)), a normal scale's
+    from each side.
+    """
+    members = fit_relative_tails(train, population)[0]
+    scores = special.ndtri_exp(np.minimum(members.logcdf(population), 0.0))
+    log_slope = -math.log(float(np.std(scores[np.isfinite(scores)])))
+    error = math.sqrt(0.5 / population.size + 0.5 / train.size)
+    return float(abs(log_slope) + 2.0 * error < SLOPE_MARGIN)
+
+
+def one_repeat(job: tuple[str, int, int, int, int]) -> list[float]:
+    """Each estimator's Epsilon* on one draw of ``n`` records a side of a cell, then the
+    likelihood preference."""
+    group, index, n, repeat, seed = job
     cell = CELLS[group][index]
-    rng = np.random.default_rng([seed, cell.n, repeat, index, len(group)])
-    train, population = cell.draw(rng, cell.n)
+    rng = np.random.default_rng([seed, n, repeat, index, len(group)])
+    train, population = cell.draw(rng, n)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         default = epsilon_star(train, population, delta=cell.delta, seed=repeat)
-        binormal = crossfit_epsilon(
-            train, population, cell.delta, fit_binormal_tails, seed=repeat
-        ).epsilon
+        models = [
+            crossfit_epsilon(train, population, cell.delta, fit, seed=repeat).epsilon
+            for fit in MODELS.values()
+        ]
     assert default.leak_test is not None
     assert default.untested_epsilon is not None
     leak = default.leak_test.p_value < DEFAULT_LEVEL
+    tested = [default.epsilon, *(value if leak else 0.0 for value in models)]
+    slope_one = _slope_near_one(train, population)
     return [
-        default.epsilon,
-        binormal if leak else 0.0,
+        *tested,
+        tested[list(MODELS).index("binormal") + 1] if slope_one else default.epsilon,
         default.untested_epsilon,
-        binormal,
+        *models,
+        slope_one,
         _lower_tail_preference(train, population),
     ]
+
+
+def shape_error(job: tuple[str, int, int, int, int]) -> list[float]:
+    """Each tail model's full-sample (plug-in) Epsilon* minus the truth, on one draw of
+    ``size`` records a side of a cell: the error of its shape, with little noise."""
+    group, index, size, repeat, seed = job
+    cell = CELLS[group][index]
+    drawn = cell.draw(np.random.default_rng([seed, size, repeat, index]), size)
+    train, population = as_sample(drawn[0]), as_sample(drawn[1])
+    fits: list[PairFitter] = [fit_relative_tails, *MODELS.values()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [
+            parametric_supremum(*fit(train, population), cell.delta).epsilon - cell.truth
+            for fit in fits
+        ]
 
 
 def main() -> None:
@@ -154,23 +225,34 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cells", nargs="+", default=list(CELLS), choices=list(CELLS))
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--shape-size", type=int, default=200_000)
+    parser.add_argument(
+        "--size", type=int, default=0, help="draw the n = 10,000 cells at this many a side"
+    )
+    parser.add_argument("--shape-repeats", type=int, default=2)
     args = parser.parse_args()
     print(f"epsstar {__version__}; repeats={args.repeats} seed={args.seed}\n")
     start = time.perf_counter()
     header = ["cell", "n", "delta", "true eps*", "estimator", "mean", "error", "sd"]
     rows = [[*header, "> truth+0.25", "> 0.1"]]
-    preferences = [["cell", "n", "delta", "binormal likelier (lower tails)"]]
+    preferences = [
+        ["cell", "n", "delta", "binormal likelier (lower tails)", "slope within margin of 1"]
+    ]
+    shapes = [["cell", "size", "delta", "true eps*", *(f"{m} error" for m in ["tails", *MODELS])]]
     with ProcessPoolExecutor(args.workers) as pool:
         for group in args.cells:
             for index, cell in enumerate(CELLS[group]):
-                jobs = [(group, index, r, args.seed) for r in range(args.repeats)]
+                if args.size and cell.n != 10_000:
+                    continue
+                n = args.size or cell.n
+                jobs = [(group, index, n, r, args.seed) for r in range(args.repeats)]
                 found = np.array(list(pool.map(one_repeat, jobs)))
                 for column, name in enumerate(ESTIMATORS):
                     values = found[:, column]
                     rows.append(
                         [
                             cell.name,
-                            f"{cell.n:,}",
+                            f"{n:,}",
                             f"{cell.delta:.2g}",
                             f"{cell.truth:.3f}",
                             name,
@@ -184,16 +266,33 @@ def main() -> None:
                 preferences.append(
                     [
                         cell.name,
-                        f"{cell.n:,}",
+                        f"{n:,}",
                         f"{cell.delta:.2g}",
                         f"{np.mean(found[:, -1] > 0):.0%}",
+                        f"{np.mean(found[:, -2]):.0%}",
                     ]
                 )
-                print(f"  done {cell.name} n={cell.n:,} delta={cell.delta:.2g}", flush=True)
+                print(f"  done {cell.name} n={n:,} delta={cell.delta:.2g}", flush=True)
+                if args.shape_repeats and cell.n == 10_000:
+                    size = args.shape_size
+                    jobs2 = [(group, index, size, r, args.seed) for r in range(args.shape_repeats)]
+                    errors = np.array(list(pool.map(shape_error, jobs2))).mean(axis=0)
+                    shapes.append(
+                        [
+                            cell.name,
+                            f"{size:,}",
+                            f"{cell.delta:.2g}",
+                            f"{cell.truth:.3f}",
+                            *(f"{error:+.3f}" for error in errors),
+                        ]
+                    )
     print()
     print(aligned_table(rows))
     print()
     print(aligned_table(preferences))
+    if len(shapes) > 1:
+        print(f"\nshape error: plug-in estimate minus truth, mean of {args.shape_repeats} draws")
+        print(aligned_table(shapes))
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 
