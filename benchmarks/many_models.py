@@ -14,10 +14,18 @@ K ∈ {1, 8, 32} (``--models``), side by side in one run:
   when opacus is not installed).
 
 Seconds are the wall time of the whole call (training, then each model's export and its
-accuracy on the training data), with the privacy plan computed once beforehand. Runs of
-more than ``--measure-max`` models one after another are not run but estimated as K × the
-mean seconds of the runs measured, and marked ``*``. The last line is the batched
-DP-SGD trainer's ``32 models / 1 model: R×`` (the largest K over K = 1).
+accuracy on the training data), with the privacy plan computed once beforehand, and for the
+batched trainer also of its training alone (the stacked steps, as each model's record gives
+it); the least of ``--repeats`` calls. Runs of more than ``--measure-max`` models one after
+another are not run but estimated as K × the mean seconds of the runs measured, and marked
+``*``.
+
+Then the arithmetic floor of the largest K's DP-SGD training, measured in the same run: the
+multiply-adds of one step counted from its shapes (forward, backward to the layers'
+outputs, per-example norms and clip scaling, the clipped weight-gradient products), this
+machine's rate for those matrix shapes (``torch.bmm`` timed at ``--threads``), the floor
+in seconds (the run's steps at that rate), the training's CPU seconds over it, and last
+``32 models / arithmetic floor: R×``: the batched training's wall seconds over the floor.
 
 Run:  PYTHONPATH=. python benchmarks/many_models.py  [--epochs 1 --batch-size 256 --threads 1]
 """
@@ -40,6 +48,7 @@ from epsstar.training.batched import train_many
 from epsstar.training.data import datasets
 from epsstar.training.data.tables import TabularData
 from epsstar.training.models import MLP
+from epsstar.training.results import EpochStats
 from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy, train
 
 HIDDEN = (100, 100, 100)
@@ -105,6 +114,7 @@ def timed(function: Callable[..., object], *args: object, **kwargs: object) -> f
 class Row:
     batched: float
     training: float
+    training_cpu: float
     sequential: float
     opacus: float | None
     estimated: bool
@@ -112,12 +122,20 @@ class Row:
 
 def batched_run(
     data: TabularData, configs: list[TrainingConfig], plan: PrivacyPlan | None
-) -> tuple[float, float]:
-    """Seconds of one ``train_many`` call, and of its training alone (the stacked steps: the
-    wall time every model's record gives, before its export and its accuracy)."""
-    start = time.perf_counter()
-    models = train_many(data, configs, plans=[plan] * len(configs))
-    return time.perf_counter() - start, models[0].result.wall_time_seconds
+) -> tuple[float, float, float]:
+    """Seconds of one ``train_many`` call; of its training alone (the stacked steps: the wall
+    time every model's record gives, before its export and its accuracy); and the CPU
+    seconds of every thread of the process from the call to the end of the last epoch."""
+    trained: list[float] = []
+
+    def epoch_done(index: int, stats: EpochStats) -> None:
+        if stats.epoch == stats.epochs and not trained:
+            trained.append(time.process_time())
+
+    start, cpu = time.perf_counter(), time.process_time()
+    models = train_many(data, configs, plans=[plan] * len(configs), on_epoch=epoch_done)
+    seconds = time.perf_counter() - start
+    return seconds, models[0].result.wall_time_seconds, trained[0] - cpu
 
 
 def measure(
@@ -138,6 +156,7 @@ def measure(
     return Row(
         batched=min(run[0] for run in runs),
         training=min(run[1] for run in runs),
+        training_cpu=min(run[2] for run in runs),
         sequential=sequential,
         opacus=opacus,
         estimated=len(some) < k,
@@ -280,7 +299,7 @@ def main() -> None:
     # column is measured first (K = 1 batched: 2.0 s against 1.2 s for the same run)
     train_many(data, [private, private])
     train(data, private)
-    ratio = training = math.nan
+    ratio = training = training_cpu = math.nan
     for name, config in (("DP-SGD", private), ("non-DP", plain)):
         plan = plan_privacy(config, data.n_records)
         first = math.nan
@@ -295,7 +314,7 @@ def main() -> None:
                 f"{row.sequential / row.batched:>10.2f}x {row.batched / first:>10.2f}x"
             )
             if config.private:
-                ratio, training = row.batched / first, row.training
+                ratio, training, training_cpu = row.batched / first, row.training, row.training_cpu
     k = counts[-1]
     dp_plan = plan_privacy(private, data.n_records)
     assert dp_plan is not None
@@ -316,6 +335,10 @@ def main() -> None:
     print(
         f"arithmetic floor of the {floor.steps} steps: {floor.seconds:.2f} s; the {k} models' "
         f"training took {training:.2f} s (the whole call {ratio:.2f}x the 1-model call)"
+    )
+    print(
+        f"CPU seconds of the training, every thread (the draws' helper thread too): "
+        f"{training_cpu:.2f} s = {training_cpu / floor.seconds:.2f}× the floor"
     )
     print(f"{k} models / arithmetic floor: {training / floor.seconds:.2f}×")
 

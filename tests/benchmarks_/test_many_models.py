@@ -66,3 +66,21 @@ def test_each_product_is_timed_in_its_faster_orientation(
     seconds = bench.product_seconds(2, bench.Product("p", 7, 3, 2), repeats=1, calls=1)
     assert seconds == 1.0
     assert {(7, 3, 2), (2, 3, 7)} <= set(shapes)
+
+
+def test_a_batched_run_gives_its_call_its_training_and_their_cpu(bench: ModuleType) -> None:
+    """The training is part of the call, and its CPU seconds are counted to its last epoch."""
+    import dataclasses
+
+    from epsstar.training.trainer import TrainingConfig, plan_privacy
+    from tests.training.conftest import make_table
+
+    data = make_table(300, 4, 2, seed=3)
+    config = TrainingConfig(
+        epochs=2, batch_size=50, hidden=(4,), noise_multiplier=1.0, standardise_on="data"
+    )
+    plan = plan_privacy(config, data.n_records)
+    configs = [dataclasses.replace(config, seed=seed) for seed in range(2)]
+    call, training, cpu = bench.batched_run(data, configs, plan)
+    assert 0.0 < training <= call
+    assert cpu > 0.0
