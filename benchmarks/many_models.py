@@ -14,10 +14,18 @@ K ∈ {1, 8, 32} (``--models``), side by side in one run:
   when opacus is not installed).
 
 Seconds are the wall time of the whole call (training, then each model's export and its
-accuracy on the training data), with the privacy plan computed once beforehand. Runs of
-more than ``--measure-max`` models one after another are not run but estimated as K × the
-mean seconds of the runs measured, and marked ``*``. The last line is the batched
-DP-SGD trainer's ``32 models / 1 model: R×`` (the largest K over K = 1).
+accuracy on the training data), with the privacy plan computed once beforehand, and for the
+batched trainer also of its training alone (the stacked steps, as each model's record gives
+it); the least of ``--repeats`` calls. Runs of more than ``--measure-max`` models one after
+another are not run but estimated as K × the mean seconds of the runs measured, and marked
+``*``.
+
+Then the arithmetic floor of the largest K's DP-SGD training, measured in the same run: the
+multiply-adds of one step counted from its shapes (forward, backward to the layers'
+outputs, per-example norms and clip scaling, the clipped weight-gradient products), this
+machine's rate for those matrix shapes (``torch.bmm`` timed at ``--threads``), the floor
+in seconds (the run's steps at that rate), the training's CPU seconds over it, and last
+``32 models / arithmetic floor: R×``: the batched training's wall seconds over the floor.
 
 Run:  PYTHONPATH=. python benchmarks/many_models.py  [--epochs 1 --batch-size 256 --threads 1]
 """
@@ -40,6 +48,7 @@ from epsstar.training.batched import train_many
 from epsstar.training.data import datasets
 from epsstar.training.data.tables import TabularData
 from epsstar.training.models import MLP
+from epsstar.training.results import EpochStats
 from epsstar.training.trainer import PrivacyPlan, TrainingConfig, plan_privacy, train
 
 HIDDEN = (100, 100, 100)
@@ -104,9 +113,29 @@ def timed(function: Callable[..., object], *args: object, **kwargs: object) -> f
 @dataclasses.dataclass(frozen=True)
 class Row:
     batched: float
+    training: float
+    training_cpu: float
     sequential: float
     opacus: float | None
     estimated: bool
+
+
+def batched_run(
+    data: TabularData, configs: list[TrainingConfig], plan: PrivacyPlan | None
+) -> tuple[float, float, float]:
+    """Seconds of one ``train_many`` call; of its training alone (the stacked steps: the wall
+    time every model's record gives, before its export and its accuracy); and the CPU
+    seconds of every thread of the process from the call to the end of the last epoch."""
+    trained: list[float] = []
+
+    def epoch_done(index: int, stats: EpochStats) -> None:
+        if stats.epoch == stats.epochs and not trained:
+            trained.append(time.process_time())
+
+    start, cpu = time.perf_counter(), time.process_time()
+    models = train_many(data, configs, plans=[plan] * len(configs), on_epoch=epoch_done)
+    seconds = time.perf_counter() - start
+    return seconds, models[0].result.wall_time_seconds, trained[0] - cpu
 
 
 def measure(
@@ -115,46 +144,113 @@ def measure(
     plan: PrivacyPlan | None,
     args: argparse.Namespace,
 ) -> Row:
-    """Seconds of the K models batched, one after another, and with opacus."""
+    """Seconds of the K models batched (the least of ``--repeats`` calls, and of their
+    training), one after another, and with opacus."""
     k = len(configs)
-    plans = [plan] * k
-    batched = timed(train_many, data, configs, plans=plans)
+    runs = [batched_run(data, configs, plan) for _ in range(args.repeats)]
     some = configs[: args.measure_max]
     sequential = statistics.fmean([timed(train, data, c, plan=plan) for c in some]) * k
     opacus = None
     if plan is not None and not args.skip_opacus:
         opacus = statistics.fmean([opacus_run(data, c, plan.noise_multiplier) for c in some]) * k
-    return Row(batched, sequential, opacus, estimated=len(some) < k)
+    return Row(
+        batched=min(run[0] for run in runs),
+        training=min(run[1] for run in runs),
+        training_cpu=min(run[2] for run in runs),
+        sequential=sequential,
+        opacus=opacus,
+        estimated=len(some) < k,
+    )
 
 
-def multiply_adds_per_model(n_features: int, records: int, epochs: int) -> float:
-    """Multiply-adds one DP-SGD model of ``HIDDEN`` costs: per sampled example (on average
-    ``records`` per epoch) the forward pass, the output gradients of every layer above the
-    first and the weight gradients; then one forward pass over the training records (its
-    accuracy)."""
-    widths = [n_features, *HIDDEN, 1]
-    layers = [a * b for a, b in itertools.pairwise(widths)]
-    per_example = sum(layers) + sum(layers[1:]) + sum(layers)
-    return float(per_example * records * epochs + sum(layers) * records)
+@dataclasses.dataclass(frozen=True)
+class Product:
+    """One batched matrix product of a step of K models: K × (rows × inner)(inner × cols)."""
+
+    name: str
+    rows: int
+    inner: int
+    cols: int
+
+    def multiply_adds(self, k: int) -> int:
+        return k * self.rows * self.inner * self.cols
 
 
-def product_rate(k: int, batch: int, n_features: int) -> float:
-    """Multiply-adds per second of this machine's batched float32 products at the stacked
-    step's shapes (K models, the padded batch, the first and a hidden layer), best of 5."""
-    hidden = HIDDEN[0]
-    a = torch.randn(k, batch, n_features)
-    w = torch.randn(k, n_features, hidden)
-    h = torch.randn(k, batch, hidden)
-    v = torch.randn(k, hidden, hidden)
-    work = k * batch * hidden * (n_features + hidden)
+def step_products(batch: int, widths: list[int]) -> list[Product]:
+    """The matrix products of one DP-SGD step of the MLP of ``widths`` on ``batch`` examples:
+    each layer's forward product, the backward products to the outputs of every layer but
+    the last (the input needs none), and each layer's clipped weight-gradient product
+    Aᵀ(c ⊙ G)."""
+    layers = list(itertools.pairwise(widths))
+    forward = [
+        Product(f"forward {i}", batch, n_in, n_out) for i, (n_in, n_out) in enumerate(layers)
+    ]
+    backward = [
+        Product(f"backward {i}", batch, n_out, n_in)
+        for i, (n_in, n_out) in enumerate(layers)
+        if i > 0
+    ]
+    weights = [
+        Product(f"weights {i}", n_in, batch, n_out) for i, (n_in, n_out) in enumerate(layers)
+    ]
+    return forward + backward + weights
+
+
+def norm_multiply_adds(k: int, batch: int, widths: list[int]) -> int:
+    """The per-example squared norms: ‖g_l‖² and ‖a_l‖² of every layer, and the clip
+    factors' scaling of every layer's output gradient."""
+    layers = list(itertools.pairwise(widths))
+    return k * batch * sum(n_in + 2 * n_out for n_in, n_out in layers)
+
+
+def product_seconds(k: int, product: Product, repeats: int = 5, calls: int = 20) -> float:
+    """The least seconds of ``torch.bmm`` at ``product``'s shape for K models, in whichever
+    orientation (X·Y, or (Yᵀ·Xᵀ)ᵀ) this machine runs faster, contiguous operands."""
     best = math.inf
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(20):
-            torch.bmm(a, w)
-            torch.bmm(h, v)
-        best = min(best, (time.perf_counter() - start) / 20)
-    return work / best
+    for rows, inner, cols in (
+        (product.rows, product.inner, product.cols),
+        (product.cols, product.inner, product.rows),
+    ):
+        x = torch.randn(k, rows, inner)
+        y = torch.randn(k, inner, cols)
+        out = torch.empty(k, rows, cols)
+        torch.bmm(x, y, out=out)
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for _ in range(calls):
+                torch.bmm(x, y, out=out)
+            best = min(best, (time.perf_counter() - start) / calls)
+    return best
+
+
+@dataclasses.dataclass(frozen=True)
+class Floor:
+    """The arithmetic of one DP-SGD step of K models, its time at the measured rates of its
+    own matrix shapes, and the steps of the run."""
+
+    products: int
+    norms: int
+    step_seconds: float
+    steps: int
+
+    @property
+    def rate(self) -> float:
+        return self.products / self.step_seconds
+
+    @property
+    def seconds(self) -> float:
+        """The run's multiply-adds at the measured rate: the floor no trainer gets below."""
+        return self.steps * (self.products + self.norms) / self.rate
+
+
+def arithmetic_floor(k: int, batch: int, widths: list[int], steps: int) -> Floor:
+    products = step_products(batch, widths)
+    return Floor(
+        products=sum(p.multiply_adds(k) for p in products),
+        norms=norm_multiply_adds(k, batch, widths),
+        step_seconds=sum(product_seconds(k, p) for p in products),
+        steps=steps,
+    )
 
 
 def main() -> None:
@@ -168,6 +264,9 @@ def main() -> None:
         type=int,
         default=8,
         help="most models run one after another per K; more are estimated (default 8)",
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="batched calls per K, the least kept (default 3)"
     )
     parser.add_argument("--skip-opacus", action="store_true")
     args = parser.parse_args()
@@ -192,15 +291,15 @@ def main() -> None:
         f"{torch.__version__}, {args.threads} thread(s)"
     )
     print(
-        f"{'trainer':<8} {'K':>3} {'batched s':>10} {'sequential s':>13} {'opacus s':>10}"
-        f"  {'seq/batched':>11} {'batched K/1':>11}"
+        f"{'trainer':<8} {'K':>3} {'batched s':>10} {'training s':>11} {'sequential s':>13} "
+        f"{'opacus s':>10}  {'seq/batched':>11} {'batched K/1':>11}"
     )
     # warm-up on the whole table: the first run in a process pays for torch's first kernel
     # calls and for growing its memory to this size, which would be charged to whichever
     # column is measured first (K = 1 batched: 2.0 s against 1.2 s for the same run)
     train_many(data, [private, private])
     train(data, private)
-    ratio = one = math.nan
+    ratio = training = training_cpu = math.nan
     for name, config in (("DP-SGD", private), ("non-DP", plain)):
         plan = plan_privacy(config, data.n_records)
         first = math.nan
@@ -210,20 +309,38 @@ def main() -> None:
             mark = "*" if row.estimated else " "
             shown = "-" if row.opacus is None else f"{row.opacus:.1f}{mark}"
             print(
-                f"{name:<8} {k:>3} {row.batched:>10.1f} {row.sequential:>12.1f}{mark} "
-                f"{shown:>10}  {row.sequential / row.batched:>10.2f}x "
-                f"{row.batched / first:>10.2f}x"
+                f"{name:<8} {k:>3} {row.batched:>10.1f} {row.training:>11.2f} "
+                f"{row.sequential:>12.1f}{mark} {shown:>10}  "
+                f"{row.sequential / row.batched:>10.2f}x {row.batched / first:>10.2f}x"
             )
             if config.private:
-                ratio, one = row.batched / first, first
-    rate = product_rate(counts[-1], round(args.batch_size * 1.13), data.n_features)
-    floor = counts[-1] * multiply_adds_per_model(data.n_features, data.n_records, args.epochs)
-    print(
-        f"arithmetic floor: {counts[-1]} models need {floor / 1e9:.0f} G multiply-adds; at this "
-        f"machine's batched-product rate ({rate / 1e9:.1f} G/s, measured now) that is "
-        f"{floor / rate:.1f} s = {floor / rate / one:.2f}× the batched 1-model run"
+                ratio, training, training_cpu = row.batched / first, row.training, row.training_cpu
+    k = counts[-1]
+    dp_plan = plan_privacy(private, data.n_records)
+    assert dp_plan is not None
+    expected = round(dp_plan.expected_batch_size)
+    floor = arithmetic_floor(
+        k, expected, [data.n_features, *HIDDEN, 1], dp_plan.steps_per_epoch * args.epochs
     )
-    print(f"{counts[-1]} models / 1 model: {ratio:.2f}×")
+    print(
+        f"multiply-adds of one DP-SGD step of {k} models at the expected batch of {expected}: "
+        f"{(floor.products + floor.norms) / 1e6:.0f} M (matrix products "
+        f"{floor.products / 1e6:.0f} M, per-example norms and clip scaling "
+        f"{floor.norms / 1e6:.1f} M)"
+    )
+    print(
+        f"this machine's rate at the step's product shapes, {args.threads} thread(s), measured "
+        f"now: {floor.rate / 1e9:.1f} G multiply-adds/s ({floor.step_seconds * 1e3:.1f} ms a step)"
+    )
+    print(
+        f"arithmetic floor of the {floor.steps} steps: {floor.seconds:.2f} s; the {k} models' "
+        f"training took {training:.2f} s (the whole call {ratio:.2f}x the 1-model call)"
+    )
+    print(
+        f"CPU seconds of the training, every thread (the draws' helper thread too): "
+        f"{training_cpu:.2f} s = {training_cpu / floor.seconds:.2f}× the floor"
+    )
+    print(f"{k} models / arithmetic floor: {training / floor.seconds:.2f}×")
 
 
 if __name__ == "__main__":

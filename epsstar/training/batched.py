@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,7 +44,7 @@ from epsstar.training.data.tables import TabularData
 from epsstar.training.memory import available_memory, training_bytes
 from epsstar.training.models import MLP, Standardiser, output_width
 from epsstar.training.results import EpochStats
-from epsstar.training.stacked import StackedBatch, StackedMLP, stacked_gradient_sums
+from epsstar.training.stacked import StackedBatch, StackedMLP, stacked_gradients
 from epsstar.training.standardisation import fitted
 from epsstar.training.trainer import (
     PrivacyPlan,
@@ -131,15 +132,21 @@ def _member(
     subset: RowSubset | None,
     population: TabularData | None,
     standardiser: Standardiser | None,
+    fits: dict[tuple[str, int | None], Standardiser],
 ) -> _Member:
     """Model ``index``'s generator, standardiser and initial network, drawn and fitted as
-    :func:`~epsstar.training.trainer.train` draws and fits them."""
+    :func:`~epsstar.training.trainer.train` draws and fits them; ``fits`` keeps the
+    standardisers fitted so far, by what they are fitted on."""
     rows = data if subset is None else subset.of(data)
     n_records = rows.n_records
     generator = torch.Generator().manual_seed(config.seed)
     if standardiser is None:
         choice = config.standardisation(population is not None)
-        standardiser = fitted(choice, rows, population, torch.float32)
+        # one fit for every model whose standardiser is fitted on the same rows
+        key = (choice, None if choice != "data" or subset is None else id(subset))
+        if key not in fits:
+            fits[key] = fitted(choice, rows, population, torch.float32)
+        standardiser = Standardiser(fits[key].mean.detach(), fits[key].scale.detach())
     network = MLP(
         data.n_features,
         output_width(data.n_classes),
@@ -190,48 +197,92 @@ def _along(vector: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True, slots=True)
 class _Draws:
-    """One step's random draws of every model: rows (of its own records), groups, noise."""
+    """One step's random draws of every model: its rows (``chosen``, (K, n): 1 where model
+    k's row is in its Poisson batch), their groups (K, n) and the noise of every parameter."""
 
-    picks: list[torch.Tensor]
-    groups: list[torch.Tensor] | None
+    chosen: torch.Tensor
+    groups: torch.Tensor | None
     noise: list[torch.Tensor] | None
 
 
-def _draw(members: Sequence[_Member], shapes: Sequence[torch.Size], private: bool) -> _Draws:
-    """Every model's batch, groups and noise from its own generator, in the trainer's order."""
-    k = len(members)
-    noise = [torch.zeros((k, *shape)) for shape in shapes] if private else None
-    picks: list[torch.Tensor] = []
-    groups: list[torch.Tensor] | None = [] if private and members[0].settings.groups_count else None
+@dataclass(frozen=True, slots=True)
+class _Buffers:
+    """Where every step of a stack writes its draws: one uniform per record and model (past
+    a model's records 2.0, which no sampling rate reaches), the sampling rates in float32,
+    with microbatches one group id per record, and each parameter's noise of every model."""
+
+    uniforms: torch.Tensor
+    rates: torch.Tensor
+    groups: torch.Tensor | None
+    noise: list[torch.Tensor] | None
+
+    @classmethod
+    def of(
+        cls, members: Sequence[_Member], shapes: Sequence[torch.Size], private: bool
+    ) -> _Buffers:
+        k = len(members)
+        widest = max(m.n_records for m in members)
+        rates = [m.settings.sampling_rate for m in members]
+        grouped = private and members[0].settings.groups_count
+        return cls(
+            uniforms=torch.full((k, widest), 2.0),
+            rates=torch.tensor(rates, dtype=torch.float32).unsqueeze(1),
+            groups=torch.zeros((k, widest), dtype=torch.int64) if grouped else None,
+            noise=[torch.zeros((k, *shape)) for shape in shapes] if private else None,
+        )
+
+
+def _draw(members: Sequence[_Member], buffers: _Buffers) -> _Draws:
+    """Every model's batch, groups and noise from its own generator, in the trainer's order:
+    the trainer's ``torch.rand(n)``, ``torch.randint`` and ``torch.randn`` (the same kernels,
+    written into model k's row of ``buffers``); its batch is its uniforms below its sampling
+    rate, compared in float32 as the trainer's comparison with a Python float is."""
     for position, member in enumerate(members):
-        settings = member.settings
-        drawn = torch.rand(member.n_records, generator=member.generator)
-        picks.append(torch.nonzero(drawn < settings.sampling_rate).squeeze(1))
-        if groups is not None:
+        n, settings = member.n_records, member.settings
+        torch.rand(n, generator=member.generator, out=buffers.uniforms[position, :n])
+        if buffers.groups is not None:
             assert settings.groups_count is not None
-            every = torch.randint(
-                settings.groups_count, (member.n_records,), generator=member.generator
+            torch.randint(
+                settings.groups_count,
+                (n,),
+                generator=member.generator,
+                out=buffers.groups[position, :n],
             )
-            groups.append(every[picks[-1]])
-        if noise is not None and settings.noise_std > 0.0:
-            for tensor, shape in zip(noise, shapes, strict=True):
-                torch.randn(shape, generator=member.generator, out=tensor[position])
-    return _Draws(picks, groups, noise)
+        if buffers.noise is not None and settings.noise_std > 0.0:
+            for tensor in buffers.noise:
+                torch.randn(tensor.shape[1:], generator=member.generator, out=tensor[position])
+    return _Draws(buffers.uniforms < buffers.rates, buffers.groups, buffers.noise)
 
 
-def _batch(members: Sequence[_Member], draws: _Draws, shared: _Shared) -> StackedBatch:
-    """The step's rows of every model, padded to the largest batch, on the device."""
-    k = len(members)
-    width = max(int(pick.numel()) for pick in draws.picks)
+def _row_map(members: Sequence[_Member]) -> torch.Tensor | None:
+    """Row j of model k's records is row ``map[k, j]`` of the shared table (None: every
+    model trains on the whole table)."""
+    if all(m.rows is None for m in members):
+        return None
+    widest = max(m.n_records for m in members)
+    rows = torch.zeros((len(members), widest), dtype=torch.int64)
+    for position, member in enumerate(members):
+        own = torch.arange(member.n_records) if member.rows is None else member.rows
+        rows[position, : member.n_records] = own
+    return rows
+
+
+def _batch(draws: _Draws, rows: torch.Tensor | None, shared: _Shared) -> StackedBatch:
+    """The step's rows of every model, padded to the largest batch, on the device: model k's
+    chosen rows in their order, then padding (row 0, masked out)."""
+    model, record = torch.nonzero(draws.chosen, as_tuple=True)
+    counts = draws.chosen.sum(dim=1)
+    k, width = int(counts.shape[0]), int(counts.max())
+    starts = counts.cumsum(0) - counts
+    slot = torch.arange(model.numel()) - starts[model]
     index = torch.zeros((k, width), dtype=torch.int64)
+    index[model, slot] = record if rows is None else rows[model, record]
     mask = torch.zeros((k, width), dtype=torch.float32)
-    groups = None if draws.groups is None else torch.zeros((k, width), dtype=torch.int64)
-    for position, (member, pick) in enumerate(zip(members, draws.picks, strict=True)):
-        count = int(pick.numel())
-        index[position, :count] = pick if member.rows is None else member.rows[pick]
-        mask[position, :count] = 1.0
-        if groups is not None and draws.groups is not None:
-            groups[position, :count] = draws.groups[position]
+    mask[model, slot] = 1.0
+    groups = None
+    if draws.groups is not None:
+        groups = torch.zeros((k, width), dtype=torch.int64)
+        groups[model, slot] = draws.groups[model, record]
     index = index.to(shared.device)
     features = shared.features[index]
     if shared.means is not None and shared.scales is not None:
@@ -265,6 +316,63 @@ class _StepVectors:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One step's inputs, made ready before the step: every model's padded batch, how many
+    examples each model sampled, and the noise to add to its gradient (σ_k C_k/ν_k times
+    its draws, laid out as the stack's parameters; None without privacy)."""
+
+    batch: StackedBatch
+    seen: torch.Tensor
+    noise: list[torch.Tensor] | None
+
+
+def _laid_out(noise: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """``scale`` (K,) times ``noise`` drawn in ``nn.Linear``'s shapes, in the stack's layout
+    (a weight's (K, out, in) draws as (K, in, out), contiguous)."""
+    drawn = noise.transpose(1, 2) if noise.dim() == 3 else noise
+    result = torch.empty(drawn.shape, dtype=noise.dtype)
+    return torch.mul(drawn, _along(scale, drawn), out=result)
+
+
+def _prepare(
+    members: Sequence[_Member],
+    buffers: _Buffers,
+    rows: torch.Tensor | None,
+    shared: _Shared,
+    noise_scale: torch.Tensor,
+) -> _Step:
+    """The next step's draws, batch and scaled noise."""
+    draws = _draw(members, buffers)
+    batch = _batch(draws, rows, shared)
+    noise = None
+    if draws.noise is not None:
+        noise = [_laid_out(tensor, noise_scale).to(shared.device) for tensor in draws.noise]
+    return _Step(batch, draws.chosen.sum(dim=1), noise)
+
+
+def _ready_steps(
+    members: Sequence[_Member], shared: _Shared, noise_scale: torch.Tensor, private: bool
+) -> Iterator[_Step]:
+    """The epoch's steps' inputs, each made on a helper thread while the step before it runs.
+
+    The draws are the models' own (their generators are used by this thread alone, in the
+    trainer's order, and never past the epoch's last step), so running them beside the
+    batched products changes no number; it takes them, with the batch's gather, off the
+    thread that runs the products (torch releases the GIL inside its kernels)."""
+    shapes = [param.shape for param in members[0].network.parameters()]
+    buffers = _Buffers.of(members, shapes, private)
+    rows = _row_map(members)
+    count = members[0].settings.steps_per_epoch
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="epsstar-draws") as helper:
+        pending = helper.submit(_prepare, members, buffers, rows, shared, noise_scale)
+        for step in range(count):
+            ready = pending.result()
+            if step + 1 < count:
+                pending = helper.submit(_prepare, members, buffers, rows, shared, noise_scale)
+            yield ready
+
+
 def _run_epoch(
     stack: StackedMLP,
     optimiser: torch.optim.Optimizer,
@@ -275,26 +383,21 @@ def _run_epoch(
     """One epoch of every model of the stack; each model's summed loss and examples seen."""
     vectors = _StepVectors.of(members, shared.device)
     params = stack.parameters()
-    shapes = [param.shape[1:] for param in params]
     private = vectors.clip is not None
+    noise_scale = (vectors.noise_std / vectors.normaliser).cpu()
     totals = torch.zeros(len(members), dtype=torch.float64)
-    seen = [0] * len(members)
-    for _ in range(members[0].settings.steps_per_epoch):
-        draws = _draw(members, shapes, private)
-        batch = _batch(members, draws, shared)
-        groups = vectors.groups_count if batch.groups is not None else 0
-        sums = stacked_gradient_sums(stack, batch, binary, vectors.clip, groups)
-        totals += sums.losses.detach().double().cpu()
-        for position, pick in enumerate(draws.picks):
-            seen[position] += int(pick.numel())
-        with torch.no_grad():
-            for index, (param, summed) in enumerate(zip(params, sums.gradients, strict=True)):
-                if draws.noise is not None:
-                    noise = draws.noise[index].to(shared.device)
-                    summed = summed + _along(vectors.noise_std, summed) * noise
-                param.grad = summed / _along(vectors.normaliser, summed)
+    seen = torch.zeros(len(members), dtype=torch.int64)
+    for step in _ready_steps(members, shared, noise_scale, private):
+        groups = vectors.groups_count if step.batch.groups is not None else 0
+        update = stacked_gradients(
+            stack, step.batch, binary, vectors.clip, vectors.normaliser, step.noise, groups
+        )
+        totals += update.losses.double().cpu()
+        seen += step.seen
+        for param, gradient in zip(params, update.gradients, strict=True):
+            param.grad = gradient
         optimiser.step()
-    return [float(value) for value in totals], seen
+    return [float(value) for value in totals], [int(value) for value in seen]
 
 
 def _epsilon_after(
@@ -328,7 +431,9 @@ def _train_stack(
     config = members[0].config
     shared = _shared(data, members, device)
     stack = StackedMLP.from_networks([m.network for m in members]).to(device)
-    optimiser = torch.optim.SGD(stack.parameters(), lr=config.lr, momentum=config.momentum)
+    optimiser = torch.optim.SGD(
+        stack.parameters(), lr=config.lr, momentum=config.momentum, foreach=True
+    )
     histories: list[list[EpochStats]] = [[] for _ in members]
     cache: dict[tuple[int, int], float] = {}
     for epoch in range(config.epochs):
@@ -509,8 +614,9 @@ def train_many(
                 k, configs[k], every_plan[k], data, chosen[k], population, standardiser, on_epoch
             )
             continue
+        fits: dict[tuple[str, int | None], Standardiser] = {}
         members = [
-            _member(k, configs[k], every_plan[k], data, chosen[k], population, standardiser)
+            _member(k, configs[k], every_plan[k], data, chosen[k], population, standardiser, fits)
             for k in indices
         ]
         for member, model in zip(

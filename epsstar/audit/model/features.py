@@ -20,7 +20,7 @@ Each loader takes the form it needs: :meth:`Features.matrix` (numbers, ``(rows, 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -47,6 +47,11 @@ class Features:
 
     names: tuple[str, ...]
     columns: tuple[NDArray[Any], ...]
+    #: The columns of one narrow type stacked into rows, once for every model that reads
+    #: this batch (the target and its reference models): see :meth:`matrix`.
+    _stacked: list[NDArray[Any]] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if len(self.names) != len(self.columns) or not self.names:
@@ -153,10 +158,14 @@ class Features:
 
     def rename(self, names: Sequence[str]) -> Features:
         """The same columns under ``names`` (one per column, in order)."""
-        return Features(tuple(str(n) for n in names), self.columns)
+        renamed = Features(tuple(str(n) for n in names), self.columns)
+        object.__setattr__(renamed, "_stacked", self._stacked)  # the same rows
+        return renamed
 
     def slice(self, start: int, stop: int) -> Features:
-        """Records ``start`` to ``stop`` (views, not copies)."""
+        """Records ``start`` to ``stop`` (views, not copies; all of them: these features)."""
+        if start <= 0 and stop >= self.rows:
+            return self
         return Features(self.names, tuple(column[start:stop] for column in self.columns))
 
     def matrix(self, dtype: DTypeLike | None = None) -> NDArray[Any]:
@@ -183,8 +192,12 @@ class Features:
         if len(kinds) == 1 and next(iter(kinds)).itemsize < target.itemsize:
             # Columns of one narrower type (bytes, booleans, small integers) are stacked as
             # they are and then cast: the same values, with fewer bytes moved in the
-            # column-to-row transposition, which dominates for wide tables.
-            return np.stack(self.columns, axis=1).astype(target)
+            # column-to-row transposition, which dominates for wide tables. The stacked rows
+            # are kept for the next model that reads this batch (an audit's reference models
+            # read the target's); each call casts them into an array of its own.
+            if not self._stacked:
+                self._stacked.append(np.stack(self.columns, axis=1))
+            return self._stacked[0].astype(target)
         out = np.empty((self.rows, self.width), dtype=target)
         for j, column in enumerate(self.columns):
             out[:, j] = column

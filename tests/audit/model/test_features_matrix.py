@@ -99,3 +99,39 @@ def test_values_beyond_float32_are_still_refused_and_nan_still_passes() -> None:
     model.predict(np.array([[np.nan, 1.0], [-np.inf, 3e38]]))
     with pytest.raises(InvalidInputError, match="must fit float32"):
         model.predict(np.array([[np.nan, 1.0], [-1e39, 0.0]]))
+
+
+def test_models_reading_one_batch_stack_its_narrow_columns_once_and_keep_their_own_arrays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The target and the reference models handed one batch (renamed for one of them) share
+    its column-to-row stacking; each is handed an array of its own, so a model that writes
+    into its input leaves the next model's alone."""
+    stackings: list[int] = []
+    stack = np.stack
+
+    def counted(arrays: object, *args: object, **kwargs: object) -> np.ndarray:
+        stackings.append(1)
+        return stack(arrays, *args, **kwargs)  # type: ignore[call-overload,no-any-return]
+
+    monkeypatch.setattr(np, "stack", counted)
+    values = np.array([[0, 1, 7], [1, 0, 9]])
+    batch = Features(("a", "b", "c"), tuple(values[:, j].astype(np.uint8) for j in range(3)))
+    for handed in (batch, batch, batch.rename(["x", "y", "z"])):
+        model = _Echo(
+            Path("echo.onnx"),
+            n_features=3,
+            classes=None,
+            outputs="probabilities",
+            input_dtype=np.float32,
+        )
+        model.seen = []
+        model.predict(handed)
+        # what the model before wrote into its array did not reach this one
+        np.testing.assert_array_equal(model.seen[-1], values.astype(np.float32))
+        model.seen[-1][:] = -1.0
+    assert len(stackings) == 1
+    fresh = batch.matrix(np.float32)
+    np.testing.assert_array_equal(fresh, values.astype(np.float32))
+    assert batch.slice(0, 2) is batch
+    np.testing.assert_array_equal(batch.slice(1, 2).matrix(np.float64), values[1:].astype(float))
