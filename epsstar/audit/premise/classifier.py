@@ -28,13 +28,15 @@ classifier's columns either. Fitting on a subset costs only power, never validit
 
 Why these sizes. The baseline runs on every audit; the trees' cost grows with rows times
 columns, and scikit-learn's binning with the columns alone, so a cap on rows alone left a
-table of 600 columns paying 1.5 to 2.8 CPU s for it (docs/performance.md). With every
-column capped, an audit pays the same for the baseline whatever its tables' size and
-width. docs/premise.md measures the power at 1,000 rows per side, 500 per side and fold
-fitted (fewer than any table of :data:`FIT_ROWS` rows per side gets), on Adult and on Adult
-with 586 columns of coin flips added: with :data:`FIT_COLUMNS` columns screened, the
-cheapest setting measured whose power stays within a few points of every column's on every
-shift of that benchmark, and whose false alarms stay within the tests' level.
+table of 600 columns paying 1.5 to 2.8 CPU s for it (docs/performance.md). With rows and
+columns capped, an audit pays the same for the baseline whatever its tables' size and
+width. Why :data:`FIT_COLUMNS` is 32 (docs/premise.md, *Wide tables*): on Adult with 586
+columns of coin flips added, 1,000 rows per side, the cheapest cap measured under which
+every shift of the power benchmark is flagged as often as with every column, and by the
+classifier's own test (the ranks) within 5 points, false alarms within the tests' level;
+16 columns lost 16 points of the ranks on de-duplicated populations. The power at
+:data:`FIT_ROWS`: docs/premise.md measures it with 500 rows per side and fold fitted,
+fewer than any table of :data:`FIT_ROWS` rows per side gets.
 
 The log-odds are ``log P(train | x) / P(population | x)`` less the log of the fitted rows'
 ratio, i.e. the classifier's log-likelihood ratio of the record.
