@@ -150,8 +150,10 @@ def encoded(records: Records) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
         pd.api.types.is_bool_dtype(both[name]) or pd.api.types.is_numeric_dtype(both[name])
         for name in both.columns
     ]
-    matrix = np.empty(both.shape, dtype=np.float32)
     categorical = np.zeros(both.shape[1], dtype=bool)
+    if all(numeric):  # one block, not copied into a second matrix column by column
+        return both.to_numpy(dtype=np.float32, na_value=np.nan), categorical
+    matrix = np.empty(both.shape, dtype=np.float32)
     at = np.flatnonzero(numeric)
     if at.size:
         block = both.iloc[:, at].to_numpy(dtype=np.float32, na_value=np.nan)
