@@ -20,6 +20,11 @@ libraries (scipy, scikit-learn, pandas) add to the floor.
 
     python benchmarks/audit_throughput.py               # 300,000 records
     python benchmarks/audit_throughput.py --records 60000
+    python benchmarks/audit_throughput.py --batch-sizes 16384 --data /tmp/purchase
+
+``--data DIR`` keeps the tables and the model in DIR and reads them from there on the next
+run (built only when DIR holds no ``model.onnx``), so that runs of two versions of epsstar,
+alternated, audit the same files.
 """
 
 from __future__ import annotations
@@ -208,6 +213,7 @@ def main() -> None:
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[65_536, 16_384, 4_096])
     parser.add_argument("--threads", type=int, default=1, help="intra-op threads, both sides (1)")
     parser.add_argument("--repeats", type=int, default=2, help="runs of each; the least CPU kept")
+    parser.add_argument("--data", type=Path, help="keep (or reuse) the tables and the model here")
     args = parser.parse_args()
     print(
         f"Python {platform.python_version()}, {platform.machine()}, records={args.records:,}, "
@@ -216,10 +222,14 @@ def main() -> None:
     ratios: dict[str, float] = {}
     imports: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        workdir = Path(tmp)
-        start = time.perf_counter()
-        build(workdir, args.records, args.epochs, args.seed)
-        print(f"data + model built in {time.perf_counter() - start:.0f} s\n")
+        workdir = args.data or Path(tmp)
+        if (workdir / "model.onnx").exists():
+            print(f"data + model read from {workdir}\n")
+        else:
+            workdir.mkdir(parents=True, exist_ok=True)
+            start = time.perf_counter()
+            build(workdir, args.records, args.epochs, args.seed)
+            print(f"data + model built in {time.perf_counter() - start:.0f} s\n")
         rows = [list(HEADER)]
         runs = [
             (label, model, batch)

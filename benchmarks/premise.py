@@ -25,6 +25,13 @@ given a month by :func:`months`, which makes income's relation to education drif
 training rows from the earlier year, the population from the later one; the month is not a
 column the classifier reads), and the same with half the drift.
 
+``--noise-columns N`` adds N columns of fair coin flips to every row of the pool before a
+case draws its tables (the text-only cases keep their text columns alone), so the shifted
+column is one among many, as in a table of 600 columns; ``--fit-columns`` runs every case
+with each of several caps on the columns the classifier is fitted on
+(:data:`~epsstar.audit.premise.classifier.FIT_COLUMNS`; 0: every column), on the same
+draws.
+
 The cost (``--cost-only``): audits of the shipped fixtures (and of ``--cost-records``
 Purchase-100-like rows) with the blind baseline and without, alternately in one process;
 then the blind classifier on ``--cost-rows`` synthetic rows per side of 20 numeric columns
@@ -34,6 +41,7 @@ for it, whatever the tables' size).
     python benchmarks/premise.py --null-repeats 300   # 100 repeats (300 unshifted): minutes
     python benchmarks/premise.py --repeats 20 --n 2000
     python benchmarks/premise.py --windows            # the time windows' income shares
+    python benchmarks/premise.py --noise-columns 586 --fit-columns 0 16 32 64
 """
 
 from __future__ import annotations
@@ -56,7 +64,7 @@ from epsstar.audit.options import AuditOptions
 from epsstar.audit.output.provenance import Timings
 from epsstar.audit.output.result import AuditResult
 from epsstar.audit.premise.baseline import GATE_PREMISE_CONFIDENCE, premise_tests
-from epsstar.audit.premise.classifier import READ_ROWS, blind_log_odds
+from epsstar.audit.premise.classifier import FIT_COLUMNS, READ_ROWS, blind_log_odds
 from epsstar.audit.premise.settings import PremiseSettings
 from epsstar.cli.common.text_table import aligned_table
 from epsstar.statistics.attacks.power import attack_auc
@@ -208,17 +216,30 @@ CASES: dict[str, Case] = {
 }
 
 
+def with_noise(pool: pd.DataFrame, columns: int, rng: np.random.Generator) -> pd.DataFrame:
+    """The pool with ``columns`` columns of fair coin flips added (0 or 1, ``noise0``...)."""
+    if not columns:
+        return pool
+    flips = rng.integers(0, 2, size=(len(pool), columns), dtype=np.uint8)
+    noise = pd.DataFrame(flips, index=pool.index, columns=[f"noise{j}" for j in range(columns)])
+    return pd.concat([pool, noise], axis=1)
+
+
 def _records(train: pd.DataFrame, population: pd.DataFrame) -> Records:
     t, p = train.reset_index(drop=True), population.reset_index(drop=True)
     return Records(t, p, np.arange(len(t)), np.arange(len(p)), len(t), len(p))
 
 
-def _flag(train: pd.DataFrame, population: pd.DataFrame, seed: int) -> tuple[list[bool], float]:
+def _flag(
+    train: pd.DataFrame, population: pd.DataFrame, seed: int, fit_columns: int | None = None
+) -> tuple[list[bool], float]:
     """Whether each test of the premise flags the pair at confidence 0.95 (the lower bound,
     the ranks, the label frequencies, the exact repeats), whether any flags it at
-    confidence 0.99 (the release gate's premise level), and the blind AUC."""
+    confidence 0.99 (the release gate's premise level), and the blind AUC; the classifier
+    fitted on at most ``fit_columns`` columns (``None``: every column)."""
     records = _records(train, population)
-    blind = blind_log_odds(records, seed=seed)
+    width = len(records.train.columns)
+    blind = blind_log_odds(records, seed=seed, fit_columns=fit_columns or width)
     labels = records.train[LABEL].to_numpy(), records.population[LABEL].to_numpy()
     delta = default_delta(blind.train.size)
     flags = []
@@ -363,6 +384,16 @@ def main() -> None:
     parser.add_argument(
         "--cost-records", type=int, default=0, help="also the cost on this many rows"
     )
+    parser.add_argument(
+        "--noise-columns", type=int, default=0, help="columns of coin flips added to the pool"
+    )
+    parser.add_argument(
+        "--fit-columns",
+        type=int,
+        nargs="+",
+        default=[FIT_COLUMNS],
+        help="caps on the columns the classifier is fitted on (0: every column)",
+    )
     parser.add_argument("--cases", nargs="+", choices=list(CASES), help="only these cases")
     parser.add_argument("--windows", action="store_true", help="only the time windows' shares")
     args = parser.parse_args()
@@ -379,13 +410,15 @@ def main() -> None:
         print(f"blind classifier on {args.cost_rows:,} rows per side, 20 columns: {seconds:.1f} s")
         return
     print(
-        f"epsstar {__version__}; Adult fixture, n = {args.n:,} per side; {args.repeats} repeats",
+        f"epsstar {__version__}; Adult fixture, n = {args.n:,} per side; {args.repeats} repeats; "
+        f"{args.noise_columns} noise columns",
         flush=True,
     )
     pool = _adult()
     rows = [
         [
             "case",
+            "fit columns",
             "flagged",
             "by lower bound",
             "by ranks",
@@ -394,32 +427,38 @@ def main() -> None:
             "flagged at 0.99",
             "mean blind AUC",
             "repeats",
+            "CPU s",
         ]
     ]
     started = time.perf_counter()
     for index, (name, case) in enumerate(CASES.items()):
         if args.cases and name not in args.cases:
             continue
-        flags, aucs = [], []
         repeats = args.repeats
         if name.startswith("same") and args.null_repeats:
             repeats = args.null_repeats
-        for repeat in range(repeats):
-            rng = np.random.default_rng([args.seed, index, repeat])
-            flagged, auc = _flag(*case(pool, args.n, rng), seed=repeat)
-            flags.append(flagged)
-            aucs.append(auc)
-        by_test = np.mean(flags, axis=0)
-        rows.append(
-            [
-                name,
-                f"{np.mean(np.any(np.array(flags)[:, :4], axis=1)):.0%}",
-                *(f"{share:.0%}" for share in by_test),
-                f"{np.mean(aucs):.3f}",
-                str(repeats),
-            ]
-        )
-        print(" | ".join(rows[-1]), flush=True)
+        for cap in args.fit_columns:
+            flags, aucs = [], []
+            cpu = time.process_time()
+            for repeat in range(repeats):
+                rng = np.random.default_rng([args.seed, index, repeat])
+                noisy = with_noise(pool, args.noise_columns, rng)
+                flagged, auc = _flag(*case(noisy, args.n, rng), repeat, cap or None)
+                flags.append(flagged)
+                aucs.append(auc)
+            by_test = np.mean(flags, axis=0)
+            rows.append(
+                [
+                    name,
+                    str(cap or "every"),
+                    f"{np.mean(np.any(np.array(flags)[:, :4], axis=1)):.0%}",
+                    *(f"{share:.0%}" for share in by_test),
+                    f"{np.mean(aucs):.3f}",
+                    str(repeats),
+                    f"{time.process_time() - cpu:.0f}",
+                ]
+            )
+            print(" | ".join(rows[-1]), flush=True)
     print(aligned_table(rows))
     print(f"({time.perf_counter() - started:.0f} s)\n")
     seconds = _cost(args.cost_rows, args.seed)

@@ -47,7 +47,7 @@ from epsstar.audit.data.summary_plans import SummaryPlans
 from epsstar.audit.data.text_records import TextTables
 from epsstar.audit.engines.one_pass import SharedReferences
 from epsstar.audit.engines.record_sample import RecordSample, sample_seed, sampled_records
-from epsstar.audit.engines.streaming import StreamedTable, stream_table
+from epsstar.audit.engines.streaming import StreamedTable, stream_table, wants_auroc
 from epsstar.audit.engines.summaries import can_summarise, losses_of, summarise_table
 from epsstar.audit.inputs.served import ServedSource
 from epsstar.audit.model.loading import LoadedAuditModel, ModelFile, ModelObject
@@ -734,9 +734,8 @@ def _attacked(
 
 
 def _utility(train: StreamedTable, population: StreamedTable) -> dict[str, Utility]:
-    """Accuracy and AUROC per table; multi-class AUROC costs one sort per class, so on
-    training data accuracy suffices."""
+    """Accuracy per table, and AUROC where :func:`wants_auroc` says."""
     return {
         "population": population.utility(),
-        "train": train.utility(with_auroc=train.n_outputs <= 2),
+        "train": train.utility(with_auroc=wants_auroc("train", train.n_outputs)),
     }

@@ -683,6 +683,39 @@ def test_streaming_returns_the_label_map_for_the_second_table(workdir: Path) -> 
     assert population.utility(with_auroc=False).auroc_note == "not computed for training data"
 
 
+def test_a_multi_class_models_training_scores_are_not_kept() -> None:
+    """A training table of a multi-class model gets no AUROC, so its class scores (one per
+    class and record) are not kept; the population's are, and both utilities read as the
+    audit reports them."""
+    from epsstar.audit.data.reading import TableRead
+    from epsstar.audit.engines.streaming import stream_table, wants_auroc
+    from epsstar.audit.model.plugins import get_loader
+
+    models = Path(__file__).resolve().parents[2] / "fixtures" / "models"
+    model = get_loader("onnx")[0].load(models / "multiclass_mlp.onnx")
+    train = stream_table(
+        model,
+        TableRead(models / "multiclass_train.csv", "train", "label"),
+        classes=("a", "b", "c", "d"),
+    )
+    population = stream_table(
+        model,
+        TableRead(models / "multiclass_population.csv", "population", "label"),
+        label_map=train.label_map,
+    )
+    assert train.n_outputs > 2
+    assert train.scores is None
+    assert train.labels is None
+    assert population.scores is not None
+    assert population.scores.shape == (population.rows, population.n_outputs)
+    assert not wants_auroc("train", train.n_outputs)
+    kept = train.utility(with_auroc=False)
+    assert kept.auroc is None
+    assert kept.auroc_note == "not computed for training data"
+    assert 0 < kept.accuracy <= 1
+    assert population.utility().auroc is not None
+
+
 def test_the_second_table_must_match_the_label_map(workdir: Path) -> None:
     from epsstar.audit.data.reading import TableRead
     from epsstar.audit.data.tables import LabelMap

@@ -7,8 +7,9 @@ asks the model for its predictions, encodes the labels with the model's classes
 (finite; probabilities in [0, 1], rows summing to 1). A model that says its
 ``input_dtype`` (as the built-in loaders do) has every feature checked to fit
 that type before it sees it, the column and row named. It keeps, per table, the losses,
-the number of correct predictions and, for the AUROC, the encoded labels and the class
-scores, up to :data:`MAX_AUROC_VALUES` numbers.
+the number of correct predictions and, for the AUROC of a table that has one
+(:func:`wants_auroc`), the encoded labels and the class scores, up to
+:data:`MAX_AUROC_VALUES` numbers.
 
 The label map is built from the model's classes and the width of its first prediction;
 it is returned with the result, so that a second table is encoded the same way
@@ -48,6 +49,7 @@ __all__ = [
     "check_width",
     "predict_batch",
     "stream_table",
+    "wants_auroc",
 ]
 
 MAX_AUROC_VALUES = 50_000_000
@@ -111,24 +113,35 @@ def _n_outputs(predictions: NDArray[Any]) -> int:
     return 2 if predictions.ndim == 1 or predictions.shape[1] == 1 else int(predictions.shape[1])
 
 
-def _class_scores(
-    predictions: NDArray[np.float64], output_kind: str
-) -> tuple[NDArray[Any], NDArray[np.float64]]:
-    """(predicted class index, AUROC scores) of one batch of checked predictions."""
+def wants_auroc(role: str, n_outputs: int) -> bool:
+    """Whether a table's AUROC is computed: the population's always; the training data's
+    for two classes only (a multi-class AUROC costs one sort per class, and on training data
+    accuracy suffices), so a multi-class model's class scores on it are not kept."""
+    return role != "train" or n_outputs <= 2
+
+
+def _predicted(predictions: NDArray[np.float64], output_kind: str) -> NDArray[Any]:
+    """The predicted class index of every record of one batch of checked predictions."""
     if predictions.ndim == 1 or predictions.shape[1] == 1:
-        column = predictions.reshape(-1)
         cut = 0.5 if output_kind == "probabilities" else 0.0
-        return (column >= cut).astype(np.int64), column
+        return (predictions.reshape(-1) >= cut).astype(np.int64)
+    predicted: NDArray[np.intp] = np.argmax(predictions, axis=1)
+    return predicted
+
+
+def _class_scores(predictions: NDArray[np.float64], output_kind: str) -> NDArray[np.float64]:
+    """The AUROC scores of one batch of checked predictions."""
+    if predictions.ndim == 1 or predictions.shape[1] == 1:
+        return predictions.reshape(-1)
     if predictions.shape[1] == 2:
-        return np.argmax(predictions, axis=1), predictions[:, 1] - predictions[:, 0]
+        return predictions[:, 1] - predictions[:, 0]
     if output_kind == "logits":
         # softmax, worked out in one array: exp(z − max z) / Σ exp(z − max z), row by row
         probabilities: NDArray[np.float64] = predictions - predictions.max(axis=1, keepdims=True)
         np.exp(probabilities, out=probabilities)
         probabilities /= probabilities.sum(axis=1, keepdims=True)
-    else:
-        probabilities = predictions
-    return np.argmax(predictions, axis=1), probabilities
+        return probabilities
+    return predictions
 
 
 @dataclass(slots=True)
@@ -268,12 +281,14 @@ def stream_table(
         n_outputs = _n_outputs(predictions)
         if label_map is None:
             label_map = label_map_for(classes, n_outputs)
+            if not wants_auroc(read.role, n_outputs):
+                collected.labels = collected.scores = None
         check_width(predictions, label_map, read.role)
         labels = label_map.encode(batch.labels, source=read.source)
         losses = batch_losses(model, labels, predictions, read)
-        predicted, scores = _class_scores(predictions, model.output_kind)
-        collected.add(losses, labels, predicted)
-        collected.keep_scores(labels, scores)
+        collected.add(losses, labels, _predicted(predictions, model.output_kind))
+        if collected.scores is not None:
+            collected.keep_scores(labels, _class_scores(predictions, model.output_kind))
         collected.scan(batch.features, labels, len(label_map))
         if sample is not None:
             sample.add(batch.features, batch.labels)

@@ -21,16 +21,22 @@ classifier that saw its row; the pooled scores of members and non-members are th
 exchangeable when the premise holds, and the held-out lower bound on them is valid. At most
 :data:`FIT_ROWS` rows per side are used to fit (a seeded random subset); the rows left out
 are scored by the classifier of a fold chosen at random, which did not see them either, so
-every row has a score and the counts of the lower bound use every row. :data:`FIT_CELLS`
-caps the rows fitted on a wide table the same way. Fitting on a subset costs only power,
-never validity: the fitted rows are a seeded random subset of each side, and a row is
-scored only by a classifier fitted on other rows. How much power, docs/premise.md states:
-the power table there is measured with classifiers fitted on 500 rows per side, fewer than
-any table of :data:`FIT_ROWS` rows per side gets.
+every row has a score and the counts of the lower bound use every row. A table of more than
+:data:`FIT_COLUMNS` columns is fitted on that many, screened from the fitted rows of the
+other folds (:mod:`.screen`; the label always among them), so a scored row never chose its
+classifier's columns either. Fitting on a subset costs only power, never validity.
 
-Why these sizes (docs/premise.md, *Cost*): the baseline runs on every audit, and the
-trees' cost grows with rows times columns; on 300,000 rows of 600 columns, a fit on 20,000
-rows per side cost more than the whole audit without it.
+Why these sizes. The baseline runs on every audit; the trees' cost grows with rows times
+columns, and scikit-learn's binning with the columns alone, so a cap on rows alone left a
+table of 600 columns paying 1.5 to 2.8 CPU s for it (docs/performance.md). With rows and
+columns capped, an audit pays the same for the baseline whatever its tables' size and
+width. Why :data:`FIT_COLUMNS` is 32 (docs/premise.md, *Wide tables*): on Adult with 586
+columns of coin flips added, 1,000 rows per side, the cheapest cap measured under which
+every shift of the power benchmark is flagged as often as with every column, and by the
+classifier's own test (the ranks) within 5 points, false alarms within the tests' level;
+16 columns lost 16 points of the ranks on de-duplicated populations. The power at
+:data:`FIT_ROWS`: docs/premise.md measures it with 500 rows per side and fold fitted,
+fewer than any table of :data:`FIT_ROWS` rows per side gets.
 
 The log-odds are ``log P(train | x) / P(population | x)`` less the log of the fitted rows'
 ratio, i.e. the classifier's log-likelihood ratio of the record.
@@ -44,7 +50,8 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from epsstar.audit.data.records import Records
+from epsstar.audit.data.records import LABEL, Records
+from epsstar.audit.premise.screen import screened_columns
 from epsstar.statistics._validation import FloatArray
 from epsstar.statistics.bounds.repeats_test import repeat_groups
 
@@ -54,7 +61,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "CLASSIFIER",
     "DEFAULT_FOLDS",
-    "FIT_CELLS",
+    "FIT_COLUMNS",
     "FIT_ROWS",
     "LEAVES",
     "READ_ROWS",
@@ -67,9 +74,9 @@ __all__ = [
 DEFAULT_FOLDS: Final = 2
 #: Most rows per side the classifiers are fitted on (every row read is scored).
 FIT_ROWS: Final = 5_000
-#: Most values (rows x encoded columns) per side the classifiers are fitted on: a table of
-#: 600 columns is fitted on 2,500 rows per side. The trees' cost grows with both.
-FIT_CELLS: Final = 1_500_000
+#: Most columns each classifier is fitted on (the label among them), screened from its
+#: fitted rows when a table has more (:mod:`.screen`); why this many: the module docstring.
+FIT_COLUMNS: Final = 32
 #: Most rows per side the blind baseline reads when nothing else needs every record (a
 #: seeded random subset, kept as the tables are streamed). A random subset of each table
 #: keeps the premise's tests exact (subsets of exchangeable rows are exchangeable); it only
@@ -83,8 +90,8 @@ _MAX_CATEGORIES: Final = 250
 #: How the classifier is described in the JSON.
 CLASSIFIER: Final = (
     f"HistGradientBoostingClassifier (scikit-learn; {TREES} trees of at most {LEAVES} leaves, "
-    f"fitted on at most {FIT_ROWS} rows and {FIT_CELLS} values per side) over the model's "
-    "columns and the label"
+    f"fitted on at most {FIT_ROWS} rows per side and {FIT_COLUMNS} columns screened from the "
+    "model's columns and the label)"
 )
 
 
@@ -143,8 +150,10 @@ def encoded(records: Records) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
         pd.api.types.is_bool_dtype(both[name]) or pd.api.types.is_numeric_dtype(both[name])
         for name in both.columns
     ]
-    matrix = np.empty(both.shape, dtype=np.float32)
     categorical = np.zeros(both.shape[1], dtype=bool)
+    if all(numeric):  # one block, not copied into a second matrix column by column
+        return both.to_numpy(dtype=np.float32, na_value=np.nan), categorical
+    matrix = np.empty(both.shape, dtype=np.float32)
     at = np.flatnonzero(numeric)
     if at.size:
         block = both.iloc[:, at].to_numpy(dtype=np.float32, na_value=np.nan)
@@ -160,8 +169,11 @@ def _fold_of(n: int, folds: int, rng: np.random.Generator) -> np.ndarray:
     return rng.permutation(np.arange(n) % folds)
 
 
-def blind_log_odds(records: Records, *, folds: int = DEFAULT_FOLDS, seed: int = 0) -> BlindLogOdds:
-    """The cross-fitted log-likelihood ratios of every record (see the module docstring)."""
+def blind_log_odds(
+    records: Records, *, folds: int = DEFAULT_FOLDS, seed: int = 0, fit_columns: int = FIT_COLUMNS
+) -> BlindLogOdds:
+    """The cross-fitted log-likelihood ratios of every record (see the module docstring),
+    each classifier fitted on at most ``fit_columns`` columns."""
     from threadpoolctl import threadpool_limits
 
     # Imported before the limit is set: threadpoolctl limits only the libraries already
@@ -175,23 +187,25 @@ def blind_log_odds(records: Records, *, folds: int = DEFAULT_FOLDS, seed: int = 
     offset = np.concatenate([[0], np.cumsum([len(side) for side in sides])])
     fold = np.empty(len(both), np.int64)
     fitted = np.zeros(len(both), bool)
-    most = max(1, min(FIT_ROWS, FIT_CELLS // both.shape[1]))
     for i in range(2):
         rows = np.arange(offset[i], offset[i + 1])
         fold[rows] = _fold_of(len(rows), folds, rng)
-        chosen = rng.permutation(len(rows))[: min(len(rows), most)]
+        chosen = rng.permutation(len(rows))[:FIT_ROWS]
         fitted[rows[chosen]] = True
     n_fit = (int(fitted[member].sum()), int(fitted[~member].sum()))
     prior = np.log(n_fit[0] / n_fit[1])
     scores = np.empty(len(both))
+    label = [j for j, name in enumerate(records.train.columns) if name == LABEL]
     # One thread: the histogram trees spend most of their time waiting on busy cores.
     with threadpool_limits(limits=1):
         for k in range(folds):
-            model = _classifier(seed + k, categorical)
             train_on = fitted & (fold != k)
-            model.fit(both[train_on], member[train_on])
+            fit = both[train_on]
+            columns = screened_columns(fit, member[train_on], most=fit_columns, always=label)
+            model = _classifier(seed + k, categorical[columns])
+            model.fit(fit[:, columns], member[train_on])
             scored = fold == k
-            p = model.predict_proba(both[scored])[:, 1]
+            p = model.predict_proba(both[scored][:, columns])[:, 1]
             p = np.clip(p, 1e-12, 1 - 1e-12)
             scores[scored] = np.log(p) - np.log1p(-p) - prior
     cut = offset[1]

@@ -152,3 +152,26 @@ def test_a_gate_reads_the_premise_at_confidence_0_99() -> None:
     assert gated.premise_holds is True
     stricter = AuditOptions(max_epsilon=1.0, confidence=0.999)
     assert premise_confidence(stricter) == 0.999
+
+
+def test_numeric_tables_are_encoded_as_with_a_text_column_beside_them() -> None:
+    """A table of numbers only is encoded in one block; its values are those the same
+    columns get beside a text column (NaN kept, float32)."""
+    from epsstar.audit.premise.classifier import encoded
+
+    rng = np.random.default_rng(4)
+    frames = [
+        pd.DataFrame(
+            {"a": rng.normal(size=50), "b": rng.integers(0, 3, 50), LABEL: rng.integers(0, 2, 50)}
+        )
+        for _ in range(2)
+    ]
+    frames[1].loc[3, "a"] = np.nan
+    numbers, categorical = encoded(Records(*frames, np.arange(50), np.arange(50), 50, 50))
+    assert numbers.dtype == np.float32
+    assert not categorical.any()
+    texts = [frame.assign(t=rng.choice(["u", "v"], 50)) for frame in frames]
+    mixed, mixed_categorical = encoded(Records(*texts, np.arange(50), np.arange(50), 50, 50))
+    assert mixed_categorical.tolist() == [False, False, False, True]
+    np.testing.assert_array_equal(numbers, mixed[:, :3])
+    assert np.isnan(numbers[53, 0])
