@@ -12,6 +12,10 @@ maximising test is chosen on one random half of the data and its ratio of
 eq. 7 scored with the fits to the other half (both ways, averaged), which
 removes the upward selection bias of the supremum when little or nothing leaks.
 
+``TailsShapeTested``: ``TailsTested`` with the tails' shape chosen by the slope of the binormal
+ROC curve of all records (:func:`_tail_shape`): the equal-variance binormal tails where it is
+1, the power tails elsewhere.
+
 ``Tails`` (:mod:`epsstar.statistics.fitting.tails`): each side's interpolated
 empirical CDF in the body, and beyond its ``k``-th most extreme loss on each
 side a power of a generalised-Pareto-tailed fit to the pooled losses; the
@@ -222,10 +226,11 @@ def epsilon_star(
         ``significance``), :class:`Empirical` (empirical CDFs: ``rate_window``),
         :class:`Tails` (empirical body, extrapolated tails: ``tail_size``),
         :class:`TailsCrossfit` (the same fits, test chosen and scored on different halves:
-        ``tail_size``, ``n_splits``) or :class:`TailsTested` (cross-fitted, 0 unless the
-        held-out leak test finds a leak: also ``level``); or a method's name
-        (``"parametric"``, ``"empirical"``, ``"tails"``, ``"tails-crossfit"``,
-        ``"tails-tested"``) for its defaults. :data:`DEFAULT_METHOD` if not given.
+        ``tail_size``, ``n_splits``), :class:`TailsTested` (cross-fitted, 0 unless the
+        held-out leak test finds a leak: also ``level``), :class:`TailsShapeTested` (the
+        same, with Gaussian-shift tails where the ROC curve's slope is 1) or the atoms
+        methods; or a method's name (:data:`METHODS`) for its defaults.
+        :data:`DEFAULT_METHOD` if not given.
     seed
         Seeds the mixture fits, goodness-of-fit draws, cross-fitting halves and bootstrap.
     interval
@@ -310,7 +315,7 @@ def _with_interval(
     # tails-shape-tested: the shape is chosen once too, on the original records.
     tested = isinstance(config, TestedConfig)
     resampled: EstimatorConfig = config
-    shape: TailShape | None = None
+    shape: _TailShape | None = None
     if isinstance(config, TailsTested | TailsShapeTested):
         resampled = TailsCrossfit(config.tail_size, config.n_splits)
     elif isinstance(config, AtomsTested):
@@ -509,19 +514,19 @@ def _tailed_at(
 
 
 #: Fits both sides' tails: :func:`fit_relative_tails` or :func:`fit_binormal_tails`.
-TailFitter = Callable[..., tuple[RelativeTailed | BinormalTailed, RelativeTailed | BinormalTailed]]
+_TailFitter = Callable[..., tuple[RelativeTailed | BinormalTailed, RelativeTailed | BinormalTailed]]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class TailShape:
+class _TailShape:
     """The shape the tails are extrapolated in, and why (a result's note, or ``None``)."""
 
-    fit: TailFitter
+    fit: _TailFitter
     why: str | None = None
 
 
 #: The power tails of the tails methods.
-_POWER_TAILS: Final = TailShape(fit_relative_tails)
+_POWER_TAILS: Final = _TailShape(fit_relative_tails)
 
 
 def _tails_at(
@@ -531,7 +536,7 @@ def _tails_at(
     config: Tails | TailsCrossfit,
     seed: int,
     tail_scale: float,
-    shape: TailShape,
+    shape: _TailShape,
 ) -> list[EpsilonStarResult]:
     """:class:`Tails` or :class:`TailsCrossfit` at each of ``deltas`` with the tails of
     ``shape``, fitted once for all of them (the full-sample fit locates the test)."""
@@ -559,7 +564,7 @@ def _tails_at(
     return results
 
 
-def _tail_shape(train: FloatArray, population: FloatArray) -> TailShape:
+def _tail_shape(train: FloatArray, population: FloatArray) -> _TailShape:
     """:class:`TailsShapeTested`'s choice of tails by the slope of the binormal ROC curve of
     every record (:mod:`epsstar.statistics.fitting.roc_slope`), with the reason."""
     slope = roc_slope(train, population)
@@ -568,12 +573,12 @@ def _tail_shape(train: FloatArray, population: FloatArray) -> TailShape:
         "to spare"
     )
     if slope.near_one:
-        return TailShape(
+        return _TailShape(
             fit_binormal_tails,
             f"{slope.describe()}, {rule}: Gaussian-shift tails (the equal-variance binormal "
             "tails of the Gaussian mechanism's shape)",
         )
-    return TailShape(fit_relative_tails, f"{slope.describe()}, not {rule}: power tails")
+    return _TailShape(fit_relative_tails, f"{slope.describe()}, not {rule}: power tails")
 
 
 #: What the atoms estimator does, for the notes of its results.
