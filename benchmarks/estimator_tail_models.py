@@ -26,15 +26,16 @@ Estimators, on the same draws and the same random halves:
   estimate before the leak test (its ``untested_epsilon``);
 - ``<model>-tested``: the same held-out leak test, then the cross-fitted estimate of the model
   (``crossfit_epsilon`` with its fit); ``<model>-crossfit`` without the test;
-- ``slope-choice-tested``: ``binormal-tested`` where the slope check below passes, else the
-  default.
+- ``tails-shape-tested``: ``binormal-tested`` where the slope check below passes, else the
+  default: the method of that name, computed from the same fits.
 
 Prints per cell and estimator the mean, the mean error against the truth, the sd, the share of
 audits above the truth + 0.25 (and above 0.1 where the truth is 0); then, per cell, how often
 the lower tails' likelihood (both sides, on their most extreme quarter, one parameter per side
 and model) prefers the equal-variance binormal model to the power model, and how often the
-binormal ROC curve fitted to all records has a slope within ``SLOPE_MARGIN`` of 1 with two
-standard errors to spare: whether the data could choose between the two. Last, each model's
+binormal ROC curve fitted to all records has a slope within the margin of 1 with two
+standard errors to spare (:mod:`epsstar.statistics.fitting.roc_slope`): whether the data
+could choose between the two. Last, each model's
 shape error alone: its full-sample (plug-in) estimate on ``--shape-repeats`` draws of
 ``--shape-size`` records a side, where the noise is small, at each cell's δ (n = 10,000 cells
 only). ``--size`` draws the n = 10,000 cells at another size (their δ kept).
@@ -70,6 +71,7 @@ from epsstar.statistics.fitting.binormal_tails import (
     fit_binormal_tails,
     truncated_normal_shift,
 )
+from epsstar.statistics.fitting.roc_slope import roc_slope
 from epsstar.statistics.fitting.tails import TailedEmpirical, fit_relative_tails
 from epsstar.statistics.summaries.loss_sketch import as_sample
 
@@ -83,7 +85,7 @@ MODELS: dict[str, PairFitter] = {
 ESTIMATORS = (
     "tails-tested",
     *(f"{model}-tested" for model in MODELS),
-    "slope-choice-tested",
+    "tails-shape-tested",
     "tails-crossfit",
     *(f"{model}-crossfit" for model in MODELS),
 )
@@ -154,26 +156,6 @@ def _lower_tail_preference(train: np.ndarray, population: np.ndarray) -> float:
     return difference
 
 
-#: How far from 1 the binormal ROC curve's slope may be, on the log scale, for the
-#: equal-variance check of :func:`_slope_near_one`.
-SLOPE_MARGIN = 0.05
-
-
-def _slope_near_one(train: np.ndarray, population: np.ndarray) -> float:
-    """1 if the binormal ROC curve fitted to all records has a slope within
-    :data:`SLOPE_MARGIN` of 1 with two standard errors to spare (an equivalence check), else 0.
-
-    The slope is 1/s, s the sd of the population's normal scores on the members' fit; its
-    standard error is taken as sqrt(1/(2 n_population) + 1/(2 n_train)), a normal scale's
-    from each side.
-    """
-    members = fit_relative_tails(train, population)[0]
-    scores = special.ndtri_exp(np.minimum(members.logcdf(population), 0.0))
-    log_slope = -math.log(float(np.std(scores[np.isfinite(scores)])))
-    error = math.sqrt(0.5 / population.size + 0.5 / train.size)
-    return float(abs(log_slope) + 2.0 * error < SLOPE_MARGIN)
-
-
 def one_repeat(job: tuple[str, int, int, int, int]) -> list[float]:
     """Each estimator's Epsilon* on one draw of ``n`` records a side of a cell, then the
     likelihood preference."""
@@ -192,7 +174,7 @@ def one_repeat(job: tuple[str, int, int, int, int]) -> list[float]:
     assert default.untested_epsilon is not None
     leak = default.leak_test.p_value < DEFAULT_LEVEL
     tested = [default.epsilon, *(value if leak else 0.0 for value in models)]
-    slope_one = _slope_near_one(train, population)
+    slope_one = float(roc_slope(train, population).near_one)
     return [
         *tested,
         tested[list(MODELS).index("binormal") + 1] if slope_one else default.epsilon,

@@ -3,7 +3,8 @@
 ``tails-tested`` is the ``tails-crossfit`` estimate when the held-out exact leak test
 (``epsstar/statistics/bounds/leak_test.py``) finds a leak at level 0.05, else 0. Each cell draws
 ``n`` training and ``n`` population losses ``--repeats`` times and prints the truth, the
-mean of both estimators, their mean error, and how often the leak test rejects:
+mean of both estimators and of ``tails-shape-tested`` (the same test, the tails' shape chosen
+by the slope of the ROC curve), their mean errors, and how often the leak test rejects:
 
 - no leak: Gamma(2, 5) or Normal(0, 1) on both sides, δ = 1/(n ln n) (truth 0);
 - Appendix B: Gamma(2, 5) vs Gamma(2 + d, 5), d ∈ {1, 2, 3}, δ ∈ {1e-5, 1e-3};
@@ -43,8 +44,8 @@ def truth(cell: Cell) -> float:
     return parametric_supremum(stats.norm(0, 1), stats.norm(shift, 1), delta).epsilon
 
 
-def one_repeat(job: tuple[Cell, int, int]) -> tuple[float, float, float]:
-    """(tails-crossfit, tails-tested, leak p-value) of one repeat."""
+def one_repeat(job: tuple[Cell, int, int]) -> tuple[float, float, float, float]:
+    """(tails-crossfit, tails-tested, tails-shape-tested, leak p-value) of one repeat."""
     (law, shift, n, delta), repeat, seed = job
     rng = np.random.default_rng([seed, n, repeat, int(shift * 1000), len(law)])
     if law == "gamma":
@@ -54,9 +55,12 @@ def one_repeat(job: tuple[Cell, int, int]) -> tuple[float, float, float]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PoorFitWarning)
         tested = epsilon_star(train, population, delta=delta, method="tails-tested", seed=repeat)
+        shaped = epsilon_star(
+            train, population, delta=delta, method="tails-shape-tested", seed=repeat
+        )
     assert tested.untested_epsilon is not None
     assert tested.leak_p_value is not None
-    return tested.untested_epsilon, tested.epsilon, tested.leak_p_value
+    return tested.untested_epsilon, tested.epsilon, shaped.epsilon, tested.leak_p_value
 
 
 def main() -> None:
@@ -90,8 +94,10 @@ def main() -> None:
         "true eps*",
         "crossfit",
         "tested",
+        "shape-tested",
         "crossfit err",
         "tested err",
+        "shape-tested err",
         "P(leak found)",
     ]
     rows = [header]
@@ -99,7 +105,7 @@ def main() -> None:
         for kind, cell in cells:
             jobs = [(cell, r, args.seed) for r in range(args.repeats)]
             values = np.array(list(pool.map(one_repeat, jobs, chunksize=4)))
-            crossfit, tested, p_value = values.T
+            crossfit, tested, shaped, p_value = values.T
             true_value = truth(cell)
             law, shift, n, delta = cell
             rows.append(
@@ -113,8 +119,10 @@ def main() -> None:
                     f"{true_value:.3f}",
                     f"{crossfit.mean():.3f}",
                     f"{tested.mean():.3f}",
+                    f"{shaped.mean():.3f}",
                     f"{crossfit.mean() - true_value:+.3f}",
                     f"{tested.mean() - true_value:+.3f}",
+                    f"{shaped.mean() - true_value:+.3f}",
                     f"{np.mean(p_value < 0.05):.0%}",
                 ]
             )

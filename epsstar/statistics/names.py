@@ -62,6 +62,7 @@ Method = Literal[
     "tails",
     "tails-crossfit",
     "tails-tested",
+    "tails-shape-tested",
     "atoms-crossfit",
     "atoms-tested",
 ]
@@ -190,6 +191,15 @@ METHODS: Final[Names[Method]] = Names(
             "tells its training records from population records better than chance (at "
             f"{TESTED_LEVEL}), and 0 when it does not, so that sampling noise alone does not "
             "read as a leak; on losses with few distinct values it is the atoms-tested estimate",
+        ),
+        Name(
+            "tails-shape-tested",
+            "tails-tested, with Gaussian-shift tails where the ROC curve's slope is 1",
+            "is the tails-tested estimate, except that where the binormal ROC curve of all "
+            "records has slope 1 (the Gaussian mechanism's shape, as DP-SGD gives) the tails "
+            "beyond the data are extrapolated as a shift of normal scores instead of as powers; "
+            "0 when a held-out exact test finds no leak, and the atoms-tested estimate on "
+            "losses with few distinct values",
         ),
         Name(
             "atoms-crossfit",

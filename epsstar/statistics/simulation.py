@@ -29,6 +29,7 @@ from epsstar.statistics.estimators.methods import (
     Parametric,
     Tails,
     TailsCrossfit,
+    TailsShapeTested,
     TailsTested,
 )
 from epsstar.statistics.estimators.optimizer import parametric_supremum
@@ -84,6 +85,7 @@ ESTIMATORS: dict[str, Estimator] = {
     "tails": _timed(Tails()),
     "tails-crossfit": _timed(TailsCrossfit()),
     "tails-tested": _timed(TailsTested()),
+    "tails-shape-tested": _timed(TailsShapeTested()),
 }
 #: The estimators the benchmarks compare by default (not the slow grid and mixture columns).
 COMPARED_ESTIMATORS: tuple[str, ...] = (

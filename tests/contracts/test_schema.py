@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from jsonschema import Draft202012Validator
 
@@ -229,6 +230,25 @@ def test_epsilon_json_holds_to_its_schema(
     document = _epsilon(tmp_path, *options)
     assert document["schema_version"] == SCHEMA_VERSION
     validate_json("epsilon", document)
+
+
+def test_epsilon_json_of_the_shape_tested_method_holds_to_its_schema(
+    tmp_path: Path, validate_json: Validate
+) -> None:
+    """``--method tails-shape-tested`` on losses of the Gaussian mechanism's shape: its
+    Gaussian-shift tails, named in the note, and their tail model in ``tail_fit``."""
+    rng = np.random.default_rng(0)
+    train, population = tmp_path / "train.npy", tmp_path / "population.npy"
+    np.save(train, rng.normal(0.0, 1.0, 5000))
+    np.save(population, rng.normal(0.5, 1.0, 5000))
+    out = tmp_path / "result.json"
+    argv = ["epsilon", "--train-losses", str(train), "--population-losses", str(population)]
+    assert main([*argv, "--method", "tails-shape-tested", "--json", str(out)]) == EXIT_OK
+    document = _read(out)
+    validate_json("epsilon", document)
+    assert document["method"] == "tails-shape-tested"
+    assert "Gaussian-shift tails" in document["note"]
+    assert document["tail_fit"]["train"]["family"] == "binormal-tails"
 
 
 def test_the_documented_json_example_names_real_keys(tmp_path: Path) -> None:

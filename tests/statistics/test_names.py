@@ -75,6 +75,7 @@ def test_default_method_and_the_methods_named_by_the_request() -> None:
         "tails",
         "tails-crossfit",
         "tails-tested",
+        "tails-shape-tested",
         "atoms-crossfit",
         "atoms-tested",
     )
@@ -96,7 +97,7 @@ def test_lookups_and_messages() -> None:
     with pytest.raises(
         InvalidInputError,
         match=r"^method must be one of parametric, empirical, tails, tails-crossfit, "
-        r"tails-tested, atoms-crossfit, atoms-tested\. Found 'magic'\.$",
+        r"tails-tested, tails-shape-tested, atoms-crossfit, atoms-tested\. Found 'magic'\.$",
     ):
         METHODS.check("magic")
     assert LOSSES.alternatives() == "'logit' or 'cross_entropy'"

@@ -12,6 +12,10 @@ maximising test is chosen on one random half of the data and its ratio of
 eq. 7 scored with the fits to the other half (both ways, averaged), which
 removes the upward selection bias of the supremum when little or nothing leaks.
 
+``TailsShapeTested``: ``TailsTested`` with the tails' shape chosen by the slope of the binormal
+ROC curve of all records (:func:`_tail_shape`): the equal-variance binormal tails where it is
+1, the power tails elsewhere.
+
 ``Tails`` (:mod:`epsstar.statistics.fitting.tails`): each side's interpolated
 empirical CDF in the body, and beyond its ``k``-th most extreme loss on each
 side a power of a generalised-Pareto-tailed fit to the pooled losses; the
@@ -75,8 +79,10 @@ from epsstar.statistics.estimators.methods import (
     Empirical,
     EstimatorConfig,
     Parametric,
+    TailedConfig,
     Tails,
     TailsCrossfit,
+    TailsShapeTested,
     TailsTested,
     TestedConfig,
     method_config,
@@ -84,7 +90,9 @@ from epsstar.statistics.estimators.methods import (
 from epsstar.statistics.estimators.optimizer import grid_supremum, parametric_supremum
 from epsstar.statistics.estimators.ratio_terms import RateWindow, Supremum
 from epsstar.statistics.fitting import FittedDistribution, GaussianMixtureFit, NormalFit, Reflected
+from epsstar.statistics.fitting.binormal_tails import BinormalTailed, fit_binormal_tails
 from epsstar.statistics.fitting.goodness_of_fit import assess_fit
+from epsstar.statistics.fitting.roc_slope import SLOPE_ERRORS, SLOPE_MARGIN, roc_slope
 from epsstar.statistics.fitting.tails import RelativeTailed, fit_relative_tails
 from epsstar.statistics.names import (
     DEFAULT_METHOD,
@@ -117,6 +125,7 @@ __all__ = [
     "Search",
     "Tails",
     "TailsCrossfit",
+    "TailsShapeTested",
     "TailsTested",
     "default_delta",
     "epsilon_star",
@@ -217,10 +226,11 @@ def epsilon_star(
         ``significance``), :class:`Empirical` (empirical CDFs: ``rate_window``),
         :class:`Tails` (empirical body, extrapolated tails: ``tail_size``),
         :class:`TailsCrossfit` (the same fits, test chosen and scored on different halves:
-        ``tail_size``, ``n_splits``) or :class:`TailsTested` (cross-fitted, 0 unless the
-        held-out leak test finds a leak: also ``level``); or a method's name
-        (``"parametric"``, ``"empirical"``, ``"tails"``, ``"tails-crossfit"``,
-        ``"tails-tested"``) for its defaults. :data:`DEFAULT_METHOD` if not given.
+        ``tail_size``, ``n_splits``), :class:`TailsTested` (cross-fitted, 0 unless the
+        held-out leak test finds a leak: also ``level``), :class:`TailsShapeTested` (the
+        same, with Gaussian-shift tails where the ROC curve's slope is 1) or the atoms
+        methods; or a method's name (:data:`METHODS`) for its defaults.
+        :data:`DEFAULT_METHOD` if not given.
     seed
         Seeds the mixture fits, goodness-of-fit draws, cross-fitting halves and bootstrap.
     interval
@@ -239,10 +249,7 @@ def epsilon_star(
 
 def _config(method: Method | EstimatorConfig) -> EstimatorConfig:
     """The configuration ``method`` is, or names (with the method's defaults)."""
-    if isinstance(
-        method,
-        Parametric | Empirical | Tails | TailsCrossfit | TailsTested | AtomsCrossfit | AtomsTested,
-    ):
+    if isinstance(method, Parametric | Empirical | TailedConfig | AtomsCrossfit | AtomsTested):
         return method
     return method_config(method)
 
@@ -305,12 +312,16 @@ def _with_interval(
     # tails-tested: the leak test decides once, on the original records (resampling with
     # replacement duplicates records, and a duplicate on both sides of the test's split
     # would read as a leak); the replicates measure the cross-fitted estimate's spread.
+    # tails-shape-tested: the shape is chosen once too, on the original records.
     tested = isinstance(config, TestedConfig)
     resampled: EstimatorConfig = config
-    if isinstance(config, TailsTested):
+    shape: _TailShape | None = None
+    if isinstance(config, TailsTested | TailsShapeTested):
         resampled = TailsCrossfit(config.tail_size, config.n_splits)
     elif isinstance(config, AtomsTested):
         resampled = AtomsCrossfit(config.n_splits)
+    if isinstance(config, TailsShapeTested) and result.method == config.method:
+        shape = _tail_shape(train, population)
     point = (
         result.untested_epsilon
         if tested and result.untested_epsilon is not None
@@ -321,6 +332,10 @@ def _with_interval(
 
     def replicate(a: FloatArray, b: FloatArray) -> float:
         resample = LossValues(a), LossValues(b)
+        if shape is not None:
+            assert isinstance(resampled, TailsCrossfit)
+            scale = next(scales)
+            return _tails_at(*resample, (delta,), resampled, seed, scale, shape)[0].epsilon
         return _point(*resample, delta, resampled, seed, tail_scale=next(scales)).epsilon
 
     found = bootstrap_interval(
@@ -343,10 +358,10 @@ def _losses(name: str, values: LossesLike, config: EstimatorConfig) -> Losses:
     least ``config.min_records``; a refusal names the empirical method's minimum when it
     is lower."""
     losses = as_losses(values, name, min_size=0)
-    if losses.values is None and isinstance(config, Parametric):
+    if losses.values is None and isinstance(config, Parametric | TailsShapeTested):
         raise InvalidInputError(
             f"the {config.method} method needs every loss; summarised losses serve the "
-            f"tails methods and the empirical one. Found {name} summarised."
+            f"other tails methods and the empirical one. Found {name} summarised."
         )
     fewest = Empirical.min_records
     if losses.n < config.min_records:
@@ -391,7 +406,7 @@ def _tail_scales(config: EstimatorConfig, n_bootstrap: int, seed: int) -> FloatA
     Jonathan 2017, JRSS C 66:93-120), so the interval carries it; a fixed
     ``tail_size`` is kept. ``docs/accuracy.md`` measures the coverage this gives.
     """
-    if not isinstance(config, Tails | TailsCrossfit | TailsTested) or config.tail_size is not None:
+    if not isinstance(config, TailedConfig) or config.tail_size is not None:
         return np.ones(n_bootstrap)
     rng = np.random.default_rng([seed, 0x7A11])
     return np.exp(rng.uniform(np.log(TAIL_SCALE_LOW), 0.0, n_bootstrap))
@@ -456,7 +471,7 @@ def _tailed_at(
     train: Losses,
     population: Losses,
     deltas: tuple[float, ...],
-    config: Tails | TailsCrossfit | TailsTested | AtomsCrossfit | AtomsTested,
+    config: TailedConfig | AtomsCrossfit | AtomsTested,
     seed: int,
     *,
     tail_scale: float = 1.0,
@@ -495,16 +510,46 @@ def _tailed_at(
             )
             for d in deltas
         ]
-    train_fit, population_fit = fit_relative_tails(
-        train.whole, population.whole, tail_size=config.tail_size, tail_scale=tail_scale
-    )
+    return _tails_at(train, population, deltas, config, seed, tail_scale, _POWER_TAILS)
+
+
+#: Fits both sides' tails: :func:`fit_relative_tails` or :func:`fit_binormal_tails`.
+_TailFitter = Callable[..., tuple[RelativeTailed | BinormalTailed, RelativeTailed | BinormalTailed]]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _TailShape:
+    """The shape the tails are extrapolated in, and why (a result's note, or ``None``)."""
+
+    fit: _TailFitter
+    why: str | None = None
+
+
+#: The power tails of the tails methods.
+_POWER_TAILS: Final = _TailShape(fit_relative_tails)
+
+
+def _tails_at(
+    train: Losses,
+    population: Losses,
+    deltas: tuple[float, ...],
+    config: Tails | TailsCrossfit,
+    seed: int,
+    tail_scale: float,
+    shape: _TailShape,
+) -> list[EpsilonStarResult]:
+    """:class:`Tails` or :class:`TailsCrossfit` at each of ``deltas`` with the tails of
+    ``shape``, fitted once for all of them (the full-sample fit locates the test)."""
+
+    def fit_pair(
+        a: Sample, b: Sample
+    ) -> tuple[RelativeTailed | BinormalTailed, RelativeTailed | BinormalTailed]:
+        return shape.fit(a, b, tail_size=config.tail_size, tail_scale=tail_scale)
+
+    train_fit, population_fit = fit_pair(train.whole, population.whole)
     halvings = None
     if isinstance(config, TailsCrossfit):
-
-        def fit_half(a: Sample, b: Sample) -> tuple[RelativeTailed, RelativeTailed]:
-            return fit_relative_tails(a, b, tail_size=config.tail_size, tail_scale=tail_scale)
-
-        halvings = crossfit_fits(train, population, fit_half, n_splits=config.n_splits, seed=seed)
+        halvings = crossfit_fits(train, population, fit_pair, n_splits=config.n_splits, seed=seed)
     tail_fits = {"train": train_fit.to_dict(), "population": population_fit.to_dict()}
     results = []
     for delta in deltas:
@@ -512,11 +557,28 @@ def _tailed_at(
         located = _located(
             found, train.n, population.n, delta=delta, method=config.method, seed=seed
         )
-        located = dataclasses.replace(located, tail_fits=tail_fits)
+        located = dataclasses.replace(located, tail_fits=tail_fits, note=shape.why)
         if halvings is not None:
             located = _crossfitted(located, crossfit_score(halvings, delta))
         results.append(located)
     return results
+
+
+def _tail_shape(train: FloatArray, population: FloatArray) -> _TailShape:
+    """:class:`TailsShapeTested`'s choice of tails by the slope of the binormal ROC curve of
+    every record (:mod:`epsstar.statistics.fitting.roc_slope`), with the reason."""
+    slope = roc_slope(train, population)
+    rule = (
+        f"within {SLOPE_MARGIN:g} of 1 on the log scale with {SLOPE_ERRORS:g} standard errors "
+        "to spare"
+    )
+    if slope.near_one:
+        return _TailShape(
+            fit_binormal_tails,
+            f"{slope.describe()}, {rule}: Gaussian-shift tails (the equal-variance binormal "
+            "tails of the Gaussian mechanism's shape)",
+        )
+    return _TailShape(fit_relative_tails, f"{slope.describe()}, not {rule}: power tails")
 
 
 #: What the atoms estimator does, for the notes of its results.
@@ -602,24 +664,33 @@ def _tested(
     seed: int,
     tail_scale: float,
 ) -> list[EpsilonStarResult]:
-    """:class:`TailsTested` and :class:`AtomsTested`: the cross-fitted estimates, kept only
-    if the leak test rejects; on losses too discrete for a tail model, tails-tested is
-    atoms-tested. One rule for every shape: without a leak found, Epsilon* is 0."""
+    """The tested methods: the cross-fitted estimates, kept only if the leak test rejects; on
+    losses too discrete for a tail model, the tails methods are atoms-tested, and
+    tails-shape-tested chooses its tails' shape (:func:`_tail_shape`). One rule for every
+    shape: without a leak found, Epsilon* is 0."""
     _refuse_all_equal(train, population)
     discrete = _discrete_losses(train, population)
     atoms = isinstance(config, AtomsTested) or discrete is not None
-    crossfit: TailsCrossfit | AtomsCrossfit = (
-        AtomsCrossfit(config.n_splits)
-        if isinstance(config, AtomsTested)
-        else TailsCrossfit(config.tail_size, config.n_splits)
-    )
-    name = AtomsTested.method if atoms else TailsTested.method
+    name = AtomsTested.method if atoms else config.method
     leak = held_out_leak_test(train, population, seed=seed)
     found = leak.p_value < config.level
     if not (found or config.untested):
-        why = discrete if isinstance(config, TailsTested) else None
+        why = None if isinstance(config, AtomsTested) else discrete
         return [_no_leak(train, population, d, config, name, leak, seed, why) for d in deltas]
-    estimates = _tailed_at(train, population, deltas, crossfit, seed, tail_scale=tail_scale)
+    if isinstance(config, AtomsTested):
+        crossfit = AtomsCrossfit(config.n_splits)
+        estimates = _tailed_at(train, population, deltas, crossfit, seed, tail_scale=tail_scale)
+    elif isinstance(config, TailsShapeTested) and not atoms:
+        train_values, population_values = train.values, population.values
+        # _losses refuses summarised losses for the tails-shape-tested method.
+        assert train_values is not None
+        assert population_values is not None
+        tails = TailsCrossfit(config.tail_size, config.n_splits)
+        shape = _tail_shape(train_values, population_values)
+        estimates = _tails_at(train, population, deltas, tails, seed, tail_scale, shape)
+    else:
+        tails = TailsCrossfit(config.tail_size, config.n_splits)
+        estimates = _tailed_at(train, population, deltas, tails, seed, tail_scale=tail_scale)
     results = []
     for result in estimates:
         tested = dataclasses.replace(

@@ -36,8 +36,10 @@ __all__ = [
     "Empirical",
     "EstimatorConfig",
     "Parametric",
+    "TailedConfig",
     "Tails",
     "TailsCrossfit",
+    "TailsShapeTested",
     "TailsTested",
     "TestedConfig",
     "method_config",
@@ -205,6 +207,35 @@ class TailsTested:
 
 
 @dataclass(frozen=True, slots=True)
+class TailsShapeTested:
+    """:class:`TailsTested` with the tails' shape chosen by the slope of the ROC curve.
+
+    The held-out leak test and the cross-fitting are :class:`TailsTested`'s, and so are
+    losses too discrete for a tail model (the atoms path). Before the cross-fitting, the
+    binormal ROC curve of all records is checked for slope 1
+    (:mod:`epsstar.statistics.fitting.roc_slope`): where its slope lies within the margin
+    of 1, the leak has the Gaussian mechanism's shape and each side's tails are a unit
+    normal of the pooled fit's normal scores
+    (:func:`~epsstar.statistics.fitting.binormal_tails.fit_binormal_tails`); elsewhere they
+    are :class:`TailsTested`'s power tails. The check reads every loss, so summarised
+    losses are refused.
+    """
+
+    method: ClassVar[Method] = "tails-shape-tested"
+    min_records: ClassVar[int] = 2 * MIN_TAILED_RECORDS
+
+    tail_size: int | None = None
+    n_splits: int = 1
+    level: float = DEFAULT_LEVEL
+    untested: bool = True
+
+    def __post_init__(self) -> None:
+        _check_tail_size(self.tail_size)
+        check_positive_int("n_splits", self.n_splits)
+        check_in_range("level", self.level, 0.0, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
 class AtomsCrossfit:
     """Randomised threshold tests at the distinct losses, chosen and scored on different
     halves (:mod:`epsstar.statistics.estimators.atoms`).
@@ -250,10 +281,19 @@ class AtomsTested:
 
 
 EstimatorConfig: TypeAlias = (
-    Parametric | Empirical | Tails | TailsCrossfit | TailsTested | AtomsCrossfit | AtomsTested
+    Parametric
+    | Empirical
+    | Tails
+    | TailsCrossfit
+    | TailsTested
+    | TailsShapeTested
+    | AtomsCrossfit
+    | AtomsTested
 )
 #: The methods that hold Epsilon* at 0 unless the held-out leak test finds a leak.
-TestedConfig: TypeAlias = TailsTested | AtomsTested
+TestedConfig: TypeAlias = TailsTested | TailsShapeTested | AtomsTested
+#: The methods that fit tails to continuous losses.
+TailedConfig: TypeAlias = Tails | TailsCrossfit | TailsTested | TailsShapeTested
 #: Every configuration class, in the order of :data:`~epsstar.statistics.names.METHODS`.
 CONFIG_TYPES: tuple[type[EstimatorConfig], ...] = (
     Parametric,
@@ -261,6 +301,7 @@ CONFIG_TYPES: tuple[type[EstimatorConfig], ...] = (
     Tails,
     TailsCrossfit,
     TailsTested,
+    TailsShapeTested,
     AtomsCrossfit,
     AtomsTested,
 )
@@ -295,9 +336,12 @@ _OWNERS: dict[str, tuple[tuple[Method, ...], str]] = {
     "gof_samples": (("parametric",), "the parametric method"),
     "significance": (("parametric",), "the parametric method"),
     "rate_window": (("empirical",), "the empirical method"),
-    "tail_size": (("tails", "tails-crossfit", "tails-tested"), "the tails methods"),
+    "tail_size": (
+        ("tails", "tails-crossfit", "tails-tested", "tails-shape-tested"),
+        "the tails methods",
+    ),
     "n_splits": (
-        ("tails-crossfit", "tails-tested", "atoms-crossfit", "atoms-tested"),
+        ("tails-crossfit", "tails-tested", "tails-shape-tested", "atoms-crossfit", "atoms-tested"),
         "the cross-fitted methods",
     ),
 }
@@ -357,6 +401,8 @@ def method_config(
         return Tails(tail_size)
     if name == "tails-tested":
         return TailsTested(tail_size, n_splits)
+    if name == "tails-shape-tested":
+        return TailsShapeTested(tail_size, n_splits)
     if name == "atoms-crossfit":
         return AtomsCrossfit(n_splits)
     if name == "atoms-tested":

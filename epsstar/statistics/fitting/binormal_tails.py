@@ -31,7 +31,8 @@ share of its own (the shift is then refitted at that scale), and ``scale_share=N
 
 Neither shape is right for every leak, and at 10,000 records a side the data cannot tell
 them apart (docs/accuracy.md, "Weak leaks: the Gaussian mechanism's shape"): the default
-estimator keeps the power tails; these are measured beside them.
+estimator keeps the power tails; ``tails-shape-tested`` takes :func:`fit_binormal_tails` where
+the binormal ROC curve of all records has slope 1 (:mod:`epsstar.statistics.fitting.roc_slope`).
 """
 
 from __future__ import annotations

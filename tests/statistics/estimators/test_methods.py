@@ -135,7 +135,7 @@ def test_estimate_defaults_and_interval() -> None:
         (
             lambda a, b: estimate(a, b, "tails"),  # type: ignore[arg-type]
             "config must be one of Parametric, Empirical, Tails, TailsCrossfit, TailsTested, "
-            "AtomsCrossfit, AtomsTested. Found 'tails'.",
+            "TailsShapeTested, AtomsCrossfit, AtomsTested. Found 'tails'.",
         ),
         (
             lambda a, b: estimate(a, b, Tails(), interval=0.95),  # type: ignore[arg-type]
@@ -182,13 +182,13 @@ def test_an_option_of_another_method_is_refused(
         (
             lambda a, b: epsilon_star(a, b, delta=1e-3, method="magic"),  # type: ignore[arg-type]
             "method must be one of parametric, empirical, tails, tails-crossfit, tails-tested, "
-            "atoms-crossfit, atoms-tested. "
+            "tails-shape-tested, atoms-crossfit, atoms-tested. "
             "Found 'magic'.",
         ),
         (
             lambda a, b: epsilon_star(a, b, delta=1e-3, method=Bootstrap()),  # type: ignore[arg-type]
             "method must be one of parametric, empirical, tails, tails-crossfit, tails-tested, "
-            "atoms-crossfit, atoms-tested. "
+            "tails-shape-tested, atoms-crossfit, atoms-tested. "
             "Found Bootstrap(level=0.95, n_bootstrap=200).",
         ),
         (
