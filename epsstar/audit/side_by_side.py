@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from epsstar.statistics.names import FITTED_METHODS
+
 if TYPE_CHECKING:
     from epsstar.audit.output.premise_result import BlindBaseline
     from epsstar.audit.output.result import AuditResult
@@ -39,9 +41,6 @@ _BEYOND_NOISE: Final = (
     "read the lower bound and the leak test"
 )
 
-#: The methods whose headline comes from a fitted distribution or fitted tails.
-_FITTING_METHODS: Final = frozenset({"parametric", "tails", "tails-crossfit", "tails-tested"})
-
 
 def count_of(n: int, noun: str) -> str:
     """``1 check``, ``2 checks``: a count with its noun in the right number."""
@@ -52,7 +51,7 @@ def fitted_headline(estimate: EpsilonStarResult) -> bool:
     """Whether the headline's test was located on a fit (a distribution or tails): not for
     the empirical and atoms methods, nor for a tested method whose leak test found nothing
     (its 0 is no fitted point)."""
-    if estimate.method not in _FITTING_METHODS:
+    if estimate.method not in FITTED_METHODS:
         return False
     return estimate.leak_test is None or estimate.epsilon > 0
 

@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_METHOD",
     "ENGINES",
     "FAMILIES",
+    "FITTED_METHODS",
     "GATES",
     "GUESS_RULES",
     "LOSSES",
@@ -34,6 +35,7 @@ __all__ = [
     "OUTPUT_KINDS",
     "SEARCHES",
     "STANDARDISATIONS",
+    "TAIL_METHODS",
     "TESTED_LEVEL",
     "TRAINING_BOUNDS",
     "UTILITIES",
@@ -218,6 +220,16 @@ METHODS: Final[Names[Method]] = Names(
         ),
     ),
 )
+#: The methods that extrapolate generalised-Pareto (or Gaussian-shift) tails beyond the data.
+TAIL_METHODS: Final[tuple[Method, ...]] = (
+    "tails",
+    "tails-crossfit",
+    "tails-tested",
+    "tails-shape-tested",
+)
+#: The methods whose headline comes from a fitted distribution or fitted tails (not from the
+#: observed losses alone, as ``empirical`` and the atoms methods' do).
+FITTED_METHODS: Final[frozenset[Method]] = frozenset({"parametric", *TAIL_METHODS})
 #: The method used when none is given: the most accurate one measured in
 #: ``docs/accuracy.md`` where something leaks, and 0 in at least 95 % of audits where
 #: nothing does (the paper's estimator is ``"parametric"``).

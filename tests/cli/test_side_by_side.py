@@ -141,3 +141,23 @@ def test_the_summary_and_the_report_give_one_reason_beside_a_leak_test_finding_n
     reason = line.split("finds no leak at level 0.05; ", 1)[1]
     assert reason.startswith("the empirical estimate is not held to this test")
     assert run.element("leak-test").endswith(f"; {reason}")
+
+
+@pytest.mark.parametrize(
+    "method", ["parametric", "empirical", "tails-shape-tested", "atoms-tested"]
+)
+def test_a_headline_is_called_fitted_exactly_when_its_method_fits(method: str) -> None:
+    """The report's "Epsilon* (fitted)" row and the reasons beside the headline follow the
+    methods that fit a distribution or tails: every tails method (the newest too) and the
+    paper's, never the empirical or atoms estimates."""
+    import numpy as np
+
+    from epsstar.audit.side_by_side import fitted_headline
+    from epsstar.statistics.estimators.estimator import epsilon_star
+    from epsstar.statistics.names import TAIL_METHODS
+
+    rng = np.random.default_rng(0)
+    train, population = rng.normal(0.0, 1.0, 4000), rng.normal(1.0, 1.0, 4000)
+    result = epsilon_star(train, population, delta=1e-4, method=method, seed=1)
+    assert result.epsilon > 0
+    assert fitted_headline(result) == (method == "parametric" or method in TAIL_METHODS)

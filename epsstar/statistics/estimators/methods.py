@@ -24,7 +24,15 @@ from epsstar.statistics._validation import check_in_range, check_positive_int
 from epsstar.statistics.estimators.ratio_terms import RateWindow
 from epsstar.statistics.fitting.goodness_of_fit import MIN_EVALUATION_SIZE
 from epsstar.statistics.fitting.tails import MIN_TAILED_RECORDS
-from epsstar.statistics.names import FAMILIES, METHODS, SEARCHES, Family, Method, Search
+from epsstar.statistics.names import (
+    FAMILIES,
+    METHODS,
+    SEARCHES,
+    TAIL_METHODS,
+    Family,
+    Method,
+    Search,
+)
 
 __all__ = [
     "CONFIG_TYPES",
@@ -336,10 +344,7 @@ _OWNERS: dict[str, tuple[tuple[Method, ...], str]] = {
     "gof_samples": (("parametric",), "the parametric method"),
     "significance": (("parametric",), "the parametric method"),
     "rate_window": (("empirical",), "the empirical method"),
-    "tail_size": (
-        ("tails", "tails-crossfit", "tails-tested", "tails-shape-tested"),
-        "the tails methods",
-    ),
+    "tail_size": (TAIL_METHODS, "the tails methods"),
     "n_splits": (
         ("tails-crossfit", "tails-tested", "tails-shape-tested", "atoms-crossfit", "atoms-tested"),
         "the cross-fitted methods",
