@@ -181,7 +181,26 @@ class TailsCrossfit:
 
 
 @dataclass(frozen=True, slots=True)
-class TailsTested:
+class _TestedTails:
+    """The settings :class:`TailsTested` and :class:`TailsShapeTested` share: the tails' size,
+    the cross-fitting's splits, the leak test's ``level`` and whether the untested estimate is
+    kept. Neither method is the other's subclass, so each is told apart by its type."""
+
+    min_records: ClassVar[int] = 2 * MIN_TAILED_RECORDS
+
+    tail_size: int | None = None
+    n_splits: int = 1
+    level: float = DEFAULT_LEVEL
+    untested: bool = True
+
+    def __post_init__(self) -> None:
+        _check_tail_size(self.tail_size)
+        check_positive_int("n_splits", self.n_splits)
+        check_in_range("level", self.level, 0.0, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class TailsTested(_TestedTails):
     """:class:`TailsCrossfit`, or 0 when the held-out exact leak test finds no leak.
 
     The held-out test (:mod:`epsstar.statistics.bounds.leak_test`) rejects "the model does not
@@ -201,21 +220,10 @@ class TailsTested:
     """
 
     method: ClassVar[Method] = "tails-tested"
-    min_records: ClassVar[int] = 2 * MIN_TAILED_RECORDS
-
-    tail_size: int | None = None
-    n_splits: int = 1
-    level: float = DEFAULT_LEVEL
-    untested: bool = True
-
-    def __post_init__(self) -> None:
-        _check_tail_size(self.tail_size)
-        check_positive_int("n_splits", self.n_splits)
-        check_in_range("level", self.level, 0.0, 1.0)
 
 
 @dataclass(frozen=True, slots=True)
-class TailsShapeTested:
+class TailsShapeTested(_TestedTails):
     """:class:`TailsTested` with the tails' shape chosen by the slope of the ROC curve.
 
     The held-out leak test and the cross-fitting are :class:`TailsTested`'s, and so are
@@ -230,17 +238,6 @@ class TailsShapeTested:
     """
 
     method: ClassVar[Method] = "tails-shape-tested"
-    min_records: ClassVar[int] = 2 * MIN_TAILED_RECORDS
-
-    tail_size: int | None = None
-    n_splits: int = 1
-    level: float = DEFAULT_LEVEL
-    untested: bool = True
-
-    def __post_init__(self) -> None:
-        _check_tail_size(self.tail_size)
-        check_positive_int("n_splits", self.n_splits)
-        check_in_range("level", self.level, 0.0, 1.0)
 
 
 @dataclass(frozen=True, slots=True)
