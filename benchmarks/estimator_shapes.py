@@ -26,6 +26,9 @@ PAIRS = {
     "normal shift 0.5": (stats.norm(-0.5), stats.norm(0.0)),
     "student t3 shift 0.5": (stats.t(3, loc=-0.5), stats.t(3)),
     "lognormal identical": (stats.lognorm(1.0), stats.lognorm(1.0)),
+    "student t5 shift 0.5": (stats.t(5, loc=-0.5), stats.t(5)),
+    "logistic shift 0.5": (stats.logistic(-0.5), stats.logistic(0.0)),
+    "laplace shift 0.5": (stats.laplace(-0.5), stats.laplace(0.0)),
 }
 
 

@@ -196,12 +196,14 @@ METHODS: Final[Names[Method]] = Names(
         ),
         Name(
             "tails-shape-tested",
-            "tails-tested, with Gaussian-shift tails where the ROC curve's slope is 1",
-            "is the tails-tested estimate, except that where the binormal ROC curve of all "
-            "records has slope 1 (the Gaussian mechanism's shape, as DP-SGD gives) the tails "
-            "beyond the data are extrapolated as a shift of normal scores instead of as powers; "
-            "0 when a held-out exact test finds no leak, and the atoms-tested estimate on "
-            "losses with few distinct values",
+            "tails-tested, with Gaussian-shift tails where the ROC curve is straight with slope 1",
+            "is the cross-fitted estimate when a held-out exact test finds that the model "
+            "tells its training records from population records better than chance (at "
+            f"{TESTED_LEVEL}), and 0 when it does not; beyond the data its tails are powers, "
+            "except where the binormal ROC curve of all records has slope 1 and keeps its "
+            "shift into the tails (the Gaussian mechanism's shape, as DP-SGD gives), where "
+            "they are a shift of normal scores; on losses with few distinct values it is the "
+            "atoms-tested estimate",
         ),
         Name(
             "atoms-crossfit",
@@ -233,7 +235,7 @@ FITTED_METHODS: Final[frozenset[Method]] = frozenset({"parametric", *TAIL_METHOD
 #: The method used when none is given: the most accurate one measured in
 #: ``docs/accuracy.md`` where something leaks, and 0 in at least 95 % of audits where
 #: nothing does (the paper's estimator is ``"parametric"``).
-DEFAULT_METHOD: Final[Method] = "tails-tested"
+DEFAULT_METHOD: Final[Method] = "tails-shape-tested"
 
 FAMILIES: Final[Names[Family]] = Names(
     "family",

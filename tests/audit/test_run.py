@@ -261,7 +261,7 @@ def test_headline_method_and_bootstrap_interval(
     assert "fitted" not in result.curves()
     default = quiet_audit(workdir).to_dict()
     assert default["epsilon_star_interval"] is None
-    assert default["method"] == "tails-tested"
+    assert default["method"] == "tails-shape-tested"
     assert max(default["crossfit_scores"]) == default["untested_epsilon_star"]
     assert default["epsilon_star"] in (0.0, default["untested_epsilon_star"])
     assert default["plug_in_epsilon_star"] >= 0

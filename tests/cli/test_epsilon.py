@@ -30,7 +30,7 @@ from epsstar.statistics.estimators.methods import (
     EstimatorConfig,
     Parametric,
     Tails,
-    TailsTested,
+    TailsShapeTested,
 )
 from tests.conftest import invoke
 
@@ -74,7 +74,7 @@ def test_epsilon_writes_json_and_summary(
     payload = json.loads(out.read_text())
     assert payload["delta"] == 1e-5
     assert payload["n_train"] == 2000
-    assert payload["method"] == "tails-tested"  # the default estimator
+    assert payload["method"] == "tails-shape-tested"  # the default estimator
     assert payload["epsilon_star"] > 1
     assert f"{payload['epsilon_star']:.4f}" in stdout
     assert not list(tmp_path.glob(".result.json.*"))  # no temporary left behind
@@ -204,7 +204,8 @@ BAD_INPUTS = [
     (
         "too few",
         ["--train-losses", "few.npy", *GOOD],
-        "at least 100 values for the tails-tested method (--method empirical needs 1). Found 5",
+        "at least 100 values for the tails-shape-tested method (--method empirical needs 1). "
+        "Found 5",
     ),
     (
         "all equal",
@@ -252,7 +253,7 @@ BAD_INPUTS = [
     (
         "window without empirical",
         ["--train-losses", "good.npy", *GOOD, "--rate-window", "0.001,0.999"],
-        "rate_window applies to the empirical method only. Found method='tails-tested'.",
+        "rate_window applies to the empirical method only. Found method='tails-shape-tested'.",
     ),
     (
         "window order",
@@ -431,7 +432,7 @@ def test_crossfit_method(loss_files: tuple[Path, Path], capsys: pytest.CaptureFi
 @pytest.mark.parametrize(
     ("options", "config", "interval"),
     [
-        ([], TailsTested(), None),
+        ([], TailsShapeTested(), None),
         (
             ["--method", "parametric", "--family", "gmm", "--search", "grid"],
             Parametric(family="gmm", search="grid"),

@@ -181,7 +181,7 @@ REFUSED = {
     "same-content": (_same_content, "two files with the same content", "both with sha256"),
     "population-10-rows": (
         _population_rows(10),
-        "population data need at least 100 rows for the tails-tested estimate",
+        "population data need at least 100 rows for the tails-shape-tested estimate",
         "--method empirical needs 50. Found 10.",
     ),
     "population-60-rows": (
@@ -248,8 +248,8 @@ def test_epsilon_names_the_empirical_method_and_it_runs(
     assert main(command) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line == (
-        "epsstar epsilon: error: --train-losses needs at least 100 values for the tails-tested "
-        "method (--method empirical needs 1). Found 60."
+        "epsstar epsilon: error: --train-losses needs at least 100 values for the "
+        "tails-shape-tested method (--method empirical needs 1). Found 60."
     )
     assert main([*command, "--method", "empirical"]) == 0
 

@@ -445,3 +445,35 @@ def test_report_text_reads_as_sentences(make_synthetic: Synthetic, tmp_path: Pat
     assert f'<div class="verdict cards-{cards}">' in html
     assert f'<td class="num">{result.epsilon_star:.4f}</td>' in html
     assert f"{result.epsilon_star:.6g}" not in html.replace(f"{result.epsilon_star:.4f}", "")
+
+
+def test_gaussian_shift_tails_render_their_shifts(tmp_path: Path) -> None:
+    from epsstar.audit.attacks.from_losses import audit_losses
+    from epsstar.statistics.utility import Utility
+    from tests.reports.conftest import made_up_provenance
+
+    rng = np.random.default_rng(3)
+    train, population = rng.normal(0.0, 1.0, 10_000), rng.normal(0.5, 1.0, 10_000)
+    result = audit_losses(
+        train,
+        population,
+        utility={"population": Utility(10_000, 0.8, 0.85)},
+        provenance=made_up_provenance(10_000, 10_000, seed=3),
+    )
+    assert result.epsilon.tail_fits["train"]["family"] == "binormal-tails"
+    html = render(result, tmp_path / "shift.html", ks_components=()).read_text("utf-8")
+    assert_self_contained(html)
+    assert "the equal-variance binormal ROC curve" in html
+    table = html[html.index('id="tail-fit-table"') :]
+    table = table[: table.index("</table>")]
+    assert '<th class="num">lower shift</th>' in table
+    assert "exponent" not in table
+    shifts = [
+        result.epsilon.tail_fits[side][end]["shift"]
+        for side in ("train", "population")
+        for end in ("lower_tail", "upper_tail")
+    ]
+    assert sorted(shifts)[:2] == [0.0, 0.0]  # the reaching side's own power tail, per end
+    assert all(f"{shift:.4g}" in table for shift in shifts)
+    # the population's lower tail and the members' upper tail are shifted by about 0.5
+    assert all(0.35 < shift < 0.65 for shift in sorted(shifts)[2:])

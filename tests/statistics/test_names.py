@@ -79,7 +79,7 @@ def test_default_method_and_the_methods_named_by_the_request() -> None:
         "atoms-crossfit",
         "atoms-tested",
     )
-    assert names.DEFAULT_METHOD == "tails-tested"
+    assert names.DEFAULT_METHOD == "tails-shape-tested"
     assert FAMILIES.names == ("normal", "gmm")
     assert OUTPUT_KINDS.names == ("probabilities", "logits")
     assert LOSSES.names == ("logit", "cross_entropy")

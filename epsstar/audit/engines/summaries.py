@@ -44,7 +44,9 @@ __all__ = [
 ]
 
 #: The headline methods whose statistics summaries serve.
-SUMMARISED_METHODS: Final = frozenset({"tails-tested", "tails-crossfit", "tails", "empirical"})
+SUMMARISED_METHODS: Final = frozenset(
+    {"tails-shape-tested", "tails-tested", "tails-crossfit", "tails", "empirical"}
+)
 
 
 def can_summarise(

@@ -13,8 +13,9 @@ eq. 7 scored with the fits to the other half (both ways, averaged), which
 removes the upward selection bias of the supremum when little or nothing leaks.
 
 ``TailsShapeTested``: ``TailsTested`` with the tails' shape chosen by the slope of the binormal
-ROC curve of all records (:func:`_tail_shape`): the equal-variance binormal tails where it is
-1, the power tails elsewhere.
+ROC curve of all records (:func:`_tail_shape`): the equal-variance binormal ROC curve
+(:func:`~epsstar.statistics.fitting.binormal_tails.fit_shift_roc`) where it is 1, the power
+tails elsewhere.
 
 ``Tails`` (:mod:`epsstar.statistics.fitting.tails`): each side's interpolated
 empirical CDF in the body, and beyond its ``k``-th most extreme loss on each
@@ -90,9 +91,15 @@ from epsstar.statistics.estimators.methods import (
 from epsstar.statistics.estimators.optimizer import grid_supremum, parametric_supremum
 from epsstar.statistics.estimators.ratio_terms import RateWindow, Supremum
 from epsstar.statistics.fitting import FittedDistribution, GaussianMixtureFit, NormalFit, Reflected
-from epsstar.statistics.fitting.binormal_tails import BinormalTailed, fit_binormal_tails
+from epsstar.statistics.fitting.binormal_tails import BinormalTailed, fit_shift_roc
 from epsstar.statistics.fitting.goodness_of_fit import assess_fit
-from epsstar.statistics.fitting.roc_slope import SLOPE_ERRORS, SLOPE_MARGIN, roc_slope
+from epsstar.statistics.fitting.roc_bend import BEND_ERRORS, tail_bend
+from epsstar.statistics.fitting.roc_slope import (
+    SLOPE_ERRORS,
+    SLOPE_MARGIN,
+    fewest_records_a_side,
+    roc_slope,
+)
 from epsstar.statistics.fitting.tails import RelativeTailed, fit_relative_tails
 from epsstar.statistics.names import (
     DEFAULT_METHOD,
@@ -321,7 +328,7 @@ def _with_interval(
     elif isinstance(config, AtomsTested):
         resampled = AtomsCrossfit(config.n_splits)
     if isinstance(config, TailsShapeTested) and result.method == config.method:
-        shape = _tail_shape(train, population)
+        shape = _chosen_shape(result, train, population)
     point = (
         result.untested_epsilon
         if tested and result.untested_epsilon is not None
@@ -358,10 +365,10 @@ def _losses(name: str, values: LossesLike, config: EstimatorConfig) -> Losses:
     least ``config.min_records``; a refusal names the empirical method's minimum when it
     is lower."""
     losses = as_losses(values, name, min_size=0)
-    if losses.values is None and isinstance(config, Parametric | TailsShapeTested):
+    if losses.values is None and isinstance(config, Parametric):
         raise InvalidInputError(
             f"the {config.method} method needs every loss; summarised losses serve the "
-            f"other tails methods and the empirical one. Found {name} summarised."
+            f"tails methods and the empirical one. Found {name} summarised."
         )
     fewest = Empirical.min_records
     if losses.n < config.min_records:
@@ -513,7 +520,7 @@ def _tailed_at(
     return _tails_at(train, population, deltas, config, seed, tail_scale, _POWER_TAILS)
 
 
-#: Fits both sides' tails: :func:`fit_relative_tails` or :func:`fit_binormal_tails`.
+#: Fits both sides' tails: :func:`fit_relative_tails` or :func:`fit_shift_roc`.
 _TailFitter = Callable[..., tuple[RelativeTailed | BinormalTailed, RelativeTailed | BinormalTailed]]
 
 
@@ -564,21 +571,59 @@ def _tails_at(
     return results
 
 
-def _tail_shape(train: FloatArray, population: FloatArray) -> _TailShape:
+def _tail_shape(train: Losses, population: Losses) -> _TailShape:
     """:class:`TailsShapeTested`'s choice of tails by the slope of the binormal ROC curve of
-    every record (:mod:`epsstar.statistics.fitting.roc_slope`), with the reason."""
-    slope = roc_slope(train, population)
+    every record (:mod:`epsstar.statistics.fitting.roc_slope`), with the reason; a summary's
+    uniform random sample stands for its records (its standard error counts the sample)."""
+    slope = roc_slope(train.sample, population.sample)
+    sampled = [
+        f"{side.sample.size:,} of {side.n:,} {name}"
+        for side, name in ((train, "training"), (population, "population"))
+        if side.sample.size < side.n
+    ]
+    slope_text = slope.describe()
+    if sampled:
+        slope_text += f" (on the random samples of the summaries: {', '.join(sampled)} losses)"
     rule = (
         f"within {SLOPE_MARGIN:g} of 1 on the log scale with {SLOPE_ERRORS:g} standard errors "
         "to spare"
     )
     if slope.near_one:
+        bend = tail_bend(train.sample, population.sample)
+        if not bend.straight:
+            return _TailShape(
+                fit_relative_tails,
+                f"{slope_text}, {rule}, but the {bend.describe()}, more than "
+                f"{BEND_ERRORS:g} below: the curve bends towards the diagonal in its tails, "
+                "as a shift of a heavy-tailed law does: power tails",
+            )
         return _TailShape(
-            fit_binormal_tails,
-            f"{slope.describe()}, {rule}: Gaussian-shift tails (the equal-variance binormal "
-            "tails of the Gaussian mechanism's shape)",
+            fit_shift_roc,
+            f"{slope_text}, {rule}, and the {bend.describe()}: Gaussian-shift tails (the "
+            "equal-variance binormal ROC curve of the Gaussian mechanism, its shift fitted "
+            f"on each end's half{', or the extremes a summary keeps' if sampled else ''})",
         )
-    return _TailShape(fit_relative_tails, f"{slope.describe()}, not {rule}: power tails")
+    if not slope.can_pass:
+        return _TailShape(
+            fit_relative_tails,
+            f"{slope_text}; the check of the tails' shape needs at least "
+            f"{fewest_records_a_side():,} records a side: power tails",
+        )
+    return _TailShape(fit_relative_tails, f"{slope_text}, not {rule}: power tails")
+
+
+def _chosen_shape(
+    result: EpsilonStarResult, train: FloatArray, population: FloatArray
+) -> _TailShape:
+    """The tails' shape :class:`TailsShapeTested`'s point estimate took, read from its fits'
+    family, so that an interval does not rerun the slope check; chosen anew where the point
+    estimate fitted no tails (no leak found and ``untested`` off)."""
+    family = result.tail_fits.get("train", {}).get("family")
+    if family is None:
+        return _tail_shape(LossValues(train), LossValues(population))
+    if family == BinormalTailed.json_constants["family"]:
+        return _TailShape(fit_shift_roc)
+    return _POWER_TAILS
 
 
 #: What the atoms estimator does, for the notes of its results.
@@ -681,12 +726,8 @@ def _tested(
         crossfit = AtomsCrossfit(config.n_splits)
         estimates = _tailed_at(train, population, deltas, crossfit, seed, tail_scale=tail_scale)
     elif isinstance(config, TailsShapeTested) and not atoms:
-        train_values, population_values = train.values, population.values
-        # _losses refuses summarised losses for the tails-shape-tested method.
-        assert train_values is not None
-        assert population_values is not None
         tails = TailsCrossfit(config.tail_size, config.n_splits)
-        shape = _tail_shape(train_values, population_values)
+        shape = _tail_shape(train, population)
         estimates = _tails_at(train, population, deltas, tails, seed, tail_scale, shape)
     else:
         tails = TailsCrossfit(config.tail_size, config.n_splits)

@@ -230,10 +230,10 @@ class TailsShapeTested(_TestedTails):
     losses too discrete for a tail model (the atoms path). Before the cross-fitting, the
     binormal ROC curve of all records is checked for slope 1
     (:mod:`epsstar.statistics.fitting.roc_slope`): where its slope lies within the margin
-    of 1, the leak has the Gaussian mechanism's shape and each side's tails are a unit
-    normal of the pooled fit's normal scores
-    (:func:`~epsstar.statistics.fitting.binormal_tails.fit_binormal_tails`); elsewhere they
-    are :class:`TailsTested`'s power tails. The check reads every loss, so summarised
+    of 1, the leak has the Gaussian mechanism's shape and the tails follow the
+    equal-variance binormal ROC curve, its shift fitted on each end's half of the records
+    (:func:`~epsstar.statistics.fitting.binormal_tails.fit_shift_roc`); elsewhere they are
+    :class:`TailsTested`'s power tails. The check reads every loss, so summarised
     losses are refused.
     """
 

@@ -24,7 +24,7 @@ from scipy import special
 
 from epsstar.statistics.fitting.tails import fit_relative_tails
 
-__all__ = ["SLOPE_MARGIN", "RocSlope", "roc_slope"]
+__all__ = ["SLOPE_ERRORS", "SLOPE_MARGIN", "RocSlope", "fewest_records_a_side", "roc_slope"]
 
 #: How far from 1 the binormal ROC curve's slope may lie, on the log scale, for a leak to be
 #: read as the Gaussian mechanism's shape (:attr:`RocSlope.near_one`). A choice, not a
@@ -53,12 +53,25 @@ class RocSlope:
         :data:`SLOPE_MARGIN`: an equivalence check, which too few records cannot pass."""
         return abs(self.log_slope) + SLOPE_ERRORS * self.standard_error < SLOPE_MARGIN
 
+    @property
+    def can_pass(self) -> bool:
+        """Whether the records are enough for :attr:`near_one` to hold at a slope of exactly 1:
+        :data:`SLOPE_ERRORS` standard errors below :data:`SLOPE_MARGIN`."""
+        return SLOPE_ERRORS * self.standard_error < SLOPE_MARGIN
+
     def describe(self) -> str:
         """``slope of the binormal ROC curve 1.01 ± 0.02``: the slope and its standard error."""
         return (
             f"slope of the binormal ROC curve {self.slope:.2f} ± "
             f"{self.slope * self.standard_error:.2f}"
         )
+
+
+def fewest_records_a_side() -> int:
+    """The fewest records a side (as many on each) with which the check can pass: the least
+    ``n > (SLOPE_ERRORS / SLOPE_MARGIN)²``, where ``SLOPE_ERRORS * sqrt(1/n)`` is below the
+    margin."""
+    return math.floor((SLOPE_ERRORS / SLOPE_MARGIN) ** 2) + 1
 
 
 def roc_slope(train: ArrayLike, population: ArrayLike) -> RocSlope:

@@ -138,6 +138,11 @@ class LossSketch:
         margin = self.k / 2
         return np.asarray(exact & ((counts <= margin) | (counts >= self.n - margin)))
 
+    @property
+    def extremes_kept(self) -> int:
+        """The values per tail it keeps: ``k``, or ``n`` when it holds every value."""
+        return min(self.low.size, self.n)
+
     def lowest(self, m: int) -> FloatArray:
         """The ``m`` smallest values, sorted (``m`` at most ``k``, or ``n`` when complete)."""
         self._check_kept(m)
@@ -149,7 +154,7 @@ class LossSketch:
         return self.high[self.high.size - m :]
 
     def _check_kept(self, m: int) -> None:
-        if not 0 <= m <= min(self.low.size, self.n):
+        if not 0 <= m <= self.extremes_kept:
             raise InvalidInputError(
                 f"a sketch keeps its {self.low.size} most extreme values per tail. Found a "
                 f"request for {m}."

@@ -136,6 +136,10 @@ class LossValues:
     def quantiles(self, levels: FloatArray) -> FloatArray:
         return np.asarray(np.quantile(self.ascending, levels, method="inverted_cdf"), np.float64)
 
+    @property
+    def extremes_kept(self) -> int:
+        return self.n
+
     def lowest(self, m: int) -> FloatArray:
         self._check_kept(m)
         return self.ascending[:m]

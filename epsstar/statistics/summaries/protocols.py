@@ -66,6 +66,12 @@ class Sample(Protocol):
         """The ``inverted_cdf`` quantile at each level (a sketch: see its own method)."""
         ...
 
+    @property
+    def extremes_kept(self) -> int:
+        """How many losses :meth:`lowest` and :meth:`highest` can give: every one when they
+        are held, a sketch's kept extremes per tail otherwise."""
+        ...
+
     def lowest(self, m: int) -> FloatArray:
         """The ``m`` smallest losses, sorted."""
         ...

@@ -47,7 +47,7 @@ def test_every_attack_scores_every_record(shifted: AuditResult) -> None:
     assert [a.name for a in shifted.attacks] == ["loss", "qmia", "beyond-baseline"]
     for attack in shifted.attacks:
         assert (attack.n_members, attack.n_nonmembers) == (600, 400)
-        assert attack.epsilon.method == "tails-tested"
+        assert attack.epsilon.method == "tails-shape-tested"
         assert attack.epsilon.delta == shifted.delta
 
 

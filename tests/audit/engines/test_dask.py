@@ -483,7 +483,7 @@ def test_a_summarised_audit_gives_the_same_json_on_both_engines(
         expected["provenance"].pop(key)
         found["provenance"].pop(key)
     assert found == expected
-    assert expected["method"] == "tails-tested"
+    assert expected["method"] == "tails-shape-tested"
 
 
 def test_an_audit_reads_its_partitions_from_s3(

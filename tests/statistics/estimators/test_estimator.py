@@ -242,7 +242,8 @@ def test_bad_data() -> None:
     ):
         epsilon_star(train[:10], population, delta=1e-3, method="parametric")
     with pytest.raises(
-        InsufficientDataError, match="at least 100 values for the tails-tested method.*Found 60"
+        InsufficientDataError,
+        match="at least 100 values for the tails-shape-tested method.*Found 60",
     ):
         epsilon_star(train[:60], population, delta=1e-3)
     with pytest.raises(
@@ -383,4 +384,5 @@ def test_methods_and_default() -> None:
     default = inspect.signature(epsilon_star).parameters["method"].default
     assert default == DEFAULT_METHOD
     train, population = normal_losses(300, 1.0)
-    assert epsilon_star(train, population, delta=1e-3).method == DEFAULT_METHOD == "tails-tested"
+    found = epsilon_star(train, population, delta=1e-3)
+    assert found.method == DEFAULT_METHOD == "tails-shape-tested"

@@ -100,16 +100,20 @@ def test_fit_share_is_checked_and_moves_the_fit() -> None:
     assert narrow.lower.shift != wide.lower.shift
 
 
-def test_a_summary_without_the_fitted_share_is_refused_in_one_line() -> None:
-    # A summary keeps its k most extreme values exactly; the shift needs a quarter of them.
+def test_a_summary_fits_its_shift_on_the_extremes_it_keeps() -> None:
+    # A summary keeps its k most extreme values exactly; a quarter of 4,000 is more: the
+    # share is cut to the 399 values beyond which the 400th is the truncation's cut.
     rng = np.random.default_rng(8)
     train, population = rng.normal(0.0, 1.0, 4000), rng.normal(0.5, 1.0, 4000)
     sketch = sketch_losses(train, 400, bins=512)
-    with pytest.raises(
-        InvalidInputError, match="keeps its 400 most extreme.*Found a request for 1001"
-    ):
-        fit_binormal_tails(sketch, population)
-    assert fit_binormal_tails(sketch, population, fit_share=0.04)[0].n == 4000
+    cut, kept = (
+        fit_binormal_tails(sketch, population),
+        fit_binormal_tails(sketch, population, fit_share=399 / 4000),
+    )
+    assert cut[0].n == 4000
+    assert (cut[0].lower.shift, cut[0].upper.shift) == (kept[0].lower.shift, kept[0].upper.shift)
+    wider = fit_binormal_tails(sketch_losses(train, 1200, bins=512), population)
+    assert wider[0].lower.shift != cut[0].lower.shift
 
 
 def test_json_names_the_model_and_its_shifts() -> None:

@@ -7,7 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from epsstar.statistics.fitting.roc_slope import SLOPE_MARGIN, RocSlope, roc_slope
+from epsstar.statistics.fitting.roc_slope import (
+    SLOPE_MARGIN,
+    RocSlope,
+    fewest_records_a_side,
+    roc_slope,
+)
 
 
 def test_the_gaussian_mechanism_has_slope_one() -> None:
@@ -42,6 +47,15 @@ def test_the_check_needs_its_margin_beyond_two_standard_errors() -> None:
     assert not RocSlope(0.03, 0.0101).near_one
     values = np.random.default_rng(3).normal(0.0, 1.0, 1500)
     assert not roc_slope(values, values.copy()).near_one
+    assert not roc_slope(values, values.copy()).can_pass
+
+
+def test_the_fewest_records_that_can_pass_are_the_first_above_the_bound() -> None:
+    fewest = fewest_records_a_side()
+    assert fewest == 1601  # (2 / 0.05)² = 1,600
+    values = np.random.default_rng(4).normal(0.0, 1.0, fewest)
+    assert roc_slope(values, values.copy()).can_pass
+    assert not roc_slope(values[:-1], values[:-1].copy()).can_pass
 
 
 def test_it_describes_the_slope_and_its_error() -> None:
