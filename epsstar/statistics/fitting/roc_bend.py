@@ -13,12 +13,12 @@ shift below the half's.
 The difference is read in standard errors. A truncated normal's shift fitted on ``n_s`` records
 cut at its own quantile ``s`` has the variance ``1 / (n_s V(s))``, with the truncated normal's
 variance ``V(s) = 1 - a λ - λ²`` at ``a = Φ⁻¹(s)``, ``λ = φ(a) / s`` (the Fisher information of
-the shift); the half's estimate is nested in the quarter's, so the difference has the
-difference of the two variances. The normal scores are read on the reference side's fit,
+the shift); the quarter's records are among the half's and the half's estimate is the more
+efficient, so the difference has the difference of the two variances. The normal scores are read on the reference side's fit,
 whose own sampling error enters as much again for sides of equal size: the variance is
 scaled by ``1 + m / n_ref`` for ``m`` fitted and ``n_ref`` reference records (at 10,000 a
-side the measured spread of the difference on Gaussian-mechanism draws is 1.2-1.6 times the
-unscaled error; docs/accuracy.md, "The method tails-shape-tested").
+side the statistic's spread on Gaussian-mechanism draws is 0.9-1.1 with the scaling, and the
+unscaled error was 1.2-1.6 times too small; ``benchmarks/roc_shape_checks.py``).
 """
 
 from __future__ import annotations
@@ -43,9 +43,10 @@ __all__ = ["BEND_ERRORS", "TailBend", "tail_bend"]
 
 #: Standard errors by which the outer quarter's shift may lie below the half's before the
 #: curve is read as bending (one-sided: only a bend towards the diagonal makes the straight
-#: curve overshoot). A choice: at 10,000 records a side it lets 93-100 % of Gaussian-mechanism
-#: draws through and stops every shifted Student t (3 and 5 degrees of freedom) and Laplace
-#: draw (docs/accuracy.md, "The method tails-shape-tested").
+#: curve overshoot). A choice: at 10,000 records a side it lets 99-100 % of the
+#: Gaussian-mechanism draws that pass the slope check through, stops every shifted Student t
+#: (3 and 5 degrees of freedom) and Laplace draw, and 44 % of the logistic shift's
+#: (``benchmarks/roc_shape_checks.py``; docs/accuracy.md, "The method tails-shape-tested").
 BEND_ERRORS: Final = 2.5
 
 
