@@ -575,7 +575,13 @@ def _tail_shape(train: Losses, population: Losses) -> _TailShape:
     """:class:`TailsShapeTested`'s choice of tails by the slope of the binormal ROC curve of
     every record (:mod:`epsstar.statistics.fitting.roc_slope`), with the reason; a summary's
     uniform random sample stands for its records (its standard error counts the sample)."""
-    slope = roc_slope(train.sample, population.sample)
+    # Held losses are read through their sorted sample (sorted once); a summary's random
+    # sample is wrapped once for both checks.
+    sides = [
+        side.whole if side.values is not None else LossValues(side.sample)
+        for side in (train, population)
+    ]
+    slope = roc_slope(*sides)
     sampled = [
         f"{side.sample.size:,} of {side.n:,} {name}"
         for side, name in ((train, "training"), (population, "population"))
@@ -589,7 +595,7 @@ def _tail_shape(train: Losses, population: Losses) -> _TailShape:
         "to spare"
     )
     if slope.near_one:
-        bend = tail_bend(train.sample, population.sample)
+        bend = tail_bend(*sides)
         if not bend.straight:
             return _TailShape(
                 fit_relative_tails,

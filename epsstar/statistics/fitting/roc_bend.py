@@ -14,11 +14,12 @@ The difference is read in standard errors. A truncated normal's shift fitted on 
 cut at its own quantile ``s`` has the variance ``1 / (n_s V(s))``, with the truncated normal's
 variance ``V(s) = 1 - a λ - λ²`` at ``a = Φ⁻¹(s)``, ``λ = φ(a) / s`` (the Fisher information of
 the shift); the quarter's records are among the half's and the half's estimate is the more
-efficient, so the difference has the difference of the two variances. The normal scores are read on the reference side's fit,
-whose own sampling error enters as much again for sides of equal size: the variance is
-scaled by ``1 + m / n_ref`` for ``m`` fitted and ``n_ref`` reference records (at 10,000 a
-side the statistic's spread on Gaussian-mechanism draws is 0.9-1.1 with the scaling, and the
-unscaled error was 1.2-1.6 times too small; ``benchmarks/roc_shape_checks.py``).
+efficient, so the difference has the difference of the two variances. The normal scores are
+read on the reference side's fit, whose own sampling error enters as much again for sides of
+equal size: the variance is scaled by ``1 + m / n_ref`` for ``m`` fitted and ``n_ref``
+reference records (at 10,000 a side the statistic's spread on Gaussian-mechanism draws is
+0.9-1.1 with the scaling, and the unscaled error was 1.2-1.6 times too small;
+``benchmarks/roc_shape_checks.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import math
 from dataclasses import dataclass
 from typing import Final
 
-from numpy.typing import ArrayLike
 from scipy import special
 
 from epsstar.statistics.fitting.binormal_tails import (
@@ -37,7 +37,7 @@ from epsstar.statistics.fitting.binormal_tails import (
     fit_shift_roc,
     reaching_sides,
 )
-from epsstar.statistics.summaries.loss_sketch import as_sample
+from epsstar.statistics.summaries.loss_sketch import SampleLike, as_sample
 
 __all__ = ["BEND_ERRORS", "TailBend", "tail_bend"]
 
@@ -71,7 +71,7 @@ class TailBend:
         )
 
 
-def tail_bend(train: ArrayLike, population: ArrayLike) -> TailBend:
+def tail_bend(train: SampleLike, population: SampleLike) -> TailBend:
     """The bend of the equal-variance binormal ROC curve of every loss (module doc)."""
     sides = as_sample(train), as_sample(population)
     half = fit_shift_roc(*sides)

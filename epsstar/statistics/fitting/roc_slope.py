@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
-from numpy.typing import ArrayLike
 from scipy import special
 
+from epsstar.exceptions import InvalidInputError
 from epsstar.statistics.fitting.tails import fit_relative_tails
+from epsstar.statistics.summaries.loss_sketch import SampleLike, as_sample
 
 __all__ = ["SLOPE_ERRORS", "SLOPE_MARGIN", "RocSlope", "fewest_records_a_side", "roc_slope"]
 
@@ -74,13 +75,19 @@ def fewest_records_a_side() -> int:
     return math.floor((SLOPE_ERRORS / SLOPE_MARGIN) ** 2) + 1
 
 
-def roc_slope(train: ArrayLike, population: ArrayLike) -> RocSlope:
-    """The slope of the binormal ROC curve of every training and population loss (module doc)."""
-    members = np.asarray(train, dtype=np.float64)
-    others = np.asarray(population, dtype=np.float64)
+def roc_slope(train: SampleLike, population: SampleLike) -> RocSlope:
+    """The slope of the binormal ROC curve of every training and population loss (module doc);
+    either side may be losses held as :class:`~epsstar.statistics.summaries.loss_values.LossValues`,
+    whose sorted order is then reused."""
+    members, others = as_sample(train), as_sample(population)
+    values = others.values
+    if values is None:
+        raise InvalidInputError(
+            "the slope of the ROC curve reads every population loss. Found a summary's sketch."
+        )
     fit = fit_relative_tails(members, others)[0]
     with np.errstate(divide="ignore", invalid="ignore"):
-        scores = special.ndtri_exp(np.minimum(fit.logcdf(others), 0.0))
+        scores = special.ndtri_exp(np.minimum(fit.logcdf(values), 0.0))
     spread = float(np.std(scores[np.isfinite(scores)]))
-    error = math.sqrt(0.5 / others.size + 0.5 / members.size)
+    error = math.sqrt(0.5 / others.n + 0.5 / members.n)
     return RocSlope(log_slope=-math.log(spread) if spread > 0 else math.inf, standard_error=error)
