@@ -139,7 +139,11 @@ def test_ctrl_c_stops_the_workers_too(config_file: Path) -> None:
     """SIGINT to the whole process group, as a terminal sends it, once a model is finished:
     exit 130 and one line, and no worker trains on after the sweep stopped."""
     out = config_file.parent / "interrupted"
-    command = [sys.executable, "-m", "epsstar", "sweep", str(config_file), "--out", str(out)]
+    # Eight repeats of each strategy (24 runs): the sweep is still training when the signal
+    # comes, however late a loaded machine lets this process see the first finished model.
+    longer = config_file.parent / "longer.toml"
+    longer.write_text(config_file.read_text().replace("repeats = 2", "repeats = 8"))
+    command = [sys.executable, "-m", "epsstar", "sweep", str(longer), "--out", str(out)]
     sweep = subprocess.Popen(
         [*command, "--workers", "2", "--quiet"],
         stderr=subprocess.PIPE,
@@ -155,7 +159,7 @@ def test_ctrl_c_stops_the_workers_too(config_file: Path) -> None:
     finished = sorted(out.glob("*/*/training.json"))
     threading.Event().wait(3.0)
     assert sorted(out.glob("*/*/training.json")) == finished
-    assert len(finished) < len(RUNS)
+    assert len(finished) < 4 * len(RUNS)
 
 
 @pytest.mark.parametrize("value", ["0", "-3"])
