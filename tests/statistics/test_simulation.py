@@ -18,6 +18,7 @@ from scipy import optimize, stats
 from epsstar.exceptions import PoorFitWarning
 from epsstar.statistics.estimators.estimator import estimate
 from epsstar.statistics.estimators.methods import Empirical, Parametric
+from epsstar.statistics.names import DEFAULT_METHOD
 from epsstar.statistics.simulation import (
     COMPARED_ESTIMATORS,
     DEMO_ESTIMATORS,
@@ -179,7 +180,8 @@ def test_cell_summaries_by_hand() -> None:
 def test_estimators_are_the_documented_methods_and_count_poor_fits() -> None:
     assert list(ESTIMATORS)[:2] == ["empirical", "empirical (0.001, 0.999)"]
     assert set(COMPARED_ESTIMATORS) <= set(ESTIMATORS)
-    assert set(DEMO_ESTIMATORS) <= set(COMPARED_ESTIMATORS)
+    assert set(COMPARED_ESTIMATORS) <= set(DEMO_ESTIMATORS) <= set(ESTIMATORS)
+    assert DEFAULT_METHOD in DEMO_ESTIMATORS  # epsstar simulate shows the default
     rng = np.random.default_rng(3)
     # a Normal fit to Gamma(0.5) losses is poor: counted, not warned
     train, population = rng.gamma(0.5, 1.0, 800), rng.gamma(0.8, 1.0, 800)
