@@ -572,9 +572,11 @@ def _tails_at(
 
 
 def _tail_shape(train: Losses, population: Losses) -> _TailShape:
-    """:class:`TailsShapeTested`'s choice of tails by the slope of the binormal ROC curve of
-    every record (:mod:`epsstar.statistics.fitting.roc_slope`), with the reason; a summary's
-    uniform random sample stands for its records (its standard error counts the sample)."""
+    """:class:`TailsShapeTested`'s choice of tails, with the reason: Gaussian-shift tails where
+    the binormal ROC curve of every record has slope 1
+    (:mod:`epsstar.statistics.fitting.roc_slope`) and keeps its shift into the tails
+    (:mod:`epsstar.statistics.fitting.roc_bend`), power tails elsewhere. A summary's uniform
+    random sample stands for its records (the standard errors count the sample)."""
     # Held losses are read through their sorted sample (sorted once); a summary's random
     # sample is wrapped once for both checks.
     sides = [
@@ -582,6 +584,7 @@ def _tail_shape(train: Losses, population: Losses) -> _TailShape:
         for side in (train, population)
     ]
     slope = roc_slope(*sides)
+    summarised = train.values is None or population.values is None
     sampled = [
         f"{side.sample.size:,} of {side.n:,} {name}"
         for side, name in ((train, "training"), (population, "population"))
@@ -607,7 +610,7 @@ def _tail_shape(train: Losses, population: Losses) -> _TailShape:
             fit_shift_roc,
             f"{slope_text}, {rule}, and the {bend.describe()}: Gaussian-shift tails (the "
             "equal-variance binormal ROC curve of the Gaussian mechanism, its shift fitted "
-            f"on each end's half{', or the extremes a summary keeps' if sampled else ''})",
+            f"on each end's half{', or the extremes a summary keeps' if summarised else ''})",
         )
     if not slope.can_pass:
         return _TailShape(

@@ -220,6 +220,17 @@ def test_summarised_losses_check_the_slope_on_their_random_samples() -> None:
     assert abs(summarised.epsilon - truth) < 0.1
 
 
+def test_a_summary_whose_sample_is_every_loss_names_the_extremes_of_its_shift() -> None:
+    train, population = _gaussian(20_000, 0.5, seed=12)
+    plans = SummaryPlan.for_rows(train.size, population.size, seed=0)
+    summaries = summarise_losses(train, plans[0]), summarise_losses(population, plans[1])
+    found = epsilon_star(*summaries, delta=1e-5, method=SHAPED)
+    assert found.note is not None
+    assert "random samples" not in found.note  # 20,000 a side: the sample is every loss
+    assert "Gaussian-shift tails" in found.note
+    assert "or the extremes a summary keeps" in found.note
+
+
 def test_its_options_are_checked_and_named_by_the_method() -> None:
     assert method_config(SHAPED, n_splits=2, tail_size=40) == TailsShapeTested(40, 2)
     assert TailsShapeTested.min_records == TailsTested.min_records
