@@ -134,6 +134,22 @@ def test_a_worker_that_dies_stops_the_sweep_in_one_line_and_a_rerun_resumes(
     _assert_same_models(out, one_worker)
 
 
+def _as_a_terminal_starts_it() -> None:
+    """In the child before it runs: Ctrl-C neither blocked nor ignored, as a shell leaves it,
+    whatever this test process inherited or a library left in its main thread."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _signal_masks(pid: int) -> list[str]:
+    """The blocked, ignored and caught signal masks of ``pid`` (for a failure's message)."""
+    status = Path(f"/proc/{pid}/status")
+    if not status.exists():
+        return []
+    lines = status.read_text().splitlines()
+    return [line for line in lines if line.startswith(("SigBlk", "SigIgn", "SigCgt"))]
+
+
 @pytest.mark.slow
 def test_ctrl_c_stops_the_workers_too(config_file: Path) -> None:
     """SIGINT to the whole process group, as a terminal sends it, once a model is finished:
@@ -149,13 +165,16 @@ def test_ctrl_c_stops_the_workers_too(config_file: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_as_a_terminal_starts_it,
     )
     while not any(out.glob("*/*/training.json")):
         assert sweep.poll() is None, sweep.communicate()
         threading.Event().wait(0.02)
+    masks = _signal_masks(sweep.pid)
     os.killpg(sweep.pid, signal.SIGINT)
     _, error = sweep.communicate(timeout=120)
-    assert (sweep.returncode, error) == (130, "epsstar: interrupted\n")
+    trained = len(list(out.glob("*/*/training.json")))
+    assert (sweep.returncode, error) == (130, "epsstar: interrupted\n"), (masks, trained)
     finished = sorted(out.glob("*/*/training.json"))
     threading.Event().wait(3.0)
     assert sorted(out.glob("*/*/training.json")) == finished
