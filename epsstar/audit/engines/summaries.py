@@ -29,6 +29,7 @@ from epsstar.audit.data.checks import TableScan
 from epsstar.audit.engines.streaming import MAX_AUROC_VALUES, StreamedTable
 from epsstar.exceptions import InvalidInputError
 from epsstar.statistics._validation import FloatArray
+from epsstar.statistics.names import TAIL_METHODS
 from epsstar.statistics.summaries.loss_summary import (
     LossSummary,
     SummaryPlan,
@@ -43,10 +44,9 @@ __all__ = [
     "summarise_table",
 ]
 
-#: The headline methods whose statistics summaries serve.
-SUMMARISED_METHODS: Final = frozenset(
-    {"tails-shape-tested", "tails-tested", "tails-crossfit", "tails", "empirical"}
-)
+#: The headline methods whose statistics summaries serve: every tails method and the
+#: empirical one.
+SUMMARISED_METHODS: Final = frozenset({*TAIL_METHODS, "empirical"})
 
 
 def can_summarise(
