@@ -734,13 +734,13 @@ def _tested(
     if isinstance(config, AtomsTested):
         crossfit = AtomsCrossfit(config.n_splits)
         estimates = _tailed_at(train, population, deltas, crossfit, seed, tail_scale=tail_scale)
-    elif isinstance(config, TailsShapeTested) and not atoms:
-        tails = TailsCrossfit(config.tail_size, config.n_splits)
-        shape = _tail_shape(train, population)
-        estimates = _tails_at(train, population, deltas, tails, seed, tail_scale, shape)
     else:
         tails = TailsCrossfit(config.tail_size, config.n_splits)
-        estimates = _tailed_at(train, population, deltas, tails, seed, tail_scale=tail_scale)
+        if isinstance(config, TailsShapeTested) and not atoms:
+            shape = _tail_shape(train, population)
+            estimates = _tails_at(train, population, deltas, tails, seed, tail_scale, shape)
+        else:
+            estimates = _tailed_at(train, population, deltas, tails, seed, tail_scale=tail_scale)
     results = []
     for result in estimates:
         tested = dataclasses.replace(
