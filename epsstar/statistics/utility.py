@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from epsstar.plumbing.records.json_records import JsonRecord
 
@@ -40,16 +40,26 @@ def auroc(
     in a fraction of the time for many classes.
     """
     labels = np.asarray(labels)
-    scores = np.asarray(scores, dtype=np.float64)
     present = np.unique(labels)
     if present.size < 2:
         return None, "only one class present"
     if n_classes <= 2:
-        return _rank_auroc(scores.reshape(-1), labels == present[-1]), None
+        return _rank_auroc(_exact_narrowest(scores).reshape(-1), labels == present[-1]), None
     if present.size < n_classes:
         return None, "not every class is present"
-    areas = [_rank_auroc(scores[:, k], labels == k) for k in range(n_classes)]
+    by_class = _exact_narrowest(np.asarray(scores).T)
+    areas = [_rank_auroc(by_class[k], labels == k) for k in range(n_classes)]
     return float(np.mean(areas)), "one-vs-rest, macro average"
+
+
+def _exact_narrowest(scores: ArrayLike) -> NDArray[np.floating[Any]]:
+    """``scores`` as contiguous float32 when every value is a float32 (as a float32 model's
+    outputs are, widened or not), else float64: the AUROC compares values only, so it is
+    the same, and a float32 sort takes about half the time."""
+    wide = np.ascontiguousarray(scores, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        narrow = wide.astype(np.float32)
+        return narrow if np.array_equal(narrow, wide, equal_nan=True) else wide
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,3 +59,28 @@ def test_auroc_is_undefined_without_every_class() -> None:
     labels = np.array([0, 1, 2, 0, 1, 2])
     value, note = auroc(labels, np.eye(3)[labels], 3)
     assert (value, note) == (1.0, "one-vs-rest, macro average")
+
+
+def test_scores_that_float32_would_tie_keep_their_order() -> None:
+    # 1 and 1 + 1e-12 are one float32: sorting narrowed values would read a tie (0.5)
+    labels = np.array([0, 1, 0, 1])
+    scores = np.array([1.0, 1.0 + 1e-12, 0.5, 1.0 + 2e-12])
+    assert auroc(labels, scores, 2) == (1.0, None)
+    multi = np.stack([1 - scores, scores, np.zeros(4)], axis=1)
+    value, _ = auroc(np.array([0, 1, 2, 1]), multi + np.array([0, 0, 1e-12]), 3)
+    assert value == pytest.approx(
+        roc_auc_score([0, 1, 2, 1], multi + np.array([0, 0, 1e-12]), multi_class="ovr"),
+        rel=0,
+        abs=1e-12,
+    )
+
+
+@pytest.mark.parametrize("n_classes", [2, 5])
+def test_float32_scores_read_the_same_widened_or_not(n_classes: int) -> None:
+    rng = np.random.default_rng(3)
+    labels = np.concatenate([np.arange(n_classes), rng.integers(0, n_classes, 3_000)])
+    raw = softmax(rng.normal(size=(labels.size, n_classes)), axis=1).astype(np.float32)
+    scores = raw[:, 1] if n_classes == 2 else raw
+    narrow, _ = auroc(labels, scores, n_classes)
+    wide, _ = auroc(labels, scores.astype(np.float64), n_classes)
+    assert narrow == wide
