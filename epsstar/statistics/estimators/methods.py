@@ -233,8 +233,8 @@ class TailsShapeTested(_TestedTails):
     of 1, the leak has the Gaussian mechanism's shape and the tails follow the
     equal-variance binormal ROC curve, its shift fitted on each end's half of the records
     (:func:`~epsstar.statistics.fitting.binormal_tails.fit_shift_roc`); elsewhere they are
-    :class:`TailsTested`'s power tails. The check reads every loss, so summarised
-    losses are refused.
+    :class:`TailsTested`'s power tails. Of summarised losses the checks read each summary's
+    uniform random sample, and the shift is fitted on the extremes the summary keeps.
     """
 
     method: ClassVar[Method] = "tails-shape-tested"
