@@ -31,8 +31,10 @@ def sorted_body(x: FloatArray, k: int) -> tuple[FloatArray, FloatArray]:
     """
     n = x.size
     levels = np.linspace(k / n, 1.0 - k / n, n - 2 * k)
-    knots, last = np.unique(x[k : n - k][::-1], return_index=True)
-    return knots, levels[::-1][last]
+    body = x[k : n - k]
+    last = np.ones(body.size, dtype=bool)  # the last of each run of equal values
+    np.not_equal(body[1:], body[:-1], out=last[:-1])
+    return body[last], levels[last]
 
 
 def empirical_counts(
@@ -89,8 +91,10 @@ class LossValues:
     def atoms(self) -> Atoms:
         """The distinct values and their counts (computed on first use)."""
         if self._atoms is None:
-            distinct, counts = np.unique(self.values, return_counts=True)
-            object.__setattr__(self, "_atoms", (distinct, counts.astype(np.int64)))
+            ascending = self.ascending
+            starts = np.flatnonzero(np.r_[True, ascending[1:] != ascending[:-1]])
+            counts = np.diff(np.r_[starts, ascending.size]).astype(np.int64)
+            object.__setattr__(self, "_atoms", (ascending[starts], counts))
         assert self._atoms is not None
         return self._atoms
 

@@ -17,7 +17,7 @@ from epsstar.statistics.summaries.loss_summary import (
     as_losses,
     summarise_losses,
 )
-from epsstar.statistics.summaries.loss_values import LossValues
+from epsstar.statistics.summaries.loss_values import LossValues, sorted_body
 
 losses = st.lists(
     st.floats(-50, 50, allow_nan=False).map(lambda x: round(x, 1)),  # ties on purpose
@@ -141,3 +141,32 @@ def test_the_empirical_estimate_is_the_supremum_over_every_loss(seed: int, decim
     assert found.epsilon == expected.epsilon
     assert found.attained_by == expected.term_name
     assert found.threshold == expected.threshold or np.isnan(expected.threshold)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(st.integers(-3, 3).map(float) | st.floats(-2, 2), min_size=1, max_size=60),
+    trim=st.floats(0.0, 0.5),
+)
+def test_sorted_body_keeps_the_last_level_of_each_distinct_value(
+    values: list[float], trim: float
+) -> None:
+    x = np.sort(np.array(values))
+    k = min(int(trim * x.size), x.size // 2)
+    levels = np.linspace(k / x.size, 1.0 - k / x.size, x.size - 2 * k)
+    body = x[k : x.size - k]
+    # independently: np.unique on the reversed body finds each value's last position
+    expected_knots, first_reversed = np.unique(body[::-1], return_index=True)
+    knots, kept = sorted_body(x, k)
+    assert np.array_equal(knots, expected_knots)
+    assert np.array_equal(kept, levels[::-1][first_reversed])
+
+
+@settings(max_examples=100, deadline=None)
+@given(values=losses)
+def test_atoms_are_numpy_unique_with_counts(values: list[float]) -> None:
+    distinct, counts = LossValues(np.array(values)).atoms
+    expected, expected_counts = np.unique(np.array(values), return_counts=True)
+    assert np.array_equal(distinct, expected)
+    assert np.array_equal(counts, expected_counts)
+    assert counts.dtype == np.int64
