@@ -308,6 +308,9 @@ def main() -> None:
         "--stack", type=int, default=1, help="models the sweep trains together (1; see sweep)"
     )
     parser.add_argument(
+        "--workers", type=int, help="the sweep's worker processes (default: the sweep's own)"
+    )
+    parser.add_argument(
         "--methods",
         nargs="+",
         default=["parametric", TESTED],
@@ -364,6 +367,7 @@ def main() -> None:
             "--quiet",
             "--stack",
             str(args.stack),
+            *(["--workers", str(args.workers)] if args.workers else []),
             threads=args.threads,
             log=log,
         )
