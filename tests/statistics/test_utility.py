@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -18,9 +20,10 @@ from epsstar.statistics.utility import auroc
     rows=st.integers(4, 400),
     n_classes=st.sampled_from([2, 3, 7]),
     tie_decimals=st.sampled_from([None, 0, 1]),
+    dtype=st.sampled_from([np.float64, np.float32]),  # float32: the narrowed sort
 )
 def test_auroc_equals_scikit_learn(
-    seed: int, rows: int, n_classes: int, tie_decimals: int | None
+    seed: int, rows: int, n_classes: int, tie_decimals: int | None, dtype: type[np.floating[Any]]
 ) -> None:
     rng = np.random.default_rng(seed)
     labels = np.concatenate([np.arange(n_classes), rng.integers(0, n_classes, rows)])
@@ -36,6 +39,13 @@ def test_auroc_equals_scikit_learn(
         )
         scores = scores / scores.sum(axis=1, keepdims=True)
         expected = roc_auc_score(labels, scores, multi_class="ovr", labels=np.arange(n_classes))
+    if dtype is np.float32:
+        scores = scores.astype(np.float32)
+        expected = roc_auc_score(
+            labels,
+            scores.astype(np.float64),
+            **({} if n_classes == 2 else {"multi_class": "ovr", "labels": np.arange(n_classes)}),
+        )
     value, _ = auroc(labels, scores, n_classes)
     assert value == pytest.approx(expected, rel=0, abs=1e-12)
 
