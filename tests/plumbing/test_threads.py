@@ -80,3 +80,30 @@ def test_audit_threads_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert threads.chosen_threads() == 1
     # The JSON says which threads ran the model: the last digits of scores can depend on it.
     assert json.loads((tmp_path / "result.json").read_text())["provenance"]["threads"] == 1
+
+
+@pytest.mark.parametrize(
+    ("load", "runnable", "busy"),
+    [
+        (1.9, 1, 0),  # work that ended a moment ago is still in the one-minute average
+        (1.9, 2, 1),  # one other task runs now, and the average agrees
+        (0.4, 3, 0),  # others have only just started: the average decides, as before
+        (7.5, 9, 3),  # never more than the cores less this process's own
+        (1.9, None, 1),  # no instantaneous count (not Linux): the average alone
+    ],
+)
+def test_busy_cores_are_the_load_average_capped_by_what_runs_now(
+    monkeypatch: pytest.MonkeyPatch, load: float, runnable: int | None, busy: int
+) -> None:
+    monkeypatch.setattr("os.getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(threads, "_runnable_now", lambda: runnable)
+    assert threads._busy_cores(4) == busy
+
+
+def test_the_runnable_count_counts_this_process() -> None:
+    runnable = threads._runnable_now()
+    if not Path("/proc/loadavg").is_file():
+        assert runnable is None
+    else:
+        assert runnable is not None
+        assert runnable >= 1

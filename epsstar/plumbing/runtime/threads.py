@@ -6,7 +6,9 @@ fight for the cores, and an epoch or a batch takes several times longer
 (``benchmarks/trainer_threads.py``, docs/performance.md). So the trainer and the audit
 choose their threads by one rule: the cores this process may run on
 (``os.sched_getaffinity``), less those other programs keep busy (the one-minute load
-average, rounded down), shared among the worker processes; ``EPSSTAR_THREADS`` or a
+average, rounded down, but never more than the other tasks runnable at that instant: work
+that has just ended stays in the average for about a minute), shared among the worker
+processes; ``EPSSTAR_THREADS`` or a
 ``--threads`` option overrides the choice, never beyond the cores available.
 
 The trainer applies its choice to torch at once (:func:`apply_threads`). The audit applies
@@ -48,12 +50,28 @@ def available_cores() -> int:
 
 
 def _busy_cores(cores: int) -> int:
-    """Cores that other programs keep busy: the one-minute load average, rounded down."""
+    """Cores that other programs keep busy: the one-minute load average, rounded down, and
+    no more than the other tasks runnable right now (Linux), so that work which ended less
+    than a minute ago, still in the average, does not count."""
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):
         return 0
-    return min(cores - 1, max(0, int(load)))
+    busy = int(load)
+    runnable = _runnable_now()
+    if runnable is not None:
+        busy = min(busy, runnable - 1)  # this process's own thread is one of them
+    return min(cores - 1, max(0, busy))
+
+
+def _runnable_now() -> int | None:
+    """Tasks runnable this instant, the caller's thread among them (the fourth field of
+    ``/proc/loadavg``, ``running/total``); ``None`` where the kernel does not say."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as status:
+            return int(status.read().split()[3].split("/")[0])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def idle_cores() -> int:
