@@ -46,7 +46,7 @@ import numpy as np
 
 from epsstar.cli.common.text_table import aligned_table
 from epsstar.cli.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_PARTIAL
-from epsstar.statistics.estimators.methods import TailsTested
+from epsstar.statistics.estimators.methods import DEFAULT_LEVEL
 from epsstar.statistics.names import DEFAULT_METHOD
 
 
@@ -212,6 +212,14 @@ def _achieved_epsilon(record: dict[str, Any]) -> float | None:
     return None if value in (None, "") else float(value)
 
 
+def _dp_headlines(records: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """(Epsilon*, the achieved ε) of every audited DP model among ``records``."""
+    pairs = [
+        (r["result"]["epsilon_star"], _achieved_epsilon(r)) for r in records if r.get("result")
+    ]
+    return [(star, eps) for star, eps in pairs if eps is not None]
+
+
 def _tested_cells(members: list[dict[str, Any]]) -> list[str]:
     """The cross-fitted estimate the default held before its leak test, in how many of the
     models the test found a leak, and how many DP models' Epsilon* exceeds the achieved ε."""
@@ -219,10 +227,11 @@ def _tested_cells(members: list[dict[str, Any]]) -> list[str]:
     untested = [
         r["untested_epsilon_star"] for r in results if r["untested_epsilon_star"] is not None
     ]
-    level = TailsTested().level  # at which the held-out leak test keeps the estimate
-    found = sum(1 for r in results if r["leak_p_value"] is not None and r["leak_p_value"] < level)
-    bounded = [(m["result"]["epsilon_star"], _achieved_epsilon(m)) for m in members]
-    dp = [(star, eps) for star, eps in bounded if eps is not None]
+    # the level at which the held-out leak test keeps the estimate
+    found = sum(
+        1 for r in results if r["leak_p_value"] is not None and r["leak_p_value"] < DEFAULT_LEVEL
+    )
+    dp = _dp_headlines(members)
     above = f"{sum(star > eps for star, eps in dp)}/{len(dp)}" if dp else "-"
     return [spread(untested, ".3f"), f"{found}/{len(results)}", above]
 
@@ -230,8 +239,7 @@ def _tested_cells(members: list[dict[str, Any]]) -> list[str]:
 def dp_verdict(records: list[dict[str, Any]]) -> str:
     """How many DP models' default Epsilon* exceeds the accountant's ε, and how many read 1
     or more (the paper: every DP model below 1)."""
-    dp = [(r["result"]["epsilon_star"], _achieved_epsilon(r)) for r in records if r.get("result")]
-    dp = [(star, eps) for star, eps in dp if eps is not None]
+    dp = _dp_headlines(records)
     above = sum(star > eps for star, eps in dp)
     high = sum(star >= 1 for star, _ in dp)
     return (

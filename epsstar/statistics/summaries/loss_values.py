@@ -22,6 +22,14 @@ from epsstar.statistics.summaries.protocols import Atoms
 __all__ = ["LossValues", "empirical_counts", "sorted_body"]
 
 
+def _last_of_runs(ascending: FloatArray) -> NDArray[np.bool_]:
+    """Where each run of equal values of the sorted ``ascending`` ends (its last position):
+    the distinct values without sorting again, as ``np.unique`` would."""
+    last = np.ones(ascending.size, dtype=bool)
+    np.not_equal(ascending[1:], ascending[:-1], out=last[:-1])
+    return last
+
+
 def sorted_body(x: FloatArray, k: int) -> tuple[FloatArray, FloatArray]:
     """Knots and levels of the interpolated empirical CDF of the sorted sample ``x``
     without its ``k`` smallest and ``k`` largest values.
@@ -32,8 +40,7 @@ def sorted_body(x: FloatArray, k: int) -> tuple[FloatArray, FloatArray]:
     n = x.size
     levels = np.linspace(k / n, 1.0 - k / n, n - 2 * k)
     body = x[k : n - k]
-    last = np.ones(body.size, dtype=bool)  # the last of each run of equal values
-    np.not_equal(body[1:], body[:-1], out=last[:-1])
+    last = _last_of_runs(body)
     return body[last], levels[last]
 
 
@@ -92,9 +99,9 @@ class LossValues:
         """The distinct values and their counts (computed on first use)."""
         if self._atoms is None:
             ascending = self.ascending
-            starts = np.flatnonzero(np.r_[True, ascending[1:] != ascending[:-1]])
-            counts = np.diff(np.r_[starts, ascending.size]).astype(np.int64)
-            object.__setattr__(self, "_atoms", (ascending[starts], counts))
+            ends = np.flatnonzero(_last_of_runs(ascending))
+            counts = np.diff(ends, prepend=-1).astype(np.int64)
+            object.__setattr__(self, "_atoms", (ascending[ends], counts))
         assert self._atoms is not None
         return self._atoms
 
